@@ -1,0 +1,49 @@
+"""Shared test set-up: CPU only, quiet TensorFlow, helpers for subprocess programs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
+
+
+def run_program(args, *, timeout=300, env=None, cwd=None, check_exit=0):
+    """Runs ``python ARGS…`` from the project root; on a wrong exit code fails with all output.
+
+    Returns the ``CompletedProcess`` with ``stdout`` and ``stderr`` as text.
+    """
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + ([full_env["PYTHONPATH"]] if full_env.get("PYTHONPATH") else [])
+    )
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd or ROOT,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check_exit is not None and proc.returncode != check_exit:
+        pytest.fail(
+            f"`python {' '.join(map(str, args))}` exited {proc.returncode}, expected {check_exit}\n"
+            f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
+        )
+    return proc
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    """A fresh Estimator model_dir under pytest's tmp_path."""
+    path = tmp_path / "model"
+    return str(path)

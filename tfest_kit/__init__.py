@@ -1,0 +1,47 @@
+"""tfest_kit: a thin compatibility layer over the TensorFlow Estimator API (TensorFlow 2.15).
+
+Submodules are imported on first use, so ``import tfest_kit`` costs little more than importing
+TensorFlow itself and prints nothing.
+
+Example:
+
+    import tfest_kit
+    from tfest_kit import model_fn, tpu
+
+    estimator = tpu.TPUEstimator(model_fn.classifier(network, num_classes=2), ...)
+    tfest_kit.train_and_evaluate(estimator, train_input_fn, eval_input_fn, max_steps=1000)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from tfest_kit import _tf  # noqa: F401  (checks the TensorFlow version at import)
+from tfest_kit._errors import TfestKitError
+from tfest_kit.logs import quiet_by_default as _quiet_by_default
+
+__version__ = "0.1.0"
+
+_SUBMODULES = frozenset(
+    {"hooks", "inputs", "keras_bridge", "logs", "metrics", "model_fn", "serving", "tpu",
+     "training"}
+)
+# Top-level conveniences and the submodule each comes from.
+_FUNCTIONS = {"train_and_evaluate": "training", "run_config": "training"}
+
+__all__ = ["TfestKitError", "__version__", *sorted(_SUBMODULES), *sorted(_FUNCTIONS)]
+
+_quiet_by_default()
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tfest_kit.{name}")
+    if name in _FUNCTIONS:
+        return getattr(importlib.import_module(f"tfest_kit.{_FUNCTIONS[name]}"), name)
+    raise AttributeError(f"module 'tfest_kit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

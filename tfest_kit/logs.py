@@ -1,0 +1,126 @@
+"""Logging set-up: each line once, no deprecation floods.
+
+TensorFlow attaches its own ``StreamHandler`` to the ``tensorflow`` logger when it is imported
+and the root logger has none yet.  ``absl.app.run`` later adds absl's handler to the *root*
+logger, and every ``tf.compat.v1.logging.info`` line is then printed twice: once by
+TensorFlow's handler (``INFO:tensorflow:…``) and once, after propagating, by absl's.
+:func:`setup` gives the ``tensorflow`` logger exactly one route to the terminal: absl's handler
+when absl's logging is in use, a plain one otherwise.
+
+Example:
+
+    from tfest_kit import logs
+
+    logs.setup()                      # INFO, deprecation warnings off
+    logs.setup("debug", show_deprecations=True)
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Union
+
+from tfest_kit._tf import tf2
+
+__all__ = ["setup", "LEVELS"]
+
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "fatal": logging.FATAL,
+}
+
+_FORMAT = "%(levelname)s:%(name)s:%(message)s"
+
+
+def _absl_handler() -> logging.Handler | None:
+    """Returns absl's handler if absl's logging is attached to the root logger."""
+    absl_logging = sys.modules.get("absl.logging")
+    if absl_logging is None:
+        return None
+    handler = absl_logging.get_absl_handler()
+    return handler if handler in logging.getLogger().handlers else None
+
+
+class _OneRouteHandler(logging.Handler):
+    """Sends each ``tensorflow`` record to absl's handler when absl is active, else to stderr.
+
+    Deciding per record (rather than once in :func:`setup`) keeps lines single whether
+    ``setup()`` runs before or after ``absl.app.run`` installs its handler.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._plain = logging.StreamHandler(sys.stderr)
+        self._plain.setFormatter(logging.Formatter(_FORMAT))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        handler = _absl_handler()
+        if handler is not None:
+            handler.handle(record)
+        else:
+            # Resolve sys.stderr per record so pytest's capture and redirections see it.
+            self._plain.setStream(sys.stderr)
+            self._plain.handle(record)
+
+
+def _set_deprecation_warnings(show: bool) -> None:
+    # TensorFlow keeps these switches as private module globals; there is no public API.
+    from tensorflow.python.util import deprecation, module_wrapper
+
+    deprecation._PRINT_DEPRECATION_WARNINGS = show
+    module_wrapper._PER_MODULE_WARNING_LIMIT = 1 if show else 0
+
+
+def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) -> logging.Logger:
+    """Configures TensorFlow's logger so that each line is printed once.
+
+    Safe to call any number of times, before or after ``absl.app.run``.
+
+    Args:
+      verbosity: ``"debug"``, ``"info"``, ``"warning"``, ``"error"``, ``"fatal"`` or a
+        ``logging`` level number.
+      show_deprecations: print TensorFlow's deprecation warnings (off by default: a TF1-era
+        program otherwise prints dozens of them).
+
+    Returns:
+      The ``tensorflow`` logger.
+
+    Raises:
+      ValueError: if ``verbosity`` is not one of the names above or an int.
+
+    Example:
+
+        from tfest_kit import logs
+        logs.setup("info")
+    """
+    if isinstance(verbosity, str):
+        if verbosity.lower() not in LEVELS:
+            raise ValueError(
+                f"`verbosity` must be one of {sorted(LEVELS)} or a logging level number. "
+                f"Got: {verbosity!r}"
+            )
+        level = LEVELS[verbosity.lower()]
+    elif isinstance(verbosity, int) and not isinstance(verbosity, bool):
+        level = verbosity
+    else:
+        raise ValueError(
+            f"`verbosity` must be a level name or a logging level number. Got: {verbosity!r}"
+        )
+    logger = tf2.get_logger()
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.addHandler(_OneRouteHandler())
+    logger.propagate = False
+    logger.setLevel(level)
+    _set_deprecation_warnings(show_deprecations)
+    return logger
+
+
+def quiet_by_default() -> None:
+    """Turns deprecation warnings off at import, without touching handlers or levels."""
+    _set_deprecation_warnings(False)
