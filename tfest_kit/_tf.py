@@ -51,6 +51,9 @@ def check_version(version: str, has_estimator: bool = True) -> None:
 import tensorflow as tf2  # noqa: E402  (the environment variable above must come first)
 
 TF_VERSION: str = tf2.__version__
+# The version number alone decides for 2.16+, before tensorflow_estimator (which would fail
+# with a less helpful error of its own) is imported.
+check_version(TF_VERSION)
 
 try:
     import tensorflow_estimator  # noqa: E402,F401

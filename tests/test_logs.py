@@ -1,0 +1,85 @@
+"""tfest_kit.logs: one line per event under absl, deprecation warnings off by default."""
+
+from __future__ import annotations
+
+import logging
+import textwrap
+
+import pytest
+
+from tests.conftest import run_program
+from tfest_kit import logs
+
+_PROGRAM = textwrap.dedent(
+    """
+    import sys
+    from absl import app
+    from tfest_kit import logs
+    from tfest_kit._tf import tf
+
+    MODE = sys.argv[1]
+    if MODE == "setup-before":
+        logs.setup()
+
+    def main(argv):
+        if MODE == "setup-after":
+            logs.setup()
+        elif MODE == "deprecations":
+            logs.setup(show_deprecations=True)
+        tf.logging.info("unique-marker-%d", 42)
+        with tf.Graph().as_default():
+            tf.to_int32(tf.constant(1.0))  # deprecated since TF 2.0
+
+    app.run(main, argv=sys.argv[:1])
+    """
+)
+
+
+def _run(mode):
+    proc = run_program(["-c", _PROGRAM, mode], timeout=120)
+    return proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["setup-before", "setup-after"])
+def test_each_tensorflow_line_printed_once_under_absl(mode):
+    output = _run(mode)
+    assert output.count("unique-marker-42") == 1, output
+    assert "deprecated" not in output, output
+
+
+def test_without_setup_lines_are_doubled():
+    # The problem setup() fixes, shown on the same program: TensorFlow's handler and absl's
+    # both print the line.
+    output = _run("none")
+    assert output.count("unique-marker-42") == 2, output
+
+
+def test_deprecations_shown_when_asked():
+    output = _run("deprecations")
+    assert output.count("unique-marker-42") == 1, output
+    assert "deprecated" in output, output
+
+
+def test_setup_plain_python_logs_once(capsys):
+    logger = logs.setup("info")
+    try:
+        logger.info("plain-marker")
+        captured = capsys.readouterr()
+        assert captured.err.count("plain-marker") == 1
+        assert captured.err.strip() == "INFO:tensorflow:plain-marker"
+    finally:
+        logs.setup("warning")
+
+
+def test_setup_sets_level_and_is_idempotent():
+    logs.setup("debug")
+    logger = logs.setup("error")
+    assert logger.level == logging.ERROR
+    assert len(logger.handlers) == 1
+    logs.setup("warning")
+
+
+@pytest.mark.parametrize("bad", ["loud", "", None, 1.5, True])
+def test_bad_verbosity_names_argument(bad):
+    with pytest.raises(ValueError, match="`verbosity` must be"):
+        logs.setup(bad)

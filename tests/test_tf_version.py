@@ -1,0 +1,72 @@
+"""The TensorFlow version gate in tfest_kit._tf."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.conftest import run_program
+from tfest_kit import _tf
+
+
+@pytest.mark.parametrize("version", ["2.15.1", "2.15.0", "2.14.1", "2.13.0"])
+def test_supported_versions_pass(version):
+    _tf.check_version(version, has_estimator=True)
+
+
+@pytest.mark.parametrize("version", ["2.16.1", "2.17.0", "2.20.0rc0", "3.0.0"])
+def test_versions_without_estimator_are_refused(version):
+    with pytest.raises(ImportError) as excinfo:
+        _tf.check_version(version)
+    message = str(excinfo.value)
+    assert version in message
+    assert "tensorflow==2.15.1" in message and "tensorflow-estimator==2.15.0" in message
+
+
+def test_build_without_estimator_is_refused():
+    with pytest.raises(ImportError, match="tf.estimator"):
+        _tf.check_version("2.15.1", has_estimator=False)
+
+
+def test_too_old_version_is_refused():
+    with pytest.raises(ImportError, match="2.12.0"):
+        _tf.check_version("2.12.0")
+
+
+def test_import_on_simulated_tf_2_16_raises_clear_error(tmp_path):
+    # A stand-in `tensorflow` package first on sys.path plays TensorFlow 2.16, which has no
+    # tf.estimator; importing tfest_kit must stop with the fix in the message.
+    fake = tmp_path / "fake_site" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('__version__ = "2.16.1"\n')
+    script = textwrap.dedent(
+        """
+        try:
+            import tfest_kit
+        except ImportError as e:
+            print("IMPORT ERROR:", e)
+            raise SystemExit(3)
+        """
+    )
+    proc = run_program(
+        ["-c", script],
+        env={"PYTHONPATH": f"{tmp_path / 'fake_site'}"},
+        check_exit=3,
+        timeout=60,
+    )
+    assert "IMPORT ERROR: tfest_kit needs tf.estimator" in proc.stdout
+    assert "TensorFlow 2.16.1" in proc.stdout
+    assert "pip install tensorflow==2.15.1 tensorflow-estimator==2.15.0" in proc.stdout
+
+
+def test_import_prints_nothing():
+    proc = run_program(["-c", "import tfest_kit, tfest_kit.logs"], timeout=120)
+    assert proc.stdout == ""
+    assert proc.stderr == ""
+
+
+def test_real_tensorflow_is_the_pinned_one():
+    assert _tf.TF_VERSION.startswith("2.15")
+    assert hasattr(_tf.tf, "estimator")
+    assert _tf.estimator is _tf.tf.estimator
