@@ -27,7 +27,7 @@ _SUBMODULES = frozenset(
     {"hooks", "inputs", "keras_bridge", "logs", "metrics", "model_fn", "serving", "tpu", "training"}
 )
 # Top-level conveniences and the submodule each comes from.
-_FUNCTIONS = {"train_and_evaluate": "training", "run_config": "training"}
+_FUNCTIONS = {"train_and_evaluate": "training", "run_config": "_run_config"}
 
 __all__ = ["TfestKitError", "__version__", *sorted(_SUBMODULES), *sorted(_FUNCTIONS)]
 
