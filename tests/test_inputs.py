@@ -1,0 +1,248 @@
+"""tfest_kit.inputs: builders against hand-checked data, params["batch_size"], error cases."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tfest_kit import TfestKitError, inputs
+from tfest_kit._tf import tf, tf2
+
+
+def _batches(dataset):
+    """All batches of a dataset as nested numpy values."""
+    return [tf2.nest.map_structure(lambda t: t.numpy(), b) for b in dataset]
+
+
+# --------------------------------------------------------------------------- from_arrays
+
+
+def test_from_arrays_dict_in_order_with_remainder():
+    x = np.arange(10, dtype=np.float64).reshape(5, 2)
+    y = np.array([0, 1, 0, 1, 1])
+    batches = _batches(inputs.from_arrays({"x": x}, y, batch_size=2, shuffle=False)())
+    assert [len(labels) for _, labels in batches] == [2, 2, 1]
+    assert batches[0][0]["x"].dtype == np.float32  # float64 fed as float32
+    np.testing.assert_array_equal(batches[1][0]["x"], [[4, 5], [6, 7]])
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), y)
+
+
+def test_from_arrays_params_batch_size_wins_and_drop_remainder():
+    fn = inputs.from_arrays(
+        np.arange(10), np.arange(10), batch_size=4, shuffle=False, drop_remainder=True
+    )
+    assert [len(b[1]) for b in _batches(fn())] == [4, 4]
+    assert [len(b[1]) for b in _batches(fn({"batch_size": 3}))] == [3, 3, 3]
+    # A bare array becomes the feature "x"; Estimator-style params without batch_size are fine.
+    assert set(_batches(fn({"other": 1}))[0][0]) == {"x"}
+
+
+def test_from_arrays_pandas_label_column_shuffle_and_epochs():
+    frame = pd.DataFrame(
+        {"a": [1.0, 2.0, 3.0, 4.0], "city": ["x", "y", "z", "w"], "target": [0, 1, 1, 0]}
+    )
+    fn = inputs.from_arrays(frame, "target", batch_size=4, shuffle=True, num_epochs=2, seed=1)
+    batches = _batches(fn())
+    assert len(batches) == 2
+    for feats, labels in batches:
+        assert set(feats) == {"a", "city"}
+        assert sorted(feats["a"].tolist()) == [1.0, 2.0, 3.0, 4.0]  # each epoch sees every row
+        pairs = dict(zip(feats["city"].tolist(), labels.tolist()))
+        assert pairs == {b"x": 0, b"y": 1, b"z": 1, b"w": 0}  # rows stay aligned when shuffled
+
+
+def test_from_arrays_features_only_and_repeat_forever():
+    fn = inputs.from_arrays({"a": [1, 2, 3]}, batch_size=2, shuffle=False, num_epochs=None)
+    first = list(fn().take(4))
+    assert isinstance(first[0], dict)
+    assert [b["a"].numpy().tolist() for b in first] == [[1, 2], [3, 1], [2, 3], [1, 2]]
+
+
+def test_from_arrays_errors():
+    with pytest.raises(inputs.DataError, match=r"'label'.*columns are: \['a'\]"):
+        inputs.from_arrays(pd.DataFrame({"a": [1, 2]}), "label")
+    with pytest.raises(ValueError, match="same number"):
+        inputs.from_arrays({"a": [1, 2, 3]}, [0, 1])
+    with pytest.raises(ValueError, match="batch_size"):
+        inputs.from_arrays({"a": [1]}, batch_size=0)
+    with pytest.raises(ValueError, match="num_epochs"):
+        inputs.from_arrays({"a": [1]}, num_epochs=0)
+    with pytest.raises(TypeError, match="features"):
+        inputs.from_arrays(42)
+
+
+# --------------------------------------------------------------------------- from_csv
+
+CSV = "sepal,petal,kind,species\n5.1,1.4,a,0\n4.9,1.3,b,1\n6.2,4.5,a,2\n5.8,,b,1\n"
+
+
+@pytest.fixture
+def csv_dir(tmp_path):
+    (tmp_path / "part-0.csv").write_text(CSV)
+    (tmp_path / "part-1.csv").write_text("sepal,petal,kind,species\n7.0,6.0,c,2\n")
+    return tmp_path
+
+
+def test_from_csv_types_values_and_missing_fields(csv_dir):
+    fn = inputs.from_csv(
+        str(csv_dir / "part-0.csv"),
+        label_name="species",
+        shuffle=False,
+        batch_size=10,
+        column_defaults={"petal": -1.0},
+    )
+    [(feats, labels)] = _batches(fn())
+    assert set(feats) == {"sepal", "petal", "kind"}
+    assert feats["sepal"].dtype == np.float32 and labels.dtype == np.int32
+    np.testing.assert_allclose(feats["sepal"], [5.1, 4.9, 6.2, 5.8], rtol=1e-6)
+    np.testing.assert_allclose(feats["petal"], [1.4, 1.3, 4.5, -1.0], rtol=1e-6)
+    assert feats["kind"].tolist() == [b"a", b"b", b"a", b"b"]
+    np.testing.assert_array_equal(labels, [0, 1, 2, 1])
+
+
+def test_from_csv_glob_select_columns_params_and_no_header(csv_dir, tmp_path):
+    fn = inputs.from_csv(
+        str(csv_dir / "part-*.csv"),
+        label_name="species",
+        shuffle=True,
+        select_columns=["petal"],
+        seed=3,
+    )
+    batches = _batches(fn({"batch_size": 2}))
+    assert [len(b[1]) for b in batches] == [2, 2, 1]
+    assert all(set(f) == {"petal"} for f, _ in batches)
+    assert sorted(np.concatenate([b[1] for b in batches]).tolist()) == [0, 1, 1, 2, 2]
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("1;2\n3;4\n")
+    fn = inputs.from_csv(str(plain), ["p", "q"], "q", header=False, field_delim=";", shuffle=False)
+    [(feats, labels)] = _batches(fn())
+    assert feats["p"].tolist() == [1, 3] and labels.tolist() == [2, 4]
+
+
+def test_from_csv_gzip(tmp_path):
+    path = tmp_path / "data.csv.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write(CSV)
+    fn = inputs.from_csv(str(path), label_name="species", compression="GZIP", shuffle=False)
+    [(_, labels)] = _batches(fn())
+    assert labels.tolist() == [0, 1, 2, 1]
+
+
+def test_from_csv_errors_name_pattern_file_line_and_columns(csv_dir):
+    with pytest.raises(inputs.DataError, match=r"'.*nothing-\*\.csv' matches no file.*part-0\.csv"):
+        inputs.from_csv(str(csv_dir / "nothing-*.csv"))
+    with pytest.raises(inputs.DataError, match=r"does not exist"):
+        inputs.from_csv(str(csv_dir / "missing_dir" / "*.csv"))
+    with pytest.raises(inputs.DataError, match=r"'label'.*\['sepal', 'petal', 'kind', 'species'\]"):
+        inputs.from_csv(str(csv_dir / "part-0.csv"), label_name="label")
+    bad = csv_dir / "bad.csv"
+    bad.write_text("a,b,c\n1,2,3\n4,5,6\n7,8\n")
+    with pytest.raises(inputs.DataError, match=r"bad\.csv:4: row has 2 fields, expected 3"):
+        inputs.from_csv(str(bad), label_name="c")
+    with pytest.raises(ValueError, match="column_names"):
+        inputs.from_csv(str(bad), header=False)
+    # DataError is both a TfestKitError and a ValueError.
+    assert issubclass(inputs.DataError, TfestKitError) and issubclass(inputs.DataError, ValueError)
+
+
+# --------------------------------------------------------------------------- TFRecord
+
+ROWS = [
+    {"age": 30, "income": 1.5, "city": "oslo", "scores": [1.0, 2.0], "label": 0},
+    {"age": 41, "income": 2.5, "city": "rome", "scores": [3, 4], "label": 1},
+    {"age": 25, "income": 3, "city": "lima", "scores": [5.0, 6.0], "label": 1},
+]
+SPEC = {
+    "age": tf.io.FixedLenFeature([], tf.int64),
+    "income": tf.io.FixedLenFeature([], tf.float32),
+    "city": tf.io.FixedLenFeature([], tf.string),
+    "scores": tf.io.FixedLenFeature([2], tf.float32),
+    "label": tf.io.FixedLenFeature([], tf.int64),
+}
+
+
+def test_write_then_read_tfrecord_shards(tmp_path):
+    paths = inputs.write_tfrecord(ROWS, tmp_path / "out" / "data.tfrecord", num_shards=2)
+    assert [p.rsplit("/", 1)[1] for p in paths] == [
+        "data.tfrecord-00000-of-00002",
+        "data.tfrecord-00001-of-00002",
+    ]
+    fn = inputs.from_tfrecord(
+        str(tmp_path / "out" / "data.tfrecord-*"), SPEC, "label", shuffle=False, batch_size=8
+    )
+    [(feats, labels)] = _batches(fn())
+    # Round-robin: shard 0 holds rows 0 and 2, shard 1 holds row 1.
+    by_age = {int(a): i for i, a in enumerate(feats["age"])}
+    assert set(by_age) == {30, 41, 25}
+    row = by_age[41]
+    assert feats["city"][row] == b"rome" and labels[row] == 1
+    np.testing.assert_allclose(feats["scores"][row], [3.0, 4.0])  # ints promoted to floats
+    np.testing.assert_allclose(sorted(feats["income"]), [1.5, 2.5, 3.0])
+    assert "label" not in feats
+
+
+def test_tfrecord_gzip_params_batch_and_varlen(tmp_path):
+    rows = [{"tokens": ["a", "b", "c"][: i % 3 + 1], "y": i} for i in range(6)]
+    [path] = inputs.write_tfrecord(rows, tmp_path / "v.tfr", compression="GZIP")
+    spec = {"tokens": tf.io.VarLenFeature(tf.string), "y": tf.io.FixedLenFeature([], tf.int64)}
+    fn = inputs.from_tfrecord(
+        path, spec, "y", compression="GZIP", shuffle=False, drop_remainder=True
+    )
+    batches = list(fn({"batch_size": 4}))
+    assert len(batches) == 1
+    feats, labels = batches[0]
+    assert labels.numpy().tolist() == [0, 1, 2, 3]
+    assert isinstance(feats["tokens"], tf2.SparseTensor)
+    assert feats["tokens"].dense_shape.numpy().tolist() == [4, 3]
+
+
+def test_tfrecord_errors(tmp_path):
+    [path] = inputs.write_tfrecord(ROWS, tmp_path / "d.tfr")
+    with pytest.raises(ValueError, match=r"`label_key` 'target'.*\['age', 'city'"):
+        inputs.from_tfrecord(path, SPEC, "target")
+    with pytest.raises(inputs.DataError, match=r"d\.tfr: .*no feature \['weight'\]"):
+        inputs.from_tfrecord(path, {**SPEC, "weight": tf.io.FixedLenFeature([], tf.float32)})
+    with pytest.raises(inputs.DataError, match=r"matches no file; directory .* contains: d\.tfr"):
+        inputs.from_tfrecord(str(tmp_path / "e*.tfr"), SPEC, "label")
+    with pytest.raises(inputs.DataError, match="cannot read"):
+        inputs.from_tfrecord(path, SPEC, "label", compression="GZIP")
+    with pytest.raises(TypeError, match=r"Row 1, feature 'a'"):
+        inputs.write_tfrecord([{"a": 1}, {"a": "x"}], tmp_path / "bad.tfr")
+    with pytest.raises(ValueError, match="num_shards"):
+        inputs.write_tfrecord(ROWS, tmp_path / "x.tfr", num_shards=0)
+
+
+# --------------------------------------------------------------------------- with an Estimator
+
+
+def test_estimator_trains_from_csv_and_passes_params(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 2))
+    y = (x[:, 0] > 0).astype(int)
+    lines = ["u,v,y"] + [f"{a:.4f},{b:.4f},{c}" for (a, b), c in zip(x, y)]
+    (tmp_path / "train.csv").write_text("\n".join(lines) + "\n")
+    seen = []
+
+    def model_fn(features, labels, mode, params):
+        seen.append(features["u"].shape[0])
+        net = tf.stack([features["u"], features["v"]], axis=1)
+        logits = tf2.keras.layers.Dense(2)(net)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.AdamOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    train_fn = inputs.from_csv(
+        str(tmp_path / "train.csv"),
+        label_name="y",
+        num_epochs=None,
+        batch_size=8,
+        drop_remainder=True,
+    )
+    est = tf.estimator.Estimator(model_fn, str(tmp_path / "m"), params={"batch_size": 16})
+    est.train(train_fn, steps=20)
+    assert seen == [16]  # static batch dimension from params + drop_remainder
+    assert est.get_variable_value("global_step") == 20

@@ -1,0 +1,742 @@
+"""``input_fn`` builders: NumPy / pandas, CSV files, TFRecord files of ``tf.train.Example``.
+
+Each builder checks its arguments and files at once and returns an ``input_fn(params=None)``
+that builds a ``tf.data.Dataset`` the recommended way: files read in parallel, a shuffle buffer
+before ``repeat``, batching (optionally with ``drop_remainder`` for TPU-style static shapes),
+parsing mapped in parallel *after* batching, and ``prefetch(AUTOTUNE)`` at the end.
+
+The batch size is ``params["batch_size"]`` when the Estimator passes ``params`` that contain it
+(``Estimator`` and ``TPUEstimator`` pass ``params`` to an ``input_fn`` that accepts it; tfest_kit's
+``TPUEstimator`` puts the per-mode batch size there), else the builder's ``batch_size``.
+``num_epochs=None`` repeats forever (train with ``steps`` / ``max_steps`` then).
+
+Problems with the data itself (no file matches a pattern, a CSV row of the wrong width, a label
+that is not in the files) raise :class:`DataError`, a :class:`tfest_kit.TfestKitError` that is
+also a ``ValueError``; wrong arguments raise ``ValueError`` / ``TypeError``.
+
+Example:
+
+    from tfest_kit import inputs
+
+    train_fn = inputs.from_arrays({"x": x_train}, y_train, batch_size=64, num_epochs=None)
+    eval_fn = inputs.from_csv("data/eval-*.csv", label_name="species", shuffle=False)
+    paths = inputs.write_tfrecord(rows, "/tmp/data/train.tfrecord", num_shards=4)
+    spec = {"age": tf.io.FixedLenFeature([], tf.float32),
+            "label": tf.io.FixedLenFeature([], tf.int64)}
+    tfrecord_fn = inputs.from_tfrecord("/tmp/data/train.tfrecord-*", spec, "label")
+    estimator.train(train_fn, max_steps=1000)
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+
+from tfest_kit._errors import TfestKitError
+from tfest_kit._tf import tf, tf2
+
+__all__ = ["DataError", "from_arrays", "from_csv", "from_tfrecord", "write_tfrecord"]
+
+AUTOTUNE = tf2.data.AUTOTUNE
+InputFn = Callable[..., Any]
+FilePattern = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+
+_DEFAULT_SHUFFLE_BUFFER = 10_000
+_LISTED_ENTRIES = 20
+
+
+class DataError(TfestKitError, ValueError):
+    """The data does not match what the builder was told: missing files, columns or keys, bad rows.
+
+    A ``ValueError`` too, so ``except ValueError`` keeps working for callers that do not know it.
+    """
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Optional[int]):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be a positive int. Got: {batch_size!r}")
+    if num_epochs is not None and (
+        isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs < 1
+    ):
+        raise ValueError(
+            f"`num_epochs` must be a positive int, or None to repeat forever. Got: {num_epochs!r}"
+        )
+    if shuffle_buffer is not None and (not isinstance(shuffle_buffer, int) or shuffle_buffer < 1):
+        raise ValueError(
+            f"`shuffle_buffer` must be a positive int or None. Got: {shuffle_buffer!r}"
+        )
+
+
+def _batch_size(params: Optional[Mapping[str, Any]], default: int) -> int:
+    if params and params.get("batch_size") is not None:
+        return int(params["batch_size"])
+    return default
+
+
+def _shuffle_repeat(ds, shuffle: bool, buffer: int, num_epochs: Optional[int], seed):
+    # Shuffle before repeat so that every epoch sees every example exactly once.
+    if shuffle:
+        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    return ds.repeat(num_epochs)
+
+
+def _describe_dir(directory: str) -> str:
+    if not directory:
+        directory = "."
+    if not tf2.io.gfile.isdir(directory):
+        return f"directory {directory!r} does not exist"
+    entries = sorted(tf2.io.gfile.listdir(directory))
+    if not entries:
+        return f"directory {directory!r} is empty"
+    shown = ", ".join(entries[:_LISTED_ENTRIES])
+    more = f" … and {len(entries) - _LISTED_ENTRIES} more" if len(entries) > _LISTED_ENTRIES else ""
+    return f"directory {directory!r} contains: {shown}{more}"
+
+
+def _glob(file_pattern: FilePattern, argument: str = "file_pattern") -> list[str]:
+    """Expands one pattern or a list of them; DataError for a pattern that matches nothing."""
+    if isinstance(file_pattern, (str, os.PathLike)):
+        patterns = [os.fspath(file_pattern)]
+    elif isinstance(file_pattern, Sequence) and file_pattern:
+        patterns = [os.fspath(p) for p in file_pattern]
+    else:
+        raise TypeError(
+            f"`{argument}` must be a path / glob pattern or a non-empty list of them. "
+            f"Got: {file_pattern!r}"
+        )
+    files: list[str] = []
+    for pattern in patterns:
+        matched = sorted(tf2.io.gfile.glob(pattern))
+        if not matched:
+            raise DataError(
+                f"`{argument}` {pattern!r} matches no file; "
+                f"{_describe_dir(os.path.dirname(pattern))}."
+            )
+        files.extend(m for m in matched if m not in files)
+    return files
+
+
+# --------------------------------------------------------------------------- from_arrays
+
+
+def _as_feature_dict(features: Any, feature_name: str) -> dict[str, np.ndarray]:
+    if hasattr(features, "to_dict") and hasattr(features, "columns"):  # a pandas DataFrame
+        return {str(col): features[col].to_numpy() for col in features.columns}
+    if isinstance(features, Mapping):
+        if not features:
+            raise ValueError("`features` must not be an empty dict.")
+        return {str(k): np.asarray(v) for k, v in features.items()}
+    if isinstance(features, (np.ndarray, list, tuple)):
+        return {feature_name: np.asarray(features)}
+    raise TypeError(
+        "`features` must be a dict of arrays, a NumPy array or a pandas DataFrame. "
+        f"Got: {type(features).__name__}"
+    )
+
+
+def _tf_friendly(array: np.ndarray, name: str) -> np.ndarray:
+    if array.dtype == np.float64:
+        # Keras layers and feature columns compute in float32; float64 input only costs casts.
+        return array.astype(np.float32)
+    if array.dtype == object:
+        if all(isinstance(v, (str, bytes)) for v in array.ravel()):
+            return array.astype(str)
+        raise TypeError(
+            f"Feature {name!r} holds Python objects that are not all strings; convert it to a "
+            f"numeric or string array. Got first value: {array.ravel()[:1]!r}"
+        )
+    return array
+
+
+def from_arrays(
+    features: Any,
+    labels: Any = None,
+    *,
+    batch_size: int = 32,
+    shuffle: bool = True,
+    num_epochs: Optional[int] = 1,
+    shuffle_buffer: Optional[int] = None,
+    drop_remainder: bool = False,
+    seed: Optional[int] = None,
+    feature_name: str = "x",
+) -> InputFn:
+    """Builds an ``input_fn`` over in-memory NumPy arrays or a pandas DataFrame.
+
+    The replacement for the removed ``tf.compat.v1.estimator.inputs.numpy_input_fn`` and
+    ``pandas_input_fn``. ``float64`` arrays are fed as ``float32``; object arrays of strings as
+    ``tf.string``.
+
+    Args:
+      features: a dict ``{name: array}``, a pandas DataFrame (one feature per column) or a single
+        array, which becomes the feature ``feature_name`` (``"x"`` by default).
+      labels: an array / pandas Series with one label per row, the *name* of a column of
+        ``features`` to use as the label (it is removed from the features), or None for
+        features only (prediction).
+      batch_size: examples per batch unless ``params["batch_size"]`` is given.
+      shuffle: shuffle the rows (use False for evaluation and prediction).
+      num_epochs: passes over the data; None repeats forever.
+      shuffle_buffer: shuffle buffer size; default: all rows, at most 10,000.
+      drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
+      seed: shuffle seed for reproducible order.
+      feature_name: the key a bare array ``features`` gets.
+
+    Returns:
+      ``input_fn(params=None)`` returning a ``tf.data.Dataset`` of ``(features, labels)`` batches,
+      or of ``features`` when ``labels`` is None.
+
+    Raises:
+      DataError: if ``labels`` names a column that is not in ``features``.
+      ValueError: if the arrays have different numbers of rows, or a bad batch size / epochs.
+      TypeError: if ``features`` is of an unsupported type.
+
+    Example:
+
+        train_fn = from_arrays(df, "target", batch_size=64, num_epochs=None)
+        predict_fn = from_arrays({"x": x_test}, shuffle=False)
+    """
+    _check_common(batch_size, num_epochs, shuffle_buffer)
+    feats = _as_feature_dict(features, feature_name)
+    if isinstance(labels, str):
+        if labels not in feats:
+            raise DataError(
+                f"Label column {labels!r} is not in `features`; columns are: {sorted(feats)}."
+            )
+        labels = feats.pop(labels)
+        if not feats:
+            raise ValueError("`features` has no column left once the label column is removed.")
+    feats = {k: _tf_friendly(v, k) for k, v in feats.items()}
+    label_array = None if labels is None else _tf_friendly(np.asarray(labels), "labels")
+    lengths = {k: (len(v) if v.ndim else -1) for k, v in feats.items()}
+    if label_array is not None:
+        lengths["<labels>"] = len(label_array) if label_array.ndim else -1
+    if len(set(lengths.values())) != 1 or -1 in lengths.values():
+        raise ValueError(
+            f"All feature arrays and the labels must have the same number (>= 1) of rows. "
+            f"Got rows per key: {lengths}"
+        )
+    num_rows = next(iter(lengths.values()))
+    buffer = shuffle_buffer or min(num_rows, _DEFAULT_SHUFFLE_BUFFER)
+
+    def input_fn(params=None):
+        data = feats if label_array is None else (feats, label_array)
+        ds = tf2.data.Dataset.from_tensor_slices(data)
+        ds = _shuffle_repeat(ds, shuffle, buffer, num_epochs, seed)
+        ds = ds.batch(_batch_size(params, batch_size), drop_remainder=drop_remainder)
+        return ds.prefetch(AUTOTUNE)
+
+    return input_fn
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def _open_text(path: str, compression: Optional[str]):
+    if compression == "GZIP":
+        return gzip.open(tf2.io.gfile.GFile(path, "rb"), "rt", newline="")
+    if compression == "ZLIB":
+        raw = tf2.io.gfile.GFile(path, "rb").read()
+        return io.StringIO(zlib.decompress(raw).decode("utf-8"), newline="")
+    return tf2.io.gfile.GFile(path, "r")
+
+
+def _cell_kind(value: str) -> int:
+    """0 = int, 1 = float, 2 = string (the kinds only widen)."""
+    try:
+        int(value)
+        return 0
+    except ValueError:
+        pass
+    try:
+        float(value)
+        return 1
+    except ValueError:
+        return 2
+
+
+def _scan_csv(
+    files: list[str],
+    column_names: Optional[list[str]],
+    header: bool,
+    delim: str,
+    compression: Optional[str],
+    max_rows: Optional[int],
+) -> tuple[list[str], list[int]]:
+    """Reads the CSV files in Python: checks header and row widths, infers each column's kind.
+
+    Returns:
+      (column names, per-column kind); ``max_rows`` limits how many rows per file are checked.
+    """
+    names = list(column_names) if column_names is not None else None
+    kinds: Optional[list[int]] = None
+    for path in files:
+        with _open_text(path, compression) as handle:
+            reader = csv.reader(handle, delimiter=delim)
+            if header:
+                head = next(reader, None)
+                if head is None:
+                    raise DataError(
+                        f"{path}: the file is empty but `header=True` expects a header."
+                    )
+                head = [h.strip() for h in head]
+                if names is None:
+                    names = head
+                elif len(head) != len(names):
+                    raise DataError(
+                        f"{path}:1: header has {len(head)} columns {head}, expected "
+                        f"{len(names)}: {names}."
+                    )
+            for index, row in enumerate(reader):
+                line = reader.line_num
+                if not row:
+                    continue
+                if names is None:
+                    raise ValueError(
+                        "`column_names` is required when `header=False`. Got: None "
+                        f"(the first row of {path} has {len(row)} fields)."
+                    )
+                if len(row) != len(names):
+                    raise DataError(
+                        f"{path}:{line}: row has {len(row)} fields, expected {len(names)} "
+                        f"({', '.join(names)}). Row: {delim.join(row)!r}"
+                    )
+                if kinds is None:
+                    kinds = [0] * len(names)
+                for col, cell in enumerate(row):
+                    if cell.strip() and kinds[col] < 2:
+                        kinds[col] = max(kinds[col], _cell_kind(cell.strip()))
+                if max_rows is not None and index + 1 >= max_rows:
+                    break
+    if names is None:
+        raise ValueError("`column_names` is required when `header=False`. Got: None")
+    return names, kinds if kinds is not None else [1] * len(names)
+
+
+def _csv_defaults(names: list[str], kinds: list[int], column_defaults: Any) -> list[Any]:
+    inferred = [[0, 0.0, ""][k] for k in kinds]
+    if column_defaults is None:
+        return inferred
+    if isinstance(column_defaults, Mapping):
+        unknown = sorted(set(column_defaults) - set(names))
+        if unknown:
+            raise DataError(
+                f"`column_defaults` names columns {unknown} that are not in the data; "
+                f"columns are: {names}."
+            )
+        return [column_defaults.get(n, d) for n, d in zip(names, inferred)]
+    defaults = list(column_defaults)
+    if len(defaults) != len(names):
+        raise ValueError(
+            f"`column_defaults` must have one entry per column ({len(names)}: {names}). "
+            f"Got {len(defaults)}: {defaults!r}"
+        )
+    return defaults
+
+
+def _record_default(value: Any):
+    # Defaults given as dtypes make the column required; plain values make it optional.
+    if isinstance(value, tf2.dtypes.DType):
+        return value
+    if isinstance(value, bool):
+        raise TypeError(
+            f"CSV column defaults must be int, float, str or a tf dtype. Got: {value!r}"
+        )
+    if isinstance(value, int):
+        return tf2.constant([value], tf2.int32)
+    if isinstance(value, float):
+        return tf2.constant([value], tf2.float32)
+    if isinstance(value, (str, bytes)):
+        return tf2.constant([value], tf2.string)
+    raise TypeError(f"CSV column defaults must be int, float, str or a tf dtype. Got: {value!r}")
+
+
+def from_csv(
+    file_pattern: FilePattern,
+    column_names: Optional[Sequence[str]] = None,
+    label_name: Optional[str] = None,
+    *,
+    column_defaults: Any = None,
+    select_columns: Optional[Sequence[str]] = None,
+    header: bool = True,
+    field_delim: str = ",",
+    na_value: str = "",
+    compression: Optional[str] = None,
+    batch_size: int = 32,
+    shuffle: bool = True,
+    num_epochs: Optional[int] = 1,
+    shuffle_buffer: Optional[int] = None,
+    drop_remainder: bool = False,
+    seed: Optional[int] = None,
+    validate: bool = True,
+) -> InputFn:
+    """Builds an ``input_fn`` over CSV files with ``tf.data.experimental.CsvDataset``.
+
+    The files are checked once, in Python, when the builder is called: every row must have one
+    field per column (the error names ``file:line``), the label column must exist, and column
+    types are inferred (int32 / float32 / string) unless ``column_defaults`` gives them.
+
+    Args:
+      file_pattern: a path, glob pattern or list of them (``"data/train-*.csv"``).
+      column_names: the column names; default: the header line of the first file.
+      label_name: the column to return as the label, or None for features only.
+      column_defaults: one default per column (a list, or a dict ``{name: default}`` for some);
+        a value (``0``, ``0.0``, ``""``) fills empty fields, a dtype (``tf.float32``) makes the
+        column required. Default: inferred from the data.
+      select_columns: read only these columns (the label is always read).
+      header: whether each file starts with a header line (skipped).
+      field_delim: the field separator.
+      na_value: a string that stands for a missing value.
+      compression: None, ``"GZIP"`` or ``"ZLIB"``.
+      batch_size: examples per batch unless ``params["batch_size"]`` is given.
+      shuffle: shuffle files and rows (use False for evaluation and prediction).
+      num_epochs: passes over the data; None repeats forever.
+      shuffle_buffer: shuffle buffer size (default 10,000 rows).
+      drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
+      seed: shuffle seed for reproducible order.
+      validate: check every row of every file up front. With False only the first 100 rows
+        of each file are read (to infer types) — use it for files too large to scan.
+
+    Returns:
+      ``input_fn(params=None)`` returning a ``tf.data.Dataset`` of ``(features, label)`` batches,
+      ``features`` a dict of ``[batch]`` tensors, or of ``features`` when ``label_name`` is None.
+
+    Raises:
+      DataError: no file matches; a row of the wrong width; a header that differs between
+        files; ``label_name`` / ``select_columns`` / ``column_defaults`` naming a missing column.
+      ValueError: a bad argument (``column_names`` missing with ``header=False`` …).
+
+    Example:
+
+        train_fn = from_csv("/tmp/iris/train.csv", label_name="species", num_epochs=None)
+        eval_fn = from_csv("/tmp/iris/test.csv", label_name="species", shuffle=False)
+    """
+    _check_common(batch_size, num_epochs, shuffle_buffer)
+    if compression not in (None, "GZIP", "ZLIB"):
+        raise ValueError(f"`compression` must be None, 'GZIP' or 'ZLIB'. Got: {compression!r}")
+    if not isinstance(field_delim, str) or len(field_delim) != 1:
+        raise ValueError(f"`field_delim` must be a single character. Got: {field_delim!r}")
+    files = _glob(file_pattern)
+    names, kinds = _scan_csv(
+        files, column_names, header, field_delim, compression, None if validate else 100
+    )
+    if label_name is not None and label_name not in names:
+        raise DataError(
+            f"`label_name` {label_name!r} is not a column of {files[0]}; columns are: {names}."
+        )
+    defaults = _csv_defaults(names, kinds, column_defaults)
+    wanted = list(names) if select_columns is None else list(select_columns)
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise DataError(f"`select_columns` {missing} not in the data; columns are: {names}.")
+    if label_name is not None and label_name not in wanted:
+        wanted.append(label_name)
+    indices = sorted(names.index(c) for c in wanted)
+    picked = [names[i] for i in indices]
+    buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
+
+    def to_dict(*columns):
+        feats = dict(zip(picked, columns))
+        if label_name is None:
+            return feats
+        label = feats.pop(label_name)
+        return feats, label
+
+    def input_fn(params=None):
+        record_defaults = [_record_default(defaults[i]) for i in indices]
+        paths = tf2.data.Dataset.from_tensor_slices(files)
+        if shuffle:
+            paths = paths.shuffle(len(files), seed=seed)
+
+        def read(path):
+            return tf2.data.experimental.CsvDataset(
+                path,
+                record_defaults,
+                compression_type=compression or "",
+                header=header,
+                field_delim=field_delim,
+                na_value=na_value,
+                select_cols=indices,
+            )
+
+        ds = paths.interleave(
+            read,
+            cycle_length=min(len(files), 8),
+            num_parallel_calls=AUTOTUNE,
+            deterministic=not shuffle,
+        )
+        ds = _shuffle_repeat(ds, shuffle, buffer, num_epochs, seed)
+        ds = ds.batch(_batch_size(params, batch_size), drop_remainder=drop_remainder)
+        ds = ds.map(to_dict, num_parallel_calls=AUTOTUNE)
+        return ds.prefetch(AUTOTUNE)
+
+    return input_fn
+
+
+# --------------------------------------------------------------------------- TFRecord
+
+
+def _check_compression(compression: Optional[str]) -> Optional[str]:
+    if compression not in (None, "", "GZIP", "ZLIB"):
+        raise ValueError(f"`compression` must be None, 'GZIP' or 'ZLIB'. Got: {compression!r}")
+    return compression or None
+
+
+def _first_example(path: str, compression: Optional[str]):
+    options = tf.io.TFRecordOptions(compression or "")
+    for record in tf.io.tf_record_iterator(path, options=options):
+        return tf2.train.Example.FromString(record)
+    return None
+
+
+def _check_spec_against_data(files: list[str], spec: Mapping[str, Any], compression):
+    """Reads the first non-empty shard's first Example; required keys it lacks raise DataError."""
+    for path in files:
+        try:
+            example = _first_example(path, compression)
+        except Exception as error:  # noqa: BLE001 - corrupt file or wrong compression
+            raise DataError(
+                f"{path}: cannot read a tf.train.Example (compression={compression!r}): {error}"
+            ) from error
+        if example is None:
+            continue
+        present = set(example.features.feature)
+        missing = sorted(
+            key
+            for key, feature in spec.items()
+            if isinstance(feature, tf2.io.FixedLenFeature)
+            and feature.default_value is None
+            and key not in present
+        )
+        if missing:
+            raise DataError(
+                f"{path}: the first example has no feature {missing}, which `feature_spec` "
+                f"requires; the examples have: {sorted(present)}."
+            )
+        return
+    raise DataError(f"No file matched by the pattern holds any example: {files}")
+
+
+def from_tfrecord(
+    file_pattern: FilePattern,
+    feature_spec: Mapping[str, Any],
+    label_key: Optional[str] = None,
+    *,
+    compression: Optional[str] = None,
+    num_parallel_reads: Optional[int] = AUTOTUNE,
+    batch_size: int = 32,
+    shuffle: bool = True,
+    num_epochs: Optional[int] = 1,
+    shuffle_buffer: Optional[int] = None,
+    drop_remainder: bool = False,
+    seed: Optional[int] = None,
+) -> InputFn:
+    """Builds an ``input_fn`` over TFRecord files of serialized ``tf.train.Example``.
+
+    Records are batched first and then parsed with one ``tf.io.parse_example`` call per batch,
+    mapped in parallel, which is much faster than parsing example by example. The first example
+    is checked at once against ``feature_spec`` (required keys present).
+
+    Args:
+      file_pattern: a path, glob pattern or list of them (``"data/train.tfrecord-*"``).
+      feature_spec: ``{key: tf.io.FixedLenFeature | VarLenFeature | …}``, e.g. from
+        ``tf.feature_column.make_parse_example_spec(columns)`` plus the label's entry.
+      label_key: the key of ``feature_spec`` to return as the label, or None for features only.
+      compression: None, ``"GZIP"`` or ``"ZLIB"`` (as written by :func:`write_tfrecord`).
+      num_parallel_reads: files read at once (``AUTOTUNE`` by default).
+      batch_size: examples per batch unless ``params["batch_size"]`` is given.
+      shuffle: shuffle files and records (use False for evaluation and prediction).
+      num_epochs: passes over the data; None repeats forever.
+      shuffle_buffer: shuffle buffer size (default 10,000 records).
+      drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
+      seed: shuffle seed for reproducible order.
+
+    Returns:
+      ``input_fn(params=None)`` returning a ``tf.data.Dataset`` of ``(features, label)`` batches
+      (``features`` without the label), or of ``features`` when ``label_key`` is None.
+
+    Raises:
+      ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a bad argument.
+      DataError: no file matches, a file is not TFRecord (or has another compression), or the
+        examples lack a feature the spec requires.
+
+    Example:
+
+        spec = tf.feature_column.make_parse_example_spec(columns)
+        spec["label"] = tf.io.FixedLenFeature([], tf.int64)
+        train_fn = from_tfrecord("/tmp/data/train.tfrecord-*", spec, "label", num_epochs=None)
+    """
+    _check_common(batch_size, num_epochs, shuffle_buffer)
+    compression = _check_compression(compression)
+    if not isinstance(feature_spec, Mapping) or not feature_spec:
+        raise ValueError(
+            "`feature_spec` must be a non-empty dict {key: tf.io.FixedLenFeature(...) | ...}. "
+            f"Got: {feature_spec!r}"
+        )
+    if label_key is not None and label_key not in feature_spec:
+        raise ValueError(
+            f"`label_key` {label_key!r} is not a key of `feature_spec`; keys are: "
+            f"{sorted(feature_spec)}. Add e.g. "
+            f"feature_spec[{label_key!r}] = tf.io.FixedLenFeature([], tf.int64)."
+        )
+    spec = dict(feature_spec)
+    files = _glob(file_pattern)
+    _check_spec_against_data(files, spec, compression)
+    buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
+
+    def parse(serialized):
+        feats = tf2.io.parse_example(serialized, spec)
+        if label_key is None:
+            return feats
+        label = feats.pop(label_key)
+        return feats, label
+
+    def input_fn(params=None):
+        paths = tf2.data.Dataset.from_tensor_slices(files)
+        if shuffle:
+            paths = paths.shuffle(len(files), seed=seed)
+        ds = tf2.data.TFRecordDataset(
+            paths, compression_type=compression or "", num_parallel_reads=num_parallel_reads
+        )
+        ds = _shuffle_repeat(ds, shuffle, buffer, num_epochs, seed)
+        ds = ds.batch(_batch_size(params, batch_size), drop_remainder=drop_remainder)
+        ds = ds.map(parse, num_parallel_calls=AUTOTUNE)
+        return ds.prefetch(AUTOTUNE)
+
+    return input_fn
+
+
+_KIND_NAMES = {0: "int64", 1: "float", 2: "bytes"}
+
+
+def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
+    """Returns (kind, flat list of values); kind None for an empty list."""
+    values = np.asarray(value)
+    if values.dtype == object and values.ndim > 0:
+        values = np.asarray(list(values.ravel()))
+    flat = values.ravel().tolist() if values.ndim else [values.item()]
+    if values.size == 0:
+        return None, []
+    if values.dtype.kind in "biu":
+        return 0, [int(v) for v in flat]
+    if values.dtype.kind == "f":
+        return 1, [float(v) for v in flat]
+    if values.dtype.kind in "SUO":
+        out = []
+        for v in flat:
+            if not isinstance(v, (str, bytes)):
+                raise TypeError(
+                    f"Row {row}, feature {key!r}: mixed value types; expected numbers or strings. "
+                    f"Got: {value!r}"
+                )
+            out.append(v.encode("utf-8") if isinstance(v, str) else v)
+        return 2, out
+    raise TypeError(
+        f"Row {row}, feature {key!r}: expected int, float, str/bytes or a list/array of them. "
+        f"Got: {value!r} ({values.dtype})"
+    )
+
+
+def _to_feature(kind: int, values: list):
+    if kind == 0:
+        return tf2.train.Feature(int64_list=tf2.train.Int64List(value=values))
+    if kind == 1:
+        return tf2.train.Feature(float_list=tf2.train.FloatList(value=values))
+    return tf2.train.Feature(bytes_list=tf2.train.BytesList(value=values))
+
+
+def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
+    converted: list[dict[str, tuple[Optional[int], list]]] = []
+    kinds: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise TypeError(f"`rows` must hold dicts {{feature: value}}. Row {index} is: {row!r}")
+        entry = {}
+        for key, value in row.items():
+            kind, values = _value_kind(value, key, index)
+            if kind is not None:
+                seen = kinds.setdefault(key, kind)
+                if seen == 2 and kind != 2 or seen != 2 and kind == 2:
+                    raise TypeError(
+                        f"Row {index}, feature {key!r}: {_KIND_NAMES[kind]} value {value!r}, "
+                        f"but earlier rows hold {_KIND_NAMES[seen]}."
+                    )
+                # An int column with some float values is a float column.
+                kinds[key] = max(seen, kind)
+            entry[str(key)] = (kind, values)
+        converted.append(entry)
+    serialized = []
+    for entry in converted:
+        feature = {
+            key: _to_feature(kinds.get(key, 1), values) for key, (_, values) in entry.items()
+        }
+        example = tf2.train.Example(features=tf2.train.Features(feature=feature))
+        serialized.append(example.SerializeToString())
+    return serialized
+
+
+def write_tfrecord(
+    rows: Union[Iterable[Mapping[str, Any]], Any],
+    path: Union[str, os.PathLike],
+    *,
+    num_shards: int = 1,
+    compression: Optional[str] = None,
+) -> list[str]:
+    """Writes dict rows as ``tf.train.Example`` records into one or more TFRecord shards.
+
+    Each value's type decides its feature: ints and bools → ``int64_list``, floats →
+    ``float_list``, ``str`` / ``bytes`` → ``bytes_list``; lists and arrays give multi-valued
+    features. A key whose values are ints in some rows and floats in others is written as floats.
+    Rows are dealt round-robin over the shards.
+
+    Args:
+      rows: an iterable of dicts ``{feature: value}`` or a pandas DataFrame (one row each).
+      path: the output file; with ``num_shards > 1`` the shards are
+        ``PATH-00000-of-0000N`` … (read them back with the pattern ``PATH-*``).
+      num_shards: how many files to write.
+      compression: None, ``"GZIP"`` or ``"ZLIB"``.
+
+    Returns:
+      The paths written, in shard order.
+
+    Raises:
+      ValueError: ``num_shards`` < 1 or a bad ``compression``.
+      TypeError: a row that is not a dict, a value of an unsupported type, or a key holding
+        numbers in some rows and strings in others.
+
+    Example:
+
+        rows = [{"age": 39, "income": 5.2e4, "city": "Oslo", "label": 1}, ...]
+        paths = write_tfrecord(rows, "/tmp/data/train.tfrecord", num_shards=4)
+    """
+    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
+        raise ValueError(f"`num_shards` must be a positive int. Got: {num_shards!r}")
+    compression = _check_compression(compression)
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
+        rows = rows.to_dict("records")
+    serialized = _rows_to_examples(list(rows))
+    path = os.fspath(path)
+    directory = os.path.dirname(path)
+    if directory:
+        tf2.io.gfile.makedirs(directory)
+    if num_shards == 1:
+        paths = [path]
+    else:
+        paths = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
+    options = tf2.io.TFRecordOptions(compression_type=compression or "")
+    for shard, shard_path in enumerate(paths):
+        with tf2.io.TFRecordWriter(shard_path, options) as writer:
+            for record in serialized[shard::num_shards]:
+                writer.write(record)
+    tf.logging.info(
+        "write_tfrecord: %d examples in %d file(s) at %s", len(serialized), len(paths), path
+    )
+    return paths
