@@ -1,0 +1,157 @@
+"""``tfest_kit.run_config``: an official ``tf.estimator.RunConfig`` with session settings set.
+
+The knobs that decide CPU/GPU speed (inter-/intra-op threads, XLA JIT, soft placement) live in a
+``tf.compat.v1.ConfigProto`` that ``RunConfig`` only accepts whole.  This helper builds it from
+plain arguments and returns the unmodified official class, so everything that takes a
+``RunConfig`` keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from tfest_kit._tf import estimator, tf
+
+__all__ = ["run_config"]
+
+Threads = Union[int, tuple[int, int], None]
+
+
+def _check_count(name: str, value: Any, *, allow_zero: bool = False) -> None:
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"`{name}` must be an int >= {low} or None. Got: {value!r}")
+
+
+def _thread_counts(threads: Threads) -> tuple[int, int]:
+    """Returns (inter_op, intra_op); 0 means TensorFlow's default (one per core)."""
+    if threads is None:
+        return 0, 0
+    if isinstance(threads, tuple) and len(threads) == 2:
+        inter, intra = threads
+        _check_count("threads[0] (inter-op)", inter, allow_zero=True)
+        _check_count("threads[1] (intra-op)", intra, allow_zero=True)
+        return inter, intra
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(
+            "`threads` must be None (TensorFlow's default), an int >= 1 used for both the "
+            "inter- and intra-op pools, or a tuple (inter_op, intra_op). "
+            f"Got: {threads!r}"
+        )
+    return threads, threads
+
+
+def session_config(
+    *, xla: bool = False, threads: Threads = None, base: Optional[Any] = None
+) -> Any:
+    """Builds the ``ConfigProto`` used by :func:`run_config`.
+
+    Args:
+      xla: turn on XLA JIT compilation (``global_jit_level = ON_1``).
+      threads: ``None``, an int for both thread pools, or ``(inter_op, intra_op)``.
+      base: an existing ``tf.compat.v1.ConfigProto`` to start from (copied, not changed).
+
+    Returns:
+      A new ``tf.compat.v1.ConfigProto`` with ``allow_soft_placement`` on.
+
+    Raises:
+      TypeError: if ``base`` is not a ConfigProto or ``xla`` is not a bool.
+      ValueError: if ``threads`` is malformed.
+
+    Example:
+
+        config = session_config(threads=2)
+    """
+    if not isinstance(xla, bool):
+        raise TypeError(f"`xla` must be True or False. Got: {xla!r}")
+    inter, intra = _thread_counts(threads)
+    proto = tf.ConfigProto()
+    if base is not None:
+        if not isinstance(base, tf.ConfigProto):
+            raise TypeError(
+                f"`session_config` must be a tf.compat.v1.ConfigProto. Got: {type(base).__name__}"
+            )
+        proto.CopyFrom(base)
+    # Without soft placement a model_fn that pins an op to a GPU fails on a CPU-only machine.
+    proto.allow_soft_placement = True
+    if inter:
+        proto.inter_op_parallelism_threads = inter
+    if intra:
+        proto.intra_op_parallelism_threads = intra
+    if xla:
+        proto.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
+    return proto
+
+
+def run_config(
+    *,
+    model_dir: Optional[str] = None,
+    xla: bool = False,
+    threads: Threads = None,
+    seed: Optional[int] = None,
+    save_checkpoints_steps: Optional[int] = None,
+    log_step_count_steps: int = 100,
+    keep_checkpoint_max: int = 5,
+    **kwargs: Any,
+) -> Any:
+    """Returns an official ``tf.estimator.RunConfig`` with thread, XLA and placement settings.
+
+    Args:
+      model_dir: where the Estimator writes checkpoints and summaries.
+      xla: compile the graph with XLA JIT (``global_jit_level = ON_1``). Helps most on GPU;
+        on CPU the first steps are slower while clusters compile.
+      threads: ``None`` keeps TensorFlow's default (one thread per core in each pool); an int
+        sets both ``inter_op_parallelism_threads`` and ``intra_op_parallelism_threads``; a
+        tuple ``(inter_op, intra_op)`` sets them separately (0 = default).
+      seed: graph-level random seed (``tf_random_seed``).
+      save_checkpoints_steps: checkpoint every N steps; ``None`` keeps RunConfig's default
+        (every 600 seconds).
+      log_step_count_steps: how often the Estimator logs ``global_step/sec`` and the loss.
+      keep_checkpoint_max: how many recent checkpoints to keep.
+      **kwargs: any other ``tf.estimator.RunConfig`` argument (``save_summary_steps``,
+        ``train_distribute`` …). A ``session_config`` given here is the starting point the
+        settings above are applied to.
+
+    Returns:
+      A ``tf.estimator.RunConfig``; its ``session_config`` carries the settings.
+
+    Raises:
+      ValueError: if a count is not a positive int or ``threads`` is malformed.
+      TypeError: if ``xla`` is not a bool, ``session_config`` is not a ConfigProto, or a
+        keyword is not a RunConfig argument.
+
+    Example:
+
+        import tfest_kit
+
+        config = tfest_kit.run_config(model_dir="/tmp/model", threads=(2, 4), seed=0)
+        estimator = tf.estimator.Estimator(model_fn, config=config)
+    """
+    if seed is not None:
+        _check_count("seed", seed, allow_zero=True)
+    if save_checkpoints_steps is not None:
+        _check_count("save_checkpoints_steps", save_checkpoints_steps)
+        if kwargs.get("save_checkpoints_secs") is not None:
+            raise ValueError(
+                "Give `save_checkpoints_steps` or `save_checkpoints_secs`, not both. "
+                f"Got: {save_checkpoints_steps!r} and {kwargs['save_checkpoints_secs']!r}"
+            )
+    _check_count("log_step_count_steps", log_step_count_steps)
+    _check_count("keep_checkpoint_max", keep_checkpoint_max, allow_zero=True)
+    proto = session_config(xla=xla, threads=threads, base=kwargs.pop("session_config", None))
+    if save_checkpoints_steps is not None:
+        # Passing None explicitly would switch time-based checkpoints off as well.
+        kwargs["save_checkpoints_steps"] = save_checkpoints_steps
+    try:
+        return estimator.RunConfig(
+            model_dir=model_dir,
+            tf_random_seed=seed,
+            session_config=proto,
+            log_step_count_steps=log_step_count_steps,
+            keep_checkpoint_max=keep_checkpoint_max,
+            **kwargs,
+        )
+    except TypeError as e:
+        raise TypeError(
+            f"run_config() got an argument tf.estimator.RunConfig does not take: {e}"
+        ) from e
