@@ -1,0 +1,269 @@
+"""Keras model -> Estimator, with input-name adaptation and a warm start that keeps every weight.
+
+:func:`to_estimator` wraps ``tf.keras.estimator.model_to_estimator`` (Keras 2.15) and fixes the
+three things that make the official converter hard to use:
+
+* Input names.  The official ``model_fn`` wants ``features`` to be a dict keyed exactly by
+  ``model.input_names`` (``"dense_input"``, ``"input_1"`` …) and otherwise fails with a
+  ``KeyError`` whose message shows escaped newlines.  The returned Estimator also accepts a bare
+  tensor (single-input model), a tuple / list in input order, or a dict whose keys match after
+  dropping an ``_input`` suffix, or whose only key feeds a single-input model; anything else
+  raises one readable ``ValueError`` listing the expected and received keys.
+* Non-trainable weights.  The official Estimator warm-starts from the Keras weights with
+  ``vars_to_warm_start=".*"``, which only covers *trainable* variables: frozen layers and
+  BatchNormalization moving statistics start from their initialisers, so the Estimator's
+  predictions differ from ``model.predict``.  Here every variable is warm-started.
+* Errors.  An uncompiled model, a missing custom object or Keras 3 each get one message that
+  says what to do.
+
+Example:
+
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+    model.compile("adam", tf.keras.losses.BinaryCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    est = to_estimator(model, model_dir="/tmp/keras_est")
+    est.train(lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32),
+              steps=100)
+    est.evaluate(eval_input_fn)          # {"accuracy": ..., "loss": ..., "global_step": 100}
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Union
+
+from tfest_kit._errors import TfestKitError
+from tfest_kit._tf import tf, tf2
+
+__all__ = ["to_estimator", "check_keras_version"]
+
+_INSTALL = "pip install tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
+_SAMPLE_WEIGHTS_KEY = "sample_weights"  # the official converter pops this key itself
+_CHECKPOINT_FORMATS = ("checkpoint", "saver")
+# Keras 2 prints these from inside the official model_fn on every call; they say nothing the
+# user can act on (the estimator path has to set the learning phase).
+_NOISY_WARNINGS = (r".*set_learning_phase.*", r".*Model\.state_updates.*")
+
+
+def check_keras_version(version: str) -> None:
+    """Raises TfestKitError unless ``version`` is a Keras 2 that can build Estimators.
+
+    Args:
+      version: a Keras version string, e.g. ``keras.__version__``.
+
+    Raises:
+      TfestKitError: for Keras 3 or later (it has no ``model_to_estimator``); the message names
+        the versions to install.
+
+    Example:
+
+        import keras
+        check_keras_version(keras.__version__)
+    """
+    match = re.match(r"(\d+)", version or "")
+    if match is None or int(match.group(1)) >= 3:
+        raise TfestKitError(
+            f"to_estimator needs Keras 2 (tf.keras 2.15); found Keras {version}, which has no "
+            f"model_to_estimator (Keras 3 / TensorFlow >= 2.16 removed it). Install: {_INSTALL}"
+        )
+
+
+def to_estimator(
+    keras_model: Any,
+    model_dir: Optional[str] = None,
+    config: Optional[Any] = None,
+    custom_objects: Optional[Mapping[str, Any]] = None,
+    checkpoint_format: str = "checkpoint",
+    warm_start_from: Optional[Union[str, Any]] = None,
+) -> Any:
+    """Converts a compiled ``tf.keras`` model into a ``tf.estimator.Estimator``.
+
+    Right after conversion the Estimator predicts what ``keras_model.predict`` does (all weights,
+    frozen ones and BatchNormalization statistics included, are warm-started), and
+    ``evaluate`` reports the compiled Keras metrics under their Keras names (``"accuracy"``,
+    ``"binary_accuracy"`` …) plus ``"loss"``.  PREDICT returns a dict keyed by
+    ``keras_model.output_names``; export with any ``tfest_kit.serving`` receiver.
+
+    Call ``keras_model.predict`` before converting if you need it: the conversion switches
+    Keras into graph mode, after which models built earlier cannot be used eagerly.
+
+    Args:
+      keras_model: a compiled ``tf.keras.Model`` (Sequential, functional or subclassed).
+      model_dir: where checkpoints go; a new temporary directory when it and
+        ``config.model_dir`` are both unset.
+      config: a ``tf.estimator.RunConfig``.
+      custom_objects: ``{name: object}`` for custom activations, layers, losses … used by the
+        model, as for ``tf.keras.models.load_model``.
+      checkpoint_format: ``"checkpoint"`` (object-based, the default) or ``"saver"``.
+      warm_start_from: a checkpoint path, SavedModel directory or
+        ``tf.estimator.WarmStartSettings`` used instead of the Keras weights.
+
+    Returns:
+      A ``tf.estimator.Estimator`` whose ``input_fn``s may yield features as a dict, a tuple /
+      list in input order, or a bare tensor (single-input models).  Estimator reads a bare
+      2-tuple from an ``input_fn`` as ``(features, labels)``, so tuple features always travel
+      as ``((a, b), labels)``, also for ``predict`` (which ignores the labels).
+
+    Raises:
+      TypeError: if ``keras_model`` is not a ``tf.keras.Model``.
+      ValueError: if the model is not compiled, ``checkpoint_format`` is unknown, or a custom
+        object the model uses is missing from ``custom_objects``.
+      TfestKitError: on Keras 3 (no ``model_to_estimator``).
+    """
+    # tf.keras has no __version__; in TensorFlow 2.15 it is the installed `keras` package.
+    import keras
+
+    check_keras_version(getattr(keras, "__version__", ""))
+    if not isinstance(keras_model, tf2.keras.Model):
+        raise TypeError(
+            "`keras_model` must be a tf.keras.Model (Keras 2.15). "
+            f"Got: {type(keras_model).__module__}.{type(keras_model).__name__}"
+        )
+    if not getattr(keras_model, "optimizer", None):
+        raise ValueError(
+            f"`keras_model` {keras_model.name!r} has not been compiled: call "
+            "model.compile(optimizer=..., loss=..., metrics=[...]) first, then to_estimator(model)."
+        )
+    if checkpoint_format not in _CHECKPOINT_FORMATS:
+        raise ValueError(
+            f"`checkpoint_format` must be one of {list(_CHECKPOINT_FORMATS)}. "
+            f"Got: {checkpoint_format!r}"
+        )
+    if model_dir is None and (config is None or config.model_dir is None):
+        model_dir = tempfile.mkdtemp(prefix="tfest_kit_keras_")
+        tf.logging.info("to_estimator: using temporary model_dir %s", model_dir)
+
+    official = _convert(keras_model, model_dir, config, custom_objects, checkpoint_format)
+    if warm_start_from is None:
+        keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
+        if keras_ckpt:
+            # A list (not the official ".*" string) also matches non-trainable variables.
+            warm_start_from = tf.estimator.WarmStartSettings(
+                ckpt_to_initialize_from=keras_ckpt, vars_to_warm_start=[".*"]
+            )
+    return tf.estimator.Estimator(
+        model_fn=_adapting_model_fn(official.model_fn, keras_model),
+        model_dir=official.model_dir,
+        config=official.config,
+        warm_start_from=warm_start_from,
+    )
+
+
+def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
+    """Calls the official converter, naming a missing custom object if that is what fails."""
+    try:
+        with warnings.catch_warnings():
+            for message in _NOISY_WARNINGS:
+                warnings.filterwarnings("ignore", message=message)
+            return tf2.keras.estimator.model_to_estimator(
+                keras_model=keras_model,
+                model_dir=model_dir,
+                config=config,
+                custom_objects=dict(custom_objects) if custom_objects else None,
+                checkpoint_format=checkpoint_format,
+            )
+    except (TypeError, ValueError) as e:
+        name = _missing_object_name(str(e))
+        if name is None:
+            raise
+        raise ValueError(
+            f"`keras_model` uses a custom object {name!r} that Keras cannot rebuild from its "
+            f"config. Pass it to to_estimator: custom_objects={{{name!r}: {name}}}"
+        ) from e
+
+
+def _missing_object_name(message: str) -> Optional[str]:
+    """The name Keras could not deserialize, parsed from its error message, or None."""
+    if "unknown" not in message.lower():
+        return None
+    patterns = (
+        # Keras 2.15 functions: "Unknown activation function '{... 'config': 'swishy' ...}'"
+        r"Unknown [\w ]+?'\{[^}]*'config': '([\w.]+)'",
+        # Layers, losses, older messages: "Unknown layer: 'Scale'" / "Unknown loss function: foo"
+        r"Unknown [\w ]+?:\s*'?([\w.]+)'?",
+        r"Unknown [\w ]+? '([\w.]+)'",
+    )
+    for pattern in patterns:
+        match = re.search(pattern, message)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _adapting_model_fn(official_model_fn, keras_model):
+    """Wraps the official model_fn so features / labels reach it keyed the way Keras wants."""
+    input_names = list(getattr(keras_model, "input_names", None) or [])
+    output_names = list(getattr(keras_model, "output_names", None) or [])
+
+    def model_fn(features, labels, mode, config):
+        if input_names:
+            features = _adapt_features(features, input_names)
+        if len(output_names) == 1 and isinstance(labels, Mapping) and len(labels) == 1:
+            labels = next(iter(labels.values()))
+        with warnings.catch_warnings():
+            for message in _NOISY_WARNINGS:
+                warnings.filterwarnings("ignore", message=message)
+            return official_model_fn(features, labels, mode, config)
+
+    return model_fn
+
+
+def _normalise(name: str) -> str:
+    name = name.lower().split(":")[0]
+    return name[: -len("_input")] if name.endswith("_input") else name
+
+
+def _adapt_features(features, input_names: list[str]):
+    """Returns ``features`` as a dict keyed by ``input_names``.
+
+    Raises:
+      ValueError: if the structure or the keys cannot be matched to the model's inputs.
+    """
+    if isinstance(features, Mapping):
+        return _adapt_dict(dict(features), input_names)
+    if isinstance(features, Sequence) and not isinstance(features, (str, bytes)):
+        if len(features) != len(input_names):
+            raise ValueError(
+                f"features is a {type(features).__name__} of {len(features)} tensors but the "
+                f"Keras model has {len(input_names)} inputs {input_names}: yield one tensor per "
+                "input, in that order, or a dict keyed by those names."
+            )
+        return dict(zip(input_names, features))
+    if len(input_names) != 1:
+        raise ValueError(
+            f"features is a single tensor but the Keras model has {len(input_names)} inputs "
+            f"{input_names}: yield a dict keyed by those names or a tuple in that order."
+        )
+    return {input_names[0]: features}
+
+
+def _adapt_dict(features: dict, input_names: list[str]) -> dict:
+    sample_weights = features.pop(_SAMPLE_WEIGHTS_KEY, None)
+    if all(name in features for name in input_names):
+        adapted = features
+    else:
+        adapted = {}
+        for name in input_names:
+            if name in features:
+                adapted[name] = features[name]
+                continue
+            matches = [k for k in features if _normalise(str(k)) == _normalise(name)]
+            if len(matches) == 1:
+                adapted[name] = features[matches[0]]
+        if len(adapted) < len(input_names) and len(input_names) == 1 and len(features) == 1:
+            adapted = {input_names[0]: next(iter(features.values()))}
+        if len(adapted) < len(input_names):
+            missing = [n for n in input_names if n not in adapted]
+            raise ValueError(
+                "features keys do not match the Keras model's inputs: expected "
+                f"{input_names} (model.input_names, in input order), received "
+                f"{sorted(map(str, features))}, missing {missing}. Rename the keys in the "
+                "input_fn, name the keras.Input layers to match, or yield a tuple in input order."
+            )
+    if sample_weights is not None:
+        adapted[_SAMPLE_WEIGHTS_KEY] = sample_weights
+    return adapted
