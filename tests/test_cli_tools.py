@@ -1,0 +1,165 @@
+"""`doctor`, `inspect` and `plot` on a real model_dir trained here (plain Estimator)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+
+from tfest_kit import _cli_doctor, _cli_inspect, _cli_plot
+from tfest_kit._tf import estimator, tf
+
+_METRICS_FILE = "tfest_kit_eval_metrics.json"
+
+
+def _model_fn(features, labels, mode):
+    weights = tf.get_variable("w", [4, 2])
+    logits = tf.matmul(features["x"], weights)
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions={"logits": logits})
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.train.GradientDescentOptimizer(0.5).minimize(
+        loss, global_step=tf.train.get_global_step()
+    )
+    metrics = {"accuracy": tf.metrics.accuracy(labels, tf.argmax(logits, 1))}
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, eval_metric_ops=metrics)
+
+
+def _input_fn():
+    rng = np.random.RandomState(0)
+    x = rng.randn(128, 4).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int32)
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(16)
+
+
+def _export(est, base, value, scratch):
+    # The same layout tfest_kit.serving.best_exporter writes: metrics in assets.extra.
+    metrics_path = os.path.join(scratch, f"metrics-{value}.json")
+    with open(metrics_path, "w") as f:
+        json.dump({"monitor": "loss", "mode": "min", "value": value}, f)
+
+    def receiver():
+        x = tf.placeholder(tf.float32, [None, 4], name="x")
+        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    path = est.export_saved_model(base, receiver, assets_extra={_METRICS_FILE: metrics_path})
+    return path.decode() if isinstance(path, bytes) else path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    model_dir = str(root / "model")
+    config = estimator.RunConfig(
+        model_dir=model_dir, save_summary_steps=5, save_checkpoints_steps=20, tf_random_seed=0
+    )
+    est = estimator.Estimator(_model_fn, config=config)
+    for _ in range(2):
+        est.train(_input_fn, steps=20)
+        est.evaluate(_input_fn, steps=2)
+    base = os.path.join(model_dir, "export", "best")
+    good = _export(est, base, 0.25, str(root))
+    worse = _export(est, base, 0.5, str(root))
+    return {"model_dir": model_dir, "est": est, "best": good, "worse": worse}
+
+
+def _cli(argv):
+    parser = argparse.ArgumentParser(prog="tfest_kit")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in (_cli_doctor, _cli_inspect, _cli_plot):
+        module.add_parser(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_doctor_passes_on_this_environment(capsys):
+    assert _cli(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "tensorflow" in out and "2.15" in out
+    assert "CPU" in out
+    assert "doctor: all required packages fit" in out
+
+
+def test_doctor_says_what_to_install_when_versions_do_not_fit():
+    installed = {req.name: req.pin.split("==")[1] for req in _cli_doctor.REQUIREMENTS}
+    installed.update({"tensorflow": "2.16.1", "keras": "3.3.3", "tensorflow-datasets": None})
+    findings = _cli_doctor.check(installed, python="3.12.1")
+    text, code = _cli_doctor.report(findings, [("CPU", "/physical_device:CPU:0")], None)
+    assert code == 1
+    assert "pip install tensorflow==2.15.1 keras==2.15.0" in text
+    assert "Python 3.9-3.11" in text
+    assert "tensorflow-datasets" in text  # optional: reported, not fatal
+    assert "no GPU" in text
+    ok = _cli_doctor.check(
+        {req.name: req.pin.split("==")[1] for req in _cli_doctor.REQUIREMENTS}, python="3.11.9"
+    )
+    assert all(f.ok for f in ok)
+
+
+def test_inspect_lists_checkpoints_evals_and_best_export(trained, capsys):
+    model_dir = trained["model_dir"]
+    info = _cli_inspect.describe(model_dir)
+    steps = [c["step"] for c in info["checkpoints"]["checkpoints"]]
+    assert steps[-1] == 40 and 20 in steps
+    assert info["checkpoints"]["latest"].endswith("model.ckpt-40")
+    assert all(c["bytes"] > 0 and c["modified"] for c in info["checkpoints"]["checkpoints"])
+    (evaluation,) = info["evaluations"]
+    assert evaluation["dir"] == "eval" and evaluation["step"] == 40
+    assert set(evaluation["metrics"]) >= {"loss", "accuracy"}
+    assert evaluation["metrics"]["loss"] == pytest.approx(
+        trained["est"].evaluate(_input_fn, steps=2, name="again")["loss"], rel=1e-4
+    )
+    (exporter,) = info["exports"]
+    best = [v for v in exporter["versions"] if v["best"]]
+    assert [v["path"] for v in best] == [trained["best"]]
+    assert all(v["complete"] and v["bytes"] > 0 for v in exporter["versions"])
+
+    assert _cli(["inspect", model_dir]) == 0
+    out = capsys.readouterr().out
+    assert "model.ckpt-40  <- latest" in out
+    assert "latest evaluation eval/ at step 40" in out
+    assert "accuracy" in out and "BEST" in out and "loss=0.25" in out
+    assert _cli(["inspect", "--json", model_dir]) == 0
+    assert json.loads(capsys.readouterr().out)["checkpoints"]["latest"].endswith("-40")
+
+
+def test_inspect_and_plot_explain_missing_things(tmp_path, capsys):
+    assert _cli(["inspect", str(tmp_path / "nope")]) == 1
+    assert "not a directory" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("x")
+    assert _cli(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "checkpoints: none" in out and "notes.txt" in out and "exports: none" in out
+    assert _cli(["plot", str(tmp_path)]) == 1
+    assert "no scalar summaries" in capsys.readouterr().err
+
+
+def _png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", head
+    return struct.unpack(">II", head[16:24])
+
+
+def test_plot_writes_png_into_model_dir(trained, tmp_path, capsys, monkeypatch):
+    model_dir = trained["model_dir"]
+    monkeypatch.chdir(tmp_path)  # nothing may land in the current directory
+    history = _cli_plot.scalar_history(model_dir)
+    assert len(history["loss"]) >= 6  # summaries every 5 of 40 steps
+    assert history["loss"][-1][1] < history["loss"][0][1]
+
+    assert _cli(["plot", model_dir]) == 0
+    path = os.path.join(model_dir, "training.png")
+    assert f"wrote {path}" in capsys.readouterr().out
+    width, height = _png_size(path)
+    assert width >= 600 and height >= 300
+    assert os.path.getsize(path) > 10_000
+    assert os.listdir(tmp_path) == []
+
+    out = tmp_path / "sub" / "curves.png"
+    assert _cli(["plot", model_dir, "--out", str(out)]) == 0
+    assert _png_size(out)[0] >= 600

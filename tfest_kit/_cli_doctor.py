@@ -1,0 +1,201 @@
+"""``python -m tfest_kit doctor``: are the installed versions the ones tfest_kit needs?
+
+Prints Python and package versions next to the supported range, the devices TensorFlow sees,
+and the ``pip install`` line that fixes whatever does not fit. Exits 0 when everything required
+fits, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import sys
+from importlib import metadata
+from typing import NamedTuple, Optional
+
+__all__ = ["Requirement", "REQUIREMENTS", "check", "add_parser", "run"]
+
+
+class Requirement(NamedTuple):
+    """One package tfest_kit needs: the accepted range and the pin to install."""
+
+    name: str
+    low: tuple  # inclusive
+    high: tuple  # exclusive
+    pin: str
+    optional: bool = False
+    why: str = ""
+
+
+# Mirrors requirements.txt, which is not installed with the package.
+REQUIREMENTS = (
+    Requirement(
+        "tensorflow", (2, 15), (2, 16), "tensorflow==2.15.1", why="tf.estimator left in 2.16"
+    ),
+    Requirement("tensorflow-estimator", (2, 15), (2, 16), "tensorflow-estimator==2.15.0"),
+    Requirement("keras", (2, 15), (2, 16), "keras==2.15.0", why="Keras 3 has no estimator bridge"),
+    Requirement("numpy", (1, 23), (2,), "numpy==1.26.4", why="TensorFlow 2.15 needs NumPy 1"),
+    Requirement("protobuf", (3, 20, 3), (5,), "protobuf==4.25.3", why="TF 2.15 cannot load 5"),
+    Requirement("absl-py", (1, 0), (3,), "absl-py==2.1.0"),
+    Requirement(
+        "tensorflow-datasets",
+        (4, 9),
+        (4, 10),
+        "tensorflow-datasets==4.9.6",
+        optional=True,
+        why="only for recipes that download data sets",
+    ),
+    Requirement("matplotlib", (3, 5), (4,), "matplotlib==3.9.2", optional=True, why="for `plot`"),
+)
+PYTHON_RANGE = ((3, 9), (3, 12))
+
+
+class Finding(NamedTuple):
+    name: str
+    installed: Optional[str]
+    wanted: str
+    ok: bool
+    optional: bool
+    fix: Optional[str]
+    why: str
+
+
+def _release(version: str) -> tuple:
+    """``"2.15.1"`` -> ``(2, 15, 1)``; pre-release and local suffixes are ignored."""
+    parts = []
+    for piece in version.split("."):
+        match = re.match(r"\d+", piece)
+        if not match:
+            break
+        parts.append(int(match.group()))
+    return tuple(parts)
+
+
+def _range_text(low: tuple, high: tuple) -> str:
+    return f">={'.'.join(map(str, low))},<{'.'.join(map(str, high))}"
+
+
+def _installed(name: str) -> Optional[str]:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check(installed: Optional[dict] = None, python: Optional[str] = None) -> list:
+    """Compares installed versions against :data:`REQUIREMENTS`.
+
+    Args:
+      installed: ``{package: version or None}``; by default read with ``importlib.metadata``.
+      python: the Python version; by default the running interpreter's.
+
+    Returns:
+      A list of ``Finding`` tuples, Python first.
+
+    Example:
+
+        bad = [f for f in check() if not f.ok and not f.optional]
+    """
+    python = python or platform.python_version()
+    findings = [
+        Finding(
+            "python",
+            python,
+            _range_text(*PYTHON_RANGE),
+            PYTHON_RANGE[0] <= _release(python)[:2] < PYTHON_RANGE[1],
+            False,
+            "use Python 3.9-3.11 (3.11 preferred) for the virtualenv",
+            "TensorFlow 2.15 wheels exist for 3.9-3.11",
+        )
+    ]
+    for req in REQUIREMENTS:
+        version = installed.get(req.name) if installed is not None else _installed(req.name)
+        ok = version is not None and req.low <= _release(version) < req.high
+        findings.append(
+            Finding(
+                req.name,
+                version,
+                _range_text(req.low, req.high),
+                ok,
+                req.optional,
+                None if ok else f"pip install {req.pin}",
+                req.why,
+            )
+        )
+    return findings
+
+
+def _devices() -> tuple[list, Optional[str]]:
+    """Returns ([(device_type, name)], error text or None)."""
+    try:
+        from tfest_kit._tf import tf2
+
+        return [(d.device_type, d.name) for d in tf2.config.list_physical_devices()], None
+    except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
+        return [], f"{type(e).__name__}: {e}"
+
+
+def report(findings: list, devices: list, device_error: Optional[str]) -> tuple[str, int]:
+    """Formats the findings; returns (text, exit code)."""
+    lines = [f"{'':4}{'package':22}{'installed':14}{'supported':18}note"]
+    for f in findings:
+        status = "ok" if f.ok else ("opt" if f.optional else "FAIL")
+        lines.append(
+            f"{status:4}{f.name:22}{f.installed or 'missing':14}{f.wanted:18}"
+            f"{'' if f.ok else f.why}"
+        )
+    lines.append("")
+    lines.append(f"cpu cores: {os.cpu_count()}  platform: {platform.platform()}")
+    if device_error:
+        lines.append(f"devices: could not ask TensorFlow ({device_error})")
+    else:
+        lines.append("devices: " + ", ".join(f"{t} {n}" for t, n in devices))
+        if not any(t == "GPU" for t, _ in devices):
+            lines.append(
+                "  no GPU: to use one, pip install 'tensorflow[and-cuda]==2.15.1' "
+                "(no change to your code)"
+            )
+    required = [f for f in findings if not f.ok and not f.optional]
+    optional = [f for f in findings if not f.ok and f.optional]
+    if optional:
+        lines.append(
+            "optional, not installed or not supported: "
+            + ", ".join(f"{f.name} ({f.why}; {f.fix})" for f in optional)
+        )
+    if required or device_error:
+        fixes = [f.fix.replace("pip install ", "") for f in required if f.fix and "pip" in f.fix]
+        if fixes:
+            lines.append(
+                "To fix: pip install " + " ".join(fixes) + "   (or pip install -r requirements.txt)"
+            )
+        for f in required:
+            if f.fix and "pip" not in f.fix:
+                lines.append(f"To fix: {f.fix}")
+        lines.append("doctor: NOT OK")
+        return "\n".join(lines), 1
+    lines.append("doctor: all required packages fit")
+    return "\n".join(lines), 0
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Registers ``doctor`` on an ``argparse`` subparsers object."""
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check Python/TensorFlow/Keras versions and devices",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``doctor``; returns the exit code (0 = everything required fits)."""
+    del args
+    findings = check()
+    devices, error = _devices()
+    text, code = report(findings, devices, error)
+    print(text)
+    sys.stdout.flush()
+    return code

@@ -1,0 +1,175 @@
+"""``python -m tfest_kit plot MODEL_DIR``: training loss and eval metrics drawn to a PNG.
+
+The curves are read with TensorBoard's own event reader (``EventAccumulator``) from the files
+the Estimator writes: ``MODEL_DIR`` for training summaries, ``MODEL_DIR/eval*`` for each
+evaluation. ``tensorboard --logdir MODEL_DIR`` shows the same curves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from typing import Optional
+
+__all__ = ["scalar_history", "eval_dirs", "plot", "add_parser", "run"]
+
+# Scalars that describe the run rather than the model.
+_SKIP_TAGS = frozenset({"global_step"})
+_MAX_PANELS = 9
+
+
+def eval_dirs(model_dir: str) -> list[str]:
+    """Returns ``MODEL_DIR/eval`` and ``MODEL_DIR/eval_<name>`` directories, sorted."""
+    if not os.path.isdir(model_dir):
+        return []
+    return [
+        os.path.join(model_dir, name)
+        for name in sorted(os.listdir(model_dir))
+        if (name == "eval" or name.startswith("eval_"))
+        and os.path.isdir(os.path.join(model_dir, name))
+    ]
+
+
+def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
+    """Reads every scalar in the event files directly inside ``log_dir``.
+
+    Both TF1 ``simple_value`` summaries and scalar TF2 tensor summaries are read.
+
+    Args:
+      log_dir: a directory holding ``events.out.tfevents.*`` files.
+
+    Returns:
+      ``{tag: [(step, value), ...]}`` sorted by step; the last value wins for a repeated step.
+
+    Example:
+
+        loss = scalar_history(model_dir)["loss"]
+    """
+    from tensorboard.backend.event_processing import event_accumulator
+    from tensorboard.util import tensor_util
+
+    # size_guidance 0 = keep every event (the default samples 10,000 scalars per tag).
+    accumulator = event_accumulator.EventAccumulator(
+        log_dir, size_guidance={event_accumulator.SCALARS: 0, event_accumulator.TENSORS: 0}
+    )
+    accumulator.Reload()
+    tags = accumulator.Tags()
+    history: dict[str, dict[int, float]] = {}
+    for tag in tags.get(event_accumulator.SCALARS, []):
+        history[tag] = {e.step: float(e.value) for e in accumulator.Scalars(tag)}
+    for tag in tags.get(event_accumulator.TENSORS, []):
+        for event in accumulator.Tensors(tag):
+            value = tensor_util.make_ndarray(event.tensor_proto)
+            if value.size == 1 and value.dtype.kind in "fiu":
+                history.setdefault(tag, {})[event.step] = float(value.reshape(()))
+    return {tag: sorted(points.items()) for tag, points in history.items() if points}
+
+
+def _series(model_dir: str) -> tuple[dict, dict]:
+    train = scalar_history(model_dir)
+    evals = {os.path.basename(d): scalar_history(d) for d in eval_dirs(model_dir)}
+    return train, evals
+
+
+def plot(model_dir: str, out: Optional[str] = None) -> str:
+    """Draws training loss and eval metrics over steps to a PNG.
+
+    Args:
+      model_dir: an Estimator ``model_dir``.
+      out: the PNG to write; default ``MODEL_DIR/training.png``.
+
+    Returns:
+      The path written.
+
+    Raises:
+      FileNotFoundError: if ``model_dir`` does not exist or holds no scalar summaries
+        (the message lists what it holds).
+
+    Example:
+
+        path = plot("/tmp/model")   # -> /tmp/model/training.png
+    """
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"plot: MODEL_DIR {model_dir!r} is not a directory")
+    train, evals = _series(model_dir)
+    if not train and not any(evals.values()):
+        raise FileNotFoundError(
+            f"plot: no scalar summaries in {model_dir!r} or its eval*/ directories. "
+            f"It holds: {sorted(os.listdir(model_dir))}. Train with an Estimator "
+            "(save_summary_steps > 0) first."
+        )
+    out = out or os.path.join(model_dir, "training.png")
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # Panel per metric: loss first (train and each eval on one axis), then every eval metric,
+    # then other training scalars (e.g. global_step/sec, learning rate).
+    panels: dict[str, list[tuple[str, list]]] = {"loss": []}
+    if "loss" in train:
+        panels["loss"].append(("train", train["loss"]))
+    for name, history in evals.items():
+        for tag, points in history.items():
+            if tag not in _SKIP_TAGS:
+                panels.setdefault(tag, []).append((name, points))
+    for tag, points in train.items():
+        if tag not in _SKIP_TAGS and tag != "loss":
+            panels.setdefault(tag, []).append(("train", points))
+    panels = {tag: lines for tag, lines in panels.items() if lines}
+    shown = list(panels)[:_MAX_PANELS]
+    if len(panels) > len(shown):
+        print(
+            f"plot: {len(panels) - len(shown)} more scalars not drawn: {list(panels)[len(shown):]}"
+        )
+    cols = min(3, len(shown))
+    rows = math.ceil(len(shown) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax in axes.flat[len(shown) :]:
+        ax.set_visible(False)
+    for ax, tag in zip(axes.flat, shown):
+        for label, points in panels[tag]:
+            steps, values = zip(*points)
+            ax.plot(steps, values, marker="o" if len(points) < 20 else None, ms=3, label=label)
+        ax.set_title(tag)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.suptitle(os.path.abspath(model_dir), fontsize="small")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Registers ``plot`` on an ``argparse`` subparsers object."""
+    parser = subparsers.add_parser(
+        "plot",
+        help="draw training loss and eval metrics from the event files to a PNG",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("model_dir", metavar="MODEL_DIR", help="the Estimator model_dir")
+    parser.add_argument(
+        "--out",
+        metavar="FILE.png",
+        default=None,
+        help="output file (default MODEL_DIR/training.png)",
+    )
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``plot``; returns 0 on success, 1 if there is nothing to draw."""
+    try:
+        path = plot(args.model_dir, args.out)
+    except FileNotFoundError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    print(f"wrote {path}")
+    return 0
