@@ -1,0 +1,288 @@
+"""tfest_kit.tpu: the fallback TPUEstimator trains, evaluates, predicts, exports, logs loss."""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+
+import numpy as np
+import pytest
+
+from tfest_kit import tpu
+from tfest_kit._tf import estimator, tf, tf2
+
+N, TRAIN_BS, EVAL_BS, PREDICT_BS = 50, 8, 7, 7  # 7 does not divide 50
+LOSS_LINE = re.compile(r"loss = [-\d.e+naif]+, step = \d+ \([\d.]+ sec\)")
+
+
+def _data():
+    rng = np.random.RandomState(0)
+    x = rng.normal(size=(N, 4)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int32)
+    return x, y
+
+
+class _Recorder:
+    def __init__(self):
+        self.model_fn = {}
+        self.input_fn = {}
+
+
+def _make_input_fn(rec, repeat):
+    x, y = _data()
+
+    def input_fn(params, mode):
+        rec.input_fn[mode] = params["batch_size"]
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+        if repeat:
+            ds = ds.repeat()
+        return ds.batch(params["batch_size"])
+
+    return input_fn
+
+
+def _make_model_fn(rec):
+    def model_fn(features, labels, mode, params):
+        rec.model_fn[mode] = params.get("batch_size")
+        logits = tf.layers.dense(features["x"], 2, name="dense")
+        if mode == estimator.ModeKeys.PREDICT:
+            predictions = {"class_ids": tf.argmax(logits, 1), "logits": logits}
+            return tpu.TPUEstimatorSpec(
+                mode,
+                predictions=predictions,
+                export_outputs={"serving_default": estimator.export.PredictOutput(predictions)},
+            )
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+
+        def scaffold_fn():
+            if params.get("init_checkpoint"):
+                tf.train.init_from_checkpoint(params["init_checkpoint"], {"dense/": "dense/"})
+            return tf.train.Scaffold()
+
+        if mode == estimator.ModeKeys.EVAL:
+
+            def metric_fn(labels, logits):
+                return {"accuracy": tf.metrics.accuracy(labels, tf.argmax(logits, 1))}
+
+            tensors = (
+                {"labels": labels, "logits": logits}
+                if params.get("metrics_as_dict")
+                else [labels, logits]
+            )
+            return tpu.TPUEstimatorSpec(
+                mode, loss=loss, eval_metrics=(metric_fn, tensors), scaffold_fn=scaffold_fn
+            )
+        global_step = tf.train.get_or_create_global_step()
+        optimizer = tpu.CrossShardOptimizer(tf.train.GradientDescentOptimizer(params["lr"]))
+        train_op = optimizer.minimize(loss, global_step=global_step)
+
+        def host_fn(loss):
+            # No writer, no step: the fallback provides the default writer and global step.
+            return [tf2.summary.scalar("host_loss", loss[0])]
+
+        return tpu.TPUEstimatorSpec(
+            mode,
+            loss=loss,
+            train_op=train_op,
+            scaffold_fn=scaffold_fn,
+            host_call=(host_fn, [tf.reshape(loss, [1])]),
+        )
+
+    return model_fn
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def captured_log():
+    logger = tf2.get_logger()
+    handler, level = _Capture(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler.lines
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def _estimator(model_dir, rec, params=None, **config_kw):
+    config = tpu.RunConfig(
+        model_dir=model_dir,
+        log_step_count_steps=5,
+        save_summary_steps=5,
+        tpu_config=tpu.TPUConfig(iterations_per_loop=2, num_shards=8),
+        **config_kw,
+    )
+    return tpu.TPUEstimator(
+        _make_model_fn(rec),
+        config=config,
+        params=dict({"lr": 0.5}, **(params or {})),
+        use_tpu="auto",
+        train_batch_size=TRAIN_BS,
+        eval_batch_size=EVAL_BS,
+        predict_batch_size=PREDICT_BS,
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A fallback TPUEstimator trained for 30 steps, with the log lines it produced."""
+    model_dir = str(tmp_path_factory.mktemp("tpu") / "model")
+    rec = _Recorder()
+    logger = tf2.get_logger()
+    handler, level = _Capture(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        est = _estimator(model_dir, rec)
+        est.train(_make_input_fn(rec, repeat=True), max_steps=30)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return est, rec, handler.lines
+
+
+def test_fallback_is_a_plain_estimator(trained):
+    est, _, _ = trained
+    assert isinstance(est, estimator.Estimator)
+    assert not isinstance(est, estimator.tpu.TPUEstimator)
+    assert est.config.log_step_count_steps is None  # Estimator's own loggers are off
+
+
+def test_loss_is_logged_once_per_interval_without_false_warnings(trained):
+    _, _, lines = trained
+    loss_lines = [line for line in lines if LOSS_LINE.search(line)]
+    assert len(loss_lines) >= 3, lines
+    assert any("examples/sec" in line for line in loss_lines), loss_lines
+    assert not any("has not been increased" in line for line in lines)
+    assert not any(line.startswith("global_step/sec") for line in lines)
+    steps = [int(re.search(r"step = (\d+)", line).group(1)) for line in loss_lines]
+    assert steps[1:] == [5, 10, 15, 20, 25, 30][: len(steps) - 1], steps
+    ignored = [line for line in lines if "ignoring TPU-only settings" in line]
+    assert len(ignored) == 1 and "TPUConfig.num_shards" in ignored[0], ignored
+
+
+def test_batch_size_reaches_input_fn_and_model_fn(trained):
+    _, rec, _ = trained
+    assert rec.input_fn[estimator.ModeKeys.TRAIN] == TRAIN_BS
+    assert rec.model_fn[estimator.ModeKeys.TRAIN] == TRAIN_BS
+
+
+def test_host_call_summary_is_written(trained):
+    est, _, _ = trained
+    tags = set()
+    for path in glob.glob(os.path.join(est.model_dir, "events.out.tfevents.*")):
+        for event in tf.train.summary_iterator(path):
+            for value in event.summary.value:
+                tags.add(value.tag)
+    assert "host_loss" in tags, tags
+    assert "loss" in tags and "global_step/sec" in tags, tags
+
+
+def test_evaluate_with_eval_metrics_list(trained):
+    est, rec, _ = trained
+    metrics = est.evaluate(_make_input_fn(rec, repeat=False))
+    assert metrics["global_step"] == 30
+    assert metrics["accuracy"] > 0.7, metrics
+    assert rec.input_fn[estimator.ModeKeys.EVAL] == EVAL_BS
+    assert rec.model_fn[estimator.ModeKeys.EVAL] == EVAL_BS
+
+
+def test_predict_yields_one_result_per_example(trained):
+    est, rec, _ = trained
+    singles = list(est.predict(_make_input_fn(rec, repeat=False)))
+    assert len(singles) == N
+    batches = list(est.predict(_make_input_fn(rec, repeat=False), yield_single_examples=False))
+    assert sum(len(b["class_ids"]) for b in batches) == N
+    assert rec.model_fn[estimator.ModeKeys.PREDICT] == PREDICT_BS
+
+
+def test_export_saved_model_writes_cpu_model(trained, tmp_path, captured_log):
+    est, rec, _ = trained
+
+    def serving_input_fn():
+        x = tf.placeholder(tf.float32, [None, 4], name="x")
+        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    path = est.export_saved_model(str(tmp_path / "export"), serving_input_fn)
+    path = path.decode() if isinstance(path, bytes) else path
+    assert os.path.exists(os.path.join(path, "saved_model.pb"))
+    assert rec.model_fn[estimator.ModeKeys.PREDICT] is None  # export: batch size unknown
+    est.export_saved_model(str(tmp_path / "export"), serving_input_fn)
+    assert sum("export_to_tpu" in line for line in captured_log) == 1
+    loaded = tf2.saved_model.load(path)
+    out = loaded.signatures["serving_default"](x=tf2.constant(_data()[0][:3]))
+    assert out["class_ids"].shape == (3,)
+
+
+def test_scaffold_fn_init_from_checkpoint_and_dict_metrics(trained, tmp_path):
+    est, _, _ = trained
+    rec = _Recorder()
+    params = {"lr": 0.0, "metrics_as_dict": True, "init_checkpoint": est.latest_checkpoint()}
+    warm = _estimator(str(tmp_path / "warm"), rec, params=params)
+    warm.train(_make_input_fn(rec, repeat=True), max_steps=1)
+    np.testing.assert_allclose(
+        warm.get_variable_value("dense/kernel"), est.get_variable_value("dense/kernel")
+    )
+    metrics = warm.evaluate(_make_input_fn(rec, repeat=False))
+    assert metrics["accuracy"] > 0.7, metrics
+
+
+def test_plain_estimator_spec_and_input_fn_without_params(model_dir):
+    x, y = _data()
+
+    def model_fn(features, labels, mode, params):
+        assert params["batch_size"] == 10
+        logits = tf.layers.dense(features["x"], 2)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.AdamOptimizer(0.01).minimize(loss, tf.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def input_fn():  # no params: called without
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(10)
+
+    est = tpu.TPUEstimator(
+        model_fn, config=estimator.RunConfig(model_dir=model_dir), train_batch_size=10
+    )
+    est.train(input_fn, max_steps=3)
+    assert est.get_variable_value("global_step") == 3
+
+
+def test_reserved_params_and_batch_size_validation(model_dir):
+    def model_fn(features, labels, mode, params):
+        raise AssertionError("not reached")
+
+    for key in ("batch_size", "context"):
+        with pytest.raises(ValueError, match="reserved keys"):
+            tpu.TPUEstimator(model_fn, params={key: 1}, train_batch_size=8)
+    with pytest.raises(ValueError, match="train_batch_size"):
+        tpu.TPUEstimator(model_fn, train_batch_size=0)
+    est = tpu.TPUEstimator(model_fn, model_dir=model_dir, eval_batch_size=4)
+    with pytest.raises(ValueError, match="train_batch_size"):
+        est.train(lambda: None, max_steps=1)
+    with pytest.raises(ValueError, match="use_tpu"):
+        tpu.TPUEstimator(model_fn, use_tpu="yes")
+    with pytest.raises(TypeError, match="config"):
+        tpu.TPUEstimator(model_fn, config={"model_dir": model_dir})
+
+
+def test_no_tpu_detection_without_network(monkeypatch):
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    assert tpu.tpu_available() is False
+    resolver = tpu.TPUClusterResolver()
+    assert resolver.master() == "" and not resolver.cluster_spec().as_dict()
+    # A closed local port: the resolver gives up without touching any other host.
+    assert tpu.tpu_available("grpc://127.0.0.1:1") is False
+    assert isinstance(tpu.TPUClusterResolver("grpc://127.0.0.1:1"), tpu.NoTPUClusterResolver)
+    config = tpu.RunConfig(cluster=tpu.TPUClusterResolver())
+    assert config.master == ""
+    optimizer = tf.train.AdamOptimizer()
+    assert tpu.CrossShardOptimizer(optimizer) is optimizer

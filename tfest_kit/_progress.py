@@ -1,0 +1,273 @@
+"""Interval logging hooks: :class:`ProgressHook` and the fallback TPUEstimator's loss line.
+
+Both hooks share one rule: the loss and the global step are fetched only on the steps that print.
+Between prints the step is predicted from a local counter (one ``session.run`` = one step, the
+Estimator and ``MonitoredTrainingSession`` contract); each print re-reads the real global step, so
+a model that advances the step differently is corrected at the next print instead of drifting.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, Optional, Union
+
+from tfest_kit._tf import tf
+
+__all__ = ["ProgressHook", "LossLoggingHook", "find_loss_tensor"]
+
+
+def find_loss_tensor(loss: Union[None, str, tf.Tensor] = None) -> tf.Tensor:
+    """Returns the loss tensor of the default graph.
+
+    Args:
+      loss: a tensor, a tensor name (``"total_loss:0"`` or ``"total_loss"``) or None. With None
+        the last distinct tensor of the ``tf.GraphKeys.LOSSES`` collection is used; Estimator
+        appends its model_fn's loss there before the hooks start.
+
+    Returns:
+      A scalar tensor.
+
+    Raises:
+      ValueError: if no loss can be found (the message says how to pass one).
+    """
+    graph = tf.get_default_graph()
+    if loss is None:
+        seen, unique = set(), []
+        for tensor in tf.get_collection(tf.GraphKeys.LOSSES):
+            if id(tensor) not in seen:
+                seen.add(id(tensor))
+                unique.append(tensor)
+        if not unique:
+            raise ValueError(
+                "No loss found: the tf.GraphKeys.LOSSES collection is empty. Pass the loss "
+                "tensor or its name, e.g. ProgressHook(loss=loss) or loss='total_loss:0', or "
+                "add it with tf.compat.v1.add_to_collection(tf.GraphKeys.LOSSES, loss)."
+            )
+        return unique[-1]
+    if isinstance(loss, str):
+        name = loss if ":" in loss else loss + ":0"
+        try:
+            return graph.get_tensor_by_name(name)
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"`loss` must name a tensor of the graph. Got: {loss!r}") from e
+    if isinstance(loss, (tf.Tensor, tf.Variable)):
+        return loss
+    raise TypeError(f"`loss` must be None, a tensor or a tensor name. Got: {loss!r}")
+
+
+def _check_every(every_n_steps: int) -> int:
+    if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, int) or every_n_steps < 1:
+        raise ValueError(f"`every_n_steps` must be a positive int. Got: {every_n_steps!r}")
+    return every_n_steps
+
+
+def _format_duration(secs: float) -> str:
+    secs = int(round(secs))
+    hours, rest = divmod(secs, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{seconds:02d}s"
+    if minutes:
+        return f"{minutes}m{seconds:02d}s"
+    return f"{seconds}s"
+
+
+class _IntervalHook(tf.train.SessionRunHook):
+    """Fetches ``{loss, step}`` every ``every_n_steps`` global steps and calls ``_report``."""
+
+    def __init__(self, every_n_steps: int, loss=None, report_first_step: bool = True) -> None:
+        self._every_n = _check_every(every_n_steps)
+        self._loss_arg = loss
+        self._report_first = report_first_step
+
+    def begin(self) -> None:
+        self._global_step = tf.train.get_global_step()
+        if self._global_step is None:
+            raise RuntimeError(
+                f"{type(self).__name__} needs a global step: call "
+                "tf.compat.v1.train.get_or_create_global_step() before building the train op."
+            )
+        self._loss = find_loss_tensor(self._loss_arg)
+        self._step = None  # predicted global step after the last run
+        self._fetching = False
+        self._last_time = None
+        self._last_step = None
+        self._first_step = None
+        self._start_time = None
+
+    def after_create_session(self, session, coord) -> None:
+        del coord
+        self._step = int(session.run(self._global_step))
+        self._first_step = self._step
+        self._last_step = self._step
+        self._start_time = self._last_time = time.time()
+        self._reported_once = False
+
+    def before_run(self, run_context):
+        next_step = self._step + 1
+        self._fetching = next_step % self._every_n == 0 or (
+            self._report_first and not self._reported_once
+        )
+        if self._fetching:
+            return tf.train.SessionRunArgs(self._loss)
+        return None
+
+    def after_run(self, run_context, run_values) -> None:
+        if not self._fetching:
+            self._step += 1
+            return
+        # A separate read after the step: the value is the step just finished, whereas a
+        # fetch in the same run races with the increment in models that assign the step.
+        step = int(run_context.session.run(self._global_step))
+        now = time.time()
+        elapsed = now - self._last_time
+        steps = step - self._last_step
+        self._report(float(run_values.results), step, elapsed, steps)
+        self._reported_once = True
+        self._step, self._last_step, self._last_time = step, step, now
+
+    def _report(self, loss: float, step: int, elapsed: float, steps: int) -> None:
+        raise NotImplementedError
+
+
+class LossLoggingHook(_IntervalHook):
+    """Logs ``loss = …, step = … (… sec)`` plus steps/sec and examples/sec, one line per interval.
+
+    Used by the fallback ``TPUEstimator`` in place of Estimator's ``LoggingTensorHook`` plus
+    ``StepCounterHook`` pair, which print two to three lines per interval and fetch the step and
+    loss on every step.
+
+    Args:
+      every_n_steps: print every this many global steps (and after the first step).
+      batch_size: global batch size for examples/sec; None leaves it out.
+      output_dir: where to write ``global_step/sec`` and ``examples/sec`` summaries (as
+        Estimator's ``StepCounterHook`` does); None writes none.
+      loss: the loss tensor or its name; None finds it (see :func:`find_loss_tensor`).
+
+    Example:
+
+        hook = LossLoggingHook(every_n_steps=100, batch_size=32)
+    """
+
+    def __init__(
+        self,
+        every_n_steps: int = 100,
+        batch_size: Optional[int] = None,
+        output_dir: Optional[str] = None,
+        loss=None,
+    ) -> None:
+        super().__init__(every_n_steps, loss)
+        self._batch_size = batch_size
+        self._output_dir = output_dir
+
+    def begin(self) -> None:
+        super().begin()
+        self._writer = (
+            tf.summary.FileWriterCache.get(self._output_dir) if self._output_dir else None
+        )
+
+    def _report(self, loss: float, step: int, elapsed: float, steps: int) -> None:
+        if steps <= 0 or elapsed <= 0:
+            tf.logging.info("loss = %g, step = %d", loss, step)
+            return
+        steps_per_sec = steps / elapsed
+        line = "loss = %g, step = %d (%.3f sec); global_step/sec: %.4g"
+        args = [loss, step, elapsed, steps_per_sec]
+        values = [tf.Summary.Value(tag="global_step/sec", simple_value=steps_per_sec)]
+        if self._batch_size:
+            examples_per_sec = steps_per_sec * self._batch_size
+            line += ", examples/sec: %.1f"
+            args.append(examples_per_sec)
+            values.append(tf.Summary.Value(tag="examples/sec", simple_value=examples_per_sec))
+        tf.logging.info(line, *args)
+        if self._writer is not None:
+            self._writer.add_summary(tf.Summary(value=values), step)
+
+
+class ProgressHook(_IntervalHook):
+    """Shows step / total, loss, steps/sec, examples/sec and ETA every ``every_n_steps`` steps.
+
+    On a terminal (``stream.isatty()``) the hook redraws one live line with ``\\r``; when the
+    output is a file or a pipe it logs one plain line per interval through ``tf.logging``. The
+    loss is fetched only on the steps that print, so the other steps cost nothing.
+
+    State is reset in ``begin()``, so one instance can be reused across ``train()`` calls.
+
+    Args:
+      every_n_steps: update every this many global steps (and after the first step).
+      total_steps: the step training ends at (e.g. ``max_steps``), for the percentage and ETA.
+      batch_size: global batch size, for examples/sec.
+      loss: the loss tensor or its name; None uses the last tensor of
+        ``tf.GraphKeys.LOSSES`` (Estimator puts its loss there).
+      stream: where the live bar goes; defaults to ``sys.stderr`` at ``begin()``.
+
+    Raises:
+      ValueError: for a non-positive ``every_n_steps``, ``total_steps`` or ``batch_size``.
+
+    Example:
+
+        hook = ProgressHook(every_n_steps=50, total_steps=1000, batch_size=32)
+        estimator.train(input_fn, max_steps=1000, hooks=[hook])
+    """
+
+    def __init__(
+        self,
+        every_n_steps: int = 100,
+        total_steps: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        loss=None,
+        stream: Optional[IO[str]] = None,
+    ) -> None:
+        super().__init__(every_n_steps, loss)
+        for name, value in (("total_steps", total_steps), ("batch_size", batch_size)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(f"`{name}` must be None or a positive int. Got: {value!r}")
+        self._total = total_steps
+        self._batch_size = batch_size
+        self._stream_arg = stream
+
+    def begin(self) -> None:
+        super().begin()
+        self._stream = self._stream_arg if self._stream_arg is not None else sys.stderr
+        try:
+            self._live = bool(self._stream.isatty())
+        except (AttributeError, ValueError):
+            self._live = False
+        self._drawn = False
+
+    def _line(self, loss: float, step: int, elapsed: float, steps: int) -> str:
+        parts = [f"step {step}/{self._total}" if self._total else f"step {step}"]
+        if self._total:
+            parts[0] += f" ({min(100.0, 100.0 * step / self._total):.0f}%)"
+        parts.append(f"loss = {loss:.6g}")
+        if steps > 0 and elapsed > 0:
+            rate = steps / elapsed
+            parts.append(f"{rate:.3g} steps/sec")
+            if self._batch_size:
+                parts.append(f"{rate * self._batch_size:.4g} examples/sec")
+            total_rate = (step - self._first_step) / max(time.time() - self._start_time, 1e-9)
+            if self._total and total_rate > 0:
+                parts.append(f"ETA {_format_duration(max(0, self._total - step) / total_rate)}")
+        return ", ".join(parts)
+
+    def _report(self, loss: float, step: int, elapsed: float, steps: int) -> None:
+        line = self._line(loss, step, elapsed, steps)
+        if not self._live:
+            tf.logging.info("%s", line)
+            return
+        if self._total:
+            width = 20
+            done = int(width * min(1.0, step / self._total))
+            line = "[" + "#" * done + "." * (width - done) + "] " + line
+        self._stream.write("\r" + line + "\033[K")
+        self._stream.flush()
+        self._drawn = True
+
+    def end(self, session) -> None:
+        del session
+        if self._live and self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()

@@ -1,0 +1,411 @@
+"""A drop-in ``TPUEstimator``: the official one on a TPU, a logging ``Estimator`` elsewhere.
+
+Scripts written for ``tf.compat.v1.estimator.tpu.TPUEstimator`` (BERT and friends) run
+unchanged: with a reachable TPU you get the official class; otherwise a
+``tf.estimator.Estimator`` subclass that injects ``params['batch_size']``, converts
+``TPUEstimatorSpec`` (``eval_metrics``, ``scaffold_fn``, ``host_call``, hooks) and logs
+``loss = …, step = … (… sec)`` with examples/sec every ``log_step_count_steps`` - which stock
+``TPUEstimator(use_tpu=False)`` never does.
+
+This module also stands in for ``tf.contrib.tpu`` / ``tf.compat.v1.estimator.tpu``.
+
+Example:
+
+    from tfest_kit import tpu
+
+    config = tpu.RunConfig(model_dir=model_dir,
+                           tpu_config=tpu.TPUConfig(iterations_per_loop=100))
+    est = tpu.TPUEstimator(model_fn, config=config, use_tpu="auto",
+                           train_batch_size=32, eval_batch_size=8, predict_batch_size=8)
+    est.train(input_fn, max_steps=1000)   # input_fn(params) gets params["batch_size"] == 32
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any, Callable, Optional, Union
+
+from tfest_kit._progress import LossLoggingHook
+from tfest_kit._tf import estimator as tf_estimator
+from tfest_kit._tf import tf
+from tfest_kit._tpu_detect import (
+    CrossShardOptimizer,
+    NoTPUClusterResolver,
+    TPUClusterResolver,
+    mark_tpu_in_use,
+    tpu_available,
+)
+from tfest_kit._tpu_spec import call_with_args, fn_args, to_estimator_spec
+
+__all__ = [
+    "TPUEstimator",
+    "TPUEstimatorSpec",
+    "RunConfig",
+    "TPUConfig",
+    "InputPipelineConfig",
+    "CrossShardOptimizer",
+    "TPUClusterResolver",
+    "NoTPUClusterResolver",
+    "tpu_available",
+    "RESERVED_PARAMS_KEYS",
+]
+
+TPUEstimatorSpec = tf_estimator.tpu.TPUEstimatorSpec
+RunConfig = tf_estimator.tpu.RunConfig
+TPUConfig = tf_estimator.tpu.TPUConfig
+InputPipelineConfig = tf_estimator.tpu.InputPipelineConfig
+
+# The official TPUEstimator reserves these params keys ('use_tpu' is set but not reserved,
+# for compatibility with model_fns that read it).
+RESERVED_PARAMS_KEYS = ("batch_size", "context")
+_MODES = tf_estimator.ModeKeys
+_BATCH_ARG = {_MODES.TRAIN: "train_batch_size", _MODES.EVAL: "eval_batch_size"}
+_BATCH_ARG[_MODES.PREDICT] = "predict_batch_size"
+
+
+def _check_batch_size(name: str, value) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"`{name}` must be None or a positive int. Got: {value!r}")
+
+
+def _tpu_hint(config) -> Optional[str]:
+    """A TPU name or address the user gave through ``config`` (none for a local run)."""
+    if config is None:
+        return None
+    cluster = getattr(config, "cluster", None)
+    if isinstance(cluster, NoTPUClusterResolver):
+        return None
+    if cluster is not None:
+        return cluster.master() or None
+    master = getattr(config, "master", "") or ""
+    return master if master.startswith("grpc://") else None
+
+
+def _wants_official(use_tpu, config) -> bool:
+    if use_tpu not in (True, False, "auto"):
+        raise ValueError(f'`use_tpu` must be True, False or "auto". Got: {use_tpu!r}')
+    if use_tpu is False:
+        return False
+    cluster = getattr(config, "cluster", None)
+    if cluster is not None and not isinstance(cluster, NoTPUClusterResolver):
+        return True  # an official resolver only exists once the TPU resolved
+    hint = _tpu_hint(config)
+    return tpu_available(hint) if hint else tpu_available()
+
+
+def _ignored_tpu_settings(config, batch_axis, embedding_config_spec) -> list:
+    names = []
+    tpu_config = getattr(config, "tpu_config", None)
+    if tpu_config is not None:
+        default = TPUConfig()
+        for field in tpu_config._fields:
+            if field != "iterations_per_loop" and getattr(tpu_config, field) != getattr(
+                default, field
+            ):
+                names.append(f"TPUConfig.{field}")
+    if batch_axis is not None:
+        names.append("batch_axis")
+    if embedding_config_spec is not None:
+        names.append("embedding_config_spec")
+    return names
+
+
+def _log_interval(config) -> Optional[int]:
+    """Steps between loss lines: ``log_step_count_steps``, or one TPU loop if that is longer."""
+    every = config.log_step_count_steps
+    if not every:
+        return None
+    tpu_config = getattr(config, "tpu_config", None)
+    loop = getattr(tpu_config, "iterations_per_loop", None)
+    if isinstance(loop, int) and not isinstance(loop, bool) and loop > every:
+        # On a TPU the host sees the loss once per loop; log at the same rhythm.
+        return loop
+    return every
+
+
+class TPUEstimator(tf_estimator.Estimator):
+    """``TPUEstimator`` with the official signature that runs everywhere.
+
+    ``TPUEstimator(...)`` returns the official ``tf.compat.v1.estimator.tpu.TPUEstimator`` when
+    ``use_tpu`` is True / ``"auto"`` and a TPU is reachable (local TPU devices, or the TPU
+    named by ``RunConfig(cluster=…)``, a ``grpc://`` master or ``TPU_NAME``). Otherwise it is
+    this class, a plain ``tf.estimator.Estimator`` whose model_fn wraps yours:
+
+    * ``params['batch_size']`` is the train / eval / predict batch size of the mode, in
+      ``model_fn`` and in ``input_fn`` (``input_fn`` may also take no ``params``);
+      ``params['use_tpu']`` is False; ``params`` may not contain ``batch_size`` or ``context``.
+    * A ``TPUEstimatorSpec`` becomes an ``EstimatorSpec``: ``eval_metrics`` (tensors as list or
+      dict) -> ``eval_metric_ops``; ``scaffold_fn`` is called (``init_from_checkpoint`` inside
+      works); ``host_call`` runs every train / eval step with a default summary writer on
+      ``model_dir`` (``model_dir/eval`` in evaluation) and the global step; hooks and
+      ``export_outputs`` are kept. An ``EstimatorSpec`` passes through.
+    * One line ``loss = …, step = … (… sec); global_step/sec: …, examples/sec: …`` every
+      ``log_step_count_steps`` (or every ``TPUConfig.iterations_per_loop`` if longer), without
+      Estimator's per-step fetches and without the false "global step has not been increased"
+      warnings of its ``StepCounterHook`` (which is switched off, as the official class does).
+    * TPU-only settings (``TPUConfig`` fields other than ``iterations_per_loop``,
+      ``batch_axis``, ``embedding_config_spec``) are ignored with one warning naming them.
+    * ``export_saved_model()`` writes a CPU SavedModel (one warning if ``export_to_tpu``).
+
+    Args:
+      model_fn: ``model_fn(features, labels, mode, params, config)`` returning a
+        ``TPUEstimatorSpec`` or ``EstimatorSpec``.
+      model_dir: as for ``Estimator``.
+      config: a ``tfest_kit.tpu.RunConfig`` (= ``tf.compat.v1.estimator.tpu.RunConfig``) or a
+        plain ``tf.estimator.RunConfig``; None uses ``RunConfig()``.
+      params: dict of hyper-parameters.
+      use_tpu: True, False or ``"auto"`` (True falls back too, with an info line).
+      train_batch_size: global batch size for ``train()``; required to train.
+      eval_batch_size: batch size for ``evaluate()``; required to evaluate.
+      predict_batch_size: batch size for ``predict()``; required to predict.
+      batch_axis: TPU only.
+      eval_on_tpu: TPU only (evaluation runs on CPU/GPU in the fallback).
+      export_to_tpu: TPU only; a CPU SavedModel is written instead, with a warning.
+      export_to_cpu: write the CPU SavedModel (off a TPU it is written regardless).
+      warm_start_from: as for ``Estimator``.
+      embedding_config_spec: TPU only.
+      export_saved_model_api_version: 1 or 2 (TPU only).
+
+    Raises:
+      ValueError: reserved ``params`` keys, a bad batch size, ``use_tpu`` or export flags.
+      TypeError: ``config`` is not a ``RunConfig``.
+    """
+
+    def __new__(
+        cls, model_fn=None, model_dir=None, config=None, params=None, use_tpu=True, *a, **kw
+    ):
+        if cls is TPUEstimator and _wants_official(use_tpu, config):
+            mark_tpu_in_use()
+            tf.logging.info(
+                "TPU found: using the official tf.compat.v1.estimator.tpu.TPUEstimator."
+            )
+            return tf_estimator.tpu.TPUEstimator(
+                model_fn, model_dir, config, params, use_tpu, *a, **kw
+            )
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        model_fn: Optional[Callable] = None,
+        model_dir: Optional[str] = None,
+        config: Optional[tf_estimator.RunConfig] = None,
+        params: Optional[dict] = None,
+        use_tpu: Union[bool, str] = True,
+        train_batch_size: Optional[int] = None,
+        eval_batch_size: Optional[int] = None,
+        predict_batch_size: Optional[int] = None,
+        batch_axis: Any = None,
+        eval_on_tpu: bool = True,
+        export_to_tpu: bool = True,
+        export_to_cpu: bool = True,
+        warm_start_from: Any = None,
+        embedding_config_spec: Any = None,
+        export_saved_model_api_version: Any = 1,
+    ) -> None:
+        del eval_on_tpu  # evaluation always runs where training does in the fallback
+        if not callable(model_fn):
+            raise ValueError(f"`model_fn` must be a callable. Got: {model_fn!r}")
+        if "features" not in fn_args(model_fn):
+            raise ValueError(f"`model_fn` must take a `features` argument. Got: {model_fn!r}")
+        if params is not None and any(k in params for k in RESERVED_PARAMS_KEYS):
+            raise ValueError(
+                f"{list(RESERVED_PARAMS_KEYS)} are reserved keys but existed in params {params}. "
+                "Pass batch sizes as train_batch_size / eval_batch_size / predict_batch_size."
+            )
+        for name, value in (
+            ("train_batch_size", train_batch_size),
+            ("eval_batch_size", eval_batch_size),
+            ("predict_batch_size", predict_batch_size),
+        ):
+            _check_batch_size(name, value)
+        if not export_to_cpu and not export_to_tpu:
+            raise ValueError(
+                "One of `export_to_cpu` and `export_to_tpu` must be True. Got: both False"
+            )
+        if str(
+            getattr(export_saved_model_api_version, "value", export_saved_model_api_version)
+        ) not in (
+            "1",
+            "2",
+        ):
+            raise ValueError(
+                "`export_saved_model_api_version` must be 1 or 2. "
+                f"Got: {export_saved_model_api_version!r}"
+            )
+        if config is None:
+            config = RunConfig()
+        if not isinstance(config, tf_estimator.RunConfig):
+            raise TypeError(
+                "`config` must be a tfest_kit.tpu.RunConfig or tf.estimator.RunConfig. "
+                f"Got: {type(config).__name__}"
+            )
+        if use_tpu is True:
+            tf.logging.info(
+                "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU."
+            )
+        ignored = _ignored_tpu_settings(config, batch_axis, embedding_config_spec)
+        if config.master and "TF_CONFIG" not in os.environ:
+            # The master is the TPU that did not resolve; a session on it would hang.
+            ignored.append(f"master={config.master!r}")
+            config = copy.copy(config)
+            config._master = ""  # not replaceable through RunConfig.replace
+            config._evaluation_master = ""
+        if ignored:
+            tf.logging.warning(
+                "No TPU: ignoring TPU-only settings: %s.", ", ".join(sorted(ignored))
+            )
+        self._log_every = _log_interval(config)
+        self._batch_sizes = {
+            _MODES.TRAIN: train_batch_size,
+            _MODES.EVAL: eval_batch_size,
+            _MODES.PREDICT: predict_batch_size,
+        }
+        self._user_model_fn = model_fn
+        self._export_to_tpu = export_to_tpu
+        self._export_warned = False
+        self._input_fn_called = False
+        super().__init__(
+            model_fn=self._make_model_fn(),
+            model_dir=model_dir,
+            # Estimator's LoggingTensorHook + StepCounterHook are replaced by one hook.
+            config=config.replace(log_step_count_steps=None),
+            params=dict(params or {}),
+            warm_start_from=warm_start_from,
+        )
+
+    def _assert_members_are_not_overridden(self) -> None:
+        # Estimator forbids overriding train / evaluate / predict / export except for classes
+        # named TPUEstimator (the official one wraps them the same way). This class wraps them
+        # only to hand input_fn its batch size, and must stay subclassable under other names.
+        return None
+
+    @property
+    def train_batch_size(self) -> Optional[int]:
+        return self._batch_sizes[_MODES.TRAIN]
+
+    @property
+    def eval_batch_size(self) -> Optional[int]:
+        return self._batch_sizes[_MODES.EVAL]
+
+    @property
+    def predict_batch_size(self) -> Optional[int]:
+        return self._batch_sizes[_MODES.PREDICT]
+
+    def _make_model_fn(self) -> Callable:
+        user_model_fn = self._user_model_fn
+
+        def model_fn(features, labels, mode, params, config):
+            # Like the official class: input_fn runs before model_fn in train / evaluate /
+            # predict but not in export, where the batch size is unknown.
+            is_export = not self._input_fn_called
+            self._input_fn_called = False
+            params = dict(params)
+            if not is_export and self._batch_sizes.get(mode) is not None:
+                params["batch_size"] = self._batch_sizes[mode]
+            params.setdefault("use_tpu", False)
+            if labels is not None and "labels" not in fn_args(user_model_fn):
+                raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+            spec = call_with_args(
+                user_model_fn,
+                features=features,
+                labels=labels,
+                mode=mode,
+                params=params,
+                config=config,
+            )
+            spec = to_estimator_spec(spec, mode, config.model_dir)
+            if mode == _MODES.TRAIN and self._log_every:
+                hook = LossLoggingHook(
+                    every_n_steps=self._log_every,
+                    batch_size=self._batch_sizes[_MODES.TRAIN],
+                    output_dir=config.model_dir if config.save_summary_steps else None,
+                    loss=spec.loss,
+                )
+                spec = spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
+            return spec
+
+        return model_fn
+
+    def _wrap_input_fn(self, input_fn: Callable, mode: str) -> Callable:
+        if not callable(input_fn):
+            raise ValueError(f"`input_fn` must be a callable. Got: {input_fn!r}")
+        batch_size = self._batch_sizes[mode]
+        if batch_size is None:
+            name = _BATCH_ARG[mode]
+            raise ValueError(
+                f"`{name}` must be set on TPUEstimator to call {mode.replace('infer', 'predict')}"
+                f"(): it becomes params['batch_size']. Got: {name}=None"
+            )
+
+        def wrapped_input_fn(mode, params, config, input_context=None):
+            self._input_fn_called = True
+            params = dict(params)
+            params["batch_size"] = batch_size
+            return call_with_args(
+                input_fn, mode=mode, params=params, config=config, input_context=input_context
+            )
+
+        return wrapped_input_fn
+
+    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        """As ``Estimator.train``; ``input_fn`` gets ``params['batch_size'] = train_batch_size``."""
+        return super().train(
+            self._wrap_input_fn(input_fn, _MODES.TRAIN),
+            hooks=hooks,
+            steps=steps,
+            max_steps=max_steps,
+            saving_listeners=saving_listeners,
+        )
+
+    def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+        """As ``Estimator.evaluate``; ``params['batch_size'] = eval_batch_size``."""
+        return super().evaluate(
+            self._wrap_input_fn(input_fn, _MODES.EVAL),
+            steps=steps,
+            hooks=hooks,
+            checkpoint_path=checkpoint_path,
+            name=name,
+        )
+
+    def predict(
+        self,
+        input_fn,
+        predict_keys=None,
+        hooks=None,
+        checkpoint_path=None,
+        yield_single_examples=True,
+    ):
+        """As ``Estimator.predict``: one result per input example, no padding rows."""
+        return super().predict(
+            self._wrap_input_fn(input_fn, _MODES.PREDICT),
+            predict_keys=predict_keys,
+            hooks=hooks,
+            checkpoint_path=checkpoint_path,
+            yield_single_examples=yield_single_examples,
+        )
+
+    def _warn_export(self) -> None:
+        if self._export_to_tpu and not self._export_warned:
+            tf.logging.warning(
+                "export_to_tpu=True but there is no TPU: writing a CPU SavedModel only."
+            )
+            self._export_warned = True
+
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, *args, **kwargs):
+        """As ``Estimator.export_saved_model``; writes a CPU SavedModel."""
+        self._warn_export()
+        self._input_fn_called = False
+        return super().export_saved_model(
+            export_dir_base, serving_input_receiver_fn, *args, **kwargs
+        )
+
+    def experimental_export_all_saved_models(
+        self, export_dir_base, input_receiver_fn_map, *a, **kw
+    ):
+        """As ``Estimator.experimental_export_all_saved_models``; CPU SavedModels."""
+        self._warn_export()
+        self._input_fn_called = False
+        return super().experimental_export_all_saved_models(
+            export_dir_base, input_receiver_fn_map, *a, **kw
+        )
