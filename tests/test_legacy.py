@@ -1,0 +1,223 @@
+"""Tests for tfest_kit.legacy: the TF1 stand-in, its import scoping, layer_norm and the runner.
+
+In-process tests never call ``legacy.run`` (it switches the whole process to TF1 behaviour);
+scripts run through ``python -m tfest_kit.legacy`` in subprocesses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from tfest_kit._tf import tf, tf2
+from tfest_kit.legacy import _layer_norm, layer_norm
+from tfest_kit.legacy.__main__ import main as legacy_main
+from tfest_kit.legacy._importer import Scope
+from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._shim import COMPAT_V1, SHIM, Report
+
+
+def _np_layer_norm(x, gamma, beta, epsilon=1e-12, axes=(-1,)):
+    mean = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(var + epsilon) * gamma + beta
+
+
+# --- layer_norm -------------------------------------------------------------------------------
+
+
+def test_layer_norm_variable_names_epsilon_and_values():
+    rng = np.random.RandomState(0)
+    x = rng.randn(4, 3, 8).astype(np.float32)
+    # A row with variance ~1e-10: epsilon 1e-12 still normalises it to unit variance,
+    # Keras' default 1e-3 would squash it to ~0.
+    x[0, 0] = np.arange(8, dtype=np.float32) * 1e-5
+    with tf.Graph().as_default(), tf.Session() as sess:
+        with tf.variable_scope("bert/embeddings"):
+            out = layer_norm(tf.constant(x), begin_norm_axis=-1, begin_params_axis=-1)
+        with tf.variable_scope("bert/encoder/layer_0/output"):
+            layer_norm(tf.constant(x), begin_norm_axis=-1, begin_params_axis=-1)
+            second = layer_norm(tf.constant(x))  # TF1 defaults: normalise all but axis 0
+        names = sorted(v.op.name for v in tf.global_variables())
+        model_vars = {v.op.name for v in tf.get_collection(tf.GraphKeys.MODEL_VARIABLES)}
+        trainable = {v.op.name for v in tf.trainable_variables()}
+        sess.run(tf.global_variables_initializer())
+        got, got_second = sess.run([out, second])
+    assert names == [
+        "bert/embeddings/LayerNorm/beta",
+        "bert/embeddings/LayerNorm/gamma",
+        "bert/encoder/layer_0/output/LayerNorm/beta",
+        "bert/encoder/layer_0/output/LayerNorm/gamma",
+        "bert/encoder/layer_0/output/LayerNorm_1/beta",
+        "bert/encoder/layer_0/output/LayerNorm_1/gamma",
+    ]
+    assert model_vars == trainable == set(names)
+    assert _layer_norm.EPSILON == 1e-12
+    np.testing.assert_allclose(got, _np_layer_norm(x, 1.0, 0.0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[0, 0].std(), 1.0, rtol=1e-3)
+    np.testing.assert_allclose(
+        got_second, _np_layer_norm(x, 1.0, 0.0, axes=(1, 2)), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_layer_norm_rejects_bad_axes_and_unknown_rank():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="begin_norm_axis.*Got: begin_norm_axis=3"):
+            layer_norm(tf.zeros([2, 4]), begin_norm_axis=3)
+        with pytest.raises(ValueError, match="known rank"):
+            layer_norm(tf.placeholder(tf.float32, shape=None))
+
+
+def test_layer_norm_warm_starts_from_bert_named_checkpoint(tmp_path):
+    rng = np.random.RandomState(1)
+    scopes = ["bert/embeddings", "bert/encoder/layer_0/attention/output"]
+    values = {
+        f"{s}/LayerNorm/{p}": rng.randn(8).astype(np.float32)
+        for s in scopes
+        for p in ("gamma", "beta")
+    }
+    ckpt = str(tmp_path / "bert_model.ckpt")
+    with tf.Graph().as_default(), tf.Session() as sess:
+        written = [tf.Variable(v, name=name) for name, v in values.items()]
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver(written).save(sess, ckpt)
+
+    x = rng.randn(5, 8).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        outputs = []
+        for scope in scopes:
+            with tf.variable_scope(scope):
+                outputs.append(layer_norm(tf.constant(x), begin_norm_axis=-1))
+        tf.train.init_from_checkpoint(ckpt, {"bert/": "bert/"})
+        sess.run(tf.global_variables_initializer())
+        restored = {v.op.name: sess.run(v) for v in tf.global_variables()}
+        got = sess.run(outputs)
+    assert set(restored) == set(values)
+    for name, value in values.items():
+        np.testing.assert_array_equal(restored[name], value)
+    for scope, out in zip(scopes, got):
+        want = _np_layer_norm(
+            x, values[f"{scope}/LayerNorm/gamma"], values[f"{scope}/LayerNorm/beta"]
+        )
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+# --- the stand-in namespace and its scope -------------------------------------------------
+
+
+def test_namespace_serves_compat_v1_and_contrib_and_records_them():
+    report = Report()
+    ns = build_namespace(report)
+    assert ns.get_variable is tf.get_variable
+    assert ns.compat.v1 is ns
+    assert ns.compat.v2 is tf2.compat.v2
+    assert ns.flags.FLAGS is tf.flags.FLAGS
+    assert ns.train.Optimizer is tf.train.Optimizer
+    assert ns.contrib.data.map_and_batch is tf.data.experimental.map_and_batch
+    assert ns.contrib.data.parallel_interleave is tf.data.experimental.parallel_interleave
+    assert ns.contrib.layers.layer_norm is layer_norm
+    assert ns.estimator.ModeKeys is tf.estimator.ModeKeys
+    assert report.names(SHIM) == [
+        "tf.contrib.data.map_and_batch",
+        "tf.contrib.data.parallel_interleave",
+        "tf.contrib.layers.layer_norm",
+    ]
+    assert set(report.names(COMPAT_V1)) == {
+        "tf.get_variable",
+        "tf.flags.FLAGS",
+        "tf.train.Optimizer",
+        "tf.estimator.ModeKeys",
+    }
+    text = report.format("x.py")
+    assert re.search(
+        r"tf\.contrib\.data\.map_and_batch +->  tf\.data\.experimental\.map_and_batch", text
+    )
+    assert "tf.get_variable" in text.split("From tf.compat.v1")[1]
+
+
+def test_unknown_symbols_name_themselves_and_the_runner():
+    ns = build_namespace(Report())
+    for get, symbol in [
+        (lambda: ns.contrib.foo, "tf.contrib.foo"),
+        (lambda: ns.contrib.layers.xavier_initializer, "tf.contrib.layers.xavier_initializer"),
+        (lambda: ns.no_such_op, "tf.no_such_op"),
+    ]:
+        with pytest.raises(AttributeError) as info:
+            get()
+        message = str(info.value)
+        assert message.startswith(f"{symbol} is not provided by the legacy runner")
+    with pytest.raises(AttributeError, match="it provides: tpu .*layers.layer_norm"):
+        _ = ns.contrib.slim
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
+    user, other = tmp_path / "user", tmp_path / "other"
+    # Unique module names: sys.modules is shared with the rest of the test session.
+    _write(
+        user / "legacy_helper_a.py",
+        """
+        import tensorflow as tf
+        import tensorflow.compat.v1 as tf1
+        from tensorflow.contrib import data as contrib_data
+        from tensorflow.compat.v1 import logging
+        from tensorflow.python.ops import math_ops
+        import legacy_helper_b
+        import legacy_third_party
+
+        def import_inside_function():
+            import tensorflow as tf_local
+            return tf_local
+        """,
+    )
+    _write(user / "legacy_helper_b.py", "import tensorflow\n")
+    _write(other / "legacy_third_party.py", "import tensorflow as tf\n")
+    report = Report()
+    ns = build_namespace(report)
+    sys.path.insert(0, str(other))
+    try:
+        with Scope(str(user), ns, report) as scope:
+            helper = importlib.import_module("legacy_helper_a")
+            from_function = helper.import_inside_function()
+    finally:
+        sys.path.remove(str(other))
+    assert scope._finder not in sys.meta_path
+    assert helper.tf is ns and helper.tf1 is ns and from_function is ns
+    assert helper.legacy_helper_b.tensorflow is ns
+    assert helper.contrib_data.map_and_batch is tf.data.experimental.map_and_batch
+    assert helper.logging.info is tf.logging.info
+    assert helper.math_ops is sys.modules["tensorflow.python.ops.math_ops"]
+    # Code outside the script's directory, and the process, keep the real package.
+    assert helper.legacy_third_party.tf is tf2
+    assert sys.modules["tensorflow"] is tf2
+    assert "tensorflow.python.ops" in report.names()
+
+
+def test_scope_import_errors_carry_the_runner_message(tmp_path):
+    _write(tmp_path / "legacy_helper_c.py", "from tensorflow.contrib import foo\n")
+    _write(tmp_path / "legacy_helper_d.py", "import tensorflow.contrib.bar.baz\n")
+    with Scope(str(tmp_path), build_namespace(Report())):
+        with pytest.raises(ImportError, match=r"^tf\.contrib\.foo is not provided by the legacy"):
+            importlib.import_module("legacy_helper_c")
+        with pytest.raises(ModuleNotFoundError, match=r"^tf\.contrib\.bar is not provided"):
+            importlib.import_module("legacy_helper_d")
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+    assert legacy_main(["--help"]) == 0
+    assert "usage: python -m tfest_kit.legacy" in capsys.readouterr().out
+    assert legacy_main([]) == 2
+    assert "SCRIPT.py is required" in capsys.readouterr().err
+    assert legacy_main(["--verbose", "x.py"]) == 2
+    assert "unknown runner option '--verbose'" in capsys.readouterr().err
+    assert legacy_main([str(tmp_path / "missing.py")]) == 2
+    assert "must be an existing .py file. Got:" in capsys.readouterr().err

@@ -1,0 +1,200 @@
+"""Stand-in module objects that serve TF1 names and remember which ones a script used.
+
+A :class:`ShimModule` answers attribute lookups from its own entries first (the stand-ins the
+legacy runner provides), then from the real TensorFlow modules it wraps.  Every name served is
+recorded once in a :class:`Report`, so ``--report`` can list what a script still needs from the
+shim and from ``tf.compat.v1``.  Submodules reached through a fallback are wrapped too, so the
+report names leaves (``tf.train.Optimizer``), not just ``tf.train``.
+
+Example:
+
+    report = Report()
+    data = ShimModule(
+        "tf.contrib.data", report,
+        fallbacks=[(lambda: tf.data.experimental, "tf.data.experimental")], kind=SHIM,
+    )
+    data.map_and_batch        # recorded as ("tf.contrib.data.map_and_batch", SHIM, hint)
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import types
+from collections.abc import Sequence
+from typing import Any, Callable, NamedTuple, Optional
+
+__all__ = ["SHIM", "COMPAT_V1", "PRIVATE", "Entry", "Report", "ShimModule"]
+
+SHIM = "shim"
+COMPAT_V1 = "compat.v1"
+PRIVATE = "private"
+
+
+class Entry(NamedTuple):
+    """One name a shim module provides itself.
+
+    Attributes:
+      factory: zero-argument callable returning the value; called on first access, so heavy
+        modules (``tfest_kit.tpu``) are imported only when a script uses them.
+      hint: where the name lives in TensorFlow 2.15 or tfest_kit, shown by ``--report``.
+        ``None`` for container modules whose leaves are recorded instead.
+    """
+
+    factory: Callable[[], Any]
+    hint: Optional[str]
+
+
+class Report:
+    """The TF1 names a script was served, in first-use order.
+
+    Example:
+
+        report = Report()
+        report.add("tf.contrib.tpu.TPUEstimator", SHIM, "tfest_kit.tpu.TPUEstimator")
+        print(report.format("run_classifier.py"))
+    """
+
+    def __init__(self) -> None:
+        self._used: dict[str, tuple[str, str]] = {}
+
+    def add(self, name: str, kind: str, hint: str) -> None:
+        """Records that ``name`` was served; ``kind`` is :data:`SHIM` or :data:`COMPAT_V1`."""
+        self._used.setdefault(name, (kind, hint))
+
+    def names(self, kind: Optional[str] = None) -> list[str]:
+        """Returns the recorded names, optionally only those of one ``kind``."""
+        return [n for n, (k, _) in self._used.items() if kind is None or k == kind]
+
+    def format(self, script: str) -> str:
+        """Returns the report as text, one section per kind."""
+        shim = [(n, h) for n, (k, h) in self._used.items() if k == SHIM]
+        compat = sorted(n for n, (k, _) in self._used.items() if k == COMPAT_V1)
+        private = sorted(n for n, (k, _) in self._used.items() if k == PRIVATE)
+        lines = [f"tfest_kit.legacy report for {script}: {len(self._used)} TF1 symbols used."]
+        if shim:
+            lines.append(
+                f"Served by the legacy shim ({len(shim)}; TensorFlow 2.15 has no such name, "
+                "migrate these first):"
+            )
+            width = max(len(n) for n, _ in shim)
+            lines += [f"  {n:<{width}}  ->  {h}" for n, h in shim]
+        else:
+            lines.append("Served by the legacy shim: none.")
+        if compat:
+            lines.append(
+                f"From tf.compat.v1 ({len(compat)}; these run unchanged with "
+                "`import tensorflow.compat.v1 as tf`):"
+            )
+            lines += textwrap.wrap(
+                ", ".join(compat), width=98, initial_indent="  ", subsequent_indent="  "
+            )
+        if private:
+            lines.append(
+                f"From TensorFlow's private modules ({len(private)}; not a public API, "
+                "may break in any release): " + ", ".join(private)
+            )
+        return "\n".join(lines)
+
+
+class ShimModule(types.ModuleType):
+    """A module object serving its own entries, then names of the modules it wraps.
+
+    Args:
+      display: the name users see in messages and the report, e.g. ``"tf.contrib.tpu"``.
+      report: where served names are recorded.
+      entries: names this module provides itself.
+      fallbacks: ``(getter, hint_prefix)`` pairs tried in order after ``entries``; ``getter``
+        returns the real module to read from.
+      kind: how names found in ``fallbacks`` are reported (:data:`SHIM` or :data:`COMPAT_V1`).
+      provides: a sentence for the error message when a name is missing (what this module
+        does provide).
+      module_name: ``__name__`` of the stand-in (default ``display``); the top-level one is
+        ``"tensorflow"`` so that ``import tensorflow.python.x as y`` finds loaded submodules.
+      private_prefix: when set, a name found nowhere else is looked up as an already imported
+        module ``private_prefix + "." + name`` (``tf.python`` → ``tensorflow.python``).
+
+    Raises:
+      AttributeError: on access to a name neither the entries nor the fallbacks have; the
+        message names the symbol and says that the legacy runner does not provide it.
+
+    Example:
+
+        layers = ShimModule("tf.contrib.layers", report,
+                            entries={"layer_norm": Entry(lambda: layer_norm, "…")})
+    """
+
+    def __init__(
+        self,
+        display: str,
+        report: Report,
+        *,
+        entries: Optional[dict[str, Entry]] = None,
+        fallbacks: Sequence[tuple[Callable[[], Any], str]] = (),
+        kind: str = COMPAT_V1,
+        provides: str = "",
+        module_name: Optional[str] = None,
+        private_prefix: Optional[str] = None,
+    ) -> None:
+        super().__init__(module_name or display)
+        # Stored under a dunder name so it never shadows a TensorFlow name.
+        self.__dict__["__shim__"] = (
+            report,
+            dict(entries or {}),
+            tuple(fallbacks),
+            kind,
+            provides,
+            display,
+            private_prefix,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        report, entries, fallbacks, kind, provides, display, private = self.__dict__["__shim__"]
+        if name in entries:
+            entry = entries[name]
+            value = entry.factory()
+            if entry.hint is not None:
+                report.add(f"{display}.{name}", SHIM, entry.hint)
+            self.__dict__[name] = value
+            return value
+        for getter, prefix in fallbacks:
+            module = getter()
+            try:
+                value = getattr(module, name)
+            except AttributeError:
+                continue
+            if name.startswith("__"):
+                return value
+            if isinstance(value, types.ModuleType):
+                value = ShimModule(
+                    f"{display}.{name}",
+                    report,
+                    fallbacks=[(lambda value=value: value, f"{prefix}.{name}")],
+                    kind=kind,
+                )
+            else:
+                report.add(f"{display}.{name}", kind, f"{prefix}.{name}")
+            self.__dict__[name] = value
+            return value
+        if name.startswith("__"):
+            raise AttributeError(f"module {display!r} has no attribute {name!r}")
+        module = sys.modules.get(f"{private}.{name}") if private else None
+        if module is not None:
+            report.add(f"{display}.{name}", PRIVATE, f"{private}.{name}")
+            self.__dict__[name] = module
+            return module
+        raise AttributeError(
+            f"{display}.{name} is not provided by the legacy runner (tfest_kit.legacy): "
+            f"TensorFlow 2.15 has no such symbol and the runner has no stand-in for it. "
+            f"{provides}Replace it in the script with its TensorFlow 2 equivalent."
+        )
+
+    def __dir__(self) -> list[str]:
+        entries, fallbacks = self.__dict__["__shim__"][1:3]
+        names = set(entries)
+        for getter, _ in fallbacks:
+            names.update(n for n in dir(getter()) if not n.startswith("_"))
+        return sorted(names)
+
+    def __repr__(self) -> str:
+        return f"<tfest_kit.legacy stand-in for {self.__dict__['__shim__'][5]!r}>"
