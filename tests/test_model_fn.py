@@ -1,0 +1,358 @@
+"""model_fn builders: real Estimators on small synthetic data."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from sklearn import metrics as skm
+
+from tfest_kit import model_fn as mf
+from tfest_kit._tf import estimator, tf, tf2
+
+NUM_CLASSES = 3
+FEATURES = 4
+RNG = np.random.RandomState(0)
+TRUE_W = RNG.randn(FEATURES, NUM_CLASSES).astype(np.float32) * 2.0
+X_TRAIN = RNG.randn(256, FEATURES).astype(np.float32)
+Y_TRAIN = np.argmax(X_TRAIN @ TRUE_W, axis=1).astype(np.int64)
+X_EVAL = RNG.randn(90, FEATURES).astype(np.float32)
+Y_EVAL = np.argmax(X_EVAL @ TRUE_W, axis=1).astype(np.int64)
+
+
+def network(features, mode, params):
+    hidden = tf2.keras.layers.Dense(8, activation="tanh", name="hidden")(features["x"])
+    return tf2.keras.layers.Dense(NUM_CLASSES, name="logits")(hidden)
+
+
+def input_fn(x, y=None, *, batch_size=32, repeat=False, label_shape=None):
+    def fn(params=None):
+        labels = y if label_shape is None or y is None else y.reshape(label_shape)
+        data = {"x": x} if y is None else ({"x": x}, labels)
+        dataset = tf.data.Dataset.from_tensor_slices(data)
+        if repeat:
+            dataset = dataset.shuffle(256, seed=1).repeat()
+        return dataset.batch(batch_size)
+
+    return fn
+
+
+def _predict(est, x=X_EVAL):
+    outputs = list(est.predict(input_fn(x), yield_single_examples=False))
+    return {key: np.concatenate([o[key] for o in outputs]) for key in outputs[0]}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A classifier trained 1 step (eval recorded), then 80 more steps."""
+    model_dir = str(tmp_path_factory.mktemp("classifier"))
+    est = estimator.Estimator(
+        mf.classifier(
+            network,
+            NUM_CLASSES,
+            learning_rate=0.05,
+            top_k=2,
+            metrics=("accuracy", "f1", "precision_weighted", "recall_micro", "recall_at_2"),
+        ),
+        model_dir=model_dir,
+    )
+    train = input_fn(X_TRAIN, Y_TRAIN, repeat=True, label_shape=(-1, 1))
+    est.train(train, max_steps=1)
+    first = est.evaluate(input_fn(X_EVAL, Y_EVAL, batch_size=25))
+    est.train(train, max_steps=81)
+    return est, first, est.evaluate(input_fn(X_EVAL, Y_EVAL, batch_size=25))
+
+
+def test_classifier_loss_goes_down_and_learns(trained):
+    _, first, last = trained
+    assert last["global_step"] == 81
+    assert last["loss"] < 0.6 * first["loss"]
+    assert last["accuracy"] > 0.8
+
+
+def test_classifier_eval_metrics_match_numpy(trained):
+    est, _, result = trained
+    predicted = _predict(est)
+    class_ids, logits = predicted["class_ids"], predicted["logits"]
+    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    per_example = -log_probs[np.arange(len(Y_EVAL)), Y_EVAL]
+    # Estimator's "loss" is the mean of the per-batch mean losses (batches of 25, 25, 25, 15).
+    expected_loss = np.mean([per_example[i : i + 25].mean() for i in range(0, len(Y_EVAL), 25)])
+    top_2 = np.argsort(-logits, axis=1)[:, :2]
+    expected = {
+        "loss": expected_loss,
+        "accuracy": skm.accuracy_score(Y_EVAL, class_ids),
+        "f1": skm.f1_score(Y_EVAL, class_ids, average="macro", zero_division=0),
+        "precision_weighted": skm.precision_score(
+            Y_EVAL, class_ids, average="weighted", zero_division=0
+        ),
+        "recall_micro": skm.recall_score(Y_EVAL, class_ids, average="micro"),
+        "recall_at_2": (top_2 == Y_EVAL[:, None]).any(axis=1).mean(),
+    }
+    for name, value in expected.items():
+        np.testing.assert_allclose(result[name], value, rtol=1e-4, err_msg=name)
+
+
+def test_classifier_predictions_have_documented_keys_and_shapes(trained):
+    est, _, _ = trained
+    predicted = _predict(est)
+    n = len(X_EVAL)
+    assert sorted(predicted) == sorted(
+        ["logits", "probabilities", "class_ids", "top_k_class_ids", "top_k_probabilities"]
+    )
+    assert predicted["logits"].shape == (n, NUM_CLASSES)
+    assert predicted["probabilities"].shape == (n, NUM_CLASSES)
+    np.testing.assert_allclose(predicted["probabilities"].sum(axis=1), 1.0, rtol=1e-5)
+    assert predicted["class_ids"].shape == (n,) and predicted["class_ids"].dtype == np.int64
+    assert predicted["top_k_class_ids"].shape == (n, 2)
+    np.testing.assert_array_equal(predicted["top_k_class_ids"][:, 0], predicted["class_ids"])
+    np.testing.assert_allclose(
+        predicted["top_k_probabilities"][:, 0], predicted["probabilities"].max(axis=1)
+    )
+
+
+def _examples(x):
+    return [
+        tf2.train.Example(
+            features=tf2.train.Features(
+                feature={"x": tf2.train.Feature(float_list=tf2.train.FloatList(value=row))}
+            )
+        ).SerializeToString()
+        for row in x
+    ]
+
+
+def test_export_loads_and_answers(trained, tmp_path):
+    est, _, _ = trained
+    receiver = estimator.export.build_parsing_serving_input_receiver_fn(
+        {"x": tf.io.FixedLenFeature([FEATURES], tf.float32)}
+    )
+    export_dir = est.export_saved_model(str(tmp_path), receiver).decode()
+    loaded = tf2.saved_model.load(export_dir)
+    assert {"serving_default", "predict", "classification"} <= set(loaded.signatures)
+    examples = tf2.constant(_examples(X_EVAL[:5]))
+    served = loaded.signatures["serving_default"](examples=examples)
+    expected = _predict(est, X_EVAL[:5])
+    assert set(served) == set(expected)
+    np.testing.assert_allclose(served["probabilities"].numpy(), expected["probabilities"], 1e-5)
+    classified = loaded.signatures["classification"](inputs=examples)
+    np.testing.assert_allclose(classified["scores"].numpy(), expected["probabilities"], 1e-5)
+    assert classified["classes"].numpy()[0].tolist() == [b"0", b"1", b"2"]
+
+
+def test_warm_start_starts_from_saved_values(trained, tmp_path):
+    est, _, _ = trained
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = tf2.get_logger()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=est.model_dir)
+        warm = estimator.Estimator(model_fn, model_dir=str(tmp_path / "warm"))
+        # No checkpoint in the new model_dir: predict runs the (warm-start) initialisers.
+        predicted = _predict(warm)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    np.testing.assert_allclose(predicted["logits"], _predict(est)["logits"], rtol=1e-5)
+    lines = [record.getMessage() for record in records]
+    init_lines = [line for line in lines if "*INIT_FROM_CKPT*" in line]
+    assert any("name = hidden/kernel, shape = (4, 8)" in line for line in init_lines), lines
+    assert len(init_lines) == 4  # two kernels, two biases; not the global step
+    # Training from the warm start keeps the saved values as starting point.
+    warm.train(input_fn(X_TRAIN, Y_TRAIN, repeat=True), max_steps=1)
+    saved = tf.train.load_variable(est.model_dir, "hidden/kernel")
+    new = tf.train.load_variable(warm.model_dir, "hidden/kernel")
+    assert np.abs(new - saved).max() < 0.01
+
+
+def test_regressor_with_adamw_schedule_learns_and_metrics_match(tmp_path):
+    w = np.array([[1.5], [-2.0], [0.5], [0.0]], np.float32)
+    y_train, y_eval = X_TRAIN @ w + 0.3, X_EVAL @ w + 0.3
+
+    def linear(features, mode, params):
+        return tf2.keras.layers.Dense(1, name="out")(features["x"])
+
+    est = estimator.Estimator(
+        mf.regressor(
+            linear,
+            optimizer="adamw",
+            learning_rate=0.1,
+            warmup_steps=10,
+            decay_steps=200,
+            metrics=("mse", "mae", "rmse"),
+        ),
+        model_dir=str(tmp_path),
+    )
+    est.train(input_fn(X_TRAIN, y_train[:, 0], repeat=True), max_steps=1)
+    first = est.evaluate(input_fn(X_EVAL, y_eval))
+    est.train(input_fn(X_TRAIN, y_train[:, 0], repeat=True), max_steps=150)
+    result = est.evaluate(input_fn(X_EVAL, y_eval))
+    assert result["loss"] < 0.1 * first["loss"]
+    predicted = _predict(est)["predictions"]
+    assert predicted.shape == (len(X_EVAL), 1)
+    errors = predicted - y_eval
+    np.testing.assert_allclose(result["mse"], (errors**2).mean(), rtol=1e-4)
+    np.testing.assert_allclose(result["mae"], np.abs(errors).mean(), rtol=1e-4)
+    np.testing.assert_allclose(result["rmse"], np.sqrt((errors**2).mean()), rtol=1e-4)
+
+
+def test_learning_rate_schedule_values():
+    with tf.Graph().as_default():
+        step = tf.placeholder(tf.int64, [])
+        lr = mf.learning_rate_schedule(1.0, step, warmup_steps=10, decay_steps=100)
+        constant = mf.learning_rate_schedule(0.5, step)
+        decay_only = mf.learning_rate_schedule(1.0, step, decay_steps=100)
+        with tf.Session() as sess:
+            got = [sess.run(lr, {step: s}) for s in (0, 5, 9, 10, 50, 100, 150)]
+            np.testing.assert_allclose(got, [0.0, 0.5, 0.9, 0.9, 0.5, 0.0, 0.0], atol=1e-6)
+            assert sess.run(constant, {step: 1000}) == pytest.approx(0.5)
+            assert sess.run(decay_only, {step: 25}) == pytest.approx(0.75)
+
+
+def _call(model_fn, mode, *, labels=True, params=None):
+    features = {"x": tf.constant(X_EVAL[:8])}
+    label_tensor = tf.constant(Y_EVAL[:8]) if labels else None
+    return model_fn(features, label_tensor, mode, params)
+
+
+@pytest.mark.parametrize("name", sorted(mf.OPTIMIZERS))
+def test_every_optimizer_name_trains(name):
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        spec = _call(
+            mf.classifier(network, NUM_CLASSES, optimizer=name, learning_rate=0.1),
+            estimator.ModeKeys.TRAIN,
+        )
+        with tf.train.MonitoredSession() as sess:
+            losses = [sess.run([spec.train_op, spec.loss])[1] for _ in range(5)]
+    assert losses[-1] < losses[0], (name, losses)
+
+
+def test_tpu_spec_returns_tpu_estimator_spec(trained):
+    est, _, _ = trained
+    model_fn = mf.classifier(
+        network, NUM_CLASSES, tpu_spec=True, init_checkpoint=est.model_dir, top_k=2
+    )
+    params = {"batch_size": 8, "use_tpu": False}
+    for mode in (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL, estimator.ModeKeys.PREDICT):
+        with tf.Graph().as_default():
+            tf.train.get_or_create_global_step()
+            spec = _call(model_fn, mode, params=params)
+            assert isinstance(spec, estimator.tpu.TPUEstimatorSpec)
+            assert callable(spec.scaffold_fn)
+            assert {"serving_default", "predict", "classification"} <= set(spec.export_outputs)
+            if mode == estimator.ModeKeys.EVAL:
+                metric_fn, tensors = spec.eval_metrics
+                assert isinstance(tensors, dict) and set(tensors) == {"labels", "outputs"}
+                assert set(metric_fn(**tensors)) == {"accuracy", "f1"}
+            if mode == estimator.ModeKeys.TRAIN:
+                assert spec.train_op is not None
+            if mode == estimator.ModeKeys.PREDICT:
+                assert "top_k_class_ids" in spec.predictions
+            assert isinstance(spec.scaffold_fn(), tf.train.Scaffold)
+
+
+def test_weight_key_weights_metrics():
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        features = {"x": tf.constant(X_EVAL[:8]), "w": tf.constant(np.arange(8.0))}
+        model_fn = mf.classifier(network, NUM_CLASSES, weight_key="w", metrics=("accuracy",))
+        spec = model_fn(features, tf.constant(Y_EVAL[:8]), estimator.ModeKeys.EVAL, {})
+        value, update = spec.eval_metric_ops["accuracy"]
+        with tf.train.MonitoredSession() as sess:
+            sess.run(update)
+            class_ids, accuracy = sess.run([spec.predictions["class_ids"], value])
+    expected = np.average(class_ids == Y_EVAL[:8], weights=np.arange(8.0))
+    assert accuracy == pytest.approx(expected)
+
+
+# ------------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_classes": 1}, "`num_classes`.*Got: 1"),
+        ({"optimizer": "adamax"}, r"`optimizer`.*'adam'.*Got: 'adamax'"),
+        ({"metrics": ("accuracy", "f2")}, r"`metrics`.*'accuracy'.*'f1'.*Got: 'f2'"),
+        ({"metrics": ("recall_at_9",)}, "recall_at_9"),
+        ({"metrics": ("auc",)}, "num_classes == 2"),
+        ({"top_k": 4}, "`top_k`.*Got: 4"),
+        ({"warmup_steps": -1}, "`warmup_steps`"),
+        ({"warmup_steps": 20, "decay_steps": 10}, "`warmup_steps`"),
+        ({"init_checkpoint": "/no/such/model.ckpt-1"}, "`init_checkpoint` does not exist"),
+        (
+            {"optimizer": tf.train.GradientDescentOptimizer(0.1), "warmup_steps": 5},
+            "`warmup_steps`.*Optimizer instance",
+        ),
+    ],
+)
+def test_bad_builder_arguments_raise_at_once(kwargs, match):
+    kwargs = {"num_classes": NUM_CLASSES, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        mf.classifier(network, **kwargs)
+
+
+def test_unreadable_checkpoints_raise_at_build_time(tmp_path):
+    with pytest.raises(ValueError, match="directory without a checkpoint"):
+        mf.classifier(network, NUM_CLASSES, init_checkpoint=str(tmp_path))
+    (tmp_path / "model.ckpt-1.index").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="could not be read"):
+        mf.regressor(network, init_checkpoint=str(tmp_path / "model.ckpt-1"))
+    with pytest.raises(ValueError, match="`metrics`.*'mse'.*Got: 'accuracy'"):
+        mf.regressor(network, metrics=("accuracy",))
+
+
+def test_wrong_network_output_and_labels_raise_with_shapes():
+    def flat_network(features, mode, params):
+        return tf.reduce_sum(features["x"], axis=1)
+
+    def wide_network(features, mode, params):
+        return tf2.keras.layers.Dense(NUM_CLASSES + 1)(features["x"])
+
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=r"\[batch, num_classes=3\].*Got: shape \[8\]"):
+            _call(mf.classifier(flat_network, NUM_CLASSES), estimator.ModeKeys.PREDICT)
+        with pytest.raises(ValueError, match=r"Got: shape \[8, 4\]"):
+            _call(mf.classifier(wide_network, NUM_CLASSES), estimator.ModeKeys.PREDICT)
+        model_fn = mf.classifier(network, NUM_CLASSES)
+        with pytest.raises(ValueError, match="`labels` must be given"):
+            _call(model_fn, estimator.ModeKeys.EVAL, labels=False)
+        bad_labels = tf.zeros([8, 3], tf.int64)
+        with pytest.raises(ValueError, match=r"`labels`.*Got: shape \[8, 3\]"):
+            model_fn({"x": tf.constant(X_EVAL[:8])}, bad_labels, estimator.ModeKeys.EVAL, {})
+
+
+def test_tpu_spec_runs_under_the_official_tpu_estimator_on_cpu(tmp_path):
+    def tpu_input_fn(x, y):
+        def fn(params):
+            data = tf.data.Dataset.from_tensor_slices(({"x": x}, y.astype(np.int32)))
+            return data.repeat().batch(params["batch_size"], drop_remainder=True)
+
+        return fn
+
+    est = estimator.tpu.TPUEstimator(
+        mf.classifier(
+            network,
+            NUM_CLASSES,
+            tpu_spec=True,
+            learning_rate=0.05,
+            warmup_steps=2,
+            decay_steps=20,
+            metrics=("accuracy", "f1_weighted"),
+        ),
+        model_dir=str(tmp_path),
+        use_tpu=False,
+        train_batch_size=32,
+        eval_batch_size=30,
+        config=estimator.tpu.RunConfig(tpu_config=estimator.tpu.TPUConfig(iterations_per_loop=10)),
+    )
+    est.train(tpu_input_fn(X_TRAIN, Y_TRAIN), max_steps=20)
+    result = est.evaluate(tpu_input_fn(X_EVAL, Y_EVAL), steps=3)
+    assert {"loss", "accuracy", "f1_weighted"} <= set(result)
+    assert result["global_step"] == 20

@@ -1,0 +1,198 @@
+"""Learning-rate schedule and optimizers-by-name for :mod:`tfest_kit.model_fn`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Callable, Optional, Union
+
+from tfest_kit._tf import tf
+
+__all__ = [
+    "OPTIMIZERS",
+    "AdamWeightDecayOptimizer",
+    "check_optimizer",
+    "check_schedule",
+    "learning_rate_schedule",
+    "make_optimizer",
+]
+
+OptimizerArg = Union[str, tf.train.Optimizer, Callable[..., tf.train.Optimizer]]
+
+
+class AdamWeightDecayOptimizer(tf.train.Optimizer):
+    """BERT's Adam with decoupled weight decay ("AdamW"), for ``tf.compat.v1`` graphs.
+
+    Like BERT's optimizer it has no bias correction and decays every variable except those whose
+    name matches ``exclude_from_weight_decay`` (LayerNorm and biases by default).  Sparse
+    gradients are densified.
+
+    Example:
+
+        optimizer = AdamWeightDecayOptimizer(learning_rate=2e-5, weight_decay_rate=0.01)
+    """
+
+    def __init__(
+        self,
+        learning_rate,
+        weight_decay_rate: float = 0.01,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-6,
+        exclude_from_weight_decay: Optional[Sequence[str]] = ("LayerNorm", "layer_norm", "bias"),
+        name: str = "AdamWeightDecay",
+    ):
+        super().__init__(use_locking=False, name=name)
+        self._lr = learning_rate
+        self._weight_decay_rate = weight_decay_rate
+        self._beta_1 = beta_1
+        self._beta_2 = beta_2
+        self._epsilon = epsilon
+        self._exclude = list(exclude_from_weight_decay or ())
+
+    def _decays(self, var_name: str) -> bool:
+        if not self._weight_decay_rate:
+            return False
+        return not any(re.search(pattern, var_name) for pattern in self._exclude)
+
+    def _create_slots(self, var_list):
+        for var in var_list:
+            self._zeros_slot(var, "m", self._name)
+            self._zeros_slot(var, "v", self._name)
+
+    def _apply_dense(self, grad, var):
+        return self._apply(grad, var)
+
+    def _resource_apply_dense(self, grad, var):
+        return self._apply(grad, var)
+
+    def _apply_sparse(self, grad, var):
+        return self._apply(tf.convert_to_tensor(grad), var)
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        dense = tf.math.unsorted_segment_sum(grad, indices, tf.shape(var)[0])
+        return self._apply(dense, var)
+
+    def _apply(self, grad, var):
+        m = self.get_slot(var, "m")
+        v = self.get_slot(var, "v")
+        grad = tf.cast(grad, var.dtype.base_dtype)
+        lr = tf.cast(self._lr, var.dtype.base_dtype)
+        next_m = self._beta_1 * m + (1.0 - self._beta_1) * grad
+        next_v = self._beta_2 * v + (1.0 - self._beta_2) * tf.square(grad)
+        update = next_m / (tf.sqrt(next_v) + self._epsilon)
+        if self._decays(var.op.name):
+            # Decoupled decay: added to the update, not to the loss, so Adam's moments never
+            # see it (Loshchilov & Hutter, as in BERT's optimization.py).
+            update += self._weight_decay_rate * var
+        return tf.group(
+            tf.assign(var, var - lr * update), tf.assign(m, next_m), tf.assign(v, next_v)
+        )
+
+
+OPTIMIZERS: dict[str, Callable[..., tf.train.Optimizer]] = {
+    "adam": lambda lr: tf.train.AdamOptimizer(lr),
+    "adamw": lambda lr: AdamWeightDecayOptimizer(lr),
+    "sgd": lambda lr: tf.train.GradientDescentOptimizer(lr),
+    "momentum": lambda lr: tf.train.MomentumOptimizer(lr, momentum=0.9),
+    "adagrad": lambda lr: tf.train.AdagradOptimizer(lr),
+    "rmsprop": lambda lr: tf.train.RMSPropOptimizer(lr),
+}
+
+
+def check_schedule(learning_rate, warmup_steps, decay_steps) -> None:
+    """Raises ValueError for a non-positive rate or negative / inconsistent step counts."""
+    if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):
+        raise ValueError(f"`learning_rate` must be a number. Got: {learning_rate!r}")
+    if learning_rate < 0:
+        raise ValueError(f"`learning_rate` must be >= 0. Got: {learning_rate!r}")
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+        raise ValueError(f"`warmup_steps` must be an int >= 0. Got: {warmup_steps!r}")
+    if decay_steps is not None and (
+        isinstance(decay_steps, bool) or not isinstance(decay_steps, int) or decay_steps < 1
+    ):
+        raise ValueError(f"`decay_steps` must be None or an int >= 1. Got: {decay_steps!r}")
+    if decay_steps is not None and warmup_steps > decay_steps:
+        raise ValueError(
+            f"`warmup_steps` ({warmup_steps}) must not exceed `decay_steps`. Got: "
+            f"decay_steps={decay_steps!r}"
+        )
+
+
+def check_optimizer(optimizer: OptimizerArg, warmup_steps: int, decay_steps) -> None:
+    """Raises ValueError/TypeError for an unknown name or an instance combined with a schedule."""
+    if isinstance(optimizer, str):
+        if optimizer.lower() not in OPTIMIZERS:
+            raise ValueError(
+                f"`optimizer` must be one of {sorted(OPTIMIZERS)}, a tf.compat.v1.train.Optimizer "
+                f"or a callable learning_rate -> Optimizer. Got: {optimizer!r}"
+            )
+    elif isinstance(optimizer, tf.train.Optimizer):
+        if warmup_steps or decay_steps is not None:
+            raise ValueError(
+                "`warmup_steps` / `decay_steps` need `optimizer` as a name or as a callable "
+                "learning_rate -> Optimizer; an Optimizer instance already fixed its learning "
+                f"rate. Got: optimizer={optimizer!r}"
+            )
+    elif not callable(optimizer):
+        raise TypeError(
+            f"`optimizer` must be one of {sorted(OPTIMIZERS)}, a tf.compat.v1.train.Optimizer or "
+            f"a callable learning_rate -> Optimizer. Got: {optimizer!r}"
+        )
+
+
+def learning_rate_schedule(
+    learning_rate: float,
+    global_step,
+    *,
+    warmup_steps: int = 0,
+    decay_steps: Optional[int] = None,
+):
+    """BERT's schedule: linear warm-up from 0, then linear decay to 0 at ``decay_steps``.
+
+    ``lr(step) = learning_rate * step / warmup_steps`` while ``step < warmup_steps``, then
+    ``learning_rate * (1 - step / decay_steps)`` (clipped at 0) when ``decay_steps`` is given,
+    else ``learning_rate``.  As in BERT, the decay is counted from step 0, so at the end of
+    warm-up the rate is already ``learning_rate * (1 - warmup_steps / decay_steps)``.
+
+    Args:
+      learning_rate: peak learning rate.
+      global_step: int scalar tensor (usually ``tf.compat.v1.train.get_global_step()``).
+      warmup_steps: steps of linear warm-up (0 for none).
+      decay_steps: step at which the rate reaches 0, or None for no decay.
+
+    Returns:
+      A float32 scalar tensor.
+
+    Raises:
+      ValueError: for a negative rate or step count, or ``warmup_steps > decay_steps``.
+
+    Example:
+
+        lr = learning_rate_schedule(2e-5, tf.train.get_global_step(),
+                                    warmup_steps=100, decay_steps=1000)
+    """
+    check_schedule(learning_rate, warmup_steps, decay_steps)
+    step = tf.cast(global_step, tf.float32)
+    lr = tf.constant(float(learning_rate), tf.float32)
+    if decay_steps is not None:
+        lr = lr * tf.maximum(0.0, 1.0 - tf.minimum(step, float(decay_steps)) / decay_steps)
+    if warmup_steps:
+        warmup_lr = float(learning_rate) * step / float(warmup_steps)
+        lr = tf.where(step < warmup_steps, warmup_lr, lr)
+    return tf.identity(lr, name="learning_rate")
+
+
+def make_optimizer(optimizer: OptimizerArg, learning_rate) -> tf.train.Optimizer:
+    """Turns a name, instance or factory into an Optimizer (``learning_rate`` may be a tensor)."""
+    if isinstance(optimizer, str):
+        return OPTIMIZERS[optimizer.lower()](learning_rate)
+    if isinstance(optimizer, tf.train.Optimizer):
+        return optimizer
+    made = optimizer(learning_rate)
+    if not isinstance(made, tf.train.Optimizer):
+        raise TypeError(
+            "`optimizer` called with the learning rate must return a "
+            f"tf.compat.v1.train.Optimizer. Got: {made!r}"
+        )
+    return made

@@ -1,0 +1,395 @@
+"""Builders that turn a network function into a complete Estimator ``model_fn``.
+
+``network_fn(features, mode, params)`` builds the network and returns its output tensor
+(logits for :func:`classifier`); the builder adds the loss, the optimizer with an optional
+BERT-style schedule, eval metrics, predictions, export signatures and warm start.
+
+* PREDICT — classifier: ``"logits"``, ``"probabilities"``, ``"class_ids"`` (int64 ``[batch]``)
+  and, with ``top_k``, ``"top_k_probabilities"`` / ``"top_k_class_ids"`` (``[batch, top_k]``);
+  regressor: ``"predictions"`` (``[batch, label_dimension]``).
+* EVAL — the loss plus the named metrics (see :data:`CLASSIFIER_METRICS`).
+* TRAIN — ``optimizer`` by name or instance; ``warmup_steps`` / ``decay_steps`` give BERT's
+  linear warm-up then linear decay to 0 (:func:`learning_rate_schedule`).
+* Every mode carries ``export_outputs``: ``"serving_default"`` and ``"predict"`` (all prediction
+  keys) plus ``"classification"`` (or ``"regression"``).  Classification/regression signatures
+  need a receiver with a single string input (serialized ``tf.train.Example``); with other
+  receivers Estimator leaves them out and keeps the predict signatures.
+* ``tpu_spec=True`` returns ``TPUEstimatorSpec`` with ``eval_metrics=(metric_fn, tensors)`` and
+  the warm start inside ``scaffold_fn``, for ``TPUEstimator`` (or ``tfest_kit.tpu``).
+
+Example:
+
+    from tfest_kit import model_fn
+
+    def network(features, mode, params):
+        hidden = tf.compat.v1.layers.dense(features["x"], 32, activation=tf.nn.relu)
+        return tf.compat.v1.layers.dense(hidden, 3)
+
+    est = tf.estimator.Estimator(
+        model_fn.classifier(network, num_classes=3, metrics=("accuracy", "f1")),
+        model_dir="/tmp/model")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Callable, Optional
+
+from tfest_kit import _heads, _warm_start
+from tfest_kit._schedules import (
+    OPTIMIZERS,
+    AdamWeightDecayOptimizer,
+    OptimizerArg,
+    check_optimizer,
+    check_schedule,
+    learning_rate_schedule,
+    make_optimizer,
+)
+from tfest_kit._tf import estimator, tf
+
+__all__ = [
+    "CLASSIFIER_METRICS",
+    "REGRESSOR_METRICS",
+    "OPTIMIZERS",
+    "AdamWeightDecayOptimizer",
+    "build",
+    "classifier",
+    "learning_rate_schedule",
+    "regressor",
+]
+
+CLASSIFIER_METRICS = _heads.CLASSIFIER_METRICS
+REGRESSOR_METRICS = _heads.REGRESSOR_METRICS
+
+ModeKeys = estimator.ModeKeys
+NetworkFn = Callable[..., tf.Tensor]
+
+
+def _check_callable(value, name: str) -> None:
+    if not callable(value):
+        raise TypeError(f"`{name}` must be callable. Got: {value!r}")
+
+
+def _spec(tpu_spec: bool, **kwargs):
+    if tpu_spec:
+        return estimator.tpu.TPUEstimatorSpec(**kwargs)
+    scaffold_fn = kwargs.pop("scaffold_fn", None)
+    metric_fn, tensors = kwargs.pop("eval_metrics", None) or (None, None)
+    if metric_fn is not None:
+        kwargs["eval_metric_ops"] = metric_fn(**tensors)
+    if scaffold_fn is not None:
+        kwargs["scaffold"] = scaffold_fn()
+    return estimator.EstimatorSpec(**kwargs)
+
+
+def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard):
+    global_step = tf.train.get_or_create_global_step()
+    lr = learning_rate_schedule(
+        learning_rate, global_step, warmup_steps=warmup_steps, decay_steps=decay_steps
+    )
+    opt = make_optimizer(optimizer, lr)
+    if cross_shard:
+        opt = tf.tpu.CrossShardOptimizer(opt)
+    else:
+        # Summaries inside a TPU model_fn need a host_call; off the TPU they are free.
+        tf.summary.scalar("learning_rate", lr)
+    grads_and_vars = opt.compute_gradients(loss)
+    grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+    if not grads_and_vars:
+        raise ValueError(
+            "`network_fn` created no trainable variable that the loss depends on. Got: "
+            f"{len(tf.trainable_variables())} trainable variables"
+        )
+    if clip_norm:
+        grads, variables = zip(*grads_and_vars)
+        grads, _ = tf.clip_by_global_norm(list(grads), clip_norm)
+        grads_and_vars = list(zip(grads, variables))
+    # Batch-norm moving averages and similar live in UPDATE_OPS.
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        return opt.apply_gradients(grads_and_vars, global_step=global_step)
+
+
+def build(
+    network_fn: NetworkFn,
+    *,
+    loss_fn: Callable,
+    predictions_fn: Callable,
+    metric_fn: Optional[Callable] = None,
+    check_outputs: Optional[Callable] = None,
+    labels_fn: Optional[Callable] = None,
+    export_outputs_fn: Optional[Callable] = None,
+    optimizer: OptimizerArg = "adam",
+    learning_rate: float = 1e-3,
+    warmup_steps: int = 0,
+    decay_steps: Optional[int] = None,
+    clip_norm: Optional[float] = None,
+    init_checkpoint: Optional[str] = None,
+    assignment_map: Optional[Mapping] = None,
+    weight_key: Optional[str] = None,
+    tpu_spec: bool = False,
+) -> Callable:
+    """Builds ``model_fn(features, labels, mode, params)`` from a network and head functions.
+
+    :func:`classifier` and :func:`regressor` are this function with their heads bound.
+
+    Args:
+      network_fn: ``network_fn(features, mode, params) -> outputs``.
+      loss_fn: ``loss_fn(labels, outputs, weights) -> scalar loss``.
+      predictions_fn: ``predictions_fn(outputs) -> dict`` of ``[batch, ...]`` tensors.
+      metric_fn: ``metric_fn(labels, outputs, weights) -> {name: (value_op, update_op)}``;
+        it only receives tensors, so it also serves as the TPU ``metric_fn``.
+      check_outputs: ``check_outputs(outputs) -> outputs``: validates / normalises the network's
+        output (raise ValueError on a wrong shape).
+      labels_fn: ``labels_fn(labels) -> labels``: validates / normalises the labels.
+      export_outputs_fn: ``export_outputs_fn(predictions) -> {key: ExportOutput}`` added to the
+        ``"serving_default"`` and ``"predict"`` PredictOutputs.
+      optimizer: a name in :data:`OPTIMIZERS`, a ``tf.compat.v1.train.Optimizer`` or a callable
+        ``learning_rate_tensor -> Optimizer``.
+      learning_rate: peak learning rate.
+      warmup_steps: steps of linear warm-up from 0.
+      decay_steps: step at which the rate has decayed linearly to 0 (None: no decay).
+      clip_norm: clip gradients to this global norm (BERT uses 1.0); None for no clipping.
+      init_checkpoint: checkpoint prefix or directory to warm-start matching variables from;
+        checked when this function is called.
+      assignment_map: ``tf.compat.v1.train.init_from_checkpoint`` map; default: every model
+        variable whose name and shape match the checkpoint.
+      weight_key: name of a feature holding per-example weights for loss and metrics.
+      tpu_spec: return ``TPUEstimatorSpec`` (``eval_metrics``, ``scaffold_fn``) instead of
+        ``EstimatorSpec``.
+
+    Returns:
+      ``model_fn(features, labels, mode, params)`` for ``tf.estimator.Estimator`` or
+      ``TPUEstimator``.
+
+    Raises:
+      ValueError / TypeError: for an unknown optimizer, a bad schedule or a missing or
+        unreadable ``init_checkpoint``, at once; for a network output or labels of the wrong
+        shape when the model_fn runs.
+
+    Example:
+
+        model_fn = build(network, loss_fn=my_loss, predictions_fn=lambda y: {"y": y})
+    """
+    for value, name in (
+        (network_fn, "network_fn"),
+        (loss_fn, "loss_fn"),
+        (predictions_fn, "predictions_fn"),
+    ):
+        _check_callable(value, name)
+    check_schedule(learning_rate, warmup_steps, decay_steps)
+    check_optimizer(optimizer, warmup_steps, decay_steps)
+    if clip_norm is not None and not clip_norm > 0:
+        raise ValueError(f"`clip_norm` must be None or > 0. Got: {clip_norm!r}")
+    if assignment_map is not None and init_checkpoint is None:
+        raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
+    if assignment_map is not None and not isinstance(assignment_map, Mapping):
+        raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
+    checkpoint = _warm_start.resolve_checkpoint(init_checkpoint) if init_checkpoint else None
+
+    def model_fn(features, labels, mode, params=None):
+        params = dict(params or {})
+        outputs = network_fn(features, mode, params)
+        if check_outputs is not None:
+            outputs = check_outputs(outputs)
+        predictions = predictions_fn(outputs)
+
+        scaffold_fn = None
+        if checkpoint is not None:
+
+            def scaffold_fn():
+                _warm_start.warm_start(checkpoint, assignment_map)
+                return tf.train.Scaffold()
+
+            if not tpu_spec:
+                # Estimator accepts the initialisers directly; no Scaffold needed.
+                _warm_start.warm_start(checkpoint, assignment_map)
+                scaffold_fn = None
+
+        export_outputs = {
+            "serving_default": estimator.export.PredictOutput(predictions),
+            "predict": estimator.export.PredictOutput(predictions),
+        }
+        if export_outputs_fn is not None:
+            export_outputs.update(export_outputs_fn(predictions))
+        common = {"mode": mode, "scaffold_fn": scaffold_fn, "export_outputs": export_outputs}
+
+        if mode == ModeKeys.PREDICT:
+            return _spec(tpu_spec, predictions=predictions, **common)
+
+        labels = labels_fn(labels) if labels_fn is not None else labels
+        weights = None
+        if weight_key is not None:
+            if not isinstance(features, Mapping) or weight_key not in features:
+                available = sorted(features) if isinstance(features, Mapping) else "not a dict"
+                raise ValueError(
+                    f"`weight_key` {weight_key!r} is not a feature. Got features: {available}"
+                )
+            weights = tf.reshape(tf.cast(features[weight_key], tf.float32), [-1])
+        loss = loss_fn(labels, outputs, weights)
+
+        if mode == ModeKeys.EVAL:
+            eval_metrics = None
+            if metric_fn is not None:
+                tensors = {"labels": labels, "outputs": outputs}
+                if weights is not None:
+                    tensors["weights"] = weights
+                eval_metrics = (_tensors_metric_fn(metric_fn), tensors)
+            return _spec(
+                tpu_spec, loss=loss, eval_metrics=eval_metrics, predictions=predictions, **common
+            )
+
+        cross_shard = bool(tpu_spec and params.get("use_tpu"))
+        train_op = _train_op(
+            loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard
+        )
+        return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
+
+    return model_fn
+
+
+def _tensors_metric_fn(metric_fn: Callable) -> Callable:
+    """Adapts ``metric_fn(labels, outputs, weights)`` to TPU's ``metric_fn(**tensors)``."""
+
+    def tensors_metric_fn(labels, outputs, weights=None):
+        return metric_fn(labels, outputs, weights)
+
+    return tensors_metric_fn
+
+
+def _check_int(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"`{name}` must be an int >= {minimum}. Got: {value!r}")
+    return value
+
+
+def classifier(
+    network_fn: NetworkFn,
+    num_classes: int,
+    *,
+    optimizer: OptimizerArg = "adam",
+    learning_rate: float = 1e-3,
+    warmup_steps: int = 0,
+    decay_steps: Optional[int] = None,
+    init_checkpoint: Optional[str] = None,
+    assignment_map: Optional[Mapping] = None,
+    metrics: Sequence[str] = ("accuracy", "f1"),
+    top_k: Optional[int] = None,
+    tpu_spec: bool = False,
+    clip_norm: Optional[float] = None,
+    weight_key: Optional[str] = None,
+) -> Callable:
+    """A softmax classifier ``model_fn`` over ``network_fn``'s logits.
+
+    Args:
+      network_fn: ``network_fn(features, mode, params) -> logits [batch, num_classes]``.
+      num_classes: number of classes (>= 2); labels are int ids ``[batch]`` or ``[batch, 1]``.
+      optimizer: a name in :data:`OPTIMIZERS` (``"adam"``, ``"adamw"`` — BERT's
+        AdamWeightDecay —, ``"sgd"``, ``"momentum"``, ``"adagrad"``, ``"rmsprop"``), a
+        ``tf.compat.v1.train.Optimizer``, or a callable ``learning_rate -> Optimizer``.
+      learning_rate: peak learning rate.
+      warmup_steps: steps of linear warm-up from 0 (BERT's ``num_warmup_steps``).
+      decay_steps: step at which the rate has decayed linearly to 0 (BERT's
+        ``num_train_steps``); None for no decay.
+      init_checkpoint: checkpoint prefix or model directory to warm-start from; every variable
+        whose name and shape match is initialised from it and listed in the log with
+        ``*INIT_FROM_CKPT*``.  Checked at once.
+      assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
+      metrics: names from :data:`CLASSIFIER_METRICS`: ``"accuracy"``, ``"precision"``,
+        ``"recall"``, ``"f1"`` (macro averages), their ``_micro`` / ``_macro`` / ``_weighted``
+        variants, ``"recall_at_<k>"`` (e.g. ``"recall_at_5"``) and, for 2 classes, ``"auc"``.
+      top_k: also predict the ``top_k`` most likely classes and their probabilities.
+      tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
+      clip_norm: clip gradients to this global norm; None for no clipping.
+      weight_key: feature holding per-example weights for loss and metrics.
+
+    Returns:
+      ``model_fn(features, labels, mode, params)``.
+
+    Raises:
+      ValueError: for ``num_classes`` < 2, an unknown optimizer or metric name, a bad
+        ``top_k`` or schedule, or a missing / unreadable ``init_checkpoint``; when the model_fn
+        runs, for logits that are not ``[batch, num_classes]``.
+
+    Example:
+
+        model_fn = classifier(network, num_classes=10, optimizer="adamw", learning_rate=2e-5,
+                              warmup_steps=100, decay_steps=1000, top_k=3,
+                              metrics=("accuracy", "f1_macro", "recall_at_3"))
+    """
+    _check_int(num_classes, "num_classes", 2)
+    if top_k is not None and (_check_int(top_k, "top_k", 1) > num_classes):
+        raise ValueError(f"`top_k` must be at most num_classes ({num_classes}). Got: {top_k}")
+    metrics = _heads.check_metric_names(metrics, CLASSIFIER_METRICS, num_classes)
+    return build(
+        network_fn,
+        **_heads.classifier_parts(num_classes, metrics, top_k),
+        optimizer=optimizer,
+        learning_rate=learning_rate,
+        warmup_steps=warmup_steps,
+        decay_steps=decay_steps,
+        clip_norm=clip_norm,
+        init_checkpoint=init_checkpoint,
+        assignment_map=assignment_map,
+        weight_key=weight_key,
+        tpu_spec=tpu_spec,
+    )
+
+
+def regressor(
+    network_fn: NetworkFn,
+    *,
+    optimizer: OptimizerArg = "adam",
+    learning_rate: float = 1e-3,
+    warmup_steps: int = 0,
+    decay_steps: Optional[int] = None,
+    init_checkpoint: Optional[str] = None,
+    assignment_map: Optional[Mapping] = None,
+    metrics: Sequence[str] = ("mse", "mae"),
+    tpu_spec: bool = False,
+    label_dimension: int = 1,
+    clip_norm: Optional[float] = None,
+    weight_key: Optional[str] = None,
+) -> Callable:
+    """A mean-squared-error regressor ``model_fn``.
+
+    Args:
+      network_fn: ``network_fn(features, mode, params) -> [batch, label_dimension]`` (or
+        ``[batch]`` when ``label_dimension`` is 1).
+      optimizer: as for :func:`classifier`.
+      learning_rate: peak learning rate.
+      warmup_steps: steps of linear warm-up from 0.
+      decay_steps: step at which the rate has decayed linearly to 0; None for no decay.
+      init_checkpoint: checkpoint prefix or directory to warm-start from (checked at once).
+      assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
+      metrics: names from :data:`REGRESSOR_METRICS` (``"mse"``, ``"mae"``, ``"rmse"``).
+      tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
+      label_dimension: number of regression targets per example.
+      clip_norm: clip gradients to this global norm; None for no clipping.
+      weight_key: feature holding per-example weights for loss and metrics.
+
+    Returns:
+      ``model_fn(features, labels, mode, params)``; PREDICT gives ``"predictions"``.
+
+    Raises:
+      ValueError: for an unknown optimizer or metric name, a bad schedule or
+        ``label_dimension``, or a missing / unreadable ``init_checkpoint``.
+
+    Example:
+
+        model_fn = regressor(network, learning_rate=1e-2, metrics=("mse", "rmse"))
+    """
+    _check_int(label_dimension, "label_dimension", 1)
+    metrics = _heads.check_metric_names(metrics, REGRESSOR_METRICS)
+    return build(
+        network_fn,
+        **_heads.regressor_parts(label_dimension, metrics),
+        optimizer=optimizer,
+        learning_rate=learning_rate,
+        warmup_steps=warmup_steps,
+        decay_steps=decay_steps,
+        clip_norm=clip_norm,
+        init_checkpoint=init_checkpoint,
+        assignment_map=assignment_map,
+        weight_key=weight_key,
+        tpu_spec=tpu_spec,
+    )
