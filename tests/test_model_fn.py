@@ -356,3 +356,39 @@ def test_tpu_spec_runs_under_the_official_tpu_estimator_on_cpu(tmp_path):
     result = est.evaluate(tpu_input_fn(X_EVAL, Y_EVAL), steps=3)
     assert {"loss", "accuracy", "f1_weighted"} <= set(result)
     assert result["global_step"] == 20
+
+
+def test_assignment_map_warm_starts_only_the_mapped_scope(trained):
+    est, _, _ = trained
+    model_fn = mf.classifier(
+        network, NUM_CLASSES, init_checkpoint=est.model_dir, assignment_map={"hidden/": "hidden/"}
+    )
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        _call(model_fn, estimator.ModeKeys.PREDICT)
+        by_name = {v.op.name: v for v in tf.global_variables()}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            hidden, logits = sess.run([by_name["hidden/kernel"], by_name["logits/kernel"]])
+    np.testing.assert_array_equal(hidden, tf.train.load_variable(est.model_dir, "hidden/kernel"))
+    assert not np.allclose(logits, tf.train.load_variable(est.model_dir, "logits/kernel"))
+
+    bad = mf.classifier(
+        network, NUM_CLASSES, init_checkpoint=est.model_dir, assignment_map={"a/b": "no/such"}
+    )
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="`assignment_map` entry"):
+        _call(bad, estimator.ModeKeys.PREDICT)
+
+
+def test_binary_auc_and_float_labels():
+    def binary(features, mode, params):
+        return tf2.keras.layers.Dense(2)(features["x"])
+
+    with tf.Graph().as_default():
+        model_fn = mf.classifier(binary, 2, metrics=("auc", "accuracy"))
+        spec = model_fn(
+            {"x": tf.constant(X_EVAL[:8])}, tf.constant(Y_EVAL[:8] % 2), estimator.ModeKeys.EVAL
+        )
+        assert set(spec.eval_metric_ops) == {"auc", "accuracy"}
+        with pytest.raises(ValueError, match="`labels` must be integer.*float32"):
+            model_fn({"x": tf.constant(X_EVAL[:8])}, tf.zeros([8]), estimator.ModeKeys.EVAL)
