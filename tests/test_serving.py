@@ -1,0 +1,315 @@
+"""Receivers, exporters and Predictor on real exported Estimators (tiny models, CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tfest_kit import serving
+from tfest_kit._tf import estimator, tf, tf2
+
+IMAGE = 8
+
+
+def _network(features, params):
+    kind = params["kind"]
+    if kind == "x":
+        net = features["x"]
+    elif kind == "bert":
+        ids = tf.cast(features["input_ids"], tf.float32) / 100.0
+        net = tf.concat(
+            [ids, tf.cast(features["input_mask"] + features["segment_ids"], tf.float32)], 1
+        )
+    else:
+        net = tf.reduce_mean(features["image"], axis=[1, 2])
+    logits = tf.layers.dense(net, 2, name="logits")
+    if params.get("noise"):
+        # A random op in the PREDICT graph: two runs never agree (used to provoke a mismatch).
+        logits += tf.random.normal(tf.shape(logits))
+    return logits
+
+
+def _model_fn(features, labels, mode, params):
+    logits = _network(features, params)
+    predictions = {
+        "logits": logits,
+        "probabilities": tf.nn.softmax(logits),
+        "class_ids": tf.argmax(logits, 1),
+    }
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions=predictions)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.train.AdamOptimizer(params.get("learning_rate", 0.05)).minimize(
+        loss, tf.train.get_global_step()
+    )
+    metrics = {"accuracy": tf.metrics.accuracy(labels, predictions["class_ids"])}
+    return estimator.EstimatorSpec(
+        mode, loss=loss, train_op=train_op, predictions=predictions, eval_metric_ops=metrics
+    )
+
+
+RNG = np.random.RandomState(0)
+X = RNG.randn(64, 4).astype(np.float32)
+Y = (X[:, 0] > 0).astype(np.int32)
+BERT = {
+    "input_ids": RNG.randint(0, 100, (32, 6)).astype(np.int32),
+    "input_mask": np.ones((32, 6), np.int32),
+    "segment_ids": np.zeros((32, 6), np.int32),
+}
+IMAGES = RNG.randint(0, 256, (16, IMAGE, IMAGE, 3)).astype(np.uint8)
+
+
+def _train(model_dir, features, labels, kind, steps=10, **params):
+    est = estimator.Estimator(
+        _model_fn,
+        model_dir=model_dir,
+        params={"kind": kind, **params},
+        # No graph seed with noise: a fixed seed would make the random op repeat itself.
+        config=estimator.RunConfig(
+            tf_random_seed=None if params.get("noise") else 0, save_summary_steps=1000
+        ),
+    )
+    est.train(
+        lambda: tf.data.Dataset.from_tensor_slices((features, labels)).repeat().batch(16),
+        steps=steps,
+    )
+    return est
+
+
+def _predict(est, features):
+    rows = list(est.predict(lambda: tf.data.Dataset.from_tensor_slices(features).batch(64)))
+    return {k: np.stack([r[k] for r in rows]) for k in rows[0]}
+
+
+@pytest.fixture(scope="module")
+def x_model(tmp_path_factory):
+    return _train(str(tmp_path_factory.mktemp("x") / "model"), {"x": X}, Y, "x")
+
+
+@pytest.fixture(scope="module")
+def x_export(x_model, tmp_path_factory):
+    base = str(tmp_path_factory.mktemp("x_export"))
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    return x_model.export_saved_model(base, receiver).decode()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"x": (tf.float32, [4])},
+        {"x": X},
+        tf2.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(8).element_spec,
+    ],
+    ids=["dtype_shape", "arrays", "element_spec"],
+)
+def test_raw_receiver_serves_what_estimator_predicts(x_model, tmp_path, spec):
+    receiver = serving.raw_receiver(spec)
+    path = serving.export_and_check(x_model, receiver, {"x": X[:8]}, str(tmp_path))
+    predictor = serving.Predictor(path)
+    assert predictor.inputs["x"].shape.as_list() == [None, 4]
+    got = predictor({"x": X})
+    want = _predict(x_model, {"x": X})
+    np.testing.assert_allclose(got["probabilities"], want["probabilities"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got["class_ids"], want["class_ids"])
+
+
+def test_parsing_receiver_accepts_plain_features(x_model, tmp_path):
+    columns = [tf.feature_column.numeric_column("x", shape=[4])]
+    receiver = serving.parsing_receiver(columns)
+    path = serving.export_and_check(x_model, receiver, {"x": X[:5]}, str(tmp_path))
+    predictor = serving.Predictor(path)
+    assert predictor.parses_examples and list(predictor.inputs) == ["examples"]
+    want = _predict(x_model, {"x": X})
+    np.testing.assert_allclose(predictor({"x": X.tolist()})["logits"], want["logits"], atol=1e-5)
+    # Serialized examples are accepted as they are, too.
+    example = tf.train.Example()
+    example.features.feature["x"].float_list.value.extend(X[0].tolist())
+    got = predictor({"examples": [example.SerializeToString()]})
+    np.testing.assert_allclose(got["logits"], want["logits"][:1], atol=1e-5)
+    with pytest.raises(serving.PredictorInputError, match=r"unknown: \['y'\]"):
+        predictor({"x": X[:2], "y": [1, 2]})
+
+
+def test_bert_receiver(tmp_path):
+    est = _train(str(tmp_path / "model"), BERT, Y[:32], "bert", steps=5)
+    path = serving.export_and_check(
+        est, serving.bert_receiver(6), {k: v[:4] for k, v in BERT.items()}, str(tmp_path / "e")
+    )
+    predictor = serving.Predictor(path)
+    assert sorted(predictor.inputs) == ["input_ids", "input_mask", "segment_ids"]
+    assert all(
+        s.dtype == tf.int32 and s.shape.as_list() == [None, 6] for s in predictor.inputs.values()
+    )
+    np.testing.assert_allclose(predictor(BERT)["logits"], _predict(est, BERT)["logits"], atol=1e-5)
+    with_labels = est.export_saved_model(
+        str(tmp_path / "l"), serving.bert_receiver(6, with_label_ids=True)
+    )
+    assert "label_ids" in serving.Predictor(with_labels.decode()).inputs
+
+
+def test_image_bytes_receiver_decodes_png_and_jpeg(tmp_path):
+    est = _train(
+        str(tmp_path / "model"),
+        {"image": IMAGES.astype(np.float32) / 127.5 - 1},
+        Y[:16],
+        "image",
+        5,
+    )
+    png = [tf2.io.encode_png(image).numpy() for image in IMAGES[:4]]
+    jpeg = tf2.io.encode_jpeg(IMAGES[0]).numpy()
+    receiver = serving.image_bytes_receiver(IMAGE)
+    path = serving.export_and_check(est, receiver, {"image_bytes": png + [jpeg]}, str(tmp_path))
+    predictor = serving.Predictor(path)
+    assert list(predictor.inputs) == ["image_bytes"]
+    # PNG is lossless and needs no resize here, so the graph's features are exactly [-1, 1] pixels.
+    want = _predict(est, {"image": IMAGES[:4].astype(np.float32) / 127.5 - 1})
+    got = predictor({"image_bytes": png + [jpeg]})
+    np.testing.assert_allclose(got["logits"][:4], want["logits"], atol=1e-4)
+    assert got["logits"].shape == (5, 2)
+    # A bigger image is resized in the graph; a custom preprocess replaces the scaling.
+    big = tf2.io.encode_png(np.kron(IMAGES[0], np.ones((2, 2, 1), np.uint8))).numpy()
+    scaled = serving.image_bytes_receiver((IMAGE, IMAGE), preprocess=lambda im: im * 0.0)
+    zero = serving.Predictor(est.export_saved_model(str(tmp_path / "z"), scaled).decode())
+    logits = zero({"image_bytes": [big]})["logits"]
+    np.testing.assert_allclose(
+        logits, _predict(est, {"image": np.zeros((1, 8, 8, 3), np.float32)})["logits"], atol=1e-5
+    )
+
+
+def test_receiver_arguments_are_checked():
+    with pytest.raises(TypeError, match="spec"):
+        serving.raw_receiver([1, 2])
+    with pytest.raises(TypeError, match="feature_spec_or_columns"):
+        serving.parsing_receiver({"x": 3})
+    with pytest.raises(ValueError, match="max_seq_length.*Got: 0"):
+        serving.bert_receiver(0)
+    with pytest.raises(ValueError, match="channels"):
+        serving.image_bytes_receiver(8, channels=4)
+
+
+def test_predictor_input_errors_name_the_input(x_export):
+    predictor = serving.Predictor(x_export)
+    with pytest.raises(
+        serving.PredictorInputError, match=r"x: float32 \[None, 4\].*missing: \['x'\]"
+    ):
+        predictor({"z": X})
+    with pytest.raises(TypeError, match="'x' has dtype <U1.*float32"):
+        predictor({"x": [["a", "b", "c", "d"]]})
+    with pytest.raises(serving.PredictorInputError, match=r"'x' has shape \[2, 3\].*\[None, 4\]"):
+        predictor({"x": X[:2, :3]})
+    with pytest.raises(serving.PredictorInputError, match="add the batch dimension"):
+        predictor({"x": X[0]})
+    with pytest.raises(TypeError, match="dict"):
+        predictor(X)
+    with pytest.raises(ValueError, match="signature.*Available signatures: .*serving_default"):
+        serving.Predictor(x_export, signature="nope")
+    # Safe conversions are made: Python floats (float64) and ints into float32.
+    assert predictor({"x": [[1, 2, 3, 4]]})["logits"].shape == (1, 2)
+
+
+def test_predictor_batches_large_inputs(x_export):
+    predictor = serving.Predictor(os.path.dirname(x_export), batch_size=7)
+    assert predictor.export_dir == x_export and predictor.signature_names == ["serving_default"]
+    np.testing.assert_allclose(
+        predictor({"x": X})["logits"], predictor({"x": X}, batch_size=64)["logits"], atol=1e-6
+    )
+
+
+def test_latest_export_skips_partial_exports(x_export, tmp_path):
+    base = tmp_path / "exports"
+    shutil.copytree(x_export, base / "100")
+    shutil.copytree(x_export, base / "300")
+    os.remove(base / "300" / "variables" / "variables.index")  # a crash mid-copy
+    shutil.copytree(x_export, base / "temp-400")  # an export still being written
+    assert serving.latest_export(str(base)) == str(base / "100")
+    assert serving.Predictor(str(base)).export_dir == str(base / "100")
+    shutil.rmtree(base / "100")
+    with pytest.raises(serving.ExportNotFoundError, match=r"contains: \['300', 'temp-400'\]"):
+        serving.latest_export(str(base))
+    with pytest.raises(FileNotFoundError, match="not a directory"):
+        serving.latest_export(str(tmp_path / "missing"))
+
+
+def test_export_and_check_raises_on_mismatch(tmp_path):
+    est = _train(str(tmp_path / "model"), {"x": X}, Y, "x", steps=2, noise=True)
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    with pytest.raises(serving.ExportMismatchError, match="logits: max abs difference"):
+        serving.export_and_check(est, receiver, {"x": X[:4]}, str(tmp_path / "e"))
+
+
+def _exports(base):
+    return sorted(p for p in os.listdir(base) if p.isdigit()) if os.path.isdir(base) else []
+
+
+@pytest.mark.slow
+def test_best_exporter_exports_only_improvements_and_survives_restart(tmp_path):
+    model_dir = str(tmp_path / "model")
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    base = os.path.join(model_dir, "export", "best")
+    exporter = serving.best_exporter(receiver, exports_to_keep=2)
+    est = _train(model_dir, {"x": X}, Y, "x", steps=1)
+
+    def evaluate_and_export(exporter, est, name="holdout"):
+        result = est.evaluate(
+            lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32), name=name
+        )
+        return exporter.export(est, base, est.latest_checkpoint(), result, False), result
+
+    first, result1 = evaluate_and_export(exporter, est)
+    assert first is not None and len(_exports(base)) == 1
+    with open(os.path.join(first.decode(), "assets.extra", serving.EXPORT_METRICS_FILE)) as f:
+        saved = json.load(f)
+    assert saved["monitor"] == "loss" and saved["value"] == pytest.approx(result1["loss"])
+    est.train(
+        lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat().batch(16), steps=30
+    )
+    second, result2 = evaluate_and_export(exporter, est)
+    assert result2["loss"] < result1["loss"] and second is not None
+    est.train(
+        lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat().batch(16), steps=30
+    )
+    third, _ = evaluate_and_export(exporter, est)
+    assert len(_exports(base)) == 2  # garbage-collected to exports_to_keep
+
+    # A restart: a new exporter instance, and a worse model (fewer steps) evaluated into the
+    # same eval_holdout dir; nothing is exported, though this is the instance's first call.
+    worse = _train(str(tmp_path / "worse"), {"x": X}, Y, "x", steps=1)
+    before = _exports(base)
+    restarted = serving.best_exporter(receiver, exports_to_keep=2)
+    result = worse.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32))
+    assert restarted.export(worse, base, worse.latest_checkpoint(), result, True) is None
+    assert _exports(base) == before
+
+    # The best value also comes from the eval_<name> events when exports carry no metrics
+    # file: restart in the same model_dir after training diverged.
+    for version in _exports(base):
+        os.remove(os.path.join(base, version, "assets.extra", serving.EXPORT_METRICS_FILE))
+    diverged = _train(model_dir, {"x": X}, Y, "x", steps=5, learning_rate=100.0)
+    again = serving.best_exporter(receiver, exports_to_keep=2)
+    exported, result = evaluate_and_export(again, diverged)
+    assert result["loss"] > result2["loss"] and exported is None
+    assert _exports(base) == before
+
+
+def test_best_exporter_monitor_and_arguments(x_model, tmp_path):
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    exporter = serving.best_exporter(receiver, monitor="auc", mode="max")
+    result = x_model.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(64))
+    with pytest.raises(
+        ValueError, match=r"'auc'.*Available metrics: \['accuracy', 'global_step', 'loss'\]"
+    ):
+        exporter.export(x_model, str(tmp_path), None, result, False)
+    by_accuracy = serving.best_exporter(receiver, monitor="accuracy", mode="max", name="acc")
+    assert by_accuracy.name == "acc"
+    assert by_accuracy.export(x_model, str(tmp_path), None, result, False) is not None
+    worse = dict(result, accuracy=result["accuracy"] - 0.1)
+    assert by_accuracy.export(x_model, str(tmp_path), None, worse, False) is None
+    with pytest.raises(ValueError, match="mode"):
+        serving.best_exporter(receiver, mode="auto")
+    with pytest.raises(ValueError, match="exports_to_keep"):
+        serving.best_exporter(receiver, exports_to_keep=0)
+    assert isinstance(by_accuracy, estimator.Exporter)

@@ -1,0 +1,411 @@
+"""``Predictor``: load an exported SavedModel once, then answer many calls fast.
+
+The SavedModel is loaded into its own ``tf.compat.v1.Graph`` and ``Session`` and each call runs
+one prepared ``Session.make_callable``: no graph rebuild or checkpoint restore per call (as
+``estimator.predict`` does) and no eager dispatch per call (as a TF2 signature function does).
+See :mod:`tfest_kit.serving`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from tfest_kit._errors import TfestKitError
+from tfest_kit._exporters import ExportNotFoundError, latest_export
+from tfest_kit._tf import tf, tf2
+
+__all__ = ["Predictor", "PredictorInputError", "read_signatures"]
+
+
+class PredictorInputError(TfestKitError, ValueError):
+    """Features given to a :class:`Predictor` do not match its signature."""
+
+
+def _resolve_export_dir(path: str) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`export_dir_or_base` must be a path. Got: {path!r}")
+    path = os.fspath(path)
+    if tf.gfile.Exists(os.path.join(path, "saved_model.pb")) or tf.gfile.Exists(
+        os.path.join(path, "saved_model.pbtxt")
+    ):
+        return path
+    try:
+        return latest_export(path)
+    except ExportNotFoundError as e:
+        raise ExportNotFoundError(
+            f"{path!r} is neither a SavedModel directory nor a directory of exports. {e}"
+        ) from e
+
+
+def _spec(info) -> tf2.TensorSpec:
+    shape = (
+        None
+        if info.tensor_shape.unknown_rank
+        else [None if d.size < 0 else d.size for d in info.tensor_shape.dim]
+    )
+    return tf2.TensorSpec(shape, tf.as_dtype(info.dtype), name=info.name)
+
+
+def _signature_specs(signature_defs) -> dict[str, dict]:
+    return {
+        name: {
+            "method": sig.method_name,
+            "inputs": {k: _spec(v) for k, v in sorted(sig.inputs.items())},
+            "outputs": {k: _spec(v) for k, v in sorted(sig.outputs.items())},
+        }
+        for name, sig in sorted(signature_defs.items())
+    }
+
+
+def read_signatures(
+    export_dir_or_base: str, tags: Sequence[str] = ("serve",)
+) -> tuple[str, dict[str, dict]]:
+    """Reads every signature of an export without choosing one.
+
+    Args:
+      export_dir_or_base: an export or a directory of exports (the newest complete one is used).
+      tags: the MetaGraph tags to load.
+
+    Returns:
+      ``(export_dir, {name: {"method": str, "inputs": {name: TensorSpec}, "outputs": {...}}})``.
+
+    Raises:
+      ExportNotFoundError: if there is no complete export.
+
+    Example:
+
+        export_dir, signatures = read_signatures("model_dir/export/best")
+    """
+    export_dir = _resolve_export_dir(export_dir_or_base)
+    graph = tf.Graph()
+    with tf.Session(graph=graph) as session, graph.as_default():
+        meta_graph = tf.saved_model.loader.load(session, list(tags), export_dir)
+    return export_dir, _signature_specs(meta_graph.signature_def)
+
+
+def _describe(name: str, spec: tf2.TensorSpec) -> str:
+    shape = "unknown" if spec.shape.rank is None else str(spec.shape.as_list())
+    return f"{name}: {spec.dtype.name} {shape}"
+
+
+def _to_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    raise TypeError(type(value).__name__)
+
+
+def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndarray:
+    """Converts one input to the signature's dtype, or raises saying what was expected."""
+    dtype = spec.dtype
+    expected = f"signature {where} expects {_describe(name, spec)}"
+    if dtype == tf.string:
+        array = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
+        if array.dtype.kind not in "USO":
+            raise TypeError(
+                f"Input {name!r} must hold strings or bytes; {expected}. Got dtype {array.dtype}"
+            )
+        try:
+            array = np.vectorize(_to_bytes, otypes=[object])(array) if array.size else array
+        except TypeError as e:
+            raise TypeError(
+                f"Input {name!r} must hold strings or bytes; {expected}. Got an element of "
+                f"type {e}"
+            ) from e
+        array = array.astype(object)
+    else:
+        array = np.asarray(value)
+        target = np.dtype(dtype.as_numpy_dtype)
+        kind = array.dtype.kind
+        allowed = {"f": "fiu", "c": "fiuc", "i": "iu", "u": "iu", "b": "b"}.get(target.kind, "")
+        if kind not in allowed:
+            raise TypeError(
+                f"Input {name!r} has dtype {array.dtype}, which cannot be safely converted; "
+                f"{expected}. Got: {_short(value)}"
+            )
+        if target.kind in "iu" and array.size:
+            info = np.iinfo(target)
+            if array.min() < info.min or array.max() > info.max:
+                raise ValueError(
+                    f"Input {name!r} has values outside the {target} range; {expected}"
+                )
+        array = array.astype(target, copy=False)
+    if spec.shape.rank is not None:
+        want = spec.shape.as_list()
+        if array.ndim != len(want) or any(
+            w is not None and w != g for w, g in zip(want, array.shape)
+        ):
+            hint = (
+                " (add the batch dimension: wrap one example in a list)"
+                if (array.ndim == len(want) - 1)
+                else ""
+            )
+            raise PredictorInputError(
+                f"Input {name!r} has shape {list(array.shape)}; {expected} (None = any size)"
+                f"{hint}"
+            )
+    return array
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _ExampleBuilder:
+    """Serializes plain feature dicts into ``tf.train.Example``s for a parsing signature."""
+
+    def __init__(self, keys: dict[str, tf2.DType], required: set[str]):
+        self.keys = keys
+        self.required = required
+
+    @classmethod
+    def find(cls, session, graph, input_tensor) -> Optional[_ExampleBuilder]:
+        for op in input_tensor.consumers():
+            if op.type == "ParseExampleV2":
+                sparse = session.run(op.inputs[2])
+                dense = session.run(op.inputs[3])
+                ragged = session.run(op.inputs[4])
+                num_dense = len(dense)
+                defaults = op.inputs[5 : 5 + num_dense]
+                keys = {}
+                for k, t in zip(sparse, op.get_attr("sparse_types")):
+                    keys[k.decode()] = tf.as_dtype(t)
+                for k, t in zip(ragged, op.get_attr("ragged_value_types")):
+                    keys[k.decode()] = tf.as_dtype(t)
+                required = set()
+                for k, t, d in zip(dense, op.get_attr("Tdense"), defaults):
+                    keys[k.decode()] = tf.as_dtype(t)
+                    if d.shape.num_elements() == 0:
+                        required.add(k.decode())
+                return cls(keys, required)
+        return None
+
+    def build(self, features: Mapping, where: str) -> np.ndarray:
+        unknown = sorted(set(features) - set(self.keys))
+        missing = sorted(self.required - set(features))
+        if unknown or missing:
+            raise PredictorInputError(
+                f"Signature {where} parses tf.train.Examples with features "
+                f"{sorted(self.keys)} (required: {sorted(self.required)}). "
+                f"Got unknown: {unknown}, missing: {missing}"
+            )
+        lengths = {k: len(v) for k, v in features.items()}
+        if len(set(lengths.values())) > 1:
+            raise PredictorInputError(
+                f"All features must hold the same number of examples. Got: {lengths}"
+            )
+        count = next(iter(lengths.values()), 0)
+        serialized = np.empty([count], dtype=object)
+        for i in range(count):
+            example = tf.train.Example()
+            for key, values in features.items():
+                self._fill(example.features.feature[key], key, values[i])
+            serialized[i] = example.SerializeToString()
+        return serialized
+
+    def _fill(self, feature, key: str, value: Any) -> None:
+        dtype = self.keys[key]
+        flat = np.asarray(value, dtype=object if dtype == tf.string else None).ravel()
+        try:
+            if dtype == tf.string:
+                feature.bytes_list.value.extend(_to_bytes(v) for v in flat)
+            elif dtype.is_floating:
+                feature.float_list.value.extend(flat.astype(np.float32).tolist())
+            else:
+                if flat.dtype.kind not in "iub":
+                    raise TypeError(flat.dtype)
+                feature.int64_list.value.extend(flat.astype(np.int64).tolist())
+        except (TypeError, ValueError) as e:
+            raise TypeError(
+                f"Feature {key!r} is parsed as {dtype.name}; cannot store {_short(value)} in a "
+                f"tf.train.Example ({e})"
+            ) from e
+
+
+class Predictor:
+    """Serves an exported SavedModel from Python: load once, call many times.
+
+    Replaces the removed ``tf.contrib.predictor``. Inputs are checked against the signature
+    (names, dtypes, shapes) with an error that names the input and what it expected; Python
+    ints/floats are converted to the signature's dtype when safe (float64 -> float32,
+    int64 -> int32 within range). For a signature that parses serialized ``tf.train.Example``s
+    (:func:`parsing_receiver`), plain feature dicts are accepted and serialized here. Large
+    inputs are run in batches of ``batch_size`` and the outputs concatenated.
+
+    Args:
+      export_dir_or_base: an export (``.../1712345678``) or a directory of exports, in which
+        case the newest complete one is used (:func:`latest_export`).
+      signature: the signature to serve.
+      batch_size: default largest batch per session run.
+      tags: the MetaGraph tags to load.
+      session_config: an optional ``tf.compat.v1.ConfigProto``.
+
+    Raises:
+      ExportNotFoundError: if there is no complete export.
+      ValueError: if ``signature`` is not in the SavedModel (the message lists the names).
+
+    Example:
+
+        predictor = Predictor(os.path.join(model_dir, "export", "best"))
+        predictor({"x": [[1.0, 2.0, 3.0, 4.0]]})["probabilities"]
+    """
+
+    def __init__(
+        self,
+        export_dir_or_base: str,
+        signature: str = "serving_default",
+        *,
+        batch_size: int = 1024,
+        tags: Sequence[str] = ("serve",),
+        session_config: Optional[Any] = None,
+    ):
+        self._batch_size = _check_batch_size(batch_size)
+        self.export_dir = _resolve_export_dir(export_dir_or_base)
+        self._graph = tf.Graph()
+        self._session = tf.Session(graph=self._graph, config=session_config)
+        try:
+            with self._graph.as_default():
+                meta_graph = tf.saved_model.loader.load(self._session, list(tags), self.export_dir)
+        except Exception:
+            self._session.close()
+            raise
+        self._signature_defs = dict(meta_graph.signature_def)
+        if signature not in self._signature_defs:
+            self._session.close()
+            raise ValueError(
+                f"`signature` {signature!r} is not in {self.export_dir}. "
+                f"Available signatures: {sorted(self._signature_defs)}"
+            )
+        self.signature = signature
+        sig = self._signature_defs[signature]
+        self._inputs = {k: _spec(v) for k, v in sorted(sig.inputs.items())}
+        self._outputs = {k: _spec(v) for k, v in sorted(sig.outputs.items())}
+        self._input_names = list(self._inputs)
+        self._output_names = list(self._outputs)
+        feeds = [self._graph.get_tensor_by_name(sig.inputs[k].name) for k in self._input_names]
+        fetches = [self._graph.get_tensor_by_name(sig.outputs[k].name) for k in self._output_names]
+        self._run = self._session.make_callable(fetches, feeds)
+        self._examples = None
+        if len(feeds) == 1 and self._inputs[self._input_names[0]].dtype == tf.string:
+            self._examples = _ExampleBuilder.find(self._session, self._graph, feeds[0])
+        self._where = f"{signature!r} of {self.export_dir}"
+
+    @property
+    def signature_names(self) -> list[str]:
+        """Names of all signatures in the loaded MetaGraph."""
+        return sorted(self._signature_defs)
+
+    @property
+    def inputs(self) -> dict[str, tf2.TensorSpec]:
+        """Input name -> ``tf.TensorSpec`` (``None`` for a dimension of any size)."""
+        return dict(self._inputs)
+
+    @property
+    def outputs(self) -> dict[str, tf2.TensorSpec]:
+        """Output name -> ``tf.TensorSpec``."""
+        return dict(self._outputs)
+
+    @property
+    def parses_examples(self) -> bool:
+        """Whether the signature takes serialized ``tf.train.Example``s."""
+        return self._examples is not None
+
+    def signatures(self) -> dict[str, dict]:
+        """Every signature: ``{name: {"method": str, "inputs": {...}, "outputs": {...}}}``."""
+        return _signature_specs(self._signature_defs)
+
+    def prepare(self, features: Mapping) -> dict[str, np.ndarray]:
+        """Checks and converts ``features`` into the arrays fed to the signature's inputs.
+
+        Args:
+          features: input name -> array-like with a leading batch dimension; for a parsing
+            signature, alternatively feature name -> per-example values.
+
+        Returns:
+          Input name -> NumPy array of the signature's dtype.
+
+        Raises:
+          PredictorInputError: (a ``ValueError``) for a missing or unknown input name, a wrong
+            shape or inputs with different batch sizes.
+          TypeError: if ``features`` is not a dict or a value cannot be converted to the
+            input's dtype.
+        """
+        if not isinstance(features, Mapping):
+            raise TypeError(
+                f"`features` must be a dict of input name -> values; signature {self._where} "
+                f"has inputs {self._describe_inputs()}. Got: {_short(features)}"
+            )
+        if self._examples is not None and set(features) != set(self._input_names):
+            features = {self._input_names[0]: self._examples.build(features, self._where)}
+        missing = sorted(set(self._input_names) - set(features))
+        unknown = sorted(set(features) - set(self._input_names))
+        if missing or unknown:
+            raise PredictorInputError(
+                f"Signature {self._where} has inputs {self._describe_inputs()}. "
+                f"Got missing: {missing}, unknown: {unknown}"
+            )
+        arrays = {
+            k: _convert(k, features[k], self._inputs[k], self._where) for k in self._input_names
+        }
+        sizes = {k: (a.shape[0] if a.ndim else None) for k, a in arrays.items()}
+        if len(set(sizes.values())) > 1:
+            raise PredictorInputError(f"Inputs have different batch sizes: {sizes}")
+        return arrays
+
+    def __call__(self, features: Mapping, *, batch_size: Optional[int] = None) -> dict:
+        """Runs the signature on ``features``; returns output name -> NumPy array.
+
+        Args:
+          features: see :meth:`prepare`.
+          batch_size: largest batch per session run (default: the constructor's).
+
+        Returns:
+          Output name -> NumPy array, one row per example.
+
+        Raises:
+          PredictorInputError, TypeError: see :meth:`prepare`.
+        """
+        arrays = self.prepare(features)
+        values = [arrays[k] for k in self._input_names]
+        limit = self._batch_size if batch_size is None else _check_batch_size(batch_size)
+        count = values[0].shape[0] if values and values[0].ndim else 0
+        if count <= limit:
+            return dict(zip(self._output_names, self._run(*values)))
+        chunks = [
+            self._run(*[v[start : start + limit] for v in values])
+            for start in range(0, count, limit)
+        ]
+        result = {}
+        for i, name in enumerate(self._output_names):
+            shape = self._outputs[name].shape
+            batched = shape.rank and shape.as_list()[0] is None
+            result[name] = np.concatenate([c[i] for c in chunks]) if batched else chunks[0][i]
+        return result
+
+    def _describe_inputs(self) -> str:
+        return "[" + ", ".join(_describe(k, s) for k, s in self._inputs.items()) + "]"
+
+    def close(self) -> None:
+        """Releases the session; the predictor cannot be called afterwards."""
+        self._session.close()
+
+    def __enter__(self) -> Predictor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Predictor({self.export_dir!r}, signature={self.signature!r})"
+
+
+def _check_batch_size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"`batch_size` must be a positive int. Got: {value!r}")
+    return int(value)

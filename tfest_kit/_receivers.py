@@ -1,0 +1,292 @@
+"""Serving input receivers: what an exported model accepts and how it becomes ``features``.
+
+Each public function checks its arguments at once and returns a ``serving_input_receiver_fn``
+(a function of no arguments returning a ``tf.estimator.export.ServingInputReceiver``) for
+``Estimator.export_saved_model`` and the exporters. See :mod:`tfest_kit.serving`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+
+from tfest_kit._tf import estimator, tf, tf2
+
+__all__ = ["raw_receiver", "parsing_receiver", "bert_receiver", "image_bytes_receiver"]
+
+ReceiverFn = Callable[[], Any]
+
+_PARSE_CONFIGS = (
+    tf.io.FixedLenFeature,
+    tf.io.VarLenFeature,
+    tf.io.FixedLenSequenceFeature,
+    tf.io.SparseFeature,
+    tf2.io.RaggedFeature,
+)
+
+
+def _as_dtype(value: Any) -> Optional[tf2.DType]:
+    try:
+        return tf.as_dtype(value)
+    except TypeError:
+        return None
+
+
+def _is_dtype_shape_pair(value: Any) -> bool:
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and not isinstance(value[0], (int, float, bool, np.number))
+        and _as_dtype(value[0]) is not None
+        and (value[1] is None or isinstance(value[1], (tuple, list, tf2.TensorShape)))
+    )
+
+
+def _spec_from_tensor_spec(spec: tf2.TensorSpec) -> tuple[tf2.DType, list]:
+    # An element_spec whose first dimension is unknown comes from a batched dataset: that
+    # dimension is the batch. Otherwise the spec describes one example and gets a batch axis.
+    shape = spec.shape
+    if shape.rank is None:
+        raise ValueError(
+            f"`spec` entry {spec.name or ''!r} has unknown rank; give (dtype, shape) explicitly. "
+            f"Got: {spec}"
+        )
+    dims = shape.as_list()
+    if dims and dims[0] is None:
+        dims = dims[1:]
+    return spec.dtype, dims
+
+
+def _normalise_raw_spec(spec: Any) -> dict[str, tuple[tf2.DType, list]]:
+    if isinstance(spec, tf2.data.Dataset):
+        spec = spec.element_spec
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], Mapping):
+        spec = spec[0]  # a (features, labels) element_spec
+    if not isinstance(spec, Mapping) or not spec:
+        raise TypeError(
+            "`spec` must be a non-empty dict of name -> (dtype, shape), a dataset (or its "
+            f"element_spec) yielding a features dict, or a dict of example arrays. Got: {spec!r}"
+        )
+    result = {}
+    for name, value in spec.items():
+        if not isinstance(name, str):
+            raise TypeError(f"`spec` keys must be feature names (str). Got: {name!r}")
+        if isinstance(value, tf2.TensorSpec):
+            result[name] = _spec_from_tensor_spec(value)
+        elif _is_dtype_shape_pair(value):
+            shape = [] if value[1] is None else list(tf2.TensorShape(value[1]).as_list())
+            result[name] = (tf.as_dtype(value[0]), shape)
+        elif isinstance(value, (tf2.Tensor, tf2.Variable)):
+            result[name] = (value.dtype, value.shape.as_list()[1:])
+        else:
+            # Example data: arrays whose first axis runs over examples.
+            array = np.asarray(value)
+            if array.ndim == 0 or array.dtype == object:
+                raise TypeError(
+                    f"`spec[{name!r}]` must be (dtype, shape), a tf.TensorSpec or an array of "
+                    f"examples with a leading batch axis. Got: {value!r}"
+                )
+            dtype = tf.string if array.dtype.kind in "USO" else tf.as_dtype(array.dtype)
+            result[name] = (dtype, list(array.shape[1:]))
+    return result
+
+
+def _op_name(name: str) -> str:
+    # Feature names may hold characters TensorFlow forbids in op names; the dict key keeps them.
+    cleaned = re.sub(r"[^A-Za-z0-9_.\-/]", "_", name)
+    return cleaned if re.match(r"[A-Za-z0-9.]", cleaned) else f"input_{cleaned}"
+
+
+def raw_receiver(spec: Any) -> ReceiverFn:
+    """Builds a receiver that feeds named tensors straight into the model's ``features``.
+
+    Args:
+      spec: one of
+        * a dict ``name -> (dtype, shape)`` where ``shape`` excludes the batch dimension
+          (``(tf.float32, [3])``; ``shape`` ``[]`` or ``None`` for a scalar per example);
+        * a ``tf.data.Dataset`` or its ``element_spec`` yielding a features dict (or
+          ``(features, labels)``): a leading unknown dimension is taken as the batch, any
+          other shape as one example;
+        * a dict of example data (NumPy arrays, lists or tensors) whose first axis runs over
+          examples, e.g. the arrays you train on.
+
+    Returns:
+      A ``serving_input_receiver_fn``; the signature inputs are named like the features.
+
+    Raises:
+      TypeError: if ``spec`` is none of the above.
+      ValueError: if a ``tf.TensorSpec`` has unknown rank.
+
+    Example:
+
+        receiver = raw_receiver({"x": (tf.float32, [4]), "id": (tf.string, [])})
+        estimator.export_saved_model(export_dir, receiver)
+    """
+    features_spec = _normalise_raw_spec(spec)
+
+    def serving_input_receiver_fn():
+        tensors = {
+            name: tf.placeholder(dtype, [None, *shape], name=_op_name(name))
+            for name, (dtype, shape) in features_spec.items()
+        }
+        return estimator.export.ServingInputReceiver(tensors, dict(tensors))
+
+    return serving_input_receiver_fn
+
+
+def parsing_receiver(feature_spec_or_columns: Union[Mapping, Sequence]) -> ReceiverFn:
+    """Builds a receiver that takes serialized ``tf.train.Example`` protos.
+
+    The signature has one input, ``"examples"`` (a ``[None]`` string tensor); it is parsed
+    inside the graph with the given spec. :class:`tfest_kit.serving.Predictor` accepts plain
+    feature dicts for such a model and serializes them itself.
+
+    Args:
+      feature_spec_or_columns: a parse spec (``name -> tf.io.FixedLenFeature`` /
+        ``VarLenFeature`` / ...) or an iterable of feature columns, turned into a spec with
+        ``tf.compat.v1.feature_column.make_parse_example_spec``.
+
+    Returns:
+      A ``serving_input_receiver_fn`` (the official parsing receiver).
+
+    Raises:
+      TypeError: if the argument is neither a parse spec nor feature columns.
+
+    Example:
+
+        receiver = parsing_receiver({"x": tf.io.FixedLenFeature([4], tf.float32)})
+    """
+    value = feature_spec_or_columns
+    if isinstance(value, Mapping):
+        bad = {k: v for k, v in value.items() if not isinstance(v, _PARSE_CONFIGS)}
+        if not value or bad:
+            raise TypeError(
+                "`feature_spec_or_columns` as a dict must map names to tf.io.FixedLenFeature, "
+                f"VarLenFeature, ... Got: {dict(bad) or value!r}"
+            )
+        spec = dict(value)
+    else:
+        try:
+            columns = list(value)
+            spec = tf.feature_column.make_parse_example_spec(columns)
+        except (TypeError, ValueError) as e:
+            raise TypeError(
+                "`feature_spec_or_columns` must be a parse spec dict or an iterable of feature "
+                f"columns. Got: {value!r} ({e})"
+            ) from e
+        if not spec:
+            raise TypeError(f"`feature_spec_or_columns` gave an empty parse spec. Got: {value!r}")
+    return estimator.export.build_parsing_serving_input_receiver_fn(spec)
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"`{name}` must be a positive int. Got: {value!r}")
+    return int(value)
+
+
+def bert_receiver(max_seq_length: int, with_label_ids: bool = False) -> ReceiverFn:
+    """Builds the receiver BERT classifiers export with: token ids, mask and segment ids.
+
+    Args:
+      max_seq_length: sequence length ``L``; inputs ``input_ids``, ``input_mask`` and
+        ``segment_ids`` are int32 ``[None, L]``.
+      with_label_ids: also accept ``label_ids`` (int32 ``[None]``), as the original BERT
+        ``run_classifier.py`` export does.
+
+    Returns:
+      A ``serving_input_receiver_fn``.
+
+    Raises:
+      ValueError: if ``max_seq_length`` is not a positive int.
+
+    Example:
+
+        estimator.export_saved_model(export_dir, bert_receiver(128))
+    """
+    length = _positive_int("max_seq_length", max_seq_length)
+    with_labels = bool(with_label_ids)
+
+    def serving_input_receiver_fn():
+        tensors = {
+            name: tf.placeholder(tf.int32, [None, length], name=name)
+            for name in ("input_ids", "input_mask", "segment_ids")
+        }
+        if with_labels:
+            tensors["label_ids"] = tf.placeholder(tf.int32, [None], name="label_ids")
+        return estimator.export.ServingInputReceiver(tensors, dict(tensors))
+
+    return serving_input_receiver_fn
+
+
+def _default_image_preprocess(images):
+    return images / 127.5 - 1.0
+
+
+def image_bytes_receiver(
+    image_size: Union[int, Sequence[int]],
+    preprocess: Optional[Callable[[Any], Any]] = None,
+    channels: int = 3,
+    feature_key: str = "image",
+) -> ReceiverFn:
+    """Builds a receiver that takes encoded JPEG / PNG / BMP / GIF bytes, one string per image.
+
+    Decoding, resizing and normalisation run inside the exported graph, so a client sends
+    files, not tensors. The signature input is ``"image_bytes"`` (a ``[None]`` string
+    tensor); the model receives ``features[feature_key]``, float32 ``[None, H, W, channels]``.
+
+    Args:
+      image_size: ``H`` (square) or ``(H, W)``.
+      preprocess: maps the resized float32 batch ``[N, H, W, C]`` with values in ``[0, 255]``
+        to the model's input, e.g. ``tf.keras.applications.mobilenet_v2.preprocess_input``.
+        Default: scale to ``[-1, 1]``.
+      channels: 1 (grayscale) or 3 (RGB); images are converted to this many channels.
+      feature_key: name of the image feature the model_fn reads.
+
+    Returns:
+      A ``serving_input_receiver_fn``.
+
+    Raises:
+      ValueError: for a bad ``image_size``, ``channels`` or ``feature_key``.
+      TypeError: if ``preprocess`` is not callable.
+
+    Example:
+
+        receiver = image_bytes_receiver(224)
+        Predictor(export_dir)({"image_bytes": [open("cat.jpg", "rb").read()]})
+    """
+    if isinstance(image_size, (int, np.integer)) and not isinstance(image_size, bool):
+        size = (_positive_int("image_size", image_size),) * 2
+    elif isinstance(image_size, (tuple, list)) and len(image_size) == 2:
+        size = tuple(_positive_int("image_size", s) for s in image_size)
+    else:
+        raise ValueError(f"`image_size` must be an int or (height, width). Got: {image_size!r}")
+    if channels not in (1, 3):
+        raise ValueError(f"`channels` must be 1 or 3. Got: {channels!r}")
+    if not isinstance(feature_key, str) or not feature_key:
+        raise ValueError(f"`feature_key` must be a non-empty str. Got: {feature_key!r}")
+    if preprocess is not None and not callable(preprocess):
+        raise TypeError(f"`preprocess` must be callable or None. Got: {preprocess!r}")
+    preprocess_fn = preprocess or _default_image_preprocess
+
+    def decode(encoded):
+        image = tf.io.decode_image(encoded, channels=channels, expand_animations=False)
+        image.set_shape([None, None, channels])
+        return tf.image.resize(tf.cast(image, tf.float32), size)
+
+    def serving_input_receiver_fn():
+        image_bytes = tf.placeholder(tf.string, [None], name="image_bytes")
+        images = tf.map_fn(
+            decode,
+            image_bytes,
+            fn_output_signature=tf2.TensorSpec([*size, channels], tf.float32),
+        )
+        images = preprocess_fn(images)
+        return estimator.export.ServingInputReceiver(
+            {feature_key: images}, {"image_bytes": image_bytes}
+        )
+
+    return serving_input_receiver_fn
