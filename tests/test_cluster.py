@@ -1,0 +1,354 @@
+"""TF_CONFIG validation and the local cluster launcher (small non-TensorFlow child programs)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+from tfest_kit import cluster
+from tfest_kit._cluster_launcher import LocalCluster
+
+CLUSTER = {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.3:2222"], "ps": ["h:1"]}
+
+
+def _config(task_type="worker", index=0, cluster_dict=None):
+    return {"cluster": cluster_dict or CLUSTER, "task": {"type": task_type, "index": index}}
+
+
+# -- validate_tf_config ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        _config("chief", 0),
+        _config("worker", 1),
+        _config("ps", 0),
+        _config("evaluator", 0),
+        {"cluster": {"master": ["h:1"], "worker": ["h:2"]}, "task": {"type": "master", "index": 0}},
+        {"cluster": {"chief": ["[::1]:2222"]}, "task": {"type": "chief", "index": 0}},
+        {"task": {"type": "worker", "index": 0}},
+        {"cluster": {}, "task": {"type": "worker", "index": 0}, "environment": "cloud"},
+    ],
+)
+def test_valid_configs_pass_and_round_trip(value):
+    assert cluster.validate_tf_config(value) == value
+    assert cluster.validate_tf_config(json.dumps(value)) == value
+
+
+def test_unset_or_empty_means_single_process(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    assert cluster.validate_tf_config() == {}
+    monkeypatch.setenv("TF_CONFIG", "  ")
+    assert cluster.validate_tf_config() == {}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(_config("ps", 0)))
+    assert cluster.validate_tf_config()["task"] == {"type": "ps", "index": 0}
+
+
+def test_string_index_is_normalised_like_runconfig_does():
+    config = cluster.validate_tf_config(
+        {"cluster": CLUSTER, "task": {"type": "worker", "index": "1"}}
+    )
+    assert config["task"]["index"] == 1
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ('{"cluster": {"chief": ["h:1"]}, "task": {"type": "chief" "index": 0}}', "not valid JSON"),
+        ("{'cluster': {}}", "line 1 column 2"),
+        ("[1, 2]", "must be a JSON object"),
+        (_config("wrker", 0), "'wrker' is not a task type"),
+        (_config("wrker", 0), "Did you mean 'worker'"),
+        (_config("worker", 2), "task.index 2 is out of range"),
+        (_config("worker", 2), "0..1"),
+        (_config("worker", -1), "non-negative integer"),
+        (_config("worker", 1.5), "non-negative integer"),
+        (_config("worker", True), "non-negative integer"),
+        (_config("chief", 0, {"worker": ["h:1"], "ps": ["h:2"]}), "exactly one 'chief'"),
+        (_config("chief", 0, {"chief": ["h:1", "h:2"]}), "exactly one 'chief'"),
+        (_config("chief", 0, {"chief": ["h:1"], "master": ["h:2"]}), "both 'chief' and 'master'"),
+        (
+            _config("master", 0, {"master": ["h:1"]}) | {"task": {"type": "evaluator", "index": 0}},
+            "legacy 'master'",
+        ),
+        (
+            _config("chief", 0, {"chief": ["h:1"], "evaluator": ["h:2"]}),
+            "must not list 'evaluator'",
+        ),
+        (
+            _config("chief", 0, {"chief": ["h:1"], "workers": ["h:2"]}),
+            "unknown task type 'workers'",
+        ),
+        (_config("chief", 0, {"chief": ["h:1"], "worker": ["h:x2"]}), "cluster.worker[0]"),
+        (_config("chief", 0, {"chief": ["h:1"], "worker": ["h:x2"]}), "integer port"),
+        (_config("chief", 0, {"chief": ["h"]}), "'h'"),
+        (_config("chief", 0, {"chief": ["h:70000"]}), "1-65535"),
+        (_config("chief", 0, {"chief": [2222]}), 'must be a "host:port" string'),
+        (_config("chief", 0, {"chief": "h:1"}), "must be a list"),
+        (_config("chief", 0, {"chief": ["h:1"], "worker": ["h:1"]}), "both cluster.chief[0] and"),
+        (_config("ps", 0, {"chief": ["h:1"]}), "'ps' is not in the cluster"),
+        ({"cluster": CLUSTER}, "no 'task'"),
+        ({"cluster": CLUSTER, "task": {"type": "worker"}}, "needs both 'type' and 'index'"),
+        ({"cluster": CLUSTER, "task": {"type": "worker", "idx": 0}}, "unknown keys ['idx']"),
+        ({"cluster": CLUSTER, "task": "worker"}, "'task' must be an object"),
+        ({"clusters": CLUSTER, "task": {"type": "worker", "index": 0}}, "Did you mean 'cluster'"),
+        (
+            {"cluster": ["h:1"], "task": {"type": "worker", "index": 0}},
+            "'cluster' must be an object",
+        ),
+        ({"task": {"type": "chief", "index": 0}}, "no 'cluster'"),
+    ],
+)
+def test_bad_configs_raise_value_error_naming_the_problem(value, expected):
+    with pytest.raises(ValueError) as info:
+        cluster.validate_tf_config(value)
+    assert expected in str(info.value)
+
+
+def test_bad_env_var_is_reported(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}, "task": ')
+    with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
+        cluster.validate_tf_config()
+
+
+def test_wrong_argument_type_is_a_type_error():
+    with pytest.raises(TypeError, match="Got: int 3"):
+        cluster.validate_tf_config(3)
+
+
+def test_tf_config_matches_what_runconfig_reads(monkeypatch):
+    from tfest_kit._tf import estimator
+
+    spec = cluster.cluster_spec(workers=2, ps=1)
+    for task_type, index in [("chief", 0), ("worker", 1), ("ps", 0), ("evaluator", 0)]:
+        monkeypatch.setenv("TF_CONFIG", json.dumps(cluster.tf_config(spec, task_type, index)))
+        config = estimator.RunConfig()
+        assert (config.task_type, config.task_id) == (task_type, index)
+        if task_type != "evaluator":
+            assert config.num_ps_replicas == 1
+            assert config.num_worker_replicas == 3
+            assert config.is_chief == (task_type == "chief")
+
+
+# -- cluster_spec / free_ports --------------------------------------------------------------
+
+
+def test_cluster_spec_uses_distinct_free_loopback_ports():
+    spec = cluster.cluster_spec(workers=3, ps=2)
+    assert sorted(spec) == ["chief", "ps", "worker"]
+    assert (len(spec["chief"]), len(spec["worker"]), len(spec["ps"])) == (1, 3, 2)
+    addresses = [a for v in spec.values() for a in v]
+    assert len(set(addresses)) == 6
+    assert all(a.startswith("127.0.0.1:") for a in addresses)
+    assert list(cluster.cluster_spec()) == ["chief"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [({"chief": 2}, "`chief` must be 1"), ({"workers": -1}, "`workers`"), ({"ps": "1"}, "`ps`")],
+)
+def test_cluster_spec_rejects_bad_counts(kwargs, expected):
+    with pytest.raises(ValueError, match=expected):
+        cluster.cluster_spec(**kwargs)
+
+
+# -- LocalCluster ---------------------------------------------------------------------------
+
+# Child programs: print the task, then behave by task type.
+_SHOW = "import json, os; c = json.loads(os.environ['TF_CONFIG']); t = c['task']; "
+_PRINT = "print(f\"I am {t['type']}:{t['index']} pid={os.getpid()}\", flush=True); "
+
+
+def _child(behaviour: str) -> list[str]:
+    return [sys.executable, "-c", _SHOW + _PRINT + "import sys, time\n" + behaviour]
+
+
+def _all_dead(pids: list[int], timeout: float = 5) -> bool:
+    """True once none of ``pids`` runs (SIGKILL is delivered asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purpose.
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def _pids(text: str) -> list[int]:
+    return [int(w.split("=")[1]) for w in text.split() if w.startswith("pid=")]
+
+
+def _wait_for(out: io.StringIO, text: str, count: int = 1, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while out.getvalue().count(text) < count:
+        assert time.monotonic() < deadline, f"no {count}x {text!r} in:\n{out.getvalue()}"
+        time.sleep(0.05)
+
+
+def test_run_prefixes_lines_gives_each_task_its_tf_config_and_stops_ps():
+    out = io.StringIO()
+    # ps and evaluator would block forever; workers and the chief finish.
+    behaviour = "time.sleep(3600) if t['type'] == 'ps' else print('line two', flush=True)"
+    local = LocalCluster(_child(behaviour), workers=2, ps=1, evaluator=True, output=out)
+    start = time.monotonic()
+    assert local.run(timeout=60) == 0
+    assert time.monotonic() - start < 30
+    text = out.getvalue()
+    for name in ["chief:0", "worker:0", "worker:1", "ps:0", "evaluator:0"]:
+        assert f"[{name}] I am {name} pid=" in text
+        assert f"[{name}] line two" in text or name == "ps:0"
+    assert "stopping the parameter servers" in text
+    assert _all_dead(_pids(text))
+    assert local.tf_config("worker", 1)["cluster"] == local.cluster
+
+
+def test_chief_failure_stops_everyone_and_is_the_exit_status():
+    out = io.StringIO()
+    behaviour = "time.sleep(0.5); sys.exit(3) if t['type'] == 'chief' else time.sleep(3600)"
+    local = LocalCluster(_child(behaviour), workers=1, ps=1, output=out)
+    start = time.monotonic()
+    assert local.run(timeout=60) == 3
+    assert time.monotonic() - start < 20
+    assert "chief:0 exited with 3; stopping every task" in out.getvalue()
+    assert _all_dead(_pids(out.getvalue()))
+
+
+def test_chief_killed_by_signal_and_timeout_statuses():
+    kill_self = "import signal; os.kill(os.getpid(), signal.SIGKILL)"
+    local = LocalCluster(_child(kill_self), output=io.StringIO())
+    assert local.run(timeout=60) == 128 + signal.SIGKILL
+    local = LocalCluster(_child("time.sleep(3600)"), output=io.StringIO())
+    assert local.run(timeout=1) == 124
+
+
+def test_evaluator_gets_a_bounded_grace_period():
+    out = io.StringIO()
+    behaviour = "time.sleep(3600) if t['type'] == 'evaluator' else None"
+    local = LocalCluster(_child(behaviour), evaluator=True, output=out)
+    start = time.monotonic()
+    assert local.run(timeout=60, evaluator_grace_secs=1) == 0
+    assert time.monotonic() - start < 20
+    assert "did not finish its final evaluation in time" in out.getvalue()
+
+
+def test_stop_kills_grandchildren_and_tasks_ignoring_sigterm():
+    out = io.StringIO()
+    behaviour = (
+        "import signal, subprocess; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "p = subprocess.Popen(['sleep', '3600']); print(f'grandchild pid={p.pid}', flush=True); "
+        "time.sleep(3600)"
+    )
+    with LocalCluster(_child(behaviour), workers=1, output=out) as local:
+        local.start()
+        _wait_for(out, "grandchild pid=", count=2)
+        pids = _pids(out.getvalue())
+        assert len(pids) == 4
+        local.stop(grace_secs=0.5)
+    assert "ignored SIGTERM" in out.getvalue()
+    assert _all_dead(pids)
+
+
+def test_a_task_can_be_killed_and_restarted_with_the_same_tf_config():
+    out = io.StringIO()
+    with LocalCluster(_child("time.sleep(3600)"), workers=1, output=out) as local:
+        local.start()
+        _wait_for(out, "[worker:0] I am worker:0")
+        first = local.process("worker", 0)
+        with pytest.raises(RuntimeError, match="still running"):
+            local.start_task("worker", 0)
+        local.signal_task("worker", 0, signal.SIGKILL)
+        assert local.wait_task("worker", 0, timeout=10) == -signal.SIGKILL
+        second = local.start_task("worker", 0)
+        assert second.pid != first.pid
+        assert local.wait_task("worker", 0, timeout=0.2) is None
+        _wait_for(out, "[worker:0] I am worker:0", count=2)
+    with pytest.raises(ValueError, match="No task ps:0"):
+        local.start_task("ps", 0)
+
+
+def test_empty_command_is_rejected():
+    with pytest.raises(ValueError, match="non-empty list"):
+        LocalCluster([])
+    with pytest.raises(ValueError, match="non-empty list"):
+        LocalCluster("python train.py")
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+def test_cli_exits_with_the_chief_status_and_prefixes_output(capsys, tmp_path):
+    marker = tmp_path / "worker-started"
+    behaviour = (
+        f"marker = {str(marker)!r}\n"
+        "if t['type'] == 'worker': open(marker, 'w').close()\n"
+        "else:\n"
+        "    while not os.path.exists(marker): time.sleep(0.05)\n"
+        "    sys.exit(7)\n"
+    )
+    status = cluster.main(["--workers", "1", "--timeout", "60", "--", *_child(behaviour)])
+    out = capsys.readouterr().out
+    assert status == 7, out
+    assert "[chief:0] I am chief:0" in out
+    assert "[worker:0] I am worker:0" in out
+    assert '"task": {"type": "worker", "index": 0}' in out
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--workers", "1"], "after `--`"),
+        (["--chief", "2", "--", "true"], "`chief` must be 1"),
+        (["--workers", "-1", "--", "true"], "`workers` must be an int >= 0"),
+    ],
+)
+def test_cli_usage_errors(capsys, argv, expected):
+    with pytest.raises(SystemExit) as info:
+        cluster.main(argv)
+    assert info.value.code == 2
+    assert expected in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_ctrl_c_stops_every_task():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "tfest_kit.cluster", "--workers", "1", "--ps", "1", "--"]
+    launcher = subprocess.Popen(
+        [*command, *_child("time.sleep(3600)")],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    try:
+        deadline = time.monotonic() + 90
+        while len(_pids("\n".join(lines))) < 3 and time.monotonic() < deadline:
+            lines.append(launcher.stdout.readline())
+        pids = _pids("\n".join(lines))
+        assert len(pids) == 3, "".join(lines)
+        launcher.send_signal(signal.SIGINT)
+        rest, _ = launcher.communicate(timeout=30)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == 128 + signal.SIGINT, "".join(lines) + rest
+    assert "SIGINT: stopping every task" in rest
+    assert _all_dead(pids)

@@ -1,0 +1,355 @@
+"""Runs every task of a ``TF_CONFIG`` cluster as a local process: ``python -m tfest_kit.cluster``.
+
+Each task is started in its own process group (so a stop reaches the task's own children too)
+with its own ``TF_CONFIG``; a thread per task copies its output line by line with a
+``[type:index] `` prefix.  On Linux each task also gets ``PR_SET_PDEATHSIG`` so that it dies
+with the launcher even when the launcher itself is killed with SIGKILL.
+
+Example:
+
+    from tfest_kit._cluster_launcher import LocalCluster
+
+    with LocalCluster(["python", "-m", "recipes.NAME"], workers=1, ps=1, evaluator=True) as c:
+        status = c.run(timeout=600)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import IO, Any, Optional
+
+from tfest_kit import cluster as _cluster
+
+__all__ = ["LocalCluster", "main"]
+
+Task = tuple[str, int]
+
+_PR_SET_PDEATHSIG = 1
+_POLL_SECS = 0.1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    # Not on Linux: stop() and the signal handlers still clean up.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _name(task: Task) -> str:
+    return f"{task[0]}:{task[1]}"
+
+
+class _Interrupted(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class LocalCluster:
+    """A chief, workers, parameter servers and an optional evaluator as local processes.
+
+    Args:
+      command: the program every task runs, e.g. ``["python", "-m", "recipes.NAME", "--x=1"]``.
+      workers: number of non-chief workers.
+      ps: number of parameter servers.
+      evaluator: also run an evaluator task (outside the cluster, as TensorFlow expects).
+      env: extra environment variables for every task.
+      cwd: working directory of the tasks.
+      output: stream that receives the prefixed output lines (default ``sys.stdout``).
+      cluster: a ready ``"cluster"`` dict to use instead of picking free loopback ports.
+
+    Raises:
+      ValueError: for an empty command, bad counts or a cluster that fails validation.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        workers: int = 0,
+        ps: int = 0,
+        evaluator: bool = False,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        output: Optional[IO[str]] = None,
+        cluster: Optional[Mapping[str, Sequence[str]]] = None,
+    ) -> None:
+        if isinstance(command, str) or not command:
+            raise ValueError(
+                "`command` must be a non-empty list of program arguments, e.g. "
+                f"['python', '-m', 'recipes.NAME']. Got: {command!r}"
+            )
+        self.command = [str(arg) for arg in command]
+        self.cluster = dict(cluster or _cluster.cluster_spec(workers=workers, ps=ps))
+        _cluster.validate_tf_config(
+            {"cluster": self.cluster, "task": {"type": "chief", "index": 0}}
+        )
+        self.tasks: list[Task] = [
+            (job, i)
+            for job in ("chief", "worker", "ps")
+            for i in range(len(self.cluster.get(job, [])))
+        ]
+        if evaluator:
+            self.tasks.append(("evaluator", 0))
+        self._env = dict(env or {})
+        self._cwd = cwd
+        self._output = output
+        self._lock = threading.Lock()
+        self._procs: dict[Task, subprocess.Popen] = {}
+        self._pumps: dict[Task, threading.Thread] = {}
+
+    # -- one task ---------------------------------------------------------------------------
+
+    def tf_config(self, task_type: str, index: int = 0) -> dict:
+        """Returns the ``TF_CONFIG`` dict of one task."""
+        return _cluster.tf_config(self.cluster, task_type, index)
+
+    def start_task(self, task_type: str, index: int = 0) -> subprocess.Popen:
+        """Starts (or restarts, once it has exited) one task; returns its process."""
+        task = (task_type, index)
+        if task not in self.tasks:
+            raise ValueError(f"No task {_name(task)} in this cluster; tasks: {self.tasks}")
+        old = self._procs.get(task)
+        if old is not None and old.poll() is None:
+            raise RuntimeError(f"Task {_name(task)} is still running (pid {old.pid}).")
+        env = {**os.environ, **self._env}
+        env["TF_CONFIG"] = json.dumps(self.tf_config(task_type, index))
+        env["PYTHONUNBUFFERED"] = "1"  # so lines arrive as they are printed
+        proc = subprocess.Popen(
+            self.command,
+            env=env,
+            cwd=self._cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        self._procs[task] = proc
+        pump = threading.Thread(target=self._pump, args=(task, proc), daemon=True)
+        pump.start()
+        self._pumps[task] = pump
+        return proc
+
+    def _pump(self, task: Task, proc: subprocess.Popen) -> None:
+        prefix = f"[{_name(task)}] "
+        for raw in iter(proc.stdout.readline, b""):
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            self._write(prefix + line)
+        proc.stdout.close()
+
+    def _write(self, line: str) -> None:
+        stream = self._output or sys.stdout
+        with self._lock:
+            stream.write(line + "\n")
+            stream.flush()
+
+    def process(self, task_type: str, index: int = 0) -> Optional[subprocess.Popen]:
+        """The latest process of a task, or None if it was never started."""
+        return self._procs.get((task_type, index))
+
+    def signal_task(self, task_type: str, index: int = 0, signum: int = signal.SIGKILL) -> None:
+        """Sends ``signum`` to the task's whole process group (no-op if it has exited)."""
+        proc = self._procs.get((task_type, index))
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signum)
+
+    def wait_task(
+        self, task_type: str, index: int = 0, timeout: Optional[float] = None
+    ) -> Optional[int]:
+        """Waits for a task to exit; returns its exit status, or None on timeout."""
+        proc = self._procs[(task_type, index)]
+        try:
+            status = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._pumps[(task_type, index)].join(5)  # its last lines
+        return status
+
+    # -- the whole cluster ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Starts every task: parameter servers first, then chief, workers and evaluator."""
+        order = sorted(self.tasks, key=lambda t: t[0] != "ps")
+        for task in order:
+            self.start_task(*task)
+
+    def stop(self, grace_secs: float = 5.0) -> None:
+        """Stops every running task: SIGTERM to each process group, SIGKILL after ``grace_secs``."""
+        running = [(t, p) for t, p in self._procs.items() if p.poll() is None]
+        for task, _ in running:
+            self.signal_task(*task, signal.SIGTERM)
+        deadline = time.monotonic() + grace_secs
+        for task, proc in running:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._write(f"[launcher] {_name(task)} ignored SIGTERM for {grace_secs}s; SIGKILL")
+                self.signal_task(*task, signal.SIGKILL)
+                proc.wait(10)
+        for proc in self._procs.values():
+            # Leftovers of a task whose leader already exited.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        for pump in self._pumps.values():
+            pump.join(5)
+
+    def _wait_all(self, tasks: list[Task], deadline: float) -> list[Task]:
+        """Waits until ``tasks`` exit or ``deadline``; returns those still running."""
+        pending = list(tasks)
+        while pending and time.monotonic() < deadline:
+            pending = [t for t in pending if self._procs[t].poll() is None]
+            if pending:
+                time.sleep(_POLL_SECS)
+        return pending
+
+    def run(
+        self,
+        *,
+        timeout: Optional[float] = None,
+        worker_grace_secs: float = 120.0,
+        evaluator_grace_secs: float = 300.0,
+    ) -> int:
+        """Starts the cluster, waits for the chief and returns its exit status.
+
+        When the chief fails (or ``timeout`` passes) every task is stopped at once.  When it
+        succeeds, workers get ``worker_grace_secs`` to finish and the evaluator
+        ``evaluator_grace_secs`` for its final evaluation; then everything still running,
+        the parameter servers included, is stopped.
+
+        Args:
+          timeout: seconds the chief may run; None waits forever.
+          worker_grace_secs: how long workers may run on after the chief succeeded.
+          evaluator_grace_secs: how long the evaluator may run on after the chief succeeded.
+
+        Returns:
+          The chief's exit status (``128 + N`` if it died of signal N; 124 on timeout).
+        """
+        try:
+            self.start()
+            chief = self._procs[("chief", 0)]
+            deadline = float("inf") if timeout is None else time.monotonic() + timeout
+            while chief.poll() is None and time.monotonic() < deadline:
+                failed = self._failed_tasks()
+                if failed:
+                    self._write(f"[launcher] {failed} exited with an error; the chief goes on")
+                time.sleep(_POLL_SECS)
+            if chief.poll() is None:
+                self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
+                return 124
+            status = chief.returncode
+            if status != 0:
+                self._write(f"[launcher] chief:0 exited with {status}; stopping every task")
+                return 128 - status if status < 0 else status
+            self._finish(worker_grace_secs, evaluator_grace_secs)
+            return 0
+        finally:
+            self.stop()
+
+    def _failed_tasks(self) -> list[str]:
+        # Reported once each: a worker that dies is not fatal (the chief carries on alone).
+        failed = []
+        for task, proc in self._procs.items():
+            if proc.poll() not in (None, 0) and not getattr(proc, "_reported", False):
+                proc._reported = True  # type: ignore[attr-defined]
+                failed.append(f"{_name(task)} ({proc.returncode})")
+        return failed
+
+    def _finish(self, worker_grace_secs: float, evaluator_grace_secs: float) -> None:
+        workers = [t for t in self.tasks if t[0] == "worker"]
+        left = self._wait_all(workers, time.monotonic() + worker_grace_secs)
+        if left:
+            self._write(
+                f"[launcher] workers {left} still running {worker_grace_secs}s after the chief; "
+                "stopping them"
+            )
+        evaluators = [t for t in self.tasks if t[0] == "evaluator"]
+        left = self._wait_all(evaluators, time.monotonic() + evaluator_grace_secs)
+        if left:
+            self._write("[launcher] the evaluator did not finish its final evaluation in time")
+        self._write("[launcher] training done; stopping the parameter servers")
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tfest_kit.cluster",
+        description=(
+            "Run a program as a local TF_CONFIG cluster on loopback ports: one chief, N workers, "
+            "M parameter servers and optionally an evaluator. Output lines are prefixed with "
+            "the task; the exit status is the chief's."
+        ),
+        epilog="example: python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- "
+        "python -m recipes.NAME --model_dir=/tmp/m",
+    )
+    parser.add_argument("--chief", type=int, default=1, help="number of chiefs (must be 1)")
+    parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")
+    parser.add_argument("--ps", type=int, default=0, help="number of parameter servers")
+    parser.add_argument("--evaluator", action="store_true", help="also run an evaluator task")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds the chief may run")
+    parser.add_argument(
+        "--worker-grace", type=float, default=120.0, help="seconds workers may outlive the chief"
+    )
+    parser.add_argument(
+        "--evaluator-grace",
+        type=float,
+        default=300.0,
+        help="seconds the evaluator may run after the chief finished (its final evaluation)",
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS…]")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Parses the command line, runs the cluster and returns the chief's exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the program to run after `--`, e.g. -- python -m recipes.NAME")
+    try:
+        local = LocalCluster(command, workers=args.workers, ps=args.ps, evaluator=args.evaluator)
+        _cluster.cluster_spec(chief=args.chief)  # the one place --chief is checked
+    except ValueError as e:
+        parser.error(str(e))
+    if os.environ.get("TF_CONFIG"):
+        print("[launcher] ignoring the TF_CONFIG of this shell; each task gets its own", flush=True)
+    for task in local.tasks:
+        print(
+            f"[launcher] {_name(task)} TF_CONFIG={json.dumps(local.tf_config(*task))}", flush=True
+        )
+
+    def interrupt(signum: int, frame: Any) -> None:
+        for s in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the clean-up
+            signal.signal(s, signal.SIG_IGN)
+        raise _Interrupted(signum)
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return local.run(
+            timeout=args.timeout,
+            worker_grace_secs=args.worker_grace,
+            evaluator_grace_secs=args.evaluator_grace,
+        )
+    except _Interrupted as e:
+        print(f"[launcher] {e}: stopping every task", flush=True)
+        local.stop()
+        return 128 + e.signum
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
