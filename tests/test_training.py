@@ -1,0 +1,156 @@
+"""train_and_evaluate on a real tiny Estimator: whole eval set, hooks, exporters, TF_CONFIG."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tfest_kit
+from tfest_kit import serving, training
+from tfest_kit._tf import estimator, tf
+
+RNG = np.random.RandomState(1)
+X = RNG.randn(260, 3).astype(np.float32)
+Y = (X[:, 0] + X[:, 1] > 0).astype(np.int32)
+
+
+def _model_fn(features, labels, mode):
+    logits = tf.layers.dense(features["x"], 2, name="logits")
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions={"logits": logits})
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.train.AdamOptimizer(0.05).minimize(loss, tf.train.get_global_step())
+    # Counts the examples the evaluation saw, to prove it covered the whole eval set.
+    seen = tf.Variable(
+        0.0,
+        trainable=False,
+        name="examples_seen",
+        collections=[tf.GraphKeys.LOCAL_VARIABLES, tf.GraphKeys.METRIC_VARIABLES],
+    )
+    count = (tf.identity(seen), seen.assign_add(tf.cast(tf.shape(labels)[0], tf.float32)))
+    metrics = {"accuracy": tf.metrics.accuracy(labels, tf.argmax(logits, 1)), "examples": count}
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, eval_metric_ops=metrics)
+
+
+def _train_input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat().batch(20)
+
+
+def _eval_input_fn():
+    # 130 batches: more than the 100 the official EvalSpec evaluates by default.
+    return tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(2)
+
+
+def _estimator(model_dir):
+    config = estimator.RunConfig(
+        model_dir=model_dir, save_checkpoints_steps=20, save_summary_steps=1000, tf_random_seed=0
+    )
+    return estimator.Estimator(_model_fn, config=config)
+
+
+class _CountSteps(estimator.SessionRunHook):
+    def __init__(self):
+        self.calls = 0
+
+    def after_run(self, run_context, run_values):
+        self.calls += 1
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    model_dir = str(tmp_path_factory.mktemp("train") / "model")
+    est = _estimator(model_dir)
+    hook = _CountSteps()
+    receiver = serving.raw_receiver({"x": (tf.float32, [3])})
+    exporters = [
+        serving.best_exporter(receiver, monitor="accuracy", mode="max"),
+        estimator.FinalExporter("final", receiver),
+    ]
+    metrics = tfest_kit.train_and_evaluate(
+        est,
+        _train_input_fn,
+        _eval_input_fn,
+        max_steps=40,
+        hooks=[hook],
+        exporters=exporters,
+        throttle_secs=0,
+        eval_name="holdout",
+    )
+    return {"est": est, "metrics": metrics, "hook": hook, "model_dir": model_dir}
+
+
+def test_returns_final_metrics_of_the_whole_eval_set(finished):
+    metrics = finished["metrics"]
+    assert metrics["global_step"] == 40
+    assert metrics["examples"] == len(X)  # not 100 batches x 2
+    assert metrics["accuracy"] > 0.7
+    assert isinstance(metrics["loss"], float)
+    assert finished["hook"].calls == 40
+    assert os.path.isdir(os.path.join(finished["model_dir"], "eval_holdout"))
+
+
+def test_exporters_run_and_the_final_state_is_exported(finished):
+    export = os.path.join(finished["model_dir"], "export")
+    final = serving.latest_export(os.path.join(export, "final"))
+    best = serving.latest_export(os.path.join(export, "best"))
+    with open(os.path.join(best, "assets.extra", serving.EXPORT_METRICS_FILE)) as f:
+        assert json.load(f)["monitor"] == "accuracy"
+    logits = serving.Predictor(final)({"x": X[:5]})["logits"]
+    assert logits.shape == (5, 2)
+
+
+def test_already_complete_run_still_returns_metrics(finished):
+    again = training.train_and_evaluate(
+        finished["est"], _train_input_fn, _eval_input_fn, max_steps=40, eval_name="holdout"
+    )
+    assert again["global_step"] == 40
+    assert again["accuracy"] == pytest.approx(finished["metrics"]["accuracy"])
+
+
+def test_evaluator_task_under_tf_config_returns_newest_metrics(finished, monkeypatch):
+    tf_config = {
+        "cluster": {"chief": ["localhost:2222"]},
+        "task": {"type": "evaluator", "index": 0},
+    }
+    monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+    est = _estimator(finished["model_dir"])
+    assert est.config.task_type == "evaluator"
+    metrics = training.train_and_evaluate(
+        est,
+        _train_input_fn,
+        _eval_input_fn,
+        max_steps=40,
+        eval_name="evaluator",
+        throttle_secs=0,
+        start_delay_secs=0,
+    )
+    assert metrics["global_step"] == 40
+    assert metrics["examples"] == len(X)
+
+
+def test_latest_eval_metrics_says_when_there_is_none(tmp_path):
+    assert training.latest_eval_metrics(str(tmp_path)) == {}
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"max_steps": 0}, ValueError, "max_steps.*Got: 0"),
+        ({"max_steps": 10, "eval_steps": -1}, ValueError, "eval_steps"),
+        ({"max_steps": 10, "hooks": [object()]}, TypeError, "hooks.*SessionRunHook"),
+        ({"max_steps": 10, "exporters": ["best"]}, TypeError, "exporters.*Exporter"),
+        ({"max_steps": 10, "throttle_secs": -5}, ValueError, "throttle_secs"),
+    ],
+)
+def test_bad_arguments_are_rejected(tmp_path, kwargs, error, match):
+    est = _estimator(str(tmp_path))
+    with pytest.raises(error, match=match):
+        training.train_and_evaluate(est, _train_input_fn, _eval_input_fn, **kwargs)
+
+
+def test_estimator_must_be_an_estimator():
+    with pytest.raises(TypeError, match="estimator.*Got: 'model'"):
+        training.train_and_evaluate("model", _train_input_fn, _eval_input_fn, max_steps=10)

@@ -1,0 +1,206 @@
+"""``train_and_evaluate`` with sane defaults over the official ``tf.estimator.train_and_evaluate``.
+
+What changes from the official call: evaluation covers the whole eval set unless told
+otherwise (``EvalSpec(steps=100)`` silently truncates it), hooks and exporters are plain
+arguments, and the final evaluation metrics are returned (and logged on one line) instead of
+``(metrics, export_results)`` locally and ``None`` under ``TF_CONFIG``.
+
+Example:
+
+    import tfest_kit
+    from tfest_kit import serving
+
+    metrics = tfest_kit.train_and_evaluate(
+        est, train_input_fn, eval_input_fn, max_steps=2000,
+        exporters=[serving.best_exporter(receiver, monitor="accuracy", mode="max")])
+    print(metrics["accuracy"])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from tfest_kit._tf import estimator as tf_estimator
+from tfest_kit._tf import tf
+
+__all__ = ["train_and_evaluate", "latest_eval_metrics"]
+
+
+def _positive_int(name: str, value: Any, allow_none: bool = False) -> Optional[int]:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        more = " or None" if allow_none else ""
+        raise ValueError(f"`{name}` must be a positive int{more}. Got: {value!r}")
+    return int(value)
+
+
+def _non_negative(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"`{name}` must be a number >= 0 (seconds). Got: {value!r}")
+    return value
+
+
+def _as_list(name: str, value: Any, kind: type) -> list:
+    items = [value] if isinstance(value, kind) else list(value or ())
+    bad = [v for v in items if not isinstance(v, kind)]
+    if bad:
+        raise TypeError(f"`{name}` must hold {kind.__name__} instances. Got: {bad!r}")
+    return items
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def latest_eval_metrics(eval_dir: str) -> dict:
+    """Reads the newest evaluation's scalar metrics from the event files in ``eval_dir``.
+
+    Args:
+      eval_dir: an Estimator eval directory, e.g. ``estimator.eval_dir()`` (``model_dir/eval``)
+        or ``estimator.eval_dir(name)`` (``model_dir/eval_<name>``).
+
+    Returns:
+      ``{metric: value, "global_step": step}`` for the highest step found, or ``{}`` when the
+      directory has no eval events (a warning says so).
+
+    Example:
+
+        latest_eval_metrics(est.eval_dir())["loss"]
+    """
+    by_step: dict[int, dict] = {}
+    for event_file in sorted(tf.gfile.Glob(os.path.join(eval_dir, "*.tfevents.*"))):
+        try:
+            for event in tf.train.summary_iterator(event_file):
+                values = {
+                    v.tag: v.simple_value for v in event.summary.value if v.HasField("simple_value")
+                }
+                if values:
+                    by_step.setdefault(int(event.step), {}).update(values)
+        except tf.errors.DataLossError:
+            continue  # the evaluator may be writing the last record right now
+    if not by_step:
+        tf.logging.warning("No eval metrics found in %s", eval_dir)
+        return {}
+    step = max(by_step)
+    return {**by_step[step], "global_step": step}
+
+
+def _log_metrics(metrics: dict) -> None:
+    if not metrics:
+        return
+    step = metrics.get("global_step")
+    text = " ".join(
+        f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in sorted(metrics.items())
+        if k != "global_step"
+    )
+    tf.logging.info("Final eval metrics (step %s): %s", step, text)
+
+
+def train_and_evaluate(
+    estimator: tf_estimator.Estimator,
+    train_input_fn: Callable,
+    eval_input_fn: Callable,
+    *,
+    max_steps: int,
+    eval_steps: Optional[int] = None,
+    hooks: Iterable[tf_estimator.SessionRunHook] = (),
+    eval_hooks: Iterable[tf_estimator.SessionRunHook] = (),
+    exporters: Any = (),
+    throttle_secs: float = 600,
+    start_delay_secs: float = 120,
+    eval_name: Optional[str] = None,
+) -> dict:
+    """Trains to ``max_steps``, evaluating on each new checkpoint; returns the final metrics.
+
+    Wraps ``tf.estimator.train_and_evaluate(estimator, TrainSpec, EvalSpec)``, so it runs
+    locally or, when ``TF_CONFIG`` names a cluster, as this process's task (chief, worker,
+    ps, evaluator). Evaluations happen on checkpoints (``RunConfig.save_checkpoints_steps``
+    / ``_secs``) at most every ``throttle_secs``; the last checkpoint is always evaluated
+    and passed to the exporters with ``is_the_final_export=True``.
+
+    Caveat: in a distributed run only the evaluator computes metrics; the official call
+    returns ``None`` on every task. Here the chief, workers and the evaluator then return the
+    newest metrics found in the eval directory (possibly from an earlier checkpoint than the
+    final one on the chief: check ``"global_step"``), or ``{}`` if there are none yet.
+    A ps task never returns. If training was already complete (the checkpoint is at
+    ``max_steps``), the last checkpoint is evaluated once more so metrics are still returned
+    (exporters are not called then).
+
+    Args:
+      estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. tfest_kit's TPUEstimator).
+      train_input_fn: training ``input_fn``; should repeat, ``max_steps`` ends training.
+      eval_input_fn: evaluation ``input_fn``; with ``eval_steps=None`` it must end (no
+        ``repeat()``), and the whole set is evaluated.
+      max_steps: global step to train to.
+      eval_steps: number of eval batches, or ``None`` for the whole eval set.
+      hooks: training ``SessionRunHook``s, e.g. ``tfest_kit.hooks.early_stopping(...)``.
+      eval_hooks: evaluation ``SessionRunHook``s.
+      exporters: a ``tf.estimator.Exporter`` or a list, e.g. ``serving.best_exporter(...)``.
+      throttle_secs: fewest seconds between evaluations (official default 600).
+      start_delay_secs: seconds an evaluator task waits before its first evaluation.
+      eval_name: ``EvalSpec`` name; metrics go to ``model_dir/eval_<name>``.
+
+    Returns:
+      The final evaluation metrics as plain Python numbers, including ``"global_step"``.
+
+    Raises:
+      TypeError: if ``estimator`` is not an Estimator, an input_fn is not callable, or a
+        hook / exporter has the wrong type.
+      ValueError: for ``max_steps`` / ``eval_steps`` that are not positive ints or negative
+        seconds.
+
+    Example:
+
+        metrics = train_and_evaluate(est, train_fn, eval_fn, max_steps=1000,
+                                     hooks=[hooks.early_stopping(est, "loss",
+                                                                 patience_steps=200)])
+    """
+    if not isinstance(estimator, tf_estimator.Estimator):
+        raise TypeError(f"`estimator` must be a tf.estimator.Estimator. Got: {estimator!r}")
+    for name, fn in (("train_input_fn", train_input_fn), ("eval_input_fn", eval_input_fn)):
+        if not callable(fn):
+            raise TypeError(f"`{name}` must be a callable input_fn. Got: {fn!r}")
+    max_steps = _positive_int("max_steps", max_steps)
+    eval_steps = _positive_int("eval_steps", eval_steps, allow_none=True)
+    train_hooks = _as_list("hooks", hooks, tf_estimator.SessionRunHook)
+    evaluation_hooks = _as_list("eval_hooks", eval_hooks, tf_estimator.SessionRunHook)
+    exporter_list = _as_list("exporters", exporters, tf_estimator.Exporter)
+    if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
+        raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
+
+    train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
+    eval_spec = tf_estimator.EvalSpec(
+        eval_input_fn,
+        steps=eval_steps,
+        name=eval_name,
+        hooks=evaluation_hooks,
+        exporters=exporter_list,
+        start_delay_secs=_non_negative("start_delay_secs", start_delay_secs),
+        throttle_secs=_non_negative("throttle_secs", throttle_secs),
+    )
+    result = tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    metrics = result[0] if isinstance(result, tuple) else None
+    if metrics is None and isinstance(result, tuple):
+        # Local run whose checkpoint was already at max_steps: nothing was trained or evaluated.
+        tf.logging.info("Training was already complete; evaluating the last checkpoint")
+        metrics = estimator.evaluate(
+            eval_input_fn, steps=eval_steps, hooks=evaluation_hooks, name=eval_name
+        )
+    elif metrics is None:
+        tf.logging.info(
+            "Distributed task %r: reading the newest eval metrics from %s",
+            estimator.config.task_type,
+            estimator.eval_dir(eval_name),
+        )
+        metrics = latest_eval_metrics(estimator.eval_dir(eval_name))
+    metrics = {k: _plain(v) for k, v in metrics.items()}
+    _log_metrics(metrics)
+    return metrics
