@@ -14,6 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from tests.conftest import ROOT, run_program
 from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy import _layer_norm, layer_norm
 from tfest_kit.legacy.__main__ import main as legacy_main
@@ -221,3 +222,171 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert "unknown runner option '--verbose'" in capsys.readouterr().err
     assert legacy_main([str(tmp_path / "missing.py")]) == 2
     assert "must be an existing .py file. Got:" in capsys.readouterr().err
+
+
+def test_tpu_names_on_every_tf1_path_come_from_tfest_kit_tpu(tmp_path):
+    from tfest_kit import tpu
+
+    ns = build_namespace(Report())
+    scope = Scope(str(tmp_path), ns)
+    for name in ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig"):
+        assert getattr(ns.contrib.tpu, name) is getattr(tpu, name)
+        assert getattr(ns.estimator.tpu, name) is getattr(tpu, name)
+        assert getattr(scope.resolve("tensorflow.compat.v1.estimator.tpu"), name) is getattr(
+            tpu, name
+        )
+    assert ns.contrib.tpu.InputPipelineConfig.PER_HOST_V2 == tpu.InputPipelineConfig.PER_HOST_V2
+    assert ns.contrib.tpu.CrossShardOptimizer is tpu.CrossShardOptimizer
+    for resolvers in (
+        ns.contrib.cluster_resolver,
+        ns.distribute.cluster_resolver,
+        ns.compat.v1.distribute.cluster_resolver,
+        scope.resolve("tensorflow.contrib.cluster_resolver"),
+    ):
+        assert resolvers.TPUClusterResolver is tpu.TPUClusterResolver
+    # No TPU name and no local TPU: a "no TPU" resolver, not TF 2.15's "Please provide a TPU
+    # Name" error, and no metadata-server request.
+    resolver = ns.contrib.cluster_resolver.TPUClusterResolver(None)
+    assert resolver.cluster_spec().as_dict() == {}
+    assert resolver.master() == ""
+
+
+# --- running a TF1-era script end to end ------------------------------------------------------
+
+_SCRIPT = ROOT / "tests" / "legacy_scripts" / "run_classifier.py"
+_POSITIVE = ["good", "great", "fine", "nice"]
+_NEGATIVE = ["bad", "awful", "poor", "sad"]
+_FILLER = ["the", "a", "movie", "was", "plot", "actor", "very", "quite", "film", "story", "it"]
+_LOSS_LINE = re.compile(r"loss = ([0-9.e+-]+), step = (\d+)")
+
+
+def _sentence(rng):
+    label = int(rng.randint(0, 2))
+    words = list(rng.choice(_FILLER, size=rng.randint(3, 9)))
+    words.insert(rng.randint(0, len(words) + 1), rng.choice(_POSITIVE if label else _NEGATIVE))
+    return label, " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def sentiment_data(tmp_path_factory):
+    """A toy sentiment task in run_classifier's layout; returns (data_dir, test labels)."""
+    data_dir = tmp_path_factory.mktemp("legacy_data")
+    rng = np.random.RandomState(0)
+    test_labels = []
+    for split, size in (("train", 320), ("dev", 64), ("test", 20)):
+        lines = []
+        for _ in range(size):
+            label, text = _sentence(rng)
+            if split == "test":
+                test_labels.append(label)
+                lines.append(text)
+            else:
+                lines.append(f"{label}\t{text}")
+        (data_dir / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    vocab = ["[PAD]", "[UNK]", *_POSITIVE, *_NEGATIVE, *_FILLER]
+    (data_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return data_dir, test_labels
+
+
+def _eval_results(output_dir):
+    pairs = (
+        line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().split("\n")
+    )
+    return {key: float(value) for key, value in (p for p in pairs if len(p) == 2)}
+
+
+@pytest.fixture(scope="module")
+def trained_on_cpu(sentiment_data, tmp_path_factory):
+    """run_classifier.py with --use_tpu=false: train, eval and predict; returns (dir, proc)."""
+    data_dir, _ = sentiment_data
+    output_dir = tmp_path_factory.mktemp("legacy_cpu")
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.legacy",
+            str(_SCRIPT),
+            f"--data_dir={data_dir}",
+            f"--output_dir={output_dir}",
+            "--do_train=true",
+            "--do_eval=true",
+            "--do_predict=true",
+            "--use_tpu=false",
+            "--num_train_epochs=6",  # 120 steps: a loss line every 100
+            "--iterations_per_loop=10",
+        ],
+        timeout=300,
+    )
+    return output_dir, proc
+
+
+@pytest.mark.slow
+def test_run_classifier_trains_evaluates_and_predicts_on_cpu(trained_on_cpu, sentiment_data):
+    output_dir, proc = trained_on_cpu
+    log = proc.stdout + proc.stderr
+    losses = [(int(step), float(loss)) for loss, step in _LOSS_LINE.findall(log)]
+    steps = [step for step, _ in losses]
+    assert len(steps) >= 2 and steps == sorted(set(steps)), log
+    assert losses[-1][1] < losses[0][1] * 0.5, losses
+    # Each line once: absl's and TensorFlow's handlers would otherwise both print it.
+    assert log.count("***** Running training *****") == 1
+    assert _eval_results(output_dir)["eval_accuracy"] >= 0.85
+    rows = [
+        [float(p) for p in line.split("\t")]
+        for line in (output_dir / "test_results.tsv").read_text().splitlines()
+    ]
+    _, test_labels = sentiment_data
+    assert len(rows) == len(test_labels)
+    np.testing.assert_allclose([sum(r) for r in rows], 1.0, atol=1e-4)
+    predicted = [int(np.argmax(r)) for r in rows]
+    assert np.mean(np.equal(predicted, test_labels)) >= 0.85, (predicted, test_labels)
+
+
+@pytest.mark.slow
+def test_run_classifier_with_use_tpu_warm_starts_through_scaffold_fn(
+    trained_on_cpu, sentiment_data, tmp_path
+):
+    cpu_dir, _ = trained_on_cpu
+    data_dir, _ = sentiment_data
+    checkpoint = (cpu_dir / "checkpoint").read_text().split('"')[1]
+    output_dir = tmp_path / "tpu"
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.legacy",
+            "--report",
+            str(_SCRIPT),
+            f"--data_dir={data_dir}",
+            f"--output_dir={output_dir}",
+            "--do_train=true",
+            "--do_eval=true",
+            "--use_tpu=true",
+            f"--init_checkpoint={cpu_dir / checkpoint}",
+            "--num_train_epochs=0.2",  # 4 steps: the accuracy must come from the checkpoint
+            "--iterations_per_loop=10",
+        ],
+        timeout=300,
+    )
+    log = proc.stderr
+    # No TPU here: the script falls back to CPU, saying so once, and warm-starts every
+    # variable (LayerNorm ones included) through scaffold_fn.
+    assert log.count("No TPU found") == 1, log
+    assert len([line for line in log.splitlines() if line.startswith("W") and "TPU" in line]) <= 1
+    assert "bert/embeddings/LayerNorm/gamma:0, shape = (32,), *INIT_FROM_CKPT*" in log
+    assert "bert/encoder/layer_0/output/LayerNorm/beta:0, shape = (32,), *INIT_FROM_CKPT*" in log
+    first_loss = float(_LOSS_LINE.search(log).group(1))
+    assert first_loss < 0.3, log
+    assert _eval_results(output_dir)["eval_accuracy"] >= 0.85
+    # --report: printed once, shim symbols with their TF 2.15 homes, compat.v1 names.
+    report = proc.stdout
+    assert report.count("tfest_kit.legacy report for run_classifier.py") == 1, report
+    shim, compat = report.split("From tf.compat.v1")
+    for symbol, home in [
+        ("tf.contrib.tpu.TPUEstimator", "tfest_kit.tpu.TPUEstimator"),
+        ("tf.contrib.tpu.CrossShardOptimizer", "tfest_kit.tpu.CrossShardOptimizer"),
+        ("tf.contrib.cluster_resolver.TPUClusterResolver", "tfest_kit.tpu.TPUClusterResolver"),
+        ("tf.contrib.data.map_and_batch", "tf.data.experimental.map_and_batch"),
+        ("tf.contrib.layers.layer_norm", "tfest_kit.legacy.layer_norm"),
+    ]:
+        assert re.search(rf"{re.escape(symbol)} +-> +{re.escape(home)}", shim), report
+    for name in ("tf.train.Optimizer", "tf.flags.DEFINE_string", "tf.gfile.GFile", "tf.to_int32"):
+        assert name in compat, report
