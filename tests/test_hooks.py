@@ -1,0 +1,315 @@
+"""tfest_kit.hooks in Estimator runs and in hand-written MonitoredTrainingSession loops."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+from tfest_kit import TfestKitError, hooks
+from tfest_kit._tf import estimator, tf, tf2
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def log_lines():
+    logger = tf2.get_logger()
+    handler, level = _Capture(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler.lines
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def _regression_data(n=64):
+    x = np.random.RandomState(0).normal(size=(n, 3)).astype(np.float32)
+    return x, (x @ np.array([[1.0], [-2.0], [0.5]], np.float32)).astype(np.float32)
+
+
+def _graph(nan_from_step=None, lr=0.05):
+    """A tiny regression graph with a global step; the loss turns NaN from a given step."""
+    x, y = _regression_data()
+    global_step = tf.train.get_or_create_global_step()
+    w = tf.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+    if nan_from_step is not None:
+        loss = tf.where(global_step >= nan_from_step, tf.constant(np.nan), loss)
+    tf.add_to_collection(tf.GraphKeys.LOSSES, loss)
+    train_op = tf.train.GradientDescentOptimizer(lr).minimize(loss, global_step)
+    return loss, train_op, global_step
+
+
+def _run_loop(hook_list, steps=30, checkpoint_dir=None, on_step=None, **graph_kw):
+    """A hand-written TF1 loop; returns the final global step."""
+    with tf.Graph().as_default():
+        _, train_op, global_step = _graph(**graph_kw)
+        with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=checkpoint_dir,
+            hooks=hook_list,
+            save_checkpoint_steps=None,
+            save_checkpoint_secs=None,
+            save_summaries_steps=None,
+            save_summaries_secs=None,
+            log_step_count_steps=None,
+        ) as sess:
+            done = 0
+            while not sess.should_stop() and done < steps:
+                sess.run(train_op)
+                done += 1
+                if on_step is not None:
+                    on_step(done)
+        with tf.Session() as plain:
+            if checkpoint_dir and tf.train.latest_checkpoint(checkpoint_dir):
+                tf.train.Saver().restore(plain, tf.train.latest_checkpoint(checkpoint_dir))
+                return int(plain.run(global_step))
+    return done
+
+
+def _model_fn(features, labels, mode, params):
+    w = tf.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+    train_op = tf.train.GradientDescentOptimizer(params["lr"]).minimize(
+        loss, tf.train.get_global_step()
+    )
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _input_fn(repeat=True):
+    x, y = _regression_data()
+
+    def input_fn():
+        ds = tf.data.Dataset.from_tensor_slices((x, y))
+        return (ds.repeat() if repeat else ds).batch(16)
+
+    return input_fn
+
+
+# ---------------------------------------------------------------- ProgressHook
+
+
+class _CountingProgress(hooks.ProgressHook):
+    """Counts the steps on which the hook asked the session for anything."""
+
+    def before_run(self, run_context):
+        args = super().before_run(run_context)
+        self.fetching_runs = getattr(self, "fetching_runs", 0) + (args is not None)
+        return args
+
+
+def test_progress_hook_in_monitored_session_plain_lines(log_lines):
+    hook = _CountingProgress(every_n_steps=10, total_steps=30, batch_size=64, stream=io.StringIO())
+    assert _run_loop([hook], steps=30) == 30
+    lines = [line for line in log_lines if line.startswith("step ")]
+    assert [line.split(",")[0] for line in lines] == [
+        "step 1/30 (3%)",
+        "step 10/30 (33%)",
+        "step 20/30 (67%)",
+        "step 30/30 (100%)",
+    ]
+    assert "loss = " in lines[-1] and "examples/sec" in lines[-1] and "ETA" in lines[-1]
+    assert hook.fetching_runs == 4  # nothing fetched on the 26 other steps
+
+
+def test_progress_hook_live_bar_on_a_terminal():
+    class _Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = _Tty()
+    hook = hooks.ProgressHook(every_n_steps=5, total_steps=10, stream=stream)
+    _run_loop([hook], steps=10)
+    out = stream.getvalue()
+    assert out.count("\r") == 3 and out.endswith("\n") and "step 10/10" in out
+
+
+def test_progress_hook_in_estimator(tmp_path, log_lines):
+    est = estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.05})
+    hook = hooks.ProgressHook(every_n_steps=5, total_steps=15, batch_size=16)
+    est.train(_input_fn(), max_steps=15, hooks=[hook])
+    est.train(_input_fn(), max_steps=20, hooks=[hook])  # reused: state resets in begin()
+    lines = [line.split(",")[0] for line in log_lines if line.startswith("step ")]
+    assert lines == [
+        "step 1/15 (7%)",
+        "step 5/15 (33%)",
+        "step 10/15 (67%)",
+        "step 15/15 (100%)",
+        "step 16/15 (100%)",
+        "step 20/15 (100%)",
+    ]
+
+
+def test_progress_hook_bad_arguments():
+    with pytest.raises(ValueError, match="every_n_steps"):
+        hooks.ProgressHook(every_n_steps=0)
+    with pytest.raises(ValueError, match="total_steps"):
+        hooks.ProgressHook(total_steps=-1)
+
+
+# ---------------------------------------------------------------- NanGuardHook
+
+
+def test_nan_guard_names_step_and_last_finite_loss(log_lines):
+    with pytest.raises(hooks.NanLossError) as info:
+        _run_loop([hooks.NanGuardHook()], steps=30, nan_from_step=7)
+    err = info.value
+    assert isinstance(err, TfestKitError)
+    assert isinstance(err, tf.train.NanLossDuringTrainingError)
+    assert err.step == 7 and err.last_finite_step == 6 and np.isfinite(err.last_finite_loss)
+    assert "step 7" in str(err) and "last finite loss" in str(err)
+    assert any("step 7" in line for line in log_lines)
+
+
+def test_nan_guard_can_just_stop():
+    assert _run_loop([hooks.NanGuardHook(fail=False)], steps=30, nan_from_step=5) == 6
+
+
+# ---------------------------------------------------------------- PreemptionHook
+
+
+def test_preemption_hook_in_monitored_session(tmp_path):
+    ckpt_dir = str(tmp_path / "ckpt")
+    previous = signal.getsignal(signal.SIGTERM)
+    hook = hooks.PreemptionHook(checkpoint_dir=ckpt_dir)
+
+    def on_step(done):
+        if done == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    final_step = _run_loop([hook], steps=100, checkpoint_dir=None, on_step=on_step)
+    assert hook.preempted == signal.SIGTERM
+    assert final_step == 6  # the step after the signal completed, then the loop stopped
+    latest = tf.train.latest_checkpoint(ckpt_dir)
+    assert latest is not None and latest.endswith("-6"), latest
+    assert signal.getsignal(signal.SIGTERM) == previous
+
+
+@pytest.mark.slow
+def test_sigterm_saves_checkpoint_and_restart_resumes(tmp_path):
+    model_dir = str(tmp_path / "model")
+    program = str(ROOT / "tests" / "programs" / "preempt_train.py")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(
+        [sys.executable, program, model_dir, "100000000"],
+        cwd=str(ROOT),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for line in proc.stdout:
+            if line.strip() == "READY":
+                break
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, f"{out}\n{err}"
+    match = re.search(r"RESULT preempted=(\S+) step=(\d+)", out)
+    assert match and match.group(1) == str(int(signal.SIGTERM)), f"{out}\n{err}"
+    stopped_at = int(match.group(2))
+    assert 5 <= stopped_at < 100000000
+    latest = tf.train.latest_checkpoint(model_dir)
+    assert latest.endswith(f"-{stopped_at}"), latest
+
+    from tests.conftest import run_program
+
+    again = run_program([program, model_dir, str(stopped_at + 5)], timeout=120)
+    assert f"START step={stopped_at}" in again.stdout
+    assert f"RESULT preempted=None step={stopped_at + 5}" in again.stdout
+
+
+# ---------------------------------------------------------------- early_stopping
+
+
+def _write_eval_events(eval_dir, values, metric="loss"):
+    with tf.Graph().as_default():
+        writer = tf.summary.FileWriter(eval_dir)
+        for step, value in values:
+            summary = tf.Summary(value=[tf.Summary.Value(tag=metric, simple_value=value)])
+            writer.add_summary(summary, step)
+        writer.close()
+
+
+def test_early_stopping_in_monitored_session_and_checks(tmp_path, log_lines):
+    est = estimator.Estimator(_model_fn, str(tmp_path / "model"), params={"lr": 0.0})
+    hook = hooks.early_stopping(est, "loss", patience_steps=20, run_every_steps=1)
+    assert os.path.isdir(est.eval_dir())  # created so the hook can ever fire
+    _run_loop([hook], steps=3)  # no eval results yet: warns once, keeps going
+    assert sum("no eval results" in line for line in log_lines) == 1
+    _write_eval_events(est.eval_dir(), [(0, 1.0), (10, 1.0), (20, 1.0), (30, 1.0)])
+    assert _run_loop([hooks.early_stopping(est, patience_steps=20, run_every_steps=1)]) == 1
+    tiny = str(tmp_path / "tiny")
+    _write_eval_events(tiny, [(0, 1.0), (10, 0.9995), (20, 0.999), (30, 0.9985)])
+    # Tiny but steady improvements keep training going...
+    hook = hooks.early_stopping(est, patience_steps=20, run_every_steps=1, eval_dir=tiny)
+    assert _run_loop([hook], steps=5) == 5
+    # ...unless min_delta says they are too small to count.
+    hook = hooks.early_stopping(
+        est, patience_steps=20, min_delta=0.01, run_every_steps=1, eval_dir=tiny
+    )
+    assert _run_loop([hook], steps=5) == 1
+    with pytest.raises(ValueError, match=r"'accuracy'.*Available: \['loss'\]"):
+        _run_loop([hooks.early_stopping(est, "accuracy", patience_steps=5, run_every_steps=1)])
+
+
+def test_early_stopping_argument_checks(tmp_path):
+    est = estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.0})
+    with pytest.raises(TypeError, match="estimator"):
+        hooks.early_stopping("not an estimator", patience_steps=1)
+    with pytest.raises(ValueError, match="mode"):
+        hooks.early_stopping(est, mode="up", patience_steps=1)
+    with pytest.raises(ValueError, match="min_delta"):
+        hooks.early_stopping(est, min_delta=-1, patience_steps=1)
+    with pytest.raises(ValueError, match="patience_steps"):
+        hooks.early_stopping(est, patience_steps=0)
+
+
+def _train_and_evaluate(model_dir, lr, max_steps, monitor="loss", **kw):
+    config = estimator.RunConfig(model_dir=model_dir, save_checkpoints_steps=10)
+    est = estimator.Estimator(_model_fn, config=config, params={"lr": lr})
+    hook = hooks.early_stopping(est, monitor, patience_steps=20, run_every_steps=5, **kw)
+    estimator.train_and_evaluate(
+        est,
+        estimator.TrainSpec(_input_fn(), max_steps=max_steps, hooks=[hook]),
+        estimator.EvalSpec(
+            _input_fn(repeat=False), steps=None, throttle_secs=0, start_delay_secs=0
+        ),
+    )
+    return est.get_variable_value("global_step")
+
+
+@pytest.mark.slow
+def test_early_stopping_in_train_and_evaluate(tmp_path):
+    # A plateau (learning rate 0): stops long before max_steps.
+    assert _train_and_evaluate(str(tmp_path / "flat"), lr=0.0, max_steps=1000) < 100
+    # A steadily improving model: never stops early.
+    assert _train_and_evaluate(str(tmp_path / "improving"), lr=0.01, max_steps=60) == 60
+
+
+def test_early_stopping_auto_mode_picks_direction(tmp_path):
+    from tfest_kit._early_stopping import _resolve_mode
+
+    assert _resolve_mode("accuracy", "auto") is True
+    assert _resolve_mode("auc_precision_recall", "auto") is True
+    assert _resolve_mode("loss", "auto") is False
+    assert _resolve_mode("average_loss", "auto") is False
+    assert _resolve_mode("loss", "max") is True

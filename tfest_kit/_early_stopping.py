@@ -1,0 +1,217 @@
+"""Early stopping on eval metrics, over the official ``tf.estimator.experimental`` hooks."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Optional
+
+from tfest_kit._tf import estimator as tf_estimator
+from tfest_kit._tf import tf, tf2
+
+__all__ = ["early_stopping"]
+
+_MAX_WORDS = re.compile(r"(acc|auc|precision|recall|f1|f_1|fscore|map|ndcg|iou|r2|top_?\d)", re.I)
+_MULTI_WORKER = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
+
+
+def _resolve_mode(monitor: str, mode: str) -> bool:
+    """Returns True when higher values of ``monitor`` are better."""
+    if mode not in ("min", "max", "auto"):
+        raise ValueError(f'`mode` must be "min", "max" or "auto". Got: {mode!r}')
+    if mode == "auto":
+        return bool(_MAX_WORDS.search(monitor)) and "loss" not in monitor.lower()
+    return mode == "max"
+
+
+def _read_eval_metrics(eval_dir: str) -> dict:
+    """``{step: {tag: value}}`` from the eval event files, like the official helper.
+
+    The official ``read_eval_metrics`` is not exported, so this is its public-API equivalent.
+    """
+    results: dict = {}
+    for path in tf.gfile.Glob(os.path.join(eval_dir, "events.out.tfevents.*")):
+        try:
+            for event in tf.train.summary_iterator(path):
+                if not event.HasField("summary"):
+                    continue
+                for value in event.summary.value:
+                    if value.HasField("simple_value"):
+                        results.setdefault(event.step, {})[value.tag] = value.simple_value
+        except tf.errors.DataLossError as e:  # a file still being written
+            tf.logging.warning("early_stopping: skipping the rest of %s: %s", path, e)
+    return dict(sorted(results.items()))
+
+
+class _NoImprovement:
+    """The stop predicate: no improvement larger than ``min_delta`` for ``patience_steps``."""
+
+    def __init__(self, eval_dir, monitor, higher_is_better, min_delta, patience_steps, min_steps):
+        self._eval_dir = eval_dir
+        self._monitor = monitor
+        self._higher = higher_is_better
+        self._min_delta = min_delta
+        self._patience = patience_steps
+        self._min_steps = min_steps
+        self._warned_empty = False
+
+    def _better(self, value: float, best: float) -> bool:
+        if self._higher:
+            return value > best + self._min_delta
+        return value < best - self._min_delta
+
+    def __call__(self) -> bool:
+        results = _read_eval_metrics(self._eval_dir)
+        if not results:
+            if not self._warned_empty:
+                tf.logging.warning(
+                    "early_stopping: no eval results in %s yet; training continues until the "
+                    "first evaluation writes some (run evaluate() or train_and_evaluate).",
+                    self._eval_dir,
+                )
+                self._warned_empty = True
+            return False
+        best = best_step = None
+        for step, metrics in results.items():
+            if step < self._min_steps:
+                continue
+            if self._monitor not in metrics:
+                raise ValueError(
+                    f"early_stopping: `monitor` {self._monitor!r} is not among the eval metrics "
+                    f"in {self._eval_dir} at step {step}. Available: {sorted(metrics)}."
+                )
+            value = metrics[self._monitor]
+            if best is None or self._better(value, best):
+                best, best_step = value, step
+            if step - best_step >= self._patience:
+                tf.logging.info(
+                    'early_stopping: no %s of more than %g in "%s" for %d steps (best %g at '
+                    "step %d); stopping.",
+                    "increase" if self._higher else "decrease",
+                    self._min_delta,
+                    self._monitor,
+                    step - best_step,
+                    best,
+                    best_step,
+                )
+                return True
+        return False
+
+
+def _check_int(name: str, value, minimum: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"`{name}` must be an int >= {minimum}. Got: {value!r}")
+
+
+def _dispatch_estimator(est):
+    """Works around the official multi-worker check, which is true for every strategy.
+
+    ``make_early_stopping_hook`` tests ``train_distribute and (generator)``; a generator is
+    always truthy, so a single-machine ``MirroredStrategy`` gets the multi-worker hook (which
+    rejects ``run_every_secs`` and needs a cross-replica variable). For strategies that are not
+    multi-worker the official factory is given a stand-in Estimator whose config has no
+    ``train_distribute``, so it picks the chief / non-chief hooks as intended.
+    """
+    strategy = est.config.train_distribute
+    if strategy is None or type(strategy).__name__.startswith(_MULTI_WORKER):
+        return est
+    logger = tf2.get_logger()
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # the stand-in would log its whole config
+    try:
+        return tf_estimator.Estimator(
+            model_fn=lambda features, labels, mode: None,
+            model_dir=est.model_dir,
+            config=est.config.replace(train_distribute=None),
+        )
+    finally:
+        logger.setLevel(level)
+
+
+def early_stopping(
+    estimator: tf_estimator.Estimator,
+    monitor: str = "loss",
+    *,
+    mode: str = "auto",
+    min_delta: float = 0.0,
+    patience_steps: int,
+    min_steps: int = 0,
+    run_every_steps: Optional[int] = None,
+    run_every_secs: Optional[float] = 60,
+    eval_dir: Optional[str] = None,
+) -> tf.train.SessionRunHook:
+    """Returns a hook that stops training when an eval metric stops improving.
+
+    Built on the official ``tf.estimator.experimental.make_early_stopping_hook`` with the
+    predicate of ``stop_if_no_decrease_hook`` / ``stop_if_no_increase_hook``, plus:
+
+    * the eval directory is created if missing (the official hook silently never fires);
+    * a warning (once) while no eval results exist yet;
+    * a ``ValueError`` listing the available metrics when ``monitor`` is not among them;
+    * ``min_delta``: smaller changes do not count as improvement;
+    * ``mode="auto"``: max for accuracy / auc / precision / recall / f1-like names, else min;
+    * a single-machine ``train_distribute`` (e.g. ``MirroredStrategy``) is no longer treated as
+      multi-worker.
+
+    Usage:
+
+    ```python
+    hook = early_stopping(est, "loss", patience_steps=1000, run_every_steps=100)
+    tf.estimator.train_and_evaluate(
+        est, tf.estimator.TrainSpec(train_input_fn, max_steps=100000, hooks=[hook]), eval_spec)
+    ```
+
+    Caveat: as with the official hook, in a distributed run the chief decides and the other
+    workers stop when told; a separate evaluator job is not stopped.
+
+    Args:
+      estimator: the ``tf.estimator.Estimator`` being trained (its ``eval_dir()`` is read).
+      monitor: the eval metric name, e.g. ``"loss"``, ``"accuracy"``.
+      mode: ``"min"``, ``"max"`` or ``"auto"``.
+      min_delta: the smallest change that counts as an improvement (>= 0).
+      patience_steps: stop after this many global steps without improvement.
+      min_steps: ignore evaluations before this global step.
+      run_every_steps: check every this many steps (then ``run_every_secs`` is ignored).
+      run_every_secs: check at most every this many seconds.
+      eval_dir: read this directory instead of ``estimator.eval_dir()``.
+
+    Returns:
+      A ``tf.compat.v1.train.SessionRunHook`` for ``train()`` or a ``TrainSpec``.
+
+    Raises:
+      TypeError: if ``estimator`` is not a ``tf.estimator.Estimator``.
+      ValueError: for a bad ``mode``, ``min_delta``, ``patience_steps`` or interval.
+    """
+    if not isinstance(estimator, tf_estimator.Estimator):
+        raise TypeError(
+            f"`estimator` must have type `tf.estimator.Estimator`. Got: {type(estimator)}"
+        )
+    if not isinstance(monitor, str) or not monitor:
+        raise ValueError(f"`monitor` must be a metric name. Got: {monitor!r}")
+    higher = _resolve_mode(monitor, mode)
+    if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)) or min_delta < 0:
+        raise ValueError(f"`min_delta` must be a number >= 0. Got: {min_delta!r}")
+    _check_int("patience_steps", patience_steps, 1)
+    _check_int("min_steps", min_steps, 0)
+    _check_int("run_every_steps", run_every_steps, 1, allow_none=True)
+    if run_every_steps is not None:
+        run_every_secs = None
+    elif run_every_secs is None or run_every_secs <= 0:
+        raise ValueError(
+            "Set `run_every_steps` (int >= 1) or `run_every_secs` (> 0). "
+            f"Got: run_every_steps=None, run_every_secs={run_every_secs!r}"
+        )
+    eval_dir = eval_dir or estimator.eval_dir()
+    tf.gfile.MakeDirs(eval_dir)
+    predicate = _NoImprovement(
+        eval_dir, monitor, higher, float(min_delta), patience_steps, min_steps
+    )
+    return tf_estimator.experimental.make_early_stopping_hook(
+        _dispatch_estimator(estimator),
+        predicate,
+        run_every_secs=run_every_secs,
+        run_every_steps=run_every_steps,
+    )

@@ -1,0 +1,217 @@
+"""Hooks that stop training safely: :class:`NanGuardHook` and :class:`PreemptionHook`."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+from collections.abc import Sequence
+from typing import Optional
+
+from tfest_kit._errors import TfestKitError
+from tfest_kit._progress import find_loss_tensor
+from tfest_kit._tf import estimator, tf
+
+__all__ = ["NanGuardHook", "NanLossError", "PreemptionHook"]
+
+
+class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
+    """The loss became NaN or infinite. Also a ``tf.train.NanLossDuringTrainingError``.
+
+    Attributes:
+      step: the global step whose loss was not finite.
+      last_finite_loss: the last finite loss seen, or None.
+      last_finite_step: the step of ``last_finite_loss``, or None.
+    """
+
+    def __init__(self, message: str, step: int, last_finite_loss, last_finite_step) -> None:
+        super().__init__(message)
+        self.message = message
+        self.step = step
+        self.last_finite_loss = last_finite_loss
+        self.last_finite_step = last_finite_step
+
+    def __str__(self) -> str:  # NanLossDuringTrainingError hard-codes its text
+        return self.message
+
+
+class NanGuardHook(tf.train.SessionRunHook):
+    """Stops training when the loss becomes NaN or infinite, naming the step and last good loss.
+
+    By default it raises :class:`NanLossError` (a ``tfest_kit.TfestKitError`` and a
+    ``tf.compat.v1.train.NanLossDuringTrainingError``, so code that catches either keeps
+    working). No checkpoint of the diverged weights is written: the session closes on the
+    exception. With ``fail=False`` it logs the same message and requests a clean stop instead
+    (then Estimator's checkpoint saver does save the last step).
+
+    The loss is fetched every step; it is the same tensor Estimator already fetches, so the
+    run does no extra work.
+
+    Args:
+      loss: the loss tensor or its name; None uses the last tensor of ``tf.GraphKeys.LOSSES``.
+      fail: raise (True) or just stop (False).
+
+    Example:
+
+        estimator.train(input_fn, max_steps=1000, hooks=[NanGuardHook()])
+    """
+
+    def __init__(self, loss=None, fail: bool = True) -> None:
+        self._loss_arg = loss
+        self._fail = bool(fail)
+
+    def begin(self) -> None:
+        self._loss = find_loss_tensor(self._loss_arg)
+        self._global_step = tf.train.get_global_step()
+        self._last_finite = None
+        self._last_finite_step = None
+
+    def before_run(self, run_context):
+        fetches = {"loss": self._loss}
+        if self._global_step is not None:
+            fetches["step"] = self._global_step
+        return tf.train.SessionRunArgs(fetches)
+
+    def after_run(self, run_context, run_values) -> None:
+        loss = float(run_values.results["loss"])
+        step = run_values.results.get("step")
+        if math.isfinite(loss):
+            self._last_finite, self._last_finite_step = loss, step
+            return
+        if self._last_finite is None:
+            previous = "no finite loss was seen before"
+        else:
+            previous = (
+                f"the last finite loss was {self._last_finite:g} at step {self._last_finite_step}"
+            )
+        message = (
+            f"Loss became {loss} at step {step}; {previous}. Lower the learning rate, clip "
+            "gradients or check the input for NaN/inf values."
+        )
+        tf.logging.error("%s", message)
+        if self._fail:
+            raise NanLossError(message, step, self._last_finite, self._last_finite_step)
+        run_context.request_stop()
+
+
+class PreemptionHook(tf.train.SessionRunHook):
+    """On SIGTERM / SIGINT: finish the current step, save a checkpoint there, stop cleanly.
+
+    The signal only sets a flag; the step that is running completes, then the hook saves a
+    checkpoint at that global step (chief only) and requests a stop, so ``train()`` returns
+    normally and a restart resumes from exactly that step. A second signal while stopping goes
+    to the previous handler (e.g. Ctrl-C twice kills the program). Previous handlers are put
+    back in ``end()``. After training, :attr:`preempted` tells the program whether to exit
+    instead of going on to evaluation or export.
+
+    Where the checkpoint goes: ``checkpoint_dir`` when given (the hook saves with its own
+    ``tf.train.Saver``); otherwise the session's own ``CheckpointSaverHook`` writes it when the
+    session closes - always present under Estimator, and in ``MonitoredTrainingSession`` when
+    it has a ``checkpoint_dir`` and a save interval.
+
+    Caveat: Python signal handlers can only be installed from the main thread; elsewhere the
+    hook logs a warning and does nothing.
+
+    Args:
+      checkpoint_dir: directory to save to; None relies on the session's checkpoint saver.
+      signals: the signals to catch.
+      is_chief: whether this task saves checkpoints; None reads ``TF_CONFIG`` (like
+        ``RunConfig``). Non-chief tasks only stop.
+
+    Example:
+
+        hook = PreemptionHook()
+        estimator.train(input_fn, max_steps=10000, hooks=[hook])
+        if hook.preempted:
+            sys.exit(0)   # the scheduler restarts us; training resumes from the checkpoint
+    """
+
+    def __init__(
+        self,
+        checkpoint_dir: Optional[str] = None,
+        signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT),
+        is_chief: Optional[bool] = None,
+    ) -> None:
+        if not signals:
+            raise ValueError(f"`signals` must name at least one signal. Got: {signals!r}")
+        self._checkpoint_dir = checkpoint_dir
+        self._signals = tuple(signals)
+        self._is_chief_arg = is_chief
+        self._preempted: Optional[int] = None
+
+    @property
+    def preempted(self) -> Optional[int]:
+        """The signal number that stopped the last run, or None."""
+        return self._preempted
+
+    def begin(self) -> None:
+        self._preempted = None
+        self._previous = {}
+        self._saved_step = None
+        if self._is_chief_arg is None:
+            self._is_chief = "TF_CONFIG" not in os.environ or estimator.RunConfig().is_chief
+        else:
+            self._is_chief = bool(self._is_chief_arg)
+        self._global_step = tf.train.get_global_step()
+        self._saver = None
+        if self._checkpoint_dir and self._is_chief:
+            # Built here because the graph is finalized once the session exists.
+            self._saver = tf.train.Saver(sharded=True, save_relative_paths=True)
+            tf.gfile.MakeDirs(self._checkpoint_dir)
+
+    def after_create_session(self, session, coord) -> None:
+        del session, coord
+        if threading.current_thread() is not threading.main_thread():
+            tf.logging.warning(
+                "PreemptionHook: not in the main thread, so signal handlers cannot be "
+                "installed; preemption will not be handled."
+            )
+            return
+        for signum in self._signals:
+            self._previous[signum] = signal.getsignal(signum)
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        if self._preempted is not None:
+            # Second signal: the user insists; hand it to whoever had it before us.
+            previous = self._previous.get(signum, signal.SIG_DFL)
+            self._restore()
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                signal.raise_signal(signum)
+            return
+        self._preempted = signum
+
+    def after_run(self, run_context, run_values) -> None:
+        if self._preempted is None or self._saved_step is not None:
+            return
+        step = None
+        if self._global_step is not None:
+            step = int(run_context.session.run(self._global_step))
+        name = signal.Signals(self._preempted).name
+        if self._saver is not None:
+            path = self._saver.save(
+                run_context.session,
+                os.path.join(self._checkpoint_dir, "model.ckpt"),
+                global_step=step,
+            )
+            tf.logging.warning("%s received: saved %s; stopping at step %s.", name, path, step)
+        else:
+            tf.logging.warning(
+                "%s received: stopping at step %s; the session's checkpoint saver writes it.",
+                name,
+                step,
+            )
+        self._saved_step = step if step is not None else -1
+        run_context.request_stop()
+
+    def _restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        self._previous = {}
+
+    def end(self, session) -> None:
+        del session
+        self._restore()
