@@ -313,3 +313,15 @@ def test_early_stopping_auto_mode_picks_direction(tmp_path):
     assert _resolve_mode("loss", "auto") is False
     assert _resolve_mode("average_loss", "auto") is False
     assert _resolve_mode("loss", "max") is True
+
+
+def test_early_stopping_with_single_machine_mirrored_strategy(tmp_path):
+    # The official factory treats any train_distribute as multi-worker and rejects
+    # run_every_secs; a one-machine MirroredStrategy must get the ordinary chief hook.
+    strategy = tf2.distribute.MirroredStrategy(["/cpu:0"])
+    config = estimator.RunConfig(model_dir=str(tmp_path), train_distribute=strategy)
+    est = estimator.Estimator(_model_fn, config=config, params={"lr": 0.0})
+    hook = hooks.early_stopping(est, patience_steps=5, run_every_secs=1)
+    _write_eval_events(est.eval_dir(), [(0, 1.0), (10, 1.0)])
+    est.train(_input_fn(), max_steps=200, hooks=[hook])
+    assert est.get_variable_value("global_step") < 200

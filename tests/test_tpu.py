@@ -286,3 +286,14 @@ def test_no_tpu_detection_without_network(monkeypatch):
     assert config.master == ""
     optimizer = tf.train.AdamOptimizer()
     assert tpu.CrossShardOptimizer(optimizer) is optimizer
+
+
+def test_unreachable_master_is_ignored_with_one_warning(model_dir, captured_log):
+    def model_fn(features, labels, mode, params):
+        raise AssertionError("not reached")
+
+    config = tpu.RunConfig(model_dir=model_dir, master="grpc://127.0.0.1:1")
+    est = tpu.TPUEstimator(model_fn, config=config, train_batch_size=8)
+    assert est.config.master == ""
+    warnings = [line for line in captured_log if "ignoring TPU-only settings" in line]
+    assert len(warnings) == 1 and "grpc://127.0.0.1:1" in warnings[0], warnings

@@ -139,6 +139,7 @@ class PreemptionHook(tf.train.SessionRunHook):
         self._signals = tuple(signals)
         self._is_chief_arg = is_chief
         self._preempted: Optional[int] = None
+        self._previous: dict = {}
 
     @property
     def preempted(self) -> Optional[int]:
@@ -146,8 +147,9 @@ class PreemptionHook(tf.train.SessionRunHook):
         return self._preempted
 
     def begin(self) -> None:
+        # A run that ended in an exception never reached end(): put its handlers back first.
+        self._restore()
         self._preempted = None
-        self._previous = {}
         self._saved_step = None
         if self._is_chief_arg is None:
             self._is_chief = "TF_CONFIG" not in os.environ or estimator.RunConfig().is_chief
