@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import IO, Optional
 
@@ -30,6 +31,9 @@ def enable_tf1_behavior() -> None:
     """
     tf.disable_v2_tensorshape()
     tf.disable_eager_execution()
+    # Keras' legacy tf.layers print a UserWarning per call; --report lists them once instead,
+    # as tfest_kit.logs.setup() does for TensorFlow's own deprecation warnings.
+    warnings.filterwarnings("ignore", message=r"`tf\.layers\.", category=UserWarning)
 
 
 def _exit_status(exit_: SystemExit) -> int:
