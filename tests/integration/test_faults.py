@@ -1,0 +1,157 @@
+"""Fault tests: SIGKILL at random moments, preemption, disk faults (all local, bounded in time)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+from tfest_kit._tf import tf
+
+pytestmark = pytest.mark.slow
+
+PROGRAM = str(ROOT / "tests" / "programs" / "crash_train.py")
+
+
+class _Run:
+    """One run of the crash program with its output collected line by line in a thread."""
+
+    def __init__(self, model_dir: str, *args: str) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, PROGRAM, f"--model_dir={model_dir}", *args],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        self._new: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            self._new.put(line)
+        self._new.put(None)
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def start_step(self):
+        found = [
+            int(m.group(1)) for m in map(re.compile(r"^START step=(\d+)").match, self.lines) if m
+        ]
+        return found[0] if found else None
+
+    def last_step(self):
+        steps = [int(line.split()[1]) for line in self.lines if line.startswith("STEP ")]
+        return steps[-1] if steps else None
+
+    def wait_until(self, predicate, timeout: float) -> bool:
+        """Waits until ``predicate(self)`` holds, the program ends, or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self):
+            try:
+                if self._new.get(timeout=max(0.0, deadline - time.monotonic())) is None:
+                    return predicate(self)
+            except queue.Empty:
+                return False
+        return True
+
+    def kill(self, signum: int = signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signum)
+
+    def finish(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.kill()
+                self.proc.wait(10)
+            self.wait_until(lambda r: False, 5)  # drain the last lines
+
+
+def _listed_checkpoints(model_dir: str) -> list[str]:
+    state = tf.train.get_checkpoint_state(model_dir)
+    return list(state.all_model_checkpoint_paths) if state else []
+
+
+def _step_of(path: str) -> int:
+    return int(path.rsplit("-", 1)[1])
+
+
+def _restore_all(model_dir: str) -> list[int]:
+    """Reads every tensor of every checkpoint the `checkpoint` file lists; returns their steps."""
+    steps = []
+    for path in _listed_checkpoints(model_dir):
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+        assert reader.get_tensor("global_step") == _step_of(path)
+        steps.append(_step_of(path))
+    return steps
+
+
+SAVE_STEPS = 10
+MAX_STEPS = 600
+
+
+def test_sigkill_at_random_moments_then_resume(tmp_path):
+    model_dir = str(tmp_path / "model")
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    args = [f"--max_steps={MAX_STEPS}", f"--save_steps={SAVE_STEPS}", "--step_sleep=0.005"]
+    kills, reached, log = 0, None, [f"seed={seed}"]
+    while kills < 10:
+        latest = tf.train.latest_checkpoint(model_dir)
+        run = _Run(model_dir, *args)
+        try:
+            if kills % 4 == 1:
+                # Some kills land during start-up: import, graph building or restoring.
+                run.wait_until(lambda r: False, rng.uniform(0.5, 4.0))
+            else:
+                # The rest at a random moment after some progress, i.e. anywhere relative
+                # to the checkpoint writes (before, during or after one).
+                target = rng.randint(1, 3 * SAVE_STEPS)
+                assert run.wait_until(
+                    lambda r, t=target: r.start_step() is not None
+                    and (r.last_step() or 0) >= r.start_step() + t,
+                    timeout=120,
+                ), run.output
+                time.sleep(rng.uniform(0, 0.2))
+            assert run.proc.poll() is None, f"finished before kill {kills}:\n{run.output}"
+            run.kill()
+        finally:
+            run.finish(timeout=30)
+        kills += 1
+        start = run.start_step()
+        log.append(f"kill {kills}: latest={latest} start={start} last={run.last_step()}")
+        if start is not None:
+            # It resumed from the latest checkpoint, and lost at most one save interval.
+            assert start == (_step_of(latest) if latest else 0), "\n".join(log)
+            if reached is not None:
+                assert start >= reached - SAVE_STEPS, "\n".join(log)
+            reached = max(start, run.last_step() or start)
+        assert _restore_all(model_dir) == sorted(_restore_all(model_dir)), "\n".join(log)
+    run = _Run(model_dir, *args)
+    assert run.finish(timeout=180) == 0, run.output
+    log.append(f"final: start={run.start_step()} last={run.last_step()}")
+    assert run.start_step() >= reached - SAVE_STEPS, "\n".join(log)
+    assert f"DONE step={MAX_STEPS}" in run.output, run.output
+    steps = _restore_all(model_dir)
+    assert steps[-1] == MAX_STEPS and len(steps) >= 2, "\n".join(log)
