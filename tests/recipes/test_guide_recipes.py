@@ -1,0 +1,85 @@
+"""The tensorflow.org-guide recipes, each run at test size as a subprocess.
+
+Each test asserts the exit code, the printed metrics above a floor and that the exported
+SavedModel answers through ``tfest_kit.serving.Predictor`` (the recipes print its answer).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from tests.conftest import run_program
+
+pytestmark = pytest.mark.slow
+
+
+def _number(pattern: str, text: str) -> float:
+    match = re.search(pattern, text)
+    assert match, f"pattern {pattern!r} not in the output:\n{text}"
+    return float(match.group(1))
+
+
+def _exports(model_dir) -> list:
+    base = os.path.join(model_dir, "export")
+    return [d for d in os.listdir(base) if d.isdigit()]
+
+
+def test_iris_custom_estimator(tmp_path):
+    proc = run_program(
+        ["-m", "recipes.iris_custom_estimator", "--steps=300", f"--model_dir={tmp_path}"]
+    )
+    out = proc.stdout
+    assert (tmp_path / "data" / "train.csv").exists() and (tmp_path / "data" / "test.csv").exists()
+    assert _number(r"Test set accuracy: ([\d.]+)", out) >= 0.9
+    assert len(re.findall(r'Prediction is "(\w+)" \([\d.]+%\), expected "\1"', out)) >= 2
+    assert "Predictor answer: ['Setosa', 'Versicolor', 'Virginica']" in out
+    assert len(_exports(tmp_path)) == 1
+    # The TRAIN branch writes the accuracy summary for TensorBoard.
+    assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path))
+
+
+def test_premade_estimators(tmp_path):
+    proc = run_program(
+        ["-m", "recipes.premade_estimators", "--steps=150", f"--model_dir={tmp_path}"]
+    )
+    out = proc.stdout
+    rows = re.findall(r"^(\w+Classifier)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+    assert [r[0] for r in rows] == [
+        "LinearClassifier",
+        "DNNClassifier",
+        "DNNLinearCombinedClassifier",
+    ], out
+    accuracy = {name: float(acc) for name, acc, _, _ in rows}
+    auc = {name: float(a) for name, _, a, _ in rows}
+    assert min(accuracy.values()) >= 0.75 and max(accuracy.values()) >= 0.92, out
+    assert max(auc.values()) >= 0.95, out
+    best = re.search(r"Best by AUC: (\w+);", out).group(1)
+    assert auc[best] == max(auc.values())
+    assert _number(r"Predictor agreement: (\d+)/5", out) >= 4
+    assert len(_exports(tmp_path)) == 1
+
+
+def test_tfrecord_head(tmp_path):
+    proc = run_program(["-m", "recipes.tfrecord_head", "--steps=300", f"--model_dir={tmp_path}"])
+    out = proc.stdout
+    shards = sorted(os.listdir(tmp_path / "data"))
+    assert len([s for s in shards if s.startswith("train.tfrecord-")]) == 4
+    assert _number(r"Test accuracy: ([\d.]+)", out) >= 0.9
+    assert _number(r"Predictor accuracy on 45 serialized test examples: ([\d.]+)", out) >= 0.9
+    assert len(_exports(tmp_path)) == 1
+
+
+def test_tpu_digits_falls_back_and_learns(tmp_path):
+    proc = run_program(["-m", "recipes.tpu_digits", "--steps=300", f"--model_dir={tmp_path}"])
+    out, log = proc.stdout, proc.stderr
+    assert "No TPU found" in log
+    assert len(re.findall(r"loss = [\d.]+, step = \d+", log)) >= 2, log
+    # eval_metrics as (metric_fn, [labels, logits]) and as (metric_fn, {"labels", "logits"}).
+    list_form = _number(r"Test accuracy: ([\d.]+) .*as a list", out)
+    dict_form = _number(r"Test accuracy: ([\d.]+) .*as a dict", out)
+    assert list_form >= 0.9 and dict_form == list_form
+    assert _number(r"Predictor accuracy on 360 test images: ([\d.]+)", out) >= 0.9
+    assert len(_exports(tmp_path)) == 1
