@@ -1,0 +1,159 @@
+"""``python -m tfest_kit predict`` / ``signature`` on real exports.
+
+A few runs are real subprocesses (each costs a TensorFlow import, seconds); the rest call
+``tfest_kit.__main__.main`` in-process, which is the same code path after argument parsing.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_program
+from tfest_kit import serving
+from tfest_kit.__main__ import main
+from tfest_kit._tf import estimator, tf, tf2
+
+RNG = np.random.RandomState(2)
+X = RNG.randn(32, 3).astype(np.float32)
+Y = (X[:, 0] > 0).astype(np.int32)
+
+
+def _model_fn(features, labels, mode):
+    net = tf.reduce_mean(features["image"], axis=[1, 2]) if "image" in features else features["x"]
+    logits = tf.layers.dense(net, 2, name="logits")
+    predictions = {"logits": logits, "class_ids": tf.argmax(logits, 1)}
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions=predictions)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.train.AdamOptimizer(0.05).minimize(loss, tf.train.get_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    est = estimator.Estimator(_model_fn, model_dir=str(root / "model"))
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat().batch(8), steps=5)
+    raw = est.export_saved_model(str(root / "raw"), serving.raw_receiver({"x": X}))
+    parsing = est.export_saved_model(
+        str(root / "parsing"),
+        serving.parsing_receiver({"x": tf.io.FixedLenFeature([3], tf.float32)}),
+    )
+    images = estimator.Estimator(_model_fn, model_dir=str(root / "images"))
+    images.train(
+        lambda: tf.data.Dataset.from_tensors(
+            ({"image": np.zeros((2, 4, 4, 3), np.float32)}, [0, 1])
+        ),
+        steps=1,
+    )
+    image = images.export_saved_model(str(root / "image"), serving.image_bytes_receiver(4))
+    return {
+        "root": root,
+        "raw": raw.decode(),
+        "parsing": parsing.decode(),
+        "image": image.decode(),
+        "expected": serving.Predictor(raw.decode())({"x": X[:3]}),
+    }
+
+
+def _write(root, name, body):
+    path = root / name
+    path.write_text(json.dumps(body))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_predict_round_trips_json_in_a_subprocess(exports):
+    root, expected = exports["root"], exports["expected"]
+    request = _write(root, "rows.json", {"instances": [{"x": row} for row in X[:3].tolist()]})
+    # The base directory works too: the newest complete export is used.
+    proc = run_program(["-m", "tfest_kit", "predict", str(root / "raw"), "--json", request])
+    predictions = json.loads(proc.stdout)["predictions"]
+    assert len(predictions) == 3 and sorted(predictions[0]) == ["class_ids", "logits"]
+    np.testing.assert_allclose([p["logits"] for p in predictions], expected["logits"], atol=1e-5)
+    assert [p["class_ids"] for p in predictions] == expected["class_ids"].tolist()
+
+
+def test_predict_reads_plain_values_from_stdin(exports, capsys, monkeypatch):
+    body = json.dumps({"instances": X[:3].tolist()})
+    monkeypatch.setattr(sys, "stdin", io.StringIO(body))
+    code, out, err = _main(["predict", exports["raw"], "--json", "-"], capsys)
+    assert code == 0, err
+    logits = [p["logits"] for p in json.loads(out)["predictions"]]
+    np.testing.assert_allclose(logits, exports["expected"]["logits"], atol=1e-5)
+
+
+def _main(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_predict_parsing_and_image_exports(exports, capsys):
+    root = exports["root"]
+    request = _write(root, "features.json", {"instances": [{"x": row} for row in X[:3].tolist()]})
+    code, out, err = _main(["predict", exports["parsing"], "--json", request], capsys)
+    assert code == 0, err
+    logits = [p["logits"] for p in json.loads(out)["predictions"]]
+    np.testing.assert_allclose(logits, exports["expected"]["logits"], atol=1e-5)
+
+    png = tf2.io.encode_png(np.full((6, 6, 3), 200, np.uint8)).numpy()
+    encoded = {"b64": base64.b64encode(png).decode()}
+    request = _write(root, "image.json", {"instances": [encoded, encoded]})
+    code, out, err = _main(["predict", exports["image"], "--json", request], capsys)
+    assert code == 0, err
+    predictions = json.loads(out)["predictions"]
+    assert len(predictions) == 2 and predictions[0] == predictions[1]
+
+
+def test_predict_reports_bad_requests(exports, capsys):
+    root = exports["root"]
+    wrong = _write(root, "wrong.json", {"instances": [{"z": [1, 2, 3]}]})
+    code, _, err = _main(["predict", exports["raw"], "--json", wrong], capsys)
+    assert code == 2 and "missing: ['x']" in err and "x: float32 [None, 3]" in err
+    shape = _write(root, "shape.json", {"instances": [[1.0, 2.0]]})
+    code, _, err = _main(["predict", exports["raw"], "--json", shape], capsys)
+    assert code == 2 and "shape [1, 2]" in err
+    empty = _write(root, "empty.json", {"rows": []})
+    code, _, err = _main(["predict", exports["raw"], "--json", empty], capsys)
+    assert code == 2 and '"instances"' in err
+    code, _, err = _main(["predict", str(root / "nothing"), "--json", wrong], capsys)
+    assert code == 1 and "No export found" in err
+
+
+@pytest.mark.slow
+def test_signature_lists_inputs_and_outputs(exports, capsys):
+    proc = run_program(["-m", "tfest_kit", "signature", exports["parsing"]])
+    assert "signature_def['serving_default']" in proc.stdout
+    assert "examples: string shape [-1]" in proc.stdout
+    assert "logits: float32 shape [-1, 2]" in proc.stdout
+    code, out, _ = _main(["signature", str(exports["root"] / "raw"), "--json"], capsys)
+    info = json.loads(out)
+    assert code == 0
+    assert info["export_dir"] == exports["raw"]
+    assert info["signatures"]["serving_default"]["inputs"]["x"] == {
+        "dtype": "float32",
+        "shape": [-1, 3],
+        "tensor": "x:0",
+    }
+
+
+@pytest.mark.slow
+def test_help_lists_every_command(capsys):
+    proc = run_program(["-m", "tfest_kit", "--help"])
+    for command in ("predict", "signature"):
+        assert command in proc.stdout
+    for command in ("predict", "signature"):
+        with pytest.raises(SystemExit) as exit_info:
+            main([command, "--help"])
+        assert exit_info.value.code == 0
+        assert "EXPORT_DIR" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2

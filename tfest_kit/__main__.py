@@ -1,0 +1,59 @@
+"""The ``python -m tfest_kit`` command line.
+
+Each subcommand lives in its own module ``tfest_kit/_cli_<name>.py`` exposing
+``add_parser(subparsers) -> argparse.ArgumentParser`` (which sets ``func=run`` as a default)
+and ``run(args) -> int`` (the exit code). Modules are found by that file name, so adding a
+command is adding a file; nothing here needs editing.
+
+Example:
+
+    python -m tfest_kit signature model_dir/export/best
+    python -m tfest_kit predict model_dir/export/best --json request.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+import tfest_kit
+
+__all__ = ["build_parser", "main", "command_modules"]
+
+_PREFIX = "_cli_"
+
+
+def command_modules() -> list:
+    """Imports and returns every ``tfest_kit._cli_*`` module, sorted by command name."""
+    names = sorted(
+        info.name
+        for info in pkgutil.iter_modules(tfest_kit.__path__)
+        if info.name.startswith(_PREFIX)
+    )
+    return [importlib.import_module(f"tfest_kit.{name}") for name in names]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Returns the top-level parser with one subparser per command module."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tfest_kit",
+        description="tfest_kit command line: serve, inspect and check Estimator models.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in command_modules():
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Parses ``argv`` (default ``sys.argv[1:]``), runs the command, returns its exit code."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""``python -m tfest_kit predict EXPORT_DIR --json FILE``: answer a TF Serving REST request.
+
+Reads ``{"instances": [...]}`` (row format: a list of ``{input: value}`` objects, or of plain
+values when the signature has one input) or ``{"inputs": {input: [...]}}`` (column format)
+from FILE (``-`` for stdin) and prints ``{"predictions": [...]}``: one object per instance,
+or one value per instance when the signature has one output. Binary strings are written as
+``{"b64": "..."}`` both ways. For a model exported with a parsing receiver, instances may be
+plain feature objects. EXPORT_DIR may be one export or a directory of numbered exports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+__all__ = ["add_parser", "run", "features_from_request", "predictions_to_json"]
+
+
+class RequestError(ValueError):
+    """The request JSON does not have the TF Serving REST shape."""
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"b64"}:
+        return base64.b64decode(value["b64"])
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def features_from_request(request: Any, input_names: list[str]) -> dict:
+    """Turns a TF Serving REST request body into a dict of columns for :class:`Predictor`.
+
+    Args:
+      request: the parsed JSON.
+      input_names: the signature's input names (used when instances are plain values).
+
+    Returns:
+      Input (or feature) name -> list of per-instance values.
+
+    Raises:
+      RequestError: if the body has neither ``instances`` nor ``inputs`` or mixes row shapes.
+    """
+    if not isinstance(request, dict) or not ({"instances", "inputs"} & set(request)):
+        raise RequestError(
+            'The request must be a JSON object with "instances" (a list) or "inputs". '
+            f"Got keys: {sorted(request) if isinstance(request, dict) else type(request).__name__}"
+        )
+    if "inputs" in request:
+        inputs = request["inputs"]
+        if isinstance(inputs, dict):
+            return {k: _decode(v) for k, v in inputs.items()}
+        if len(input_names) != 1:
+            raise RequestError(
+                f'"inputs" must be an object naming the inputs {input_names}. Got a list'
+            )
+        return {input_names[0]: _decode(inputs)}
+    instances = request["instances"]
+    if not isinstance(instances, list) or not instances:
+        raise RequestError(f'"instances" must be a non-empty list. Got: {instances!r:.80}')
+    rows_are_objects = [isinstance(i, dict) and set(i) != {"b64"} for i in instances]
+    if all(rows_are_objects):
+        keys = set(instances[0])
+        if any(set(i) != keys for i in instances):
+            raise RequestError('Every object in "instances" must have the same keys')
+        return {k: [_decode(i[k]) for i in instances] for k in sorted(keys)}
+    if any(rows_are_objects):
+        raise RequestError('"instances" mixes objects and plain values')
+    if len(input_names) != 1:
+        raise RequestError(
+            f"The signature has inputs {input_names}: each instance must be an object "
+            "naming them"
+        )
+    return {input_names[0]: [_decode(i) for i in instances]}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value] if value.dtype == object else _jsonable(value.tolist())
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"b64": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    return value
+
+
+def predictions_to_json(outputs: dict, count: int) -> dict:
+    """Turns :class:`Predictor` outputs into ``{"predictions": [...]}`` (row format)."""
+
+    def row(array, i):
+        array = np.asarray(array)
+        return array[i] if array.ndim and array.shape[0] == count else array
+
+    names = sorted(outputs)
+    if len(names) == 1:
+        rows = [_jsonable(row(outputs[names[0]], i)) for i in range(count)]
+    else:
+        rows = [{k: _jsonable(row(outputs[k], i)) for k in names} for i in range(count)]
+    return {"predictions": rows}
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Registers ``predict`` on an ``argparse`` subparsers object."""
+    parser = subparsers.add_parser(
+        "predict",
+        help="run an exported SavedModel on a TF Serving style JSON request",
+        description=__doc__.split("\n\n")[1],
+    )
+    parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export or its base dir")
+    parser.add_argument(
+        "--json", required=True, metavar="FILE", help='request file, or "-" for stdin'
+    )
+    parser.add_argument("--signature", default="serving_default", help="signature to run")
+    parser.add_argument(
+        "--batch_size", type=int, default=1024, help="largest batch per run (default 1024)"
+    )
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``predict``; returns 0, 1 if no export is found, 2 for a bad request."""
+    from tfest_kit.serving import ExportNotFoundError, Predictor
+
+    try:
+        if args.json == "-":
+            request = json.load(sys.stdin)
+        else:
+            with open(args.json) as f:
+                request = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"predict: cannot read the request {args.json!r}: {e}", file=sys.stderr)
+        return 2
+    try:
+        predictor = Predictor(args.export_dir, args.signature, batch_size=args.batch_size)
+    except ExportNotFoundError as e:
+        print(f"predict: {e}", file=sys.stderr)
+        return 1
+    with predictor:
+        try:
+            features = features_from_request(request, list(predictor.inputs))
+            outputs = predictor(features)
+        except (ValueError, TypeError) as e:
+            print(f"predict: {e}", file=sys.stderr)
+            return 2
+    count = len(next(iter(features.values())))
+    json.dump(predictions_to_json(outputs, count), sys.stdout)
+    sys.stdout.write("\n")
+    return 0

@@ -1,0 +1,76 @@
+"""``python -m tfest_kit signature EXPORT_DIR``: what an exported model takes and returns.
+
+Prints every signature of the SavedModel with the name, dtype and shape of each input and output
+(-1 = any size), like ``saved_model_cli show --all``. EXPORT_DIR may be one export or a
+directory of numbered exports (the newest complete one is used).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["add_parser", "run", "format_signatures"]
+
+
+def _shape(spec) -> list:
+    return None if spec.shape.rank is None else [-1 if d is None else d for d in spec.shape]
+
+
+def _as_dict(signatures: dict) -> dict:
+    return {
+        name: {
+            "method": sig["method"],
+            **{
+                side: {
+                    k: {"dtype": s.dtype.name, "shape": _shape(s), "tensor": s.name}
+                    for k, s in sig[side].items()
+                }
+                for side in ("inputs", "outputs")
+            },
+        }
+        for name, sig in signatures.items()
+    }
+
+
+def format_signatures(export_dir: str, signatures: dict) -> str:
+    """Formats :meth:`Predictor.signatures` output as text, one tensor per line."""
+    lines = [f"SavedModel: {export_dir}"]
+    for name, sig in _as_dict(signatures).items():
+        lines.append(f"\nsignature_def[{name!r}]  method: {sig['method']}")
+        for side in ("inputs", "outputs"):
+            lines.append(f"  {side}:")
+            for key, t in sig[side].items():
+                shape = "unknown rank" if t["shape"] is None else f"shape {t['shape']}"
+                lines.append(f"    {key}: {t['dtype']} {shape}  ({t['tensor']})")
+    return "\n".join(lines) + "\n"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Registers ``signature`` on an ``argparse`` subparsers object."""
+    parser = subparsers.add_parser(
+        "signature",
+        help="show inputs and outputs of an exported SavedModel",
+        description=__doc__.split("\n\n")[1],
+    )
+    parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export or its base dir")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``signature``; returns 0, or 1 if no export is found."""
+    from tfest_kit.serving import ExportNotFoundError, read_signatures
+
+    try:
+        export_dir, signatures = read_signatures(args.export_dir)
+    except ExportNotFoundError as e:
+        print(f"signature: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"export_dir": export_dir, "signatures": _as_dict(signatures)}, indent=1))
+    else:
+        sys.stdout.write(format_signatures(export_dir, signatures))
+    return 0
