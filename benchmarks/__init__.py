@@ -1,0 +1,6 @@
+"""Side-by-side measurements of tfest_kit against the official APIs it wraps.
+
+Run ``python -m benchmarks [--quick] [--cases a,b] [--repeats N]``; see ``benchmarks/_harness.py``
+for how cases are run and ``benchmarks/cases/`` for what each one measures. Results go to
+``benchmarks/results/latest.md`` and ``latest.json`` (``quick.*`` for ``--quick``).
+"""

@@ -1,0 +1,119 @@
+"""``python -m benchmarks``: run every case interleaved and write the results table.
+
+Example:
+
+    python -m benchmarks                          # full run -> benchmarks/results/latest.md
+    python -m benchmarks --quick                  # < 3 min smoke run -> results/quick.md
+    python -m benchmarks --cases mlp,serving --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Optional
+
+from benchmarks import _harness
+
+_RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def _case_list(text: str) -> list:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in _harness.CASE_NAMES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown case(s) {unknown or text!r}; choose from {', '.join(_harness.CASE_NAMES)}"
+        )
+    return names
+
+
+def _repeats(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--repeats must be an int >= 1. Got: {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Side-by-side benchmarks of tfest_kit, tf.estimator, TPUEstimator and Keras. "
+        "Cases run interleaved (A B C A B C …), each repetition in a fresh process.",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer steps, one process per repetition (< 3 min)"
+    )
+    parser.add_argument(
+        "--cases",
+        type=_case_list,
+        default=list(_harness.CASE_NAMES),
+        help=f"comma-separated subset of: {', '.join(_harness.CASE_NAMES)}",
+    )
+    parser.add_argument(
+        "--repeats", type=_repeats, default=3, help="repetitions per variant (default 3)"
+    )
+    parser.add_argument(
+        "--out-dir",
+        default=_RESULTS,
+        help="where <stem>.md and <stem>.json go (default benchmarks/results)",
+    )
+    parser.add_argument(
+        "--stem", default=None, help="file name stem (default latest, or quick with --quick)"
+    )
+    parser.add_argument(
+        "--workdir", default=None, help="scratch directory to keep (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds per child process (default 900)"
+    )
+    return parser
+
+
+def main(argv: Optional[list] = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.repeats < 3:
+        print(f"note: --repeats {args.repeats} < 3; medians of fewer than 3 runs are fragile")
+    start = time.time()
+    machine = _harness.machine_info()
+    workdir = args.workdir or tempfile.mkdtemp(prefix="tfest_kit_bench_")
+    try:
+        results = _harness.run_benchmarks(
+            args.cases,
+            repeats=args.repeats,
+            quick=args.quick,
+            workdir=workdir,
+            timeout=args.timeout,
+            log=lambda line: print(line, flush=True),
+        )
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    goals = [g for name in args.cases for g in _harness.load_case(name).GOALS]
+    shown_argv = " ".join(argv if argv is not None else sys.argv[1:])
+    settings = {
+        "command": f" {shown_argv}" if shown_argv else "",
+        "cases": args.cases,
+        "repeats": args.repeats,
+        "quick": args.quick,
+        "seconds": time.time() - start,
+    }
+    stem = args.stem or ("quick" if args.quick else "latest")
+    md_path, json_path = _harness.write_report(
+        results, goals, machine, settings, args.out_dir, stem
+    )
+    with open(md_path) as f:
+        print(f.read())
+    print(f"wrote {md_path} and {json_path}")
+    return 1 if results.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Benchmark cases; each module defines ``CASE`` and ``GOALS`` and imports TensorFlow lazily."""

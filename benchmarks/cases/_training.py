@@ -1,0 +1,165 @@
+"""Steady-state training throughput of one model under four front ends.
+
+* ``tfest_kit``: ``tfest_kit.tpu.TPUEstimator(use_tpu=False)``, the fallback, loss logging on;
+* ``estimator``: ``tf.estimator.Estimator`` with the same model_fn (EstimatorSpec);
+* ``stock_tpu``: ``tf.compat.v1.estimator.tpu.TPUEstimator(use_tpu=False)``;
+* ``keras``: ``model.fit`` on the same network written with Keras layers.
+
+Throughput is examples/sec between the end of warm-up step ``warmup`` and the last step,
+timed by a hook (Keras: a callback) so graph building, session start and the final
+checkpoint are left out; cold start has its own case.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from typing import Callable
+
+import numpy as np
+
+from tfest_kit._tf import estimator, tf, tf2
+
+__all__ = ["VARIANTS", "train_throughput", "matmul_gflops"]
+
+VARIANTS = ("tfest_kit", "estimator", "stock_tpu", "keras")
+_EXAMPLES = 512
+
+
+class _StepTimer(estimator.SessionRunHook):
+    def __init__(self, warmup: int):
+        self._warmup = warmup
+        self.calls = 0
+        self.start = self.last = None
+
+    def after_run(self, run_context, run_values):
+        self.calls += 1
+        now = time.perf_counter()
+        if self.calls == self._warmup:
+            self.start = now
+        self.last = now
+
+
+def _data(features_fn: Callable, seed: int = 0):
+    rng = np.random.RandomState(seed)
+    features = features_fn(rng, _EXAMPLES)
+    labels = rng.randint(0, 2, size=_EXAMPLES).astype(np.int32)
+    return features, labels
+
+
+def _dataset(features, labels, batch_size):
+    ds = tf2.data.Dataset.from_tensor_slices((features, labels)).repeat()
+    return ds.batch(batch_size, drop_remainder=True).prefetch(tf2.data.AUTOTUNE)
+
+
+def _estimator_model_fn(logits_fn: Callable, learning_rate: float, tpu_spec: bool):
+    def model_fn(features, labels, mode):
+        logits = logits_fn(features)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        optimizer = tf.train.AdamOptimizer(learning_rate)
+        train_op = optimizer.minimize(loss, global_step=tf.train.get_global_step())
+        if tpu_spec:
+            return estimator.tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    if not tpu_spec:
+        return model_fn
+    # TPUEstimator requires a `params` argument; Estimator warns when it is there unused.
+    return lambda features, labels, mode, params: model_fn(features, labels, mode)
+
+
+def train_throughput(
+    variant: str,
+    *,
+    logits_fn: Callable,
+    keras_fn: Callable,
+    features_fn: Callable,
+    batch_size: int,
+    warmup: int,
+    steps: int,
+    learning_rate: float = 1e-3,
+) -> float:
+    """Trains ``warmup + steps`` steps with ``variant``; returns examples/sec over ``steps``.
+
+    ``logits_fn(features) -> logits`` builds the TF1 graph; ``keras_fn() -> keras.Model`` the
+    same network in Keras; ``features_fn(rng, n)`` makes the features (a dict for Estimators).
+    """
+    features, labels = _data(features_fn)
+    total = warmup + steps
+    model_dir = tempfile.mkdtemp(prefix=f"bench_{variant}_")
+    if variant == "keras":
+        return _keras_throughput(keras_fn, features, labels, batch_size, warmup, total)
+
+    def input_fn(params=None):
+        size = (params or {}).get("batch_size", batch_size)
+        return _dataset(features, labels, size)
+
+    timer = _StepTimer(warmup)
+    # The same checkpoint and summary cadence for every Estimator: a save at the start and end.
+    common = {"model_dir": model_dir, "save_checkpoints_steps": 100_000, "tf_random_seed": 0}
+    if variant == "estimator":
+        model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=False)
+        est = estimator.Estimator(model_fn, config=estimator.RunConfig(**common))
+    elif variant == "stock_tpu":
+        model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
+        est = estimator.tpu.TPUEstimator(
+            model_fn,
+            config=estimator.tpu.RunConfig(**common),
+            use_tpu=False,
+            train_batch_size=batch_size,
+        )
+    elif variant == "tfest_kit":
+        from tfest_kit import tpu
+
+        model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
+        est = tpu.TPUEstimator(
+            model_fn, config=tpu.RunConfig(**common), use_tpu=False, train_batch_size=batch_size
+        )
+    else:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+    est.train(input_fn, steps=total, hooks=[timer])
+    if timer.calls != total or timer.start is None:
+        raise RuntimeError(f"expected {total} steps, the timer saw {timer.calls}")
+    return steps * batch_size / (timer.last - timer.start)
+
+
+def _keras_throughput(keras_fn, features, labels, batch_size, warmup, total) -> float:
+    keras = tf2.keras
+    keras.utils.set_random_seed(0)
+    model = keras_fn()
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    times = []
+    callback = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: times.append(time.perf_counter())
+    )
+    if isinstance(features, dict):
+        (features,) = features.values()
+    ds = _dataset(features, labels, batch_size)
+    model.fit(ds, epochs=1, steps_per_epoch=total, callbacks=[callback], verbose=0)
+    if len(times) != total:
+        raise RuntimeError(f"expected {total} steps, the callback saw {len(times)}")
+    return (total - warmup) * batch_size / (times[-1] - times[warmup - 1])
+
+
+def matmul_gflops(size: int = 1024, runs: int = 10) -> float:
+    """This machine's float32 matmul rate: the median of ``runs`` ``size``³ matmuls, GFLOP/s."""
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.random.normal([size, size])
+        b = tf.random.normal([size, size])
+        a_var, b_var = tf.Variable(a), tf.Variable(b)
+        product = tf.matmul(a_var, b_var)
+        # Reduce inside the graph so copying the result out is not part of the time.
+        done = tf.reduce_sum(product)
+        with tf.Session(graph=graph) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(done)
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                sess.run(done)
+                times.append(time.perf_counter() - start)
+    return 2 * size**3 / float(np.median(times)) / 1e9

@@ -1,0 +1,97 @@
+"""Case 1: training examples/sec of a BERT-tiny-like classifier, and its share of matmul peak.
+
+The share is matmul FLOPs per example × examples/sec ÷ the GFLOP/s of a 1024³ float32 matmul
+measured in the same process just before training.
+"""
+
+from __future__ import annotations
+
+from benchmarks._harness import Case, Context, Metric, ratio_goal, value_goal
+
+BATCH = 32
+
+
+def _features(rng, n):
+    from benchmarks.cases._bert_tiny import CONFIG
+
+    ids = rng.randint(0, CONFIG["vocab_size"], size=(n, CONFIG["seq_len"])).astype("int32")
+    return {"input_ids": ids}
+
+
+def run(variant: str, ctx: Context) -> dict:
+    from benchmarks.cases import _bert_tiny, _training
+
+    gflops = _training.matmul_gflops()
+    examples_per_sec = _training.train_throughput(
+        variant,
+        logits_fn=lambda features: _bert_tiny.encoder_logits(features["input_ids"]),
+        keras_fn=_bert_tiny.keras_model,
+        features_fn=_features,
+        batch_size=BATCH,
+        warmup=3 if ctx.quick else 10,
+        steps=8 if ctx.quick else 60,
+        learning_rate=1e-4,
+    )
+    fraction = _bert_tiny.matmul_flops() * examples_per_sec / (gflops * 1e9)
+    return {
+        "examples_per_sec": examples_per_sec,
+        "matmul_fraction": fraction,
+        "matmul_gflops": gflops,
+    }
+
+
+CASE = Case(
+    name="bert_tiny",
+    title="BERT-tiny-like classifier training (2 layers, hidden 128, 2 heads, seq 64, batch 32)",
+    variants=("tfest_kit", "estimator", "stock_tpu", "keras"),
+    baseline="estimator",
+    metrics=(
+        Metric("examples_per_sec", "examples/s"),
+        Metric("matmul_fraction", "of 1024³ matmul rate"),
+        Metric("matmul_gflops", "GFLOP/s", compare=False),
+    ),
+    run=run,
+)
+
+GOALS = [
+    ratio_goal(
+        "BERT-tiny: tfest_kit fallback ≥ 0.98× plain Estimator",
+        "bert_tiny",
+        "examples_per_sec",
+        "tfest_kit",
+        "estimator",
+        0.98,
+    ),
+    ratio_goal(
+        "BERT-tiny: tfest_kit fallback ≥ 1.0× stock TPUEstimator(use_tpu=False)",
+        "bert_tiny",
+        "examples_per_sec",
+        "tfest_kit",
+        "stock_tpu",
+        1.0,
+    ),
+    ratio_goal(
+        "BERT-tiny: plain Estimator ≥ 1.0× Keras fit",
+        "bert_tiny",
+        "examples_per_sec",
+        "estimator",
+        "keras",
+        1.0,
+    ),
+    ratio_goal(
+        "BERT-tiny: tfest_kit fallback ≥ 1.0× Keras fit",
+        "bert_tiny",
+        "examples_per_sec",
+        "tfest_kit",
+        "keras",
+        1.0,
+    ),
+    value_goal(
+        "BERT-tiny training (tfest_kit) ≥ 60% of the measured matmul rate",
+        "bert_tiny",
+        "matmul_fraction",
+        "tfest_kit",
+        at_least=0.6,
+        fmt="{:.0%}",
+    ),
+]

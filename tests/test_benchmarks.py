@@ -1,0 +1,136 @@
+"""The benchmark harness on a trivial case defined here (no TensorFlow in the children).
+
+Times are never asserted on; the tests check the machinery: fresh processes, interleaving,
+aggregation, ratios, the Markdown/JSON report, goals and error reporting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from benchmarks import __main__ as bench_main
+from benchmarks import _harness
+from tests.conftest import run_program
+
+_THIS = "tests.test_benchmarks"
+
+
+def _trivial_run(variant, ctx):
+    # Appends "variant:pid" so the test can see the order and the processes.
+    with open(os.path.join(ctx.workdir, "order.txt"), "a") as f:
+        f.write(f"{variant}:{os.getpid()}\n")
+    if variant == "broken":
+        raise RuntimeError("deliberately broken variant")
+    return {
+        "speed": {"fast": 4.0, "slow": 2.0}[variant],
+        "latency": {"fast": 1.0, "slow": 3.0}[variant],
+    }
+
+
+CASE = _harness.Case(
+    name="trivial",
+    title="trivial case for the harness tests",
+    variants=("fast", "slow", "broken"),
+    baseline="slow",
+    metrics=(
+        _harness.Metric("speed", "things/s"),
+        _harness.Metric("latency", "s", higher_is_better=False),
+    ),
+    run=_trivial_run,
+)
+
+GOALS = [
+    _harness.ratio_goal("fast ≥ 1.5× slow", _THIS, "speed", "fast", "slow", 1.5),
+    _harness.ratio_goal("fast ≥ 10× slow", _THIS, "speed", "fast", "slow", 10.0),
+    _harness.value_goal("latency of fast ≤ 0.5", _THIS, "latency", "fast", at_most=0.5),
+    _harness.value_goal("never measured", _THIS, "latency", "nobody", at_most=1.0),
+]
+
+
+def _order(workdir):
+    with open(os.path.join(workdir, _THIS, "order.txt")) as f:
+        return [line.split(":") for line in f.read().split()]
+
+
+def test_full_mode_interleaves_variants_in_fresh_processes(tmp_path):
+    lines = []
+    results = _harness.run_benchmarks(
+        [_THIS], repeats=3, quick=False, workdir=str(tmp_path), log=lines.append
+    )
+    order = _order(tmp_path)
+    assert [v for v, _ in order] == ["fast", "slow", "broken"] * 3
+    assert len({pid for _, pid in order}) == 9  # one process per (repeat, variant)
+    assert results.values[(_THIS, "speed", "fast")] == [4.0, 4.0, 4.0]
+    assert results.ratio(_THIS, "speed", "fast", "slow") == pytest.approx(2.0)
+    assert results.ratio(_THIS, "latency", "fast", "slow") == pytest.approx(3.0)  # lower=better
+    assert len(results.errors) == 3
+    assert "deliberately broken variant" in results.errors[0]["error"]
+    assert any("RuntimeError" in line for line in lines)  # the child's traceback is shown
+
+    machine = _harness.machine_info()
+    assert machine["cores"] == os.cpu_count() and machine["tensorflow"].startswith("2.15")
+    settings = {"command": " --x", "repeats": 3, "quick": False, "seconds": 1.0, "cases": [_THIS]}
+    md_path, json_path = _harness.write_report(
+        results, GOALS, machine, settings, str(tmp_path / "out"), "latest"
+    )
+    with open(md_path) as f:
+        text = f.read()
+    assert "| case | metric | variant | median | min | max | n | unit | ratio vs baseline |" in text
+    assert f"| {_THIS} | speed | fast | 4 | 4 | 4 | 3 | things/s | 2× |" in text
+    assert f"| {_THIS} | speed | slow (baseline) | 2 |" in text
+    assert "| fast ≥ 1.5× slow | 2× | PASS |" in text
+    assert "| fast ≥ 10× slow | 2× | FAIL |" in text
+    assert "| never measured | not measured | N/A |" in text
+    assert "## Errors" in text and f"{os.cpu_count()} cores" in text
+    with open(json_path) as f:
+        report = json.load(f)
+    assert {g["status"] for g in report["goals"]} == {"PASS", "FAIL", "N/A"}
+    row = next(r for r in report["results"] if r["variant"] == "fast" and r["metric"] == "speed")
+    assert row["n"] == 3 and row["median"] == 4.0 and row["ratio_vs_baseline"] == 2.0
+
+
+def test_quick_mode_runs_one_process_per_repetition(tmp_path):
+    _harness.run_benchmarks([_THIS], repeats=2, quick=True, workdir=str(tmp_path), log=str)
+    order = _order(tmp_path)
+    assert [v for v, _ in order] == ["fast", "slow", "broken"] * 2
+    assert len({pid for _, pid in order}) == 2
+
+
+def test_plan_puts_isolated_cases_first_in_quick_mode():
+    cold = _harness.load_case("cold_start").CASE
+    mlp = _harness.load_case("mlp").CASE
+    cases = {"mlp": mlp, "cold_start": cold}
+    assert _harness._plan(cases, quick=True) == [
+        [("cold_start", ["tfest_kit"]), ("mlp", list(mlp.variants))]
+    ]
+    full = _harness._plan(cases, quick=False)
+    assert len(full) == len(mlp.variants) + len(cold.variants)
+    assert all(len(jobs) == 1 and len(jobs[0][1]) == 1 for jobs in full)
+
+
+def test_every_case_module_declares_a_case_and_goals():
+    for name in _harness.CASE_NAMES:
+        module = _harness.load_case(name)
+        assert module.CASE.name == name
+        assert module.CASE.baseline in module.CASE.variants
+        assert isinstance(module.GOALS, list)
+    with pytest.raises(ValueError, match="Unknown case 'nope'"):
+        _harness.load_case("nope")
+
+
+def test_cli_checks_its_arguments(capsys):
+    with pytest.raises(SystemExit):
+        bench_main.build_parser().parse_args(["--cases", "mlp,nope"])
+    assert "unknown case(s) ['nope']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench_main.build_parser().parse_args(["--repeats", "0"])
+    args = bench_main.build_parser().parse_args(["--quick", "--cases", "mlp,serving"])
+    assert args.cases == ["mlp", "serving"] and args.repeats == 3 and args.quick
+
+
+def test_cli_help_runs_as_a_program():
+    proc = run_program(["-m", "benchmarks", "--help"], timeout=60)
+    assert "--quick" in proc.stdout and "--repeats" in proc.stdout
