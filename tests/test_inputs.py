@@ -145,6 +145,10 @@ def test_from_csv_errors_name_pattern_file_line_and_columns(csv_dir):
         inputs.from_csv(str(bad), label_name="c")
     with pytest.raises(ValueError, match="column_names"):
         inputs.from_csv(str(bad), header=False)
+    blank = csv_dir / "blank.csv"
+    blank.write_text("a,b\n1,2\n\n3,4\n")
+    with pytest.raises(inputs.DataError, match=r"blank\.csv:3: blank line"):
+        inputs.from_csv(str(blank))
     # DataError is both a TfestKitError and a ValueError.
     assert issubclass(inputs.DataError, TfestKitError) and issubclass(inputs.DataError, ValueError)
 

@@ -298,7 +298,8 @@ def _scan_csv(
             for index, row in enumerate(reader):
                 line = reader.line_num
                 if not row:
-                    continue
+                    # CsvDataset reads a blank line as a one-field record and fails mid-training.
+                    raise DataError(f"{path}:{line}: blank line; remove it (CSV rows only).")
                 if names is None:
                     raise ValueError(
                         "`column_names` is required when `header=False`. Got: None "
