@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import struct
@@ -10,6 +9,7 @@ import struct
 import numpy as np
 import pytest
 
+from tfest_kit import __main__ as cli_main
 from tfest_kit import _cli_doctor, _cli_inspect, _cli_plot
 from tfest_kit._tf import estimator, tf
 
@@ -68,12 +68,15 @@ def trained(tmp_path_factory):
 
 
 def _cli(argv):
-    parser = argparse.ArgumentParser(prog="tfest_kit")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for module in (_cli_doctor, _cli_inspect, _cli_plot):
-        module.add_parser(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return cli_main.main(argv)
+
+
+@pytest.mark.parametrize("command", ["doctor", "inspect", "plot"])
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        _cli([command, "--help"])
+    assert info.value.code == 0
+    assert f"usage: python -m tfest_kit {command}" in capsys.readouterr().out
 
 
 def test_doctor_passes_on_this_environment(capsys):
