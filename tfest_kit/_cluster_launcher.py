@@ -276,7 +276,15 @@ class LocalCluster:
         evaluators = [t for t in self.tasks if t[0] == "evaluator"]
         left = self._wait_all(evaluators, time.monotonic() + evaluator_grace_secs)
         if left:
-            self._write("[launcher] the evaluator did not finish its final evaluation in time")
+            # Estimator's evaluator exits only once it has evaluated a checkpoint at max_steps,
+            # which never comes when training stopped early.
+            self._write(
+                f"[launcher] the evaluator still runs {evaluator_grace_secs}s after the chief "
+                "finished (it exits by itself only at max_steps); stopping it"
+            )
+        failed = self._failed_tasks()
+        if failed:
+            self._write(f"[launcher] {failed} exited with an error")
         self._write("[launcher] training done; stopping the parameter servers")
 
     def __enter__(self) -> LocalCluster:

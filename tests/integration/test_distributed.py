@@ -1,0 +1,116 @@
+"""Both ways Estimators distribute, on loopback, through ``python -m tfest_kit.cluster``.
+
+Each run: tfest_kit.train_and_evaluate with an evaluator task, early stopping (which must end
+training long before max_steps) and the best exporter (tests/programs/cluster_train.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+import pytest
+
+from tests.conftest import run_program
+from tfest_kit._tf import tf
+
+pytestmark = pytest.mark.slow
+
+PROGRAM = "tests/programs/cluster_train.py"
+MAX_STEPS = 100000  # never reached: early stopping ends training
+
+
+def _lines(output: str, task: str) -> list[str]:
+    prefix = f"[{task}] "
+    return [line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix)]
+
+
+def _result(output: str, task: str) -> dict:
+    found = [
+        json.loads(x[len("RESULT ") :]) for x in _lines(output, task) if x.startswith("RESULT ")
+    ]
+    assert found, f"no RESULT from {task}:\n{output}"
+    return found[-1]
+
+
+def _run_cluster(model_dir: str, *launcher_args: str, program_args=()) -> str:
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.cluster",
+            *launcher_args,
+            "--evaluator",
+            "--timeout",
+            "240",
+            "--evaluator-grace",
+            "8",
+            "--",
+            sys.executable,
+            PROGRAM,
+            f"--model_dir={model_dir}",
+            f"--max_steps={MAX_STEPS}",
+            *program_args,
+        ],
+        timeout=300,
+    )
+    return proc.stdout + proc.stderr
+
+
+def _check_training_outcome(output: str, model_dir: str) -> None:
+    # The worker joined the chief's training, and early stopping ended it for both.
+    assert "WORKER_SEEN True" in "\n".join(_lines(output, "chief:0")), output
+    assert "JOINED" in _lines(output, "worker:0"), output
+    for task in ("chief:0", "worker:0"):
+        assert any(
+            "Requesting early stopping" in x or "Early stopping requested" in x
+            for x in _lines(output, task)
+        ), f"{task} did not stop early:\n{output}"
+    step = tf.train.load_checkpoint(model_dir).get_tensor("global_step")
+    assert 0 < step < MAX_STEPS
+    # The evaluator evaluated checkpoints, and the best exporter wrote a SavedModel whose
+    # recorded loss is the lowest evaluated one.
+    evaluated = [
+        (int(m.group(1)), float(m.group(2)))
+        for m in (
+            re.search(r"Saving dict for global step (\d+): .*loss = ([0-9.e+-]+)", x)
+            for x in _lines(output, "evaluator:0")
+        )
+        if m
+    ]
+    assert len(evaluated) >= 2, output
+    export_base = os.path.join(model_dir, "export", "best")
+    exports = sorted(e for e in os.listdir(export_base) if e.isdigit())
+    assert exports, output
+    newest = os.path.join(export_base, exports[-1])
+    assert os.path.exists(os.path.join(newest, "saved_model.pb"))
+    with open(os.path.join(newest, "assets.extra", "tfest_kit_eval_metrics.json")) as f:
+        exported_loss = json.load(f)["eval_result"]["loss"]
+    assert exported_loss == pytest.approx(min(loss for _, loss in evaluated), rel=1e-5)
+    # Every training task returned the metrics the evaluator wrote.
+    assert _result(output, "chief:0")["metrics"]["global_step"] in {s for s, _ in evaluated}
+    assert "training done; stopping the parameter servers" in output
+
+
+def test_parameter_server_training(tmp_path):
+    model_dir = str(tmp_path / "model")
+    output = _run_cluster(model_dir, "--workers", "1", "--ps", "1")
+    # Variables live on the ps task, for the chief's graph and the worker's alike.
+    for task in ("chief:0", "worker:0"):
+        devices = dict(x.split()[1:] for x in _lines(output, task) if x.startswith("VARIABLE_DEV"))
+        assert devices == {"w": "/job:ps/task:0", "b": "/job:ps/task:0"}, output
+    assert _lines(output, "ps:0"), output
+    _check_training_outcome(output, model_dir)
+
+
+def test_multi_worker_mirrored_strategy(tmp_path):
+    model_dir = str(tmp_path / "model")
+    output = _run_cluster(model_dir, "--workers", "1", program_args=["--strategy=mwms"])
+    # Each worker holds a mirrored copy, and the strategy really spans both tasks.
+    chief = "\n".join(_lines(output, "chief:0"))
+    assert "VARIABLE_DEVICE w /job:chief/replica:0/task:0/device:CPU:0" in chief, output
+    assert "num_workers = 2" in chief, output
+    assert "VARIABLE_DEVICE w /job:worker/" in "\n".join(_lines(output, "worker:0")), output
+    assert "group_size = 2" in chief, output
+    _check_training_outcome(output, model_dir)
