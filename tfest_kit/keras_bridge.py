@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import tempfile
@@ -145,8 +146,13 @@ def to_estimator(
             warm_start_from = tf.estimator.WarmStartSettings(
                 ckpt_to_initialize_from=keras_ckpt, vars_to_warm_start=[".*"]
             )
+    # The raw Keras model_fn, not the public `official.model_fn` wrapper: that one goes through
+    # the official Estimator's _call_model_fn, which would log "Calling model_fn" a second time.
+    raw_model_fn = getattr(official, "_model_fn", None)
+    if raw_model_fn is None:
+        raw_model_fn = official.model_fn
     return tf.estimator.Estimator(
-        model_fn=_adapting_model_fn(official.model_fn, keras_model),
+        model_fn=_adapting_model_fn(raw_model_fn, keras_model),
         model_dir=official.model_dir,
         config=official.config,
         warm_start_from=warm_start_from,
@@ -207,9 +213,15 @@ def _adapting_model_fn(official_model_fn, keras_model):
         with warnings.catch_warnings():
             for message in _NOISY_WARNINGS:
                 warnings.filterwarnings("ignore", message=message)
-            return official_model_fn(features, labels, mode, config)
+            if "config" in _arg_names(official_model_fn):
+                return official_model_fn(features, labels, mode, config)
+            return official_model_fn(features, labels, mode)
 
     return model_fn
+
+
+def _arg_names(fn) -> tuple:
+    return tuple(inspect.signature(fn).parameters)
 
 
 def _normalise(name: str) -> str:

@@ -1,0 +1,123 @@
+"""`python -m recipes.mobilenet_cats_dogs` end to end, at test size, as a subprocess."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.conftest import run_program
+from tfest_kit import serving
+
+RECIPE = ["-m", "recipes.mobilenet_cats_dogs"]
+# Tiny network, tiny images, few steps: exercises the whole flow in well under a minute.
+TEST_SIZE = [
+    "--image_size=32",
+    "--alpha=0.35",
+    "--steps=6",
+    "--batch_size=8",
+    "--log_every=3",
+    "--num_predict=2",
+    "--weights=none",
+]
+
+
+def _offline_env(tmp_path):
+    # A fresh HOME (no Keras / tfds caches) and a dead proxy, so nothing can reach the network.
+    return {
+        "HOME": str(tmp_path / "home"),
+        "https_proxy": "http://127.0.0.1:9",
+        "http_proxy": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+    }
+
+
+def _assert_one_line_error(proc, *fragments):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
+    assert len(lines) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def _jpeg(colour, size=40) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (size, size), colour).save(buffer, "JPEG")
+    return buffer.getvalue()
+
+
+@pytest.mark.slow
+def test_sample_run_trains_exports_and_predicts(tmp_path):
+    model_dir = tmp_path / "model"
+    proc = run_program(
+        [*RECIPE, "--data=sample", "--sample_per_class=16", f"--cache_dir={tmp_path / 'cache'}"]
+        + [f"--model_dir={model_dir}", *TEST_SIZE],
+        env=_offline_env(tmp_path),
+    )
+    out = proc.stdout
+    assert "skipped 3 corrupted images" in out
+    assert "eval: accuracy=" in out and "global_step=6" in out
+    assert "step 6/6 (100%)" in proc.stderr  # progress with loss and ETA
+    assert len([line for line in out.splitlines() if line.startswith("predict ")]) == 2
+    assert os.path.isfile(tmp_path / "cache" / "cats_dogs_sample_v1_16_128" / "COMPLETE")
+
+    # The export answers encoded image bytes (JPEG and PNG) through Predictor.
+    png = io.BytesIO()
+    Image.new("RGB", (50, 30), (10, 200, 30)).save(png, "PNG")
+    predictor = serving.Predictor(serving.latest_export(str(model_dir / "export")))
+    outputs = predictor({"image_bytes": [_jpeg((200, 120, 40)), png.getvalue()]})
+    (logits,) = outputs.values()
+    assert np.asarray(logits).shape == (2, 1)
+    assert np.all(np.isfinite(logits))
+
+
+@pytest.mark.slow
+def test_images_folder_skips_corrupted_files(tmp_path):
+    image_dir = tmp_path / "pets"
+    for folder, colour in (("cats", (230, 140, 50)), ("dogs", (90, 60, 30))):
+        (image_dir / folder).mkdir(parents=True)
+        for i in range(10):
+            shade = tuple(min(255, c + 8 * i) for c in colour)
+            (image_dir / folder / f"{i}.jpg").write_bytes(_jpeg(shade))
+    (image_dir / "cats" / "broken.jpg").write_bytes(_jpeg((1, 2, 3))[:100])
+    (image_dir / "dogs" / "really_a_text_file.jpg").write_bytes(b"not an image")
+    (image_dir / "dogs" / "README.txt").write_text("not counted: not an image name")
+    proc = run_program(
+        [*RECIPE, "--data=images", f"--image_dir={image_dir}", *TEST_SIZE, "--steps=3"],
+        env=_offline_env(tmp_path),
+    )
+    assert "skipped 2 corrupted images" in proc.stdout
+    assert "images: 16 for training, 4 held out" in proc.stdout
+    predictions = [line for line in proc.stdout.splitlines() if line.startswith("predict ")]
+    assert len(predictions) == 2 and "true: cat" in predictions[0]
+
+
+def test_bad_flag_is_one_line_without_traceback(tmp_path):
+    proc = run_program([*RECIPE, "--data=nope"], env=_offline_env(tmp_path), check_exit=None)
+    _assert_one_line_error(proc, "--data")
+
+
+def test_empty_image_dir_is_one_line_error(tmp_path):
+    (tmp_path / "empty" / "cats").mkdir(parents=True)
+    (tmp_path / "empty" / "dogs").mkdir()
+    proc = run_program(
+        [*RECIPE, "--data=images", f"--image_dir={tmp_path / 'empty'}", *TEST_SIZE],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    _assert_one_line_error(proc, "no usable images")
+
+
+def test_imagenet_weights_offline_is_one_line_error(tmp_path):
+    proc = run_program(
+        [*RECIPE, "--weights=imagenet", "--image_size=96", "--alpha=0.35", "--data=sample"],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    _assert_one_line_error(proc, "could not load MobileNetV2 weights", "--weights=none")
