@@ -155,3 +155,87 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
     assert f"DONE step={MAX_STEPS}" in run.output, run.output
     steps = _restore_all(model_dir)
     assert steps[-1] == MAX_STEPS and len(steps) >= 2, "\n".join(log)
+
+
+def test_sigterm_preemption_saves_the_current_step_and_restart_loses_none(tmp_path):
+    model_dir = str(tmp_path / "model")
+    args = ["--max_steps=150", f"--save_steps={SAVE_STEPS}", "--step_sleep=0.01", "--preemption"]
+    run = _Run(model_dir, *args)
+    try:
+        # A step that is not a multiple of the save interval, so the save must be the hook's.
+        assert run.wait_until(lambda r: (r.last_step() or 0) >= 2 * SAVE_STEPS + 3, 120), run.output
+        run.kill(signal.SIGTERM)
+        status = run.finish(timeout=60)
+    finally:
+        run.finish(timeout=10)
+    assert status == 0, run.output
+    preempted = int(re.search(r"PREEMPTED step=(\d+)", run.output).group(1))
+    assert preempted == run.last_step(), run.output  # the step in flight was completed
+    assert _step_of(tf.train.latest_checkpoint(model_dir)) == preempted
+    assert "SIGTERM received" in run.output
+    assert preempted in _restore_all(model_dir)
+
+    resumed = _Run(model_dir, *args)
+    assert resumed.finish(timeout=120) == 0, resumed.output
+    assert resumed.start_step() == preempted, resumed.output
+    assert "DONE step=150" in resumed.output
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 8 MiB tmpfs, or a skip where mounting is not allowed (not root, no CAP_SYS_ADMIN)."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_read_only_model_dir_fails_with_a_clear_error(small_disk):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    model_dir = str(small_disk / "model")
+    run = _Run(model_dir, "--max_steps=5")
+    status = run.finish(timeout=120)
+    assert status != 0, run.output
+    last = run.lines[-1]
+    assert model_dir in last and "Read-only file system" in last, run.output
+    assert "START" not in run.output
+
+
+def test_disk_full_during_a_checkpoint_write_keeps_the_previous_one(small_disk):
+    model_dir = str(small_disk / "model")
+    args = ["--max_steps=100000", f"--save_steps={SAVE_STEPS}", "--step_sleep=0.01"]
+    run = _Run(model_dir, *args)
+    try:
+        assert run.wait_until(
+            lambda r: (r.last_step() or 0) > 2 * SAVE_STEPS
+            and tf.train.latest_checkpoint(model_dir),
+            120,
+        ), run.output
+        # Fill the disk: the next checkpoint (or event) write hits ENOSPC.
+        with open(small_disk / "filler", "wb") as f, pytest.raises(OSError):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        status = run.finish(timeout=60)
+    finally:
+        run.finish(timeout=10)
+    assert status != 0, run.output
+    assert "No space left on device" in run.output
+    assert re.search(r"Error: .*" + re.escape(model_dir), run.output), run.output
+    before = tf.train.latest_checkpoint(model_dir)
+    assert _step_of(before) >= SAVE_STEPS
+    assert _restore_all(model_dir)[-1] == _step_of(before)  # intact and restorable
+
+    os.remove(small_disk / "filler")
+    resumed = _Run(model_dir, *args[1:], f"--max_steps={_step_of(before) + 2 * SAVE_STEPS}")
+    assert resumed.finish(timeout=120) == 0, resumed.output
+    assert resumed.start_step() == _step_of(before)
