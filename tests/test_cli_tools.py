@@ -36,17 +36,17 @@ def _input_fn():
     return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(16)
 
 
+def _receiver():
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+
 def _export(est, base, value, scratch):
     # The same layout tfest_kit.serving.best_exporter writes: metrics in assets.extra.
     metrics_path = os.path.join(scratch, f"metrics-{value}.json")
     with open(metrics_path, "w") as f:
         json.dump({"monitor": "loss", "mode": "min", "value": value}, f)
-
-    def receiver():
-        x = tf.placeholder(tf.float32, [None, 4], name="x")
-        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
-
-    path = est.export_saved_model(base, receiver, assets_extra={_METRICS_FILE: metrics_path})
+    path = est.export_saved_model(base, _receiver, assets_extra={_METRICS_FILE: metrics_path})
     return path.decode() if isinstance(path, bytes) else path
 
 
@@ -64,6 +64,9 @@ def trained(tmp_path_factory):
     base = os.path.join(model_dir, "export", "best")
     good = _export(est, base, 0.25, str(root))
     worse = _export(est, base, 0.5, str(root))
+    # A plain export_saved_model(model_dir/export) puts a version straight into export/.
+    direct = est.export_saved_model(os.path.join(model_dir, "export"), _receiver)
+    del direct
     return {"model_dir": model_dir, "est": est, "best": good, "worse": worse}
 
 
@@ -116,7 +119,10 @@ def test_inspect_lists_checkpoints_evals_and_best_export(trained, capsys):
     assert evaluation["metrics"]["loss"] == pytest.approx(
         trained["est"].evaluate(_input_fn, steps=2, name="again")["loss"], rel=1e-4
     )
-    (exporter,) = info["exports"]
+    direct, exporter = info["exports"]
+    assert direct["name"] == "." and len(direct["versions"]) == 1
+    assert not direct["versions"][0]["best"]  # no metrics: nothing to call best
+    assert exporter["name"] == "best"
     best = [v for v in exporter["versions"] if v["best"]]
     assert [v["path"] for v in best] == [trained["best"]]
     assert all(v["complete"] and v["bytes"] > 0 for v in exporter["versions"])

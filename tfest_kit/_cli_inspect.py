@@ -103,35 +103,45 @@ def _read_metrics(export_dir: str) -> Optional[dict]:
         return None
 
 
+def _versions(exporter_dir: str) -> list[dict]:
+    versions = []
+    for entry in sorted(os.listdir(exporter_dir)):
+        path = os.path.join(exporter_dir, entry)
+        if not (entry.isdigit() and os.path.isdir(path)):
+            continue
+        complete = os.path.exists(os.path.join(path, "saved_model.pb")) and os.path.exists(
+            os.path.join(path, "variables", "variables.index")
+        )
+        versions.append(
+            {
+                "path": path,
+                "version": int(entry),
+                "bytes": _tree_size(path),
+                "complete": complete,
+                "metrics": _read_metrics(path),
+                "best": False,
+            }
+        )
+    _mark_best(versions)
+    return versions
+
+
 def _exports(model_dir: str) -> list[dict]:
+    """Versions under ``export/<exporter>/`` (EvalSpec exporters) and ``export/`` itself."""
     base = os.path.join(model_dir, "export")
     if not os.path.isdir(base):
         return []
     exporters = []
+    # export_saved_model(model_dir + "/export", …) puts versions straight into export/.
+    direct = _versions(base)
+    if direct:
+        exporters.append({"name": ".", "dir": base, "versions": direct})
     for name in sorted(os.listdir(base)):
         exporter_dir = os.path.join(base, name)
-        if not os.path.isdir(exporter_dir):
-            continue
-        versions = []
-        for entry in sorted(os.listdir(exporter_dir)):
-            path = os.path.join(exporter_dir, entry)
-            if not (entry.isdigit() and os.path.isdir(path)):
-                continue
-            complete = os.path.exists(os.path.join(path, "saved_model.pb")) and os.path.exists(
-                os.path.join(path, "variables", "variables.index")
+        if os.path.isdir(exporter_dir) and not name.isdigit():
+            exporters.append(
+                {"name": name, "dir": exporter_dir, "versions": _versions(exporter_dir)}
             )
-            versions.append(
-                {
-                    "path": path,
-                    "version": int(entry),
-                    "bytes": _tree_size(path),
-                    "complete": complete,
-                    "metrics": _read_metrics(path),
-                    "best": False,
-                }
-            )
-        _mark_best(versions)
-        exporters.append({"name": name, "dir": exporter_dir, "versions": versions})
     return exporters
 
 
