@@ -53,14 +53,16 @@ def _jpeg(colour, size=40) -> bytes:
 
 
 @pytest.mark.slow
-def test_sample_run_trains_exports_and_predicts(tmp_path):
+def test_auto_without_tfds_runs_the_sample_trains_exports_and_predicts(tmp_path):
     model_dir = tmp_path / "model"
     proc = run_program(
-        [*RECIPE, "--data=sample", "--sample_per_class=16", f"--cache_dir={tmp_path / 'cache'}"]
+        [*RECIPE, f"--data_dir={tmp_path / 'no_tfds'}", "--sample_per_class=16"]
+        + [f"--cache_dir={tmp_path / 'cache'}"]
         + [f"--model_dir={model_dir}", *TEST_SIZE],
         env=_offline_env(tmp_path),
     )
     out = proc.stdout
+    assert "data: built-in sample (--data=auto: tfds cats_vs_dogs is not prepared in" in out
     assert "skipped 3 corrupted images" in out
     assert "eval: accuracy=" in out and "global_step=6" in out
     assert "step 6/6 (100%)" in proc.stderr  # progress with loss and ETA
