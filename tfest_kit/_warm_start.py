@@ -8,7 +8,7 @@ from typing import Optional
 
 from tfest_kit._tf import tf
 
-__all__ = ["resolve_checkpoint", "assignment_map_for", "warm_start"]
+__all__ = ["resolve_checkpoint", "assignment_map_for", "warm_start", "check_model_dir"]
 
 
 def resolve_checkpoint(init_checkpoint: str) -> str:
@@ -143,3 +143,48 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None) -> None:
     for var in variables:
         mark = ", *INIT_FROM_CKPT*" if id(var) in initialised else ""
         tf.logging.info("  name = %s, shape = %s%s", _variable_name(var), var.shape, mark)
+
+
+def check_model_dir(model_dir: Optional[str]) -> None:
+    """Raises when ``model_dir``'s latest checkpoint was written by a different model.
+
+    Call it from a model_fn once the graph's variables exist.  Estimator would restore that
+    checkpoint: a missing variable fails with a long ``NotFoundError`` and a variable of
+    another shape may even be restored silently, failing steps later far from the cause.
+    Only trainable variables count as missing (optimizer slots are reported by Estimator
+    itself); partitioned variables and replicated (distribution strategy) graphs are skipped.
+
+    Raises:
+      ValueError: naming the variables that differ and the checkpoint.
+    """
+    if not model_dir or tf.distribute.has_strategy():
+        return
+    prefix = tf.train.latest_checkpoint(model_dir)
+    if prefix is None:
+        return
+    try:
+        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    except Exception:  # noqa: BLE001 - an unreadable checkpoint is Estimator's to report
+        return
+    missing, differ = [], []
+    trainable = {id(var) for var in tf.trainable_variables()}
+    for var in tf.global_variables():
+        if getattr(var, "_save_slice_info", None) is not None:
+            continue
+        name = _variable_name(var)
+        if name not in shapes:
+            if id(var) in trainable:
+                missing.append(name)
+        elif var.shape.is_fully_defined() and list(shapes[name]) != var.shape.as_list():
+            differ.append(f"{name} (checkpoint {list(shapes[name])}, model {var.shape.as_list()})")
+    if missing or differ:
+        problems = []
+        if differ:
+            problems.append(f"shapes differ: {', '.join(differ[:10])}")
+        if missing:
+            problems.append(f"not in the checkpoint: {', '.join(missing[:10])}")
+        raise ValueError(
+            f"`model_dir` {model_dir!r} holds a checkpoint of another model ({prefix}): "
+            f"{'; '.join(problems)}. Use a new model_dir for a changed model (to start from "
+            "the old weights, pass the old checkpoint as init_checkpoint / warm_start_from)."
+        )

@@ -158,13 +158,15 @@ def build(
         ``EstimatorSpec``.
 
     Returns:
-      ``model_fn(features, labels, mode, params)`` for ``tf.estimator.Estimator`` or
-      ``TPUEstimator``.
+      ``model_fn(features, labels, mode, params, config)`` for ``tf.estimator.Estimator`` or
+      ``TPUEstimator``; with ``config`` it checks that a checkpoint already in
+      ``config.model_dir`` belongs to this model.
 
     Raises:
       ValueError / TypeError: for an unknown optimizer, a bad schedule or a missing or
-        unreadable ``init_checkpoint``, at once; for a network output or labels of the wrong
-        shape when the model_fn runs.
+        unreadable ``init_checkpoint``, at once; when the model_fn runs, for a network output
+        or labels of the wrong shape, a feature ``network_fn`` looks up that the input lacks,
+        or a checkpoint in ``model_dir`` from another model.
 
     Example:
 
@@ -186,9 +188,9 @@ def build(
         raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
     checkpoint = _warm_start.resolve_checkpoint(init_checkpoint) if init_checkpoint else None
 
-    def model_fn(features, labels, mode, params=None):
+    def model_fn(features, labels, mode, params=None, config=None):
         params = dict(params or {})
-        outputs = network_fn(features, mode, params)
+        outputs = _call_network(network_fn, features, mode, params)
         if check_outputs is not None:
             outputs = check_outputs(outputs)
         predictions = predictions_fn(outputs)
@@ -212,8 +214,12 @@ def build(
         if export_outputs_fn is not None:
             export_outputs.update(export_outputs_fn(predictions))
         common = {"mode": mode, "scaffold_fn": scaffold_fn, "export_outputs": export_outputs}
+        # On a TPU the variables live in the TPU computation; check only off it.
+        check_dir = config is not None and not (tpu_spec and params.get("use_tpu"))
 
         if mode == ModeKeys.PREDICT:
+            if check_dir:
+                _warm_start.check_model_dir(config.model_dir)
             return _spec(tpu_spec, predictions=predictions, **common)
 
         labels = labels_fn(labels) if labels_fn is not None else labels
@@ -228,6 +234,8 @@ def build(
         loss = loss_fn(labels, outputs, weights)
 
         if mode == ModeKeys.EVAL:
+            if check_dir:
+                _warm_start.check_model_dir(config.model_dir)
             eval_metrics = None
             if metric_fn is not None:
                 tensors = {"labels": labels, "outputs": outputs}
@@ -242,9 +250,25 @@ def build(
         train_op = _train_op(
             loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard
         )
+        if check_dir:
+            _warm_start.check_model_dir(config.model_dir)
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
     return model_fn
+
+
+def _call_network(network_fn: Callable, features, mode, params):
+    """Calls ``network_fn``; a lookup of a feature the input does not provide gets named."""
+    try:
+        return network_fn(features, mode, params)
+    except KeyError as error:
+        key = error.args[0] if len(error.args) == 1 else None
+        if not isinstance(features, Mapping) or not isinstance(key, str) or key in features:
+            raise
+        raise ValueError(
+            f"`network_fn` looked up feature {key!r}, which the input_fn (or serving receiver) "
+            f"does not provide. Got features: {sorted(map(str, features))}"
+        ) from error
 
 
 def _tensors_metric_fn(metric_fn: Callable) -> Callable:

@@ -37,6 +37,7 @@ from tfest_kit._tpu_detect import (
     tpu_available,
 )
 from tfest_kit._tpu_spec import call_with_args, fn_args, to_estimator_spec
+from tfest_kit._warm_start import check_model_dir
 
 __all__ = [
     "TPUEstimator",
@@ -168,7 +169,9 @@ class TPUEstimator(tf_estimator.Estimator):
       export_saved_model_api_version: 1 or 2 (TPU only).
 
     Raises:
-      ValueError: reserved ``params`` keys, a bad batch size, ``use_tpu`` or export flags.
+      ValueError: reserved ``params`` keys, a bad batch size, ``use_tpu`` or export flags, a
+        ``model_dir`` that is a file; when model_fn runs, a spec for another mode or a
+        checkpoint in ``model_dir`` from another model.
       TypeError: ``config`` is not a ``RunConfig``.
     """
 
@@ -273,6 +276,11 @@ class TPUEstimator(tf_estimator.Estimator):
             params=dict(params or {}),
             warm_start_from=warm_start_from,
         )
+        if tf.io.gfile.exists(self.model_dir) and not tf.io.gfile.isdir(self.model_dir):
+            raise ValueError(
+                f"`model_dir` must be a directory (or not exist yet); it is a file, not a "
+                f"directory. Got: {self.model_dir!r}"
+            )
 
     def _assert_members_are_not_overridden(self) -> None:
         # Estimator forbids overriding train / evaluate / predict / export except for classes
@@ -314,7 +322,16 @@ class TPUEstimator(tf_estimator.Estimator):
                 params=params,
                 config=config,
             )
+            spec_mode = getattr(spec, "mode", mode)
+            if spec_mode != mode:
+                # Estimator would fail later with "None values not supported" or similar.
+                raise ValueError(
+                    f"model_fn returned a spec for mode {spec_mode!r} when called for {mode!r}: "
+                    "pass the `mode` argument through to the (TPU)EstimatorSpec. "
+                    f"Got: {type(spec).__name__}(mode={spec_mode!r})"
+                )
             spec = to_estimator_spec(spec, mode, config.model_dir)
+            check_model_dir(config.model_dir)
             if mode == _MODES.TRAIN and self._log_every:
                 hook = LossLoggingHook(
                     every_n_steps=self._log_every,
