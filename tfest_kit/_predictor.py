@@ -18,11 +18,25 @@ from tfest_kit._errors import TfestKitError
 from tfest_kit._exporters import ExportNotFoundError, latest_export
 from tfest_kit._tf import tf, tf2
 
-__all__ = ["Predictor", "PredictorInputError", "read_signatures"]
+__all__ = ["ExportLoadError", "Predictor", "PredictorInputError", "read_signatures"]
 
 
 class PredictorInputError(TfestKitError, ValueError):
     """Features given to a :class:`Predictor` do not match its signature."""
+
+
+class ExportLoadError(TfestKitError, OSError):
+    """An export exists but cannot be loaded: a corrupt or truncated SavedModel."""
+
+
+def _first_cause(error: Exception) -> str:
+    """The line of a TensorFlow error that says what went wrong (not "Graph execution error")."""
+    text = getattr(error, "message", None) or str(error)
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("Graph execution error", "Detected at", "Node:", "[[")):
+            return line
+    return type(error).__name__
 
 
 def _resolve_export_dir(path: str) -> str:
@@ -248,6 +262,7 @@ class Predictor:
 
     Raises:
       ExportNotFoundError: if there is no complete export.
+      ExportLoadError: (a ``TfestKitError`` and ``OSError``) if the export is corrupt.
       ValueError: if ``signature`` is not in the SavedModel (the message lists the names).
 
     Example:
@@ -272,6 +287,15 @@ class Predictor:
         try:
             with self._graph.as_default():
                 meta_graph = tf.saved_model.loader.load(self._session, list(tags), self.export_dir)
+        except (OSError, tf.errors.OpError) as e:
+            # TensorFlow reports a truncated file as "Graph execution error" from RestoreV2.
+            self._session.close()
+            raise ExportLoadError(
+                f"The SavedModel at {self.export_dir} could not be loaded: it is corrupt or "
+                "incomplete (saved_model.pb and variables/ must come from one complete "
+                "export_saved_model call). Export the model again or use another export. "
+                f"Got: {type(e).__name__}: {_first_cause(e)}"
+            ) from e
         except Exception:
             self._session.close()
             raise

@@ -33,7 +33,7 @@ from tfest_kit._exporters import (
     best_exporter,
     latest_export,
 )
-from tfest_kit._predictor import Predictor, PredictorInputError, read_signatures
+from tfest_kit._predictor import ExportLoadError, Predictor, PredictorInputError, read_signatures
 from tfest_kit._receivers import (
     bert_receiver,
     image_bytes_receiver,
@@ -55,6 +55,7 @@ __all__ = [
     "export_and_check",
     "ExportMismatchError",
     "ExportNotFoundError",
+    "ExportLoadError",
     "PredictorInputError",
     "EXPORT_METRICS_FILE",
 ]
