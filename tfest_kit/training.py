@@ -53,6 +53,31 @@ def _as_list(name: str, value: Any, kind: type) -> list:
     return items
 
 
+class _EmptyEvalGuard(tf_estimator.SessionRunHook):
+    """Fails an evaluation that ran no batch: its metrics would be zeros, silently."""
+
+    def begin(self) -> None:
+        self._batches = 0
+
+    def after_run(self, run_context, run_values) -> None:
+        self._batches += 1
+
+    def end(self, session) -> None:
+        if self._batches == 0:
+            raise ValueError(
+                "`eval_input_fn` yielded no batch: the evaluation ran on nothing and would "
+                "report zeros. Check that the eval data is not empty (files, filters, "
+                "`take()`). Got: 0 batches"
+            )
+
+
+def _checkpoint_step(model_dir: Optional[str]) -> int:
+    prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
+    if prefix is None:
+        return 0
+    return int(tf.train.load_variable(prefix, tf.GraphKeys.GLOBAL_STEP))
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
@@ -155,7 +180,7 @@ def train_and_evaluate(
       TypeError: if ``estimator`` is not an Estimator, an input_fn is not callable, or a
         hook / exporter has the wrong type.
       ValueError: for ``max_steps`` / ``eval_steps`` that are not positive ints or negative
-        seconds.
+        seconds; when ``train_input_fn`` (locally) or ``eval_input_fn`` yields no batch.
 
     Example:
 
@@ -175,6 +200,9 @@ def train_and_evaluate(
     exporter_list = _as_list("exporters", exporters, tf_estimator.Exporter)
     if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
         raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
+
+    evaluation_hooks.append(_EmptyEvalGuard())
+    start_step = _checkpoint_step(estimator.model_dir)
 
     train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
     eval_spec = tf_estimator.EvalSpec(
@@ -202,5 +230,17 @@ def train_and_evaluate(
         )
         metrics = latest_eval_metrics(estimator.eval_dir(eval_name))
     metrics = {k: _plain(v) for k, v in metrics.items()}
+    preempted = any(getattr(hook, "preempted", None) for hook in train_hooks)
+    if (
+        isinstance(result, tuple)
+        and not preempted
+        and start_step < max_steps
+        and metrics.get("global_step") == start_step
+    ):
+        raise ValueError(
+            "`train_input_fn` yielded no batch: training ended at global step "
+            f"{start_step} without taking a step (max_steps={max_steps}). Check that the "
+            "training data is not empty (files, filters, `take()`). Got: 0 steps"
+        )
     _log_metrics(metrics)
     return metrics
