@@ -219,7 +219,7 @@ def from_arrays(
     lengths = {k: (len(v) if v.ndim else -1) for k, v in feats.items()}
     if label_array is not None:
         lengths["<labels>"] = len(label_array) if label_array.ndim else -1
-    if len(set(lengths.values())) != 1 or -1 in lengths.values():
+    if len(set(lengths.values())) != 1 or -1 in lengths.values() or 0 in lengths.values():
         raise ValueError(
             f"All feature arrays and the labels must have the same number (>= 1) of rows. "
             f"Got rows per key: {lengths}"
