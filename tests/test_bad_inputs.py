@@ -1,0 +1,1483 @@
+"""The bad-input catalogue: every public entry point, fed every wrong input we could think of.
+
+One table-driven test per entry point. Each case calls tfest_kit (or the official Estimator
+through it) with one wrong input and asserts the error type and that the message names the
+problem: the argument and/or the offending value. Nothing should surface as a bare traceback
+from deep inside TensorFlow where tfest_kit could have said what is wrong first.
+
+Cases get a ``ctx`` with ready-made data files, a tiny trained model_dir and its export (built
+once per module), and run inside a fresh ``tf.Graph``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import types
+
+import numpy as np
+import pytest
+
+from tfest_kit import (
+    TfestKitError,
+    cluster,
+    hooks,
+    inputs,
+    logs,
+    metrics,
+    model_fn,
+    run_config,
+    serving,
+    tpu,
+    training,
+)
+from tfest_kit._tf import estimator, tf, tf2
+from tfest_kit.legacy import layer_norm
+from tfest_kit.legacy import run as legacy_run
+from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._shim import Report
+
+MODES = estimator.ModeKeys
+X = np.random.RandomState(0).normal(size=(16, 4)).astype(np.float32)
+Y = (X[:, 0] > 0).astype(np.int32)
+
+
+def network(features, mode, params):
+    return tf.layers.dense(features["x"], 2, name="dense")
+
+
+def _good_input_fn(params=None):
+    return inputs.from_arrays({"x": X}, Y, batch_size=8, num_epochs=None)(params)
+
+
+def _empty_input_fn():
+    return tf2.data.Dataset.from_tensor_slices(({"x": X[:0]}, Y[:0])).batch(4)
+
+
+def _receiver():
+    return serving.raw_receiver({"x": (tf.float32, [4])})
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    """Data files, one tiny trained classifier and its export, shared by every case."""
+    root = tmp_path_factory.mktemp("bad_inputs")
+    csv = root / "data.csv"
+    csv.write_text("a,b,label\n1,2.5,0\n3,4.5,1\n")
+    ragged = root / "ragged.csv"
+    ragged.write_text("a,b,label\n1,2.5,0\n3,4.5\n")
+    header_only = root / "header_only.csv"
+    header_only.write_text("a,b,label\n")
+    record = str(root / "data.tfrecord")
+    inputs.write_tfrecord([{"a": 1.0, "label": 0}, {"a": 2.0, "label": 1}], record)
+    empty_record = str(root / "empty.tfrecord")
+    inputs.write_tfrecord([], empty_record)
+
+    model_dir = str(root / "trained")
+    est = estimator.Estimator(model_fn.classifier(network, 2), model_dir=model_dir)
+    est.train(_good_input_fn, steps=2)
+    export = est.export_saved_model(str(root / "export"), _receiver()).decode()
+    corrupt_pb = str(root / "corrupt_pb")
+    shutil.copytree(export, corrupt_pb)
+    (root / "corrupt_pb" / "saved_model.pb").write_bytes(b"not a protocol buffer")
+    corrupt_vars = str(root / "corrupt_vars")
+    shutil.copytree(export, corrupt_vars)
+    (root / "corrupt_vars" / "variables" / "variables.index").write_bytes(b"truncated")
+    a_file = root / "a_file"
+    a_file.write_text("not a directory")
+    (root / "empty_dir").mkdir()
+    return types.SimpleNamespace(
+        root=str(root),
+        csv=str(csv),
+        ragged=str(ragged),
+        header_only=str(header_only),
+        record=record,
+        empty_record=empty_record,
+        model_dir=model_dir,
+        estimator=est,
+        export=export,
+        predictor=serving.Predictor(export),
+        corrupt_pb=corrupt_pb,
+        corrupt_vars=corrupt_vars,
+        a_file=str(a_file),
+        empty_dir=str(root / "empty_dir"),
+    )
+
+
+def _check(ctx, call, error, pattern):
+    with tf.Graph().as_default(), pytest.raises(error) as info:
+        call(ctx)
+    message = str(info.value)
+    assert message, f"{type(info.value).__name__} with an empty message"
+    assert re.search(pattern, message, re.S), f"{pattern!r} not in: {message}"
+    return info.value
+
+
+def case(name, call, error, pattern):
+    return pytest.param(call, error, pattern, id=name)
+
+
+# ------------------------------------------------------------------------ model_fn builders
+
+
+def _call_model_fn(fn, features, labels, mode=MODES.TRAIN):
+    tf.train.get_or_create_global_step()
+    return fn(features, labels, mode, {})
+
+
+def _features():
+    return {"x": tf.constant(X)}
+
+
+def _network_rank3(features, mode, params):
+    return tf.zeros([2, 3, 2])
+
+
+def _network_not_tensor(features, mode, params):
+    return [1.0, 2.0]
+
+
+MODEL_FN_CASES = [
+    case("num_classes=1", lambda c: model_fn.classifier(network, 1), ValueError, r"num_classes.*1"),
+    case(
+        "num_classes=str", lambda c: model_fn.classifier(network, "2"), ValueError, r"num_classes"
+    ),
+    case(
+        "unknown optimizer",
+        lambda c: model_fn.classifier(network, 2, optimizer="adamax"),
+        ValueError,
+        r"`optimizer`.*'adamax'",
+    ),
+    case(
+        "optimizer not callable",
+        lambda c: model_fn.classifier(network, 2, optimizer=3),
+        TypeError,
+        r"`optimizer`.*Got: 3",
+    ),
+    case(
+        "unknown metric",
+        lambda c: model_fn.classifier(network, 2, metrics=("accuracy", "f2")),
+        ValueError,
+        r"`metrics`.*'f2'",
+    ),
+    case(
+        "metrics as a string",
+        lambda c: model_fn.classifier(network, 2, metrics="accuracy"),
+        TypeError,
+        r"`metrics`.*list or tuple",
+    ),
+    case(
+        "auc with 3 classes",
+        lambda c: model_fn.classifier(network, 3, metrics=("auc",)),
+        ValueError,
+        r"'auc'.*num_classes=3",
+    ),
+    case(
+        "recall_at_k above num_classes",
+        lambda c: model_fn.classifier(network, 3, metrics=("recall_at_5",)),
+        ValueError,
+        r"recall_at_5.*k=5",
+    ),
+    case(
+        "unknown regressor metric",
+        lambda c: model_fn.regressor(network, metrics=("accuracy",)),
+        ValueError,
+        r"`metrics`.*'accuracy'",
+    ),
+    case(
+        "top_k above num_classes",
+        lambda c: model_fn.classifier(network, 3, top_k=4),
+        ValueError,
+        r"`top_k`.*4",
+    ),
+    case(
+        "negative learning rate",
+        lambda c: model_fn.classifier(network, 2, learning_rate=-0.1),
+        ValueError,
+        r"`learning_rate`.*-0.1",
+    ),
+    case(
+        "warmup beyond decay",
+        lambda c: model_fn.classifier(network, 2, warmup_steps=10, decay_steps=5),
+        ValueError,
+        r"`warmup_steps`.*decay_steps=5",
+    ),
+    case(
+        "negative warmup",
+        lambda c: model_fn.classifier(network, 2, warmup_steps=-1),
+        ValueError,
+        r"`warmup_steps`.*-1",
+    ),
+    case(
+        "schedule with optimizer instance",
+        lambda c: model_fn.classifier(
+            network, 2, optimizer=tf.train.AdamOptimizer(0.1), warmup_steps=10
+        ),
+        ValueError,
+        r"`warmup_steps`.*Optimizer instance",
+    ),
+    case(
+        "missing init_checkpoint",
+        lambda c: model_fn.classifier(network, 2, init_checkpoint=c.root + "/nope/model.ckpt-1"),
+        ValueError,
+        r"`init_checkpoint` does not exist.*nope",
+    ),
+    case(
+        "init_checkpoint dir without checkpoint",
+        lambda c: model_fn.classifier(network, 2, init_checkpoint=c.empty_dir),
+        ValueError,
+        r"`init_checkpoint` is a directory without a checkpoint",
+    ),
+    case(
+        "init_checkpoint not a checkpoint",
+        lambda c: model_fn.classifier(network, 2, init_checkpoint=c.a_file),
+        ValueError,
+        r"`init_checkpoint` could not be read",
+    ),
+    case(
+        "assignment_map without init_checkpoint",
+        lambda c: model_fn.classifier(network, 2, assignment_map={"a/": "a/"}),
+        ValueError,
+        r"`assignment_map` needs `init_checkpoint`",
+    ),
+    case(
+        "network_fn not callable",
+        lambda c: model_fn.classifier("dense", 2),
+        TypeError,
+        r"`network_fn` must be callable.*'dense'",
+    ),
+    case(
+        "label_dimension=0",
+        lambda c: model_fn.regressor(network, label_dimension=0),
+        ValueError,
+        r"`label_dimension`.*0",
+    ),
+    case(
+        "clip_norm negative",
+        lambda c: model_fn.classifier(network, 2, clip_norm=-1.0),
+        ValueError,
+        r"`clip_norm`.*-1.0",
+    ),
+    # When the model_fn runs (graph construction only).
+    case(
+        "logits of rank 3",
+        lambda c: _call_model_fn(model_fn.classifier(_network_rank3, 2), _features(), Y),
+        ValueError,
+        r"logits of shape \[batch, num_classes=2\].*\[2, 3, 2\]",
+    ),
+    case(
+        "network returns a list",
+        lambda c: _call_model_fn(model_fn.classifier(_network_not_tensor, 2), _features(), Y),
+        TypeError,
+        r"`network_fn` must return a logits tensor",
+    ),
+    case(
+        "logits wider than num_classes",
+        lambda c: _call_model_fn(model_fn.classifier(network, 3), _features(), Y),
+        ValueError,
+        r"num_classes=3.*Got: shape \[16, 2\]",
+    ),
+    case(
+        "labels [batch, 3]",
+        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), np.ones((16, 3))),
+        ValueError,
+        r"`labels` must have shape \[batch\] or \[batch, 1\].*\[16, 3\]",
+    ),
+    case(
+        "float labels",
+        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), Y * 1.0),
+        ValueError,
+        r"`labels` must be integer class ids.*float",
+    ),
+    case(
+        "string labels",
+        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), ["a"] * 16),
+        ValueError,
+        r"`labels` must be integer.*string",
+    ),
+    case(
+        "labels as dict",
+        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), {"y": Y}),
+        TypeError,
+        r"`labels` must be a tensor, not a dict.*'y'",
+    ),
+    case(
+        "no labels in TRAIN",
+        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), None),
+        ValueError,
+        r"`labels` must be given in TRAIN and EVAL",
+    ),
+    case(
+        "regressor labels of width 2",
+        lambda c: _call_model_fn(model_fn.regressor(network), _features(), np.ones((16, 2))),
+        ValueError,
+        r"regressor|network_fn|labels",
+    ),
+    case(
+        "wrong feature key",
+        lambda c: _call_model_fn(model_fn.classifier(network, 2), {"z": tf.constant(X)}, Y),
+        ValueError,
+        r"feature 'x'.*\['z'\]",
+    ),
+    case(
+        "weight_key not a feature",
+        lambda c: _call_model_fn(model_fn.classifier(network, 2, weight_key="w"), _features(), Y),
+        ValueError,
+        r"`weight_key` 'w' is not a feature.*\['x'\]",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", MODEL_FN_CASES)
+def test_model_fn(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+# ---------------------------------------------------------------------------------- metrics
+
+
+def _labels():
+    return tf.constant([0, 1, 2])
+
+
+METRICS_CASES = [
+    case(
+        "num_classes=1",
+        lambda c: metrics.f1(_labels(), _labels(), num_classes=1),
+        ValueError,
+        r"`num_classes`.*1",
+    ),
+    case(
+        "unknown average",
+        lambda c: metrics.precision(_labels(), _labels(), 3, average="samples"),
+        ValueError,
+        r"`average`.*'samples'",
+    ),
+    case(
+        "labels [batch, 2]",
+        lambda c: metrics.recall(tf.zeros([3, 2]), _labels(), 3),
+        ValueError,
+        r"`labels` must have shape.*\[3, 2\]",
+    ),
+    case(
+        "predictions rank 3",
+        lambda c: metrics.f1(_labels(), tf.zeros([3, 1, 1]), 3),
+        ValueError,
+        r"`predictions` must have shape.*\[3, 1, 1\]",
+    ),
+    case(
+        "recall_at_k k=0",
+        lambda c: metrics.recall_at_k(_labels(), tf.zeros([3, 3]), k=0),
+        ValueError,
+        r"`k`.*0",
+    ),
+    case(
+        "recall_at_k k > classes",
+        lambda c: metrics.recall_at_k(_labels(), tf.zeros([3, 3]), k=4),
+        ValueError,
+        r"`k`.*\(3\).*4",
+    ),
+    case(
+        "recall_at_k scores of rank 1",
+        lambda c: metrics.recall_at_k(_labels(), tf.zeros([3]), k=1),
+        ValueError,
+        r"`logits_or_probs`.*\[3\]",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", METRICS_CASES)
+def test_metrics(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+# ------------------------------------------------------------------------------ TPUEstimator
+
+
+def _tpu_model_fn(features, labels, mode, params):
+    return model_fn.classifier(network, 2, tpu_spec=True)(features, labels, mode, params)
+
+
+def _tpu(c, model_fn_=_tpu_model_fn, sub="tpu", **kw):
+    kw.setdefault("use_tpu", False)
+    return tpu.TPUEstimator(model_fn_, model_dir=os.path.join(c.root, sub), **kw)
+
+
+def _spec_without_train_op(features, labels, mode, params):
+    logits = tf.layers.dense(features["x"], 2)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    return tpu.TPUEstimatorSpec(mode, loss=loss)
+
+
+def _spec_for_predict_always(features, labels, mode, params):
+    logits = tf.layers.dense(features["x"], 2)
+    return tpu.TPUEstimatorSpec(MODES.PREDICT, predictions={"logits": logits})
+
+
+def _returns_dict(features, labels, mode, params):
+    return {"loss": tf.constant(1.0)}
+
+
+def _model_fn_without_labels(features, mode, params):
+    return _tpu_model_fn(features, None, mode, params)
+
+
+TPU_CASES = [
+    case(
+        "reserved params key batch_size",
+        lambda c: _tpu(c, params={"batch_size": 8}),
+        ValueError,
+        r"reserved keys.*batch_size",
+    ),
+    case(
+        "reserved params key context",
+        lambda c: _tpu(c, params={"context": 1}),
+        ValueError,
+        r"reserved keys.*context",
+    ),
+    case(
+        "negative train_batch_size",
+        lambda c: _tpu(c, train_batch_size=-8),
+        ValueError,
+        r"`train_batch_size`.*-8",
+    ),
+    case(
+        "zero eval_batch_size",
+        lambda c: _tpu(c, eval_batch_size=0),
+        ValueError,
+        r"`eval_batch_size`.*0",
+    ),
+    case(
+        "float predict_batch_size",
+        lambda c: _tpu(c, predict_batch_size=8.0),
+        ValueError,
+        r"`predict_batch_size`.*8.0",
+    ),
+    case(
+        "bool train_batch_size",
+        lambda c: _tpu(c, train_batch_size=True),
+        ValueError,
+        r"`train_batch_size`.*True",
+    ),
+    case(
+        "use_tpu not a bool",
+        lambda c: _tpu(c, use_tpu="yes"),
+        ValueError,
+        r"`use_tpu`.*'yes'",
+    ),
+    case(
+        "model_fn not callable",
+        lambda c: tpu.TPUEstimator("model_fn", use_tpu=False),
+        ValueError,
+        r"`model_fn` must be a callable.*'model_fn'",
+    ),
+    case(
+        "config not a RunConfig",
+        lambda c: _tpu(c, config={"model_dir": "x"}),
+        TypeError,
+        r"`config`.*dict",
+    ),
+    case(
+        "no export target",
+        lambda c: _tpu(c, export_to_cpu=False, export_to_tpu=False),
+        ValueError,
+        r"`export_to_cpu`.*`export_to_tpu`",
+    ),
+    case(
+        "export api version 3",
+        lambda c: _tpu(c, export_saved_model_api_version=3),
+        ValueError,
+        r"`export_saved_model_api_version`.*3",
+    ),
+    case(
+        "train without train_batch_size",
+        lambda c: _tpu(c).train(_good_input_fn, steps=1),
+        ValueError,
+        r"`train_batch_size` must be set.*train\(\)",
+    ),
+    case(
+        "predict without predict_batch_size",
+        lambda c: next(_tpu(c, train_batch_size=8).predict(_good_input_fn)),
+        ValueError,
+        r"`predict_batch_size` must be set.*predict\(\)",
+    ),
+    case(
+        "input_fn not callable",
+        lambda c: _tpu(c, train_batch_size=8).train("data", steps=1),
+        ValueError,
+        r"`input_fn` must be a callable.*'data'",
+    ),
+    case(
+        "steps=0",
+        lambda c: _tpu(c, train_batch_size=8).train(_good_input_fn, steps=0),
+        ValueError,
+        r"steps > 0.*0",
+    ),
+    case(
+        "TRAIN spec without train_op",
+        lambda c: _tpu(c, _spec_without_train_op, "no_op", train_batch_size=8).train(
+            _good_input_fn, steps=1
+        ),
+        ValueError,
+        r"train_op",
+    ),
+    case(
+        "spec for the wrong mode",
+        lambda c: _tpu(c, _spec_for_predict_always, "wrong_mode", train_batch_size=8).train(
+            _good_input_fn, steps=1
+        ),
+        ValueError,
+        r"mode 'infer'.*called for 'train'",
+    ),
+    case(
+        "model_fn returns a dict",
+        lambda c: _tpu(c, _returns_dict, "dict", train_batch_size=8).train(_good_input_fn, steps=1),
+        TypeError,
+        r"EstimatorSpec.*Got: dict",
+    ),
+    case(
+        "labels but model_fn takes none",
+        lambda c: _tpu(c, _model_fn_without_labels, "no_labels", train_batch_size=8).train(
+            _good_input_fn, steps=1
+        ),
+        ValueError,
+        r"does not take labels",
+    ),
+    case(
+        "model_dir is a file",
+        lambda c: tpu.TPUEstimator(_tpu_model_fn, model_dir=c.a_file, use_tpu=False),
+        ValueError,
+        r"`model_dir`.*not a directory.*a_file",
+    ),
+    case(
+        "CrossShardOptimizer of a non-optimizer",
+        lambda c: tpu.CrossShardOptimizer("adam"),
+        TypeError,
+        r"`opt`.*'adam'",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", TPU_CASES)
+def test_tpu_estimator(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+# ------------------------------------------------------------- Estimator runs on bad data / dirs
+
+
+def _other_network(features, mode, params):
+    hidden = tf.layers.dense(features["x"], 5, name="hidden")
+    return tf.layers.dense(hidden, 2, name="dense")
+
+
+def _wider_network(features, mode, params):
+    return tf.layers.dense(features["x"], 3, name="dense")
+
+
+def _copy_trained(c, name):
+    path = os.path.join(c.root, name)
+    if not os.path.isdir(path):
+        shutil.copytree(c.model_dir, path)
+    return path
+
+
+def _estimator(c, net=network, num_classes=2, model_dir=None, sub="est"):
+    return estimator.Estimator(
+        model_fn.classifier(net, num_classes), model_dir=model_dir or os.path.join(c.root, sub)
+    )
+
+
+RUN_CASES = [
+    case(
+        "train: wrong feature key",
+        lambda c: _estimator(c).train(
+            inputs.from_arrays({"z": X}, Y, batch_size=8, num_epochs=None), steps=1
+        ),
+        ValueError,
+        r"feature 'x'.*\['z'\]",
+    ),
+    case(
+        "train: float labels",
+        lambda c: _estimator(c).train(inputs.from_arrays({"x": X}, Y * 1.0), steps=1),
+        ValueError,
+        r"`labels` must be integer.*float32",
+    ),
+    case(
+        "train: steps=0",
+        lambda c: _estimator(c).train(_good_input_fn, steps=0),
+        ValueError,
+        r"steps > 0, given: 0",
+    ),
+    case(
+        "train: max_steps=-1",
+        lambda c: _estimator(c).train(_good_input_fn, max_steps=-1),
+        ValueError,
+        r"max_steps > 0, given: -1",
+    ),
+    case(
+        "evaluate: steps=0",
+        lambda c: c.estimator.evaluate(_good_input_fn, steps=0),
+        ValueError,
+        r"steps > 0, given: 0",
+    ),
+    case(
+        "checkpoint from a model with other variables",
+        lambda c: _estimator(c, _other_network, model_dir=_copy_trained(c, "other")).train(
+            _good_input_fn, steps=1
+        ),
+        ValueError,
+        r"checkpoint of another model.*hidden/kernel",
+    ),
+    case(
+        "checkpoint from a model with other shapes",
+        lambda c: _estimator(c, _wider_network, 3, model_dir=_copy_trained(c, "wider")).train(
+            _good_input_fn, steps=1
+        ),
+        ValueError,
+        r"checkpoint of another model.*dense/kernel.*\[4, 2\].*\[4, 3\]",
+    ),
+    case(
+        "export: receiver without the network's feature",
+        lambda c: c.estimator.export_saved_model(
+            os.path.join(c.root, "bad_export"), serving.raw_receiver({"z": (tf.float32, [4])})
+        ),
+        ValueError,
+        r"feature 'x'.*\['z'\]",
+    ),
+    case(
+        "export: no checkpoint",
+        lambda c: _estimator(c, sub="untrained").export_saved_model(
+            os.path.join(c.root, "untrained_export"), _receiver()
+        ),
+        ValueError,
+        r"find trained model",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", RUN_CASES)
+def test_estimator_runs(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+# ------------------------------------------------------------------------ train_and_evaluate
+
+
+def _tae(c, est=None, train_fn=_good_input_fn, eval_fn=None, **kw):
+    kw.setdefault("max_steps", 3)
+    kw.setdefault("throttle_secs", 0)
+    eval_fn = eval_fn or inputs.from_arrays({"x": X}, Y, shuffle=False)
+    return training.train_and_evaluate(est or _estimator(c, sub="tae"), train_fn, eval_fn, **kw)
+
+
+TRAINING_CASES = [
+    case(
+        "estimator is a string",
+        lambda c: training.train_and_evaluate("est", _good_input_fn, _good_input_fn, max_steps=1),
+        TypeError,
+        r"`estimator`.*'est'",
+    ),
+    case(
+        "train_input_fn is a dataset",
+        lambda c: _tae(c, train_fn=_empty_input_fn()),
+        TypeError,
+        r"`train_input_fn` must be a callable",
+    ),
+    case("max_steps=0", lambda c: _tae(c, max_steps=0), ValueError, r"`max_steps`.*0"),
+    case("eval_steps=-1", lambda c: _tae(c, eval_steps=-1), ValueError, r"`eval_steps`.*-1"),
+    case(
+        "negative throttle_secs",
+        lambda c: _tae(c, throttle_secs=-5),
+        ValueError,
+        r"`throttle_secs`.*-5",
+    ),
+    case(
+        "hook of the wrong type",
+        lambda c: _tae(c, hooks=["progress"]),
+        TypeError,
+        r"`hooks`.*'progress'",
+    ),
+    case(
+        "exporter of the wrong type",
+        lambda c: _tae(c, exporters=[_receiver()]),
+        TypeError,
+        r"`exporters` must hold Exporter",
+    ),
+    case("empty eval_name", lambda c: _tae(c, eval_name=""), ValueError, r"`eval_name`"),
+    case(
+        "empty training set",
+        lambda c: _tae(c, train_fn=_empty_input_fn),
+        ValueError,
+        r"`train_input_fn`.*no batch",
+    ),
+    case(
+        "empty evaluation set",
+        lambda c: _tae(c, _estimator(c, sub="tae_empty_eval"), eval_fn=_empty_input_fn),
+        ValueError,
+        r"`eval_input_fn`.*no batch",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", TRAINING_CASES)
+def test_train_and_evaluate(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+# -------------------------------------------------------------------------------------- hooks
+
+
+HOOK_CASES = [
+    case(
+        "ProgressHook every_n_steps=0",
+        lambda c: hooks.ProgressHook(every_n_steps=0),
+        ValueError,
+        r"`every_n_steps`.*0",
+    ),
+    case(
+        "ProgressHook negative total_steps",
+        lambda c: hooks.ProgressHook(total_steps=-10),
+        ValueError,
+        r"`total_steps`.*-10",
+    ),
+    case(
+        "ProgressHook batch_size float",
+        lambda c: hooks.ProgressHook(batch_size=3.5),
+        ValueError,
+        r"`batch_size`.*3.5",
+    ),
+    case(
+        "early_stopping without estimator",
+        lambda c: hooks.early_stopping("est", patience_steps=10),
+        TypeError,
+        r"`estimator`.*str",
+    ),
+    case(
+        "early_stopping patience 0",
+        lambda c: hooks.early_stopping(c.estimator, patience_steps=0),
+        ValueError,
+        r"`patience_steps`.*0",
+    ),
+    case(
+        "early_stopping bad mode",
+        lambda c: hooks.early_stopping(c.estimator, mode="lowest", patience_steps=10),
+        ValueError,
+        r"`mode`.*'lowest'",
+    ),
+    case(
+        "early_stopping negative min_delta",
+        lambda c: hooks.early_stopping(c.estimator, min_delta=-0.1, patience_steps=10),
+        ValueError,
+        r"`min_delta`.*-0.1",
+    ),
+    case(
+        "early_stopping empty monitor",
+        lambda c: hooks.early_stopping(c.estimator, "", patience_steps=10),
+        ValueError,
+        r"`monitor`",
+    ),
+    case(
+        "early_stopping no interval",
+        lambda c: hooks.early_stopping(c.estimator, patience_steps=10, run_every_secs=None),
+        ValueError,
+        r"`run_every_steps`.*`run_every_secs`",
+    ),
+    case(
+        "early_stopping run_every_steps=0",
+        lambda c: hooks.early_stopping(c.estimator, patience_steps=10, run_every_steps=0),
+        ValueError,
+        r"`run_every_steps`.*0",
+    ),
+    case(
+        "early_stopping unknown metric",
+        lambda c: _train_with_early_stopping(c, "accuracy_top9"),
+        ValueError,
+        r"'accuracy_top9' is not among the eval metrics.*Available: \[.*'loss'",
+    ),
+    case(
+        "PreemptionHook without signals",
+        lambda c: hooks.PreemptionHook(signals=()),
+        ValueError,
+        r"`signals`",
+    ),
+]
+
+
+def _train_with_early_stopping(c, monitor):
+    est = _estimator(c, sub=f"early_{monitor}")
+    hook = hooks.early_stopping(
+        est, monitor, patience_steps=1, run_every_steps=1, eval_dir=c.estimator.eval_dir()
+    )
+    est.train(_good_input_fn, steps=2, hooks=[hook])
+
+
+def _evaluated(ctx):
+    """The shared estimator with one evaluation written, so eval metrics exist."""
+    if not os.path.isdir(ctx.estimator.eval_dir()) or not os.listdir(ctx.estimator.eval_dir()):
+        ctx.estimator.evaluate(inputs.from_arrays({"x": X}, Y, shuffle=False))
+
+
+@pytest.mark.parametrize("call, error, pattern", HOOK_CASES)
+def test_hooks(ctx, call, error, pattern):
+    _evaluated(ctx)
+    _check(ctx, call, error, pattern)
+
+
+# --------------------------------------------------------------------------------- serving
+
+
+SERVING_CASES = [
+    case("raw_receiver empty spec", lambda c: serving.raw_receiver({}), TypeError, r"`spec`"),
+    case(
+        "raw_receiver non-str key",
+        lambda c: serving.raw_receiver({1: (tf.float32, [4])}),
+        TypeError,
+        r"`spec` keys.*1",
+    ),
+    case(
+        "raw_receiver scalar value",
+        lambda c: serving.raw_receiver({"x": 3.0}),
+        TypeError,
+        r"`spec\['x'\]`.*3.0",
+    ),
+    case(
+        "parsing_receiver non-feature values",
+        lambda c: serving.parsing_receiver({"x": tf.float32}),
+        TypeError,
+        r"`feature_spec_or_columns`.*FixedLenFeature",
+    ),
+    case(
+        "parsing_receiver of a number",
+        lambda c: serving.parsing_receiver(3),
+        TypeError,
+        r"`feature_spec_or_columns`.*3",
+    ),
+    case(
+        "bert_receiver max_seq_length=0",
+        lambda c: serving.bert_receiver(0),
+        ValueError,
+        r"`max_seq_length`.*0",
+    ),
+    case(
+        "image_bytes_receiver channels=2",
+        lambda c: serving.image_bytes_receiver(160, channels=2),
+        ValueError,
+        r"`channels`.*2",
+    ),
+    case(
+        "image_bytes_receiver bad size",
+        lambda c: serving.image_bytes_receiver((160, 160, 3)),
+        ValueError,
+        r"`image_size`.*\(160, 160, 3\)",
+    ),
+    case(
+        "image_bytes_receiver preprocess not callable",
+        lambda c: serving.image_bytes_receiver(32, preprocess="inception"),
+        TypeError,
+        r"`preprocess`.*'inception'",
+    ),
+    case(
+        "best_exporter bad mode",
+        lambda c: serving.best_exporter(_receiver(), mode="best"),
+        ValueError,
+        r"`mode`.*'best'",
+    ),
+    case(
+        "best_exporter exports_to_keep=0",
+        lambda c: serving.best_exporter(_receiver(), exports_to_keep=0),
+        ValueError,
+        r"`exports_to_keep`.*0",
+    ),
+    case(
+        "best_exporter name with a slash",
+        lambda c: serving.best_exporter(_receiver(), name="a/b"),
+        ValueError,
+        r"`name`.*'a/b'",
+    ),
+    case(
+        "best_exporter receiver not callable",
+        lambda c: serving.best_exporter({"x": 1}),
+        TypeError,
+        r"`serving_input_fn`",
+    ),
+    case(
+        "best_exporter monitor not evaluated",
+        lambda c: serving.best_exporter(_receiver(), monitor="auc").export(
+            c.estimator, os.path.join(c.root, "best"), None, {"loss": 1.0}, False
+        ),
+        ValueError,
+        r"monitor 'auc' is not in the evaluation result.*\['loss'\]",
+    ),
+    case(
+        "latest_export of a missing dir",
+        lambda c: serving.latest_export(os.path.join(c.root, "missing")),
+        serving.ExportNotFoundError,
+        r"not a directory",
+    ),
+    case(
+        "latest_export of an empty dir",
+        lambda c: serving.latest_export(c.empty_dir),
+        serving.ExportNotFoundError,
+        r"No complete export.*contains: nothing",
+    ),
+    case(
+        "export_and_check not an estimator",
+        lambda c: serving.export_and_check("est", _receiver(), {"x": X}, c.root),
+        TypeError,
+        r"`estimator`.*'est'",
+    ),
+    case(
+        "export_and_check sample with wrong key",
+        lambda c: serving.export_and_check(
+            c.estimator, _receiver(), {"y": X}, os.path.join(c.root, "checked")
+        ),
+        serving.PredictorInputError,
+        r"missing: \['x'\], unknown: \['y'\]",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", SERVING_CASES)
+def test_serving(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+PREDICTOR_CASES = [
+    case(
+        "unknown input name",
+        lambda c: c.predictor({"z": X}),
+        serving.PredictorInputError,
+        r"inputs \[x: float32 \[None, 4\]\].*missing: \['x'\], unknown: \['z'\]",
+    ),
+    case(
+        "extra input name",
+        lambda c: c.predictor({"x": X, "extra": X}),
+        serving.PredictorInputError,
+        r"unknown: \['extra'\]",
+    ),
+    case(
+        "strings for a float input",
+        lambda c: c.predictor({"x": [["a", "b", "c", "d"]]}),
+        TypeError,
+        r"Input 'x' has dtype <U1.*float32",
+    ),
+    case(
+        "wrong width",
+        lambda c: c.predictor({"x": X[:, :3]}),
+        serving.PredictorInputError,
+        r"Input 'x' has shape \[16, 3\].*\[None, 4\]",
+    ),
+    case(
+        "no batch dimension",
+        lambda c: c.predictor({"x": X[0]}),
+        serving.PredictorInputError,
+        r"add the batch dimension",
+    ),
+    case(
+        "not a dict",
+        lambda c: c.predictor(X),
+        TypeError,
+        r"`features` must be a dict",
+    ),
+    case(
+        "batch_size=0 per call",
+        lambda c: c.predictor({"x": X}, batch_size=0),
+        ValueError,
+        r"`batch_size`.*0",
+    ),
+    case(
+        "unknown signature",
+        lambda c: serving.Predictor(c.export, signature="classify"),
+        ValueError,
+        r"'classify'.*Available signatures: \[",
+    ),
+    case(
+        "unknown tag",
+        lambda c: serving.Predictor(c.export, tags=("gpu",)),
+        RuntimeError,
+        r"tags 'gpu'.*available tags",
+    ),
+    case(
+        "path is not a string",
+        lambda c: serving.Predictor(3),
+        TypeError,
+        r"`export_dir_or_base`.*3",
+    ),
+    case(
+        "missing export dir",
+        lambda c: serving.Predictor(os.path.join(c.root, "nowhere")),
+        serving.ExportNotFoundError,
+        r"nowhere.*not a directory",
+    ),
+    case(
+        "directory without exports",
+        lambda c: serving.Predictor(c.empty_dir),
+        serving.ExportNotFoundError,
+        r"neither a SavedModel directory nor a directory of exports",
+    ),
+    case(
+        "corrupt saved_model.pb",
+        lambda c: serving.Predictor(c.corrupt_pb),
+        TfestKitError,
+        r"corrupt_pb could not be loaded.*Cannot parse.*saved_model.pb",
+    ),
+    case(
+        "corrupt variables",
+        lambda c: serving.Predictor(c.corrupt_vars),
+        TfestKitError,
+        r"corrupt_vars could not be loaded.*DataLossError",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", PREDICTOR_CASES)
+def test_predictor(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+# ------------------------------------------------------------------------------ input builders
+
+
+INPUT_CASES = [
+    case(
+        "from_arrays negative batch_size",
+        lambda c: inputs.from_arrays({"x": X}, Y, batch_size=-1),
+        ValueError,
+        r"`batch_size`.*-1",
+    ),
+    case(
+        "from_arrays num_epochs=0",
+        lambda c: inputs.from_arrays({"x": X}, Y, num_epochs=0),
+        ValueError,
+        r"`num_epochs`.*0",
+    ),
+    case(
+        "from_arrays label column missing",
+        lambda c: inputs.from_arrays({"x": X}, "label"),
+        inputs.DataError,
+        r"'label'.*\['x'\]",
+    ),
+    case(
+        "from_arrays rows differ",
+        lambda c: inputs.from_arrays({"x": X}, Y[:5]),
+        ValueError,
+        r"same number.*'x': 16.*'<labels>': 5",
+    ),
+    case(
+        "from_arrays empty dataset",
+        lambda c: inputs.from_arrays({"x": X[:0]}, Y[:0]),
+        ValueError,
+        r"same number \(>= 1\) of rows",
+    ),
+    case(
+        "from_arrays empty dict",
+        lambda c: inputs.from_arrays({}),
+        ValueError,
+        r"`features` must not be an empty dict",
+    ),
+    case(
+        "from_arrays of a set",
+        lambda c: inputs.from_arrays({1, 2}),
+        TypeError,
+        r"`features`.*set",
+    ),
+    case(
+        "from_arrays object column",
+        lambda c: inputs.from_arrays({"x": np.array([1, "a", None], dtype=object)}),
+        TypeError,
+        r"Feature 'x' holds Python objects",
+    ),
+    case(
+        "from_csv pattern matching nothing",
+        lambda c: inputs.from_csv(os.path.join(c.root, "train-*.csv"), label_name="label"),
+        inputs.DataError,
+        r"train-\*\.csv.*matches no file.*contains",
+    ),
+    case(
+        "from_csv label column missing",
+        lambda c: inputs.from_csv(c.csv, label_name="target"),
+        inputs.DataError,
+        r"`label_name` 'target'.*\['a', 'b', 'label'\]",
+    ),
+    case(
+        "from_csv row of the wrong width",
+        lambda c: inputs.from_csv(c.ragged, label_name="label"),
+        inputs.DataError,
+        r"ragged.csv:3",
+    ),
+    case(
+        "from_csv select_columns missing",
+        lambda c: inputs.from_csv(c.csv, select_columns=["a", "zz"]),
+        inputs.DataError,
+        r"`select_columns` \['zz'\]",
+    ),
+    case(
+        "from_csv field_delim of two chars",
+        lambda c: inputs.from_csv(c.csv, field_delim=";;"),
+        ValueError,
+        r"`field_delim`.*';;'",
+    ),
+    case(
+        "from_csv bad compression",
+        lambda c: inputs.from_csv(c.csv, compression="zip"),
+        ValueError,
+        r"`compression`.*'zip'",
+    ),
+    case(
+        "from_tfrecord label_key not in spec",
+        lambda c: inputs.from_tfrecord(
+            c.record, {"a": tf.io.FixedLenFeature([], tf.float32)}, "label"
+        ),
+        ValueError,
+        r"`label_key` 'label' is not a key of `feature_spec`",
+    ),
+    case(
+        "from_tfrecord key not in the data",
+        lambda c: inputs.from_tfrecord(
+            c.record,
+            {
+                "a": tf.io.FixedLenFeature([], tf.float32),
+                "age": tf.io.FixedLenFeature([], tf.int64),
+            },
+        ),
+        inputs.DataError,
+        r"'age'",
+    ),
+    case(
+        "from_tfrecord empty file",
+        lambda c: inputs.from_tfrecord(
+            c.empty_record, {"a": tf.io.FixedLenFeature([], tf.float32)}
+        ),
+        inputs.DataError,
+        r"holds any example",
+    ),
+    case(
+        "from_tfrecord not a TFRecord",
+        lambda c: inputs.from_tfrecord(c.csv, {"a": tf.io.FixedLenFeature([], tf.float32)}),
+        inputs.DataError,
+        r"data.csv",
+    ),
+    case(
+        "from_tfrecord empty spec",
+        lambda c: inputs.from_tfrecord(c.record, {}),
+        ValueError,
+        r"`feature_spec` must be a non-empty dict",
+    ),
+    case(
+        "write_tfrecord num_shards=0",
+        lambda c: inputs.write_tfrecord(
+            [{"a": 1}], os.path.join(c.root, "o.tfrecord"), num_shards=0
+        ),
+        ValueError,
+        r"`num_shards`.*0",
+    ),
+    case(
+        "write_tfrecord row not a dict",
+        lambda c: inputs.write_tfrecord([[1, 2]], os.path.join(c.root, "o.tfrecord")),
+        TypeError,
+        r"`rows` must hold dicts.*Row 0",
+    ),
+    case(
+        "write_tfrecord unsupported value",
+        lambda c: inputs.write_tfrecord([{"a": {"b": 1}}], os.path.join(c.root, "o.tfrecord")),
+        TypeError,
+        r"'a'",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", INPUT_CASES)
+def test_inputs(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+# ---------------------------------------------------------------------------------- keras
+
+
+def _keras_model(compiled=True):
+    model = tf2.keras.Sequential([tf2.keras.layers.Dense(2, input_shape=(4,))])
+    if compiled:
+        model.compile("adam", "sparse_categorical_crossentropy")
+    return model
+
+
+def _to_estimator(*args, **kw):
+    from tfest_kit import keras_bridge
+
+    return keras_bridge.to_estimator(*args, **kw)
+
+
+KERAS_CASES = [
+    case(
+        "uncompiled model",
+        lambda c: _to_estimator(_keras_model(compiled=False)),
+        ValueError,
+        r"has not been compiled.*model.compile",
+    ),
+    case(
+        "not a Keras model",
+        lambda c: _to_estimator(network),
+        TypeError,
+        r"`keras_model` must be a tf.keras.Model.*function",
+    ),
+    case(
+        "unknown checkpoint_format",
+        lambda c: _to_estimator(_keras_model(), checkpoint_format="h5"),
+        ValueError,
+        r"`checkpoint_format`.*'h5'",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", KERAS_CASES)
+def test_keras_bridge(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
+
+
+# ------------------------------------------------------------------------------- TF_CONFIG
+
+
+def _tf_config(**parts):
+    config = {"cluster": {"chief": ["localhost:2222"], "worker": ["localhost:2223"]}}
+    config["task"] = {"type": "worker", "index": 0}
+    config.update(parts)
+    return json.dumps(config)
+
+
+CLUSTER_CASES = [
+    case(
+        "malformed JSON",
+        lambda c: cluster.validate_tf_config('{"cluster": {"chief": ["h:1"]}'),
+        ValueError,
+        r"TF_CONFIG is not valid JSON",
+    ),
+    case(
+        "JSON list",
+        lambda c: cluster.validate_tf_config("[1, 2]"),
+        ValueError,
+        r"JSON object.*\[1, 2\]",
+    ),
+    case(
+        "unknown task type in cluster",
+        lambda c: cluster.validate_tf_config(
+            _tf_config(cluster={"chief": ["h:1"], "wrker": ["h:2"]})
+        ),
+        ValueError,
+        r"unknown task type 'wrker'.*Did you mean 'worker'",
+    ),
+    case(
+        "index out of range",
+        lambda c: cluster.validate_tf_config(_tf_config(task={"type": "worker", "index": 3})),
+        ValueError,
+        r"task.index 3 is out of range.*cluster.worker has 1",
+    ),
+    case(
+        "negative index",
+        lambda c: cluster.validate_tf_config(_tf_config(task={"type": "worker", "index": -1})),
+        ValueError,
+        r"task.index must be a non-negative integer",
+    ),
+    case(
+        "missing chief",
+        lambda c: cluster.validate_tf_config(_tf_config(cluster={"worker": ["h:1", "h:2"]})),
+        ValueError,
+        r"exactly one 'chief'",
+    ),
+    case(
+        "two chiefs",
+        lambda c: cluster.validate_tf_config(_tf_config(cluster={"chief": ["h:1", "h:2"]})),
+        ValueError,
+        r"exactly one 'chief'",
+    ),
+    case(
+        "port not a number",
+        lambda c: cluster.validate_tf_config(_tf_config(cluster={"chief": ["h:http"]})),
+        ValueError,
+        r"cluster.chief\[0\].*'h:http'",
+    ),
+    case(
+        "address used twice",
+        lambda c: cluster.validate_tf_config(
+            _tf_config(cluster={"chief": ["h:1"], "worker": ["h:1"]})
+        ),
+        ValueError,
+        r"'h:1' to both cluster.chief\[0\] and cluster.worker\[0\]",
+    ),
+    case(
+        "evaluator in the cluster",
+        lambda c: cluster.validate_tf_config(
+            _tf_config(cluster={"chief": ["h:1"], "evaluator": ["h:2"]})
+        ),
+        ValueError,
+        r"must not list 'evaluator'",
+    ),
+    case(
+        "cluster without task",
+        lambda c: cluster.validate_tf_config(json.dumps({"cluster": {"chief": ["h:1"]}})),
+        ValueError,
+        r"'cluster' but no 'task'",
+    ),
+    case(
+        "task type not in cluster",
+        lambda c: cluster.validate_tf_config(_tf_config(task={"type": "ps", "index": 0})),
+        ValueError,
+        r"task.type 'ps' is not in the cluster",
+    ),
+    case(
+        "unknown top-level key",
+        lambda c: cluster.validate_tf_config(_tf_config(tsk={"type": "worker"})),
+        ValueError,
+        r"unknown top-level keys \['tsk'\].*Did you mean 'task'",
+    ),
+    case(
+        "TF_CONFIG of the wrong type",
+        lambda c: cluster.validate_tf_config(42),
+        TypeError,
+        r"`tf_config`.*int 42",
+    ),
+    case(
+        "cluster_spec chief=2",
+        lambda c: cluster.cluster_spec(chief=2),
+        ValueError,
+        r"`chief` must be 1.*2",
+    ),
+    case(
+        "cluster_spec negative workers",
+        lambda c: cluster.cluster_spec(workers=-1),
+        ValueError,
+        r"`workers`.*-1",
+    ),
+    case(
+        "cluster_spec ps as str",
+        lambda c: cluster.cluster_spec(ps="1"),
+        ValueError,
+        r"`ps`.*'1'",
+    ),
+    case(
+        "tf_config of a task outside the cluster",
+        lambda c: cluster.tf_config(cluster.cluster_spec(workers=1), "worker", 2),
+        ValueError,
+        r"task.index 2 is out of range",
+    ),
+    case(
+        "free_ports negative",
+        lambda c: cluster.free_ports(-1),
+        ValueError,
+        r"`count`.*-1",
+    ),
+    case(
+        "launcher --workers -1",
+        lambda c: cluster.main(["--workers", "-1", "--", "python", "-c", "pass"]),
+        SystemExit,
+        r"2",
+    ),
+    case(
+        "launcher --chief 2",
+        lambda c: cluster.main(["--chief", "2", "--", "python", "-c", "pass"]),
+        SystemExit,
+        r"2",
+    ),
+    case(
+        "launcher without a program",
+        lambda c: cluster.main(["--workers", "1"]),
+        SystemExit,
+        r"2",
+    ),
+]
+
+
+LAUNCHER_MESSAGES = {
+    "launcher --workers -1": r"`workers` must be an int >= 0\. Got: -1",
+    "launcher --chief 2": r"`chief` must be 1",
+    "launcher without a program": r"give the program to run after `--`",
+}
+
+
+@pytest.mark.parametrize("call, error, pattern", CLUSTER_CASES)
+def test_cluster(ctx, call, error, pattern, request, capsys, monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    _check(ctx, call, error, pattern)
+    name = request.node.callspec.id
+    if name in LAUNCHER_MESSAGES:  # argparse exits 2 and says why on stderr
+        assert re.search(LAUNCHER_MESSAGES[name], capsys.readouterr().err)
+
+
+def test_malformed_tf_config_in_the_environment_is_named(monkeypatch):
+    monkeypatch.setenv(
+        "TF_CONFIG", '{"cluster": {"chief": ["h:1"]}, "task": {"type": "chef", "index": 0}}'
+    )
+    with pytest.raises(ValueError, match=r"'chef'.*Did you mean 'chief'"):
+        cluster.validate_tf_config()
+    with pytest.raises(ValueError, match=r"TF_CONFIG.*'chef'"):
+        cluster.multi_worker_strategy()
+
+
+# ----------------------------------------------------------------- run_config, logs, legacy
+
+
+MISC_CASES = [
+    case("run_config threads=0", lambda c: run_config(threads=0), ValueError, r"`threads`.*0"),
+    case(
+        "run_config threads triple",
+        lambda c: run_config(threads=(1, 2, 3)),
+        ValueError,
+        r"`threads`.*\(1, 2, 3\)",
+    ),
+    case("run_config xla str", lambda c: run_config(xla="yes"), TypeError, r"`xla`.*'yes'"),
+    case(
+        "run_config negative seed",
+        lambda c: run_config(seed=-1),
+        ValueError,
+        r"`seed`.*-1",
+    ),
+    case(
+        "run_config steps and secs",
+        lambda c: run_config(save_checkpoints_steps=10, save_checkpoints_secs=60),
+        ValueError,
+        r"`save_checkpoints_steps` or `save_checkpoints_secs`, not both",
+    ),
+    case(
+        "run_config unknown keyword",
+        lambda c: run_config(save_every=10),
+        TypeError,
+        r"RunConfig does not take.*save_every",
+    ),
+    case(
+        "run_config session_config not a proto",
+        lambda c: run_config(session_config={"threads": 2}),
+        TypeError,
+        r"`session_config`.*dict",
+    ),
+    case(
+        "logs.setup unknown level",
+        lambda c: logs.setup("verbose"),
+        ValueError,
+        r"`verbosity`.*'verbose'",
+    ),
+    case(
+        "legacy.run missing script",
+        lambda c: legacy_run(os.path.join(c.root, "run_classifier.py")),
+        ValueError,
+        r"`script` must be an existing .py file.*run_classifier.py",
+    ),
+    case(
+        "legacy symbol without stand-in",
+        lambda c: build_namespace(Report()).contrib.slim,
+        AttributeError,
+        r"tf.contrib.slim is not provided by the legacy runner",
+    ),
+    case(
+        "legacy layer_norm axis out of range",
+        lambda c: layer_norm(tf.zeros([2, 3]), begin_norm_axis=5),
+        ValueError,
+        r"begin_norm_axis",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern", MISC_CASES)
+def test_misc(ctx, call, error, pattern):
+    _check(ctx, call, error, pattern)
