@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import random
@@ -95,14 +96,19 @@ def _step_of(path: str) -> int:
     return int(path.rsplit("-", 1)[1])
 
 
-def _restore_all(model_dir: str) -> list[int]:
-    """Reads every tensor of every checkpoint the `checkpoint` file lists; returns their steps."""
+def _restore_all(model_dir: str, asynchronous: bool = False) -> list[int]:
+    """Reads every tensor of every checkpoint the `checkpoint` file lists; returns their steps.
+
+    With ``asynchronous`` (parameter-server training) other workers may advance the global
+    step between the chief naming a checkpoint and saving it, so it may be ahead of the name.
+    """
     steps = []
     for path in _listed_checkpoints(model_dir):
         reader = tf.train.load_checkpoint(path)
         for name in reader.get_variable_to_shape_map():
             reader.get_tensor(name)
-        assert reader.get_tensor("global_step") == _step_of(path)
+        saved = reader.get_tensor("global_step")
+        assert saved >= _step_of(path) if asynchronous else saved == _step_of(path), path
         steps.append(_step_of(path))
     return steps
 
@@ -239,3 +245,70 @@ def test_disk_full_during_a_checkpoint_write_keeps_the_previous_one(small_disk):
     resumed = _Run(model_dir, *args[1:], f"--max_steps={_step_of(before) + 2 * SAVE_STEPS}")
     assert resumed.finish(timeout=120) == 0, resumed.output
     assert resumed.start_step() == _step_of(before)
+
+
+def _checkpoint_step(model_dir: str) -> int:
+    latest = tf.train.latest_checkpoint(model_dir)
+    return _step_of(latest) if latest else -1
+
+
+def _poll(predicate, timeout: float, what: str, output) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{output.getvalue()}"
+        time.sleep(0.1)
+
+
+def test_cluster_worker_and_chief_killed_and_restarted(tmp_path):
+    from tfest_kit._cluster_launcher import LocalCluster
+
+    model_dir = str(tmp_path / "model")
+    stop_file = str(tmp_path / "STOP")
+    command = [
+        sys.executable,
+        str(ROOT / "tests" / "programs" / "cluster_train.py"),
+        f"--model_dir={model_dir}",
+        "--max_steps=1000000",
+        "--step_sleep=0.02",
+        f"--stop_file={stop_file}",
+    ]
+    out = io.StringIO()
+    env = {"PYTHONPATH": str(ROOT)}
+    with LocalCluster(command, workers=1, ps=1, env=env, cwd=str(ROOT), output=out) as local:
+        local.start()
+        text = out.getvalue
+        _poll(
+            lambda: "[worker:0] JOINED" in text() and _checkpoint_step(model_dir) >= 20,
+            180,
+            "the worker to join",
+            out,
+        )
+
+        # A worker dies and is restarted: it rejoins and the chief never noticed.
+        local.signal_task("worker", 0, signal.SIGKILL)
+        assert local.wait_task("worker", 0, timeout=30) == -signal.SIGKILL
+        local.start_task("worker", 0)
+        step = _checkpoint_step(model_dir)
+        _poll(lambda: text().count("[worker:0] JOINED") == 2, 180, "the worker to rejoin", out)
+        _poll(lambda: _checkpoint_step(model_dir) >= step + 20, 60, "training to go on", out)
+        assert local.process("chief", 0).poll() is None
+
+        # The chief dies and is restarted: it restores its last checkpoint and goes on.
+        local.signal_task("chief", 0, signal.SIGKILL)
+        assert local.wait_task("chief", 0, timeout=30) == -signal.SIGKILL
+        last = tf.train.latest_checkpoint(model_dir)
+        local.start_task("chief", 0)
+        _poll(
+            lambda: f"[chief:0] INFO:tensorflow:Restoring parameters from {last}" in text(),
+            180,
+            f"the chief to restore {last}",
+            out,
+        )
+        _poll(lambda: _checkpoint_step(model_dir) >= _step_of(last) + 20, 60, "new saves", out)
+
+        open(stop_file, "w").close()
+        assert local.wait_task("chief", 0, timeout=60) == 0, out.getvalue()
+        assert local.wait_task("worker", 0, timeout=60) == 0, out.getvalue()
+    assert "RESULT" in "\n".join(x for x in text().splitlines() if x.startswith("[chief:0]"))
+    steps = _restore_all(model_dir, asynchronous=True)
+    assert steps[-1] >= _step_of(last) + 20

@@ -3,7 +3,8 @@
 Uses early stopping and the best exporter.  Prints ``VARIABLE_DEVICE name device`` per trainable
 variable (where the variables were placed), ``JOINED`` once a training session exists and
 ``RESULT {json}`` at the end.  The chief waits (bounded) at step ``--wait_at`` until worker 0
-has joined, so that both really train together however slow the machine is.
+has joined, so that both really train together however slow the machine is.  Every task
+stops training once ``--stop_file`` exists (tests end long runs that way).
 """
 
 from __future__ import annotations
@@ -52,9 +53,10 @@ def eval_input_fn(params=None):
 class _Pace(tf.train.SessionRunHook):
     """Slows steps down; on the chief, waits at one step for worker 0 to join."""
 
-    def __init__(self, marker: str, is_chief: bool, wait_at: int, step_sleep: float) -> None:
+    def __init__(self, marker, is_chief, wait_at, step_sleep, stop_file) -> None:
         self._marker, self._is_chief = marker, is_chief
         self._wait_at, self._step_sleep = wait_at, step_sleep
+        self._stop_file = stop_file
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
@@ -75,6 +77,9 @@ class _Pace(tf.train.SessionRunHook):
                 time.sleep(0.1)
             print(f"WORKER_SEEN {os.path.exists(self._marker)} at step {step}", flush=True)
         time.sleep(self._step_sleep)
+        if self._stop_file and os.path.exists(self._stop_file):
+            print(f"STOP_FILE seen at step {step}", flush=True)
+            run_context.request_stop()
 
 
 def main() -> int:
@@ -86,6 +91,7 @@ def main() -> int:
     parser.add_argument("--step_sleep", type=float, default=0.01)
     parser.add_argument("--wait_at", type=int, default=5)
     parser.add_argument("--patience_steps", type=int, default=40)
+    parser.add_argument("--stop_file", default=None)
     args = parser.parse_args()
     logs.setup("info")
     task = cluster.validate_tf_config().get("task", {})
@@ -102,9 +108,8 @@ def main() -> int:
     )
     est = estimator.Estimator(model_fn, config=config)
     is_chief = task.get("type", "chief") == "chief"
-    pace = _Pace(
-        os.path.join(args.model_dir, "worker0-joined"), is_chief, args.wait_at, args.step_sleep
-    )
+    marker = os.path.join(args.model_dir, "worker0-joined")
+    pace = _Pace(marker, is_chief, args.wait_at, args.step_sleep, args.stop_file)
     # min_delta so large that no evaluation counts as an improvement: early stopping must end
     # training once evaluations span `patience_steps`, long before max_steps.
     stopper = hooks.early_stopping(
