@@ -67,14 +67,14 @@ def run(variant: str, ctx: Context) -> dict:
         raise ValueError(f"unknown variant {variant!r}")
     files = _files(ctx.workdir, ctx.quick)
     ds = dataset(files, tuned=variant == "tuned")
-    # The first pass traces the map function, lets AUTOTUNE settle and warms the file cache;
-    # the second is timed.
+    # The first pass traces the map function, lets AUTOTUNE settle and warms the file cache.
+    # The best of the timed passes: other processes on a shared machine only slow a pass down.
     rates = []
-    for _ in range(2):
+    for _ in range(3 if ctx.quick else 4):
         start = time.perf_counter()
         count = sum(int(images.shape[0]) for images, _ in ds)
         rates.append(count / (time.perf_counter() - start))
-    return {"images_per_sec": rates[-1]}
+    return {"images_per_sec": max(rates[1:])}
 
 
 CASE = Case(
