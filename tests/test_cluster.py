@@ -352,3 +352,20 @@ def test_cli_ctrl_c_stops_every_task():
     assert launcher.returncode == 128 + signal.SIGINT, "".join(lines) + rest
     assert "SIGINT: stopping every task" in rest
     assert _all_dead(pids)
+
+
+def test_a_failing_worker_is_reported_but_the_chief_decides():
+    out = io.StringIO()
+    behaviour = "sys.exit(5) if t['type'] == 'worker' else time.sleep(1)"
+    local = LocalCluster(_child(behaviour), workers=1, output=out)
+    assert local.run(timeout=60) == 0
+    assert "['worker:0 (5)'] exited with an error" in out.getvalue()
+
+
+def test_a_given_cluster_is_validated_and_used():
+    spec = {"chief": ["127.0.0.1:1111"], "worker": ["127.0.0.1:2222"]}
+    local = LocalCluster(["true"], cluster=spec)
+    assert local.tasks == [("chief", 0), ("worker", 0)]
+    assert local.tf_config("worker", 0)["cluster"] == spec
+    with pytest.raises(ValueError, match="exactly one 'chief'"):
+        LocalCluster(["true"], cluster={"worker": ["127.0.0.1:2222"]})

@@ -106,6 +106,7 @@ class LocalCluster:
         self._lock = threading.Lock()
         self._procs: dict[Task, subprocess.Popen] = {}
         self._pumps: dict[Task, threading.Thread] = {}
+        self._reported: set[int] = set()
 
     # -- one task ---------------------------------------------------------------------------
 
@@ -260,8 +261,8 @@ class LocalCluster:
         # Reported once each: a worker that dies is not fatal (the chief carries on alone).
         failed = []
         for task, proc in self._procs.items():
-            if proc.poll() not in (None, 0) and not getattr(proc, "_reported", False):
-                proc._reported = True  # type: ignore[attr-defined]
+            if proc.poll() not in (None, 0) and proc.pid not in self._reported:
+                self._reported.add(proc.pid)
                 failed.append(f"{_name(task)} ({proc.returncode})")
         return failed
 
