@@ -1,0 +1,250 @@
+"""``TF_CONFIG`` validation, public as ``tfest_kit.cluster.validate_tf_config``; no TensorFlow.
+
+Kept apart from :mod:`tfest_kit.cluster` so that lower layers (``training``) can check
+``TF_CONFIG`` before TensorFlow acts on it, without importing the launcher.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
+
+__all__ = ["CLUSTER_TASK_TYPES", "TASK_TYPES", "validate_tf_config"]
+
+# Jobs that may appear in "cluster" (``master`` is TF1's name for the chief).
+CLUSTER_TASK_TYPES = ("chief", "master", "worker", "ps")
+# Task types a process may have; the evaluator runs beside the training cluster, not in it.
+TASK_TYPES = (*CLUSTER_TASK_TYPES, "evaluator")
+# Keys RunConfig and the distribute coordinator read from TF_CONFIG.
+_TOP_LEVEL_KEYS = (
+    "cluster",
+    "task",
+    "environment",
+    "rpc_layer",
+    "service",
+    "session_master",
+    "eval_session_master",
+    "model_dir",
+)
+_ADDRESS = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):(?P<port>[^:]*)$")
+_MAX_SHOWN = 300
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=repr)
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN] + "…"
+
+
+def _suggest(name: Any, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(str(name), choices, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _parse(tf_config: Union[str, Mapping[str, Any], None]) -> dict:
+    if tf_config is None:
+        tf_config = os.environ.get("TF_CONFIG", "")
+    if isinstance(tf_config, (bytes, bytearray)):
+        tf_config = tf_config.decode("utf-8")
+    if isinstance(tf_config, str):
+        if not tf_config.strip():
+            return {}
+        try:
+            parsed = json.loads(tf_config)
+        except json.JSONDecodeError as e:
+            start = max(0, e.pos - 20)
+            raise ValueError(
+                f"TF_CONFIG is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}, "
+                f"near {tf_config[start : e.pos + 20]!r}. Expected a JSON object such as "
+                '{"cluster": {"chief": ["host:2222"]}, "task": {"type": "chief", "index": 0}}. '
+                f"Got: {_shown(tf_config)}"
+            ) from e
+    elif isinstance(tf_config, Mapping):
+        parsed = tf_config
+    else:
+        raise TypeError(
+            "`tf_config` must be a JSON string, a dict or None (read $TF_CONFIG). "
+            f"Got: {type(tf_config).__name__} {tf_config!r}"
+        )
+    if not isinstance(parsed, Mapping):
+        raise ValueError(
+            f"TF_CONFIG must be a JSON object with keys 'cluster' and 'task'. Got: {_shown(parsed)}"
+        )
+    return json.loads(json.dumps(dict(parsed)))  # a deep, JSON-only copy we may normalise
+
+
+def _check_address(where: str, address: Any) -> str:
+    if not isinstance(address, str):
+        raise ValueError(f'TF_CONFIG {where} must be a "host:port" string. Got: {_shown(address)}')
+    match = _ADDRESS.match(address)
+    port = match.group("port") if match else ""
+    if not match or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            f'TF_CONFIG {where} must be "host:port" with an integer port in 1-65535 '
+            f'(e.g. "10.0.0.2:2222"). Got: {address!r}'
+        )
+    return address
+
+
+def _check_cluster(cluster: Any) -> dict:
+    if not isinstance(cluster, Mapping):
+        raise ValueError(
+            "TF_CONFIG 'cluster' must be an object mapping task types to lists of "
+            f'"host:port" addresses. Got: {_shown(cluster)}'
+        )
+    seen: dict[str, str] = {}
+    for task_type, addresses in cluster.items():
+        if task_type == "evaluator":
+            raise ValueError(
+                "TF_CONFIG 'cluster' must not list 'evaluator': the evaluator is not part of the "
+                'training cluster; give it only as "task": {"type": "evaluator", "index": 0}. '
+                f"Got: cluster = {_shown(cluster)}"
+            )
+        if task_type not in CLUSTER_TASK_TYPES:
+            raise ValueError(
+                f"TF_CONFIG 'cluster' has an unknown task type {task_type!r}; expected some of "
+                f"{list(CLUSTER_TASK_TYPES)}.{_suggest(task_type, CLUSTER_TASK_TYPES)} "
+                f"Got: cluster = {_shown(cluster)}"
+            )
+        if isinstance(addresses, str) or not isinstance(addresses, Sequence):
+            raise ValueError(
+                f'TF_CONFIG cluster.{task_type} must be a list of "host:port" strings. '
+                f"Got: {_shown(addresses)}"
+            )
+        for i, address in enumerate(addresses):
+            where = f"cluster.{task_type}[{i}]"
+            _check_address(where, address)
+            if address in seen:
+                raise ValueError(
+                    f"TF_CONFIG gives the address {address!r} to both {seen[address]} and "
+                    f"{where}; every task needs its own host:port."
+                )
+            seen[address] = where
+    if not cluster:
+        return {}
+    chief_type = "master" if "master" in cluster else "chief"
+    if "master" in cluster and "chief" in cluster:
+        raise ValueError(
+            "TF_CONFIG 'cluster' has both 'chief' and 'master' (TF1's name for the chief); "
+            f"keep only 'chief'. Got: cluster = {_shown(cluster)}"
+        )
+    if len(cluster.get(chief_type, [])) != 1:
+        raise ValueError(
+            f"TF_CONFIG 'cluster' must have exactly one {chief_type!r} task: the chief trains, "
+            "writes checkpoints and summaries (a worker-only cluster is not an Estimator "
+            f"cluster). Got: cluster = {_shown(cluster)}"
+        )
+    return dict(cluster)
+
+
+def _check_index(task: Mapping) -> int:
+    index = task.get("index")
+    if isinstance(index, str) and index.strip().isdigit():
+        index = int(index)  # RunConfig itself accepts "0"
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(
+            "TF_CONFIG task.index must be a non-negative integer. "
+            f"Got: task = {_shown(dict(task))}"
+        )
+    return index
+
+
+def _check_task(task: Any, cluster: Mapping) -> dict:
+    if not isinstance(task, Mapping):
+        raise ValueError(
+            'TF_CONFIG \'task\' must be an object like {"type": "worker", "index": 0}. '
+            f"Got: {_shown(task)}"
+        )
+    unknown = sorted(set(task) - {"type", "index", "trial"})
+    if unknown:
+        raise ValueError(
+            f"TF_CONFIG 'task' has unknown keys {unknown}; expected 'type' and 'index'. "
+            f"Got: task = {_shown(dict(task))}"
+        )
+    task_type = task.get("type")
+    if not cluster:
+        # RunConfig's local mode: one process, which must be worker 0.
+        if task_type not in (None, "worker") or task.get("index", 0) not in (0, "0"):
+            raise ValueError(
+                "TF_CONFIG has no 'cluster', so 'task' may only be worker 0 (one process). "
+                f"Add the cluster or drop 'task'. Got: task = {_shown(dict(task))}"
+            )
+        return dict(task)
+    if task_type is None or "index" not in task:
+        raise ValueError(
+            "TF_CONFIG has a 'cluster', so 'task' needs both 'type' and 'index'. "
+            f"Got: task = {_shown(dict(task))}"
+        )
+    index = _check_index(task)
+    allowed = [*cluster, "evaluator"]
+    if task_type not in allowed:
+        known = task_type in TASK_TYPES
+        reason = "is not in the cluster" if known else "is not a task type"
+        raise ValueError(
+            f"TF_CONFIG task.type {task_type!r} {reason}; expected one of {allowed}."
+            f"{'' if known else _suggest(task_type, TASK_TYPES)} "
+            f"Got: task = {_shown(dict(task))}, cluster = {_shown(dict(cluster))}"
+        )
+    if task_type == "evaluator" and "master" in cluster:
+        raise ValueError(
+            "TF_CONFIG: an 'evaluator' task is not supported with the legacy 'master' job; "
+            "rename 'master' to 'chief' in the cluster."
+        )
+    if task_type != "evaluator" and index >= len(cluster[task_type]):
+        raise ValueError(
+            f"TF_CONFIG task.index {index} is out of range: cluster.{task_type} has "
+            f"{len(cluster[task_type])} task(s), so the index must be in "
+            f"0..{len(cluster[task_type]) - 1}. Got: task = {_shown(dict(task))}"
+        )
+    return {**task, "index": index}
+
+
+def validate_tf_config(tf_config: Union[str, Mapping[str, Any], None] = None) -> dict:
+    """Parses and checks a ``TF_CONFIG`` before TensorFlow acts on it.
+
+    Checks what ``tf.estimator.RunConfig`` needs and some things it lets through into a hang:
+    valid JSON, known top-level keys, known task types (``chief``, ``worker``, ``ps`` in the
+    cluster; ``master`` accepted as TF1's name for the chief; ``evaluator`` only as a task
+    type), exactly one chief, ``"host:port"`` addresses with integer ports, no address used
+    twice, and a task whose type is in the cluster and whose index is in range.
+
+    Args:
+      tf_config: the JSON text, an already parsed dict, or None to read the ``TF_CONFIG``
+        environment variable.
+
+    Returns:
+      The parsed config as a new dict (task index normalised to an int); ``{}`` when
+      ``TF_CONFIG`` is unset or empty (a single-process run).
+
+    Raises:
+      ValueError: naming the offending part, e.g. ``TF_CONFIG task.index 3 is out of range:
+        cluster.worker has 2 task(s)…``.
+      TypeError: if ``tf_config`` is not a string, dict or None.
+
+    Example:
+
+        os.environ["TF_CONFIG"] = json.dumps({
+            "cluster": {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222"]},
+            "task": {"type": "worker", "index": 0}})
+        config = validate_tf_config()     # config["task"] == {"type": "worker", "index": 0}
+    """
+    config = _parse(tf_config)
+    unknown = [key for key in config if key not in _TOP_LEVEL_KEYS]
+    if unknown:
+        hints = "".join(_suggest(key, _TOP_LEVEL_KEYS) for key in unknown)
+        raise ValueError(
+            f"TF_CONFIG has unknown top-level keys {unknown}; expected some of "
+            f"{list(_TOP_LEVEL_KEYS)}.{hints} Got: {_shown(config)}"
+        )
+    cluster = _check_cluster(config.get("cluster", {}))
+    if "task" in config:
+        config["task"] = _check_task(config["task"], cluster)
+    elif cluster:
+        raise ValueError(
+            "TF_CONFIG has a 'cluster' but no 'task': each process must say which task it is, "
+            f'e.g. "task": {{"type": "worker", "index": 0}}. Got: {_shown(config)}'
+        )
+    return config
