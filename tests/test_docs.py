@@ -1,0 +1,179 @@
+"""The documentation is true: its code runs, and every public name has a docstring with an example.
+
+Code blocks in README.md and docs/migrating.md:
+
+* a block fenced ```python is *runnable*: the test runs all of a file's runnable blocks in
+  order, in one fresh Python process, in an empty temporary working directory (which must still
+  be empty afterwards: nothing is written to the current directory by default);
+* a block fenced ```py (or ```bash, ```text …) is *illustrative* and never run. Use ```py for
+  code that cannot run here: TF 1.x code, a TPU name, files the reader has and we do not.
+
+A traceback points at the Markdown file and line of the failing statement.
+
+Docstrings: every function and class listed in the ``__all__`` of a public tfest_kit module
+(a module whose dotted name has no part starting with ``_``, plus the ``python -m tfest_kit``
+entry module) must have a docstring that contains an ``Example`` section (issue 9: "every public
+function has a docstring with an example"). Exception classes and names re-exported from
+TensorFlow are exempt: TensorFlow documents its own classes, and an exception is documented by
+the functions that raise it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pkgutil
+import re
+
+import pytest
+
+import tfest_kit
+from tests.conftest import ROOT, run_program
+
+_FENCE = re.compile(r"^```(\S*)\s*$")
+_LOSS_LINE = re.compile(r"loss = [0-9.e+-]+, step = \d+")
+
+# Runs (path, first line, code) blocks in one namespace; line numbers stay those of the file.
+_RUNNER = """\
+import json, sys
+namespace = {"__name__": "__main__"}
+for path, line, code in json.load(open(sys.argv[1])):
+    print(f"=== running {path}:{line}", flush=True)
+    exec(compile("\\n" * (line - 1) + code, path, "exec"), namespace)
+print("=== all blocks ran", flush=True)
+"""
+
+
+def code_blocks(path) -> list[tuple[str, int, str]]:
+    """Returns ``(language, first code line, code)`` for each fenced block of a Markdown file."""
+    blocks, language, start, lines = [], None, 0, []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        match = _FENCE.match(line)
+        if language is None and match:
+            language, start, lines = match.group(1) or "text", number + 1, []
+        elif language is not None and line.rstrip() == "```":
+            blocks.append((language, start, "\n".join(lines) + "\n"))
+            language = None
+        elif language is not None:
+            lines.append(line)
+    assert language is None, f"{path}: unclosed code block starting at line {start - 1}"
+    return blocks
+
+
+def run_markdown(relative_path: str, tmp_path, timeout: int = 240):
+    """Runs the ```python blocks of ``relative_path`` in order; returns the finished process."""
+    path = ROOT / relative_path
+    runnable = [
+        (relative_path, line, code) for lang, line, code in code_blocks(path) if lang == "python"
+    ]
+    assert runnable, f"{relative_path} has no ```python block"
+    blocks_file = tmp_path / "blocks.json"
+    blocks_file.write_text(json.dumps(runnable))
+    runner = tmp_path / "run_blocks.py"
+    runner.write_text(_RUNNER)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = run_program([str(runner), str(blocks_file)], cwd=cwd, timeout=timeout)
+    assert "=== all blocks ran" in proc.stdout
+    assert not list(cwd.iterdir()), f"{relative_path} wrote to the working directory"
+    return proc
+
+
+def test_markdown_code_blocks_are_parsed(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("text\n```python\na = 1\n\nb = 2\n```\n```py\nnot run\n```\n```\nplain\n```\n")
+    assert code_blocks(doc) == [
+        ("python", 3, "a = 1\n\nb = 2\n"),
+        ("py", 8, "not run\n"),
+        ("text", 11, "plain\n"),
+    ]
+
+
+@pytest.mark.slow
+def test_readme_tour_runs(tmp_path):
+    proc = run_markdown("README.md", tmp_path)
+    log = proc.stdout + proc.stderr
+    # The TPUEstimator fallback prints its loss, train_and_evaluate its final metrics, and the
+    # exported model answers through the Predictor.
+    assert len(_LOSS_LINE.findall(log)) >= 3, log
+    assert "Final eval metrics (step 300)" in log, log
+    assert "expected" in proc.stdout, log
+
+
+@pytest.mark.slow
+def test_migrating_after_blocks_run(tmp_path):
+    proc = run_markdown("docs/migrating.md", tmp_path)
+    log = proc.stdout + proc.stderr
+    assert "No TPU found" in log, log
+    assert _LOSS_LINE.search(log), log
+    assert "Final eval metrics" in log, log
+
+
+def test_readme_keeps_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    assert "make demo" in readme and "python -m recipes.mobilenet_cats_dogs" in readme
+    assert "make test" in readme
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-m recipes.mobilenet_cats_dogs" in makefile
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_recipes_table_lists_every_recipe():
+    readme = (ROOT / "README.md").read_text()
+    recipes = sorted(p.stem for p in (ROOT / "recipes").glob("[!_]*.py"))
+    missing = [name for name in recipes if f"| `{name}` |" not in readme]
+    assert not missing, f"README.md's recipes table lacks {missing}"
+
+
+# Public names whose docstring still lacks an example (reported to the lead, who owns these
+# modules).  Strict xfail: once an example is added the test XPASSes and fails, so the entry
+# must be removed here; a *new* public name without an example fails at once.
+_KNOWN_MISSING = {
+    "tfest_kit.__main__.build_parser",
+    "tfest_kit.__main__.command_modules",
+    "tfest_kit.__main__.main",
+    "tfest_kit.cluster.main",
+    "tfest_kit.hooks.early_stopping",
+    "tfest_kit.keras_bridge.to_estimator",
+    "tfest_kit.tpu.NoTPUClusterResolver",
+    "tfest_kit.tpu.TPUEstimator",
+}
+
+
+def _public_modules() -> list[str]:
+    names = ["tfest_kit", "tfest_kit.__main__"]
+    for info in pkgutil.walk_packages(tfest_kit.__path__, prefix="tfest_kit."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            names.append(info.name)
+    return sorted(names)
+
+
+def _public_objects() -> list:
+    objects = []
+    for module_name in _public_modules():
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue  # constants and submodules
+            if not getattr(obj, "__module__", "").startswith("tfest_kit"):
+                continue  # re-exported from TensorFlow
+            if inspect.isclass(obj) and issubclass(obj, BaseException):
+                continue
+            full_name = f"{module_name}.{name}"
+            marks = [pytest.mark.xfail(strict=True)] if full_name in _KNOWN_MISSING else []
+            objects.append(pytest.param(module_name, name, id=full_name, marks=marks))
+    return objects
+
+
+def test_public_modules_declare_all():
+    lacking = [m for m in _public_modules() if not hasattr(importlib.import_module(m), "__all__")]
+    assert not lacking, f"public modules without __all__: {lacking}"
+
+
+@pytest.mark.parametrize(("module_name", "name"), _public_objects())
+def test_public_name_has_docstring_with_example(module_name, name):
+    obj = getattr(importlib.import_module(module_name), name)
+    doc = inspect.getdoc(obj) or ""
+    assert "Example" in doc, f"{module_name}.{name}: docstring has no Example section"
