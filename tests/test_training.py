@@ -154,3 +154,14 @@ def test_bad_arguments_are_rejected(tmp_path, kwargs, error, match):
 def test_estimator_must_be_an_estimator():
     with pytest.raises(TypeError, match="estimator.*Got: 'model'"):
         training.train_and_evaluate("model", _train_input_fn, _eval_input_fn, max_steps=10)
+
+
+def test_malformed_tf_config_is_named_before_training(tmp_path, monkeypatch):
+    est = _estimator(str(tmp_path))
+    monkeypatch.setenv(
+        "TF_CONFIG",
+        json.dumps({"cluster": {"chief": ["127.0.0.1:1"]}, "task": {"type": "wrker", "index": 0}}),
+    )
+    with pytest.raises(ValueError, match="wrker"):
+        training.train_and_evaluate(est, _train_input_fn, _eval_input_fn, max_steps=10)
+    assert not os.path.exists(os.path.join(str(tmp_path), "checkpoint"))

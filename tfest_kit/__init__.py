@@ -24,7 +24,19 @@ from tfest_kit.logs import quiet_by_default as _quiet_by_default
 __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
-    {"hooks", "inputs", "keras_bridge", "logs", "metrics", "model_fn", "serving", "tpu", "training"}
+    {
+        "cluster",
+        "hooks",
+        "inputs",
+        "keras_bridge",
+        "legacy",
+        "logs",
+        "metrics",
+        "model_fn",
+        "serving",
+        "tpu",
+        "training",
+    }
 )
 # Top-level conveniences and the submodule each comes from.
 _FUNCTIONS = {"train_and_evaluate": "training", "run_config": "_run_config"}

@@ -26,6 +26,7 @@ import numpy as np
 
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
+from tfest_kit._tf_config import validate_tf_config
 
 __all__ = ["train_and_evaluate", "latest_eval_metrics"]
 
@@ -180,7 +181,8 @@ def train_and_evaluate(
       TypeError: if ``estimator`` is not an Estimator, an input_fn is not callable, or a
         hook / exporter has the wrong type.
       ValueError: for ``max_steps`` / ``eval_steps`` that are not positive ints or negative
-        seconds; when ``train_input_fn`` (locally) or ``eval_input_fn`` yields no batch.
+        seconds; when ``train_input_fn`` (locally) or ``eval_input_fn`` yields no batch;
+        for a malformed ``TF_CONFIG`` (see ``tfest_kit.cluster.validate_tf_config``).
 
     Example:
 
@@ -200,6 +202,8 @@ def train_and_evaluate(
     exporter_list = _as_list("exporters", exporters, tf_estimator.Exporter)
     if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
         raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
+    # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
+    validate_tf_config()
 
     evaluation_hooks.append(_EmptyEvalGuard())
     start_step = _checkpoint_step(estimator.model_dir)
