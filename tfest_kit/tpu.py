@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import json
 import os
 from typing import Any, Callable, Optional, Union
 
@@ -237,7 +238,13 @@ class TPUEstimator(tf_estimator.Estimator):
                 f"Got: {export_saved_model_api_version!r}"
             )
         if config is None:
-            config = RunConfig()
+            try:
+                config = RunConfig()
+            except json.JSONDecodeError as e:  # RunConfig parses $TF_CONFIG without saying so
+                raise ValueError(
+                    f"TF_CONFIG is not valid JSON: {e}. Fix or unset the TF_CONFIG environment "
+                    f"variable. Got: {os.environ.get('TF_CONFIG', '')[:300]!r}"
+                ) from e
         if not isinstance(config, tf_estimator.RunConfig):
             raise TypeError(
                 "`config` must be a tfest_kit.tpu.RunConfig or tf.estimator.RunConfig. "
