@@ -1405,6 +1405,12 @@ def test_cluster(ctx, call, error, pattern, request, capsys, monkeypatch):
         assert re.search(LAUNCHER_MESSAGES[name], capsys.readouterr().err)
 
 
+def test_tpu_estimator_names_malformed_tf_config(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}')
+    with pytest.raises(ValueError, match=r"TF_CONFIG is not valid JSON.*Got: '\{\"cluster"):
+        tpu.TPUEstimator(_tpu_model_fn, use_tpu=False)
+
+
 def test_malformed_tf_config_in_the_environment_is_named(monkeypatch):
     monkeypatch.setenv(
         "TF_CONFIG", '{"cluster": {"chief": ["h:1"]}, "task": {"type": "chef", "index": 0}}'
