@@ -325,3 +325,18 @@ def test_early_stopping_with_single_machine_mirrored_strategy(tmp_path):
     _write_eval_events(est.eval_dir(), [(0, 1.0), (10, 1.0)])
     est.train(_input_fn(), max_steps=200, hooks=[hook])
     assert est.get_variable_value("global_step") < 200
+
+
+def test_early_stopping_added_when_resuming_a_model_dir(tmp_path):
+    # The official hook saves its stop flag with the model, so resuming a model_dir trained
+    # without it failed with "Key signal_early_stopping/STOP not found in checkpoint".
+    est = estimator.Estimator(_model_fn, model_dir=str(tmp_path), params={"lr": 0.01})
+    est.train(_input_fn(), max_steps=5)
+    hook = hooks.early_stopping(est, patience_steps=5, run_every_steps=1)
+    _write_eval_events(est.eval_dir(), [(0, 1.0), (5, 1.0)])
+    est.train(_input_fn(), max_steps=200, hooks=[hook])
+    assert 5 < est.get_variable_value("global_step") < 200
+    # The flag did not go into the checkpoint, so a plain resume still works too.
+    names = [name for name, _ in tf.train.list_variables(str(tmp_path))]
+    assert not any("signal_early_stopping" in name for name in names)
+    est.train(_input_fn(), steps=2)

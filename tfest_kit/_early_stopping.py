@@ -131,6 +131,45 @@ def _dispatch_estimator(est):
         logger.setLevel(level)
 
 
+class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
+    """Runs an official early-stopping hook with its ``STOP`` flag as a local variable.
+
+    The official hook creates ``signal_early_stopping/STOP`` as a *global* variable, so it is
+    saved with the model: a model_dir trained without early stopping then cannot be resumed
+    with it ("Key signal_early_stopping/STOP not found in checkpoint"). In a single process
+    nothing else reads the flag, so creating it first as a local variable (the official hook
+    reuses it by name) keeps it out of checkpoints. Clusters keep the official behaviour:
+    there the flag is how the chief tells the workers to stop.
+    """
+
+    def __init__(self, hook: tf.train.SessionRunHook) -> None:
+        self._hook = hook
+
+    def begin(self) -> None:
+        with tf.variable_scope("signal_early_stopping", values=[], reuse=tf.AUTO_REUSE):
+            tf.get_variable(
+                "STOP",
+                shape=[],
+                dtype=tf.bool,
+                initializer=tf.initializers.constant(False),
+                collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                trainable=False,
+            )
+        self._hook.begin()
+
+    def after_create_session(self, session, coord) -> None:
+        self._hook.after_create_session(session, coord)
+
+    def before_run(self, run_context):
+        return self._hook.before_run(run_context)
+
+    def after_run(self, run_context, run_values) -> None:
+        self._hook.after_run(run_context, run_values)
+
+    def end(self, session) -> None:
+        self._hook.end(session)
+
+
 def early_stopping(
     estimator: tf_estimator.Estimator,
     monitor: str = "loss",
@@ -154,7 +193,9 @@ def early_stopping(
     * ``min_delta``: smaller changes do not count as improvement;
     * ``mode="auto"``: max for accuracy / auc / precision / recall / f1-like names, else min;
     * a single-machine ``train_distribute`` (e.g. ``MirroredStrategy``) is no longer treated as
-      multi-worker.
+      multi-worker;
+    * on one machine its stop flag is kept out of checkpoints, so a model_dir trained without
+      early stopping can be resumed with it.
 
     Usage:
 
@@ -209,9 +250,12 @@ def early_stopping(
     predicate = _NoImprovement(
         eval_dir, monitor, higher, float(min_delta), patience_steps, min_steps
     )
-    return tf_estimator.experimental.make_early_stopping_hook(
+    hook = tf_estimator.experimental.make_early_stopping_hook(
         _dispatch_estimator(estimator),
         predicate,
         run_every_secs=run_every_secs,
         run_every_steps=run_every_steps,
     )
+    if estimator.config.cluster_spec.jobs:
+        return hook
+    return _StopFlagOutOfCheckpoints(hook)
