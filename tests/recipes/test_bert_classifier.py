@@ -1,0 +1,288 @@
+"""``recipes.bert_classifier`` and its private parts: tokeniser, GLUE processors, encoder
+variable names, warm start from a BERT-named checkpoint, and the whole program at test size."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+import numpy as np
+import pytest
+
+from recipes._bert import features, modeling, processors, sample_data, tokenization
+from tests.conftest import run_program
+from tfest_kit import model_fn
+from tfest_kit._tf import estimator, tf, tf2
+
+# --- tokenisation -------------------------------------------------------------------------
+
+_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn"]
+_VOCAB += ["##ing", ",", "hello", "!", "how", "are", "you", "?"]
+
+
+@pytest.fixture
+def vocab_file(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(_VOCAB) + "\n")
+    return str(path)
+
+
+def test_basic_tokenizer_lower_cases_strips_accents_and_splits_punctuation():
+    tokenizer = tokenization.BasicTokenizer(do_lower_case=True)
+    assert tokenizer.tokenize(" \tHeLLo!how  \n Are yoU?  ") == [
+        "hello", "!", "how", "are", "you", "?",
+    ]  # fmt: skip
+    assert tokenizer.tokenize("H\u00e9llo Caf\u00e9") == ["hello", "cafe"]
+    assert tokenizer.tokenize("don't, (x)") == ["don", "'", "t", ",", "(", "x", ")"]
+    assert tokenizer.tokenize("ah\u535a\u63a8zz") == ["ah", "\u535a", "\u63a8", "zz"]
+    assert tokenizer.tokenize(b"bytes\x00 \xef\xbf\xbdok") == ["bytes", "ok"]
+
+
+def test_basic_tokenizer_keeps_case_and_accents_when_asked():
+    tokenizer = tokenization.BasicTokenizer(do_lower_case=False)
+    assert tokenizer.tokenize(" \tHeLLo!how  \n Are yoU?  ") == [
+        "HeLLo", "!", "how", "Are", "yoU", "?",
+    ]  # fmt: skip
+    assert tokenizer.tokenize("H\u00e9llo") == ["H\u00e9llo"]
+
+
+def test_wordpiece_splits_longest_first_and_unknown_words():
+    vocab = {token: i for i, token in enumerate(_VOCAB)}
+    tokenizer = tokenization.WordpieceTokenizer(vocab)
+    assert tokenizer.tokenize("") == []
+    assert tokenizer.tokenize("unwanted running") == ["un", "##want", "##ed", "runn", "##ing"]
+    assert tokenizer.tokenize("unwantedX running") == ["[UNK]", "runn", "##ing"]
+    assert tokenization.WordpieceTokenizer(vocab, max_input_chars_per_word=5).tokenize(
+        "running"
+    ) == ["[UNK]"]
+
+
+def test_full_tokenizer_maps_to_ids(vocab_file):
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
+    tokens = tokenizer.tokenize("UNwant\u00e9d,running")
+    assert tokens == ["un", "##want", "##ed", ",", "runn", "##ing"]
+    assert tokenizer.convert_tokens_to_ids(tokens) == [8, 5, 6, 11, 9, 10]
+    assert tokenizer.convert_tokens_to_ids(["nope"]) == [1]  # [UNK]
+    assert tokenizer.convert_ids_to_tokens([12, 13]) == ["hello", "!"]
+
+
+def test_tokenizer_errors_name_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="vocab_file` does not exist"):
+        tokenization.FullTokenizer(str(tmp_path / "missing.txt"))
+    with pytest.raises(ValueError, match="do_lower_case` must be True"):
+        tokenization.check_case_matches_checkpoint(
+            False, "/models/uncased_L-12_H-768_A-12/bert_model.ckpt"
+        )
+    tokenization.check_case_matches_checkpoint(
+        False, "/models/cased_L-12_H-768_A-12/bert_model.ckpt"
+    )
+
+
+# --- processors ---------------------------------------------------------------------------
+
+
+def _write(directory, name, rows):
+    directory.mkdir(exist_ok=True)
+    (directory / name).write_text("".join("\t".join(row) + "\n" for row in rows))
+
+
+def test_mrpc_processor(tmp_path):
+    header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+    _write(tmp_path, "train.tsv", [header, ["1", "7", "8", "A cat sat.", "The cat sat."]])
+    _write(tmp_path, "dev.tsv", [header, ["0", "1", "2", 'He said "no".', "Rain."]])
+    _write(tmp_path, "test.tsv", [["index", *header[1:]], ["0", "3", "4", "Q one", "Q two"]])
+    processor = processors.get_processor("MRPC")
+    assert processor.get_labels() == ["0", "1"]
+    train = processor.get_train_examples(str(tmp_path))
+    assert train == [processors.InputExample("train-1", "A cat sat.", "The cat sat.", "1")]
+    dev = processor.get_dev_examples(str(tmp_path))
+    assert (dev[0].text_a, dev[0].label) == ('He said "no".', "0")  # quotes kept
+    test = processor.get_test_examples(str(tmp_path))
+    assert (test[0].text_a, test[0].text_b, test[0].label) == ("Q one", "Q two", "0")
+
+
+def test_cola_processor(tmp_path):
+    rows = [["gj04", "1", "", "Our friends won't buy this."], ["gj04", "0", "*", "They drank pub."]]
+    _write(tmp_path, "train.tsv", rows)
+    _write(tmp_path, "test.tsv", [["index", "sentence"], ["0", "Bill left."]])
+    processor = processors.get_processor("cola")
+    train = processor.get_train_examples(str(tmp_path))
+    assert [(e.text_a, e.text_b, e.label) for e in train] == [
+        ("Our friends won't buy this.", None, "1"),
+        ("They drank pub.", None, "0"),
+    ]
+    assert [(e.text_a, e.label) for e in processor.get_test_examples(str(tmp_path))] == [
+        ("Bill left.", "0")
+    ]
+
+
+def test_sst2_processor_and_errors(tmp_path):
+    _write(tmp_path, "train.tsv", [["sentence", "label"], ["a gorgeous film ", "1"]])
+    _write(tmp_path, "dev.tsv", [["sentence", "label"], ["dull", "2"]])
+    _write(tmp_path, "test.tsv", [["index", "sentence"], ["0", "so so"]])
+    processor = processors.get_processor("sst2")
+    assert [(e.text_a, e.label) for e in processor.get_train_examples(str(tmp_path))] == [
+        ("a gorgeous film ", "1")
+    ]
+    assert processor.get_test_examples(str(tmp_path))[0].text_a == "so so"
+    with pytest.raises(ValueError, match=r"label must be one of \['0', '1'\]. Got: '2'"):
+        processor.get_dev_examples(str(tmp_path))
+    with pytest.raises(ValueError, match="has no train.tsv"):
+        processor.get_train_examples(str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match="task_name` must be one of"):
+        processors.get_processor("qnli")
+
+
+def test_sample_task_is_read_and_featurised(tmp_path):
+    task = sample_data.write_sample_task(str(tmp_path), num_train=20, num_dev=6, num_test=4)
+    processor = processors.get_processor("sample")
+    train = processor.get_train_examples(task.data_dir)
+    assert len(train) == 20 and {e.label for e in train} == {"0", "1"}
+    assert len(processor.get_test_examples(task.data_dir)) == 4
+    tokenizer = tokenization.FullTokenizer(task.vocab_file)
+    feature = features.convert_single_example(train[0], ["0", "1"], 40, tokenizer)
+    ids = feature.input_ids
+    assert ids[0] == tokenizer.vocab["[CLS]"] and ids.count(tokenizer.vocab["[SEP]"]) == 2
+    assert len(ids) == len(feature.input_mask) == len(feature.segment_ids) == 40
+    assert sum(feature.segment_ids) == ids.index(0) - ids.index(tokenizer.vocab["[SEP]"]) - 1
+    short = features.convert_single_example(train[0], ["0", "1"], 8, tokenizer)
+    assert sum(short.input_mask) == 8 and short.input_ids[-1] == tokenizer.vocab["[SEP]"]
+
+
+# --- encoder ------------------------------------------------------------------------------
+
+_TINY = modeling.BertConfig(
+    vocab_size=30,
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=32,
+    max_position_embeddings=16,
+    type_vocab_size=2,
+)
+_SEQ = 8
+
+
+def _bert_names(layers: int) -> set:
+    names = {
+        "bert/embeddings/word_embeddings",
+        "bert/embeddings/token_type_embeddings",
+        "bert/embeddings/position_embeddings",
+        "bert/embeddings/LayerNorm/beta",
+        "bert/embeddings/LayerNorm/gamma",
+        "bert/pooler/dense/kernel",
+        "bert/pooler/dense/bias",
+        "output_weights",
+        "output_bias",
+    }
+    for i in range(layers):
+        prefix = f"bert/encoder/layer_{i}/"
+        for dense in (
+            "attention/self/query",
+            "attention/self/key",
+            "attention/self/value",
+            "attention/output/dense",
+            "intermediate/dense",
+            "output/dense",
+        ):
+            names |= {prefix + dense + "/kernel", prefix + dense + "/bias"}
+        for norm in ("attention/output/LayerNorm", "output/LayerNorm"):
+            names |= {prefix + norm + "/beta", prefix + norm + "/gamma"}
+    return names
+
+
+def _features():
+    return {
+        name: tf.placeholder(tf.int32, [None, _SEQ], name=name) for name in features.FEATURE_NAMES
+    }
+
+
+def test_encoder_variables_follow_the_bert_checkpoint_layout():
+    with tf.Graph().as_default():
+        logits = modeling.classifier_network(_TINY, 3)(_features(), estimator.ModeKeys.EVAL, {})
+        names = {v.op.name for v in tf.global_variables()}
+        shapes = {v.op.name: v.shape.as_list() for v in tf.global_variables()}
+    assert names == _bert_names(2)
+    assert logits.shape.as_list() == [None, 3]
+    assert shapes["bert/encoder/layer_1/intermediate/dense/kernel"] == [16, 32]
+    assert shapes["bert/embeddings/position_embeddings"] == [16, 16]
+    assert shapes["output_weights"] == [3, 16]
+
+
+_QUERY = "bert/encoder/layer_1/attention/self/query/kernel"
+
+
+def _variable(name: str):
+    return next(v for v in tf.global_variables() if v.op.name == name)
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def test_warm_start_from_a_checkpoint_with_bert_names(tmp_path):
+    network = modeling.classifier_network(_TINY, 2)
+    with tf.Graph().as_default():
+        network(_features(), estimator.ModeKeys.EVAL, {})
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            saved = session.run(_variable(_QUERY))
+            prefix = tf.train.Saver().save(session, str(tmp_path / "bert_model.ckpt"))
+    reader = tf.train.load_checkpoint(prefix)
+    assert set(reader.get_variable_to_shape_map()) == _bert_names(2)
+
+    logger = tf2.get_logger()
+    handler, level = _Lines(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        fn = model_fn.classifier(network, 2, optimizer="adamw", init_checkpoint=prefix)
+        with tf.Graph().as_default():
+            spec = fn(_features(), tf.zeros([4], tf.int32), estimator.ModeKeys.TRAIN, {})
+            with tf.Session() as session:
+                session.run(tf.global_variables_initializer())
+                restored = session.run(_variable(_QUERY))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert spec.train_op is not None
+    np.testing.assert_array_equal(restored, saved)
+    marked = [line for line in handler.lines if line.endswith("*INIT_FROM_CKPT*")]
+    assert len(marked) == len(_bert_names(2)), "\n".join(handler.lines)
+    assert any("name = bert/embeddings/LayerNorm/gamma," in line for line in marked)
+
+
+# --- the program --------------------------------------------------------------------------
+
+_TEST_SIZE = [
+    "--sample_train_size=2000",
+    "--sample_dev_size=200",
+    "--sample_test_size=20",
+    "--num_train_epochs=8",
+    "--max_seq_length=28",
+    "--save_checkpoints_steps=250",
+    "--early_stopping_patience_steps=1000",
+]
+
+
+@pytest.mark.slow
+def test_recipe_at_test_size(tmp_path):
+    out = tmp_path / "run"
+    proc = run_program(["-m", "recipes.bert_classifier", f"--output_dir={out}", *_TEST_SIZE])
+    text = proc.stdout
+    accuracy = float(re.search(r"Eval accuracy: ([\d.]+)", text).group(1))
+    assert accuracy >= 0.75, text
+    rows = (out / "test_results.tsv").read_text().splitlines()
+    assert len(rows) == 20
+    probabilities = np.array([[float(p) for p in row.split("\t")] for row in rows])
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-4)
+    assert re.search(r"Predictor answer: '.+' / '.+' -> label [01] \(p=[\d.]+\)", text), text
+    for name in ("train.tf_record", "eval.tf_record", "predict.tf_record"):
+        assert (out / name).exists()
+    assert os.listdir(out / "export" / "best")
