@@ -10,6 +10,9 @@ from tfest_kit._tf import tf
 
 __all__ = ["resolve_checkpoint", "assignment_map_for", "warm_start", "check_model_dir"]
 
+# (checkpoint, variable names, matches) already listed in full by this process.
+_LISTED: set = set()
+
 
 def resolve_checkpoint(init_checkpoint: str) -> str:
     """Returns the checkpoint prefix for a prefix or a directory; fails clearly if unreadable.
@@ -139,6 +142,18 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None) -> None:
     else:
         tf.train.init_from_checkpoint(prefix, assignment_map)
     initialised = {id(var) for var in assignment_map.values()}
+    # Estimator builds the model again for every evaluation, export and predict call; the
+    # same listing each time would bury the log, so later builds get one summary line.
+    key = (prefix, tuple(_variable_name(var) for var in variables), len(assignment_map))
+    if key in _LISTED:
+        tf.logging.info(
+            "Warm start from %s: %d of %d variables (listed above).",
+            prefix,
+            len(initialised),
+            len(variables),
+        )
+        return
+    _LISTED.add(key)
     tf.logging.info("**** Variables (warm start from %s) ****", prefix)
     for var in variables:
         mark = ", *INIT_FROM_CKPT*" if id(var) in initialised else ""
