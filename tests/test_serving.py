@@ -313,3 +313,16 @@ def test_best_exporter_monitor_and_arguments(x_model, tmp_path):
     with pytest.raises(ValueError, match="exports_to_keep"):
         serving.best_exporter(receiver, exports_to_keep=0)
     assert isinstance(by_accuracy, estimator.Exporter)
+
+
+def test_best_exporter_skips_a_checkpoint_deleted_before_export(x_model, tmp_path):
+    # In a cluster the chief may delete the checkpoint the evaluator just evaluated.
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    exporter = serving.best_exporter(receiver)
+    result = x_model.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(64))
+    gone = str(tmp_path / "model.ckpt-123")
+    assert exporter.export(x_model, str(tmp_path / "e"), gone, result, False) is None
+    assert _exports(str(tmp_path / "e")) == []
+    # The improvement was not recorded, so the next (existing) checkpoint is exported.
+    latest = x_model.latest_checkpoint()
+    assert exporter.export(x_model, str(tmp_path / "e"), latest, result, False) is not None

@@ -250,6 +250,20 @@ class _BestExporter(estimator.Exporter):
                 self._best,
             )
             return None
+        if checkpoint_path and not tf.gfile.Exists(checkpoint_path + ".index"):
+            # In a cluster the chief may delete an old checkpoint (keep_checkpoint_max) while
+            # the evaluator is still on it; exporting it would fail with "not a valid
+            # checkpoint". The next evaluation gets its chance.
+            tf.logging.warning(
+                "Best exporter %r: %s = %.6g improved, but checkpoint %s was deleted before it "
+                "could be exported; not exporting. Raise RunConfig(keep_checkpoint_max=…) so "
+                "checkpoints outlive their evaluation.",
+                self._name,
+                self._monitor,
+                value,
+                checkpoint_path,
+            )
+            return None
         result = self._export(estimator, export_path, checkpoint_path, eval_result, value)
         tf.logging.info(
             "Best exporter %r: %s improved %s -> %.6g; exported %s",
