@@ -74,7 +74,11 @@ def run_markdown(relative_path: str, tmp_path, timeout: int = 240):
     runner.write_text(_RUNNER)
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    proc = run_program([str(runner), str(blocks_file)], cwd=cwd, timeout=timeout)
+    scratch = tmp_path / "tmp"  # the blocks' tempfile.mkdtemp() dirs, cleaned up with tmp_path
+    scratch.mkdir()
+    proc = run_program(
+        [str(runner), str(blocks_file)], cwd=cwd, env={"TMPDIR": str(scratch)}, timeout=timeout
+    )
     assert "=== all blocks ran" in proc.stdout
     assert not list(cwd.iterdir()), f"{relative_path} wrote to the working directory"
     return proc
