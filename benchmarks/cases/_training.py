@@ -1,6 +1,7 @@
 """Steady-state training throughput of one model under four front ends.
 
 * ``tfest_kit``: ``tfest_kit.tpu.TPUEstimator(use_tpu=False)``, the fallback, loss logging on;
+* ``tfest_kit_xla``: the same with ``tfest_kit.run_config(xla=True)`` (XLA JIT);
 * ``estimator``: ``tf.estimator.Estimator`` with the same model_fn (EstimatorSpec);
 * ``stock_tpu``: ``tf.compat.v1.estimator.tpu.TPUEstimator(use_tpu=False)``;
 * ``keras``: ``model.fit`` on the same network written with Keras layers.
@@ -109,13 +110,18 @@ def train_throughput(
             use_tpu=False,
             train_batch_size=batch_size,
         )
-    elif variant == "tfest_kit":
+    elif variant in ("tfest_kit", "tfest_kit_xla"):
+        import tfest_kit
         from tfest_kit import tpu
 
         model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
-        est = tpu.TPUEstimator(
-            model_fn, config=tpu.RunConfig(**common), use_tpu=False, train_batch_size=batch_size
-        )
+        if variant == "tfest_kit":
+            config = tpu.RunConfig(**common)
+        else:
+            config = tfest_kit.run_config(
+                model_dir=model_dir, xla=True, seed=0, save_checkpoints_steps=100_000
+            )
+        est = tpu.TPUEstimator(model_fn, config=config, use_tpu=False, train_batch_size=batch_size)
     else:
         raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
     est.train(input_fn, steps=total, hooks=[timer])

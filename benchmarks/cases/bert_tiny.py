@@ -43,8 +43,9 @@ def run(variant: str, ctx: Context) -> dict:
 CASE = Case(
     name="bert_tiny",
     title="BERT-tiny-like classifier training (2 layers, hidden 128, 2 heads, seq 64, batch 32)",
-    variants=("tfest_kit", "estimator", "stock_tpu", "keras"),
+    variants=("tfest_kit", "estimator", "stock_tpu", "keras", "tfest_kit_xla"),
     baseline="estimator",
+    quick_variants=("tfest_kit", "estimator", "stock_tpu", "keras"),
     metrics=(
         Metric("examples_per_sec", "examples/s"),
         Metric("matmul_fraction", "of 1024³ matmul rate"),
