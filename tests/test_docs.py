@@ -130,21 +130,6 @@ def test_readme_recipes_table_lists_every_recipe():
     assert not missing, f"README.md's recipes table lacks {missing}"
 
 
-# Public names whose docstring still lacks an example (reported to the lead, who owns these
-# modules).  Strict xfail: once an example is added the test XPASSes and fails, so the entry
-# must be removed here; a *new* public name without an example fails at once.
-_KNOWN_MISSING = {
-    "tfest_kit.__main__.build_parser",
-    "tfest_kit.__main__.command_modules",
-    "tfest_kit.__main__.main",
-    "tfest_kit.cluster.main",
-    "tfest_kit.hooks.early_stopping",
-    "tfest_kit.keras_bridge.to_estimator",
-    "tfest_kit.tpu.NoTPUClusterResolver",
-    "tfest_kit.tpu.TPUEstimator",
-}
-
-
 def _public_modules() -> list[str]:
     names = ["tfest_kit", "tfest_kit.__main__"]
     for info in pkgutil.walk_packages(tfest_kit.__path__, prefix="tfest_kit."):
@@ -165,9 +150,7 @@ def _public_objects() -> list:
                 continue  # re-exported from TensorFlow
             if inspect.isclass(obj) and issubclass(obj, BaseException):
                 continue
-            full_name = f"{module_name}.{name}"
-            marks = [pytest.mark.xfail(strict=True)] if full_name in _KNOWN_MISSING else []
-            objects.append(pytest.param(module_name, name, id=full_name, marks=marks))
+            objects.append(pytest.param(module_name, name, id=f"{module_name}.{name}"))
     return objects
 
 

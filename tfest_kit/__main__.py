@@ -28,7 +28,15 @@ _PREFIX = "_cli_"
 
 
 def command_modules() -> list:
-    """Imports and returns every ``tfest_kit._cli_*`` module, sorted by command name."""
+    """Imports and returns every ``tfest_kit._cli_*`` module, sorted by command name.
+
+    A command is a module ``tfest_kit/_cli_NAME.py`` with ``add_parser(subparsers)`` and
+    ``run(args) -> int``; it is found here without being registered anywhere else.
+
+    Example:
+
+        [m.__name__ for m in command_modules()]   # ['tfest_kit._cli_doctor', ...]
+    """
     names = sorted(
         info.name
         for info in pkgutil.iter_modules(tfest_kit.__path__)
@@ -38,7 +46,12 @@ def command_modules() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Returns the top-level parser with one subparser per command module."""
+    """Returns the top-level parser with one subparser per command module.
+
+    Example:
+
+        args = build_parser().parse_args(["signature", "/tmp/run/export/best"])
+    """
     parser = argparse.ArgumentParser(
         prog="python -m tfest_kit",
         description="tfest_kit command line: serve, inspect and check Estimator models.",
@@ -50,7 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Parses ``argv`` (default ``sys.argv[1:]``), runs the command, returns its exit code."""
+    """Parses ``argv`` (default ``sys.argv[1:]``), runs the command, returns its exit code.
+
+    Example:
+
+        exit_code = main(["doctor"])   # as `python -m tfest_kit doctor`
+    """
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

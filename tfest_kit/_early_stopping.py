@@ -197,7 +197,7 @@ def early_stopping(
     * on one machine its stop flag is kept out of checkpoints, so a model_dir trained without
       early stopping can be resumed with it.
 
-    Usage:
+    Example:
 
     ```python
     hook = early_stopping(est, "loss", patience_steps=1000, run_every_steps=100)

@@ -57,6 +57,12 @@ class NoTPUClusterResolver(tf2.distribute.cluster_resolver.ClusterResolver):
 
     Args:
       reason: why no TPU was found, kept for messages.
+
+    Example:
+
+        resolver = tpu.TPUClusterResolver()        # no TPU name and no local TPU
+        isinstance(resolver, tpu.NoTPUClusterResolver)   # True; resolver.master() == ""
+        config = tpu.RunConfig(cluster=resolver)   # TPUEstimator then runs on CPU/GPU
     """
 
     def __init__(self, reason: str = "no TPU found") -> None:

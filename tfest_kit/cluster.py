@@ -177,7 +177,16 @@ def multi_worker_strategy() -> Any:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``python -m tfest_kit.cluster``; see :mod:`tfest_kit._cluster_launcher`."""
+    """Entry point of ``python -m tfest_kit.cluster``; see :mod:`tfest_kit._cluster_launcher`.
+
+    Returns the chief's exit status.
+
+    Example:
+
+        # as: python -m tfest_kit.cluster --workers 2 --ps 1 --evaluator -- python -m recipes.X
+        status = main(["--workers", "2", "--ps", "1", "--evaluator", "--",
+                       "python", "-m", "recipes.iris_custom_estimator"])
+    """
     from tfest_kit import _cluster_launcher
 
     return _cluster_launcher.main(argv)

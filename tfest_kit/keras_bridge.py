@@ -114,6 +114,16 @@ def to_estimator(
       ValueError: if the model is not compiled, ``checkpoint_format`` is unknown, or a custom
         object the model uses is missing from ``custom_objects``.
       TfestKitError: on Keras 3 (no ``model_to_estimator``).
+
+    Example:
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
+        model.compile("adam", tf.keras.losses.BinaryCrossentropy(from_logits=True),
+                      metrics=["accuracy"])
+        est = keras_bridge.to_estimator(model, model_dir="/tmp/keras_est")
+        # features may be a bare tensor, a tuple in input order or a dict with any one key
+        est.train(lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32),
+                  steps=100)
     """
     # tf.keras has no __version__; in TensorFlow 2.15 it is the installed `keras` package.
     import keras

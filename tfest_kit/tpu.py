@@ -174,6 +174,18 @@ class TPUEstimator(tf_estimator.Estimator):
         ``model_dir`` that is a file; when model_fn runs, a spec for another mode or a
         checkpoint in ``model_dir`` from another model.
       TypeError: ``config`` is not a ``RunConfig``.
+
+    Example:
+
+        def model_fn(features, labels, mode, params):  # a TF1 TPU-style model_fn
+            batch_size = params["batch_size"]
+            ...
+            return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op,
+                                        eval_metrics=(metric_fn, [labels, logits]))
+
+        est = tpu.TPUEstimator(model_fn, config=tpu.RunConfig(model_dir="/tmp/run"),
+                               use_tpu="auto", train_batch_size=32, eval_batch_size=32)
+        est.train(input_fn, max_steps=1000)   # logs "loss = …, step = …" on CPU/GPU too
     """
 
     def __new__(
