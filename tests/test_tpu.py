@@ -297,3 +297,43 @@ def test_unreachable_master_is_ignored_with_one_warning(model_dir, captured_log)
     assert est.config.master == ""
     warnings = [line for line in captured_log if "ignoring TPU-only settings" in line]
     assert len(warnings) == 1 and "grpc://127.0.0.1:1" in warnings[0], warnings
+
+
+class _CountingListener(estimator.CheckpointSaverListener):
+    def __init__(self):
+        self.steps = []
+
+    def after_save(self, session, global_step_value):
+        self.steps.append(global_step_value)
+
+
+class _RunCounter(tf.train.SessionRunHook):
+    """Counts session.run calls made through the MonitoredSession (one per step)."""
+
+    def __init__(self):
+        self.runs = 0
+
+    def after_run(self, run_context, run_values):
+        self.runs += 1
+
+
+def test_checkpoints_saved_on_schedule_by_the_fallbacks_saver_hook(model_dir):
+    # The fallback installs its own CheckpointSaverHook (told that one run is one step, so it
+    # does not fetch global_step again after every step); checkpoints, saving listeners and
+    # resuming must work exactly as with Estimator's own hook.
+    rec = _Recorder()
+    est = _estimator(model_dir, rec, save_checkpoints_steps=10, keep_checkpoint_max=10)
+    listener, counter = _CountingListener(), _RunCounter()
+    est.train(
+        _make_input_fn(rec, repeat=True),
+        max_steps=25,
+        hooks=[counter],
+        saving_listeners=[listener],
+    )
+    state = tf.train.get_checkpoint_state(model_dir)
+    steps = sorted(int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths)
+    assert steps == [0, 10, 20, 25]
+    assert listener.steps == [0, 10, 20, 25]
+    assert counter.runs == 25
+    est.train(_make_input_fn(rec, repeat=True), max_steps=30)
+    assert est.get_variable_value("global_step") == 30
