@@ -99,3 +99,9 @@ def test_estimator_trains_with_it(tmp_path):
     est.train(input_fn, steps=20)
     assert est.get_variable_value("global_step") == 20
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-20")
+
+
+def test_malformed_tf_config_is_named(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["127.0.0.1:1"]} "task": {}}')
+    with pytest.raises(ValueError, match="TF_CONFIG"):
+        tfest_kit.run_config()

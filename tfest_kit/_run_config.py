@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from tfest_kit._tf import estimator, tf
+from tfest_kit._tf_config import validate_tf_config
 
 __all__ = ["run_config"]
 
@@ -116,7 +117,8 @@ def run_config(
       A ``tf.estimator.RunConfig``; its ``session_config`` carries the settings.
 
     Raises:
-      ValueError: if a count is not a positive int or ``threads`` is malformed.
+      ValueError: if a count is not a positive int or ``threads`` is malformed, or
+        ``TF_CONFIG`` is (see ``tfest_kit.cluster.validate_tf_config``).
       TypeError: if ``xla`` is not a bool, ``session_config`` is not a ConfigProto, or a
         keyword is not a RunConfig argument.
 
@@ -139,6 +141,8 @@ def run_config(
     _check_count("log_step_count_steps", log_step_count_steps)
     _check_count("keep_checkpoint_max", keep_checkpoint_max, allow_zero=True)
     proto = session_config(xla=xla, threads=threads, base=kwargs.pop("session_config", None))
+    # RunConfig parses TF_CONFIG itself and fails with a bare JSONDecodeError / KeyError.
+    validate_tf_config()
     if save_checkpoints_steps is not None:
         # Passing None explicitly would switch time-based checkpoints off as well.
         kwargs["save_checkpoints_steps"] = save_checkpoints_steps
