@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import subprocess
 import sys
@@ -47,3 +49,32 @@ def model_dir(tmp_path):
     """A fresh Estimator model_dir under pytest's tmp_path."""
     path = tmp_path / "model"
     return str(path)
+
+
+@contextlib.contextmanager
+def captured_tf_log(level=logging.INFO):
+    """Collects the messages of TensorFlow's logger (at ``level`` and above) into a list."""
+    from tfest_kit._tf import tf2
+
+    lines = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+
+    logger = tf2.get_logger()
+    handler, previous = _Collect(logging.DEBUG), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
+@pytest.fixture
+def tf_log_lines():
+    """The messages TensorFlow's logger prints during the test, as a list of strings."""
+    with captured_tf_log() as lines:
+        yield lines

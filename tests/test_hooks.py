@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import logging
 import os
 import re
 import signal
@@ -18,24 +17,9 @@ from tfest_kit import TfestKitError, hooks
 from tfest_kit._tf import estimator, tf, tf2
 
 
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 @pytest.fixture
-def log_lines():
-    logger = tf2.get_logger()
-    handler, level = _Capture(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler.lines
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+def log_lines(tf_log_lines):
+    return tf_log_lines
 
 
 def _regression_data(n=64):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import glob
-import logging
 import os
 import re
 
 import numpy as np
 import pytest
 
+from tests.conftest import captured_tf_log
 from tfest_kit import tpu
 from tfest_kit._tf import estimator, tf, tf2
 
@@ -93,24 +93,9 @@ def _make_model_fn(rec):
     return model_fn
 
 
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 @pytest.fixture
-def captured_log():
-    logger = tf2.get_logger()
-    handler, level = _Capture(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler.lines
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+def captured_log(tf_log_lines):
+    return tf_log_lines
 
 
 def _estimator(model_dir, rec, params=None, **config_kw):
@@ -137,17 +122,10 @@ def trained(tmp_path_factory):
     """A fallback TPUEstimator trained for 30 steps, with the log lines it produced."""
     model_dir = str(tmp_path_factory.mktemp("tpu") / "model")
     rec = _Recorder()
-    logger = tf2.get_logger()
-    handler, level = _Capture(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
+    with captured_tf_log() as lines:
         est = _estimator(model_dir, rec)
         est.train(_make_input_fn(rec, repeat=True), max_steps=30)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    return est, rec, handler.lines
+    return est, rec, lines
 
 
 def test_fallback_is_a_plain_estimator(trained):

@@ -3,7 +3,6 @@ variable names, warm start from a BERT-named checkpoint, and the whole program a
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 
@@ -11,9 +10,9 @@ import numpy as np
 import pytest
 
 from recipes._bert import features, modeling, processors, sample_data, tokenization
-from tests.conftest import run_program
+from tests.conftest import captured_tf_log, run_program
 from tfest_kit import model_fn
-from tfest_kit._tf import estimator, tf, tf2
+from tfest_kit._tf import estimator, tf
 
 # --- tokenisation -------------------------------------------------------------------------
 
@@ -217,15 +216,6 @@ def _variable(name: str):
     return next(v for v in tf.global_variables() if v.op.name == name)
 
 
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 def test_warm_start_from_a_checkpoint_with_bert_names(tmp_path):
     network = modeling.classifier_network(_TINY, 2)
     with tf.Graph().as_default():
@@ -237,24 +227,17 @@ def test_warm_start_from_a_checkpoint_with_bert_names(tmp_path):
     reader = tf.train.load_checkpoint(prefix)
     assert set(reader.get_variable_to_shape_map()) == _bert_names(2)
 
-    logger = tf2.get_logger()
-    handler, level = _Lines(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
+    with captured_tf_log() as lines:
         fn = model_fn.classifier(network, 2, optimizer="adamw", init_checkpoint=prefix)
         with tf.Graph().as_default():
             spec = fn(_features(), tf.zeros([4], tf.int32), estimator.ModeKeys.TRAIN, {})
             with tf.Session() as session:
                 session.run(tf.global_variables_initializer())
                 restored = session.run(_variable(_QUERY))
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
     assert spec.train_op is not None
     np.testing.assert_array_equal(restored, saved)
-    marked = [line for line in handler.lines if line.endswith("*INIT_FROM_CKPT*")]
-    assert len(marked) == len(_bert_names(2)), "\n".join(handler.lines)
+    marked = [line for line in lines if line.endswith("*INIT_FROM_CKPT*")]
+    assert len(marked) == len(_bert_names(2)), "\n".join(lines)
     assert any("name = bert/embeddings/LayerNorm/gamma," in line for line in marked)
 
 
