@@ -1,0 +1,91 @@
+"""What the ``tfest_kit.inputs`` builders share: batch size, shuffling, globbing, ``DataError``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Optional, Union
+
+from tfest_kit._errors import TfestKitError
+from tfest_kit._tf import tf2
+
+AUTOTUNE = tf2.data.AUTOTUNE
+InputFn = Callable[..., Any]
+FilePattern = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+
+_DEFAULT_SHUFFLE_BUFFER = 10_000
+_LISTED_ENTRIES = 20
+
+
+class DataError(TfestKitError, ValueError):
+    """The data does not match what the builder was told: missing files, columns or keys, bad rows.
+
+    A ``ValueError`` too, so ``except ValueError`` keeps working for callers that do not know it.
+    """
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Optional[int]):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be a positive int. Got: {batch_size!r}")
+    if num_epochs is not None and (
+        isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs < 1
+    ):
+        raise ValueError(
+            f"`num_epochs` must be a positive int, or None to repeat forever. Got: {num_epochs!r}"
+        )
+    if shuffle_buffer is not None and (not isinstance(shuffle_buffer, int) or shuffle_buffer < 1):
+        raise ValueError(
+            f"`shuffle_buffer` must be a positive int or None. Got: {shuffle_buffer!r}"
+        )
+
+
+def _batch_size(params: Optional[Mapping[str, Any]], default: int) -> int:
+    if params and params.get("batch_size") is not None:
+        return int(params["batch_size"])
+    return default
+
+
+def _shuffle_repeat(ds, shuffle: bool, buffer: int, num_epochs: Optional[int], seed):
+    # Shuffle before repeat so that every epoch sees every example exactly once.
+    if shuffle:
+        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    return ds.repeat(num_epochs)
+
+
+def _describe_dir(directory: str) -> str:
+    if not directory:
+        directory = "."
+    if not tf2.io.gfile.isdir(directory):
+        return f"directory {directory!r} does not exist"
+    entries = sorted(tf2.io.gfile.listdir(directory))
+    if not entries:
+        return f"directory {directory!r} is empty"
+    shown = ", ".join(entries[:_LISTED_ENTRIES])
+    more = f" … and {len(entries) - _LISTED_ENTRIES} more" if len(entries) > _LISTED_ENTRIES else ""
+    return f"directory {directory!r} contains: {shown}{more}"
+
+
+def _glob(file_pattern: FilePattern, argument: str = "file_pattern") -> list[str]:
+    """Expands one pattern or a list of them; DataError for a pattern that matches nothing."""
+    if isinstance(file_pattern, (str, os.PathLike)):
+        patterns = [os.fspath(file_pattern)]
+    elif isinstance(file_pattern, Sequence) and file_pattern:
+        patterns = [os.fspath(p) for p in file_pattern]
+    else:
+        raise TypeError(
+            f"`{argument}` must be a path / glob pattern or a non-empty list of them. "
+            f"Got: {file_pattern!r}"
+        )
+    files: list[str] = []
+    for pattern in patterns:
+        matched = sorted(tf2.io.gfile.glob(pattern))
+        if not matched:
+            raise DataError(
+                f"`{argument}` {pattern!r} matches no file; "
+                f"{_describe_dir(os.path.dirname(pattern))}."
+            )
+        files.extend(m for m in matched if m not in files)
+    return files
