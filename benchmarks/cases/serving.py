@@ -1,11 +1,25 @@
-"""Case 3: per-request latency and batch-64 throughput of three ways to serve a model.
+"""Case 3: per-request latency and batch-64 throughput of three ways to serve a BERT-tiny model.
 
 * ``predictor``: ``tfest_kit.serving.Predictor`` (load once, then one session run per call);
-* ``estimator_predict``: ``Estimator.predict`` (rebuilds the graph and restores the checkpoint
-  on every call: what TF1 scripts do when they "just call predict");
-* ``signature``: ``tf.saved_model.load(export).signatures["serving_default"]`` called eagerly.
+* ``estimator_predict``: ``Estimator.predict`` with a one-request ``input_fn`` per call (it
+  rebuilds the graph and restores the checkpoint every time: what TF1 scripts do when they
+  "just call predict");
+* ``predictor_intra1``: the same with ``ConfigProto(intra_op_parallelism_threads=1)`` (full
+  runs only: the intra-op pool is process-wide, so in the one-process ``--quick`` run it would
+  leak into the other variants). Shows the latency / throughput trade of one thread per op;
+* ``signature``: ``tf.saved_model.load(export).signatures["serving_default"]`` called eagerly
+  with ``tf.constant`` inputs (the raw TF2 path).
 
-The model is a small MLP trained and exported once per run of the benchmark (set-up).
+The model is the BERT-tiny-like classifier of :mod:`benchmarks.cases._bert_tiny` (2 layers,
+hidden 128, 2 heads, sequence 64) in ``tfest_kit.model_fn.classifier``, trained for a few
+steps and exported with ``tfest_kit.serving.bert_receiver(64)`` once per benchmark run (set-up,
+cached in the case's workdir). Every variant feeds the same int32 ``input_ids``,
+``input_mask`` and ``segment_ids`` and fetches every output (logits, probabilities,
+class_ids) as NumPy arrays.
+
+Latency is the median wall time of one batch-1 request; throughput is 64 ÷ the median wall
+time of one batch-64 request. Medians, because on a shared machine a few calls are slowed by
+other processes.
 """
 
 from __future__ import annotations
@@ -18,51 +32,54 @@ import numpy as np
 
 from benchmarks._harness import Case, Context, Metric, ratio_goal
 
-INPUTS = 16
 BATCH = 64
+_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
-def _model_fn(features, labels, mode):
-    from tfest_kit._tf import estimator, tf
+def _features(rng, n: int) -> dict:
+    from benchmarks.cases._bert_tiny import CONFIG
 
-    hidden = tf.layers.dense(features["x"], 64, activation=tf.nn.relu, name="hidden")
-    logits = tf.layers.dense(hidden, 2, name="logits")
-    if mode == estimator.ModeKeys.PREDICT:
-        predictions = {"probabilities": tf.nn.softmax(logits), "class_ids": tf.argmax(logits, 1)}
-        return estimator.EstimatorSpec(mode, predictions=predictions)
-    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
-    train_op = tf.train.AdamOptimizer(1e-3).minimize(loss, global_step=tf.train.get_global_step())
-    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+    shape = (n, CONFIG["seq_len"])
+    return {
+        "input_ids": rng.randint(0, CONFIG["vocab_size"], size=shape).astype(np.int32),
+        "input_mask": np.ones(shape, np.int32),
+        "segment_ids": np.zeros(shape, np.int32),
+    }
 
 
-def _receiver():
-    from tfest_kit._tf import estimator, tf
+def _network(features, mode, params):
+    from benchmarks.cases import _bert_tiny
 
-    x = tf.placeholder(tf.float32, [None, INPUTS], name="x")
-    return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+    return _bert_tiny.encoder_logits(features["input_ids"])
 
 
 def _setup(workdir: str):
-    """Trains and exports once; later runs reuse the model_dir and export."""
+    """Trains a few steps and exports once; later runs reuse the model_dir and the export."""
+    from benchmarks.cases._bert_tiny import CONFIG
+    from tfest_kit import model_fn, serving
     from tfest_kit._tf import estimator, tf2
 
-    model_dir = os.path.join(workdir, "model")
-    est = estimator.Estimator(_model_fn, model_dir=model_dir)
+    est = estimator.Estimator(
+        model_fn.classifier(_network, CONFIG["num_classes"], learning_rate=1e-4),
+        model_dir=os.path.join(workdir, "model"),
+    )
     exports = sorted(glob.glob(os.path.join(workdir, "export", "[0-9]*")))
     if not exports:
         rng = np.random.RandomState(0)
-        x = rng.randn(256, INPUTS).astype(np.float32)
-        y = (x[:, 0] > 0).astype(np.int32)
+        features = _features(rng, 64)
+        labels = rng.randint(0, CONFIG["num_classes"], size=64).astype(np.int32)
         est.train(
-            lambda: tf2.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(32),
-            steps=20,
+            lambda: tf2.data.Dataset.from_tensor_slices((features, labels)).repeat().batch(16),
+            steps=5,
         )
-        est.export_saved_model(os.path.join(workdir, "export"), _receiver)
+        est.export_saved_model(
+            os.path.join(workdir, "export"), serving.bert_receiver(CONFIG["seq_len"])
+        )
         exports = sorted(glob.glob(os.path.join(workdir, "export", "[0-9]*")))
     return est, exports[-1]
 
 
-def _time_calls(fn, calls: int, warmup: int = 2) -> float:
+def _time_calls(fn, calls: int, warmup: int = 3) -> float:
     """Median seconds per call."""
     for _ in range(warmup):
         fn()
@@ -79,28 +96,39 @@ def run(variant: str, ctx: Context) -> dict:
 
     est, export_dir = _setup(ctx.workdir)
     rng = np.random.RandomState(1)
-    one = rng.randn(1, INPUTS).astype(np.float32)
-    batch = rng.randn(BATCH, INPUTS).astype(np.float32)
-    fast_calls = 50 if ctx.quick else 300
+    one = _features(rng, 1)
+    batch = _features(rng, BATCH)
+    single_calls, batch_calls = (50, 20) if ctx.quick else (500, 100)
     if variant == "predictor":
         from tfest_kit.serving import Predictor
 
         predictor = Predictor(export_dir)
-        single = _time_calls(lambda: predictor({"x": one}), fast_calls)
-        batched = _time_calls(lambda: predictor({"x": batch}), fast_calls)
+        single = _time_calls(lambda: predictor(one), single_calls)
+        batched = _time_calls(lambda: predictor(batch), batch_calls)
+    elif variant == "predictor_intra1":
+        from tfest_kit._tf import tf
+        from tfest_kit.serving import Predictor
+
+        config = tf.ConfigProto(inter_op_parallelism_threads=-1, intra_op_parallelism_threads=1)
+        predictor = Predictor(export_dir, session_config=config)
+        single = _time_calls(lambda: predictor(one), single_calls)
+        batched = _time_calls(lambda: predictor(batch), batch_calls)
     elif variant == "signature":
         signature = tf2.saved_model.load(export_dir).signatures["serving_default"]
 
-        def call(x):
-            return {k: v.numpy() for k, v in signature(x=tf2.constant(x)).items()}
+        def call(features):
+            tensors = {k: tf2.constant(v) for k, v in features.items()}
+            return {k: v.numpy() for k, v in signature(**tensors).items()}
 
-        single = _time_calls(lambda: call(one), fast_calls)
-        batched = _time_calls(lambda: call(batch), fast_calls)
+        single = _time_calls(lambda: call(one), single_calls)
+        batched = _time_calls(lambda: call(batch), batch_calls)
     elif variant == "estimator_predict":
 
-        def predict(x):
+        def predict(features):
             def input_fn():
-                return tf2.data.Dataset.from_tensor_slices({"x": x}).batch(len(x))
+                return tf2.data.Dataset.from_tensor_slices(features).batch(
+                    len(features["input_ids"])
+                )
 
             return list(est.predict(input_fn, yield_single_examples=False))
 
@@ -114,9 +142,11 @@ def run(variant: str, ctx: Context) -> dict:
 
 CASE = Case(
     name="serving",
-    title="serving a small MLP: single-example latency and batch-64 throughput",
-    variants=("predictor", "estimator_predict", "signature"),
+    title="serving a BERT-tiny-like classifier (bert_receiver(64)): batch-1 latency and "
+    "batch-64 throughput",
+    variants=("predictor", "estimator_predict", "signature", "predictor_intra1"),
     baseline="estimator_predict",
+    quick_variants=("predictor", "estimator_predict", "signature"),
     metrics=(
         Metric("latency_ms", "ms/request", higher_is_better=False),
         Metric("batch64_examples_per_sec", "examples/s"),
@@ -126,11 +156,27 @@ CASE = Case(
 
 GOALS = [
     ratio_goal(
-        "Predictor ≥ 200× faster per request than estimator.predict",
+        "Serving BERT-tiny: Predictor ≥ 200× faster per request than estimator.predict",
         "serving",
         "latency_ms",
         "predictor",
         "estimator_predict",
         200.0,
+    ),
+    ratio_goal(
+        "Serving BERT-tiny: Predictor ≥ 1.5× faster than the raw TF2 signature at batch 1",
+        "serving",
+        "latency_ms",
+        "predictor",
+        "signature",
+        1.5,
+    ),
+    ratio_goal(
+        "Serving BERT-tiny: Predictor batch-64 throughput ≥ 1.0× the raw TF2 signature's",
+        "serving",
+        "batch64_examples_per_sec",
+        "predictor",
+        "signature",
+        1.0,
     ),
 ]
