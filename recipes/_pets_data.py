@@ -189,6 +189,42 @@ def tfds_prepared(data_dir: Optional[str]) -> bool:
     return bool(glob.glob(pattern))
 
 
+def _import_tfds():
+    """Imports tensorflow_datasets with its Google Cloud Storage look-ups off.
+
+    cats_vs_dogs downloads from its original host; tfds would first look for prepared files
+    and dataset metadata on GCS, and TensorFlow's GCS client probes the GCE metadata server
+    for credentials. Neither is needed here, and neither should be reached unasked.
+    """
+    os.environ.setdefault("NO_GCE_CHECK", "true")
+    import tensorflow_datasets as tfds
+
+    # The switch tfds documents for machines that cannot reach GCS.
+    tfds.core.utils.gcs_utils._is_gcs_disabled = True
+    return tfds
+
+
+def _check_download_reachable() -> None:
+    """Raises at once, with one line, when the cats_vs_dogs download cannot be reached.
+
+    tfds retries a failed download ten times with growing back-off (minutes, offline) and
+    prints every retry; one request without retries tells the same thing in a second.
+    """
+    import requests
+    from tensorflow_datasets.image_classification import cats_vs_dogs
+
+    url = getattr(cats_vs_dogs, "_URL", None)
+    if not url:
+        return
+    try:
+        requests.head(url, timeout=15, allow_redirects=True)
+    except requests.RequestException as e:
+        raise RuntimeError(
+            f"could not prepare tfds cats_vs_dogs: its download ({url.split('/')[2]}) is not "
+            f"reachable (offline? the download needs internet access): {type(e).__name__}"
+        ) from e
+
+
 def tfds_input_fns(data_dir: Optional[str], *, image_size: int, batch_size: int):
     """Train / held-out input_fns over tfds cats_vs_dogs (80 % / 20 % of its only split).
 
@@ -196,10 +232,12 @@ def tfds_input_fns(data_dir: Optional[str], *, image_size: int, batch_size: int)
       RuntimeError: with a one-line reason when tfds is missing or the data cannot be loaded.
     """
     try:
-        import tensorflow_datasets as tfds
+        tfds = _import_tfds()
     except ImportError as e:
         raise RuntimeError(f"tensorflow_datasets is not installed ({e})") from e
     directory = tfds_data_dir(data_dir)
+    if not tfds_prepared(data_dir):
+        _check_download_reachable()
     try:
         # Prepare here (a no-op when already prepared), outside any Estimator graph, so a
         # failed download is reported plainly instead of from inside the input pipeline.
@@ -234,7 +272,7 @@ def tfds_input_fns(data_dir: Optional[str], *, image_size: int, batch_size: int)
 
 def tfds_examples(data_dir: Optional[str], count: int) -> list:
     """``count`` held-out tfds images as (name, label, JPEG bytes), for the exported model."""
-    import tensorflow_datasets as tfds
+    tfds = _import_tfds()
 
     ds = tfds.load(
         "cats_vs_dogs", split="train[80%:]", as_supervised=True, data_dir=tfds_data_dir(data_dir)

@@ -123,3 +123,15 @@ def test_imagenet_weights_offline_is_one_line_error(tmp_path):
         check_exit=None,
     )
     _assert_one_line_error(proc, "could not load MobileNetV2 weights", "--weights=none")
+
+
+def test_tfds_offline_is_one_line_error(tmp_path):
+    # The real tfds path: the download fails offline (a dead local proxy stands in for the
+    # network, and GCS look-ups are off), and the recipe says so in one line.
+    proc = run_program(
+        [*RECIPE, "--data=tfds", f"--data_dir={tmp_path / 'tfds'}", "--weights=none"],
+        env={**_offline_env(tmp_path), "NO_GCE_CHECK": "true"},
+        check_exit=None,
+        timeout=240,
+    )
+    _assert_one_line_error(proc, "could not prepare tfds cats_vs_dogs", "internet")
