@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["tf", "tf2", "estimator", "TF_VERSION", "check_version", "SUPPORTED"]
+__all__ = ["tf", "tf2", "estimator", "TF_VERSION", "check_version"]
 
-SUPPORTED = "tensorflow==2.15.1 tensorflow-estimator==2.15.0 (see requirements.txt)"
+_PINS = "tensorflow==2.15.1 tensorflow-estimator==2.15.0"
 
 # TensorFlow's C++ start-up lines (oneDNN notice, "Unable to register cuDNN factory" …) are
 # printed while the shared library loads, before any Python setting can reach them, so the
@@ -39,12 +39,12 @@ def check_version(version: str, has_estimator: bool = True) -> None:
         raise ImportError(
             f"tfest_kit needs tf.estimator, which TensorFlow {version} does not have "
             "(it was removed in TensorFlow 2.16). Install the pinned versions: "
-            f"pip install {SUPPORTED.split(' (')[0]}  or  pip install -r requirements.txt"
+            f"pip install {_PINS}  or  pip install -r requirements.txt"
         )
     if major_minor < (2, 13):
         raise ImportError(
             f"tfest_kit supports TensorFlow 2.13-2.15; found {version}. "
-            f"Install the pinned versions: pip install {SUPPORTED.split(' (')[0]}"
+            f"Install the pinned versions: pip install {_PINS}"
         )
 
 
