@@ -83,3 +83,16 @@ def test_setup_sets_level_and_is_idempotent():
 def test_bad_verbosity_names_argument(bad):
     with pytest.raises(ValueError, match="`verbosity` must be"):
         logs.setup(bad)
+
+
+def test_quieted_raises_the_level_inside_the_block_only(tf_log_lines):
+    from tfest_kit._tf import tf2
+
+    logger = tf2.get_logger()  # at INFO, with the fixture's collecting handler
+    with logs.quieted():
+        logger.info("hidden-line")
+        logger.warning("shown-warning")
+    logger.info("shown-after")
+    assert logger.level == logging.INFO
+    assert "hidden-line" not in tf_log_lines
+    assert "shown-warning" in tf_log_lines and "shown-after" in tf_log_lines

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from typing import Optional
 
+from tfest_kit import logs
 from tfest_kit._tf import estimator as tf_estimator
-from tfest_kit._tf import tf, tf2
+from tfest_kit._tf import tf
 
 __all__ = ["early_stopping"]
 
@@ -118,17 +118,12 @@ def _dispatch_estimator(est):
     strategy = est.config.train_distribute
     if strategy is None or type(strategy).__name__.startswith(_MULTI_WORKER):
         return est
-    logger = tf2.get_logger()
-    level = logger.level
-    logger.setLevel(logging.WARNING)  # the stand-in would log its whole config
-    try:
+    with logs.quieted():  # the stand-in would log its whole config
         return tf_estimator.Estimator(
             model_fn=lambda features, labels, mode: None,
             model_dir=est.model_dir,
             config=est.config.replace(train_distribute=None),
         )
-    finally:
-        logger.setLevel(level)
 
 
 class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):

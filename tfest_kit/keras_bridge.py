@@ -37,6 +37,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
+from tfest_kit import logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf, tf2
 
@@ -161,12 +162,13 @@ def to_estimator(
     raw_model_fn = getattr(official, "_model_fn", None)
     if raw_model_fn is None:
         raw_model_fn = official.model_fn
-    return tf.estimator.Estimator(
-        model_fn=_adapting_model_fn(raw_model_fn, keras_model),
-        model_dir=official.model_dir,
-        config=official.config,
-        warm_start_from=warm_start_from,
-    )
+    with logs.quieted():  # the converter already logged this config
+        return tf.estimator.Estimator(
+            model_fn=_adapting_model_fn(raw_model_fn, keras_model),
+            model_dir=official.model_dir,
+            config=official.config,
+            warm_start_from=warm_start_from,
+        )
 
 
 def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):

@@ -17,13 +17,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from typing import Union
 
 from tfest_kit._tf import tf2
 
-__all__ = ["setup", "LEVELS"]
+__all__ = ["setup", "quieted", "LEVELS"]
 
 LEVELS = {
     "debug": logging.DEBUG,
@@ -119,6 +121,31 @@ def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) 
     logger.setLevel(level)
     _set_deprecation_warnings(show_deprecations)
     return logger
+
+
+@contextlib.contextmanager
+def quieted(level: int = logging.WARNING) -> Iterator[None]:
+    """Raises TensorFlow's log level for the ``with`` block, e.g. around a second Estimator.
+
+    tfest_kit sometimes builds an Estimator only to hand it on (a wrapper around a converted
+    Keras model, a stand-in for an official factory); its constructor would log the whole
+    ``RunConfig`` again, a duplicate of the line the user already saw.
+
+    Args:
+      level: the least severe level still printed inside the block.
+
+    Example:
+
+        with logs.quieted():
+            est = tf.estimator.Estimator(model_fn, config=config)  # no "Using config: …"
+    """
+    logger = tf2.get_logger()
+    previous = logger.level
+    logger.setLevel(max(level, previous))
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
 
 
 def quiet_by_default() -> None:
