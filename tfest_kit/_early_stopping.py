@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Optional
 
 from tfest_kit import logs
+from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
@@ -23,25 +23,6 @@ def _resolve_mode(monitor: str, mode: str) -> bool:
     if mode == "auto":
         return bool(_MAX_WORDS.search(monitor)) and "loss" not in monitor.lower()
     return mode == "max"
-
-
-def _read_eval_metrics(eval_dir: str) -> dict:
-    """``{step: {tag: value}}`` from the eval event files, like the official helper.
-
-    The official ``read_eval_metrics`` is not exported, so this is its public-API equivalent.
-    """
-    results: dict = {}
-    for path in tf.gfile.Glob(os.path.join(eval_dir, "events.out.tfevents.*")):
-        try:
-            for event in tf.train.summary_iterator(path):
-                if not event.HasField("summary"):
-                    continue
-                for value in event.summary.value:
-                    if value.HasField("simple_value"):
-                        results.setdefault(event.step, {})[value.tag] = value.simple_value
-        except tf.errors.DataLossError as e:  # a file still being written
-            tf.logging.warning("early_stopping: skipping the rest of %s: %s", path, e)
-    return dict(sorted(results.items()))
 
 
 class _NoImprovement:
@@ -62,7 +43,7 @@ class _NoImprovement:
         return value < best - self._min_delta
 
     def __call__(self) -> bool:
-        results = _read_eval_metrics(self._eval_dir)
+        results = metrics_by_step(self._eval_dir)
         if not results:
             if not self._warned_empty:
                 tf.logging.warning(

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from tfest_kit._errors import TfestKitError
+from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._tf import estimator, tf
 
 __all__ = [
@@ -127,17 +128,11 @@ def _eval_dirs(model_dir: str) -> list[str]:
 
 
 def _eval_history(eval_dir: str, monitor: str) -> list[tuple[int, float]]:
-    history = []
-    for event_file in tf.gfile.Glob(os.path.join(eval_dir, "*.tfevents.*")):
-        try:
-            for event in tf.train.summary_iterator(event_file):
-                for value in event.summary.value:
-                    if value.tag == monitor and value.HasField("simple_value"):
-                        history.append((int(event.step), float(value.simple_value)))
-        except tf.errors.DataLossError:
-            # The evaluator may be appending to this file right now; a torn record is expected.
-            continue
-    return history
+    return [
+        (step, metrics[monitor])
+        for step, metrics in metrics_by_step(eval_dir).items()
+        if monitor in metrics
+    ]
 
 
 class _BestExporter(estimator.Exporter):

@@ -18,12 +18,12 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 from tfest_kit._tf_config import validate_tf_config
@@ -100,17 +100,7 @@ def latest_eval_metrics(eval_dir: str) -> dict:
 
         latest_eval_metrics(est.eval_dir())["loss"]
     """
-    by_step: dict[int, dict] = {}
-    for event_file in sorted(tf.gfile.Glob(os.path.join(eval_dir, "*.tfevents.*"))):
-        try:
-            for event in tf.train.summary_iterator(event_file):
-                values = {
-                    v.tag: v.simple_value for v in event.summary.value if v.HasField("simple_value")
-                }
-                if values:
-                    by_step.setdefault(int(event.step), {}).update(values)
-        except tf.errors.DataLossError:
-            continue  # the evaluator may be writing the last record right now
+    by_step = metrics_by_step(eval_dir)
     if not by_step:
         tf.logging.warning("No eval metrics found in %s", eval_dir)
         return {}

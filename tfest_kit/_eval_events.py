@@ -1,0 +1,41 @@
+"""Scalar eval metrics by step, read from an Estimator eval directory's event files.
+
+One reader for early stopping, the best exporter and ``train_and_evaluate``'s result on
+distributed tasks. (The official ``read_eval_metrics`` does the same but is not exported.)
+"""
+
+from __future__ import annotations
+
+import os
+
+from tfest_kit._tf import tf
+
+__all__ = ["metrics_by_step"]
+
+
+def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
+    """Returns ``{step: {tag: value}}`` for the scalar summaries in ``eval_dir``, by step.
+
+    Files are read in name order and a later value for the same step and tag wins. A torn last
+    record (the evaluator may be appending to the file right now) ends that file's reading.
+
+    Args:
+      eval_dir: e.g. ``estimator.eval_dir()``; a missing directory reads as empty.
+
+    Returns:
+      The metrics of each evaluated step, in step order; ``{}`` when there are none.
+
+    Example:
+
+        history = metrics_by_step(est.eval_dir())   # {100: {"loss": 0.7, ...}, 200: {...}}
+    """
+    by_step: dict[int, dict[str, float]] = {}
+    for path in sorted(tf.gfile.Glob(os.path.join(eval_dir, "*.tfevents.*"))):
+        try:
+            for event in tf.train.summary_iterator(path):
+                for value in event.summary.value:
+                    if value.HasField("simple_value"):
+                        by_step.setdefault(int(event.step), {})[value.tag] = value.simple_value
+        except tf.errors.DataLossError as e:
+            tf.logging.debug("Eval events: stopped reading %s at a torn record: %s", path, e)
+    return dict(sorted(by_step.items()))
