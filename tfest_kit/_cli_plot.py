@@ -13,23 +13,13 @@ import os
 import sys
 from typing import Optional
 
+from tfest_kit._eval_events import eval_dirs
+
 __all__ = ["scalar_history", "eval_dirs", "plot", "add_parser", "run"]
 
 # Scalars that describe the run rather than the model.
 _SKIP_TAGS = frozenset({"global_step"})
 _MAX_PANELS = 9
-
-
-def eval_dirs(model_dir: str) -> list[str]:
-    """Returns ``MODEL_DIR/eval`` and ``MODEL_DIR/eval_<name>`` directories, sorted."""
-    if not os.path.isdir(model_dir):
-        return []
-    return [
-        os.path.join(model_dir, name)
-        for name in sorted(os.listdir(model_dir))
-        if (name == "eval" or name.startswith("eval_"))
-        and os.path.isdir(os.path.join(model_dir, name))
-    ]
 
 
 def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:

@@ -1,7 +1,8 @@
 """Scalar eval metrics by step, read from an Estimator eval directory's event files.
 
-One reader for early stopping, the best exporter and ``train_and_evaluate``'s result on
-distributed tasks. (The official ``read_eval_metrics`` does the same but is not exported.)
+One reader for early stopping, the best exporter, ``train_and_evaluate``'s result on
+distributed tasks, and the eval directories the ``inspect`` / ``plot`` commands show. (The
+official ``read_eval_metrics`` does the same but is not exported.)
 """
 
 from __future__ import annotations
@@ -10,7 +11,28 @@ import os
 
 from tfest_kit._tf import tf
 
-__all__ = ["metrics_by_step"]
+__all__ = ["eval_dirs", "metrics_by_step"]
+
+
+def eval_dirs(model_dir: str) -> list[str]:
+    """Returns ``MODEL_DIR/eval`` and every ``MODEL_DIR/eval_<name>`` directory, sorted.
+
+    ``EvalSpec(name=…)`` / ``evaluate(name=…)`` write to ``eval_<name>``; readers that look
+    only at ``eval/`` miss them.
+
+    Example:
+
+        eval_dirs("/tmp/run")   # ['/tmp/run/eval', '/tmp/run/eval_holdout']
+    """
+    if not tf.gfile.IsDirectory(model_dir):
+        return []
+    names = sorted(entry.rstrip("/") for entry in tf.gfile.ListDirectory(model_dir))
+    return [
+        os.path.join(model_dir, name)
+        for name in names
+        if (name == "eval" or name.startswith("eval_"))
+        and tf.gfile.IsDirectory(os.path.join(model_dir, name))
+    ]
 
 
 def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from tfest_kit._errors import TfestKitError
-from tfest_kit._eval_events import metrics_by_step
+from tfest_kit._eval_events import eval_dirs, metrics_by_step
 from tfest_kit._tf import estimator, tf
 
 __all__ = [
@@ -115,18 +115,6 @@ def _scalar(value: Any) -> Optional[float]:
     return number if math.isfinite(number) else None
 
 
-def _eval_dirs(model_dir: str) -> list[str]:
-    if not tf.gfile.IsDirectory(model_dir):
-        return []
-    names = sorted(e.rstrip("/") for e in tf.gfile.ListDirectory(model_dir))
-    return [
-        os.path.join(model_dir, n)
-        for n in names
-        if (n == "eval" or n.startswith("eval_"))
-        and tf.gfile.IsDirectory(os.path.join(model_dir, n))
-    ]
-
-
 def _eval_history(eval_dir: str, monitor: str) -> list[tuple[int, float]]:
     return [
         (step, metrics[monitor])
@@ -196,7 +184,7 @@ class _BestExporter(estimator.Exporter):
         current = _scalar(eval_result[self._monitor])
         step = eval_result.get("global_step")
         step = None if step is None else int(np.asarray(step))
-        for eval_dir in _eval_dirs(model_dir):
+        for eval_dir in eval_dirs(model_dir):
             history = _eval_history(eval_dir, self._monitor)
             # The evaluation now being exported was already written to its own eval dir; that
             # entry identifies the directory, and is left out of "the best so far".
