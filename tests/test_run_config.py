@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -27,6 +29,9 @@ def test_defaults_are_official_runconfig():
     assert proto.inter_op_parallelism_threads == 0
     assert proto.intra_op_parallelism_threads == 0
     assert proto.graph_options.optimizer_options.global_jit_level == tf.OptimizerOptions.DEFAULT
+    # Estimator's own default: one Grappler pass (TensorFlow's default of two is slower).
+    rewrite = proto.graph_options.rewrite_options
+    assert rewrite.meta_optimizer_iterations == rewrite.ONE
     # RunConfig's own default (time-based checkpoints) is kept.
     assert config.save_checkpoints_secs == 600
     assert config.save_checkpoints_steps is None
@@ -99,6 +104,36 @@ def test_estimator_trains_with_it(tmp_path):
     est.train(input_fn, steps=20)
     assert est.get_variable_value("global_step") == 20
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-20")
+
+
+def test_settings_keep_estimators_own_session_defaults(tmp_path):
+    config = tfest_kit.run_config(model_dir=str(tmp_path), threads=1)
+    est = estimator.Estimator(_model_fn, config=config)
+    # What a plain Estimator would have run with, plus the thread settings.
+    plain = estimator.Estimator(_model_fn, model_dir=str(tmp_path)).config.session_config
+    expected = tf.ConfigProto()
+    expected.CopyFrom(plain)
+    expected.inter_op_parallelism_threads = 1
+    expected.intra_op_parallelism_threads = 1
+    assert est.config.session_config == expected
+
+
+@pytest.mark.parametrize("task_type", ["chief", "worker", "ps"])
+def test_cluster_tasks_keep_runconfigs_device_filters(monkeypatch, task_type):
+    cluster = {
+        "chief": ["127.0.0.1:2220"],
+        "worker": ["127.0.0.1:2221", "127.0.0.1:2222"],
+        "ps": ["127.0.0.1:2223"],
+    }
+    monkeypatch.setenv(
+        "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": task_type, "index": 0}})
+    )
+    official = estimator.RunConfig().session_config
+    config = tfest_kit.run_config(threads=2, xla=True)
+    assert official.device_filters  # e.g. a worker talks to the ps tasks and itself only
+    assert config.session_config.device_filters == official.device_filters
+    assert config.session_config.intra_op_parallelism_threads == 2
+    assert config.task_type == task_type
 
 
 def test_malformed_tf_config_is_named(monkeypatch):

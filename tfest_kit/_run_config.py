@@ -42,6 +42,16 @@ def _thread_counts(threads: Threads) -> tuple[int, int]:
     return threads, threads
 
 
+def _estimator_default_session_config() -> Any:
+    # The ConfigProto tf.estimator uses when RunConfig has none (tensorflow_estimator's
+    # run_config.get_default_session_config): one Grappler pass instead of TensorFlow's two.
+    # Replacing it with a bare ConfigProto measured 3 % slower BERT-tiny training steps here.
+    proto = tf.ConfigProto(allow_soft_placement=True)
+    rewrite = proto.graph_options.rewrite_options
+    rewrite.meta_optimizer_iterations = rewrite.ONE
+    return proto
+
+
 def session_config(
     *, xla: bool = False, threads: Threads = None, base: Optional[Any] = None
 ) -> Any:
@@ -50,7 +60,8 @@ def session_config(
     Args:
       xla: turn on XLA JIT compilation (``global_jit_level = ON_1``).
       threads: ``None``, an int for both thread pools, or ``(inter_op, intra_op)``.
-      base: an existing ``tf.compat.v1.ConfigProto`` to start from (copied, not changed).
+      base: an existing ``tf.compat.v1.ConfigProto`` to start from (copied, not changed);
+        ``None`` starts from the one ``tf.estimator`` uses by default.
 
     Returns:
       A new ``tf.compat.v1.ConfigProto`` with ``allow_soft_placement`` on.
@@ -66,13 +77,12 @@ def session_config(
     if not isinstance(xla, bool):
         raise TypeError(f"`xla` must be True or False. Got: {xla!r}")
     inter, intra = _thread_counts(threads)
+    if base is not None and not isinstance(base, tf.ConfigProto):
+        raise TypeError(
+            f"`session_config` must be a tf.compat.v1.ConfigProto. Got: {type(base).__name__}"
+        )
     proto = tf.ConfigProto()
-    if base is not None:
-        if not isinstance(base, tf.ConfigProto):
-            raise TypeError(
-                f"`session_config` must be a tf.compat.v1.ConfigProto. Got: {type(base).__name__}"
-            )
-        proto.CopyFrom(base)
+    proto.CopyFrom(_estimator_default_session_config() if base is None else base)
     # Without soft placement a model_fn that pins an op to a GPU fails on a CPU-only machine.
     proto.allow_soft_placement = True
     if inter:
@@ -99,8 +109,10 @@ def run_config(
 
     Args:
       model_dir: where the Estimator writes checkpoints and summaries.
-      xla: compile the graph with XLA JIT (``global_jit_level = ON_1``). Helps most on GPU;
-        on CPU the first steps are slower while clusters compile.
+      xla: compile the graph with XLA JIT (``global_jit_level = ON_1``). This is for GPUs:
+        TensorFlow 2.15 compiles nothing for the CPU at this level unless
+        ``TF_XLA_FLAGS=--tf_xla_cpu_global_jit`` is set before the first session, and with it
+        BERT-tiny training measured 25-30 % slower on CPU here (``benchmarks/``).
       threads: ``None`` keeps TensorFlow's default (one thread per core in each pool); an int
         sets both ``inter_op_parallelism_threads`` and ``intra_op_parallelism_threads``; a
         tuple ``(inter_op, intra_op)`` sets them separately (0 = default).
@@ -114,7 +126,9 @@ def run_config(
         settings above are applied to.
 
     Returns:
-      A ``tf.estimator.RunConfig``; its ``session_config`` carries the settings.
+      A ``tf.estimator.RunConfig``; its ``session_config`` carries the settings on top of
+      the ``ConfigProto`` ``tf.estimator`` would use without one (one Grappler pass; in a
+      ``TF_CONFIG`` cluster also its device filters).
 
     Raises:
       ValueError: if a count is not a positive int or ``threads`` is malformed, or
@@ -140,17 +154,18 @@ def run_config(
             )
     _check_count("log_step_count_steps", log_step_count_steps)
     _check_count("keep_checkpoint_max", keep_checkpoint_max, allow_zero=True)
-    proto = session_config(xla=xla, threads=threads, base=kwargs.pop("session_config", None))
+    base = kwargs.pop("session_config", None)
+    proto = session_config(xla=xla, threads=threads, base=base)
     # RunConfig parses TF_CONFIG itself and fails with a bare JSONDecodeError / KeyError.
     validate_tf_config()
     if save_checkpoints_steps is not None:
         # Passing None explicitly would switch time-based checkpoints off as well.
         kwargs["save_checkpoints_steps"] = save_checkpoints_steps
     try:
-        return estimator.RunConfig(
+        config = estimator.RunConfig(
             model_dir=model_dir,
             tf_random_seed=seed,
-            session_config=proto,
+            session_config=base,
             log_step_count_steps=log_step_count_steps,
             keep_checkpoint_max=keep_checkpoint_max,
             **kwargs,
@@ -159,3 +174,9 @@ def run_config(
         raise TypeError(
             f"run_config() got an argument tf.estimator.RunConfig does not take: {e}"
         ) from e
+    if base is None and config.session_config is not None:
+        # In a between-graph cluster RunConfig picks its own ConfigProto, with device filters
+        # so that each task talks only to the ps tasks (a missing worker then does not stall
+        # the others' sessions); the settings go on top of it rather than replace it.
+        proto = session_config(xla=xla, threads=threads, base=config.session_config)
+    return config.replace(session_config=proto)
