@@ -4,7 +4,9 @@ Each example becomes ``[CLS] A [SEP] B [SEP]`` (or ``[CLS] A [SEP]``) padded to
 ``max_seq_length``, with ``input_ids``, ``input_mask``, ``segment_ids``, ``label_ids`` and
 ``is_real_example`` (0 for the padding examples a TPU needs to fill its last batch), written
 as ``tf.train.Example`` records. A ``.meta.json`` beside each file holds a fingerprint of the
-examples, labels, vocabulary and sequence length, so a second run reuses the file.
+examples, labels, vocabulary and sequence length, so a second run reuses the file. Both are
+written atomically (a temporary name, then a rename), so concurrent writers of the same cache
+(the tasks of a cluster) never leave a reader a half-written file.
 
 Example:
 
@@ -15,9 +17,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Callable
 
@@ -131,6 +135,37 @@ def _to_example(feature: InputFeatures) -> tf2.train.Example:
     )
 
 
+def _reusable(output_file: str, meta_file: str, fingerprint: str) -> bool:
+    if not (tf.io.gfile.exists(output_file) and tf.io.gfile.exists(meta_file)):
+        return False
+    try:
+        with tf.io.gfile.GFile(meta_file, "r") as f:
+            meta = json.load(f)
+        size = tf.io.gfile.stat(output_file).length
+    except (ValueError, tf.errors.OpError) as e:
+        tf.logging.warning("Rewriting %s: its cache metadata is unreadable (%s)", output_file, e)
+        return False
+    # The size check catches a data file cut short by a writer from before writes were atomic.
+    return meta.get("fingerprint") == fingerprint and meta.get("num_bytes") in (None, size)
+
+
+@contextlib.contextmanager
+def _atomic_path(path: str):
+    """Yields a unique temporary name beside ``path``; renames it to ``path`` on success.
+
+    Tasks of a cluster write the same cache at the same time: each writes its own file and
+    the rename (atomic on a local file system) swaps in a complete file, so a reader never
+    opens a half-written one. A failed write removes its temporary file.
+    """
+    temp = f"{path}.tmp-{uuid.uuid4().hex}"
+    try:
+        yield temp
+        tf.io.gfile.rename(temp, path, overwrite=True)
+    finally:
+        if tf.io.gfile.exists(temp):
+            tf.io.gfile.remove(temp)
+
+
 def cached_tfrecord(
     examples: Sequence[InputExample],
     label_list: Sequence[str],
@@ -140,28 +175,37 @@ def cached_tfrecord(
 ) -> str:
     """Writes the examples' features to ``output_file`` unless an identical cache is there.
 
+    The data file and then its ``.meta.json`` are each written under a unique temporary name
+    and renamed into place, so tasks of a cluster writing the same cache concurrently never
+    leave a reader a half-written file (the last rename wins; the contents are identical).
+
     Returns:
       ``output_file``.
 
     Raises:
       ValueError: if there are no examples or a label is unknown.
+
+    Example:
+
+        path = cached_tfrecord(examples, ["0", "1"], 128, tokenizer, "/tmp/out/eval.tf_record")
     """
     if not examples:
         raise ValueError(f"No examples to write to {output_file}. Got: {examples!r}")
     meta_file = output_file + ".meta.json"
     fingerprint = _fingerprint(examples, label_list, max_seq_length, tokenizer)
-    if tf.io.gfile.exists(output_file) and tf.io.gfile.exists(meta_file):
-        with tf.io.gfile.GFile(meta_file, "r") as f:
-            meta = json.load(f)
-        if meta.get("fingerprint") == fingerprint:
-            tf.logging.info("Reusing cached TFRecords %s (%d examples)", output_file, len(examples))
-            return output_file
-    with tf.io.TFRecordWriter(output_file) as writer:
-        for example in examples:
-            feature = convert_single_example(example, label_list, max_seq_length, tokenizer)
-            writer.write(_to_example(feature).SerializeToString())
-    with tf.io.gfile.GFile(meta_file, "w") as f:
-        json.dump({"fingerprint": fingerprint, "num_examples": len(examples)}, f)
+    if _reusable(output_file, meta_file, fingerprint):
+        tf.logging.info("Reusing cached TFRecords %s (%d examples)", output_file, len(examples))
+        return output_file
+    with _atomic_path(output_file) as temp:
+        with tf.io.TFRecordWriter(temp) as writer:
+            for example in examples:
+                feature = convert_single_example(example, label_list, max_seq_length, tokenizer)
+                writer.write(_to_example(feature).SerializeToString())
+        num_bytes = tf.io.gfile.stat(temp).length
+    # The meta file comes second: whoever sees it with this fingerprint finds complete data.
+    meta = {"fingerprint": fingerprint, "num_examples": len(examples), "num_bytes": num_bytes}
+    with _atomic_path(meta_file) as temp, tf.io.gfile.GFile(temp, "w") as f:
+        json.dump(meta, f)
     tf.logging.info("Wrote %d examples to %s", len(examples), output_file)
     return output_file
 

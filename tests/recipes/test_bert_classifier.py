@@ -3,8 +3,10 @@ variable names, warm start from a BERT-named checkpoint, and the whole program a
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -147,6 +149,85 @@ def test_sample_task_is_read_and_featurised(tmp_path):
     assert sum(feature.segment_ids) == ids.index(0) - ids.index(tokenizer.vocab["[SEP]"]) - 1
     short = features.convert_single_example(train[0], ["0", "1"], 8, tokenizer)
     assert sum(short.input_mask) == 8 and short.input_ids[-1] == tokenizer.vocab["[SEP]"]
+
+
+# --- TFRecord caches ----------------------------------------------------------------------
+
+
+def _count_records(path: str) -> int:
+    return sum(1 for _ in tf.io.tf_record_iterator(path))
+
+
+@pytest.fixture
+def sample_examples(tmp_path):
+    task = sample_data.write_sample_task(
+        str(tmp_path / "data"), num_train=60, num_dev=2, num_test=2
+    )
+    examples = processors.get_processor("sample").get_train_examples(task.data_dir)
+    return examples, tokenization.FullTokenizer(task.vocab_file)
+
+
+def test_cached_tfrecord_concurrent_writers_never_show_a_partial_file(tmp_path, sample_examples):
+    examples, tokenizer = sample_examples
+    path = str(tmp_path / "train.tf_record")
+    errors, counts, done = [], [], threading.Event()
+
+    def write():
+        try:
+            for _ in range(3):
+                # A stale meta forces a rewrite each time, as if every task came first.
+                if os.path.exists(path + ".meta.json"):
+                    os.remove(path + ".meta.json")
+                features.cached_tfrecord(examples, ["0", "1"], 16, tokenizer, path)
+        except Exception as e:  # reported below with the others
+            errors.append(e)
+
+    def read():
+        while not done.is_set():
+            if os.path.exists(path):
+                counts.append(_count_records(path))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    writers = [threading.Thread(target=write) for _ in range(4)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    done.set()
+    reader.join()
+    assert not errors, errors
+    assert counts and set(counts) == {60}, sorted(set(counts))
+    assert _count_records(path) == 60
+    assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
+
+
+def test_cached_tfrecord_reuses_a_complete_cache_and_rewrites_a_cut_one(
+    tmp_path, sample_examples, tf_log_lines
+):
+    examples, tokenizer = sample_examples
+    path = str(tmp_path / "train.tf_record")
+    features.cached_tfrecord(examples, ["0", "1"], 16, tokenizer, path)
+    size = os.path.getsize(path)
+    meta = json.loads((tmp_path / "train.tf_record.meta.json").read_text())
+    assert (meta["num_examples"], meta["num_bytes"]) == (60, size)
+    features.cached_tfrecord(examples, ["0", "1"], 16, tokenizer, path)
+    assert any(line.startswith("Reusing cached TFRecords") for line in tf_log_lines)
+    with open(path, "r+b") as f:  # a file cut short, e.g. by a crash of an older writer
+        f.truncate(size // 2)
+    features.cached_tfrecord(examples, ["0", "1"], 16, tokenizer, path)
+    assert os.path.getsize(path) == size and _count_records(path) == 60
+    # A different sequence length is another fingerprint: rewritten, not reused.
+    features.cached_tfrecord(examples, ["0", "1"], 20, tokenizer, path)
+    assert os.path.getsize(path) != size
+
+
+def test_cached_tfrecord_failed_write_leaves_nothing_behind(tmp_path, sample_examples):
+    examples, tokenizer = sample_examples
+    path = str(tmp_path / "bad.tf_record")
+    with pytest.raises(ValueError, match="label must be one of"):
+        features.cached_tfrecord(examples, ["0", "2"], 16, tokenizer, path)
+    assert os.listdir(tmp_path) == ["data"]
 
 
 # --- encoder ------------------------------------------------------------------------------
