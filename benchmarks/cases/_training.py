@@ -1,15 +1,18 @@
 """Steady-state training throughput of one model under four front ends.
 
 * ``tfest_kit``: ``tfest_kit.tpu.TPUEstimator(use_tpu=False)``, the fallback, loss logging on;
-* ``tfest_kit_xla``: the same with ``tfest_kit.run_config(xla=True)`` (XLA JIT);
 * ``estimator``: ``tf.estimator.Estimator`` with the same model_fn (EstimatorSpec);
 * ``stock_tpu``: ``tf.compat.v1.estimator.tpu.TPUEstimator(use_tpu=False)``;
-* ``keras``: ``model.fit`` on the same network written with Keras layers.
+* ``keras``: ``model.fit`` on the same network written with Keras layers;
+* ``session``: the same graph (input pipeline, model, Adam) run step by step in a bare
+  ``tf.compat.v1.Session`` with Estimator's default ``ConfigProto``: no Estimator, no hooks.
+  The ceiling of the TF1 runtime on this machine, to tell our per-step costs from TensorFlow's.
 
 Throughput is ``batch_size`` ÷ the median time between the ends of consecutive steps after
-``warmup`` steps, timed by a hook (Keras: a callback), so graph building, session start and the
-final checkpoint are left out (cold start has its own case). The median, not the mean: on a
-shared machine a few steps are slowed by other processes, and the median ignores them.
+``warmup`` steps, timed by a hook (Keras: a callback; session: after each ``Session.run``), so
+graph building, session start and the final checkpoint are left out (cold start has its own
+case). The median, not the mean: on a shared machine a few steps are slowed by other
+processes, and the median ignores them.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from tfest_kit._tf import estimator, tf, tf2
 
 __all__ = ["VARIANTS", "train_throughput", "matmul_gflops"]
 
-VARIANTS = ("tfest_kit", "estimator", "stock_tpu", "keras")
+VARIANTS = ("tfest_kit", "estimator", "stock_tpu", "keras", "session")
 _EXAMPLES = 512
 
 
@@ -110,22 +113,41 @@ def train_throughput(
             use_tpu=False,
             train_batch_size=batch_size,
         )
-    elif variant in ("tfest_kit", "tfest_kit_xla"):
-        import tfest_kit
+    elif variant == "tfest_kit":
         from tfest_kit import tpu
 
         model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
-        if variant == "tfest_kit":
-            config = tpu.RunConfig(**common)
-        else:
-            config = tfest_kit.run_config(
-                model_dir=model_dir, xla=True, seed=0, save_checkpoints_steps=100_000
-            )
-        est = tpu.TPUEstimator(model_fn, config=config, use_tpu=False, train_batch_size=batch_size)
+        est = tpu.TPUEstimator(
+            model_fn, config=tpu.RunConfig(**common), use_tpu=False, train_batch_size=batch_size
+        )
+    elif variant == "session":
+        return _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size)
     else:
         raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
     est.train(input_fn, steps=total, hooks=[timer])
     return _rate(timer.times, warmup, total, batch_size)
+
+
+def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size) -> float:
+    from tfest_kit._run_config import session_config
+
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(0)
+        features, labels = tf.data.make_one_shot_iterator(input_fn()).get_next()
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits_fn(features))
+        optimizer = tf.train.AdamOptimizer(learning_rate)
+        train_op = optimizer.minimize(loss, global_step=tf.train.get_or_create_global_step())
+        init = tf.global_variables_initializer()
+    times = []
+    # session_config() with no arguments is the ConfigProto Estimator uses by default.
+    with tf.Session(graph=graph, config=session_config()) as session:
+        session.run(init)
+        step = session.make_callable(train_op)
+        for _ in range(total):
+            step()
+            times.append(time.perf_counter())
+    return _rate(times, warmup, total, batch_size)
 
 
 def _keras_throughput(keras_fn, features, labels, batch_size, warmup, total) -> float:

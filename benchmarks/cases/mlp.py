@@ -47,7 +47,7 @@ def run(variant: str, ctx: Context) -> dict:
 CASE = Case(
     name="mlp",
     title="tiny MLP training (16 -> 32 -> 2, batch 32): per-step framework overhead",
-    variants=("tfest_kit", "estimator", "stock_tpu", "keras"),
+    variants=("tfest_kit", "estimator", "stock_tpu", "keras", "session"),
     baseline="estimator",
     metrics=(Metric("examples_per_sec", "examples/s"),),
     run=run,
