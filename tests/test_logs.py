@@ -96,3 +96,20 @@ def test_quieted_raises_the_level_inside_the_block_only(tf_log_lines):
     assert logger.level == logging.INFO
     assert "hidden-line" not in tf_log_lines
     assert "shown-warning" in tf_log_lines and "shown-after" in tf_log_lines
+
+
+def test_params_warning_is_dropped_for_tfest_kit_model_fns_only(tf_log_lines, tmp_path):
+    from tfest_kit import model_fn
+    from tfest_kit._tf import estimator, tf
+
+    def network(features, mode, params):
+        return tf.layers.dense(features["x"], 2)
+
+    def users_model_fn(features, labels, mode, params):
+        raise AssertionError("never called")
+
+    estimator.Estimator(model_fn.classifier(network, 2), model_dir=str(tmp_path / "ours"))
+    assert not [line for line in tf_log_lines if "includes params argument" in line]
+    estimator.Estimator(users_model_fn, model_dir=str(tmp_path / "users"))
+    warnings = [line for line in tf_log_lines if "includes params argument" in line]
+    assert len(warnings) == 1 and "users_model_fn" in warnings[0]

@@ -70,6 +70,27 @@ class _OneRouteHandler(logging.Handler):
             self._plain.handle(record)
 
 
+class _OwnModelFnParamsFilter(logging.Filter):
+    """Drops Estimator's "model_fn includes params argument, but params are not passed".
+
+    Only for model_fns built by tfest_kit: they take ``params`` because TPUEstimator passes
+    ``params['batch_size']`` and work without it, so on a plain Estimator the warning is noise.
+    A user's own model_fn still gets the official warning.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "includes params argument" not in str(record.msg):
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not any(getattr(a, "__module__", "").startswith("tfest_kit.") for a in args)
+
+
+def _install_filters() -> None:
+    logger = tf2.get_logger()
+    if not any(isinstance(f, _OwnModelFnParamsFilter) for f in logger.filters):
+        logger.addFilter(_OwnModelFnParamsFilter())
+
+
 def _set_deprecation_warnings(show: bool) -> None:
     # TensorFlow keeps these switches as private module globals; there is no public API.
     from tensorflow.python.util import deprecation, module_wrapper
@@ -119,6 +140,7 @@ def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) 
     logger.addHandler(_OneRouteHandler())
     logger.propagate = False
     logger.setLevel(level)
+    _install_filters()
     _set_deprecation_warnings(show_deprecations)
     return logger
 
@@ -149,5 +171,9 @@ def quieted(level: int = logging.WARNING) -> Iterator[None]:
 
 
 def quiet_by_default() -> None:
-    """Turns deprecation warnings off at import, without touching handlers or levels."""
+    """Runs at import: deprecation warnings off, tfest_kit's own noise filtered.
+
+    Handlers and levels are left alone; :func:`setup` is what configures them.
+    """
+    _install_filters()
     _set_deprecation_warnings(False)
