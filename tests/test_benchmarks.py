@@ -1,7 +1,8 @@
 """The benchmark harness on a trivial case defined here (no TensorFlow in the children).
 
 Times are never asserted on; the tests check the machinery: fresh processes, interleaving,
-aggregation, ratios, the Markdown/JSON report, goals and error reporting.
+aggregation, ratios, the Markdown/JSON report, goals and error reporting. The last test runs
+the step profiler (``benchmarks.profile_step``) on the real BERT-tiny model.
 """
 
 from __future__ import annotations
@@ -134,3 +135,19 @@ def test_cli_checks_its_arguments(capsys):
 def test_cli_help_runs_as_a_program():
     proc = run_program(["-m", "benchmarks", "--help"], timeout=60)
     assert "--quick" in proc.stdout and "--repeats" in proc.stdout
+
+
+def test_profile_step_breaks_a_bert_tiny_step_down_by_op_type():
+    from benchmarks import profile_step
+
+    result = profile_step.profile(warmup=2, timed=3, traced=1)
+    assert result["examples_per_sec"] > 0
+    assert 0 < result["busy_fraction"] <= 1
+    assert 0 < result["matmul_fraction"] < 2
+    # The model's dense layers and attention are matmuls, and they dominate the kernel time.
+    matmul_ms = sum(ms for op, ms in result["op_ms"].items() if "MatMul" in op)
+    assert matmul_ms > 0.3 * sum(result["op_ms"].values())
+    assert "ResourceApplyAdam" in result["op_ms"]
+    report = profile_step._report(result, top=5)
+    assert len(report.splitlines()) == 4 + 5
+    assert "of the" in report and "matmuls" in report

@@ -1,0 +1,151 @@
+"""``python -m benchmarks.profile_step``: where one BERT-tiny training step spends its time.
+
+Builds the benchmark's BERT-tiny classifier (``benchmarks/cases/_bert_tiny.py``) with Adam in a
+bare ``tf.compat.v1.Session`` using Estimator's default ``ConfigProto``, traces a few steps with
+``RunOptions(trace_level=FULL_TRACE)`` and prints the kernel time per op type, the share that
+is matmul, how busy the step kept the machine and the step's fraction of the 1024³ matmul rate.
+It is how the "≥ 60 % of the matmul rate" goal was investigated (README, Benchmarks).
+
+Example:
+
+    python -m benchmarks.profile_step            # 5 traced steps after 20 warm-up steps
+    python -m benchmarks.profile_step --top 40 --traced 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+
+BATCH = 32
+_MATMUL_OPS = ("MatMul", "BatchMatMul")
+
+
+def _op_type(node_stats) -> str:
+    # timeline_label reads "name = OpType(inputs)"; oneDNN kernels show as _Mkl… op types.
+    label = node_stats.timeline_label
+    return label.split("(")[0].split("=")[-1].strip() if label else node_stats.node_name
+
+
+def _busy_micros(intervals: list) -> int:
+    """Wall time covered by at least one running op."""
+    busy, (start, end) = 0, intervals[0]
+    for s, e in intervals[1:]:
+        if s > end:
+            busy += end - start
+            start, end = s, e
+        else:
+            end = max(end, e)
+    return busy + end - start
+
+
+def profile(warmup: int = 20, timed: int = 50, traced: int = 5) -> dict:
+    """Times and traces BERT-tiny training steps; returns the measurements.
+
+    Args:
+      warmup: untimed steps first (graph optimisation, oneDNN primitive caches).
+      timed: steps whose median wall time gives the step time.
+      traced: steps run with a full trace for the per-op-type breakdown.
+
+    Returns:
+      A dict with ``step_ms``, ``examples_per_sec``, ``matmul_gflops``, ``matmul_fraction``,
+      ``busy_fraction`` (share of the step with at least one op running), ``op_ms``
+      (op type -> kernel milliseconds per step, summed over concurrent ops) and ``op_count``.
+
+    Example:
+
+        result = profile(traced=3)
+        print(result["matmul_fraction"])
+    """
+    from benchmarks.cases import _bert_tiny, _training
+    from tfest_kit._run_config import session_config
+    from tfest_kit._tf import tf
+
+    gflops = _training.matmul_gflops()
+    rng = np.random.RandomState(0)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(0)
+        ids = tf.constant(rng.randint(0, _bert_tiny.CONFIG["vocab_size"], (BATCH, 64)), tf.int32)
+        labels = tf.constant(rng.randint(0, 2, BATCH), tf.int32)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, _bert_tiny.encoder_logits(ids))
+        optimizer = tf.train.AdamOptimizer(1e-4)
+        train_op = optimizer.minimize(loss, global_step=tf.train.get_or_create_global_step())
+        init = tf.global_variables_initializer()
+    op_micros, op_count = collections.Counter(), collections.Counter()
+    busy = span = 0
+    with tf.Session(graph=graph, config=session_config()) as session:
+        session.run(init)
+        step = session.make_callable(train_op)
+        for _ in range(warmup):
+            step()
+        times = []
+        for _ in range(timed):
+            start = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - start)
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        for _ in range(traced):
+            metadata = tf.RunMetadata()
+            session.run(train_op, options=options, run_metadata=metadata)
+            intervals = []
+            for device in metadata.step_stats.dev_stats:
+                for node in device.node_stats:
+                    op_micros[_op_type(node)] += node.all_end_rel_micros
+                    op_count[_op_type(node)] += 1
+                    start = node.all_start_micros
+                    intervals.append((start, start + node.all_end_rel_micros))
+            intervals.sort()
+            busy += _busy_micros(intervals)
+            span += max(e for _, e in intervals) - intervals[0][0]
+    step_s = float(np.median(times))
+    examples_per_sec = BATCH / step_s
+    return {
+        "step_ms": step_s * 1e3,
+        "examples_per_sec": examples_per_sec,
+        "matmul_gflops": gflops,
+        "matmul_fraction": _bert_tiny.matmul_flops() * examples_per_sec / (gflops * 1e9),
+        "busy_fraction": busy / span if span else 0.0,
+        "op_ms": {k: v / traced / 1e3 for k, v in op_micros.most_common()},
+        "op_count": {k: v // traced for k, v in op_count.items()},
+    }
+
+
+def _report(result: dict, top: int) -> str:
+    total = sum(result["op_ms"].values())
+    matmul = sum(ms for op, ms in result["op_ms"].items() if any(m in op for m in _MATMUL_OPS))
+    lines = [
+        f"step {result['step_ms']:.1f} ms (median), {result['examples_per_sec']:.0f} examples/s, "
+        f"{result['matmul_fraction']:.0%} of the {result['matmul_gflops']:.0f} GFLOP/s "
+        "1024³ matmul rate",
+        f"kernel time {total:.1f} ms per step on {result['busy_fraction']:.0%}-busy wall time "
+        f"(ops overlap on the inter-op threads); matmuls {matmul / total:.0%} of it",
+        "",
+        f"{'op type':32s} {'ms/step':>8s} {'share':>6s} {'ops':>5s}",
+    ]
+    for op, ms in list(result["op_ms"].items())[:top]:
+        lines.append(f"{op:32s} {ms:8.2f} {ms / total:6.1%} {result['op_count'][op]:5d}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.profile_step",
+        description="Per-op-type time of one BERT-tiny training step (bare Session).",
+    )
+    parser.add_argument("--top", type=int, default=20, help="op types to list (default 20)")
+    parser.add_argument("--traced", type=int, default=5, help="traced steps (default 5)")
+    args = parser.parse_args(argv)
+    if args.top < 1 or args.traced < 1:
+        parser.error(f"--top and --traced must be >= 1. Got: {args.top}, {args.traced}")
+    print(_report(profile(traced=args.traced), args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
