@@ -1,0 +1,95 @@
+"""The shared argument checks: what they accept, what they return, how their errors read."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tfest_kit._checks import check_int, check_number, is_int_at_least
+
+
+@pytest.mark.parametrize("value", [1, 7, np.int64(3), np.int32(1), np.uint8(200)])
+def test_check_int_accepts_python_and_numpy_ints(value):
+    got = check_int("batch_size", value)
+    assert got == value
+    assert type(got) is int
+
+
+@pytest.mark.parametrize("value", [True, False, 3.0, 2.5, np.float32(2.0), "3", [3], None])
+def test_check_int_rejects_bools_floats_strings_and_none(value):
+    with pytest.raises(ValueError, match=r"^`n` must be a positive int\. Got: ") as info:
+        check_int("n", value)
+    assert str(info.value).endswith(f"Got: {value!r}")
+
+
+@pytest.mark.parametrize(
+    "minimum, bad, expectation",
+    [
+        (0, -1, "an int >= 0"),
+        (1, 0, "a positive int"),
+        (2, 1, "an int >= 2"),
+    ],
+)
+def test_check_int_message_names_the_minimum(minimum, bad, expectation):
+    assert check_int("k", minimum, minimum) == minimum
+    with pytest.raises(ValueError) as info:
+        check_int("k", bad, minimum)
+    assert str(info.value) == f"`k` must be {expectation}. Got: {bad!r}"
+
+
+def test_check_int_none_only_with_allow_none():
+    assert check_int("eval_steps", None, allow_none=True) is None
+    assert check_int("eval_steps", np.int16(5), allow_none=True) == 5
+    with pytest.raises(ValueError) as info:
+        check_int("eval_steps", 0, allow_none=True)
+    assert str(info.value) == "`eval_steps` must be a positive int or None. Got: 0"
+    with pytest.raises(ValueError) as info:
+        check_int("seed", -1, 0, allow_none=True)
+    assert str(info.value) == "`seed` must be an int >= 0 or None. Got: -1"
+
+
+def test_check_int_hint_is_added_in_parentheses():
+    with pytest.raises(ValueError) as info:
+        check_int("num_epochs", 0, allow_none=True, hint="None repeats forever")
+    assert str(info.value) == (
+        "`num_epochs` must be a positive int or None (None repeats forever). Got: 0"
+    )
+
+
+def test_is_int_at_least():
+    assert is_int_at_least(0, 0)
+    assert is_int_at_least(np.int64(2), 2)
+    assert not is_int_at_least(True, 0)
+    assert not is_int_at_least(1.0, 0)
+    assert not is_int_at_least("1", 0)
+    assert not is_int_at_least(-1, 0)
+
+
+@pytest.mark.parametrize("value", [0, 0.0, 5, 2.5, np.float32(0.5), np.int64(3)])
+def test_check_number_accepts_non_negative_numbers(value):
+    got = check_number("min_delta", value)
+    assert got == value
+    assert type(got) in (int, float)
+
+
+def test_check_number_keeps_ints_ints():
+    assert type(check_number("throttle_secs", np.int64(60))) is int
+    assert type(check_number("throttle_secs", np.float64(1.5))) is float
+
+
+@pytest.mark.parametrize("value", [-0.1, -1, True, "1", None, math.nan])
+def test_check_number_rejects(value):
+    with pytest.raises(ValueError) as info:
+        check_number("min_delta", value)
+    assert str(info.value) == f"`min_delta` must be a number >= 0. Got: {value!r}"
+
+
+def test_check_number_minimum_and_hint():
+    assert check_number("lr", 0.5, 0.1) == 0.5
+    with pytest.raises(ValueError) as info:
+        check_number("throttle_secs", -5, hint="seconds")
+    assert str(info.value) == "`throttle_secs` must be a number >= 0 (seconds). Got: -5"
+    with pytest.raises(ValueError, match=r"`lr` must be a number >= 0\.1\. Got: 0\.05"):
+        check_number("lr", 0.05, 0.1)
