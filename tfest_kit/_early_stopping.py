@@ -6,6 +6,7 @@ import re
 from typing import Optional
 
 from tfest_kit import logs
+from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
@@ -78,13 +79,6 @@ class _NoImprovement:
                 )
                 return True
         return False
-
-
-def _check_int(name: str, value, minimum: int, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}. Got: {value!r}")
 
 
 def _dispatch_estimator(est):
@@ -209,11 +203,10 @@ def early_stopping(
     if not isinstance(monitor, str) or not monitor:
         raise ValueError(f"`monitor` must be a metric name. Got: {monitor!r}")
     higher = _resolve_mode(monitor, mode)
-    if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)) or min_delta < 0:
-        raise ValueError(f"`min_delta` must be a number >= 0. Got: {min_delta!r}")
-    _check_int("patience_steps", patience_steps, 1)
-    _check_int("min_steps", min_steps, 0)
-    _check_int("run_every_steps", run_every_steps, 1, allow_none=True)
+    min_delta = check_number("min_delta", min_delta)
+    patience_steps = check_int("patience_steps", patience_steps)
+    min_steps = check_int("min_steps", min_steps, 0)
+    run_every_steps = check_int("run_every_steps", run_every_steps, allow_none=True)
     if run_every_steps is not None:
         run_every_secs = None
     elif run_every_secs is None or run_every_secs <= 0:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_events import eval_dirs, metrics_by_step
 from tfest_kit._tf import estimator, tf
@@ -352,14 +353,7 @@ def best_exporter(
         raise ValueError(f"`monitor` must be a metric name (str). Got: {monitor!r}")
     if mode not in ("min", "max"):
         raise ValueError(f"`mode` must be 'min' or 'max'. Got: {mode!r}")
-    if exports_to_keep is not None and (
-        isinstance(exports_to_keep, bool)
-        or not isinstance(exports_to_keep, int)
-        or exports_to_keep <= 0
-    ):
-        raise ValueError(
-            f"`exports_to_keep` must be a positive int or None. Got: {exports_to_keep!r}"
-        )
+    exports_to_keep = check_int("exports_to_keep", exports_to_keep, allow_none=True)
     if not isinstance(name, str) or not name or os.sep in name:
         raise ValueError(f"`name` must be a non-empty directory name. Got: {name!r}")
     return _BestExporter(

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
+from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf2
 
@@ -28,18 +29,9 @@ class DataError(TfestKitError, ValueError):
 
 
 def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Optional[int]):
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"`batch_size` must be a positive int. Got: {batch_size!r}")
-    if num_epochs is not None and (
-        isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs < 1
-    ):
-        raise ValueError(
-            f"`num_epochs` must be a positive int, or None to repeat forever. Got: {num_epochs!r}"
-        )
-    if shuffle_buffer is not None and (not isinstance(shuffle_buffer, int) or shuffle_buffer < 1):
-        raise ValueError(
-            f"`shuffle_buffer` must be a positive int or None. Got: {shuffle_buffer!r}"
-        )
+    check_int("batch_size", batch_size)
+    check_int("num_epochs", num_epochs, allow_none=True, hint="None repeats forever")
+    check_int("shuffle_buffer", shuffle_buffer, allow_none=True)
 
 
 def _batch_size(params: Optional[Mapping[str, Any]], default: int) -> int:

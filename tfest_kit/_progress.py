@@ -12,6 +12,7 @@ import sys
 import time
 from typing import IO, Optional, Union
 
+from tfest_kit._checks import check_int
 from tfest_kit._tf import tf
 
 __all__ = ["ProgressHook", "LossLoggingHook", "find_loss_tensor"]
@@ -56,12 +57,6 @@ def find_loss_tensor(loss: Union[None, str, tf.Tensor] = None) -> tf.Tensor:
     raise TypeError(f"`loss` must be None, a tensor or a tensor name. Got: {loss!r}")
 
 
-def _check_every(every_n_steps: int) -> int:
-    if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, int) or every_n_steps < 1:
-        raise ValueError(f"`every_n_steps` must be a positive int. Got: {every_n_steps!r}")
-    return every_n_steps
-
-
 def _format_duration(secs: float) -> str:
     secs = int(round(secs))
     hours, rest = divmod(secs, 3600)
@@ -77,7 +72,7 @@ class _IntervalHook(tf.train.SessionRunHook):
     """Fetches ``{loss, step}`` every ``every_n_steps`` global steps and calls ``_report``."""
 
     def __init__(self, every_n_steps: int, loss=None, report_first_step: bool = True) -> None:
-        self._every_n = _check_every(every_n_steps)
+        self._every_n = check_int("every_n_steps", every_n_steps)
         self._loss_arg = loss
         self._report_first = report_first_step
 
@@ -220,13 +215,8 @@ class ProgressHook(_IntervalHook):
         stream: Optional[IO[str]] = None,
     ) -> None:
         super().__init__(every_n_steps, loss)
-        for name, value in (("total_steps", total_steps), ("batch_size", batch_size)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValueError(f"`{name}` must be None or a positive int. Got: {value!r}")
-        self._total = total_steps
-        self._batch_size = batch_size
+        self._total = check_int("total_steps", total_steps, allow_none=True)
+        self._batch_size = check_int("batch_size", batch_size, allow_none=True)
         self._stream_arg = stream
 
     def begin(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
+from tfest_kit._checks import check_int
 from tfest_kit._tf import estimator, tf, tf2
 
 __all__ = ["raw_receiver", "parsing_receiver", "bert_receiver", "image_bytes_receiver"]
@@ -182,12 +183,6 @@ def parsing_receiver(feature_spec_or_columns: Union[Mapping, Sequence]) -> Recei
     return estimator.export.build_parsing_serving_input_receiver_fn(spec)
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive int. Got: {value!r}")
-    return int(value)
-
-
 def bert_receiver(max_seq_length: int, with_label_ids: bool = False) -> ReceiverFn:
     """Builds the receiver BERT classifiers export with: token ids, mask and segment ids.
 
@@ -207,7 +202,7 @@ def bert_receiver(max_seq_length: int, with_label_ids: bool = False) -> Receiver
 
         estimator.export_saved_model(export_dir, bert_receiver(128))
     """
-    length = _positive_int("max_seq_length", max_seq_length)
+    length = check_int("max_seq_length", max_seq_length)
     with_labels = bool(with_label_ids)
 
     def serving_input_receiver_fn():
@@ -259,9 +254,9 @@ def image_bytes_receiver(
         Predictor(export_dir)({"image_bytes": [open("cat.jpg", "rb").read()]})
     """
     if isinstance(image_size, (int, np.integer)) and not isinstance(image_size, bool):
-        size = (_positive_int("image_size", image_size),) * 2
+        size = (check_int("image_size", image_size),) * 2
     elif isinstance(image_size, (tuple, list)) and len(image_size) == 2:
-        size = tuple(_positive_int("image_size", s) for s in image_size)
+        size = tuple(check_int("image_size", s) for s in image_size)
     else:
         raise ValueError(f"`image_size` must be an int or (height, width). Got: {image_size!r}")
     if channels not in (1, 3):

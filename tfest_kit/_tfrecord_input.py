@@ -8,6 +8,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from tfest_kit._checks import check_int
 from tfest_kit._input_common import (
     _DEFAULT_SHUFFLE_BUFFER,
     AUTOTUNE,
@@ -257,8 +258,7 @@ def write_tfrecord(
         rows = [{"age": 39, "income": 5.2e4, "city": "Oslo", "label": 1}, ...]
         paths = write_tfrecord(rows, "/tmp/data/train.tfrecord", num_shards=4)
     """
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
-        raise ValueError(f"`num_shards` must be a positive int. Got: {num_shards!r}")
+    num_shards = check_int("num_shards", num_shards)
     compression = _check_compression(compression)
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         rows = rows.to_dict("records")

@@ -23,27 +23,13 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 from tfest_kit._tf_config import validate_tf_config
 
 __all__ = ["train_and_evaluate", "latest_eval_metrics"]
-
-
-def _positive_int(name: str, value: Any, allow_none: bool = False) -> Optional[int]:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        more = " or None" if allow_none else ""
-        raise ValueError(f"`{name}` must be a positive int{more}. Got: {value!r}")
-    return int(value)
-
-
-def _non_negative(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"`{name}` must be a number >= 0 (seconds). Got: {value!r}")
-    return value
 
 
 def _as_list(name: str, value: Any, kind: type) -> list:
@@ -185,8 +171,8 @@ def train_and_evaluate(
     for name, fn in (("train_input_fn", train_input_fn), ("eval_input_fn", eval_input_fn)):
         if not callable(fn):
             raise TypeError(f"`{name}` must be a callable input_fn. Got: {fn!r}")
-    max_steps = _positive_int("max_steps", max_steps)
-    eval_steps = _positive_int("eval_steps", eval_steps, allow_none=True)
+    max_steps = check_int("max_steps", max_steps)
+    eval_steps = check_int("eval_steps", eval_steps, allow_none=True)
     train_hooks = _as_list("hooks", hooks, tf_estimator.SessionRunHook)
     evaluation_hooks = _as_list("eval_hooks", eval_hooks, tf_estimator.SessionRunHook)
     exporter_list = _as_list("exporters", exporters, tf_estimator.Exporter)
@@ -205,8 +191,8 @@ def train_and_evaluate(
         name=eval_name,
         hooks=evaluation_hooks,
         exporters=exporter_list,
-        start_delay_secs=_non_negative("start_delay_secs", start_delay_secs),
-        throttle_secs=_non_negative("throttle_secs", throttle_secs),
+        start_delay_secs=check_number("start_delay_secs", start_delay_secs, hint="seconds"),
+        throttle_secs=check_number("throttle_secs", throttle_secs, hint="seconds"),
     )
     result = tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     metrics = result[0] if isinstance(result, tuple) else None
