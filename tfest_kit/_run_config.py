@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
+from tfest_kit._checks import check_int, is_int_at_least
 from tfest_kit._tf import estimator, tf
 from tfest_kit._tf_config import validate_tf_config
 
@@ -18,28 +19,22 @@ __all__ = ["run_config"]
 Threads = Union[int, tuple[int, int], None]
 
 
-def _check_count(name: str, value: Any, *, allow_zero: bool = False) -> None:
-    low = 0 if allow_zero else 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"`{name}` must be an int >= {low} or None. Got: {value!r}")
-
-
 def _thread_counts(threads: Threads) -> tuple[int, int]:
     """Returns (inter_op, intra_op); 0 means TensorFlow's default (one per core)."""
     if threads is None:
         return 0, 0
     if isinstance(threads, tuple) and len(threads) == 2:
         inter, intra = threads
-        _check_count("threads[0] (inter-op)", inter, allow_zero=True)
-        _check_count("threads[1] (intra-op)", intra, allow_zero=True)
+        inter = check_int("threads[0]", inter, 0, hint="inter-op threads, 0 = default")
+        intra = check_int("threads[1]", intra, 0, hint="intra-op threads, 0 = default")
         return inter, intra
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    if not is_int_at_least(threads, 1):
         raise ValueError(
             "`threads` must be None (TensorFlow's default), an int >= 1 used for both the "
             "inter- and intra-op pools, or a tuple (inter_op, intra_op). "
             f"Got: {threads!r}"
         )
-    return threads, threads
+    return int(threads), int(threads)
 
 
 def _estimator_default_session_config() -> Any:
@@ -143,17 +138,17 @@ def run_config(
         config = tfest_kit.run_config(model_dir="/tmp/model", threads=(2, 4), seed=0)
         estimator = tf.estimator.Estimator(model_fn, config=config)
     """
-    if seed is not None:
-        _check_count("seed", seed, allow_zero=True)
-    if save_checkpoints_steps is not None:
-        _check_count("save_checkpoints_steps", save_checkpoints_steps)
-        if kwargs.get("save_checkpoints_secs") is not None:
-            raise ValueError(
-                "Give `save_checkpoints_steps` or `save_checkpoints_secs`, not both. "
-                f"Got: {save_checkpoints_steps!r} and {kwargs['save_checkpoints_secs']!r}"
-            )
-    _check_count("log_step_count_steps", log_step_count_steps)
-    _check_count("keep_checkpoint_max", keep_checkpoint_max, allow_zero=True)
+    seed = check_int("seed", seed, 0, allow_none=True)
+    save_checkpoints_steps = check_int(
+        "save_checkpoints_steps", save_checkpoints_steps, allow_none=True
+    )
+    if save_checkpoints_steps is not None and kwargs.get("save_checkpoints_secs") is not None:
+        raise ValueError(
+            "Give `save_checkpoints_steps` or `save_checkpoints_secs`, not both. "
+            f"Got: {save_checkpoints_steps!r} and {kwargs['save_checkpoints_secs']!r}"
+        )
+    log_step_count_steps = check_int("log_step_count_steps", log_step_count_steps)
+    keep_checkpoint_max = check_int("keep_checkpoint_max", keep_checkpoint_max, 0)
     base = kwargs.pop("session_config", None)
     proto = session_config(xla=xla, threads=threads, base=base)
     # RunConfig parses TF_CONFIG itself and fails with a bare JSONDecodeError / KeyError.

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Callable, Optional, Union
 
+from tfest_kit._checks import check_int, check_number
 from tfest_kit._tf import tf
 
 __all__ = [
@@ -102,16 +103,9 @@ OPTIMIZERS: dict[str, Callable[..., tf.train.Optimizer]] = {
 
 def check_schedule(learning_rate, warmup_steps, decay_steps) -> None:
     """Raises ValueError for a non-positive rate or negative / inconsistent step counts."""
-    if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):
-        raise ValueError(f"`learning_rate` must be a number. Got: {learning_rate!r}")
-    if learning_rate < 0:
-        raise ValueError(f"`learning_rate` must be >= 0. Got: {learning_rate!r}")
-    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
-        raise ValueError(f"`warmup_steps` must be an int >= 0. Got: {warmup_steps!r}")
-    if decay_steps is not None and (
-        isinstance(decay_steps, bool) or not isinstance(decay_steps, int) or decay_steps < 1
-    ):
-        raise ValueError(f"`decay_steps` must be None or an int >= 1. Got: {decay_steps!r}")
+    check_number("learning_rate", learning_rate)
+    check_int("warmup_steps", warmup_steps, 0)
+    check_int("decay_steps", decay_steps, allow_none=True)
     if decay_steps is not None and warmup_steps > decay_steps:
         raise ValueError(
             f"`warmup_steps` ({warmup_steps}) must not exceed `decay_steps`. Got: "

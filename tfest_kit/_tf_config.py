@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
+from tfest_kit._checks import is_int_at_least
+
 __all__ = ["CLUSTER_TASK_TYPES", "TASK_TYPES", "validate_tf_config"]
 
 # Jobs that may appear in "cluster" (``master`` is TF1's name for the chief).
@@ -144,12 +146,12 @@ def _check_index(task: Mapping) -> int:
     index = task.get("index")
     if isinstance(index, str) and index.strip().isdigit():
         index = int(index)  # RunConfig itself accepts "0"
-    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+    if not is_int_at_least(index, 0):
         raise ValueError(
             "TF_CONFIG task.index must be a non-negative integer. "
             f"Got: task = {_shown(dict(task))}"
         )
-    return index
+    return int(index)
 
 
 def _check_task(task: Any, cluster: Mapping) -> dict:

@@ -33,6 +33,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from tfest_kit._checks import check_int
 from tfest_kit._tf_config import CLUSTER_TASK_TYPES, TASK_TYPES, validate_tf_config
 
 __all__ = [
@@ -67,8 +68,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
         chief_port, worker_port = free_ports(2)
     """
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise ValueError(f"`count` must be a non-negative int. Got: {count!r}")
+    count = check_int("count", count, 0)
     sockets = []
     try:
         for _ in range(count):
@@ -79,12 +79,6 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
-
-
-def _check_count(name: str, value: Any, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}. Got: {value!r}")
-    return value
 
 
 def cluster_spec(
@@ -115,8 +109,8 @@ def cluster_spec(
         )
     counts = {
         "chief": 1,
-        "worker": _check_count("workers", workers),
-        "ps": _check_count("ps", ps),
+        "worker": check_int("workers", workers, 0),
+        "ps": check_int("ps", ps, 0),
     }
     ports = iter(free_ports(sum(counts.values()), host))
     return {job: [f"{host}:{next(ports)}" for _ in range(n)] for job, n in counts.items() if n}

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
+from tfest_kit._checks import check_int
 from tfest_kit._tf import tf
 
 __all__ = ["AVERAGES", "confusion_matrix", "precision", "recall", "f1", "recall_at_k"]
@@ -44,12 +45,6 @@ __all__ = ["AVERAGES", "confusion_matrix", "precision", "recall", "f1", "recall_
 AVERAGES = ("micro", "macro", "weighted")
 
 _LOCAL_METRIC_COLLECTIONS = [tf.GraphKeys.LOCAL_VARIABLES, tf.GraphKeys.METRIC_VARIABLES]
-
-
-def _check_num_classes(num_classes) -> int:
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
-        raise ValueError(f"`num_classes` must be an int >= 2. Got: {num_classes!r}")
-    return num_classes
 
 
 def _check_average(average) -> str:
@@ -151,7 +146,7 @@ def _streaming_score(
     updates_collections,
     name,
 ):
-    num_classes = _check_num_classes(num_classes)
+    num_classes = check_int("num_classes", num_classes, 2)
     average = _check_average(average)
     with tf.variable_scope(
         name, default_name=metric, values=_present(labels, predictions, weights)
@@ -197,7 +192,7 @@ def confusion_matrix(
 
         matrix, update = metrics.confusion_matrix(labels, class_ids, num_classes=3)
     """
-    num_classes = _check_num_classes(num_classes)
+    num_classes = check_int("num_classes", num_classes, 2)
     with tf.variable_scope(name, default_name="confusion_matrix", values=(labels, predictions)):
         matrix, update_op = _streaming_confusion_matrix(labels, predictions, num_classes, weights)
         value_op = tf.identity(matrix, name="value")
@@ -341,8 +336,7 @@ def recall_at_k(
 
         eval_metric_ops = {"recall_at_5": metrics.recall_at_k(labels, logits, k=5)}
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"`k` must be an int >= 1. Got: {k!r}")
+    k = check_int("k", k)
     scores = tf.convert_to_tensor(logits_or_probs)
     if scores.shape.rank != 2:
         raise ValueError(

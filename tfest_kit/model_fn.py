@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Callable, Optional
 
 from tfest_kit import _heads, _warm_start
+from tfest_kit._checks import check_int
 from tfest_kit._schedules import (
     OPTIMIZERS,
     AdamWeightDecayOptimizer,
@@ -280,12 +281,6 @@ def _tensors_metric_fn(metric_fn: Callable) -> Callable:
     return tensors_metric_fn
 
 
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}. Got: {value!r}")
-    return value
-
-
 def classifier(
     network_fn: NetworkFn,
     num_classes: int,
@@ -340,8 +335,9 @@ def classifier(
                               warmup_steps=100, decay_steps=1000, top_k=3,
                               metrics=("accuracy", "f1_macro", "recall_at_3"))
     """
-    _check_int(num_classes, "num_classes", 2)
-    if top_k is not None and (_check_int(top_k, "top_k", 1) > num_classes):
+    num_classes = check_int("num_classes", num_classes, 2)
+    top_k = check_int("top_k", top_k, allow_none=True)
+    if top_k is not None and top_k > num_classes:
         raise ValueError(f"`top_k` must be at most num_classes ({num_classes}). Got: {top_k}")
     metrics = _heads.check_metric_names(metrics, CLASSIFIER_METRICS, num_classes)
     return build(
@@ -402,7 +398,7 @@ def regressor(
 
         model_fn = regressor(network, learning_rate=1e-2, metrics=("mse", "rmse"))
     """
-    _check_int(label_dimension, "label_dimension", 1)
+    label_dimension = check_int("label_dimension", label_dimension)
     metrics = _heads.check_metric_names(metrics, REGRESSOR_METRICS)
     return build(
         network_fn,

@@ -27,6 +27,7 @@ import json
 import os
 from typing import Any, Callable, Optional, Union
 
+from tfest_kit._checks import check_int
 from tfest_kit._progress import LossLoggingHook
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
@@ -64,11 +65,6 @@ RESERVED_PARAMS_KEYS = ("batch_size", "context")
 _MODES = tf_estimator.ModeKeys
 _BATCH_ARG = {_MODES.TRAIN: "train_batch_size", _MODES.EVAL: "eval_batch_size"}
 _BATCH_ARG[_MODES.PREDICT] = "predict_batch_size"
-
-
-def _check_batch_size(name: str, value) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"`{name}` must be None or a positive int. Got: {value!r}")
 
 
 def _tpu_hint(config) -> Optional[str]:
@@ -254,12 +250,9 @@ class TPUEstimator(tf_estimator.Estimator):
                 f"{list(RESERVED_PARAMS_KEYS)} are reserved keys but existed in params {params}. "
                 "Pass batch sizes as train_batch_size / eval_batch_size / predict_batch_size."
             )
-        for name, value in (
-            ("train_batch_size", train_batch_size),
-            ("eval_batch_size", eval_batch_size),
-            ("predict_batch_size", predict_batch_size),
-        ):
-            _check_batch_size(name, value)
+        train_batch_size = check_int("train_batch_size", train_batch_size, allow_none=True)
+        eval_batch_size = check_int("eval_batch_size", eval_batch_size, allow_none=True)
+        predict_batch_size = check_int("predict_batch_size", predict_batch_size, allow_none=True)
         if not export_to_cpu and not export_to_tpu:
             raise ValueError(
                 "One of `export_to_cpu` and `export_to_tpu` must be True. Got: both False"
