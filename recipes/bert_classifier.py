@@ -22,6 +22,33 @@ Run:
         --vocab_file=$BERT_BASE_DIR/vocab.txt --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
         --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \\
         --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3 --output_dir=/tmp/mrpc
+
+On a cluster the same command runs unchanged on every task; ``TF_CONFIG`` says which task a
+process is, and every task must be given the same ``--output_dir`` (a shared directory or a
+``gs://`` bucket). To try it on this machine (loopback ports, a task per process):
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster
+
+``TF_CONFIG`` is checked up front (``tfest_kit.cluster.validate_tf_config``); what a task does
+then follows the estimator's ``RunConfig`` (``is_chief``, ``task_type``):
+
+- Every task (ps included) writes the TFRecord caches; each file is written under a temporary
+  name and renamed into place, so a task never reads another's half-written file. The
+  generated sample data goes to ``sample_data/<type>_<index>`` per task for the same reason.
+- chief and workers train through ``tfest_kit.train_and_evaluate``, variables on the ps tasks.
+- The evaluator evaluates each new checkpoint and runs the best exporter
+  (``export/best``); that is where the official API runs exporters.
+- ps tasks serve variables and never return (the official behaviour); ``tfest_kit.cluster``
+  stops them when the chief is done, on a real cluster the cluster manager does.
+- Workers and the evaluator print ``Task <type>:<index> done; …`` and exit 0.
+- Only the chief (or the single process without ``TF_CONFIG``) writes ``eval_results.txt``,
+  ``test_results.tsv`` and the export the ``Predictor`` answer uses. Its metrics are those of
+  the final checkpoint: the evaluator's if it has evaluated that step already, otherwise the
+  chief evaluates it itself (``model_dir/eval_chief``). The chief never reads ``export/best``
+  in a cluster (the evaluator may still be writing or deleting exports there); it exports
+  its own final checkpoint to ``export/final`` and answers from that. On one machine the
+  best export is complete when training returns, and the answer comes from ``export/best``.
 """
 
 from __future__ import annotations
@@ -34,8 +61,8 @@ from absl import app, flags
 
 import tfest_kit
 from recipes._bert import features, modeling, processors, sample_data, tokenization
-from tfest_kit import hooks, logs, model_fn, serving, tpu
-from tfest_kit._tf import tf
+from tfest_kit import cluster, hooks, logs, model_fn, serving, tpu
+from tfest_kit._tf import estimator, tf
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -95,7 +122,7 @@ flags.DEFINE_integer("sample_test_size", 100, "Built-in task: test pairs.")
 flags.DEFINE_integer("seed", 0, "Random seed (data generation, shuffling, initialisation).")
 
 
-def _resolve_inputs(output_dir: str):
+def _resolve_inputs(output_dir: str, task: dict):
     """Returns (data_dir, vocab_file, bert_config_file, generated) for the flags."""
     if FLAGS.task_name.lower() == "sample" and not FLAGS.data_dir:
         if FLAGS.vocab_file or FLAGS.bert_config_file:
@@ -103,15 +130,25 @@ def _resolve_inputs(output_dir: str):
                 "--vocab_file / --bert_config_file need --data_dir (the built-in task generates "
                 "its own). Got: data_dir unset"
             )
-        task = sample_data.write_sample_task(
-            os.path.join(output_dir, "sample_data"),
+        sample_dir = os.path.join(output_dir, "sample_data")
+        if task:
+            # write_sample_task rewrites its files in place; one directory per task keeps a
+            # task from reading a file another task is rewriting (the contents are identical).
+            sample_dir = os.path.join(sample_dir, f"{task['type']}_{task['index']}")
+        generated_task = sample_data.write_sample_task(
+            sample_dir,
             num_train=FLAGS.sample_train_size,
             num_dev=FLAGS.sample_dev_size,
             num_test=FLAGS.sample_test_size,
             seed=FLAGS.seed,
         )
-        tf.logging.info("Built-in sample task written to %s", task.data_dir)
-        return task.data_dir, task.vocab_file, task.bert_config_file, True
+        tf.logging.info("Built-in sample task written to %s", generated_task.data_dir)
+        return (
+            generated_task.data_dir,
+            generated_task.vocab_file,
+            generated_task.bert_config_file,
+            True,
+        )
     missing = [
         f"--{name}"
         for name in ("data_dir", "vocab_file", "bert_config_file")
@@ -125,14 +162,23 @@ def _resolve_inputs(output_dir: str):
     return FLAGS.data_dir, FLAGS.vocab_file, FLAGS.bert_config_file, False
 
 
-def _estimator(model_fn_, output_dir: str, save_steps: int):
-    cluster = tpu.TPUClusterResolver(FLAGS.tpu_name) if FLAGS.use_tpu and FLAGS.tpu_name else None
+def _estimator(model_fn_, output_dir: str, save_steps: int, distributed: bool):
+    resolver = tpu.TPUClusterResolver(FLAGS.tpu_name) if FLAGS.use_tpu and FLAGS.tpu_name else None
+    session_config = None
+    if distributed and resolver is None:
+        # tpu.RunConfig drops the device filters the official RunConfig sets for between-graph
+        # training (a TPU runs in-graph). Without them every session of the chief, its final
+        # predictions too, waits for every worker, also one that has finished and exited.
+        session_config = estimator.RunConfig().session_config
     config = tpu.RunConfig(
-        cluster=cluster,
+        cluster=resolver,
+        session_config=session_config,
         model_dir=output_dir,
         tf_random_seed=FLAGS.seed,
         save_checkpoints_steps=save_steps,
-        keep_checkpoint_max=3,
+        # In a cluster the evaluator restores (and exports) a checkpoint while the chief writes
+        # newer ones; a checkpoint deleted under it fails that evaluation.
+        keep_checkpoint_max=10 if distributed else 3,
         # ProgressHook prints step, loss, examples/sec and ETA; one progress line is enough.
         log_step_count_steps=None,
         tpu_config=tpu.TPUConfig(iterations_per_loop=FLAGS.iterations_per_loop),
@@ -198,9 +244,102 @@ def _answer_one(export_base: str, example, labels, seq_length, tokenizer) -> Non
     )
 
 
+def _check_cluster_flags(task: dict) -> None:
+    if not task:
+        return
+    where = f"TF_CONFIG names task {task['type']}:{task['index']}"
+    if not FLAGS.output_dir:
+        raise app.UsageError(
+            f"{where}: every task of a cluster needs the same --output_dir (a shared directory "
+            "or gs:// bucket). Got: --output_dir unset"
+        )
+    if FLAGS.do_train and not FLAGS.do_eval:
+        raise app.UsageError(
+            f"{where}: training in a cluster runs through train_and_evaluate, which needs "
+            "--do_eval. Got: --do_train --nodo_eval"
+        )
+
+
+def _train(est, train_input_fn, num_train_steps, eval_input_fn, receiver):
+    """Trains; returns train_and_evaluate's metrics, or None without an eval set."""
+    train_hooks = [
+        hooks.ProgressHook(
+            every_n_steps=FLAGS.log_every_steps,
+            total_steps=num_train_steps,
+            batch_size=FLAGS.train_batch_size,
+        )
+    ]
+    save_steps = est.config.save_checkpoints_steps
+    if FLAGS.early_stopping_patience_steps and eval_input_fn is not None:
+        train_hooks.append(
+            hooks.early_stopping(
+                est,
+                FLAGS.early_stopping_metric,
+                patience_steps=FLAGS.early_stopping_patience_steps,
+                run_every_steps=save_steps,
+            )
+        )
+    if eval_input_fn is None:
+        est.train(train_input_fn, max_steps=num_train_steps, hooks=train_hooks)
+        return None
+    # On a cluster the best exporter runs on the evaluator task (that is where Estimator
+    # calls exporters); on one machine it runs after each evaluation in this process.
+    exporters = [serving.best_exporter(receiver, "accuracy", "max")]
+    return tfest_kit.train_and_evaluate(
+        est,
+        train_input_fn,
+        eval_input_fn,
+        max_steps=num_train_steps,
+        hooks=train_hooks,
+        exporters=exporters if FLAGS.do_export else (),
+        throttle_secs=0,
+        start_delay_secs=0,
+    )
+
+
+def _final_metrics(est, result, eval_input_fn) -> dict:
+    """The chief's metrics of the final checkpoint in a cluster.
+
+    There, train_and_evaluate returns the evaluator's newest metrics, which may be of an
+    earlier checkpoint (the evaluator lags behind) or missing (no evaluator task).
+    """
+    final_step = int(est.get_variable_value(tf.GraphKeys.GLOBAL_STEP))
+    if result and result.get("global_step") == final_step:
+        return result
+    tf.logging.info(
+        "The newest evaluator metrics are of step %s, the final checkpoint is step %d: "
+        "evaluating it on the chief (model_dir/eval_chief)",
+        (result or {}).get("global_step"),
+        final_step,
+    )
+    return est.evaluate(eval_input_fn, name="chief")
+
+
+def _export_for_answer(est, output_dir: str, receiver, distributed: bool) -> str:
+    """Returns the export base the Predictor answer loads; exports the final model if needed.
+
+    On one machine train_and_evaluate has finished the best exports when it returns. In a
+    cluster the evaluator may still be writing (or garbage-collecting) them, so the chief
+    exports its own final checkpoint to ``export/final`` and never reads ``export/best``.
+    """
+    if not distributed:
+        best = os.path.join(output_dir, "export", "best")
+        try:
+            serving.latest_export(best)
+            return best
+        except serving.ExportNotFoundError:
+            pass  # no best export (no --do_train/--do_eval): export now
+    final = os.path.join(output_dir, "export", "final")
+    est.export_saved_model(final, receiver)
+    return final
+
+
 def main(argv):
     del argv
     logs.setup()
+    # {} on a single machine; in a cluster the task this process runs (validated up front).
+    task = cluster.validate_tf_config().get("task") or {}
+    _check_cluster_flags(task)
     output_dir = FLAGS.output_dir or tempfile.mkdtemp(prefix="bert_classifier_")
     tf.io.gfile.makedirs(output_dir)
     if not any((FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict, FLAGS.do_export)):
@@ -209,7 +348,7 @@ def main(argv):
 
     processor = processors.get_processor(FLAGS.task_name)
     labels = processor.get_labels()
-    data_dir, vocab_file, config_file, generated = _resolve_inputs(output_dir)
+    data_dir, vocab_file, config_file, generated = _resolve_inputs(output_dir, task)
     bert_config = modeling.BertConfig.from_json_file(config_file)
     seq_length = FLAGS.max_seq_length or (32 if generated else 128)
     if seq_length > bert_config.max_position_embeddings:
@@ -243,10 +382,9 @@ def main(argv):
         weight_key="is_real_example",
         tpu_spec=True,
     )
-    est = _estimator(model_fn_, output_dir, save_steps)
+    est = _estimator(model_fn_, output_dir, save_steps, distributed=bool(task))
     on_tpu = not isinstance(est, tpu.TPUEstimator)  # the official class on a real TPU
     receiver = serving.bert_receiver(seq_length)
-    export_base = os.path.join(output_dir, "export", "best")
 
     dev_examples = processor.get_dev_examples(data_dir) if FLAGS.do_eval else None
     eval_input_fn = None
@@ -267,36 +405,17 @@ def main(argv):
             train_examples, "train", labels, seq_length, tokenizer, output_dir,
             is_training=True, drop_remainder=True,
         )  # fmt: skip
-        train_hooks = [
-            hooks.ProgressHook(
-                every_n_steps=FLAGS.log_every_steps,
-                total_steps=num_train_steps,
-                batch_size=FLAGS.train_batch_size,
-            )
-        ]
-        if FLAGS.early_stopping_patience_steps and eval_input_fn is not None:
-            train_hooks.append(
-                hooks.early_stopping(
-                    est,
-                    FLAGS.early_stopping_metric,
-                    patience_steps=FLAGS.early_stopping_patience_steps,
-                    run_every_steps=save_steps,
-                )
-            )
-        if eval_input_fn is not None:
-            exporters = [serving.best_exporter(receiver, "accuracy", "max")]
-            result = tfest_kit.train_and_evaluate(
-                est,
-                train_input_fn,
-                eval_input_fn,
-                max_steps=num_train_steps,
-                hooks=train_hooks,
-                exporters=exporters if FLAGS.do_export else (),
-                throttle_secs=0,
-                start_delay_secs=0,
-            )
-        else:
-            est.train(train_input_fn, max_steps=num_train_steps, hooks=train_hooks)
+        # A ps task never returns from here; the launcher (or the cluster manager) stops it.
+        result = _train(est, train_input_fn, num_train_steps, eval_input_fn, receiver)
+    if not est.config.is_chief:
+        # Workers and the evaluator: results, predictions and the final export are the chief's.
+        print(
+            f"Task {est.config.task_type}:{est.config.task_id} done; the chief writes the eval "
+            "results, predictions and final export."
+        )
+        return
+    if eval_input_fn is not None and task and result is not None:
+        result = _final_metrics(est, result, eval_input_fn)
     if eval_input_fn is not None and result is None:
         result = est.evaluate(eval_input_fn)
     if result is not None:
@@ -314,12 +433,7 @@ def main(argv):
         print(f"Wrote {len(test_examples)} predictions to {path}")
 
     if FLAGS.do_export:
-        try:
-            serving.latest_export(export_base)
-        except serving.ExportNotFoundError:
-            # No best export from train_and_evaluate (no --do_train/--do_eval): export now.
-            export_base = os.path.join(output_dir, "export", "final")
-            est.export_saved_model(export_base, receiver)
+        export_base = _export_for_answer(est, output_dir, receiver, distributed=bool(task))
         _answer_one(export_base, test_examples[0], labels, seq_length, tokenizer)
     print(f"output_dir: {output_dir}")
 

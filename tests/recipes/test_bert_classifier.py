@@ -1,11 +1,13 @@
-"""``recipes.bert_classifier`` and its private parts: tokeniser, GLUE processors, encoder
-variable names, warm start from a BERT-named checkpoint, and the whole program at test size."""
+"""``recipes.bert_classifier`` and its private parts: tokeniser, GLUE processors, TFRecord caches
+written by concurrent tasks, encoder variable names, warm start from a BERT-named checkpoint, and
+the whole program at test size, on one machine and on a loopback cluster."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import sys
 import threading
 
 import numpy as np
@@ -350,3 +352,92 @@ def test_recipe_at_test_size(tmp_path):
     for name in ("train.tf_record", "eval.tf_record", "predict.tf_record"):
         assert (out / name).exists()
     assert os.listdir(out / "export" / "best")
+
+
+# --- the program on a loopback cluster ----------------------------------------------------
+
+_CLUSTER_SIZE = [
+    "--sample_train_size=320",
+    "--sample_dev_size=64",
+    "--sample_test_size=12",
+    "--num_train_epochs=2",  # 20 steps
+    "--max_seq_length=28",
+    "--save_checkpoints_steps=10",
+    "--log_every_steps=10",
+]
+
+
+def _task_lines(output: str, task: str) -> list[str]:
+    prefix = f"[{task}] "
+    return [line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix)]
+
+
+def _read_all(input_file: str, num_examples: int) -> int:
+    """Counts the examples the recipe's input_fn reads from a cache file."""
+    input_fn = features.input_fn_builder(input_file, 28, is_training=False, drop_remainder=False)
+    read = 0
+    with tf.Graph().as_default():
+        batch = tf.data.make_one_shot_iterator(input_fn({"batch_size": 16})).get_next()
+        with tf.Session() as session:
+            try:
+                while True:
+                    read += len(session.run(batch)[1])
+            except tf.errors.OutOfRangeError:
+                pass
+    return read
+
+
+@pytest.mark.slow
+def test_recipe_on_a_loopback_cluster(tmp_path):
+    out = tmp_path / "run"
+    proc = run_program(
+        [
+            "-m", "tfest_kit.cluster", "--workers", "1", "--ps", "1", "--evaluator",
+            "--timeout", "240", "--evaluator-grace", "60", "--",
+            sys.executable, "-m", "recipes.bert_classifier", f"--output_dir={out}", *_CLUSTER_SIZE,
+        ],
+        timeout=300,
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    chief = _task_lines(output, "chief:0")
+    # Results, predictions and the final export are the chief's alone.
+    assert sum(line.startswith("Eval accuracy:") for line in chief) == 1, output
+    assert re.search(r"step 20\)", next(x for x in chief if x.startswith("Eval accuracy:")))
+    assert f"Wrote 12 predictions to {out / 'test_results.tsv'}" in chief, output
+    assert any(re.match(r"Predictor answer: '.+' / '.+' -> label [01]", x) for x in chief)
+    for task in ("worker:0", "evaluator:0", "ps:0"):
+        lines = _task_lines(output, task)
+        assert lines, output
+        text = "\n".join(lines)
+        for chief_only in ("Eval accuracy:", "predictions to", "Predictor answer", "export/final"):
+            assert chief_only not in text, f"{task} did the chief's work:\n{output}"
+    for task in ("worker:0", "evaluator:0"):
+        assert f"Task {task} done; the chief writes" in "\n".join(_task_lines(output, task))
+    assert "training done; stopping the parameter servers" in output
+
+    assert [p.name for p in tmp_path.rglob("test_results.tsv")] == ["test_results.tsv"]
+    rows = (out / "test_results.tsv").read_text().splitlines()
+    assert len(rows) == 12
+    assert len(list(tmp_path.rglob("eval_results.txt"))) == 1
+    assert "global_step = 20" in (out / "eval_results.txt").read_text()
+    # The chief answers from its own export of the final checkpoint; the evaluator's best
+    # exports are beside it.
+    for name in ("final", "best"):
+        exports = [p for p in (out / "export" / name).iterdir() if p.name.isdigit()]
+        assert exports and (exports[0] / "saved_model.pb").exists(), name
+    # Every task wrote the caches; they are complete and the input_fn reads them whole.
+    assert not [p for p in out.iterdir() if ".tmp-" in p.name]
+    for name, count in (("train", 320), ("eval", 64), ("predict", 12)):
+        path = out / f"{name}.tf_record"
+        meta = json.loads((out / f"{name}.tf_record.meta.json").read_text())
+        assert (meta["num_examples"], meta["num_bytes"]) == (count, path.stat().st_size)
+        assert _read_all(str(path), count) == count
+
+
+@pytest.mark.slow
+def test_recipe_in_a_cluster_needs_a_shared_output_dir():
+    tf_config = {"cluster": {"chief": ["127.0.0.1:1"]}, "task": {"type": "chief", "index": 0}}
+    proc = run_program(
+        ["-m", "recipes.bert_classifier"], env={"TF_CONFIG": json.dumps(tf_config)}, check_exit=1
+    )
+    assert "every task of a cluster needs the same --output_dir" in proc.stdout + proc.stderr
