@@ -402,7 +402,11 @@ def test_recipe_on_a_loopback_cluster(tmp_path):
     chief = _task_lines(output, "chief:0")
     # Results, predictions and the final export are the chief's alone.
     assert sum(line.startswith("Eval accuracy:") for line in chief) == 1, output
-    assert re.search(r"step 20\)", next(x for x in chief if x.startswith("Eval accuracy:")))
+    # Asynchronous ps training may overshoot max_steps=20 by a step per worker; the chief's
+    # metrics are those of the final checkpoint all the same.
+    final_step = int(tf.train.load_checkpoint(str(out)).get_tensor("global_step"))
+    assert 20 <= final_step < 30
+    assert f"step {final_step})" in next(x for x in chief if x.startswith("Eval accuracy:"))
     assert f"Wrote 12 predictions to {out / 'test_results.tsv'}" in chief, output
     assert any(re.match(r"Predictor answer: '.+' / '.+' -> label [01]", x) for x in chief)
     for task in ("worker:0", "evaluator:0", "ps:0"):
@@ -419,7 +423,7 @@ def test_recipe_on_a_loopback_cluster(tmp_path):
     rows = (out / "test_results.tsv").read_text().splitlines()
     assert len(rows) == 12
     assert len(list(tmp_path.rglob("eval_results.txt"))) == 1
-    assert "global_step = 20" in (out / "eval_results.txt").read_text()
+    assert f"global_step = {final_step}\n" in (out / "eval_results.txt").read_text()
     # The chief answers from its own export of the final checkpoint; the evaluator's best
     # exports are beside it.
     for name in ("final", "best"):
