@@ -62,7 +62,7 @@ from absl import app, flags
 import tfest_kit
 from recipes._bert import features, modeling, processors, sample_data, tokenization
 from tfest_kit import cluster, hooks, logs, model_fn, serving, tpu
-from tfest_kit._tf import estimator, tf
+from tfest_kit._tf import tf
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -164,15 +164,8 @@ def _resolve_inputs(output_dir: str, task: dict):
 
 def _estimator(model_fn_, output_dir: str, save_steps: int, distributed: bool):
     resolver = tpu.TPUClusterResolver(FLAGS.tpu_name) if FLAGS.use_tpu and FLAGS.tpu_name else None
-    session_config = None
-    if distributed and resolver is None:
-        # tpu.RunConfig drops the device filters the official RunConfig sets for between-graph
-        # training (a TPU runs in-graph). Without them every session of the chief, its final
-        # predictions too, waits for every worker, also one that has finished and exited.
-        session_config = estimator.RunConfig().session_config
     config = tpu.RunConfig(
         cluster=resolver,
-        session_config=session_config,
         model_dir=output_dir,
         tf_random_seed=FLAGS.seed,
         save_checkpoints_steps=save_steps,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 
@@ -315,3 +316,27 @@ def test_checkpoints_saved_on_schedule_by_the_fallbacks_saver_hook(model_dir):
     assert counter.runs == 25
     est.train(_make_input_fn(rec, repeat=True), max_steps=30)
     assert est.get_variable_value("global_step") == 30
+
+
+@pytest.mark.parametrize("task_type", ["chief", "worker"])
+def test_cluster_fallback_keeps_runconfigs_device_filters(model_dir, monkeypatch, task_type):
+    # tpu.RunConfig leaves them out (a TPU trains in-graph); without a TPU this is between-graph
+    # training, where the chief's sessions would otherwise wait for every worker.
+    cluster = {"chief": ["127.0.0.1:2230"], "worker": ["127.0.0.1:2231"], "ps": ["127.0.0.1:2232"]}
+    monkeypatch.setenv(
+        "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": task_type, "index": 0}})
+    )
+    config = tpu.RunConfig(model_dir=model_dir)
+    assert config.session_config is None
+    est = tpu.TPUEstimator(
+        _make_model_fn(_Recorder()), config=config, use_tpu=False, train_batch_size=8
+    )
+    official = estimator.RunConfig().session_config.device_filters
+    assert official and est.config.session_config.device_filters == official
+    # A session_config the user gives is left as it is.
+    mine = tf.ConfigProto(intra_op_parallelism_threads=1)
+    config = tpu.RunConfig(model_dir=model_dir, session_config=mine)
+    est = tpu.TPUEstimator(
+        _make_model_fn(_Recorder()), config=config, use_tpu=False, train_batch_size=8
+    )
+    assert not est.config.session_config.device_filters

@@ -147,6 +147,22 @@ def _with_checkpoint_saver(spec, config):
     return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
 
 
+def _with_between_graph_defaults(config):
+    """Gives a TPU RunConfig read from a TF_CONFIG cluster the plain RunConfig's ConfigProto.
+
+    tpu.RunConfig skips the device filters RunConfig sets for between-graph training (a TPU runs
+    in-graph). Without a TPU this is between-graph training, and without the filters every
+    session of the chief waits for every worker: its final predict hung on a worker that had
+    finished and exited.
+    """
+    if config.session_config is not None or not config.cluster_spec:
+        return config
+    if "TF_CONFIG" not in os.environ:
+        return config
+    default = tf_estimator.RunConfig().session_config  # reads the same TF_CONFIG
+    return config.replace(session_config=default) if default is not None else config
+
+
 class TPUEstimator(tf_estimator.Estimator):
     """``TPUEstimator`` with the official signature that runs everywhere.
 
@@ -295,6 +311,7 @@ class TPUEstimator(tf_estimator.Estimator):
             tf.logging.warning(
                 "No TPU: ignoring TPU-only settings: %s.", ", ".join(sorted(ignored))
             )
+        config = _with_between_graph_defaults(config)
         self._log_every = _log_interval(config)
         self._batch_sizes = {
             _MODES.TRAIN: train_batch_size,
