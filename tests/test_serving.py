@@ -288,7 +288,9 @@ def test_best_exporter_exports_only_improvements_and_survives_restart(tmp_path):
     # file: restart in the same model_dir after training diverged.
     for version in _exports(base):
         os.remove(os.path.join(base, version, "assets.extra", serving.EXPORT_METRICS_FILE))
-    diverged = _train(model_dir, {"x": X}, Y, "x", steps=5, learning_rate=100.0)
+    # A negative learning rate climbs the loss: worse on every run (a huge positive one, used
+    # before, sometimes landed on an even better model).
+    diverged = _train(model_dir, {"x": X}, Y, "x", steps=5, learning_rate=-1.0)
     again = serving.best_exporter(receiver, exports_to_keep=2)
     exported, result = evaluate_and_export(again, diverged)
     assert result["loss"] > result2["loss"] and exported is None
