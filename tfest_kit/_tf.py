@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["tf", "tf2", "estimator", "TF_VERSION", "check_version"]
+__all__ = ["tf", "tf2", "estimator", "CallableOptions", "TF_VERSION", "check_version"]
 
 _PINS = "tensorflow==2.15.1 tensorflow-estimator==2.15.0"
 
@@ -66,3 +66,5 @@ check_version(TF_VERSION, _has_estimator)
 
 tf = tf2.compat.v1
 estimator = tf.estimator
+# The proto Session._make_callable_from_options takes; TensorFlow has no public name for it.
+from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
