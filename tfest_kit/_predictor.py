@@ -1,7 +1,7 @@
 """``Predictor``: load an exported SavedModel once, then answer many calls fast.
 
 The SavedModel is loaded into its own ``tf.compat.v1.Graph`` and ``Session`` and each call runs
-one prepared ``Session.make_callable``: no graph rebuild or checkpoint restore per call (as
+one prepared session callable (a single C++ call): no graph rebuild or checkpoint restore per call (as
 ``estimator.predict`` does) and no eager dispatch per call (as a TF2 signature function does).
 See :mod:`tfest_kit.serving`.
 """
