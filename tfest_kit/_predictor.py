@@ -1,8 +1,9 @@
 """``Predictor``: load an exported SavedModel once, then answer many calls fast.
 
 The SavedModel is loaded into its own ``tf.compat.v1.Graph`` and ``Session`` and each call runs
-one prepared session callable (a single C++ call): no graph rebuild or checkpoint restore per call (as
-``estimator.predict`` does) and no eager dispatch per call (as a TF2 signature function does).
+one prepared session callable (a single C++ call): no graph rebuild or checkpoint restore per
+call (as ``estimator.predict`` does) and no eager dispatch per call (as a TF2 signature
+function does).
 See :mod:`tfest_kit.serving`.
 """
 
