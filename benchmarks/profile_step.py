@@ -73,9 +73,12 @@ def profile(warmup: int = 20, timed: int = 50, traced: int = 5) -> dict:
         tf.set_random_seed(0)
         ids = tf.constant(rng.randint(0, _bert_tiny.CONFIG["vocab_size"], (BATCH, 64)), tf.int32)
         labels = tf.constant(rng.randint(0, 2, BATCH), tf.int32)
-        loss = tf.losses.sparse_softmax_cross_entropy(labels, _bert_tiny.encoder_logits(ids))
-        optimizer = tf.train.AdamOptimizer(1e-4)
-        train_op = optimizer.minimize(loss, global_step=tf.train.get_or_create_global_step())
+        train_op = _training.train_op(
+            lambda features: _bert_tiny.encoder_logits(features["input_ids"]),
+            1e-4,
+            {"input_ids": ids},
+            labels,
+        )
         init = tf.global_variables_initializer()
     op_micros, op_count = collections.Counter(), collections.Counter()
     busy = span = 0

@@ -140,7 +140,6 @@ def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) 
     logger.addHandler(_OneRouteHandler())
     logger.propagate = False
     logger.setLevel(level)
-    _install_filters()
     _set_deprecation_warnings(show_deprecations)
     return logger
 

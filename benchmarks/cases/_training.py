@@ -25,7 +25,7 @@ import numpy as np
 
 from tfest_kit._tf import estimator, tf, tf2
 
-__all__ = ["VARIANTS", "train_throughput", "matmul_gflops"]
+__all__ = ["VARIANTS", "train_throughput", "train_op", "matmul_gflops"]
 
 VARIANTS = ("tfest_kit", "estimator", "stock_tpu", "keras", "session")
 _EXAMPLES = 512
@@ -128,6 +128,16 @@ def train_throughput(
     return _rate(timer.times, warmup, total, batch_size)
 
 
+def train_op(logits_fn: Callable, learning_rate: float, features, labels):
+    """The variants' training step (loss, Adam, global step) in the current graph, no Estimator.
+
+    The same ``model_fn`` the Estimator variants train, so a bare session runs the same graph.
+    """
+    tf.train.get_or_create_global_step()
+    model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=False)
+    return model_fn(features, labels, estimator.ModeKeys.TRAIN).train_op
+
+
 def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size) -> float:
     from tfest_kit._run_config import session_config
 
@@ -135,15 +145,13 @@ def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch
     with graph.as_default():
         tf.set_random_seed(0)
         features, labels = tf.data.make_one_shot_iterator(input_fn()).get_next()
-        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits_fn(features))
-        optimizer = tf.train.AdamOptimizer(learning_rate)
-        train_op = optimizer.minimize(loss, global_step=tf.train.get_or_create_global_step())
+        step_op = train_op(logits_fn, learning_rate, features, labels)
         init = tf.global_variables_initializer()
     times = []
     # session_config() with no arguments is the ConfigProto Estimator uses by default.
     with tf.Session(graph=graph, config=session_config()) as session:
         session.run(init)
-        step = session.make_callable(train_op)
+        step = session.make_callable(step_op)
         for _ in range(total):
             step()
             times.append(time.perf_counter())
