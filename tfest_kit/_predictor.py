@@ -448,13 +448,10 @@ def _session_callable(session, feeds: list, fetches: list) -> Callable:
     request here (1.43 -> 1.21 ms). The arrays must already have the feeds' dtypes, which
     :meth:`Predictor.prepare` guarantees.
     """
-    make = getattr(session, "_make_callable_from_options", None)
-    if make is None:  # pragma: no cover - a TensorFlow without the private method
-        return session.make_callable(fetches, feeds)
     options = CallableOptions()
     options.feed.extend(t.name for t in feeds)
     options.fetch.extend(t.name for t in fetches)
-    return make(options)
+    return session._make_callable_from_options(options)
 
 
 def _default_session_config():
