@@ -10,6 +10,7 @@ Example:
 
     python -m benchmarks.profile_step            # 5 traced steps after 20 warm-up steps
     python -m benchmarks.profile_step --top 40 --traced 10
+    python -m benchmarks.profile_step --batch 128 --hidden 256   # other shapes, same model
 """
 
 from __future__ import annotations
@@ -44,13 +45,17 @@ def _busy_micros(intervals: list) -> int:
     return busy + end - start
 
 
-def profile(warmup: int = 20, timed: int = 50, traced: int = 5) -> dict:
+def profile(
+    warmup: int = 20, timed: int = 50, traced: int = 5, batch: int = BATCH, hidden: int = 128
+) -> dict:
     """Times and traces BERT-tiny training steps; returns the measurements.
 
     Args:
       warmup: untimed steps first (graph optimisation, oneDNN primitive caches).
       timed: steps whose median wall time gives the step time.
       traced: steps run with a full trace for the per-op-type breakdown.
+      batch: examples per step (the benchmark's is 32).
+      hidden: hidden size (the benchmark's is 128); the feed-forward size stays 4 × hidden.
 
     Returns:
       A dict with ``step_ms``, ``examples_per_sec``, ``matmul_gflops``, ``matmul_fraction``,
@@ -66,15 +71,17 @@ def profile(warmup: int = 20, timed: int = 50, traced: int = 5) -> dict:
     from tfest_kit._run_config import session_config
     from tfest_kit._tf import tf
 
+    config = dict(_bert_tiny.CONFIG, hidden=hidden, intermediate=4 * hidden)
     gflops = _training.matmul_gflops()
     rng = np.random.RandomState(0)
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(0)
-        ids = tf.constant(rng.randint(0, _bert_tiny.CONFIG["vocab_size"], (BATCH, 64)), tf.int32)
-        labels = tf.constant(rng.randint(0, 2, BATCH), tf.int32)
+        shape = (batch, config["seq_len"])
+        ids = tf.constant(rng.randint(0, config["vocab_size"], shape), tf.int32)
+        labels = tf.constant(rng.randint(0, 2, batch), tf.int32)
         train_op = _training.train_op(
-            lambda features: _bert_tiny.encoder_logits(features["input_ids"]),
+            lambda features: _bert_tiny.encoder_logits(features["input_ids"], config),
             1e-4,
             {"input_ids": ids},
             labels,
@@ -107,12 +114,12 @@ def profile(warmup: int = 20, timed: int = 50, traced: int = 5) -> dict:
             busy += _busy_micros(intervals)
             span += max(e for _, e in intervals) - intervals[0][0]
     step_s = float(np.median(times))
-    examples_per_sec = BATCH / step_s
+    examples_per_sec = batch / step_s
     return {
         "step_ms": step_s * 1e3,
         "examples_per_sec": examples_per_sec,
         "matmul_gflops": gflops,
-        "matmul_fraction": _bert_tiny.matmul_flops() * examples_per_sec / (gflops * 1e9),
+        "matmul_fraction": _bert_tiny.matmul_flops(config) * examples_per_sec / (gflops * 1e9),
         "busy_fraction": busy / span if span else 0.0,
         "op_ms": {k: v / traced / 1e3 for k, v in op_micros.most_common()},
         "op_count": {k: v // traced for k, v in op_count.items()},
@@ -143,10 +150,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     parser.add_argument("--top", type=int, default=20, help="op types to list (default 20)")
     parser.add_argument("--traced", type=int, default=5, help="traced steps (default 5)")
+    parser.add_argument(
+        "--batch", type=int, default=BATCH, help=f"examples per step (default {BATCH})"
+    )
+    parser.add_argument(
+        "--hidden", type=int, default=128, help="hidden size, a multiple of 2 heads (default 128)"
+    )
     args = parser.parse_args(argv)
-    if args.top < 1 or args.traced < 1:
-        parser.error(f"--top and --traced must be >= 1. Got: {args.top}, {args.traced}")
-    print(_report(profile(traced=args.traced), args.top))
+    for name in ("top", "traced", "batch"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1. Got: {getattr(args, name)}")
+    if args.hidden < 2 or args.hidden % 2:
+        parser.error(f"--hidden must be a positive even number (2 heads). Got: {args.hidden}")
+    result = profile(traced=args.traced, batch=args.batch, hidden=args.hidden)
+    print(_report(result, args.top))
     return 0
 
 

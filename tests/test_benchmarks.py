@@ -151,3 +151,18 @@ def test_profile_step_breaks_a_bert_tiny_step_down_by_op_type():
     report = profile_step._report(result, top=5)
     assert len(report.splitlines()) == 4 + 5
     assert "of the" in report and "matmuls" in report
+
+
+def test_profile_step_measures_other_shapes_and_rejects_bad_ones(capsys):
+    from benchmarks import profile_step
+
+    result = profile_step.profile(warmup=1, timed=2, traced=1, batch=8, hidden=64)
+    # The step really ran 8 examples: the rate is batch ÷ step time.
+    assert result["examples_per_sec"] * result["step_ms"] / 1e3 == pytest.approx(8)
+    for argv, message in (
+        (["--hidden", "63"], "--hidden must be a positive even number"),
+        (["--batch", "0"], "--batch must be >= 1"),
+    ):
+        with pytest.raises(SystemExit):
+            profile_step.main(argv)
+        assert message in capsys.readouterr().err
