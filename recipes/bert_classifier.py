@@ -53,8 +53,10 @@ then follows the estimator's ``RunConfig`` (``is_chief``, ``task_type``):
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
+from typing import Optional
 
 import numpy as np
 from absl import app, flags
@@ -122,6 +124,30 @@ flags.DEFINE_integer("sample_test_size", 100, "Built-in task: test pairs.")
 flags.DEFINE_integer("seed", 0, "Random seed (data generation, shuffling, initialisation).")
 
 
+@dataclasses.dataclass(frozen=True)
+class _Settings:
+    """The flags resolved for this run; several defaults depend on the data and the task."""
+
+    task: dict  # {} on a single machine; in a cluster the task this process runs
+    output_dir: str
+    processor: processors.DataProcessor
+    labels: list[str]
+    data_dir: str
+    bert_config: modeling.BertConfig
+    seq_length: int
+    tokenizer: tokenization.FullTokenizer
+    optimizer: str
+    learning_rate: float
+    train_examples: Optional[list[processors.InputExample]]  # None without --do_train
+    num_train_steps: Optional[int]  # None without --do_train
+    warmup_steps: int
+    save_steps: int
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.task)
+
+
 def _resolve_inputs(output_dir: str, task: dict):
     """Returns (data_dir, vocab_file, bert_config_file, generated) for the flags."""
     if FLAGS.task_name.lower() == "sample" and not FLAGS.data_dir:
@@ -162,16 +188,88 @@ def _resolve_inputs(output_dir: str, task: dict):
     return FLAGS.data_dir, FLAGS.vocab_file, FLAGS.bert_config_file, False
 
 
-def _estimator(model_fn_, output_dir: str, save_steps: int, distributed: bool):
+def _train_schedule(processor, data_dir: str, generated: bool):
+    """Returns (train_examples, num_train_steps, warmup_steps, save_steps) for the flags."""
+    epochs = FLAGS.num_train_epochs or (6.0 if generated else 3.0)
+    train_examples, num_train_steps, warmup_steps = None, None, 0
+    if FLAGS.do_train:
+        train_examples = processor.get_train_examples(data_dir)
+        num_train_steps = max(1, int(len(train_examples) / FLAGS.train_batch_size * epochs))
+        warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
+    save_steps = FLAGS.save_checkpoints_steps or max(1, (num_train_steps or 1000) // 5)
+    return train_examples, num_train_steps, warmup_steps, save_steps
+
+
+def _resolve_settings() -> _Settings:
+    """Checks the flags and resolves them, data-dependent defaults included, for this run."""
+    # {} on a single machine; in a cluster the task this process runs (validated up front).
+    task = cluster.validate_tf_config().get("task") or {}
+    _check_cluster_flags(task)
+    output_dir = FLAGS.output_dir or tempfile.mkdtemp(prefix="bert_classifier_")
+    tf.io.gfile.makedirs(output_dir)
+    if not any((FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict, FLAGS.do_export)):
+        raise app.UsageError("At least one of --do_train/--do_eval/--do_predict/--do_export.")
+    tokenization.check_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+
+    processor = processors.get_processor(FLAGS.task_name)
+    data_dir, vocab_file, config_file, generated = _resolve_inputs(output_dir, task)
+    bert_config = modeling.BertConfig.from_json_file(config_file)
+    seq_length = FLAGS.max_seq_length or (32 if generated else 128)
+    if seq_length > bert_config.max_position_embeddings:
+        raise app.UsageError(
+            f"--max_seq_length must be at most max_position_embeddings "
+            f"({bert_config.max_position_embeddings}). Got: {seq_length}"
+        )
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=FLAGS.do_lower_case)
+    from_scratch = generated and not FLAGS.init_checkpoint
+    train_examples, num_train_steps, warmup_steps, save_steps = _train_schedule(
+        processor, data_dir, generated
+    )
+    return _Settings(
+        task=task,
+        output_dir=output_dir,
+        processor=processor,
+        labels=processor.get_labels(),
+        data_dir=data_dir,
+        bert_config=bert_config,
+        seq_length=seq_length,
+        tokenizer=tokenizer,
+        optimizer=FLAGS.optimizer or ("adam" if from_scratch else "adamw"),
+        learning_rate=FLAGS.learning_rate or (1e-3 if from_scratch else 5e-5),
+        train_examples=train_examples,
+        num_train_steps=num_train_steps,
+        warmup_steps=warmup_steps,
+        save_steps=save_steps,
+    )
+
+
+def _classifier_model_fn(settings: _Settings):
+    num_labels = len(settings.labels)
+    return model_fn.classifier(
+        modeling.classifier_network(settings.bert_config, num_labels),
+        num_labels,
+        optimizer=settings.optimizer,
+        learning_rate=settings.learning_rate,
+        warmup_steps=settings.warmup_steps,
+        decay_steps=settings.num_train_steps,
+        clip_norm=1.0,
+        init_checkpoint=FLAGS.init_checkpoint,
+        metrics=("accuracy", "f1"),
+        weight_key="is_real_example",
+        tpu_spec=True,
+    )
+
+
+def _estimator(model_fn_, settings: _Settings):
     resolver = tpu.TPUClusterResolver(FLAGS.tpu_name) if FLAGS.use_tpu and FLAGS.tpu_name else None
     config = tpu.RunConfig(
         cluster=resolver,
-        model_dir=output_dir,
+        model_dir=settings.output_dir,
         tf_random_seed=FLAGS.seed,
-        save_checkpoints_steps=save_steps,
+        save_checkpoints_steps=settings.save_steps,
         # In a cluster the evaluator restores (and exports) a checkpoint while the chief writes
         # newer ones; a checkpoint deleted under it fails that evaluation.
-        keep_checkpoint_max=10 if distributed else 3,
+        keep_checkpoint_max=10 if settings.distributed else 3,
         # ProgressHook prints step, loss, examples/sec and ETA; one progress line is enough.
         log_step_count_steps=None,
         tpu_config=tpu.TPUConfig(iterations_per_loop=FLAGS.iterations_per_loop),
@@ -186,16 +284,21 @@ def _estimator(model_fn_, output_dir: str, save_steps: int, distributed: bool):
     )
 
 
-def _record_input_fn(examples, name, labels, seq_length, tokenizer, output_dir, **kw):
+def _record_input_fn(settings: _Settings, examples, name: str, **kw):
     path = features.cached_tfrecord(
-        examples, labels, seq_length, tokenizer, os.path.join(output_dir, f"{name}.tf_record")
+        examples,
+        settings.labels,
+        settings.seq_length,
+        settings.tokenizer,
+        os.path.join(settings.output_dir, f"{name}.tf_record"),
     )
-    return features.input_fn_builder(path, seq_length, seed=FLAGS.seed, **kw)
+    return features.input_fn_builder(path, settings.seq_length, seed=FLAGS.seed, **kw)
 
 
-def _eval_examples(examples, on_tpu: bool):
+def _eval_input_fn(settings: _Settings, dev_examples, on_tpu: bool):
     # A TPU needs full batches: pad with fake examples that weigh 0 in loss and metrics.
-    return features.pad_examples(examples, FLAGS.eval_batch_size) if on_tpu else examples
+    padded = features.pad_examples(dev_examples, FLAGS.eval_batch_size) if on_tpu else dev_examples
+    return _record_input_fn(settings, padded, "eval", is_training=False, drop_remainder=on_tpu)
 
 
 def _write_eval_results(output_dir: str, result: dict) -> None:
@@ -204,13 +307,12 @@ def _write_eval_results(output_dir: str, result: dict) -> None:
             f.write(f"{key} = {result[key]}\n")
 
 
-def _predict(est, examples, labels, seq_length, tokenizer, output_dir, on_tpu) -> str:
+def _predict(settings: _Settings, est, examples, on_tpu: bool) -> str:
     padded = features.pad_examples(examples, FLAGS.predict_batch_size) if on_tpu else examples
     input_fn = _record_input_fn(
-        padded, "predict", labels, seq_length, tokenizer, output_dir,
-        is_training=False, drop_remainder=on_tpu, with_labels=False,
-    )  # fmt: skip
-    path = os.path.join(output_dir, "test_results.tsv")
+        settings, padded, "predict", is_training=False, drop_remainder=on_tpu, with_labels=False
+    )
+    path = os.path.join(settings.output_dir, "test_results.tsv")
     written = 0
     with tf.io.gfile.GFile(path, "w") as f:
         for prediction in est.predict(input_fn, yield_single_examples=True):
@@ -223,9 +325,12 @@ def _predict(est, examples, labels, seq_length, tokenizer, output_dir, on_tpu) -
     return path
 
 
-def _answer_one(export_base: str, example, labels, seq_length, tokenizer) -> None:
+def _answer_one(settings: _Settings, export_base: str, example) -> None:
     export_dir = serving.latest_export(export_base)
-    feature = features.convert_single_example(example, labels, seq_length, tokenizer)
+    labels = settings.labels
+    feature = features.convert_single_example(
+        example, labels, settings.seq_length, settings.tokenizer
+    )
     predictor = serving.Predictor(export_dir)
     answer = predictor({name: [getattr(feature, name)] for name in features.FEATURE_NAMES})
     probabilities = np.asarray(answer["probabilities"])[0]
@@ -253,8 +358,7 @@ def _check_cluster_flags(task: dict) -> None:
         )
 
 
-def _train(est, train_input_fn, num_train_steps, eval_input_fn, receiver):
-    """Trains; returns train_and_evaluate's metrics, or None without an eval set."""
+def _train_hooks(est, num_train_steps: int, with_eval: bool) -> list:
     train_hooks = [
         hooks.ProgressHook(
             every_n_steps=FLAGS.log_every_steps,
@@ -262,16 +366,30 @@ def _train(est, train_input_fn, num_train_steps, eval_input_fn, receiver):
             batch_size=FLAGS.train_batch_size,
         )
     ]
-    save_steps = est.config.save_checkpoints_steps
-    if FLAGS.early_stopping_patience_steps and eval_input_fn is not None:
+    if FLAGS.early_stopping_patience_steps and with_eval:
         train_hooks.append(
             hooks.early_stopping(
                 est,
                 FLAGS.early_stopping_metric,
                 patience_steps=FLAGS.early_stopping_patience_steps,
-                run_every_steps=save_steps,
+                run_every_steps=est.config.save_checkpoints_steps,
             )
         )
+    return train_hooks
+
+
+def _train(settings: _Settings, est, eval_input_fn, receiver):
+    """Trains; returns train_and_evaluate's metrics, or None without an eval set."""
+    tf.logging.info(
+        "Training: %d examples, batch size %d, %d steps (%d warm-up), %s, learning rate %g",
+        len(settings.train_examples), FLAGS.train_batch_size, settings.num_train_steps,
+        settings.warmup_steps, settings.optimizer, settings.learning_rate,
+    )  # fmt: skip
+    train_input_fn = _record_input_fn(
+        settings, settings.train_examples, "train", is_training=True, drop_remainder=True
+    )
+    num_train_steps = settings.num_train_steps
+    train_hooks = _train_hooks(est, num_train_steps, with_eval=eval_input_fn is not None)
     if eval_input_fn is None:
         est.train(train_input_fn, max_steps=num_train_steps, hooks=train_hooks)
         return None
@@ -308,98 +426,69 @@ def _final_metrics(est, result, eval_input_fn) -> dict:
     return est.evaluate(eval_input_fn, name="chief")
 
 
-def _export_for_answer(est, output_dir: str, receiver, distributed: bool) -> str:
+def _report_metrics(settings: _Settings, est, result, eval_input_fn, dev_examples) -> None:
+    """Writes eval_results.txt and prints the accuracy of the final checkpoint (chief only)."""
+    if eval_input_fn is not None and settings.distributed and result is not None:
+        result = _final_metrics(est, result, eval_input_fn)
+    if eval_input_fn is not None and result is None:
+        result = est.evaluate(eval_input_fn)
+    if result is not None:
+        _write_eval_results(settings.output_dir, result)
+        print(
+            f"Eval accuracy: {result['accuracy']:.4f} (loss {result['loss']:.4f}, "
+            f"{len(dev_examples)} dev examples, step {result['global_step']})"
+        )
+
+
+def _export_for_answer(settings: _Settings, est, receiver) -> str:
     """Returns the export base the Predictor answer loads; exports the final model if needed.
 
     On one machine train_and_evaluate has finished the best exports when it returns. In a
     cluster the evaluator may still be writing (or garbage-collecting) them, so the chief
     exports its own final checkpoint to ``export/final`` and never reads ``export/best``.
     """
-    if not distributed:
-        best = os.path.join(output_dir, "export", "best")
+    if not settings.distributed:
+        best = os.path.join(settings.output_dir, "export", "best")
         try:
             serving.latest_export(best)
             return best
         except serving.ExportNotFoundError:
             pass  # no best export (no --do_train/--do_eval): export now
-    final = os.path.join(output_dir, "export", "final")
+    final = os.path.join(settings.output_dir, "export", "final")
     est.export_saved_model(final, receiver)
     return final
+
+
+def _predict_and_answer(settings: _Settings, est, receiver, on_tpu: bool) -> None:
+    """Writes test_results.tsv and answers one test example from an export (chief only)."""
+    test_examples = None
+    if FLAGS.do_predict or FLAGS.do_export:
+        test_examples = settings.processor.get_test_examples(settings.data_dir)
+    if FLAGS.do_predict:
+        path = _predict(settings, est, test_examples, on_tpu)
+        print(f"Wrote {len(test_examples)} predictions to {path}")
+    if FLAGS.do_export:
+        export_base = _export_for_answer(settings, est, receiver)
+        _answer_one(settings, export_base, test_examples[0])
 
 
 def main(argv):
     del argv
     logs.setup()
-    # {} on a single machine; in a cluster the task this process runs (validated up front).
-    task = cluster.validate_tf_config().get("task") or {}
-    _check_cluster_flags(task)
-    output_dir = FLAGS.output_dir or tempfile.mkdtemp(prefix="bert_classifier_")
-    tf.io.gfile.makedirs(output_dir)
-    if not any((FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict, FLAGS.do_export)):
-        raise app.UsageError("At least one of --do_train/--do_eval/--do_predict/--do_export.")
-    tokenization.check_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-
-    processor = processors.get_processor(FLAGS.task_name)
-    labels = processor.get_labels()
-    data_dir, vocab_file, config_file, generated = _resolve_inputs(output_dir, task)
-    bert_config = modeling.BertConfig.from_json_file(config_file)
-    seq_length = FLAGS.max_seq_length or (32 if generated else 128)
-    if seq_length > bert_config.max_position_embeddings:
-        raise app.UsageError(
-            f"--max_seq_length must be at most max_position_embeddings "
-            f"({bert_config.max_position_embeddings}). Got: {seq_length}"
-        )
-    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=FLAGS.do_lower_case)
-    from_scratch = generated and not FLAGS.init_checkpoint
-    learning_rate = FLAGS.learning_rate or (1e-3 if from_scratch else 5e-5)
-    optimizer = FLAGS.optimizer or ("adam" if from_scratch else "adamw")
-
-    epochs = FLAGS.num_train_epochs or (6.0 if generated else 3.0)
-    train_examples, num_train_steps, warmup_steps = None, None, 0
-    if FLAGS.do_train:
-        train_examples = processor.get_train_examples(data_dir)
-        num_train_steps = max(1, int(len(train_examples) / FLAGS.train_batch_size * epochs))
-        warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
-    save_steps = FLAGS.save_checkpoints_steps or max(1, (num_train_steps or 1000) // 5)
-
-    model_fn_ = model_fn.classifier(
-        modeling.classifier_network(bert_config, len(labels)),
-        len(labels),
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=num_train_steps,
-        clip_norm=1.0,
-        init_checkpoint=FLAGS.init_checkpoint,
-        metrics=("accuracy", "f1"),
-        weight_key="is_real_example",
-        tpu_spec=True,
-    )
-    est = _estimator(model_fn_, output_dir, save_steps, distributed=bool(task))
+    settings = _resolve_settings()
+    est = _estimator(_classifier_model_fn(settings), settings)
     on_tpu = not isinstance(est, tpu.TPUEstimator)  # the official class on a real TPU
-    receiver = serving.bert_receiver(seq_length)
-
-    dev_examples = processor.get_dev_examples(data_dir) if FLAGS.do_eval else None
+    receiver = serving.bert_receiver(settings.seq_length)
+    dev_examples = None
     eval_input_fn = None
-    if dev_examples is not None:
-        eval_input_fn = _record_input_fn(
-            _eval_examples(dev_examples, on_tpu), "eval", labels, seq_length, tokenizer,
-            output_dir, is_training=False, drop_remainder=on_tpu,
-        )  # fmt: skip
+    if FLAGS.do_eval:
+        dev_examples = settings.processor.get_dev_examples(settings.data_dir)
+        eval_input_fn = _eval_input_fn(settings, dev_examples, on_tpu)
 
     result = None
     if FLAGS.do_train:
-        tf.logging.info(
-            "Training: %d examples, batch size %d, %d steps (%d warm-up), %s, learning rate %g",
-            len(train_examples), FLAGS.train_batch_size, num_train_steps, warmup_steps,
-            optimizer, learning_rate,
-        )  # fmt: skip
-        train_input_fn = _record_input_fn(
-            train_examples, "train", labels, seq_length, tokenizer, output_dir,
-            is_training=True, drop_remainder=True,
-        )  # fmt: skip
         # A ps task never returns from here; the launcher (or the cluster manager) stops it.
-        result = _train(est, train_input_fn, num_train_steps, eval_input_fn, receiver)
+        result = _train(settings, est, eval_input_fn, receiver)
     if not est.config.is_chief:
         # Workers and the evaluator: results, predictions and the final export are the chief's.
         print(
@@ -407,28 +496,9 @@ def main(argv):
             "results, predictions and final export."
         )
         return
-    if eval_input_fn is not None and task and result is not None:
-        result = _final_metrics(est, result, eval_input_fn)
-    if eval_input_fn is not None and result is None:
-        result = est.evaluate(eval_input_fn)
-    if result is not None:
-        _write_eval_results(output_dir, result)
-        print(
-            f"Eval accuracy: {result['accuracy']:.4f} (loss {result['loss']:.4f}, "
-            f"{len(dev_examples)} dev examples, step {result['global_step']})"
-        )
-
-    test_examples = None
-    if FLAGS.do_predict or FLAGS.do_export:
-        test_examples = processor.get_test_examples(data_dir)
-    if FLAGS.do_predict:
-        path = _predict(est, test_examples, labels, seq_length, tokenizer, output_dir, on_tpu)
-        print(f"Wrote {len(test_examples)} predictions to {path}")
-
-    if FLAGS.do_export:
-        export_base = _export_for_answer(est, output_dir, receiver, distributed=bool(task))
-        _answer_one(export_base, test_examples[0], labels, seq_length, tokenizer)
-    print(f"output_dir: {output_dir}")
+    _report_metrics(settings, est, result, eval_input_fn, dev_examples)
+    _predict_and_answer(settings, est, receiver, on_tpu)
+    print(f"output_dir: {settings.output_dir}")
 
 
 if __name__ == "__main__":
