@@ -81,7 +81,10 @@ flags.DEFINE_string(
 flags.DEFINE_string("output_dir", None, "Checkpoints, caches, exports (default: a temp dir).")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case input (True for uncased models).")
 flags.DEFINE_integer(
-    "max_seq_length", None, "Word pieces per example after [CLS]/[SEP] (default 128; sample: 32)."
+    "max_seq_length",
+    None,
+    "Word pieces per example after [CLS]/[SEP] (default 128; sample: 32).",
+    lower_bound=3,  # [CLS] a [SEP]: room for at least one word piece
 )
 flags.DEFINE_bool("do_train", True, "Train.")
 flags.DEFINE_bool("do_eval", True, "Evaluate on dev.tsv.")
@@ -89,10 +92,10 @@ flags.DEFINE_bool("do_predict", True, "Predict test.tsv into output_dir/test_res
 flags.DEFINE_bool("do_export", True, "Export the best model and query it through a Predictor.")
 flags.DEFINE_bool("use_tpu", False, "Use a TPU if one is found (falls back to CPU/GPU).")
 flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address.")
-flags.DEFINE_integer("iterations_per_loop", 100, "Steps per TPU loop.")
-flags.DEFINE_integer("train_batch_size", 32, "Training batch size.")
-flags.DEFINE_integer("eval_batch_size", 8, "Evaluation batch size.")
-flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
+flags.DEFINE_integer("iterations_per_loop", 100, "Steps per TPU loop.", lower_bound=1)
+flags.DEFINE_integer("train_batch_size", 32, "Training batch size.", lower_bound=1)
+flags.DEFINE_integer("eval_batch_size", 8, "Evaluation batch size.", lower_bound=1)
+flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.", lower_bound=1)
 flags.DEFINE_float(
     "learning_rate",
     None,
@@ -106,22 +109,39 @@ flags.DEFINE_enum(
     "trained from scratch: without bias correction and with weight decay on the embeddings, "
     "adamw stalls on it).",
 )
-flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of training with linear warm-up.")
+flags.DEFINE_float(
+    "warmup_proportion",
+    0.1,
+    "Fraction of training with linear warm-up.",
+    lower_bound=0.0,
+    upper_bound=1.0,
+)
 flags.DEFINE_float(
     "num_train_epochs", None, "Epochs over train.tsv (default 3; 6 for the built-in task)."
 )
 flags.DEFINE_integer(
-    "save_checkpoints_steps", None, "Checkpoint (and evaluate) every N steps (default: 5 per run)."
+    "save_checkpoints_steps",
+    None,
+    "Checkpoint (and evaluate) every N steps (default: 5 per run).",
+    lower_bound=1,
 )
-flags.DEFINE_integer("log_every_steps", 50, "Progress line every N steps.")
+flags.DEFINE_integer("log_every_steps", 50, "Progress line every N steps.", lower_bound=1)
 flags.DEFINE_integer(
-    "early_stopping_patience_steps", 0, "Stop after N steps without improvement (0: off)."
+    "early_stopping_patience_steps",
+    0,
+    "Stop after N steps without improvement (0: off).",
+    lower_bound=0,
 )
 flags.DEFINE_string("early_stopping_metric", "loss", "Eval metric early stopping watches.")
-flags.DEFINE_integer("sample_train_size", 3000, "Built-in task: training pairs.")
-flags.DEFINE_integer("sample_dev_size", 400, "Built-in task: evaluation pairs.")
-flags.DEFINE_integer("sample_test_size", 100, "Built-in task: test pairs.")
+flags.DEFINE_integer("sample_train_size", 3000, "Built-in task: training pairs.", lower_bound=1)
+flags.DEFINE_integer("sample_dev_size", 400, "Built-in task: evaluation pairs.", lower_bound=1)
+flags.DEFINE_integer("sample_test_size", 100, "Built-in task: test pairs.", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "Random seed (data generation, shuffling, initialisation).")
+# Unset means "the default for this data"; an explicit 0 is a mistake, not a request for it.
+for _name in ("num_train_epochs", "learning_rate"):
+    flags.register_validator(
+        _name, lambda value: value is None or value > 0, f"--{_name} must be > 0 when given"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,15 +150,15 @@ class _Settings:
 
     task: dict  # {} on a single machine; in a cluster the task this process runs
     output_dir: str
-    processor: processors.DataProcessor
     labels: list[str]
-    data_dir: str
     bert_config: modeling.BertConfig
     seq_length: int
     tokenizer: tokenization.FullTokenizer
     optimizer: str
     learning_rate: float
     train_examples: Optional[list[processors.InputExample]]  # None without --do_train
+    dev_examples: Optional[list[processors.InputExample]]  # None without --do_eval
+    test_examples: Optional[list[processors.InputExample]]  # None without predict or export
     num_train_steps: Optional[int]  # None without --do_train
     warmup_steps: int
     save_steps: int
@@ -188,16 +208,50 @@ def _resolve_inputs(output_dir: str, task: dict):
     return FLAGS.data_dir, FLAGS.vocab_file, FLAGS.bert_config_file, False
 
 
-def _train_schedule(processor, data_dir: str, generated: bool):
-    """Returns (train_examples, num_train_steps, warmup_steps, save_steps) for the flags."""
+def _examples(processor, data_dir: str):
+    """Returns (train, dev, test) examples, each None when no stage asked for it.
+
+    Read up front so an empty file stops the run before hours of training, not after.
+    """
+    splits = (
+        ("train", FLAGS.do_train, processor.get_train_examples, "--nodo_train"),
+        ("dev", FLAGS.do_eval, processor.get_dev_examples, "--nodo_eval"),
+        ("test", FLAGS.do_predict or FLAGS.do_export, processor.get_test_examples,
+         "--nodo_predict --nodo_export"),
+    )  # fmt: skip
+    found = []
+    for split, needed, read, off in splits:
+        examples = read(data_dir) if needed else None
+        if examples == []:
+            raise app.UsageError(
+                f"{split}.tsv in {data_dir} has no examples: add some, or turn off the stages "
+                f"that read it ({off}). Got: 0 {split} examples"
+            )
+        found.append(examples)
+    return tuple(found)
+
+
+def _check_trained_model(output_dir: str) -> None:
+    # Evaluating or predicting without training would silently use an untrained model, and
+    # export_saved_model fails only at the very end: name the likely mistake up front.
+    if FLAGS.do_train or tf.train.latest_checkpoint(output_dir):
+        return
+    raise app.UsageError(
+        f"--nodo_train needs a trained model in --output_dir, and {output_dir} has no "
+        "checkpoint: point --output_dir at the directory of a training run, or add "
+        "--do_train. Got: --nodo_train"
+    )
+
+
+def _train_schedule(train_examples, generated: bool):
+    """Returns (num_train_steps, warmup_steps, save_steps) for the flags."""
     epochs = FLAGS.num_train_epochs or (6.0 if generated else 3.0)
-    train_examples, num_train_steps, warmup_steps = None, None, 0
-    if FLAGS.do_train:
-        train_examples = processor.get_train_examples(data_dir)
+    num_train_steps, warmup_steps = None, 0
+    if train_examples is not None:
         num_train_steps = max(1, int(len(train_examples) / FLAGS.train_batch_size * epochs))
         warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
     save_steps = FLAGS.save_checkpoints_steps or max(1, (num_train_steps or 1000) // 5)
-    return train_examples, num_train_steps, warmup_steps, save_steps
+    return num_train_steps, warmup_steps, save_steps
 
 
 def _resolve_settings() -> _Settings:
@@ -210,6 +264,7 @@ def _resolve_settings() -> _Settings:
     if not any((FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict, FLAGS.do_export)):
         raise app.UsageError("At least one of --do_train/--do_eval/--do_predict/--do_export.")
     tokenization.check_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    _check_trained_model(output_dir)
 
     processor = processors.get_processor(FLAGS.task_name)
     data_dir, vocab_file, config_file, generated = _resolve_inputs(output_dir, task)
@@ -222,21 +277,20 @@ def _resolve_settings() -> _Settings:
         )
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=FLAGS.do_lower_case)
     from_scratch = generated and not FLAGS.init_checkpoint
-    train_examples, num_train_steps, warmup_steps, save_steps = _train_schedule(
-        processor, data_dir, generated
-    )
+    train_examples, dev_examples, test_examples = _examples(processor, data_dir)
+    num_train_steps, warmup_steps, save_steps = _train_schedule(train_examples, generated)
     return _Settings(
         task=task,
         output_dir=output_dir,
-        processor=processor,
         labels=processor.get_labels(),
-        data_dir=data_dir,
         bert_config=bert_config,
         seq_length=seq_length,
         tokenizer=tokenizer,
         optimizer=FLAGS.optimizer or ("adam" if from_scratch else "adamw"),
         learning_rate=FLAGS.learning_rate or (1e-3 if from_scratch else 5e-5),
         train_examples=train_examples,
+        dev_examples=dev_examples,
+        test_examples=test_examples,
         num_train_steps=num_train_steps,
         warmup_steps=warmup_steps,
         save_steps=save_steps,
@@ -426,7 +480,7 @@ def _final_metrics(est, result, eval_input_fn) -> dict:
     return est.evaluate(eval_input_fn, name="chief")
 
 
-def _report_metrics(settings: _Settings, est, result, eval_input_fn, dev_examples) -> None:
+def _report_metrics(settings: _Settings, est, result, eval_input_fn) -> None:
     """Writes eval_results.txt and prints the accuracy of the final checkpoint (chief only)."""
     if eval_input_fn is not None and settings.distributed and result is not None:
         result = _final_metrics(est, result, eval_input_fn)
@@ -436,7 +490,7 @@ def _report_metrics(settings: _Settings, est, result, eval_input_fn, dev_example
         _write_eval_results(settings.output_dir, result)
         print(
             f"Eval accuracy: {result['accuracy']:.4f} (loss {result['loss']:.4f}, "
-            f"{len(dev_examples)} dev examples, step {result['global_step']})"
+            f"{len(settings.dev_examples)} dev examples, step {result['global_step']})"
         )
 
 
@@ -461,9 +515,7 @@ def _export_for_answer(settings: _Settings, est, receiver) -> str:
 
 def _predict_and_answer(settings: _Settings, est, receiver, on_tpu: bool) -> None:
     """Writes test_results.tsv and answers one test example from an export (chief only)."""
-    test_examples = None
-    if FLAGS.do_predict or FLAGS.do_export:
-        test_examples = settings.processor.get_test_examples(settings.data_dir)
+    test_examples = settings.test_examples
     if FLAGS.do_predict:
         path = _predict(settings, est, test_examples, on_tpu)
         print(f"Wrote {len(test_examples)} predictions to {path}")
@@ -479,11 +531,9 @@ def main(argv):
     est = _estimator(_classifier_model_fn(settings), settings)
     on_tpu = not isinstance(est, tpu.TPUEstimator)  # the official class on a real TPU
     receiver = serving.bert_receiver(settings.seq_length)
-    dev_examples = None
     eval_input_fn = None
     if FLAGS.do_eval:
-        dev_examples = settings.processor.get_dev_examples(settings.data_dir)
-        eval_input_fn = _eval_input_fn(settings, dev_examples, on_tpu)
+        eval_input_fn = _eval_input_fn(settings, settings.dev_examples, on_tpu)
 
     result = None
     if FLAGS.do_train:
@@ -496,7 +546,7 @@ def main(argv):
             "results, predictions and final export."
         )
         return
-    _report_metrics(settings, est, result, eval_input_fn, dev_examples)
+    _report_metrics(settings, est, result, eval_input_fn)
     _predict_and_answer(settings, est, receiver, on_tpu)
     print(f"output_dir: {settings.output_dir}")
 

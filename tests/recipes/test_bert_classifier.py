@@ -447,3 +447,55 @@ def test_recipe_in_a_cluster_needs_a_shared_output_dir():
         ["-m", "recipes.bert_classifier"], env={"TF_CONFIG": json.dumps(tf_config)}, check_exit=1
     )
     assert "every task of a cluster needs the same --output_dir" in proc.stdout + proc.stderr
+
+
+# --- bad input stops the program before any work --------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        # An explicit 0 used to fall back silently to the data-dependent default.
+        (["--learning_rate=0"], "--learning_rate must be > 0 when given"),
+        (["--save_checkpoints_steps=0"], "flag --save_checkpoints_steps=0: 0 is not a positive"),
+        (["--sample_test_size=0"], "flag --sample_test_size=0: 0 is not a positive integer"),
+    ],
+)
+def test_recipe_rejects_zero_for_flags_whose_unset_means_default(tmp_path, args, message):
+    proc = run_program(
+        ["-m", "recipes.bert_classifier", f"--output_dir={tmp_path}", *args], check_exit=1
+    )
+    assert message in proc.stdout + proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_recipe_without_training_needs_a_trained_output_dir(tmp_path):
+    # Used to evaluate and predict with an untrained model, then fail in export_saved_model.
+    proc = run_program(
+        ["-m", "recipes.bert_classifier", "--nodo_train", f"--output_dir={tmp_path}"],
+        check_exit=1,
+    )
+    output = proc.stdout + proc.stderr
+    assert f"--nodo_train needs a trained model in --output_dir, and {tmp_path} has no" in output
+    assert "Eval accuracy" not in output and not (tmp_path / "test_results.tsv").exists()
+
+
+@pytest.mark.slow
+def test_recipe_stops_before_training_on_an_empty_split(tmp_path):
+    task = sample_data.write_sample_task(str(tmp_path / "data"), 64, 16, 4)
+    test_file = tmp_path / "data" / "test.tsv"
+    test_file.write_text(test_file.read_text().splitlines()[0] + "\n")  # the header only
+    out = tmp_path / "run"
+    flags = [
+        f"--data_dir={task.data_dir}",
+        f"--vocab_file={task.vocab_file}",
+        f"--bert_config_file={task.bert_config_file}",
+        f"--output_dir={out}",
+    ]
+    proc = run_program(["-m", "recipes.bert_classifier", *flags], check_exit=1)
+    output = proc.stdout + proc.stderr
+    assert "test.tsv in " in output and "has no examples" in output, output
+    assert "(--nodo_predict --nodo_export). Got: 0 test examples" in output
+    assert tf.train.latest_checkpoint(str(out)) is None  # stopped before training
