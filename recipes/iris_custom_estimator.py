@@ -31,8 +31,8 @@ from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Checkpoints, CSV files and exports (a temp dir if unset).")
-flags.DEFINE_integer("steps", 1000, "Training steps.")
-flags.DEFINE_integer("batch_size", 32, "Training batch size.")
+flags.DEFINE_integer("steps", 1000, "Training steps.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Training batch size.", lower_bound=1)
 flags.DEFINE_list("hidden_units", ["16", "16"], "Units of the two hidden layers.")
 flags.DEFINE_float("learning_rate", 0.05, "Adam learning rate.")
 flags.DEFINE_integer("seed", 0, "Seed of the train/test split and of the weights.")

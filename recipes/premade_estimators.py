@@ -28,12 +28,12 @@ from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "One sub-directory per model, plus exports (temp if unset).")
-flags.DEFINE_integer("steps", 1000, "Training steps per model.")
-flags.DEFINE_integer("batch_size", 32, "Training batch size.")
+flags.DEFINE_integer("steps", 1000, "Training steps per model.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Training batch size.", lower_bound=1)
 flags.DEFINE_list("hidden_units", ["32", "16"], "Hidden layers of the DNN models.")
 flags.DEFINE_float("dnn_learning_rate", 0.01, "Adam learning rate of the DNN parts.")
 flags.DEFINE_integer("seed", 0, "Seed of the train/test split and of the weights.")
-flags.DEFINE_integer("num_queries", 5, "Held-out rows sent to the exported model.")
+flags.DEFINE_integer("num_queries", 5, "Held-out rows sent to the exported model.", lower_bound=1)
 
 
 FAMILIES = ("mean", "error", "worst")
@@ -140,7 +140,7 @@ def main(argv):
     # The canned "predict" signature returns class ids and probabilities; the Predictor turns
     # plain feature arrays into the serialized tf.train.Examples the parsing receiver expects.
     predictor = serving.Predictor(export_dir, signature="predict")
-    n = FLAGS.num_queries
+    n = min(FLAGS.num_queries, len(y_test))
     answer = predictor({name: x_test[name][:n] for name in names})
     class_ids = np.asarray(answer["class_ids"]).reshape(-1)
     probabilities = np.asarray(answer["probabilities"])[:, 1]

@@ -39,9 +39,9 @@ from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Checkpoints, TFRecord shards and exports (temp if unset).")
-flags.DEFINE_integer("steps", 2000, "Training steps.")
-flags.DEFINE_integer("batch_size", 32, "Training batch size.")
-flags.DEFINE_integer("num_shards", 4, "TFRecord shards for the training set.")
+flags.DEFINE_integer("steps", 2000, "Training steps.", lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Training batch size.", lower_bound=1)
+flags.DEFINE_integer("num_shards", 4, "TFRecord shards for the training set.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 0.01, "Adam learning rate.")
 flags.DEFINE_integer("seed", 0, "Seed of the split and of the weights.")
 

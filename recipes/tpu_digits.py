@@ -36,11 +36,13 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Checkpoints and exports (a temporary directory if unset).")
 flags.DEFINE_bool("use_tpu", True, "Use a TPU when one is found (falls back to CPU/GPU).")
 flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (default: local TPU devices).")
-flags.DEFINE_integer("steps", 1000, "Training steps.")
-flags.DEFINE_integer("train_batch_size", 64, "Global training batch size.")
-flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.")
-flags.DEFINE_integer("predict_batch_size", 16, "Prediction batch size.")
-flags.DEFINE_integer("iterations_per_loop", 100, "Steps per TPU loop (and per loss line).")
+flags.DEFINE_integer("steps", 1000, "Training steps.", lower_bound=1)
+flags.DEFINE_integer("train_batch_size", 64, "Global training batch size.", lower_bound=1)
+flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.", lower_bound=1)
+flags.DEFINE_integer("predict_batch_size", 16, "Prediction batch size.", lower_bound=1)
+flags.DEFINE_integer(
+    "iterations_per_loop", 100, "Steps per TPU loop (and per loss line).", lower_bound=1
+)
 flags.DEFINE_float("learning_rate", 2e-3, "Adam learning rate.")
 flags.DEFINE_enum(
     "metric_tensors",

@@ -83,3 +83,19 @@ def test_tpu_digits_falls_back_and_learns(tmp_path):
     assert list_form >= 0.9 and dict_form == list_form
     assert _number(r"Predictor accuracy on 360 test images: ([\d.]+)", out) >= 0.9
     assert len(_exports(tmp_path)) == 1
+
+
+@pytest.mark.parametrize(
+    "recipe, flag",
+    [
+        ("iris_custom_estimator", "--batch_size=0"),
+        # A negative count used to slice the held-out rows from the end: "agreement 111/-1".
+        ("premade_estimators", "--num_queries=-1"),
+        ("tfrecord_head", "--num_shards=0"),
+        ("tpu_digits", "--iterations_per_loop=0"),
+    ],
+)
+def test_recipes_reject_non_positive_counts_before_any_work(tmp_path, recipe, flag):
+    proc = run_program(["-m", f"recipes.{recipe}", flag, f"--model_dir={tmp_path}"], check_exit=1)
+    assert f"flag {flag}: " in proc.stderr and "is not a positive integer" in proc.stderr
+    assert not list(tmp_path.iterdir())
