@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import shutil
 import sys
 
 import numpy as np
@@ -157,3 +158,54 @@ def test_help_lists_every_command(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([])
     assert exit_info.value.code == 2
+
+
+def _corrupt_copies(exports, tmp_path):
+    bad_graph = tmp_path / "bad_graph" / "1"
+    shutil.copytree(exports["raw"], bad_graph)
+    (bad_graph / "saved_model.pb").write_bytes(b"not a SavedModel")
+    torn = tmp_path / "torn" / "1"
+    shutil.copytree(exports["raw"], torn)
+    (data,) = (torn / "variables").glob("variables.data-*")
+    data.write_bytes(data.read_bytes()[:10])
+    return str(bad_graph), str(torn.parent)
+
+
+def test_predict_and_signature_report_unloadable_exports_in_one_line(exports, tmp_path, capsys):
+    request = _write(tmp_path, "rows.json", {"instances": X[:1].tolist()})
+    for path in _corrupt_copies(exports, tmp_path):
+        code, _, err = _main(["predict", path, "--json", request], capsys)
+        assert code == 1 and err.startswith("predict: The SavedModel at") and "Export the" in err
+        code, _, err = _main(["signature", path], capsys)
+        assert code == 1 and "cannot be loaded: it is corrupt or incomplete" in err, err
+        assert err.startswith("signature: ") and err.count("\n") == 1, err
+
+
+def test_predict_rejects_an_unknown_signature_and_batch_size(exports, tmp_path, capsys):
+    request = _write(tmp_path, "rows.json", {"instances": X[:1].tolist()})
+    code, _, err = _main(["predict", exports["raw"], "--json", request, "--signature", "x"], capsys)
+    assert code == 2 and "Available signatures: ['serving_default']" in err
+    assert "--signature" in err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["predict", exports["raw"], "--json", request, "--batch_size", "0"])
+    assert exit_info.value.code == 2
+    assert "--batch_size: must be a positive integer. Got: '0'" in capsys.readouterr().err
+
+
+def test_predict_and_signature_point_to_the_exports_to_pass(exports, tmp_path, capsys):
+    model_dir = tmp_path / "model"
+    shutil.copytree(exports["raw"], model_dir / "export" / "best" / "1")
+    (model_dir / "export" / "eval_copy" / "temp-2").mkdir(parents=True)
+    only_temp = tmp_path / "base" / "temp-1712345678"
+    shutil.copytree(exports["raw"], only_temp)
+    request = _write(tmp_path, "rows.json", {"instances": X[:1].tolist()})
+    hints = {
+        str(model_dir): f"Exports found below it: [{str(model_dir / 'export' / 'best')!r}]",
+        str(model_dir / "export"): "Exports found below it:",
+        str(only_temp.parent): f"[{str(only_temp)!r}] are exports still being written",
+        str(exports["root"] / "model"): "It is a model_dir without exports: write one with",
+    }
+    for path, hint in hints.items():
+        for argv in (["signature", path], ["predict", path, "--json", request]):
+            code, _, err = _main(argv, capsys)
+            assert code == 1 and hint in err and err.count("\n") == 1, (argv, err)

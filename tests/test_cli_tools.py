@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import glob
 import json
+import logging
 import os
+import shutil
 import struct
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -172,3 +178,152 @@ def test_plot_writes_png_into_model_dir(trained, tmp_path, capsys, monkeypatch):
     out = tmp_path / "sub" / "curves.png"
     assert _cli(["plot", model_dir, "--out", str(out)]) == 0
     assert _png_size(out)[0] >= 600
+
+
+def _snapshot(root):
+    return sorted(
+        (os.path.relpath(os.path.join(d, f), root), os.stat(os.path.join(d, f)).st_mtime_ns)
+        for d, _, files in os.walk(root)
+        for f in files
+    )
+
+
+def _copy_checkpoints(model_dir, dest):
+    os.makedirs(dest)
+    for name in os.listdir(model_dir):
+        if name.startswith("model.ckpt-") or name == "checkpoint":
+            shutil.copy(os.path.join(model_dir, name), dest)
+    return dest
+
+
+def test_inspect_lists_each_checkpoint_once_for_a_relative_model_dir(
+    trained, tmp_path, monkeypatch
+):
+    # Estimator writes relative paths into `checkpoint`, the Keras bridge absolute ones; a
+    # relative MODEL_DIR used to list every checkpoint twice, the latest as "incomplete".
+    absolute = _copy_checkpoints(trained["model_dir"], str(tmp_path / "absolute"))
+    latest = os.path.join(absolute, "model.ckpt-40")
+    tf.train.update_checkpoint_state(absolute, latest, [os.path.join(absolute, "model.ckpt-20")])
+    with open(os.path.join(absolute, "checkpoint")) as f:
+        assert f'"{latest}"' in f.read()
+    for model_dir in (trained["model_dir"], absolute):
+        monkeypatch.chdir(os.path.dirname(model_dir))
+        info = _cli_inspect.describe(os.path.basename(model_dir))
+        checkpoints = info["checkpoints"]["checkpoints"]
+        steps = [c["step"] for c in checkpoints]
+        assert steps == sorted(set(steps)) and steps[-1] == 40, checkpoints
+        assert all(c["complete"] and c["bytes"] > 0 for c in checkpoints)
+        assert info["checkpoints"]["latest"] == os.path.join(model_dir, "model.ckpt-40")
+        assert "warning" not in _cli_inspect.format_text(info)
+
+
+def test_inspect_warns_about_a_state_file_restore_would_trip_on(trained, tmp_path, capsys):
+    model_dir = _copy_checkpoints(trained["model_dir"], str(tmp_path / "model"))
+    for path in glob.glob(os.path.join(model_dir, "model.ckpt-40.*")):
+        os.remove(path)
+    before = _snapshot(model_dir)
+    assert _cli(["inspect", model_dir]) == 0
+    assert _snapshot(model_dir) == before  # inspect only reads
+    out = capsys.readouterr().out
+    assert "model.ckpt-40 as latest, but its files are gone" in out
+    assert "not a valid checkpoint" in out and "tf.train.update_checkpoint_state" in out
+    assert "model.ckpt-40  <- latest  (listed in `checkpoint`, but its files are missing)" in out
+
+    with open(os.path.join(model_dir, "checkpoint"), "w") as f:
+        f.write("half-written {")
+    before = _snapshot(model_dir)
+    assert _cli(["inspect", model_dir]) == 0
+    out = capsys.readouterr().out
+    assert "`checkpoint` state file is unreadable" in out and "train from step 0" in out
+    assert "no `checkpoint` state file" not in out
+    assert "model.ckpt-20" in out
+    assert _snapshot(model_dir) == before
+
+
+# A training run deleting old checkpoints (keep_checkpoint_max), as fast as a process can.
+_CHURN = """
+import os, sys
+d = sys.argv[1]
+while True:
+    for i in range(100):
+        for ext in ("index", "data-00000-of-00001", "meta"):
+            open(os.path.join(d, f"model.ckpt-{i}.{ext}"), "w").close()
+    for i in range(100):
+        for ext in ("index", "data-00000-of-00001", "meta"):
+            os.remove(os.path.join(d, f"model.ckpt-{i}.{ext}"))
+"""
+
+
+def test_inspect_survives_checkpoints_deleted_while_it_reads(tmp_path):
+    # Before: ~1 % of reads died with "[Errno 2] No such file" (a file deleted between the
+    # listing and its stat), reported as if MODEL_DIR did not exist.
+    churn = subprocess.Popen([sys.executable, "-c", _CHURN, str(tmp_path)])
+    try:
+        runs, deadline = 0, time.monotonic() + 1.5
+        while time.monotonic() < deadline or runs < 100:
+            _cli_inspect.format_text(_cli_inspect.describe(str(tmp_path)))
+            runs += 1
+    finally:
+        churn.kill()
+        churn.wait()
+
+
+def test_inspect_shows_unfinished_exports_and_recognises_an_export_dir(tmp_path, capsys):
+    temp = tmp_path / "model" / "export" / "best" / "temp-1712345678"
+    (temp / "variables").mkdir(parents=True)
+    assert _cli(["inspect", str(tmp_path / "model")]) == 0
+    out = capsys.readouterr().out
+    assert "exports export/best/:" in out and "(no numbered export directories)" in out
+    assert "temp-1712345678  (unfinished: an export being written now" in out
+
+    base = str(tmp_path / "model" / "export" / "best")
+    assert _cli(["inspect", base]) == 0
+    assert (
+        f"looks like an export, not a model_dir: see it with `python -m tfest_kit signature {base}`"
+        in (capsys.readouterr().out)
+    )
+    assert _cli(["inspect", str(temp / "variables" / "nothing")]) == 1
+    assert "it does not exist. Pass the model_dir given to the Estimator" in (
+        capsys.readouterr().err
+    )
+    (tmp_path / "model.ckpt-1.index").write_text("")
+    assert _cli(["plot", str(tmp_path / "model.ckpt-1.index")]) == 1
+    assert (
+        f"is not a directory but a file. Pass the directory that holds it: {str(tmp_path)!r}"
+        in (capsys.readouterr().err)
+    )
+
+
+def test_plot_rejects_an_out_it_cannot_write_as_named(trained, tmp_path, capsys):
+    model_dir = trained["model_dir"]
+    before = _snapshot(model_dir)
+    (tmp_path / "file.txt").write_text("x")
+    cases = {
+        str(tmp_path): "is a directory. Name the image file, e.g. --out",
+        str(tmp_path / "curves"): "must end in an image format matplotlib writes",
+        str(tmp_path / "curves.xyz"): "E.g. --out " + str(tmp_path / "curves.png"),
+        str(tmp_path / "file.txt" / "curves.png"): "Pass --out with a writable path",
+    }
+    for out, message in cases.items():
+        assert _cli(["plot", model_dir, "--out", out]) == 1, out
+        err = capsys.readouterr().err
+        assert message in err and err.startswith("plot: ") and err.count("\n") == 1, err
+    # matplotlib used to append .png silently and report the name without it.
+    assert sorted(os.listdir(tmp_path)) == ["file.txt"]
+    assert _snapshot(model_dir) == before
+
+
+def test_plot_reads_restarted_runs_without_tensorboard_warnings(trained, tmp_path, caplog):
+    # Each of the fixture's two train() calls wrote a graph and a meta graph event.
+    out = str(tmp_path / "curves.png")
+    with caplog.at_level(logging.WARNING):
+        assert _cli(["plot", trained["model_dir"], "--out", out]) == 0
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard")] == []
+    assert _png_size(out)[0] >= 600
+
+
+def test_plot_without_matplotlib_says_what_to_install(trained, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    assert _cli(["plot", trained["model_dir"], "--out", str(tmp_path / "x.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("plot: matplotlib is needed") and "pip install matplotlib" in err

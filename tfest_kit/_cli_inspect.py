@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import logging
 import os
 import re
+import stat
 import sys
 import time
 from typing import Any, Optional
 
-from tfest_kit._cli_plot import eval_dirs, scalar_history
+from tfest_kit._cli_plot import check_model_dir, eval_dirs, scalar_history
 
 __all__ = ["describe", "format_text", "add_parser", "run"]
 
@@ -25,8 +27,17 @@ _EXPORT_METRICS = "tfest_kit_eval_metrics.json"
 _CKPT_STEP = re.compile(r"-(\d+)$")
 
 
+def _stat(path: str) -> Optional[os.stat_result]:
+    # A running Estimator deletes old checkpoints and exports between our listing and our stat.
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
 def _size(paths) -> int:
-    return sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    stats = (_stat(p) for p in paths)
+    return sum(st.st_size for st in stats if st is not None and stat.S_ISREG(st.st_mode))
 
 
 def _tree_size(root: str) -> int:
@@ -37,36 +48,63 @@ def _when(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
-def _checkpoint_state(model_dir: str) -> tuple[Optional[str], list[str]]:
-    """Reads the ``checkpoint`` state file: (latest prefix, all prefixes)."""
+def _checkpoint_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]]:
+    """Reads the ``checkpoint`` state file: (latest prefix, all prefixes, why unreadable).
+
+    ``model_dir`` must be absolute: TensorFlow joins relative entries onto it and Keras-bridge
+    models write absolute ones, so both compare equal to the ``*.index`` files found here.
+    """
+    from tfest_kit import logs
     from tfest_kit._tf import tf
 
-    state = tf.train.get_checkpoint_state(model_dir)
-    if state is None:
-        return None, []
-    fix = lambda p: p if os.path.isabs(p) else os.path.join(model_dir, p)  # noqa: E731
-    return fix(state.model_checkpoint_path), [fix(p) for p in state.all_model_checkpoint_paths]
+    path = os.path.join(model_dir, "checkpoint")
+    if not os.path.lexists(path):
+        return None, [], None
+    try:
+        # TensorFlow logs its parse error as two warnings; the listing says it in one line.
+        with logs.quieted(logging.ERROR):
+            state = tf.train.get_checkpoint_state(model_dir)
+    except (OSError, tf.errors.OpError) as e:
+        return None, [], f"{type(e).__name__}: {e}"
+    if state is None or not state.model_checkpoint_path:
+        return None, [], "not a CheckpointState text proto with a model_checkpoint_path"
+    fix = lambda p: os.path.normpath(os.path.join(model_dir, p))  # noqa: E731
+    return (
+        fix(state.model_checkpoint_path),
+        [fix(p) for p in state.all_model_checkpoint_paths],
+        None,
+    )
 
 
 def _checkpoints(model_dir: str) -> dict:
-    latest, listed = _checkpoint_state(model_dir)
+    latest, listed, state_error = _checkpoint_state(model_dir)
     on_disk = [p[: -len(".index")] for p in glob.glob(os.path.join(model_dir, "*.index"))]
-    prefixes = sorted(set(listed) | set(on_disk), key=lambda p: (_step(p) or -1, p))
+    prefixes = sorted(
+        set(listed) | set(on_disk) | ({latest} if latest else set()),
+        key=lambda p: (-1 if _step(p) is None else _step(p), p),
+    )
     entries = []
     for prefix in prefixes:
         files = glob.glob(glob.escape(prefix) + ".*")
-        index = prefix + ".index"
+        index = _stat(prefix + ".index")
         entries.append(
             {
                 "path": prefix,
                 "step": _step(prefix),
                 "bytes": _size(files),
-                "modified": _when(os.path.getmtime(index)) if os.path.exists(index) else None,
-                "in_state_file": prefix in listed,
-                "complete": os.path.exists(index),
+                "modified": _when(index.st_mtime) if index else None,
+                "in_state_file": prefix in listed or prefix == latest,
+                "complete": index is not None,
             }
         )
-    return {"latest": latest, "checkpoints": entries, "state_file": latest is not None}
+    return {
+        "latest": latest,
+        "checkpoints": entries,
+        "state_file": latest is not None,
+        "state_file_error": state_error,
+        "latest_missing": latest is not None
+        and not any(e["complete"] for e in entries if e["path"] == latest),
+    }
 
 
 def _step(prefix: str) -> Optional[int]:
@@ -105,12 +143,12 @@ def _read_metrics(export_dir: str) -> Optional[dict]:
 
 def _versions(exporter_dir: str) -> list[dict]:
     versions = []
-    for entry in sorted(os.listdir(exporter_dir)):
+    for entry in _listdir(exporter_dir):
         path = os.path.join(exporter_dir, entry)
         if not (entry.isdigit() and os.path.isdir(path)):
             continue
-        complete = os.path.exists(os.path.join(path, "saved_model.pb")) and os.path.exists(
-            os.path.join(path, "variables", "variables.index")
+        complete = _stat(os.path.join(path, "saved_model.pb")) is not None and (
+            _stat(os.path.join(path, "variables", "variables.index")) is not None
         )
         versions.append(
             {
@@ -126,6 +164,18 @@ def _versions(exporter_dir: str) -> list[dict]:
     return versions
 
 
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def _temp_exports(exporter_dir: str) -> list[str]:
+    """``temp-*`` directories: an export being written now, or one a crash left behind."""
+    return [e for e in _listdir(exporter_dir) if e.startswith("temp-")]
+
+
 def _exports(model_dir: str) -> list[dict]:
     """Versions under ``export/<exporter>/`` (EvalSpec exporters) and ``export/`` itself."""
     base = os.path.join(model_dir, "export")
@@ -134,13 +184,20 @@ def _exports(model_dir: str) -> list[dict]:
     exporters = []
     # export_saved_model(model_dir + "/export", …) puts versions straight into export/.
     direct = _versions(base)
-    if direct:
-        exporters.append({"name": ".", "dir": base, "versions": direct})
-    for name in sorted(os.listdir(base)):
+    if direct or _temp_exports(base):
+        exporters.append(
+            {"name": ".", "dir": base, "versions": direct, "temp": _temp_exports(base)}
+        )
+    for name in _listdir(base):
         exporter_dir = os.path.join(base, name)
-        if os.path.isdir(exporter_dir) and not name.isdigit():
+        if os.path.isdir(exporter_dir) and not name.isdigit() and not name.startswith("temp-"):
             exporters.append(
-                {"name": name, "dir": exporter_dir, "versions": _versions(exporter_dir)}
+                {
+                    "name": name,
+                    "dir": exporter_dir,
+                    "versions": _versions(exporter_dir),
+                    "temp": _temp_exports(exporter_dir),
+                }
             )
     return exporters
 
@@ -169,15 +226,16 @@ def describe(model_dir: str) -> dict:
       ``{"model_dir", "checkpoints": {...}, "evaluations": [...], "exports": [...]}``.
 
     Raises:
-      FileNotFoundError: if ``model_dir`` is not a directory.
+      FileNotFoundError: if ``model_dir`` is not a directory (the message says what to pass).
 
     Example:
 
         info = describe("/tmp/model")
         print(info["checkpoints"]["latest"])
     """
-    if not os.path.isdir(model_dir):
-        raise FileNotFoundError(f"inspect: MODEL_DIR {model_dir!r} is not a directory")
+    check_model_dir("inspect", model_dir)
+    # Relative and absolute spellings of one checkpoint must compare equal (see _checkpoint_state).
+    model_dir = os.path.abspath(model_dir)
     return {
         "model_dir": os.path.abspath(model_dir),
         "checkpoints": _checkpoints(model_dir),
@@ -198,42 +256,70 @@ def _format_metric(value: Any) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def format_text(info: dict) -> str:
-    """Renders :func:`describe`'s result for a terminal."""
-    model_dir = info["model_dir"]
-    lines = [f"model_dir: {model_dir}", ""]
-    ckpts = info["checkpoints"]
+def _checkpoint_lines(model_dir: str, ckpts: dict) -> list[str]:
+    lines = []
+    if ckpts["state_file_error"]:
+        lines.append(
+            f"warning: the `checkpoint` state file is unreadable ({ckpts['state_file_error']}): "
+            "Estimator ignores it and would train from step 0. Fix: rewrite it with "
+            "tf.train.update_checkpoint_state(MODEL_DIR, '<newest model.ckpt-N below>')."
+        )
+    elif ckpts["latest_missing"]:
+        lines.append(
+            f"warning: the `checkpoint` state file names {ckpts['latest']} as latest, but its "
+            "files are gone: Estimator.train/evaluate fail with 'The passed save_path is not a "
+            "valid checkpoint'. Fix: restore those files, or point the state file at one listed "
+            "below with tf.train.update_checkpoint_state(MODEL_DIR, '<model.ckpt-N>')."
+        )
     if not ckpts["checkpoints"]:
+        files = _listdir(model_dir)
         lines.append(
             f"checkpoints: none (no `checkpoint` state file, no *.index files). "
-            f"Files here: {sorted(os.listdir(model_dir))[:20]}"
+            f"Files here: {files[:20]}"
         )
-    else:
-        lines.append(f"checkpoints ({len(ckpts['checkpoints'])}):")
-        if not ckpts["state_file"]:
-            lines.append("  (no `checkpoint` state file; listing *.index files)")
-        for c in ckpts["checkpoints"]:
-            mark = "  <- latest" if c["path"] == ckpts["latest"] else ""
-            note = "" if c["complete"] else "  (missing .index: incomplete)"
+        if "saved_model.pb" in files or any(f.isdigit() or f.startswith("temp-") for f in files):
             lines.append(
-                f"  step {c['step'] if c['step'] is not None else '?':>8}  "
-                f"{_human(c['bytes']):>9}  {c['modified'] or '-':19}  "
-                f"{os.path.basename(c['path'])}{mark}{note}"
+                "  This looks like an export, not a model_dir: see it with "
+                f"`python -m tfest_kit signature {model_dir}`."
             )
-    lines.append("")
-    if not info["evaluations"]:
-        lines.append("evaluations: none (no eval/ or eval_<name>/ directory)")
-    for ev in info["evaluations"]:
+        return lines
+    lines.append(f"checkpoints ({len(ckpts['checkpoints'])}):")
+    if not ckpts["state_file"] and not ckpts["state_file_error"]:
+        lines.append("  (no `checkpoint` state file; listing *.index files)")
+    for c in ckpts["checkpoints"]:
+        mark = "  <- latest" if c["path"] == ckpts["latest"] else ""
+        note = "" if c["complete"] else "  (listed in `checkpoint`, but its files are missing)"
+        # A state file copied from elsewhere names paths outside MODEL_DIR: show them whole.
+        name = c["path"]
+        if os.path.dirname(name) == model_dir:
+            name = os.path.basename(name)
+        step = c["step"] if c["step"] is not None else "?"
+        lines.append(
+            f"  step {step:>8}  {_human(c['bytes']):>9}  {c['modified'] or '-':19}  "
+            f"{name}{mark}{note}"
+        )
+    return lines
+
+
+def _evaluation_lines(evaluations: list[dict]) -> list[str]:
+    if not evaluations:
+        return ["evaluations: none (no eval/ or eval_<name>/ directory)"]
+    lines = []
+    for ev in evaluations:
         if ev["step"] is None:
             lines.append(f"evaluation {ev['dir']}/: no scalar summaries yet")
             continue
         lines.append(f"latest evaluation {ev['dir']}/ at step {ev['step']}:")
         for tag, value in ev["metrics"].items():
             lines.append(f"  {tag:30} {_format_metric(value)}")
-    lines.append("")
-    if not info["exports"]:
-        lines.append("exports: none (no export/<exporter>/<version>/ directories)")
-    for exporter in info["exports"]:
+    return lines
+
+
+def _export_lines(model_dir: str, exports: list[dict]) -> list[str]:
+    if not exports:
+        return ["exports: none (no export/<exporter>/<version>/ directories)"]
+    lines = []
+    for exporter in exports:
         lines.append(f"exports {os.path.relpath(exporter['dir'], model_dir)}/:")
         if not exporter["versions"]:
             lines.append("  (no numbered export directories)")
@@ -249,6 +335,28 @@ def format_text(info: dict) -> str:
             lines.append(
                 f"  {v['version']:>12}  {_human(v['bytes']):>9}  {'  '.join(extra)}".rstrip()
             )
+        for name in exporter.get("temp", []):
+            lines.append(
+                f"  {name}  (unfinished: an export being written now, or left by one that "
+                "crashed; delete it when no export is running)"
+            )
+    return lines
+
+
+def format_text(info: dict) -> str:
+    """Renders :func:`describe`'s result for a terminal.
+
+    Example:
+
+        sys.stdout.write(format_text(describe("/tmp/model")))
+    """
+    model_dir = info["model_dir"]
+    lines = [f"model_dir: {model_dir}", ""]
+    lines += _checkpoint_lines(model_dir, info["checkpoints"])
+    lines.append("")
+    lines += _evaluation_lines(info["evaluations"])
+    lines.append("")
+    lines += _export_lines(model_dir, info["exports"])
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -266,11 +374,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs ``inspect``; returns 0, or 1 if MODEL_DIR does not exist."""
+    """Runs ``inspect``; returns 0, or 1 if MODEL_DIR is not a readable directory."""
     try:
         info = describe(args.model_dir)
-    except FileNotFoundError as e:
-        print(str(e), file=sys.stderr)
+    except OSError as e:
+        message = str(e) if str(e).startswith("inspect:") else f"inspect: cannot read: {e}"
+        print(message, file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(info, indent=1, sort_keys=True))

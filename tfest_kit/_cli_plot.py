@@ -8,18 +8,61 @@ evaluation. ``tensorboard --logdir MODEL_DIR`` shows the same curves.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import math
 import os
 import sys
+from collections.abc import Iterator
 from typing import Optional
 
 from tfest_kit._eval_events import eval_dirs
 
-__all__ = ["scalar_history", "eval_dirs", "plot", "add_parser", "run"]
+__all__ = ["scalar_history", "eval_dirs", "check_model_dir", "plot", "add_parser", "run"]
 
 # Scalars that describe the run rather than the model.
 _SKIP_TAGS = frozenset({"global_step"})
 _MAX_PANELS = 9
+
+
+def check_model_dir(command: str, model_dir: str) -> None:
+    """Raises ``FileNotFoundError`` saying what to pass if ``model_dir`` is not a directory.
+
+    Args:
+      command: the command name that starts the message.
+      model_dir: the MODEL_DIR argument.
+
+    Raises:
+      FileNotFoundError: if ``model_dir`` does not exist or is a file.
+
+    Example:
+
+        check_model_dir("plot", "/tmp/model")
+    """
+    if os.path.isdir(model_dir):
+        return
+    if os.path.exists(model_dir):
+        raise FileNotFoundError(
+            f"{command}: MODEL_DIR {model_dir!r} is not a directory but a file. Pass the "
+            f"directory that holds it: {os.path.dirname(os.path.abspath(model_dir))!r}"
+        )
+    raise FileNotFoundError(
+        f"{command}: MODEL_DIR {model_dir!r} is not a directory: it does not exist. Pass the "
+        "model_dir given to the Estimator (the one holding `checkpoint` and events files)"
+    )
+
+
+@contextlib.contextmanager
+def _quiet_tensorboard() -> Iterator[None]:
+    # Every Estimator (re)start writes a graph and a meta graph event; TensorBoard warns
+    # about each repeat ("Found more than one graph event per run"), which is normal here.
+    logger = logging.getLogger("tensorboard")
+    previous = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
 
 
 def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
@@ -44,7 +87,8 @@ def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
     accumulator = event_accumulator.EventAccumulator(
         log_dir, size_guidance={event_accumulator.SCALARS: 0, event_accumulator.TENSORS: 0}
     )
-    accumulator.Reload()
+    with _quiet_tensorboard():
+        accumulator.Reload()
     tags = accumulator.Tags()
     history: dict[str, dict[int, float]] = {}
     for tag in tags.get(event_accumulator.SCALARS, []):
@@ -76,13 +120,18 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
     Raises:
       FileNotFoundError: if ``model_dir`` does not exist or holds no scalar summaries
         (the message lists what it holds).
+      ValueError: if ``out`` is a directory or not a file name matplotlib can write.
+      OSError: if ``out`` cannot be written (the message says to pass another ``--out``).
+      ImportError: if matplotlib is not installed (the message says what to install).
 
     Example:
 
         path = plot("/tmp/model")   # -> /tmp/model/training.png
     """
-    if not os.path.isdir(model_dir):
-        raise FileNotFoundError(f"plot: MODEL_DIR {model_dir!r} is not a directory")
+    check_model_dir("plot", model_dir)
+    out = out or os.path.join(model_dir, "training.png")
+    plt = _pyplot()
+    _check_out(out)
     train, evals = _series(model_dir)
     if not train and not any(evals.values()):
         raise FileNotFoundError(
@@ -90,13 +139,6 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
             f"It holds: {sorted(os.listdir(model_dir))}. Train with an Estimator "
             "(save_summary_steps > 0) first."
         )
-    out = out or os.path.join(model_dir, "training.png")
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     # Panel per metric: loss first (train and each eval on one axis), then every eval metric,
     # then other training scalars (e.g. global_step/sec, learning rate).
     panels: dict[str, list[tuple[str, list]]] = {"loss": []}
@@ -130,10 +172,48 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
         ax.legend(fontsize="small")
     fig.suptitle(os.path.abspath(model_dir), fontsize="small")
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        fig.savefig(out, dpi=100)
+    except OSError as e:
+        raise OSError(
+            f"plot: cannot write {out!r}: {e.strerror or e}. Pass --out with a writable path"
+        ) from e
+    finally:
+        plt.close(fig)
     return out
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise ImportError(
+            f"plot: matplotlib is needed to draw ({e}). Fix: pip install matplotlib==3.9.2"
+        ) from e
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _check_out(out: str) -> None:
+    """Fails before any reading if matplotlib would not write ``out`` where it says."""
+    if os.path.isdir(out):
+        raise ValueError(
+            f"plot: --out {out!r} is a directory. Name the image file, e.g. "
+            f"--out {os.path.join(out, 'training.png')}"
+        )
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    extension = os.path.splitext(out)[1].lstrip(".").lower()
+    # Without a known extension matplotlib would fail, or silently write OUT.png instead.
+    if extension not in formats:
+        raise ValueError(
+            f"plot: --out {out!r} must end in an image format matplotlib writes: "
+            f"{', '.join('.' + f for f in formats)}. E.g. --out {os.path.splitext(out)[0]}.png"
+        )
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -155,11 +235,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs ``plot``; returns 0 on success, 1 if there is nothing to draw."""
+    """Runs ``plot``; returns 0 on success, 1 if there is nothing to draw or --out is unusable."""
     try:
         path = plot(args.model_dir, args.out)
-    except FileNotFoundError as e:
-        print(str(e), file=sys.stderr)
+    except (OSError, ValueError, ImportError) as e:
+        message = str(e) if str(e).startswith("plot:") else f"plot: {e}"
+        print(message, file=sys.stderr)
         return 1
     print(f"wrote {path}")
     return 0

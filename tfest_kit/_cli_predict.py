@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tfest_kit._cli_signature import export_hint
+
 __all__ = ["add_parser", "run", "features_from_request", "predictions_to_json"]
 
 
@@ -109,6 +111,16 @@ def predictions_to_json(outputs: dict, count: int) -> dict:
     return {"predictions": rows}
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer. Got: {text!r}")
+    return value
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``predict`` on an ``argparse`` subparsers object."""
     parser = subparsers.add_parser(
@@ -122,15 +134,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--signature", default="serving_default", help="signature to run")
     parser.add_argument(
-        "--batch_size", type=int, default=1024, help="largest batch per run (default 1024)"
+        "--batch_size",
+        type=_positive_int,
+        default=1024,
+        help="largest batch per run (default 1024)",
     )
     parser.set_defaults(func=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs ``predict``; returns 0, 1 if no export is found, 2 for a bad request."""
-    from tfest_kit.serving import ExportNotFoundError, Predictor
+    """Runs ``predict``; returns 0, 1 if no export is loadable, 2 for a bad request or signature."""
+    from tfest_kit.serving import ExportLoadError, ExportNotFoundError, Predictor
 
     try:
         if args.json == "-":
@@ -144,8 +159,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         predictor = Predictor(args.export_dir, args.signature, batch_size=args.batch_size)
     except ExportNotFoundError as e:
+        print(f"predict: {e}{export_hint(args.export_dir)}", file=sys.stderr)
+        return 1
+    except ExportLoadError as e:
         print(f"predict: {e}", file=sys.stderr)
         return 1
+    except ValueError as e:
+        # An unknown --signature: the message lists the ones the export has.
+        print(f"predict: {e}. Pass one of them as --signature", file=sys.stderr)
+        return 2
     with predictor:
         try:
             features = features_from_request(request, list(predictor.inputs))

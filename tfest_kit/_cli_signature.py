@@ -9,9 +9,71 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
-__all__ = ["add_parser", "run", "format_signatures"]
+__all__ = ["add_parser", "run", "format_signatures", "export_hint", "load_error"]
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []
+    return [os.path.join(path, n) for n in names if os.path.isdir(os.path.join(path, n))]
+
+
+def export_hint(path: str) -> str:
+    """What to pass instead of ``path`` when it holds no export (``""`` if nothing to suggest).
+
+    A model_dir or its ``export/`` directory is the usual mistake: name the export bases
+    below it. A base holding only ``temp-*`` directories has an export in progress (or one
+    that crashed).
+
+    Example:
+
+        export_hint("/tmp/model")   # " Exports found below it: ['/tmp/model/export/best']; ..."
+    """
+    from tfest_kit._exporters import complete_exports
+
+    bases = []
+    for parent in (path, os.path.join(path, "export")):
+        bases += [
+            d for d in _subdirs(parent) if not os.path.basename(d).isdigit() and complete_exports(d)
+        ]
+    if os.path.join(path, "export") not in bases and complete_exports(os.path.join(path, "export")):
+        bases.append(os.path.join(path, "export"))
+    if bases:
+        return f" Exports found below it: {bases}; pass one of those."
+    export = os.path.join(path, "export")
+    temps = [
+        d
+        for parent in [path, export, *_subdirs(export)]
+        for d in _subdirs(parent)
+        if os.path.basename(d).startswith("temp-")
+    ]
+    if temps:
+        return (
+            f" {temps} are exports still being written or left by one that crashed: wait "
+            "for the export to finish, or export again."
+        )
+    if os.path.exists(os.path.join(path, "checkpoint")):
+        return (
+            " It is a model_dir without exports: write one with "
+            "Estimator.export_saved_model(MODEL_DIR/export, serving_input_receiver_fn) or an "
+            "EvalSpec exporter (tfest_kit.serving.best_exporter)."
+        )
+    return ""
+
+
+def load_error(error: Exception) -> str:
+    """One line for an export that exists but cannot be read (``error`` from TensorFlow)."""
+    from tfest_kit._predictor import _first_cause
+
+    return (
+        f"the SavedModel cannot be loaded: it is corrupt or incomplete ({_first_cause(error)}). "
+        "Export the model again or use another export."
+    )
 
 
 def _shape(spec) -> list:
@@ -61,13 +123,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs ``signature``; returns 0, or 1 if no export is found."""
+    """Runs ``signature``; returns 0, or 1 if no export is found or it cannot be loaded."""
+    from tfest_kit._tf import tf
     from tfest_kit.serving import ExportNotFoundError, read_signatures
 
     try:
         export_dir, signatures = read_signatures(args.export_dir)
     except ExportNotFoundError as e:
-        print(f"signature: {e}", file=sys.stderr)
+        print(f"signature: {e}{export_hint(args.export_dir)}", file=sys.stderr)
+        return 1
+    except (OSError, tf.errors.OpError) as e:
+        print(f"signature: {args.export_dir!r}: {load_error(e)}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps({"export_dir": export_dir, "signatures": _as_dict(signatures)}, indent=1))
