@@ -965,6 +965,12 @@ PREDICTOR_CASES = [
         r"Input 'x' has dtype <U1.*float32",
     ),
     case(
+        "ragged rows",
+        lambda c: c.predictor({"x": [[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0]]}),
+        serving.PredictorInputError,
+        r"Input 'x' is ragged \(its rows differ in length\).*x: float32 \[None, 4\].*pad",
+    ),
+    case(
         "wrong width",
         lambda c: c.predictor({"x": X[:, :3]}),
         serving.PredictorInputError,
@@ -999,6 +1005,18 @@ PREDICTOR_CASES = [
         lambda c: serving.Predictor(c.export, tags=("gpu",)),
         RuntimeError,
         r"tags 'gpu'.*available tags",
+    ),
+    case(
+        "read_signatures: unknown tag",
+        lambda c: serving.read_signatures(c.export, tags=("gpu",)),
+        ValueError,
+        r"no MetaGraph tagged \['gpu'\]. Pass the tags of one it has: \[\['serve'\]\]",
+    ),
+    case(
+        "read_signatures: corrupt saved_model.pb",
+        lambda c: serving.read_signatures(c.corrupt_pb),
+        serving.ExportLoadError,
+        r"corrupt_pb could not be read: saved_model.pb is corrupt or incomplete",
     ),
     case(
         "path is not a string",

@@ -14,11 +14,12 @@ import sys
 
 import numpy as np
 import pytest
+from google.protobuf import text_format
 
 from tests.conftest import run_program
 from tfest_kit import serving
 from tfest_kit.__main__ import main
-from tfest_kit._tf import estimator, tf, tf2
+from tfest_kit._tf import SavedModel, estimator, tf, tf2
 
 RNG = np.random.RandomState(2)
 X = RNG.randn(32, 3).astype(np.float32)
@@ -173,12 +174,16 @@ def _corrupt_copies(exports, tmp_path):
 
 def test_predict_and_signature_report_unloadable_exports_in_one_line(exports, tmp_path, capsys):
     request = _write(tmp_path, "rows.json", {"instances": X[:1].tolist()})
-    for path in _corrupt_copies(exports, tmp_path):
+    bad_graph, torn_variables = _corrupt_copies(exports, tmp_path)
+    for path in (bad_graph, torn_variables):
         code, _, err = _main(["predict", path, "--json", request], capsys)
         assert code == 1 and err.startswith("predict: The SavedModel at") and "Export the" in err
-        code, _, err = _main(["signature", path], capsys)
-        assert code == 1 and "cannot be loaded: it is corrupt or incomplete" in err, err
-        assert err.startswith("signature: ") and err.count("\n") == 1, err
+    code, _, err = _main(["signature", bad_graph], capsys)
+    assert code == 1 and "saved_model.pb is corrupt or incomplete" in err, err
+    assert err.startswith("signature: The SavedModel at") and err.count("\n") == 1, err
+    # signature reads saved_model.pb alone, never the weights: torn variables do not stop it.
+    code, out, _ = _main(["signature", torn_variables], capsys)
+    assert code == 0 and "serving_default" in out
 
 
 def test_predict_rejects_an_unknown_signature_and_batch_size(exports, tmp_path, capsys):
@@ -209,3 +214,16 @@ def test_predict_and_signature_point_to_the_exports_to_pass(exports, tmp_path, c
         for argv in (["signature", path], ["predict", path, "--json", request]):
             code, _, err = _main(argv, capsys)
             assert code == 1 and hint in err and err.count("\n") == 1, (argv, err)
+
+
+def test_read_signatures_matches_the_loaded_model_from_a_binary_or_text_graph(exports, tmp_path):
+    export_dir, signatures = serving.read_signatures(exports["parsing"])
+    with serving.Predictor(export_dir) as predictor:
+        assert signatures["serving_default"]["inputs"] == predictor.inputs
+    # A text-format graph is read the same way (saved_model.pbtxt instead of .pb).
+    text_copy = tmp_path / "text" / "1"
+    shutil.copytree(exports["parsing"], text_copy)
+    saved_model = SavedModel.FromString((text_copy / "saved_model.pb").read_bytes())
+    (text_copy / "saved_model.pb").unlink()
+    (text_copy / "saved_model.pbtxt").write_text(text_format.MessageToString(saved_model))
+    assert serving.read_signatures(str(text_copy))[1] == signatures

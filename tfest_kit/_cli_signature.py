@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-__all__ = ["add_parser", "run", "format_signatures", "export_hint", "load_error"]
+__all__ = ["add_parser", "run", "format_signatures", "export_hint"]
 
 
 def _subdirs(path: str) -> list[str]:
@@ -66,16 +66,6 @@ def export_hint(path: str) -> str:
     return ""
 
 
-def load_error(error: Exception) -> str:
-    """One line for an export that exists but cannot be read (``error`` from TensorFlow)."""
-    from tfest_kit._predictor import _first_cause
-
-    return (
-        f"the SavedModel cannot be loaded: it is corrupt or incomplete ({_first_cause(error)}). "
-        "Export the model again or use another export."
-    )
-
-
 def _shape(spec) -> list:
     return None if spec.shape.rank is None else [-1 if d is None else d for d in spec.shape]
 
@@ -124,16 +114,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``signature``; returns 0, or 1 if no export is found or it cannot be loaded."""
-    from tfest_kit._tf import tf
-    from tfest_kit.serving import ExportNotFoundError, read_signatures
+    from tfest_kit.serving import ExportLoadError, ExportNotFoundError, read_signatures
 
     try:
         export_dir, signatures = read_signatures(args.export_dir)
     except ExportNotFoundError as e:
         print(f"signature: {e}{export_hint(args.export_dir)}", file=sys.stderr)
         return 1
-    except (OSError, tf.errors.OpError) as e:
-        print(f"signature: {args.export_dir!r}: {load_error(e)}", file=sys.stderr)
+    except (ExportLoadError, ValueError) as e:  # unreadable saved_model.pb; no "serve" graph
+        print(f"signature: {e}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps({"export_dir": export_dir, "signatures": _as_dict(signatures)}, indent=1))

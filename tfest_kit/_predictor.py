@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
+from google.protobuf import message, text_format
 
 from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
 from tfest_kit._exporters import ExportNotFoundError, latest_export
-from tfest_kit._tf import CallableOptions, tf, tf2
+from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
 __all__ = ["ExportLoadError", "Predictor", "PredictorInputError", "read_signatures"]
 
@@ -82,25 +83,54 @@ def read_signatures(
 ) -> tuple[str, dict[str, dict]]:
     """Reads every signature of an export without choosing one.
 
+    Only ``saved_model.pb`` is read, not the variables, so this is quick on a large export.
+
     Args:
       export_dir_or_base: an export or a directory of exports (the newest complete one is used).
-      tags: the MetaGraph tags to load.
+      tags: the MetaGraph tags to read.
 
     Returns:
       ``(export_dir, {name: {"method": str, "inputs": {name: TensorSpec}, "outputs": {...}}})``.
 
     Raises:
       ExportNotFoundError: if there is no complete export.
+      ExportLoadError: if ``saved_model.pb`` cannot be read or parsed.
+      ValueError: if the export has no MetaGraph with exactly ``tags``.
 
     Example:
 
         export_dir, signatures = read_signatures("model_dir/export/best")
     """
     export_dir = _resolve_export_dir(export_dir_or_base)
-    graph = tf.Graph()
-    with tf.Session(graph=graph) as session, graph.as_default():
-        meta_graph = tf.saved_model.loader.load(session, list(tags), export_dir)
+    meta_graph = _meta_graph(export_dir, tags)
     return export_dir, _signature_specs(meta_graph.signature_def)
+
+
+def _meta_graph(export_dir: str, tags: Sequence[str]):
+    saved_model = SavedModel()
+    binary = os.path.join(export_dir, "saved_model.pb")
+    path = binary if tf.gfile.Exists(binary) else os.path.join(export_dir, "saved_model.pbtxt")
+    try:
+        with tf.gfile.GFile(path, "rb") as f:
+            data = f.read()
+        if path == binary:
+            saved_model.ParseFromString(data)
+        else:
+            text_format.Parse(data.decode("utf-8"), saved_model)
+    except (OSError, tf.errors.OpError, message.DecodeError, text_format.ParseError) as e:
+        raise ExportLoadError(
+            f"The SavedModel at {export_dir} could not be read: {os.path.basename(path)} is "
+            "corrupt or incomplete. Export the model again or use another export. "
+            f"Got: {type(e).__name__}: {_first_cause(e)}"
+        ) from e
+    for meta_graph in saved_model.meta_graphs:
+        if set(meta_graph.meta_info_def.tags) == set(tags):
+            return meta_graph
+    found = [sorted(m.meta_info_def.tags) for m in saved_model.meta_graphs]
+    raise ValueError(
+        f"The SavedModel at {export_dir} has no MetaGraph tagged {sorted(tags)}. "
+        f"Pass the tags of one it has: {found}"
+    )
 
 
 def _describe(name: str, spec: tf2.TensorSpec) -> str:
@@ -135,7 +165,13 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
             ) from e
         array = array.astype(object)
     else:
-        array = np.asarray(value)
+        try:
+            array = np.asarray(value)
+        except ValueError as e:  # NumPy: "setting an array element with a sequence…"
+            raise PredictorInputError(
+                f"Input {name!r} is ragged (its rows differ in length); {expected}: pad or cut "
+                f"every row to the same length. Got: {_short(value)}"
+            ) from e
         target = np.dtype(dtype.as_numpy_dtype)
         kind = array.dtype.kind
         allowed = {"f": "fiu", "c": "fiuc", "i": "iu", "u": "iu", "b": "b"}.get(target.kind, "")

@@ -12,7 +12,15 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["tf", "tf2", "estimator", "CallableOptions", "TF_VERSION", "check_version"]
+__all__ = [
+    "tf",
+    "tf2",
+    "estimator",
+    "CallableOptions",
+    "SavedModel",
+    "TF_VERSION",
+    "check_version",
+]
 
 _PINS = "tensorflow==2.15.1 tensorflow-estimator==2.15.0"
 
@@ -68,3 +76,7 @@ tf = tf2.compat.v1
 estimator = tf.estimator
 # The proto Session._make_callable_from_options takes; TensorFlow has no public name for it.
 from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
+
+# The saved_model.pb file format, to read an export's signatures without restoring its weights
+# (what `saved_model_cli show` does); TensorFlow has no public name for it either.
+from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
