@@ -184,6 +184,35 @@ def test_preemption_hook_in_monitored_session(tmp_path):
     assert signal.getsignal(signal.SIGTERM) == previous
 
 
+def test_preemption_hooks_several_at_once_and_after_a_failed_run(tmp_path):
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: received.append(signum))
+    try:
+        # Two hooks (say a recipe's and the user's): both stop and report the signal, and the
+        # handler from before is back afterwards (the second hook used to leave the first's).
+        first = hooks.PreemptionHook(signals=[signal.SIGUSR1])
+        second = hooks.PreemptionHook(checkpoint_dir=str(tmp_path), signals=[signal.SIGUSR1])
+
+        def on_step(done):
+            if done == 3:
+                os.kill(os.getpid(), signal.SIGUSR1)
+
+        assert _run_loop([first, second], steps=50, on_step=on_step) == 4
+        assert first.preempted == second.preempted == signal.SIGUSR1
+        assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-4")
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert received == [signal.SIGUSR1]
+        # A run that raises never calls end(); a later signal must not be swallowed by the
+        # dead run's hook but reach the previous handler.
+        with pytest.raises(hooks.NanLossError):
+            _run_loop([hooks.NanGuardHook(), first], steps=50, nan_from_step=3)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert received == [signal.SIGUSR1] * 2 and first.preempted is None
+        assert signal.getsignal(signal.SIGUSR1) is not signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
 @pytest.mark.slow
 def test_sigterm_saves_checkpoint_and_restart_resumes(tmp_path):
     model_dir = str(tmp_path / "model")

@@ -102,8 +102,9 @@ class PreemptionHook(tf.train.SessionRunHook):
     checkpoint at that global step (chief only) and requests a stop, so ``train()`` returns
     normally and a restart resumes from exactly that step. A second signal while stopping goes
     to the previous handler (e.g. Ctrl-C twice kills the program). Previous handlers are put
-    back in ``end()``. After training, :attr:`preempted` tells the program whether to exit
-    instead of going on to evaluation or export.
+    back in ``end()`` (after a run that raised: at the next signal, which then goes to them).
+    Several hooks may run at once; each sees the signal. After training, :attr:`preempted`
+    tells the program whether to exit instead of going on to evaluation or export.
 
     Where the checkpoint goes: ``checkpoint_dir`` when given (the hook saves with its own
     ``tf.train.Saver``); otherwise the session's own ``CheckpointSaverHook`` writes it when the
@@ -139,7 +140,7 @@ class PreemptionHook(tf.train.SessionRunHook):
         self._signals = tuple(signals)
         self._is_chief_arg = is_chief
         self._preempted: Optional[int] = None
-        self._previous: dict = {}
+        self._session = None
 
     @property
     def preempted(self) -> Optional[int]:
@@ -147,10 +148,11 @@ class PreemptionHook(tf.train.SessionRunHook):
         return self._preempted
 
     def begin(self) -> None:
-        # A run that ended in an exception never reached end(): put its handlers back first.
-        self._restore()
+        # A run that ended in an exception never reached end(): leave the dispatcher first.
+        _unregister(self)
         self._preempted = None
         self._saved_step = None
+        self._session = None
         if self._is_chief_arg is None:
             self._is_chief = "TF_CONFIG" not in os.environ or estimator.RunConfig().is_chief
         else:
@@ -163,28 +165,20 @@ class PreemptionHook(tf.train.SessionRunHook):
             tf.gfile.MakeDirs(self._checkpoint_dir)
 
     def after_create_session(self, session, coord) -> None:
-        del session, coord
+        del coord
         if threading.current_thread() is not threading.main_thread():
             tf.logging.warning(
                 "PreemptionHook: not in the main thread, so signal handlers cannot be "
                 "installed; preemption will not be handled."
             )
             return
-        for signum in self._signals:
-            self._previous[signum] = signal.getsignal(signum)
-            signal.signal(signum, self._on_signal)
+        self._session = session
+        _register(self)
 
-    def _on_signal(self, signum, frame) -> None:
-        if self._preempted is not None:
-            # Second signal: the user insists; hand it to whoever had it before us.
-            previous = self._previous.get(signum, signal.SIG_DFL)
-            self._restore()
-            if callable(previous):
-                previous(signum, frame)
-            else:
-                signal.raise_signal(signum)
-            return
-        self._preempted = signum
+    def _is_live(self) -> bool:
+        # A run that raised never called end(); its closed session marks the hook as stale.
+        session = self._session
+        return session is not None and not getattr(session, "_closed", False)
 
     def after_run(self, run_context, run_values) -> None:
         if self._preempted is None or self._saved_step is not None:
@@ -209,11 +203,59 @@ class PreemptionHook(tf.train.SessionRunHook):
         self._saved_step = step if step is not None else -1
         run_context.request_stop()
 
-    def _restore(self) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-        self._previous = {}
-
     def end(self, session) -> None:
         del session
-        self._restore()
+        _unregister(self)
+
+
+# One handler per signal for all PreemptionHooks, so that several hooks (a recipe's and the
+# user's) each see the signal and each puts back exactly what was there before the first.
+_ACTIVE: list = []
+_ORIGINAL: dict = {}
+
+
+def _register(hook: PreemptionHook) -> None:
+    if hook not in _ACTIVE:
+        _ACTIVE.append(hook)
+    for signum in hook._signals:
+        if signum not in _ORIGINAL:
+            _ORIGINAL[signum] = signal.getsignal(signum)
+            signal.signal(signum, _dispatch)
+
+
+def _unregister(hook: PreemptionHook) -> None:
+    if hook in _ACTIVE:
+        _ACTIVE.remove(hook)
+    _release_unused()
+
+
+def _release_unused() -> None:
+    wanted = {signum for hook in _ACTIVE for signum in hook._signals}
+    for signum in list(_ORIGINAL):
+        if signum not in wanted:
+            _release(signum)
+
+
+def _release(signum: int):
+    previous = _ORIGINAL.pop(signum)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+    return previous
+
+
+def _dispatch(signum, frame) -> None:
+    for hook in [hook for hook in _ACTIVE if not hook._is_live()]:
+        _ACTIVE.remove(hook)
+    listening = [hook for hook in _ACTIVE if signum in hook._signals]
+    waiting = [hook for hook in listening if hook._preempted is None]
+    for hook in waiting:
+        hook._preempted = signum
+    if waiting:
+        return
+    # A second signal while stopping (the user insists), or no live run left: hand it to
+    # whoever had it before the first hook.
+    previous = _release(signum) if signum in _ORIGINAL else signal.SIG_DFL
+    if callable(previous):
+        previous(signum, frame)
+    elif previous != signal.SIG_IGN:
+        signal.raise_signal(signum)
