@@ -241,6 +241,43 @@ def test_export_and_check_raises_on_mismatch(tmp_path):
         serving.export_and_check(est, receiver, {"x": X[:4]}, str(tmp_path / "e"))
 
 
+def test_export_and_check_canned_estimators_with_feature_columns(tmp_path):
+    # Canned estimators export classification / regression signatures as serving_default (or
+    # only "predict" for several raw inputs); the check must use the one mirroring predict.
+    rng = np.random.RandomState(1)
+    data = {
+        "age": rng.uniform(18, 80, 32).astype(np.float32),
+        "city": rng.choice(["oslo", "rome", "paris"], 32),
+    }
+    labels = (data["age"] > 40).astype(np.int32)
+    age = tf.feature_column.numeric_column("age")
+    city = tf.feature_column.categorical_column_with_vocabulary_list("city", ["oslo", "rome"])
+    bucket = tf.feature_column.bucketized_column(age, [30, 50])
+    sample = {k: v[:5] for k, v in data.items()}
+
+    def train_fn():
+        return tf.data.Dataset.from_tensor_slices((data, labels)).repeat().batch(16)
+
+    dnn_columns = [
+        age,
+        tf.feature_column.embedding_column(city, 2),
+        tf.feature_column.indicator_column(bucket),
+    ]
+    dnn = estimator.DNNClassifier([3], dnn_columns, model_dir=str(tmp_path / "dnn"))
+    dnn.train(train_fn, steps=2)
+    linear_columns = [age, city, bucket]
+    linear = estimator.LinearRegressor(linear_columns, model_dir=str(tmp_path / "linear"))
+    linear.train(lambda: train_fn().map(lambda f, y: (f, tf.cast(y, tf.float32))), steps=2)
+    for name, est, columns in (("dnn", dnn, dnn_columns), ("linear", linear, linear_columns)):
+        receivers = {
+            "raw": serving.raw_receiver(data),
+            "parsing": serving.parsing_receiver(columns),
+        }
+        for kind, receiver in receivers.items():
+            path = serving.export_and_check(est, receiver, sample, str(tmp_path / name / kind))
+            assert "predict" in serving.read_signatures(path)[1]
+
+
 def _exports(base):
     return sorted(p for p in os.listdir(base) if p.isdigit()) if os.path.isdir(base) else []
 

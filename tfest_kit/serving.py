@@ -84,12 +84,46 @@ class _DropMessage(logging.Filter):
         return self._text not in record.getMessage()
 
 
+_PREDICT_METHOD = "tensorflow/serving/predict"
+
+
+def _signature_to_check(signatures: Mapping[str, Mapping]) -> str:
+    """The signature whose outputs mirror ``estimator.predict``: a predict-method one.
+
+    Canned estimators make ``serving_default`` a classification / regression signature (outputs
+    ``classes`` / ``scores`` / ``outputs``), or export only ``predict`` when the receiver has
+    several inputs; their ``predict`` signature holds the prediction dict.
+    """
+    methods = {name: sig["method"] for name, sig in signatures.items()}
+    for name in ("serving_default", "predict"):
+        if methods.get(name) == _PREDICT_METHOD:
+            return name
+    predict_like = sorted(n for n, m in methods.items() if m == _PREDICT_METHOD)
+    if predict_like:
+        return predict_like[0]
+    return "serving_default" if "serving_default" in methods else sorted(methods)[0]
+
+
+def _receiver_feed_dict(receiver, feeds: Mapping[str, Any]) -> dict:
+    tensors = receiver.receiver_tensors
+    if set(feeds) <= set(tensors):
+        return {tensors[k]: v for k, v in feeds.items()}
+    # A classification / regression signature names its one input "inputs", whatever the
+    # receiver called it.
+    if len(tensors) == 1 and len(feeds) == 1:
+        return {next(iter(tensors.values())): next(iter(feeds.values()))}
+    raise ExportMismatchError(
+        f"The signature's inputs {sorted(feeds)} do not match the receiver's "
+        f"{sorted(tensors)}; is `serving_input_fn` the one the export was made with?"
+    )
+
+
 def _estimator_predictions(estimator, serving_input_fn, feeds: dict) -> dict:
     hook = _FeedHook()
 
     def input_fn():
         receiver = serving_input_fn()
-        hook.feed_dict = {receiver.receiver_tensors[k]: v for k, v in feeds.items()}
+        hook.feed_dict = _receiver_feed_dict(receiver, feeds)
         return receiver.features
 
     # The placeholders never run out, so take exactly one batch and close the generator; the
@@ -121,7 +155,9 @@ def export_and_check(
     The same ``sample_features`` go through the exported signature (via :class:`Predictor`)
     and through ``estimator.predict`` with the receiver's graph in front of the model, so
     any receiver works (e.g. image bytes are decoded in both paths). Outputs present in both
-    (by name) are compared with ``np.allclose(rtol, atol)``.
+    (by name) are compared with ``np.allclose(rtol, atol)``. The signature checked is
+    ``serving_default`` when it is a predict signature, else ``predict`` (canned estimators
+    make ``serving_default`` a classification / regression signature).
 
     Args:
       estimator: a trained ``tf.estimator.Estimator``.
@@ -152,7 +188,8 @@ def export_and_check(
         raise TypeError(f"`serving_input_fn` must be callable. Got: {serving_input_fn!r}")
     export_dir = estimator.export_saved_model(export_dir_base, serving_input_fn)
     export_dir = export_dir.decode() if isinstance(export_dir, bytes) else str(export_dir)
-    with Predictor(export_dir) as predictor:
+    _, signatures = read_signatures(export_dir)
+    with Predictor(export_dir, _signature_to_check(signatures)) as predictor:
         feeds = predictor.prepare(sample_features)
         served = predictor(sample_features)
     expected = _estimator_predictions(estimator, serving_input_fn, feeds)
