@@ -139,6 +139,37 @@ def test_progress_hook_in_estimator(tmp_path, log_lines):
     ]
 
 
+def test_progress_hook_counts_batches_in_evaluate_and_predict(tmp_path, log_lines):
+    # The global step stands still outside training: the hook used to print "step 1/4 (25%)"
+    # over and over in evaluate() and to fail with "No loss found" in predict().
+    def model_fn(features, labels, mode):
+        predictions = tf.matmul(features, tf.get_variable("w", [3, 1]))
+        if mode == estimator.ModeKeys.PREDICT:
+            return estimator.EstimatorSpec(mode, predictions={"y": predictions})
+        loss = tf.reduce_mean(tf.square(predictions - labels))
+        train_op = tf.train.AdamOptimizer().minimize(loss, tf.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    est = estimator.Estimator(model_fn, str(tmp_path))
+    est.train(_input_fn(), max_steps=1)
+    del log_lines[:]
+    progress = hooks.ProgressHook(every_n_steps=2, total_steps=4, batch_size=16)
+    est.evaluate(_input_fn(repeat=False), hooks=[progress])
+    assert [line.split(",")[0] for line in log_lines if "batch " in line] == [
+        "eval batch 1/4 (25%)",
+        "eval batch 2/4 (50%)",
+        "eval batch 4/4 (100%)",
+    ]
+    del log_lines[:]
+    x, _ = _regression_data()
+    predict_input_fn = estimator.inputs.numpy_input_fn(x, batch_size=16, shuffle=False)
+    out = list(est.predict(predict_input_fn, hooks=[hooks.ProgressHook(every_n_steps=2)]))
+    assert len(out) == 64
+    lines = [line for line in log_lines if line.startswith("batch ")]
+    assert [line.split(",")[0] for line in lines] == ["batch 1", "batch 2", "batch 4"]
+    assert "batches/sec" in lines[-1] and "loss" not in lines[-1]
+
+
 def test_progress_hook_bad_arguments():
     with pytest.raises(ValueError, match="every_n_steps"):
         hooks.ProgressHook(every_n_steps=0)

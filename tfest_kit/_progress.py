@@ -69,7 +69,14 @@ def _format_duration(secs: float) -> str:
 
 
 class _IntervalHook(tf.train.SessionRunHook):
-    """Fetches ``{loss, step}`` every ``every_n_steps`` global steps and calls ``_report``."""
+    """Fetches ``{loss, step}`` every ``every_n_steps`` global steps and calls ``_report``.
+
+    With ``_count_runs`` set by a subclass's ``begin()`` (evaluation and prediction, where the
+    global step stands still) the step is the number of session runs instead, and the loss
+    is fetched only when ``_find_loss`` returns one.
+    """
+
+    _count_runs = False
 
     def __init__(self, every_n_steps: int, loss=None, report_first_step: bool = True) -> None:
         self._every_n = check_int("every_n_steps", every_n_steps)
@@ -78,12 +85,12 @@ class _IntervalHook(tf.train.SessionRunHook):
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
-        if self._global_step is None:
+        if self._global_step is None and not self._count_runs:
             raise RuntimeError(
                 f"{type(self).__name__} needs a global step: call "
                 "tf.compat.v1.train.get_or_create_global_step() before building the train op."
             )
-        self._loss = find_loss_tensor(self._loss_arg)
+        self._loss = self._find_loss()
         self._step = None  # predicted global step after the last run
         self._fetching = False
         self._last_time = None
@@ -91,9 +98,12 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._first_step = None
         self._start_time = None
 
+    def _find_loss(self) -> Optional[tf.Tensor]:
+        return find_loss_tensor(self._loss_arg)
+
     def after_create_session(self, session, coord) -> None:
         del coord
-        self._step = int(session.run(self._global_step))
+        self._step = 0 if self._count_runs else int(session.run(self._global_step))
         self._first_step = self._step
         self._last_step = self._step
         self._start_time = self._last_time = time.time()
@@ -104,7 +114,7 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._fetching = next_step % self._every_n == 0 or (
             self._report_first and not self._reported_once
         )
-        if self._fetching:
+        if self._fetching and self._loss is not None:
             return tf.train.SessionRunArgs(self._loss)
         return None
 
@@ -112,17 +122,21 @@ class _IntervalHook(tf.train.SessionRunHook):
         if not self._fetching:
             self._step += 1
             return
-        # A separate read after the step: the value is the step just finished, whereas a
-        # fetch in the same run races with the increment in models that assign the step.
-        step = int(run_context.session.run(self._global_step))
+        if self._count_runs:
+            step = self._step + 1
+        else:
+            # A separate read after the step: the value is the step just finished, whereas a
+            # fetch in the same run races with the increment in models that assign the step.
+            step = int(run_context.session.run(self._global_step))
         now = time.time()
         elapsed = now - self._last_time
         steps = step - self._last_step
-        self._report(float(run_values.results), step, elapsed, steps)
+        loss = None if self._loss is None else float(run_values.results)
+        self._report(loss, step, elapsed, steps)
         self._reported_once = True
         self._step, self._last_step, self._last_time = step, step, now
 
-    def _report(self, loss: float, step: int, elapsed: float, steps: int) -> None:
+    def _report(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> None:
         raise NotImplementedError
 
 
@@ -187,11 +201,16 @@ class ProgressHook(_IntervalHook):
     output is a file or a pipe it logs one plain line per interval through ``tf.logging``. The
     loss is fetched only on the steps that print, so the other steps cost nothing.
 
+    In ``evaluate()`` (and ``EvalSpec(hooks=…)``) and ``predict()`` the global step does not
+    move, so the hook counts batches instead (``eval batch 10/40``, ``batch 10``); the loss is
+    shown when the graph has one in ``tf.GraphKeys.LOSSES`` (or ``loss`` names it).
+
     State is reset in ``begin()``, so one instance can be reused across ``train()`` calls.
 
     Args:
       every_n_steps: update every this many global steps (and after the first step).
-      total_steps: the step training ends at (e.g. ``max_steps``), for the percentage and ETA.
+      total_steps: the step training ends at (e.g. ``max_steps``), for the percentage and ETA;
+        in evaluation or prediction, the number of batches.
       batch_size: global batch size, for examples/sec.
       loss: the loss tensor or its name; None uses the last tensor of
         ``tf.GraphKeys.LOSSES`` (Estimator puts its loss there).
@@ -220,6 +239,13 @@ class ProgressHook(_IntervalHook):
         self._stream_arg = stream
 
     def begin(self) -> None:
+        self._evaluating = bool(tf.get_collection(tf.GraphKeys.EVAL_STEP))
+        # Prediction: no loss and no train op (Estimator puts its training loss in LOSSES).
+        self._count_runs = self._evaluating or (
+            self._loss_arg is None
+            and not tf.get_collection(tf.GraphKeys.LOSSES)
+            and not tf.get_collection(tf.GraphKeys.TRAIN_OP)
+        )
         super().begin()
         self._stream = self._stream_arg if self._stream_arg is not None else sys.stderr
         try:
@@ -228,14 +254,23 @@ class ProgressHook(_IntervalHook):
             self._live = False
         self._drawn = False
 
-    def _line(self, loss: float, step: int, elapsed: float, steps: int) -> str:
-        parts = [f"step {step}/{self._total}" if self._total else f"step {step}"]
+    def _find_loss(self) -> Optional[tf.Tensor]:
+        if self._count_runs and self._loss_arg is None:
+            # Estimator keeps its evaluation loss out of LOSSES; tf.losses.* put theirs there.
+            return find_loss_tensor() if tf.get_collection(tf.GraphKeys.LOSSES) else None
+        return find_loss_tensor(self._loss_arg)
+
+    def _line(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> str:
+        unit = "batch" if self._count_runs else "step"
+        label = "eval batch" if self._evaluating else unit
+        parts = [f"{label} {step}/{self._total}" if self._total else f"{label} {step}"]
         if self._total:
             parts[0] += f" ({min(100.0, 100.0 * step / self._total):.0f}%)"
-        parts.append(f"loss = {loss:.6g}")
+        if loss is not None:
+            parts.append(f"loss = {loss:.6g}")
         if steps > 0 and elapsed > 0:
             rate = steps / elapsed
-            parts.append(f"{rate:.3g} steps/sec")
+            parts.append(f"{rate:.3g} {'batches' if self._count_runs else 'steps'}/sec")
             if self._batch_size:
                 parts.append(f"{rate * self._batch_size:.4g} examples/sec")
             total_rate = (step - self._first_step) / max(time.time() - self._start_time, 1e-9)
@@ -243,7 +278,7 @@ class ProgressHook(_IntervalHook):
                 parts.append(f"ETA {_format_duration(max(0, self._total - step) / total_rate)}")
         return ", ".join(parts)
 
-    def _report(self, loss: float, step: int, elapsed: float, steps: int) -> None:
+    def _report(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> None:
         line = self._line(loss, step, elapsed, steps)
         if not self._live:
             tf.logging.info("%s", line)
