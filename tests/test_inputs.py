@@ -153,6 +153,25 @@ def test_from_csv_errors_name_pattern_file_line_and_columns(csv_dir):
     assert issubclass(inputs.DataError, TfestKitError) and issubclass(inputs.DataError, ValueError)
 
 
+def test_from_csv_infers_types_past_na_values_big_ints_and_a_bom(tmp_path):
+    path = tmp_path / "data.csv"
+    # A byte-order mark before the header (spreadsheet export), "NA" for missing values, and
+    # ids beyond int32.
+    path.write_text("id,score,label\n3000000000,NA,0\n1,2,1\n", encoding="utf-8-sig")
+    fn = inputs.from_csv(str(path), label_name="label", na_value="NA", shuffle=False)
+    [(feats, labels)] = _batches(fn())
+    assert feats["id"].dtype == np.int64 and feats["id"].tolist() == [3000000000, 1]
+    assert feats["score"].dtype == np.int32 and feats["score"].tolist() == [0, 2]
+    assert labels.tolist() == [0, 1]
+
+
+def test_from_csv_rejects_files_whose_headers_differ(tmp_path):
+    (tmp_path / "a.csv").write_text("x,y,label\n1,2,0\n")
+    (tmp_path / "b.csv").write_text("y,x,label\n3,4,1\n")  # same width, columns swapped
+    with pytest.raises(inputs.DataError, match=r"b\.csv:1: header \['y', 'x', 'label'\] differs"):
+        inputs.from_csv(str(tmp_path / "*.csv"), label_name="label")
+
+
 # --------------------------------------------------------------------------- TFRecord
 
 ROWS = [

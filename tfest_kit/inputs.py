@@ -177,18 +177,26 @@ def _open_text(path: str, compression: Optional[str]):
     return tf2.io.gfile.GFile(path, "r")
 
 
+_INT32, _INT64, _FLOAT, _STRING = range(4)  # column kinds, in the order they widen
+_INT32_RANGE = (-(2**31), 2**31 - 1)
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _cell_kind(value: str) -> int:
-    """0 = int, 1 = float, 2 = string (the kinds only widen)."""
     try:
-        int(value)
-        return 0
+        number = int(value)
     except ValueError:
         pass
+    else:
+        # Ids and timestamps overflow int32; CsvDataset rejects them in an int32 column.
+        if _INT32_RANGE[0] <= number <= _INT32_RANGE[1]:
+            return _INT32
+        return _INT64 if _INT64_RANGE[0] <= number <= _INT64_RANGE[1] else _FLOAT
     try:
         float(value)
-        return 1
+        return _FLOAT
     except ValueError:
-        return 2
+        return _STRING
 
 
 def _scan_csv(
@@ -198,6 +206,7 @@ def _scan_csv(
     delim: str,
     compression: Optional[str],
     max_rows: Optional[int],
+    na_value: str = "",
 ) -> tuple[list[str], list[int]]:
     """Reads the CSV files in Python: checks header and row widths, infers each column's kind.
 
@@ -205,6 +214,7 @@ def _scan_csv(
       (column names, per-column kind); ``max_rows`` limits how many rows per file are checked.
     """
     names = list(column_names) if column_names is not None else None
+    first_head: Optional[list[str]] = None
     kinds: Optional[list[int]] = None
     for path in files:
         with _open_text(path, compression) as handle:
@@ -215,13 +225,23 @@ def _scan_csv(
                     raise DataError(
                         f"{path}: the file is empty but `header=True` expects a header."
                     )
+                # Spreadsheet programs start UTF-8 CSV files with a byte-order mark.
                 head = [h.strip() for h in head]
+                head[0] = head[0].lstrip("\ufeff")
                 if names is None:
                     names = head
                 elif len(head) != len(names):
                     raise DataError(
                         f"{path}:1: header has {len(head)} columns {head}, expected "
                         f"{len(names)}: {names}."
+                    )
+                if first_head is None:
+                    first_head = head
+                elif head != first_head:
+                    # Columns are read by position: another order would mix them up silently.
+                    raise DataError(
+                        f"{path}:1: header {head} differs from {files[0]}'s {first_head}; "
+                        "all files must have the same columns in the same order."
                     )
             for index, row in enumerate(reader):
                 line = reader.line_num
@@ -241,17 +261,18 @@ def _scan_csv(
                 if kinds is None:
                     kinds = [0] * len(names)
                 for col, cell in enumerate(row):
-                    if cell.strip() and kinds[col] < 2:
+                    # An empty or na_value field takes the column default; it says nothing of type.
+                    if cell.strip() and cell != na_value and kinds[col] < _STRING:
                         kinds[col] = max(kinds[col], _cell_kind(cell.strip()))
                 if max_rows is not None and index + 1 >= max_rows:
                     break
     if names is None:
         raise ValueError("`column_names` is required when `header=False`. Got: None")
-    return names, kinds if kinds is not None else [1] * len(names)
+    return names, kinds if kinds is not None else [_FLOAT] * len(names)
 
 
 def _csv_defaults(names: list[str], kinds: list[int], column_defaults: Any) -> list[Any]:
-    inferred = [[0, 0.0, ""][k] for k in kinds]
+    inferred = [[0, np.int64(0), 0.0, ""][k] for k in kinds]
     if column_defaults is None:
         return inferred
     if isinstance(column_defaults, Mapping):
@@ -279,6 +300,8 @@ def _record_default(value: Any):
         raise TypeError(
             f"CSV column defaults must be int, float, str or a tf dtype. Got: {value!r}"
         )
+    if isinstance(value, np.int64):
+        return tf2.constant([value], tf2.int64)
     if isinstance(value, int):
         return tf2.constant([value], tf2.int32)
     if isinstance(value, float):
@@ -311,7 +334,8 @@ def from_csv(
 
     The files are checked once, in Python, when the builder is called: every row must have one
     field per column (the error names ``file:line``), the label column must exist, and column
-    types are inferred (int32 / float32 / string) unless ``column_defaults`` gives them.
+    types are inferred (int32, int64 beyond its range, float32, string; empty and ``na_value``
+    fields are ignored) unless ``column_defaults`` gives them.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train-*.csv"``).
@@ -355,7 +379,13 @@ def from_csv(
         raise ValueError(f"`field_delim` must be a single character. Got: {field_delim!r}")
     files = _glob(file_pattern)
     names, kinds = _scan_csv(
-        files, column_names, header, field_delim, compression, None if validate else 100
+        files,
+        column_names,
+        header,
+        field_delim,
+        compression,
+        None if validate else 100,
+        na_value,
     )
     if label_name is not None and label_name not in names:
         raise DataError(
