@@ -315,6 +315,21 @@ def test_early_stopping_in_monitored_session_and_checks(tmp_path, log_lines):
         _run_loop([hooks.early_stopping(est, "accuracy", patience_steps=5, run_every_steps=1)])
 
 
+def test_early_stopping_names_eval_results_written_under_another_name(tmp_path, log_lines):
+    # EvalSpec(name="holdout") writes to eval_holdout/; the hook reads eval/ and used to say
+    # only "no eval results yet" while training ran to max_steps without ever stopping.
+    est = estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.0})
+    _write_eval_events(est.eval_dir("holdout"), [(0, 1.0), (10, 1.0), (30, 1.0)])
+    hook = hooks.early_stopping(est, patience_steps=20, run_every_steps=1)
+    assert _run_loop([hook], steps=4) == 4
+    warnings = [line for line in log_lines if "eval_holdout has some" in line]
+    assert len(warnings) == 1 and "eval_dir=estimator.eval_dir('holdout')" in warnings[0]
+    hook = hooks.early_stopping(
+        est, patience_steps=20, run_every_steps=1, eval_dir=est.eval_dir("holdout")
+    )
+    assert _run_loop([hook], steps=4) == 1
+
+
 def test_early_stopping_argument_checks(tmp_path):
     est = estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.0})
     with pytest.raises(TypeError, match="estimator"):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Optional
 
 from tfest_kit import logs
 from tfest_kit._checks import check_int, check_number
-from tfest_kit._eval_events import metrics_by_step
+from tfest_kit._eval_events import eval_dirs, metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
@@ -37,11 +38,34 @@ class _NoImprovement:
         self._patience = patience_steps
         self._min_steps = min_steps
         self._warned_empty = False
+        self._warned_elsewhere = False
 
     def _better(self, value: float, best: float) -> bool:
         if self._higher:
             return value > best + self._min_delta
         return value < best - self._min_delta
+
+    def _warn_if_elsewhere(self) -> None:
+        """Names the sibling eval directories that have results (``EvalSpec(name=…)``)."""
+        own = os.path.normpath(self._eval_dir)
+        others = [
+            path
+            for path in eval_dirs(os.path.dirname(own))
+            if os.path.normpath(path) != own and metrics_by_step(path)
+        ]
+        if not others:
+            return
+        name = os.path.basename(others[0])[len("eval_") :] or None
+        tf.logging.warning(
+            "early_stopping: no eval results in %s, but %s has some, so training will not "
+            "stop early. An EvalSpec(name=%r) writes there; watch it with "
+            "early_stopping(estimator, …, eval_dir=estimator.eval_dir(%r)).",
+            self._eval_dir,
+            ", ".join(others),
+            name,
+            name,
+        )
+        self._warned_elsewhere = True
 
     def __call__(self) -> bool:
         results = metrics_by_step(self._eval_dir)
@@ -53,6 +77,8 @@ class _NoImprovement:
                     self._eval_dir,
                 )
                 self._warned_empty = True
+            if not self._warned_elsewhere:
+                self._warn_if_elsewhere()
             return False
         best = best_step = None
         for step, metrics in results.items():
