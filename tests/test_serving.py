@@ -102,9 +102,11 @@ def x_export(x_model, tmp_path_factory):
     [
         {"x": (tf.float32, [4])},
         {"x": X},
+        # The float64 arrays users have (from_arrays trains on them as float32).
+        {"x": X.astype(np.float64).tolist()},
         tf2.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(8).element_spec,
     ],
-    ids=["dtype_shape", "arrays", "element_spec"],
+    ids=["dtype_shape", "arrays", "float64_lists", "element_spec"],
 )
 def test_raw_receiver_serves_what_estimator_predicts(x_model, tmp_path, spec):
     receiver = serving.raw_receiver(spec)
@@ -183,6 +185,8 @@ def test_image_bytes_receiver_decodes_png_and_jpeg(tmp_path):
 def test_receiver_arguments_are_checked():
     with pytest.raises(TypeError, match="spec"):
         serving.raw_receiver([1, 2])
+    with pytest.raises(TypeError, match=r"spec\['x'\]` holds examples of different shapes"):
+        serving.raw_receiver({"x": [[1.0], [2.0, 3.0]]})
     with pytest.raises(TypeError, match="feature_spec_or_columns"):
         serving.parsing_receiver({"x": 3})
     with pytest.raises(ValueError, match="max_seq_length.*Got: 0"):

@@ -83,16 +83,38 @@ def _normalise_raw_spec(spec: Any) -> dict[str, tuple[tf2.DType, list]]:
         elif isinstance(value, (tf2.Tensor, tf2.Variable)):
             result[name] = (value.dtype, value.shape.as_list()[1:])
         else:
-            # Example data: arrays whose first axis runs over examples.
-            array = np.asarray(value)
-            if array.ndim == 0 or array.dtype == object:
-                raise TypeError(
-                    f"`spec[{name!r}]` must be (dtype, shape), a tf.TensorSpec or an array of "
-                    f"examples with a leading batch axis. Got: {value!r}"
-                )
-            dtype = tf.string if array.dtype.kind in "USO" else tf.as_dtype(array.dtype)
-            result[name] = (dtype, list(array.shape[1:]))
+            result[name] = _spec_from_examples(name, value)
     return result
+
+
+def _spec_from_examples(name: str, value: Any) -> tuple[tf2.DType, list]:
+    """(dtype, shape) of example data whose first axis runs over examples.
+
+    The dtypes are those ``tfest_kit.inputs.from_arrays`` feeds for the same arrays (float64 as
+    float32, strings as tf.string), so the export matches the trained graph.
+    """
+    try:
+        array = np.asarray(value)
+    except ValueError as e:  # rows of different lengths
+        raise TypeError(
+            f"`spec[{name!r}]` holds examples of different shapes; give (dtype, shape) with "
+            f"None for the varying dimension. Got: {e}"
+        ) from e
+    is_strings = array.dtype == object and all(isinstance(v, (str, bytes)) for v in array.ravel())
+    if array.ndim == 0 or (array.dtype == object and not is_strings):
+        raise TypeError(
+            f"`spec[{name!r}]` must be (dtype, shape), a tf.TensorSpec or an array of "
+            f"examples with a leading batch axis. Got: {value!r}"
+        )
+    if array.dtype.kind in "USO":
+        dtype = tf.string
+    elif array.dtype == np.float64:
+        # from_arrays trains on float64 arrays as float32; a float64 placeholder would build
+        # float64 variables that the float32 checkpoint cannot restore.
+        dtype = tf.float32
+    else:
+        dtype = tf.as_dtype(array.dtype)
+    return dtype, list(array.shape[1:])
 
 
 def _op_name(name: str) -> str:
@@ -112,7 +134,8 @@ def raw_receiver(spec: Any) -> ReceiverFn:
           ``(features, labels)``): a leading unknown dimension is taken as the batch, any
           other shape as one example;
         * a dict of example data (NumPy arrays, lists or tensors) whose first axis runs over
-          examples, e.g. the arrays you train on.
+          examples, e.g. the arrays you train on; float64 arrays give float32 inputs, as
+          :func:`tfest_kit.inputs.from_arrays` feeds them.
 
     Returns:
       A ``serving_input_receiver_fn``; the signature inputs are named like the features.
