@@ -195,6 +195,35 @@ def test_nan_guard_can_just_stop():
     assert _run_loop([hooks.NanGuardHook(fail=False)], steps=30, nan_from_step=5) == 6
 
 
+def test_nan_guard_without_global_step_counts_session_runs():
+    # A hand-written loop with no global step used to get "Loss became nan at step None".
+    with tf.Graph().as_default():
+        runs = tf.Variable(0.0, trainable=False)
+        loss = tf.where(runs >= 3.0, tf.constant(np.nan), 1.0 + runs)
+        with tf.control_dependencies([loss]):
+            train_op = tf.assign_add(runs, 1.0)
+        hook = hooks.NanGuardHook(loss=loss)
+        session = tf.train.MonitoredTrainingSession(hooks=[hook], log_step_count_steps=None)
+        expected = "at session run 4; .* at session run 3"
+        with pytest.raises(hooks.NanLossError, match=expected), session as sess:
+            for _ in range(10):
+                sess.run(train_op)
+
+
+def test_nan_guard_in_estimator_keeps_last_good_checkpoint(tmp_path):
+    config = estimator.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=5)
+
+    def model_fn(features, labels, mode, params):
+        spec = _model_fn(features, labels, mode, params)
+        step = tf.train.get_global_step()
+        return spec._replace(loss=tf.where(step >= 7, tf.constant(np.nan), spec.loss))
+
+    est = estimator.Estimator(model_fn, config=config, params={"lr": 0.05})
+    with pytest.raises(hooks.NanLossError, match="at step 7"):
+        est.train(_input_fn(), max_steps=20, hooks=[hooks.NanGuardHook()])
+    assert est.latest_checkpoint().endswith("-5")
+
+
 # ---------------------------------------------------------------- PreemptionHook
 
 

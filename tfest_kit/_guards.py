@@ -42,8 +42,13 @@ class NanGuardHook(tf.train.SessionRunHook):
     By default it raises :class:`NanLossError` (a ``tfest_kit.TfestKitError`` and a
     ``tf.compat.v1.train.NanLossDuringTrainingError``, so code that catches either keeps
     working). No checkpoint of the diverged weights is written: the session closes on the
-    exception. With ``fail=False`` it logs the same message and requests a clean stop instead
-    (then Estimator's checkpoint saver does save the last step).
+    exception, and the last checkpoint saved before stays the latest. With ``fail=False`` it
+    logs the same message and requests a stop instead, for ``MonitoredTrainingSession`` loops;
+    a checkpoint saver in that session then saves the diverged weights as the latest
+    checkpoint. Under Estimator ``fail=False`` does not help: Estimator's own
+    ``NanTensorHook`` raises right after.
+
+    Without a global step (a hand-written loop) the message counts session runs instead.
 
     The loss is fetched every step; it is the same tensor Estimator already fetches, so the
     run does no extra work.
@@ -66,6 +71,7 @@ class NanGuardHook(tf.train.SessionRunHook):
         self._global_step = tf.train.get_global_step()
         self._last_finite = None
         self._last_finite_step = None
+        self._runs = 0
 
     def before_run(self, run_context):
         fetches = {"loss": self._loss}
@@ -75,7 +81,11 @@ class NanGuardHook(tf.train.SessionRunHook):
 
     def after_run(self, run_context, run_values) -> None:
         loss = float(run_values.results["loss"])
+        self._runs += 1
         step = run_values.results.get("step")
+        where = "step"
+        if self._global_step is None:
+            step, where = self._runs, "session run"
         if math.isfinite(loss):
             self._last_finite, self._last_finite_step = loss, step
             return
@@ -83,10 +93,11 @@ class NanGuardHook(tf.train.SessionRunHook):
             previous = "no finite loss was seen before"
         else:
             previous = (
-                f"the last finite loss was {self._last_finite:g} at step {self._last_finite_step}"
+                f"the last finite loss was {self._last_finite:g} at {where} "
+                f"{self._last_finite_step}"
             )
         message = (
-            f"Loss became {loss} at step {step}; {previous}. Lower the learning rate, clip "
+            f"Loss became {loss} at {where} {step}; {previous}. Lower the learning rate, clip "
             "gradients or check the input for NaN/inf values."
         )
         tf.logging.error("%s", message)
