@@ -229,6 +229,11 @@ def test_tfrecord_errors(tmp_path):
         inputs.from_tfrecord(path, SPEC, "target")
     with pytest.raises(inputs.DataError, match=r"d\.tfr: .*no feature \['weight'\]"):
         inputs.from_tfrecord(path, {**SPEC, "weight": tf.io.FixedLenFeature([], tf.float32)})
+    # Types and sizes are checked too: write_tfrecord stores Python ints as int64.
+    with pytest.raises(inputs.DataError, match=r"'age' is stored as int64_list .* float32"):
+        inputs.from_tfrecord(path, {**SPEC, "age": tf.io.FixedLenFeature([], tf.float32)})
+    with pytest.raises(inputs.DataError, match=r"'scores' holds 2 values; .* \[3\] needs 3"):
+        inputs.from_tfrecord(path, {**SPEC, "scores": tf.io.FixedLenFeature([3], tf.float32)})
     with pytest.raises(inputs.DataError, match=r"matches no file; directory .* contains: d\.tfr"):
         inputs.from_tfrecord(str(tmp_path / "e*.tfr"), SPEC, "label")
     with pytest.raises(inputs.DataError, match="cannot read"):

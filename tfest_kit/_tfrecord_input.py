@@ -62,8 +62,48 @@ def _check_spec_against_data(files: list[str], spec: Mapping[str, Any], compress
                 f"{path}: the first example has no feature {missing}, which `feature_spec` "
                 f"requires; the examples have: {sorted(present)}."
             )
+        problems = [
+            problem
+            for key, feature in spec.items()
+            if key in present
+            for problem in [_mismatch(key, feature, example.features.feature[key])]
+            if problem
+        ]
+        if problems:
+            # tf.io.parse_example would fail mid-training, naming neither the file nor the fix.
+            raise DataError(
+                f"{path}: the first example does not match `feature_spec`: "
+                f"{'; '.join(problems)}."
+            )
         return
     raise DataError(f"No file matched by the pattern holds any example: {files}")
+
+
+_LIST_OF_DTYPE = {tf2.int64: "int64_list", tf2.float32: "float_list", tf2.string: "bytes_list"}
+
+
+def _mismatch(key: str, config: Any, feature) -> Optional[str]:
+    """What makes one stored feature unparseable with its spec entry, or None."""
+    checked = (tf2.io.FixedLenFeature, tf2.io.VarLenFeature, tf2.io.FixedLenSequenceFeature)
+    kind = feature.WhichOneof("kind")
+    if not isinstance(config, checked) or config.dtype not in _LIST_OF_DTYPE or kind is None:
+        return None
+    if kind != _LIST_OF_DTYPE[config.dtype]:
+        return (
+            f"{key!r} is stored as {kind} but the spec asks for {config.dtype.name}: store "
+            f"{config.dtype.name} values or ask for {_DTYPE_OF_LIST[kind]}"
+        )
+    count = len(getattr(feature, kind).value)
+    if isinstance(config, tf2.io.FixedLenFeature) and count:
+        size = int(np.prod(config.shape, dtype=np.int64)) if config.shape else 1
+        if count != size:
+            return (
+                f"{key!r} holds {count} values; the spec's shape {list(config.shape)} needs {size}"
+            )
+    return None
+
+
+_DTYPE_OF_LIST = {"int64_list": "tf.int64", "float_list": "tf.float32", "bytes_list": "tf.string"}
 
 
 def from_tfrecord(
@@ -84,7 +124,8 @@ def from_tfrecord(
 
     Records are batched first and then parsed with one ``tf.io.parse_example`` call per batch,
     mapped in parallel, which is much faster than parsing example by example. The first example
-    is checked at once against ``feature_spec`` (required keys present).
+    is checked at once against ``feature_spec`` (required keys present, list types and
+    ``FixedLenFeature`` sizes as the spec says).
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train.tfrecord-*"``).
@@ -107,7 +148,8 @@ def from_tfrecord(
     Raises:
       ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a bad argument.
       DataError: no file matches, a file is not TFRecord (or has another compression), or the
-        examples lack a feature the spec requires.
+        first example lacks a feature the spec requires or stores one with another type or
+        number of values.
 
     Example:
 
