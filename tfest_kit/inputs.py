@@ -77,11 +77,12 @@ def _tf_friendly(array: np.ndarray, name: str) -> np.ndarray:
         # Keras layers and feature columns compute in float32; float64 input only costs casts.
         return array.astype(np.float32)
     if array.dtype == object:
-        if all(isinstance(v, (str, bytes)) for v in array.ravel()):
+        odd = [v for v in array.ravel() if not isinstance(v, (str, bytes))]
+        if not odd:
             return array.astype(str)
         raise TypeError(
-            f"Feature {name!r} holds Python objects that are not all strings; convert it to a "
-            f"numeric or string array. Got first value: {array.ravel()[:1]!r}"
+            f"Feature {name!r} holds Python objects that are not all strings (missing values?); "
+            f"convert it to a numeric or string array. Got: {odd[0]!r} ({type(odd[0]).__name__})"
         )
     return array
 
