@@ -158,3 +158,74 @@ def test_keras_3_is_refused_with_versions_to_install():
     check_keras_version("2.15.0")
     with pytest.raises(TfestKitError, match=r"Keras 3\.1\.0.*pip install tensorflow==2\.15\.1"):
         check_keras_version("3.1.0")
+
+
+def _named():
+    # Fixed layer names, so that variables match across models built in one process.
+    inp = keras.Input((4,), name="feats")
+    hidden = keras.layers.Dense(8, activation="relu", name="hidden")(inp)
+    hidden = keras.layers.BatchNormalization(name="norm")(hidden)
+    return _compile(keras.Model(inp, keras.layers.Dense(1, name="logit")(hidden)))
+
+
+def test_warm_start_from_a_path_keeps_batch_norm_statistics_not_the_global_step(tmp_path):
+    model = _named()
+    expected = _fit_a_little(model, X)
+    model.save_weights(str(tmp_path / "keras" / "weights"))
+
+    # Estimator reads a bare path as trainable variables only: the moving statistics were lost.
+    est = to_estimator(
+        _named(), model_dir=str(tmp_path / "a"), warm_start_from=str(tmp_path / "keras" / "weights")
+    )
+    np.testing.assert_allclose(_predict(est, X), expected, rtol=1e-5, atol=1e-5)
+
+    est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=1)
+    again = to_estimator(_named(), model_dir=str(tmp_path / "b"), warm_start_from=est.model_dir)
+    np.testing.assert_allclose(_predict(again, X), _predict(est, X), rtol=1e-5, atol=1e-5)
+    again.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=1)
+    assert again.latest_checkpoint().endswith("model.ckpt-1")  # a warm start, not a resume
+
+
+def test_subclassed_model_with_object_checkpoints_says_use_saver(tmp_path):
+    class Linear(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+    model = _compile(Linear())
+    with pytest.raises(ValueError, match=r'subclassed Model.*checkpoint_format="saver"'):
+        to_estimator(model, model_dir=str(tmp_path / "a"))
+    est = to_estimator(model, model_dir=str(tmp_path / "b"), checkpoint_format="saver")
+    assert _predict(est, X).shape == (64, 1)
+
+
+def test_sequential_without_input_shape_takes_a_one_key_dict(tmp_path):
+    model = _compile(keras.Sequential([keras.layers.Dense(3), keras.layers.Dense(1)]))
+    est = to_estimator(model, model_dir=str(tmp_path))
+    assert _predict(est, {"x": X}).shape == (64, 1)
+    with pytest.raises(ValueError, match=r"keys \['a', 'b'\].*no input name"):
+        _predict(est, {"a": X, "b": X})
+
+
+def test_label_keys_not_matching_the_outputs_are_one_readable_error(tmp_path):
+    inp = keras.Input((4,), name="feats")
+    hidden = keras.layers.Dense(4)(inp)
+    model = keras.Model(
+        inp, [keras.layers.Dense(1, name="cls")(hidden), keras.layers.Dense(1, name="reg")(hidden)]
+    )
+    model.compile("adam", {"cls": keras.losses.BinaryCrossentropy(from_logits=True), "reg": "mse"})
+    est = to_estimator(model, model_dir=str(tmp_path))
+
+    def input_fn(labels):
+        return lambda: tf.data.Dataset.from_tensor_slices((X, labels)).repeat().batch(16)
+
+    with pytest.raises(ValueError) as info:
+        est.train(input_fn({"label": Y, "target": Y}), steps=1)
+    message = str(info.value)
+    assert "\n" not in message and "\\n" not in message
+    assert "expected ['cls', 'reg']" in message and "received ['label', 'target']" in message
+    est.train(input_fn({"cls": Y, "reg": Y, "id": Y}), steps=2)  # extra keys are fine
+    assert est.latest_checkpoint().endswith("model.ckpt-2")

@@ -13,7 +13,8 @@ three things that make the official converter hard to use:
   ``vars_to_warm_start=".*"``, which only covers *trainable* variables: frozen layers and
   BatchNormalization moving statistics start from their initialisers, so the Estimator's
   predictions differ from ``model.predict``.  Here every variable is warm-started.
-* Errors.  An uncompiled model, a missing custom object or Keras 3 each get one message that
+* Errors.  An uncompiled model, a subclassed model with object-based checkpoints, labels keyed
+  differently from the outputs, a missing custom object or Keras 3 each get one message that
   says what to do.
 
 Example:
@@ -46,6 +47,9 @@ __all__ = ["to_estimator", "check_keras_version"]
 _INSTALL = "pip install tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
 _SAMPLE_WEIGHTS_KEY = "sample_weights"  # the official converter pops this key itself
 _CHECKPOINT_FORMATS = ("checkpoint", "saver")
+# Matched against graph variable names ("dense/kernel:0"): every variable but the global step
+# and the Keras optimizer's slots and hyper-parameters, which it creates under "training/".
+_MODEL_VARIABLES = r"(?!global_step:|training/)"
 # Keras 2 prints these from inside the official model_fn on every call; they say nothing the
 # user can act on (the estimator path has to set the learning phase).
 _NOISY_WARNINGS = (r".*set_learning_phase.*", r".*Model\.state_updates.*")
@@ -94,7 +98,9 @@ def to_estimator(
     Keras into graph mode, after which models built earlier cannot be used eagerly.
 
     Args:
-      keras_model: a compiled ``tf.keras.Model`` (Sequential, functional or subclassed).
+      keras_model: a compiled ``tf.keras.Model``: Sequential, functional, or subclassed (only
+        with ``checkpoint_format="saver"``; its weights are not carried over, the Estimator
+        starts from freshly initialised ones).
       model_dir: where checkpoints go; a new temporary directory when it and
         ``config.model_dir`` are both unset.
       config: a ``tf.estimator.RunConfig``.
@@ -102,7 +108,9 @@ def to_estimator(
         model, as for ``tf.keras.models.load_model``.
       checkpoint_format: ``"checkpoint"`` (object-based, the default) or ``"saver"``.
       warm_start_from: a checkpoint path, SavedModel directory or
-        ``tf.estimator.WarmStartSettings`` used instead of the Keras weights.
+        ``tf.estimator.WarmStartSettings`` used instead of the Keras weights.  From a path,
+        every model variable is warm-started (BatchNormalization statistics and frozen layers
+        too), the global step and the optimizer's variables are not.
 
     Returns:
       A ``tf.estimator.Estimator`` whose ``input_fn``s may yield features as a dict, a tuple /
@@ -112,8 +120,10 @@ def to_estimator(
 
     Raises:
       TypeError: if ``keras_model`` is not a ``tf.keras.Model``.
-      ValueError: if the model is not compiled, ``checkpoint_format`` is unknown, or a custom
-        object the model uses is missing from ``custom_objects``.
+      ValueError: if the model is not compiled, ``checkpoint_format`` is unknown (or
+        ``"checkpoint"`` for a subclassed model), or a custom object the model uses is missing
+        from ``custom_objects``.  While the Estimator runs: if the features or the labels
+        cannot be matched to the model's inputs / outputs.
       TfestKitError: on Keras 3 (no ``model_to_estimator``).
 
     Example:
@@ -145,6 +155,19 @@ def to_estimator(
             f"`checkpoint_format` must be one of {list(_CHECKPOINT_FORMATS)}. "
             f"Got: {checkpoint_format!r}"
         )
+    subclassed = not (
+        getattr(keras_model, "_is_graph_network", False)
+        or isinstance(keras_model, tf2.keras.Sequential)
+    )
+    if subclassed and checkpoint_format == "checkpoint":
+        # The official message says only "not supported"; name the way out and its cost.
+        raise ValueError(
+            f"`keras_model` {keras_model.name!r} is a subclassed Model, which the Keras converter "
+            'supports only with checkpoint_format="saver"; the Estimator then starts from '
+            "freshly initialised weights (Keras cannot carry a subclassed model's weights "
+            'over). Got: checkpoint_format="checkpoint". Pass checkpoint_format="saver", or '
+            "build the model with keras.Input and the functional API to keep its weights."
+        )
     if model_dir is None and (config is None or config.model_dir is None):
         model_dir = tempfile.mkdtemp(prefix="tfest_kit_keras_")
         tf.logging.info("to_estimator: using temporary model_dir %s", model_dir)
@@ -157,6 +180,8 @@ def to_estimator(
             warm_start_from = tf.estimator.WarmStartSettings(
                 ckpt_to_initialize_from=keras_ckpt, vars_to_warm_start=[".*"]
             )
+    else:
+        warm_start_from = _all_model_variables(warm_start_from)
     # The raw Keras model_fn, not the public `official.model_fn` wrapper: that one goes through
     # the official Estimator's _call_model_fn, which would log "Calling model_fn" a second time.
     raw_model_fn = getattr(official, "_model_fn", None)
@@ -169,6 +194,27 @@ def to_estimator(
             config=official.config,
             warm_start_from=warm_start_from,
         )
+
+
+def _all_model_variables(warm_start_from):
+    """Turns a warm-start path into settings that also cover the non-trainable weights.
+
+    Estimator reads a bare path as ``vars_to_warm_start=".*"``, which matches only trainable
+    variables: BatchNormalization statistics and frozen layers would start from their
+    initialisers.  The global step and the optimizer's variables (under ``training/``) stay
+    fresh, as in an official warm start.  ``WarmStartSettings`` are the caller's choice and
+    pass through unchanged.
+    """
+    if isinstance(warm_start_from, bytes):
+        warm_start_from = warm_start_from.decode()
+    if not isinstance(warm_start_from, (str, os.PathLike)):
+        return warm_start_from
+    path = os.fspath(warm_start_from)
+    if tf.io.gfile.exists(os.path.join(path, "variables", "variables.index")):
+        path = os.path.join(path, "variables", "variables")  # a SavedModel, as Estimator reads it
+    return tf.estimator.WarmStartSettings(
+        ckpt_to_initialize_from=path, vars_to_warm_start=[_MODEL_VARIABLES]
+    )
 
 
 def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
@@ -220,8 +266,10 @@ def _adapting_model_fn(official_model_fn, keras_model):
     def model_fn(features, labels, mode, config):
         if input_names:
             features = _adapt_features(features, input_names)
-        if len(output_names) == 1 and isinstance(labels, Mapping) and len(labels) == 1:
-            labels = next(iter(labels.values()))
+        elif isinstance(keras_model, tf2.keras.Sequential) and isinstance(features, Mapping):
+            features = _unbuilt_sequential_features(dict(features))
+        if isinstance(labels, Mapping) and output_names:
+            labels = _adapt_labels(dict(labels), output_names)
         with warnings.catch_warnings():
             for message in _NOISY_WARNINGS:
                 warnings.filterwarnings("ignore", message=message)
@@ -230,6 +278,42 @@ def _adapting_model_fn(official_model_fn, keras_model):
             return official_model_fn(features, labels, mode)
 
     return model_fn
+
+
+def _unbuilt_sequential_features(features: dict):
+    """The one input of a Sequential model built without an input shape (it has no input name).
+
+    Raises:
+      ValueError: if ``features`` has more than one key.
+    """
+    if len(features) != 1:
+        # The official clone would fail with "Unexpectedly found an instance of type dict".
+        raise ValueError(
+            f"features is a dict with keys {sorted(map(str, features))} but the Keras "
+            "Sequential model has one input and, built without an input shape, no input name: "
+            "yield one tensor (or a dict with one key), or give the first layer input_shape=..."
+        )
+    return next(iter(features.values()))
+
+
+def _adapt_labels(labels: dict, output_names: list[str]):
+    """Returns ``labels`` as the official model_fn wants them, or raises a readable error.
+
+    Raises:
+      ValueError: if the keys do not cover ``output_names``.
+    """
+    if all(name in labels for name in output_names):
+        return labels
+    if len(output_names) == 1 and len(labels) == 1:
+        return next(iter(labels.values()))
+    # Otherwise the official model_fn raises a KeyError whose message shows escaped newlines.
+    missing = [n for n in output_names if n not in labels]
+    raise ValueError(
+        "labels keys do not match the Keras model's outputs: expected "
+        f"{output_names} (model.output_names, in output order), received "
+        f"{sorted(map(str, labels))}, missing {missing}. Key the labels by the output layers' "
+        "names, or yield a tuple in output order."
+    )
 
 
 def _arg_names(fn) -> tuple:
