@@ -229,3 +229,21 @@ def test_label_keys_not_matching_the_outputs_are_one_readable_error(tmp_path):
     assert "expected ['cls', 'reg']" in message and "received ['label', 'target']" in message
     est.train(input_fn({"cls": Y, "reg": Y, "id": Y}), steps=2)  # extra keys are fine
     assert est.latest_checkpoint().endswith("model.ckpt-2")
+
+
+@pytest.mark.parametrize(
+    "source, pattern",
+    [
+        ("empty", r"directory without a checkpoint"),
+        ("missing", r"could not be read as a TensorFlow checkpoint.*NotFoundError"),
+        ("weights.h5", r"Keras \.h5 file.*keras_model\.load_weights\(path\)"),
+    ],
+)
+def test_warm_start_from_without_a_checkpoint_fails_before_training(tmp_path, source, pattern):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "weights.h5").write_bytes(b"\x89HDF\r\n\x1a\n")
+    with pytest.raises(ValueError, match=rf"`warm_start_from` .*{pattern}"):
+        to_estimator(
+            _sequential(), model_dir=str(tmp_path / "run"), warm_start_from=str(tmp_path / source)
+        )
+    assert not (tmp_path / "run").exists()

@@ -121,9 +121,10 @@ def to_estimator(
     Raises:
       TypeError: if ``keras_model`` is not a ``tf.keras.Model``.
       ValueError: if the model is not compiled, ``checkpoint_format`` is unknown (or
-        ``"checkpoint"`` for a subclassed model), or a custom object the model uses is missing
-        from ``custom_objects``.  While the Estimator runs: if the features or the labels
-        cannot be matched to the model's inputs / outputs.
+        ``"checkpoint"`` for a subclassed model), ``warm_start_from`` is a path without a
+        checkpoint, or a custom object the model uses is missing from ``custom_objects``.
+        While the Estimator runs: if the features or the labels cannot be matched to the
+        model's inputs / outputs.
       TfestKitError: on Keras 3 (no ``model_to_estimator``).
 
     Example:
@@ -172,6 +173,8 @@ def to_estimator(
         model_dir = tempfile.mkdtemp(prefix="tfest_kit_keras_")
         tf.logging.info("to_estimator: using temporary model_dir %s", model_dir)
 
+    if warm_start_from is not None:
+        warm_start_from = _all_model_variables(warm_start_from)  # checked before writing anything
     official = _convert(keras_model, model_dir, config, custom_objects, checkpoint_format)
     if warm_start_from is None:
         keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
@@ -180,8 +183,6 @@ def to_estimator(
             warm_start_from = tf.estimator.WarmStartSettings(
                 ckpt_to_initialize_from=keras_ckpt, vars_to_warm_start=[".*"]
             )
-    else:
-        warm_start_from = _all_model_variables(warm_start_from)
     # The raw Keras model_fn, not the public `official.model_fn` wrapper: that one goes through
     # the official Estimator's _call_model_fn, which would log "Calling model_fn" a second time.
     raw_model_fn = getattr(official, "_model_fn", None)
@@ -204,6 +205,10 @@ def _all_model_variables(warm_start_from):
     initialisers.  The global step and the optimizer's variables (under ``training/``) stay
     fresh, as in an official warm start.  ``WarmStartSettings`` are the caller's choice and
     pass through unchanged.
+
+    Raises:
+      ValueError: if the path holds no checkpoint (Estimator would fail only in ``train``, with
+        "Expected binary or unicode string, got None" for a directory).
     """
     if isinstance(warm_start_from, bytes):
         warm_start_from = warm_start_from.decode()
@@ -212,9 +217,35 @@ def _all_model_variables(warm_start_from):
     path = os.fspath(warm_start_from)
     if tf.io.gfile.exists(os.path.join(path, "variables", "variables.index")):
         path = os.path.join(path, "variables", "variables")  # a SavedModel, as Estimator reads it
+    _check_checkpoint(path)
     return tf.estimator.WarmStartSettings(
         ckpt_to_initialize_from=path, vars_to_warm_start=[_MODEL_VARIABLES]
     )
+
+
+def _check_checkpoint(path: str) -> None:
+    """Raises a ValueError naming ``warm_start_from`` unless ``path`` reads as a checkpoint."""
+    if path.lower().endswith((".h5", ".hdf5", ".keras")):
+        raise ValueError(
+            "`warm_start_from` must be a TensorFlow checkpoint or SavedModel; a Keras "
+            f"{os.path.splitext(path)[1]} file is neither. Got: {path!r}. Load it into the model "
+            "first (keras_model.load_weights(path)), then call to_estimator(keras_model) without "
+            "warm_start_from: the Estimator starts from the model's weights."
+        )
+    if tf.io.gfile.isdir(path) and tf.train.latest_checkpoint(path) is None:
+        raise ValueError(
+            "`warm_start_from` is a directory without a checkpoint or a SavedModel. Got: "
+            f"{path!r}, which contains {sorted(tf.io.gfile.listdir(path))[:10]}. Pass a model_dir "
+            "with a `checkpoint` file, a checkpoint prefix (.../model.ckpt-100) or a SavedModel."
+        )
+    try:
+        tf.train.load_checkpoint(path)
+    except Exception as error:  # noqa: BLE001 - re-raised as the user's argument error
+        first_line = (str(error).splitlines() or [""])[0]
+        raise ValueError(
+            "`warm_start_from` could not be read as a TensorFlow checkpoint. Got: "
+            f"{path!r} ({type(error).__name__}: {first_line})"
+        ) from error
 
 
 def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
