@@ -94,6 +94,9 @@ def test_predictions_equal_keras_predict(build, features, tmp_path):
 
 
 def test_evaluate_has_keras_metric_names_and_training_lowers_loss(tmp_path):
+    # Fixed initial weights: from some (1 in 8 seeds tried), the frozen layer and the slowly
+    # moving BatchNormalization statistics that evaluation uses make the eval loss rise first.
+    keras.utils.set_random_seed(0)
     est = to_estimator(_functional(), model_dir=str(tmp_path))
 
     def train_fn():
