@@ -6,11 +6,12 @@ import glob
 import json
 import os
 import re
+import socket
 
 import numpy as np
 import pytest
 
-from tests.conftest import captured_tf_log
+from tests.conftest import captured_tf_log, run_program
 from tfest_kit import tpu
 from tfest_kit._tf import estimator, tf, tf2
 
@@ -340,3 +341,74 @@ def test_cluster_fallback_keeps_runconfigs_device_filters(model_dir, monkeypatch
         _make_model_fn(_Recorder()), config=config, use_tpu=False, train_batch_size=8
     )
     assert not est.config.session_config.device_filters
+
+
+def test_missing_batch_size_names_the_method_called(model_dir):
+    est = tpu.TPUEstimator(_make_model_fn(_Recorder()), model_dir=model_dir, train_batch_size=8)
+    with pytest.raises(ValueError, match=r"eval_batch_size.*call evaluate\(\)"):
+        est.evaluate(lambda: None)
+    with pytest.raises(ValueError, match=r"predict_batch_size.*call predict\(\)"):
+        next(est.predict(lambda: None))
+
+
+@pytest.mark.parametrize("config_class", [tpu.RunConfig, estimator.RunConfig])
+def test_cluster_tasks_own_server_is_not_taken_for_a_tpu(model_dir, monkeypatch, config_class):
+    # In a TF_CONFIG cluster RunConfig's master is the task's own server. Once that server runs
+    # (an earlier train() in this process) something answers there, but it is not a TPU.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = "127.0.0.1:%d" % server.getsockname()[1]
+        cluster = {"chief": [address], "worker": ["127.0.0.1:2231"], "ps": ["127.0.0.1:2232"]}
+        tf_config = {"cluster": cluster, "task": {"type": "chief", "index": 0}}
+        monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+        config = config_class(model_dir=model_dir)
+        assert config.master == "grpc://" + address
+        est = tpu.TPUEstimator(
+            _make_model_fn(_Recorder()), config=config, use_tpu="auto", train_batch_size=8
+        )
+    assert type(est) is tpu.TPUEstimator
+
+
+_MIRRORED_PROGRAM = """
+import sys
+import numpy as np
+from tfest_kit import tpu
+from tfest_kit._tf import estimator, tf, tf2
+
+cpu = tf2.config.list_physical_devices("CPU")[0]
+tf2.config.set_logical_device_configuration(cpu, [tf2.config.LogicalDeviceConfiguration()] * 2)
+seen = []
+
+
+def model_fn(features, labels, mode, params):
+    seen.append(params.get("batch_size"))
+    logits = tf.layers.dense(features["x"], 2)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+    return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def input_fn(params):
+    x = np.zeros((8, 4), np.float32)
+    y = np.zeros(8, np.int32)
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(params["batch_size"])
+
+
+strategy = tf2.distribute.MirroredStrategy(
+    ["/cpu:0", "/cpu:1"], cross_device_ops=tf2.distribute.ReductionToOneDevice()
+)
+config = tpu.RunConfig(model_dir=sys.argv[1], train_distribute=strategy)
+est = tpu.TPUEstimator(model_fn, config=config, train_batch_size=8)
+est.train(input_fn, max_steps=2)
+print("BATCH_SIZES", seen)
+"""
+
+
+@pytest.mark.slow
+def test_every_replica_of_a_distribution_strategy_gets_the_batch_size(model_dir, tmp_path):
+    # MirroredStrategy calls model_fn once per replica after one input_fn call.
+    script = tmp_path / "mirrored.py"
+    script.write_text(_MIRRORED_PROGRAM)
+    out = run_program([str(script), model_dir], timeout=120).stdout
+    assert "BATCH_SIZES [8, 8]" in out, out

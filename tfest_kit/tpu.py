@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import weakref
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
@@ -65,6 +66,7 @@ RESERVED_PARAMS_KEYS = ("batch_size", "context")
 _MODES = tf_estimator.ModeKeys
 _BATCH_ARG = {_MODES.TRAIN: "train_batch_size", _MODES.EVAL: "eval_batch_size"}
 _BATCH_ARG[_MODES.PREDICT] = "predict_batch_size"
+_METHOD = {_MODES.TRAIN: "train", _MODES.EVAL: "evaluate", _MODES.PREDICT: "predict"}
 
 
 def _tpu_hint(config) -> Optional[str]:
@@ -77,7 +79,24 @@ def _tpu_hint(config) -> Optional[str]:
     if cluster is not None:
         return cluster.master() or None
     master = getattr(config, "master", "") or ""
-    return master if master.startswith("grpc://") else None
+    if not master.startswith("grpc://") or master == _own_cluster_address(config):
+        return None
+    return master
+
+
+def _own_cluster_address(config) -> Optional[str]:
+    """This task's own server in a TF_CONFIG cluster: RunConfig's master there, not a TPU.
+
+    Taking it for a TPU address would pick the official TPUEstimator on a CPU cluster as soon as
+    anything listens there (the task's own server, started by an earlier train()).
+    """
+    spec, task_type = getattr(config, "cluster_spec", None), getattr(config, "task_type", None)
+    if not spec or task_type is None:
+        return None
+    try:
+        return "grpc://" + spec.task_address(task_type, config.task_id or 0)
+    except (ValueError, KeyError, IndexError):
+        return None
 
 
 def _wants_official(use_tpu, config) -> bool:
@@ -321,7 +340,9 @@ class TPUEstimator(tf_estimator.Estimator):
         self._user_model_fn = model_fn
         self._export_to_tpu = export_to_tpu
         self._export_warned = False
-        self._input_fn_called = False
+        # Graphs the wrapped input_fn ran in: model_fn in one of them is train / evaluate /
+        # predict (every replica of a distribution strategy too); anywhere else it is an export.
+        self._input_graphs = weakref.WeakSet()
         super().__init__(
             model_fn=self._make_model_fn(),
             model_dir=model_dir,
@@ -360,8 +381,7 @@ class TPUEstimator(tf_estimator.Estimator):
         def model_fn(features, labels, mode, params, config):
             # Like the official class: input_fn runs before model_fn in train / evaluate /
             # predict but not in export, where the batch size is unknown.
-            is_export = not self._input_fn_called
-            self._input_fn_called = False
+            is_export = tf.get_default_graph() not in self._input_graphs
             params = dict(params)
             if not is_export and self._batch_sizes.get(mode) is not None:
                 params["batch_size"] = self._batch_sizes[mode]
@@ -407,12 +427,12 @@ class TPUEstimator(tf_estimator.Estimator):
         if batch_size is None:
             name = _BATCH_ARG[mode]
             raise ValueError(
-                f"`{name}` must be set on TPUEstimator to call {mode.replace('infer', 'predict')}"
-                f"(): it becomes params['batch_size']. Got: {name}=None"
+                f"`{name}` must be set on TPUEstimator to call {_METHOD[mode]}(): it becomes "
+                f"params['batch_size']. Got: {name}=None"
             )
 
         def wrapped_input_fn(mode, params, config, input_context=None):
-            self._input_fn_called = True
+            self._input_graphs.add(tf.get_default_graph())
             params = dict(params)
             params["batch_size"] = batch_size
             return call_with_args(
@@ -468,7 +488,6 @@ class TPUEstimator(tf_estimator.Estimator):
     def export_saved_model(self, export_dir_base, serving_input_receiver_fn, *args, **kwargs):
         """As ``Estimator.export_saved_model``; writes a CPU SavedModel."""
         self._warn_export()
-        self._input_fn_called = False
         return super().export_saved_model(
             export_dir_base, serving_input_receiver_fn, *args, **kwargs
         )
@@ -478,7 +497,6 @@ class TPUEstimator(tf_estimator.Estimator):
     ):
         """As ``Estimator.experimental_export_all_saved_models``; CPU SavedModels."""
         self._warn_export()
-        self._input_fn_called = False
         return super().experimental_export_all_saved_models(
             export_dir_base, input_receiver_fn_map, *a, **kw
         )
