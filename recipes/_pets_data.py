@@ -4,7 +4,8 @@ Three sources end in the same ``input_fn`` shape — ``(images float32 [N, S, S,
 labels float32 [N, 1])`` with cat = 0 and dog = 1, as in tfds ``cats_vs_dogs``:
 
 * an image folder in the Kaggle / Microsoft ``PetImages/{Cat,Dog}`` layout (or ``cats/ dogs/``),
-  checked up front so corrupted or non-JPEG files are skipped and counted, as tfds does;
+  checked up front so corrupted files, and files that are not the format their name says, are
+  skipped and counted, as tfds does (JPEG, PNG, BMP and GIF are read);
 * a built-in sample written once into a cache directory in that same layout: procedurally drawn
   cat-like and dog-like faces (pointed ears, slit pupils, whiskers and tabby stripes against
   floppy ears, a snout, a big nose and round eyes) on random cluttered backgrounds, with three
@@ -48,8 +49,11 @@ __all__ = [
 
 CLASS_NAMES = ("cat", "dog")
 SAMPLE_VERSION = "v1"
-_LAYOUTS = (("Cat", "Dog"), ("cats", "dogs"), ("cat", "dog"), ("Cats", "Dogs"))
-_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
+_CLASS_FOLDERS = (("cat", "cats"), ("dog", "dogs"))  # matched in any case
+# File name suffix -> the format its content must have (PIL's name for it).
+_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".bmp": "BMP", ".gif": "GIF"}
+# The modes tf.io.decode_image(channels=3) reads, where it does not read all (1-bit BMP).
+_TF_MODES = {"JPEG": ("RGB", "L", "CMYK"), "BMP": ("L", "P", "RGB", "RGBA")}
 _CACHE_LIMIT = 6000  # images; above this the decoded set would not fit comfortably in memory
 
 
@@ -70,19 +74,37 @@ def default_cache_dir() -> str:
 # ----------------------------------------------------------------------------- folders
 
 
+def _child_dirs(root: str, names: tuple) -> list:
+    """Sub-folders of ``root`` whose name is one of ``names`` in any case (``CATS``, ``Dog``)."""
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return []
+    found = [os.path.join(root, e) for e in entries if e.lower() in names]
+    return sorted(p for p in found if os.path.isdir(p))
+
+
 def class_dirs(image_dir: str) -> tuple[str, str]:
     """Returns the (cat, dog) folders under ``image_dir`` (or ``image_dir/PetImages``).
 
+    Folder names match in any case, singular or plural: ``Cat``, ``cats``, ``DOGS``.
+
     Raises:
-      ValueError: if neither layout is there; the message lists what is.
+      ValueError: if neither layout is there (the message lists what is), or a class has two
+        folders (``cat/`` and ``Cats/``).
     """
     if not os.path.isdir(image_dir):
         raise ValueError(f"--image_dir {image_dir!r} is not a directory")
-    for root in (os.path.join(image_dir, "PetImages"), image_dir):
-        for cat, dog in _LAYOUTS:
-            pair = os.path.join(root, cat), os.path.join(root, dog)
-            if all(os.path.isdir(p) for p in pair):
-                return pair
+    for root in (*_child_dirs(image_dir, ("petimages",)), image_dir):
+        cats, dogs = (_child_dirs(root, names) for names in _CLASS_FOLDERS)
+        if cats and dogs:
+            if len(cats) > 1 or len(dogs) > 1:
+                raise ValueError(
+                    f"--image_dir {image_dir!r} has more than one folder for a class: "
+                    f"{[os.path.basename(p) for p in cats + dogs]}; keep one cat and one dog "
+                    "folder"
+                )
+            return cats[0], dogs[0]
     listing = sorted(os.listdir(image_dir))[:10]
     raise ValueError(
         f"--image_dir {image_dir!r} has neither PetImages/Cat + PetImages/Dog nor cats/ + dogs/ "
@@ -90,34 +112,35 @@ def class_dirs(image_dir: str) -> tuple[str, str]:
     )
 
 
-def _is_good_jpeg(path: str) -> bool:
-    # Like tfds cats_vs_dogs, reject files that are not JPEGs whatever their name says (the
+def _is_good_image(path: str) -> bool:
+    # Like tfds cats_vs_dogs, reject files whose content is not what their name says (the
     # Microsoft archive holds BMPs and empty files named .jpg), then decode fully so a
     # truncated file is caught here rather than halfway through training.
+    expected = _FORMATS[os.path.splitext(path)[1].lower()]
     try:
         with open(path, "rb") as f:
             data = f.read()
-        if not data.startswith(b"\xff\xd8\xff"):
-            return False
         with Image.open(io.BytesIO(data)) as image:
+            if image.format != expected:
+                return False
             image.load()
-            return image.mode in ("RGB", "L", "CMYK")
-    except (OSError, ValueError, SyntaxError):
+            return image.mode in _TF_MODES.get(expected, (image.mode,))
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
         return False
 
 
 def scan_folder(image_dir: str) -> Found:
-    """Lists the JPEGs of both classes, checking each one.
+    """Lists the JPEG, PNG, BMP and GIF files of both classes, checking each one.
 
     Raises:
       ValueError: if the layout is missing or no usable image is found.
     """
     paths, labels, skipped = [], [], []
     for label, folder in enumerate(class_dirs(image_dir)):
-        names = sorted(n for n in os.listdir(folder) if n.lower().endswith(_IMAGE_SUFFIXES))
+        names = sorted(n for n in os.listdir(folder) if n.lower().endswith(tuple(_FORMATS)))
         for name in names:
             path = os.path.join(folder, name)
-            if _is_good_jpeg(path):
+            if _is_good_image(path):
                 paths.append(path)
                 labels.append(label)
             else:
@@ -148,7 +171,8 @@ def split(paths: list, labels: list, eval_fraction: float) -> tuple[tuple, tuple
 
 
 def _load(path, label, image_size: int):
-    image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+    # decode_image reads PNG, BMP and GIF (first frame) too, as image_bytes_receiver does.
+    image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
     image = tf.image.resize(tf.cast(image, tf.float32), (image_size, image_size))
     # Same arithmetic as tfest_kit.serving.image_bytes_receiver's default: [0, 255] -> [-1, 1].
     return image / 127.5 - 1.0, tf.reshape(tf.cast(label, tf.float32), [1])

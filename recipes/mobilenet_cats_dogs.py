@@ -41,7 +41,9 @@ flags.DEFINE_enum("data", "auto", ["auto", "tfds", "images", "sample"], "Where i
 flags.DEFINE_string(
     "data_dir", None, "tfds data_dir (default $TFDS_DATA_DIR or ~/tensorflow_datasets)."
 )
-flags.DEFINE_string("image_dir", None, "For --data=images: PetImages/{Cat,Dog} or cats/ dogs/.")
+flags.DEFINE_string(
+    "image_dir", None, "For --data=images: PetImages/{Cat,Dog} or cats/ dogs/ (any case)."
+)
 flags.DEFINE_string(
     "cache_dir", None, "Where the built-in sample is generated (~/.cache/tfest_kit)."
 )

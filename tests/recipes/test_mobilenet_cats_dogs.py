@@ -135,3 +135,54 @@ def test_tfds_offline_is_one_line_error(tmp_path):
         timeout=240,
     )
     _assert_one_line_error(proc, "could not prepare tfds cats_vs_dogs", "internet")
+
+
+def _save(path, mode="RGB", fmt="JPEG", size=(40, 30)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new(mode, size).save(path, fmt)
+    return str(path)
+
+
+def test_image_folder_any_case_png_gif_bmp_and_symlinks(tmp_path):
+    from recipes import _pets_data
+
+    outside = tmp_path / "elsewhere"
+    real_dog = _save(outside / "dogs" / "rex.jpg")
+    root = tmp_path / "pets" / "petimages"  # folder names in any case
+    good_cats = [
+        _save(root / "CATS" / "a.jpg"),
+        _save(root / "CATS" / "b.PNG", "RGBA", "PNG"),
+        _save(root / "CATS" / "c.gif", "P", "GIF"),
+        _save(root / "CATS" / "d.bmp", "RGB", "BMP"),
+    ]
+    bad_cats = [
+        _save(root / "CATS" / "one_bit.bmp", "1", "BMP"),  # TensorFlow cannot decode it
+        _save(root / "CATS" / "png_named.jpg", "RGB", "PNG"),  # not what its name says
+    ]
+    (root / "CATS" / "notes.txt").write_text("not an image name: not counted")
+    (root / "CATS" / "linked.jpg").symlink_to(real_dog)
+    (root / "CATS" / "dangling.jpg").symlink_to(tmp_path / "missing.jpg")
+    (root / "Dog").symlink_to(outside / "dogs", target_is_directory=True)
+
+    found = _pets_data.scan_folder(str(tmp_path / "pets"))
+    cats = [p for p, y in zip(found.paths, found.labels) if y == 0]
+    dogs = [p for p, y in zip(found.paths, found.labels) if y == 1]
+    assert sorted(cats) == sorted([*good_cats, str(root / "CATS" / "linked.jpg")])
+    assert dogs == [str(root / "Dog" / "rex.jpg")]
+    assert sorted(found.skipped) == sorted([*bad_cats, str(root / "CATS" / "dangling.jpg")])
+
+    # Everything accepted decodes in the training input pipeline.
+    input_fn = _pets_data.folder_input_fn(
+        found.paths, found.labels, image_size=16, batch_size=8, training=False
+    )
+    images, labels = next(iter(input_fn()))
+    assert images.shape == (6, 16, 16, 3) and labels.shape == (6, 1)
+
+
+def test_image_folder_with_two_folders_for_a_class_is_an_error(tmp_path):
+    from recipes import _pets_data
+
+    for folder in ("cat", "Cats", "dogs"):
+        _save(tmp_path / folder / "x.jpg")
+    with pytest.raises(ValueError, match=r"more than one folder for a class.*'Cats'.*'cat'"):
+        _pets_data.class_dirs(str(tmp_path))
