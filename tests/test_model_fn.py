@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import numpy as np
@@ -392,3 +393,93 @@ def test_binary_auc_and_float_labels():
         assert set(spec.eval_metric_ops) == {"auc", "accuracy"}
         with pytest.raises(ValueError, match="`labels` must be integer.*float32"):
             model_fn({"x": tf.constant(X_EVAL[:8])}, tf.zeros([8]), estimator.ModeKeys.EVAL)
+
+
+# ------------------------------------------------------------------------ warm start details
+
+
+@contextlib.contextmanager
+def _log_messages():
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = tf2.get_logger()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def test_warm_start_lists_and_warns_once_across_builds(trained):
+    est, _, _ = trained
+
+    def wider(features, mode, params):
+        hidden = tf2.keras.layers.Dense(8, activation="tanh", name="hidden")(features["x"])
+        return tf2.keras.layers.Dense(NUM_CLASSES + 1, name="logits")(hidden)
+
+    model_fn = mf.classifier(wider, NUM_CLASSES + 1, init_checkpoint=est.model_dir)
+    with _log_messages() as records:
+        # Estimator builds the graph again for train, evaluate, predict and export.
+        for mode in (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL, estimator.ModeKeys.PREDICT):
+            with tf.Graph().as_default():
+                tf.train.get_or_create_global_step()
+                _call(model_fn, mode)
+    lines = [record.getMessage() for record in records]
+    differ = [line for line in lines if "shape differs" in line]
+    assert len(differ) == 2, lines  # logits/kernel and logits/bias, once each
+    assert any("logits/kernel (model [8, 4], checkpoint [8, 3])" in line for line in differ)
+    assert sum("**** Variables" in line for line in lines) == 1, lines
+    assert sum("*INIT_FROM_CKPT*" in line for line in lines) == 2, lines
+
+
+def test_tpu_spec_scaffold_does_not_warm_start_optimizer_slots(trained):
+    est, _, _ = trained
+    saved_slot = tf.train.load_variable(est.model_dir, "hidden/kernel/Adam")
+    assert np.abs(saved_slot).max() > 0
+    model_fn = mf.classifier(network, NUM_CLASSES, tpu_spec=True, init_checkpoint=est.model_dir)
+    with tf.Graph().as_default(), _log_messages() as records:
+        tf.train.get_or_create_global_step()
+        spec = _call(model_fn, estimator.ModeKeys.TRAIN, params={"batch_size": 8})
+        spec.scaffold_fn()  # after the train op, as TPUEstimator calls it
+        by_name = {v.op.name: v for v in tf.global_variables()}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            kernel, slot = sess.run([by_name["hidden/kernel"], by_name["hidden/kernel/Adam"]])
+    np.testing.assert_array_equal(kernel, tf.train.load_variable(est.model_dir, "hidden/kernel"))
+    np.testing.assert_array_equal(slot, np.zeros_like(saved_slot))
+    assert not any("/Adam" in record.getMessage() for record in records)
+
+
+def test_assignment_map_root_scope_and_clear_errors(trained):
+    est, _, _ = trained
+
+    def build(assignment_map, network_fn=network, num_classes=NUM_CLASSES):
+        model_fn = mf.classifier(
+            network_fn, num_classes, init_checkpoint=est.model_dir, assignment_map=assignment_map
+        )
+        tf.train.get_or_create_global_step()
+        _call(model_fn, estimator.ModeKeys.PREDICT)
+        return {v.op.name: v for v in tf.global_variables()}
+
+    # '/' is init_from_checkpoint's root scope.
+    with tf.Graph().as_default():
+        by_name = build({"/": "/"})
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            logits = sess.run(by_name["logits/kernel"])
+    np.testing.assert_array_equal(logits, tf.train.load_variable(est.model_dir, "logits/kernel"))
+
+    missing = r"entry 'nope/kernel'.*not a variable of the checkpoint"
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=missing):
+        build({"nope/kernel": "hidden/kernel"})
+
+    def wider(features, mode, params):
+        return tf2.keras.layers.Dense(NUM_CLASSES + 1, name="logits")(features["x"])
+
+    differ = r"entry 'logits/'.*shapes differ.*logits/kernel"
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=differ):
+        build({"logits/": "logits/"}, wider, NUM_CLASSES + 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Optional
 
@@ -10,7 +11,7 @@ from tfest_kit._tf import tf
 
 __all__ = ["resolve_checkpoint", "assignment_map_for", "warm_start", "check_model_dir"]
 
-# (checkpoint, variable names, matches) already listed in full by this process.
+# (checkpoint, (name, shape, warm-started) per variable) listed in full by this process.
 _LISTED: set = set()
 
 
@@ -82,69 +83,109 @@ def assignment_map_for(prefix: str, variables) -> tuple[dict, list[str]]:
     return assignment_map, skipped
 
 
+def _scope_prefix(name: str) -> str:
+    """``'scope/'`` -> ``'scope/'``; the root forms ``'/'`` and ``''`` -> ``''``."""
+    return "" if name == "/" else name
+
+
+def _check_entry(entry: str, ckpt_name: str, var, shapes: Mapping, prefix: str) -> None:
+    """Fails naming the ``assignment_map`` entry when its checkpoint name or shape is wrong.
+
+    ``init_from_checkpoint`` would raise too, but its message for a missing name prints the
+    whole checkpoint map (hundreds of entries for BERT) and neither names the entry.
+    """
+    if ckpt_name not in shapes:
+        names = sorted(name for name in shapes if not re.search(r"/(Adam|adam_[mv])", name))
+        raise ValueError(
+            f"`assignment_map` entry {entry}: {ckpt_name!r} is not a variable of the checkpoint "
+            f"{prefix}. Got checkpoint variables: {names[:20]}"
+            f"{f' ... ({len(names)} in all)' if len(names) > 20 else ''}"
+        )
+    shape = getattr(var, "shape", None)
+    if shape is None or isinstance(var, (list, tuple)) or not shape.is_fully_defined():
+        return
+    if list(shapes[ckpt_name]) != shape.as_list():
+        raise ValueError(
+            f"`assignment_map` entry {entry}: shapes differ for {_variable_name(var)} "
+            f"(model {shape.as_list()}, checkpoint {ckpt_name} {list(shapes[ckpt_name])}). Map "
+            "only variables of the same shape (leave out e.g. a new output layer)."
+        )
+
+
 def _expand(prefix: str, assignment_map: Mapping, variables) -> dict:
     """Turns a user map of names and ``'scope/': 'scope/'`` entries into ``{ckpt_name: var}``.
 
     ``tf.train.init_from_checkpoint`` resolves names only among ``tf.get_variable`` variables;
     Keras layers create theirs differently, so names are resolved here against the graph.
+    As there, ``'/'`` on either side of a scope entry stands for the root scope.
     """
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     by_name = {_variable_name(var): var for var in variables}
     expanded = {}
     for ckpt_name, target in assignment_map.items():
+        entry = f"{ckpt_name!r}: {target!r}" if isinstance(target, str) else repr(ckpt_name)
         if not isinstance(target, str):
+            _check_entry(entry, ckpt_name, target, shapes, prefix)
             expanded[ckpt_name] = target
         elif target in by_name:
+            _check_entry(entry, ckpt_name, by_name[target], shapes, prefix)
             expanded[ckpt_name] = by_name[target]
         elif (ckpt_name.endswith("/") or not ckpt_name) and (target.endswith("/") or not target):
+            ckpt_scope, target_scope = _scope_prefix(ckpt_name), _scope_prefix(target)
             matched = {
-                ckpt_name + name[len(target) :]: var
+                ckpt_scope + name[len(target_scope) :]: var
                 for name, var in by_name.items()
-                if name.startswith(target) and ckpt_name + name[len(target) :] in shapes
+                if name.startswith(target_scope)
+                and ckpt_scope + name[len(target_scope) :] in shapes
             }
             if not matched:
                 raise ValueError(
-                    f"`assignment_map` entry {ckpt_name!r}: {target!r} matches no variable of "
+                    f"`assignment_map` entry {entry} matches no variable of "
                     f"the model that is also in {prefix}. Got model variables: "
                     f"{sorted(by_name)[:20]}"
                 )
+            for name, var in matched.items():
+                _check_entry(entry, name, var, shapes, prefix)
             expanded.update(matched)
         else:
             raise ValueError(
-                f"`assignment_map` entry {ckpt_name!r}: {target!r} names no variable of the "
+                f"`assignment_map` entry {entry} names no variable of the "
                 f"model (use 'scope/': 'scope/' for scopes). Got model variables: "
                 f"{sorted(by_name)[:20]}"
             )
     return expanded
 
 
-def warm_start(prefix: str, assignment_map: Optional[Mapping] = None) -> None:
+def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=None) -> None:
     """Sets initialisers of the graph's model variables from ``prefix`` and logs the listing.
 
-    Without ``assignment_map`` every global variable (except the global step) whose name and
-    shape match the checkpoint is initialised from it.  Logs one line per variable, marking the
+    Without ``assignment_map`` every variable (except the global step) whose name and shape
+    match the checkpoint is initialised from it.  Logs one line per variable, marking the
     initialised ones with ``*INIT_FROM_CKPT*`` as BERT's ``run_classifier.py`` does.
+
+    ``variables`` (default: the graph's global variables) are the candidates; a caller that
+    warm-starts after building the train op passes the variables from before it, so optimizer
+    slots are neither warm-started nor listed.
     """
     global_step = tf.train.get_global_step()
-    variables = [var for var in tf.global_variables() if var is not global_step]
+    if variables is None:
+        variables = tf.global_variables()
+    variables = [var for var in variables if var is not global_step]
+    skipped = []
     if assignment_map is None:
         assignment_map, skipped = assignment_map_for(prefix, variables)
-        for description in skipped:
-            tf.logging.warning("Not warm-started, shape differs: %s", description)
     else:
         assignment_map = _expand(prefix, assignment_map, variables)
-    if not assignment_map:
-        tf.logging.warning(
-            "init_checkpoint %s: no variable of the model matches the checkpoint by name and "
-            "shape; nothing was warm-started. Pass `assignment_map` to map names.",
-            prefix,
-        )
-    else:
+    if assignment_map:
         tf.train.init_from_checkpoint(prefix, assignment_map)
     initialised = {id(var) for var in assignment_map.values()}
     # Estimator builds the model again for every evaluation, export and predict call; the
-    # same listing each time would bury the log, so later builds get one summary line.
-    key = (prefix, tuple(_variable_name(var) for var in variables), len(assignment_map))
+    # same listing and warnings each time would bury the log, so later builds get one line.
+    # The key holds what the listing shows, so another model or map is listed anew.
+    key = (
+        prefix,
+        tuple((_variable_name(var), str(var.shape), id(var) in initialised) for var in variables),
+    )
     if key in _LISTED:
         tf.logging.info(
             "Warm start from %s: %d of %d variables (listed above).",
@@ -154,6 +195,14 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None) -> None:
         )
         return
     _LISTED.add(key)
+    for description in skipped:
+        tf.logging.warning("Not warm-started, shape differs: %s", description)
+    if not assignment_map:
+        tf.logging.warning(
+            "init_checkpoint %s: no variable of the model matches the checkpoint by name and "
+            "shape; nothing was warm-started. Pass `assignment_map` to map names.",
+            prefix,
+        )
     tf.logging.info("**** Variables (warm start from %s) ****", prefix)
     for var in variables:
         mark = ", *INIT_FROM_CKPT*" if id(var) in initialised else ""

@@ -198,9 +198,12 @@ def build(
 
         scaffold_fn = None
         if checkpoint is not None:
+            # TPUEstimator calls scaffold_fn after the train op exists; warm-start only the
+            # network's variables, not the optimizer slots (as BERT and the Estimator path do).
+            model_variables = tf.global_variables()
 
             def scaffold_fn():
-                _warm_start.warm_start(checkpoint, assignment_map)
+                _warm_start.warm_start(checkpoint, assignment_map, model_variables)
                 return tf.train.Scaffold()
 
             if not tpu_spec:
