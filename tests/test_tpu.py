@@ -412,3 +412,20 @@ def test_every_replica_of_a_distribution_strategy_gets_the_batch_size(model_dir,
     script.write_text(_MIRRORED_PROGRAM)
     out = run_program([str(script), model_dir], timeout=120).stdout
     assert "BATCH_SIZES [8, 8]" in out, out
+
+
+def test_tpu_given_as_a_list_of_one_address_resolves_like_the_official_class(monkeypatch):
+    # TF1-era scripts pass TPUClusterResolver(tpu=[FLAGS.tpu]); a grpc:// address that answers
+    # resolves without any network look-up.
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = "grpc://127.0.0.1:%d" % server.getsockname()[1]
+        resolver = tpu.TPUClusterResolver([address])
+        assert not isinstance(resolver, tpu.NoTPUClusterResolver)
+        assert resolver.master() == address
+        assert tpu.tpu_available([address]) is True
+    for bad in ([], [address, address]):
+        with pytest.raises(ValueError, match="list of exactly one"):
+            tpu.TPUClusterResolver(bad)

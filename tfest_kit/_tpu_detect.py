@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import os
 import socket
-from typing import Any, Optional
+from collections.abc import Sequence
+from typing import Any, Optional, Union
 from urllib.parse import urlparse
 
 from tfest_kit._tf import tf, tf2
@@ -35,7 +36,15 @@ def _local_tpu() -> bool:
     return bool(tf2.config.list_physical_devices("TPU"))
 
 
-def _tpu_name(tpu: Optional[str]) -> Optional[str]:
+def _tpu_name(tpu) -> Optional[str]:
+    if isinstance(tpu, (list, tuple)):
+        # The official resolver also takes a one-item list (TF1-era scripts pass [FLAGS.tpu]).
+        if len(tpu) != 1:
+            raise ValueError(
+                "`tpu` must be a TPU name, a grpc:// address or a list of exactly one. "
+                f"Got: {tpu!r}"
+            )
+        tpu = tpu[0]
     return tpu or os.environ.get("TPU_NAME") or None
 
 
@@ -101,7 +110,10 @@ def _official_resolver(name: str, zone, project, **kw) -> Any:
 
 
 def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
-    tpu: Optional[str] = None, zone: Optional[str] = None, project: Optional[str] = None, **kw
+    tpu: Union[None, str, Sequence[str]] = None,
+    zone: Optional[str] = None,
+    project: Optional[str] = None,
+    **kw,
 ):
     """Returns the official ``TPUClusterResolver`` when a TPU resolves, else a no-TPU resolver.
 
@@ -109,7 +121,8 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
     server: it looks at local devices only (a TPU VM gets the official resolver for ``"local"``).
 
     Args:
-      tpu: TPU name or ``grpc://host:port`` address; None reads ``TPU_NAME``.
+      tpu: TPU name or ``grpc://host:port`` address (or a list of one, as the official class
+        takes); None reads ``TPU_NAME``.
       zone: GCE zone, passed to the official resolver.
       project: GCP project, passed to the official resolver.
       **kw: further arguments for the official resolver.
@@ -117,6 +130,9 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
     Returns:
       A ``tf.distribute.cluster_resolver.TPUClusterResolver`` or a
       :class:`NoTPUClusterResolver` (whose ``master()`` is ``""``).
+
+    Raises:
+      ValueError: if ``tpu`` is a list of more or fewer than one name.
 
     Example:
 
@@ -135,15 +151,19 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
         return NoTPUClusterResolver(f"TPU {name!r} did not resolve: {e}")
 
 
-def tpu_available(tpu: Optional[str] = None) -> bool:
+def tpu_available(tpu: Union[None, str, Sequence[str]] = None) -> bool:
     """Whether a TPU can be used.
 
     Args:
-      tpu: a TPU name or ``grpc://`` address to try (then, and with ``TPU_NAME`` set, the
-        official resolver is asked; that may use the network). None: local devices only.
+      tpu: a TPU name or ``grpc://`` address (or a list of one) to try (then, and with
+        ``TPU_NAME`` set, the official resolver is asked; that may use the network). None:
+        local devices only.
 
     Returns:
       True if a TPU is reachable.
+
+    Raises:
+      ValueError: if ``tpu`` is a list of more or fewer than one name.
 
     Example:
 
