@@ -59,6 +59,16 @@ class _CountSteps(estimator.SessionRunHook):
         self.calls += 1
 
 
+class _StopAfter(estimator.SessionRunHook):
+    def __init__(self, batches):
+        self.batches, self.calls = batches, 0
+
+    def after_run(self, run_context, run_values):
+        self.calls += 1
+        if self.calls >= self.batches:
+            run_context.request_stop()
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     model_dir = str(tmp_path_factory.mktemp("train") / "model")
@@ -108,6 +118,26 @@ def test_already_complete_run_still_returns_metrics(finished):
     )
     assert again["global_step"] == 40
     assert again["accuracy"] == pytest.approx(finished["metrics"]["accuracy"])
+
+
+def _repeating_eval_input_fn():
+    return _eval_input_fn().repeat()
+
+
+def test_eval_input_that_repeats_forever_needs_eval_steps(finished):
+    # The official loop would evaluate a repeat()ed Dataset forever, silently.
+    with pytest.raises(ValueError, match="repeats forever.*eval_steps=N"):
+        training.train_and_evaluate(
+            finished["est"],
+            _train_input_fn,
+            _repeating_eval_input_fn,
+            max_steps=40,
+            eval_hooks=[_StopAfter(500)],  # a failure, not a hang, if the check is missing
+        )
+    metrics = training.train_and_evaluate(
+        finished["est"], _train_input_fn, _repeating_eval_input_fn, max_steps=40, eval_steps=3
+    )
+    assert metrics["examples"] == 3 * 2
 
 
 def test_evaluator_task_under_tf_config_returns_newest_metrics(finished, monkeypatch):

@@ -40,11 +40,39 @@ def _as_list(name: str, value: Any, kind: type) -> list:
     return items
 
 
-class _EmptyEvalGuard(tf_estimator.SessionRunHook):
-    """Fails an evaluation that ran no batch: its metrics would be zeros, silently."""
+class _EvalGuard(tf_estimator.SessionRunHook):
+    """Fails an evaluation that would run forever or that ran no batch (its metrics: zeros).
+
+    Args:
+      eval_steps: the ``EvalSpec`` steps; with None the evaluation runs until the data ends.
+    """
+
+    def __init__(self, eval_steps: Optional[int]) -> None:
+        self._eval_steps = eval_steps
 
     def begin(self) -> None:
         self._batches = 0
+        self._cardinalities = []
+        if self._eval_steps is None:
+            # Estimator feeds a returned Dataset through an initializable iterator (MakeIterator);
+            # the official loop would read a repeat()ed one forever, with no error and no log.
+            self._cardinalities = [
+                tf.raw_ops.DatasetCardinality(input_dataset=op.inputs[0])
+                for op in tf.get_default_graph().get_operations()
+                if op.type == "MakeIterator"
+            ]
+
+    def after_create_session(self, session, coord) -> None:
+        if not self._cardinalities:
+            return
+        if tf.data.experimental.INFINITE_CARDINALITY in session.run(self._cardinalities):
+            raise ValueError(
+                "`eval_input_fn` repeats forever (its Dataset has infinite cardinality, e.g. "
+                "`.repeat()` or `num_epochs=None`) and `eval_steps=None` evaluates until the data "
+                "ends, so the evaluation would never finish. Do not repeat the eval data (e.g. "
+                "`num_epochs=1`), or pass `eval_steps=N` batches. Got: eval_steps=None and an "
+                "infinite eval Dataset"
+            )
 
     def after_run(self, run_context, run_values) -> None:
         self._batches += 1
@@ -140,7 +168,8 @@ def train_and_evaluate(
       estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. tfest_kit's TPUEstimator).
       train_input_fn: training ``input_fn``; should repeat, ``max_steps`` ends training.
       eval_input_fn: evaluation ``input_fn``; with ``eval_steps=None`` it must end (no
-        ``repeat()``), and the whole set is evaluated.
+        ``repeat()``: a Dataset that repeats forever is refused), and the whole set is
+        evaluated.
       max_steps: global step to train to.
       eval_steps: number of eval batches, or ``None`` for the whole eval set.
       hooks: training ``SessionRunHook``s, e.g. ``tfest_kit.hooks.early_stopping(...)``.
@@ -157,7 +186,8 @@ def train_and_evaluate(
       TypeError: if ``estimator`` is not an Estimator, an input_fn is not callable, or a
         hook / exporter has the wrong type.
       ValueError: for ``max_steps`` / ``eval_steps`` that are not positive ints or negative
-        seconds; when ``train_input_fn`` (locally) or ``eval_input_fn`` yields no batch;
+        seconds; when ``train_input_fn`` (locally) or ``eval_input_fn`` yields no batch, or
+        ``eval_input_fn`` returns a Dataset that repeats forever and ``eval_steps`` is None;
         for a malformed ``TF_CONFIG`` (see ``tfest_kit.cluster.validate_tf_config``).
 
     Example:
@@ -181,7 +211,7 @@ def train_and_evaluate(
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config()
 
-    evaluation_hooks.append(_EmptyEvalGuard())
+    evaluation_hooks.append(_EvalGuard(eval_steps))
     start_step = _checkpoint_step(estimator.model_dir)
 
     train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
