@@ -231,6 +231,19 @@ def test_chief_failure_stops_everyone_and_is_the_exit_status():
     assert _all_dead(_pids(out.getvalue()))
 
 
+def test_a_parameter_server_that_exits_stops_the_cluster():
+    # Without its ps the chief's session waits forever (no error): stop it, name the ps.
+    out = io.StringIO()
+    behaviour = "time.sleep(0.5); sys.exit(4) if t['type'] == 'ps' else time.sleep(3600)"
+    local = LocalCluster(_child(behaviour), workers=1, ps=1, output=out)
+    start = time.monotonic()
+    assert local.run(timeout=60) == 4, out.getvalue()
+    assert time.monotonic() - start < 20
+    assert "ps:0 exited with 4 while the chief trains" in out.getvalue()
+    assert "the chief goes on" not in out.getvalue()
+    assert _all_dead(_pids(out.getvalue()))
+
+
 def test_chief_killed_by_signal_and_timeout_statuses():
     kill_self = "import signal; os.kill(os.getpid(), signal.SIGKILL)"
     local = LocalCluster(_child(kill_self), output=io.StringIO())
@@ -317,6 +330,9 @@ def test_cli_exits_with_the_chief_status_and_prefixes_output(capsys, tmp_path):
         (["--workers", "1"], "after `--`"),
         (["--chief", "2", "--", "true"], "`chief` must be 1"),
         (["--workers", "-1", "--", "true"], "`workers` must be an int >= 0"),
+        (["--timeout", "-5", "--", "true"], "--timeout: must be a number of seconds > 0"),
+        (["--worker-grace", "nan", "--", "true"], "--worker-grace: must be a number of seconds"),
+        (["--evaluator-grace", "-1", "--", "true"], "--evaluator-grace: must be a number"),
     ],
 )
 def test_cli_usage_errors(capsys, argv, expected):
@@ -324,6 +340,17 @@ def test_cli_usage_errors(capsys, argv, expected):
         cluster.main(argv)
     assert info.value.code == 2
     assert expected in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "program, status, reason",
+    [("no-such-program-tfest-kit", 127, "No such file"), ("/etc/passwd", 126, "Permission")],
+)
+def test_cli_program_that_cannot_start_is_named(capsys, program, status, reason):
+    assert cluster.main(["--workers", "1", "--", program, "--flag"]) == status
+    err = capsys.readouterr().err
+    assert f"cannot start {program!r}: {reason}" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ import contextlib
 import ctypes
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -212,6 +213,9 @@ class LocalCluster:
             pending = [t for t in pending if self._procs[t].poll() is None]
             if pending:
                 time.sleep(_POLL_SECS)
+        for task in tasks:
+            if task not in pending:
+                self._pumps[task].join(5)  # their last lines before the launcher's next one
         return pending
 
     def run(
@@ -233,14 +237,28 @@ class LocalCluster:
           worker_grace_secs: how long workers may run on after the chief succeeded.
           evaluator_grace_secs: how long the evaluator may run on after the chief succeeded.
 
+        A parameter server that exits while the chief runs also stops every task: the chief
+        would wait for it forever (restarting it is :meth:`start_task`'s job, outside ``run``).
+
         Returns:
-          The chief's exit status (``128 + N`` if it died of signal N; 124 on timeout).
+          The chief's exit status (``128 + N`` if it died of signal N; 124 on timeout), or the
+          status of a parameter server that exited while the chief ran (1 if that was 0).
         """
         try:
             self.start()
             chief = self._procs[("chief", 0)]
             deadline = float("inf") if timeout is None else time.monotonic() + timeout
             while chief.poll() is None and time.monotonic() < deadline:
+                lost = self._lost_ps()
+                if lost is not None:
+                    task, ps_status = lost
+                    # The chief's session would wait for the lost variables forever: no error.
+                    self._write(
+                        f"[launcher] {_name(task)} exited with {ps_status} while the chief "
+                        "trains; the chief cannot go on without its parameter servers (it would "
+                        "wait for them forever); stopping every task"
+                    )
+                    return 128 - ps_status if ps_status < 0 else ps_status or 1
                 failed = self._failed_tasks()
                 if failed:
                     self._write(f"[launcher] {failed} exited with an error; the chief goes on")
@@ -257,6 +275,13 @@ class LocalCluster:
         finally:
             self.stop()
 
+    def _lost_ps(self) -> Optional[tuple[Task, int]]:
+        """A parameter server that has exited (a ps never ends by itself), with its status."""
+        for task in self.tasks:
+            if task[0] == "ps" and self._procs[task].poll() is not None:
+                return task, self._procs[task].returncode
+        return None
+
     def _failed_tasks(self) -> list[str]:
         # Reported once each: a worker that dies is not fatal (the chief carries on alone).
         failed = []
@@ -271,8 +296,8 @@ class LocalCluster:
         left = self._wait_all(workers, time.monotonic() + worker_grace_secs)
         if left:
             self._write(
-                f"[launcher] workers {left} still running {worker_grace_secs}s after the chief; "
-                "stopping them"
+                f"[launcher] workers {[_name(t) for t in left]} still running "
+                f"{worker_grace_secs}s after the chief; stopping them"
             )
         evaluators = [t for t in self.tasks if t[0] == "evaluator"]
         left = self._wait_all(evaluators, time.monotonic() + evaluator_grace_secs)
@@ -286,13 +311,33 @@ class LocalCluster:
         failed = self._failed_tasks()
         if failed:
             self._write(f"[launcher] {failed} exited with an error")
-        self._write("[launcher] training done; stopping the parameter servers")
+        if any(t[0] == "ps" for t in self.tasks):
+            self._write("[launcher] training done; stopping the parameter servers")
+        else:
+            self._write("[launcher] training done")
 
     def __enter__(self) -> LocalCluster:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _seconds(minimum: float, inclusive: bool) -> Any:
+    """An argparse type: a number of seconds ``>= minimum`` (or ``> minimum``)."""
+    bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        # `not (…)` also rejects NaN.
+        if not (value >= minimum if inclusive else value > minimum):
+            raise argparse.ArgumentTypeError(f"must be a number of seconds {bound}. Got: {text!r}")
+        return value
+
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -310,13 +355,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")
     parser.add_argument("--ps", type=int, default=0, help="number of parameter servers")
     parser.add_argument("--evaluator", action="store_true", help="also run an evaluator task")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds the chief may run")
     parser.add_argument(
-        "--worker-grace", type=float, default=120.0, help="seconds workers may outlive the chief"
+        "--timeout", type=_seconds(0, False), default=None, help="seconds the chief may run"
+    )
+    parser.add_argument(
+        "--worker-grace",
+        type=_seconds(0, True),
+        default=120.0,
+        help="seconds workers may outlive the chief",
     )
     parser.add_argument(
         "--evaluator-grace",
-        type=float,
+        type=_seconds(0, True),
         default=300.0,
         help="seconds the evaluator may run after the chief finished (its final evaluation)",
     )
@@ -359,6 +409,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"[launcher] {e}: stopping every task", flush=True)
         local.stop()
         return 128 + e.signum
+    except OSError as e:
+        # Popen of the first task failed (run() stopped anything already started).
+        print(
+            f"[launcher] cannot start {command[0]!r}: {e.strerror}. Give a program on PATH or a "
+            f"path to an executable after `--`. Got: {shlex.join(command)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 127 if isinstance(e, FileNotFoundError) else 126
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
