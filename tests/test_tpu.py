@@ -73,8 +73,19 @@ def _make_model_fn(rec):
                 if params.get("metrics_as_dict")
                 else [labels, logits]
             )
+            host_call = None
+            if params.get("eval_host_call"):
+
+                def eval_host_fn(loss):
+                    return [tf2.summary.scalar("host_eval_loss", loss[0])]
+
+                host_call = (eval_host_fn, [tf.reshape(loss, [1])])
             return tpu.TPUEstimatorSpec(
-                mode, loss=loss, eval_metrics=(metric_fn, tensors), scaffold_fn=scaffold_fn
+                mode,
+                loss=loss,
+                eval_metrics=(metric_fn, tensors),
+                scaffold_fn=scaffold_fn,
+                host_call=host_call,
             )
         global_step = tf.train.get_or_create_global_step()
         optimizer = tpu.CrossShardOptimizer(tf.train.GradientDescentOptimizer(params["lr"]))
@@ -174,6 +185,24 @@ def test_evaluate_with_eval_metrics_list(trained):
     assert metrics["accuracy"] > 0.7, metrics
     assert rec.input_fn[estimator.ModeKeys.EVAL] == EVAL_BS
     assert rec.model_fn[estimator.ModeKeys.EVAL] == EVAL_BS
+
+
+def _tags(directory):
+    tags = set()
+    for path in glob.glob(os.path.join(directory, "events.out.tfevents.*")):
+        for event in tf.train.summary_iterator(path):
+            tags.update(value.tag for value in event.summary.value)
+    return tags
+
+
+def test_eval_host_call_writes_to_the_named_evaluations_dir(trained):
+    est, _, _ = trained
+    rec = _Recorder()
+    named = _estimator(est.model_dir, rec, params={"eval_host_call": True})
+    metrics = named.evaluate(_make_input_fn(rec, repeat=False), name="holdout")
+    assert metrics["global_step"] == 30
+    assert "host_eval_loss" in _tags(named.eval_dir("holdout"))
+    assert "host_eval_loss" not in _tags(named.eval_dir())
 
 
 def test_predict_yields_one_result_per_example(trained):

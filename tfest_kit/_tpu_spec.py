@@ -9,7 +9,6 @@ that was copied or built before another one.
 from __future__ import annotations
 
 import inspect
-import os
 from typing import Any, Callable, Optional
 
 from tfest_kit._tf import estimator as tf_estimator
@@ -109,14 +108,14 @@ def _run_host_call(host_call, logdir: str):
         tf2.summary.experimental.set_step(previous_step)
 
 
-def to_estimator_spec(spec: Any, mode: str, model_dir: Optional[str]):
+def to_estimator_spec(spec: Any, mode: str, summary_dir: Optional[str]):
     """Returns an ``EstimatorSpec`` for ``spec`` (a ``TPUEstimatorSpec`` or ``EstimatorSpec``).
 
     Args:
       spec: what the user's model_fn returned.
       mode: the ``tf.estimator.ModeKeys`` the model_fn was called for.
-      model_dir: where a host_call's default summary writer writes (``model_dir`` for TRAIN,
-        ``model_dir/eval`` for EVAL).
+      summary_dir: where a host_call's default summary writer writes (Estimator's
+        ``model_dir`` for TRAIN, its ``eval_dir(name)`` for EVAL).
 
     Returns:
       A ``tf.estimator.EstimatorSpec``.
@@ -137,10 +136,7 @@ def to_estimator_spec(spec: Any, mode: str, model_dir: Optional[str]):
     extra_hooks = ()
     if spec.host_call is not None and mode != tf_estimator.ModeKeys.PREDICT:
         # host_call works for train() and evaluate(), as documented for TPUEstimatorSpec.
-        logdir = model_dir or ""
-        if mode == tf_estimator.ModeKeys.EVAL:
-            logdir = os.path.join(logdir, "eval")
-        extra_hooks = (HostCallHook(_run_host_call(spec.host_call, logdir)),)
+        extra_hooks = (HostCallHook(_run_host_call(spec.host_call, summary_dir or "")),)
     scaffold = spec.scaffold_fn() if spec.scaffold_fn else None
     return tf_estimator.EstimatorSpec(
         mode=mode,

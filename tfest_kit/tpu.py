@@ -196,7 +196,7 @@ class TPUEstimator(tf_estimator.Estimator):
     * A ``TPUEstimatorSpec`` becomes an ``EstimatorSpec``: ``eval_metrics`` (tensors as list or
       dict) -> ``eval_metric_ops``; ``scaffold_fn`` is called (``init_from_checkpoint`` inside
       works); ``host_call`` runs every train / eval step with a default summary writer on
-      ``model_dir`` (``model_dir/eval`` in evaluation) and the global step; hooks and
+      ``model_dir`` (``eval_dir(name)`` in evaluation) and the global step; hooks and
       ``export_outputs`` are kept. An ``EstimatorSpec`` passes through.
     * One line ``loss = …, step = … (… sec); global_step/sec: …, examples/sec: …`` every
       ``log_step_count_steps`` (or every ``TPUConfig.iterations_per_loop`` if longer), without
@@ -340,9 +340,10 @@ class TPUEstimator(tf_estimator.Estimator):
         self._user_model_fn = model_fn
         self._export_to_tpu = export_to_tpu
         self._export_warned = False
-        # Graphs the wrapped input_fn ran in: model_fn in one of them is train / evaluate /
-        # predict (every replica of a distribution strategy too); anywhere else it is an export.
-        self._input_graphs = weakref.WeakSet()
+        # Graphs the wrapped input_fn ran in (-> the evaluation's name): model_fn in one of them
+        # is train / evaluate / predict (every replica of a distribution strategy too); anywhere
+        # else it is an export.
+        self._input_graphs = weakref.WeakKeyDictionary()
         super().__init__(
             model_fn=self._make_model_fn(),
             model_dir=model_dir,
@@ -381,7 +382,8 @@ class TPUEstimator(tf_estimator.Estimator):
         def model_fn(features, labels, mode, params, config):
             # Like the official class: input_fn runs before model_fn in train / evaluate /
             # predict but not in export, where the batch size is unknown.
-            is_export = tf.get_default_graph() not in self._input_graphs
+            graph = tf.get_default_graph()
+            is_export = graph not in self._input_graphs
             params = dict(params)
             if not is_export and self._batch_sizes.get(mode) is not None:
                 params["batch_size"] = self._batch_sizes[mode]
@@ -404,7 +406,11 @@ class TPUEstimator(tf_estimator.Estimator):
                     "pass the `mode` argument through to the (TPU)EstimatorSpec. "
                     f"Got: {type(spec).__name__}(mode={spec_mode!r})"
                 )
-            spec = to_estimator_spec(spec, mode, config.model_dir)
+            summary_dir = config.model_dir or ""
+            if mode == _MODES.EVAL:  # Estimator.eval_dir(name)
+                name = self._input_graphs.get(graph)
+                summary_dir = os.path.join(summary_dir, "eval_" + name if name else "eval")
+            spec = to_estimator_spec(spec, mode, summary_dir)
             check_model_dir(config.model_dir)
             if mode == _MODES.TRAIN and config.train_distribute is None:
                 spec = _with_checkpoint_saver(spec, config)
@@ -420,7 +426,9 @@ class TPUEstimator(tf_estimator.Estimator):
 
         return model_fn
 
-    def _wrap_input_fn(self, input_fn: Callable, mode: str) -> Callable:
+    def _wrap_input_fn(
+        self, input_fn: Callable, mode: str, eval_name: Optional[str] = None
+    ) -> Callable:
         if not callable(input_fn):
             raise ValueError(f"`input_fn` must be a callable. Got: {input_fn!r}")
         batch_size = self._batch_sizes[mode]
@@ -432,7 +440,7 @@ class TPUEstimator(tf_estimator.Estimator):
             )
 
         def wrapped_input_fn(mode, params, config, input_context=None):
-            self._input_graphs.add(tf.get_default_graph())
+            self._input_graphs[tf.get_default_graph()] = eval_name
             params = dict(params)
             params["batch_size"] = batch_size
             return call_with_args(
@@ -454,7 +462,7 @@ class TPUEstimator(tf_estimator.Estimator):
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
         """As ``Estimator.evaluate``; ``params['batch_size'] = eval_batch_size``."""
         return super().evaluate(
-            self._wrap_input_fn(input_fn, _MODES.EVAL),
+            self._wrap_input_fn(input_fn, _MODES.EVAL, name),
             steps=steps,
             hooks=hooks,
             checkpoint_path=checkpoint_path,
