@@ -483,3 +483,22 @@ def test_assignment_map_root_scope_and_clear_errors(trained):
     differ = r"entry 'logits/'.*shapes differ.*logits/kernel"
     with tf.Graph().as_default(), pytest.raises(ValueError, match=differ):
         build({"logits/": "logits/"}, wider, NUM_CLASSES + 1)
+
+
+def test_labels_out_of_range_fail_naming_num_classes_and_the_value():
+    model_fn = mf.classifier(network, NUM_CLASSES, metrics=("accuracy", "f1", "recall_at_2"))
+    for mode in (estimator.ModeKeys.EVAL, estimator.ModeKeys.TRAIN):
+        with tf.Graph().as_default():
+            tf.train.get_or_create_global_step()
+            labels = tf.constant([0, 1, 2, 5, 1], tf.int64)
+            spec = model_fn({"x": tf.constant(X_EVAL[:5])}, labels, mode, {})
+            fetches = [spec.loss, spec.train_op] if spec.train_op is not None else [spec.loss]
+            fetches += [update for _, update in spec.eval_metric_ops.values()]
+            with (
+                tf.train.MonitoredSession() as sess,
+                pytest.raises(
+                    tf.errors.InvalidArgumentError,
+                    match=r"`labels` must be class ids in \[0, num_classes=3\).*\[0\] \[to\] \[5\]",
+                ),
+            ):
+                sess.run(fetches)

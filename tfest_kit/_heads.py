@@ -105,7 +105,22 @@ def classifier_parts(num_classes: int, metrics: Sequence[str], top_k) -> dict[st
                 "`labels` must be integer class ids in [0, num_classes). "
                 f"Got: dtype {labels.dtype.name}"
             )
-        return tf.reshape(tf.cast(labels, tf.int32), [-1])
+        labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+        # Out of range, the loss fails with its own message but the confusion-matrix metrics
+        # fail first in EVAL with "Condition x < y" and the first three labels, not the bad one.
+        in_range = tf.reduce_all((labels >= 0) & (labels < num_classes))
+        check = tf.Assert(
+            in_range,
+            [
+                f"`labels` must be class ids in [0, num_classes={num_classes}). Got: labels from",
+                tf.reduce_min(labels),
+                "to",
+                tf.reduce_max(labels),
+            ],
+            name="check_labels",
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(labels, name="labels")
 
     def predictions_fn(logits):
         predictions = {
