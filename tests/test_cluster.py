@@ -220,6 +220,19 @@ def test_run_prefixes_lines_gives_each_task_its_tf_config_and_stops_ps():
     assert local.tf_config("worker", 1)["cluster"] == local.cluster
 
 
+def test_progress_bar_redraws_and_a_last_line_without_newline_keep_the_prefix():
+    out = io.StringIO()
+    behaviour = (
+        "sys.stdout.write('step 1/3\\rstep 2/3\\rstep 3/3\\r\\n' + 'x' * 100000 + '\\nno newline')"
+    )
+    assert LocalCluster(_child(behaviour), output=out).run(timeout=60) == 0
+    lines = out.getvalue().splitlines()
+    assert "[chief:0] step 3/3" in lines
+    assert "[chief:0] " + "x" * 100000 in lines
+    assert "[chief:0] no newline" in lines
+    assert "\r" not in out.getvalue()
+
+
 def test_chief_failure_stops_everyone_and_is_the_exit_status():
     out = io.StringIO()
     behaviour = "time.sleep(0.5); sys.exit(3) if t['type'] == 'chief' else time.sleep(3600)"

@@ -145,8 +145,11 @@ class LocalCluster:
     def _pump(self, task: Task, proc: subprocess.Popen) -> None:
         prefix = f"[{_name(task)}] "
         for raw in iter(proc.stdout.readline, b""):
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            self._write(prefix + line)
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            # Progress bars redraw a line after "\r"; written whole, the last redraw would
+            # overwrite the prefix on a terminal. Keep what a terminal would show.
+            redraws = [part for part in text.split("\r") if part]
+            self._write(prefix + (redraws[-1] if redraws else ""))
         proc.stdout.close()
 
     def _write(self, line: str) -> None:
