@@ -502,3 +502,25 @@ def test_labels_out_of_range_fail_naming_num_classes_and_the_value():
                 ),
             ):
                 sess.run(fetches)
+
+
+def test_init_checkpoint_given_as_one_of_its_files(trained):
+    est, _, _ = trained
+    prefix = tf.train.latest_checkpoint(est.model_dir)
+    data_file = tf.io.gfile.glob(prefix + ".data-*")[0]
+    for path in (data_file, prefix + ".meta", prefix + ".index"):
+        model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=path)
+        with tf.Graph().as_default():
+            tf.train.get_or_create_global_step()
+            _call(model_fn, estimator.ModeKeys.PREDICT)
+            kernel = next(v for v in tf.global_variables() if v.op.name == "hidden/kernel")
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                np.testing.assert_array_equal(
+                    sess.run(kernel), tf.train.load_variable(prefix, "hidden/kernel")
+                )
+    step = prefix.rsplit("-", 1)[1]
+    with pytest.raises(
+        ValueError, match=rf"does not exist.*checkpoints in that directory.*-{step}"
+    ):
+        mf.classifier(network, NUM_CLASSES, init_checkpoint=prefix.rsplit("-", 1)[0])

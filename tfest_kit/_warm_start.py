@@ -19,8 +19,9 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
     """Returns the checkpoint prefix for a prefix or a directory; fails clearly if unreadable.
 
     Args:
-      init_checkpoint: a checkpoint prefix (``.../model.ckpt-100``) or a directory holding a
-        ``checkpoint`` file.
+      init_checkpoint: a checkpoint prefix (``.../model.ckpt-100``), one of its files
+        (``.index``, ``.meta``, ``.data-…``), a directory holding a ``checkpoint`` file, or
+        that ``checkpoint`` file.
 
     Returns:
       The checkpoint prefix.
@@ -43,11 +44,13 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
                 "as .../model.ckpt-1000 or the model_dir of a trained model."
             )
     else:
-        prefix = path
+        prefix = _strip_file_suffix(path)
         if not tf.io.gfile.glob(prefix + ".index") and not tf.io.gfile.exists(prefix):
+            found = _checkpoints_next_to(prefix)
             raise ValueError(
                 "`init_checkpoint` does not exist: expected a checkpoint prefix with a "
                 f"`.index` file next to it, or a directory holding checkpoints. Got: {path!r}"
+                + (f"; checkpoints in that directory: {found}" if found else "")
             )
     try:
         tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
@@ -57,6 +60,32 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
             f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
         ) from error
     return prefix
+
+
+_FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
+
+
+def _strip_file_suffix(path: str) -> str:
+    """``model.ckpt-100.index`` / ``.meta`` / ``.data-00000-of-00001`` -> ``model.ckpt-100``.
+
+    Users often pass one of the checkpoint's files (BERT's ``bert_model.ckpt.index``);
+    TensorFlow wants the prefix and fails on ``.data`` / ``.meta`` with "not an sstable".
+    """
+    prefix = _FILE_SUFFIX.sub("", path)
+    if prefix != path and tf.io.gfile.exists(prefix + ".index"):
+        return prefix
+    if os.path.basename(path) == "checkpoint" and not tf.io.gfile.isdir(path):
+        return tf.train.latest_checkpoint(os.path.dirname(path)) or path
+    return path
+
+
+def _checkpoints_next_to(prefix: str) -> list[str]:
+    directory = os.path.dirname(prefix) or "."
+    try:
+        indexes = tf.io.gfile.glob(os.path.join(directory, "*.index"))
+    except Exception:  # noqa: BLE001 - only a hint for the error message
+        return []
+    return sorted(os.path.basename(index)[: -len(".index")] for index in indexes)[:10]
 
 
 def _variable_name(var) -> str:
