@@ -119,6 +119,17 @@ def test_raw_receiver_serves_what_estimator_predicts(x_model, tmp_path, spec):
     np.testing.assert_array_equal(got["class_ids"], want["class_ids"])
 
 
+def test_predictor_takes_the_bytes_path_export_saved_model_returns(x_model, tmp_path):
+    path = x_model.export_saved_model(str(tmp_path), serving.raw_receiver({"x": X}))
+    assert isinstance(path, bytes)
+    with serving.Predictor(path) as predictor:
+        assert predictor.export_dir == path.decode()
+        np.testing.assert_array_equal(
+            predictor({"x": X})["class_ids"], _predict(x_model, {"x": X})["class_ids"]
+        )
+    assert serving.read_signatures(path)[0] == path.decode()
+
+
 def test_parsing_receiver_accepts_plain_features(x_model, tmp_path):
     columns = [tf.feature_column.numeric_column("x", shape=[4])]
     receiver = serving.parsing_receiver(columns)

@@ -43,9 +43,10 @@ def _first_cause(error: Exception) -> str:
 
 
 def _resolve_export_dir(path: str) -> str:
-    if not isinstance(path, (str, os.PathLike)):
+    if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"`export_dir_or_base` must be a path. Got: {path!r}")
-    path = os.fspath(path)
+    # Estimator.export_saved_model returns the export's path as bytes.
+    path = os.fsdecode(path)
     if tf.gfile.Exists(os.path.join(path, "saved_model.pb")) or tf.gfile.Exists(
         os.path.join(path, "saved_model.pbtxt")
     ):
@@ -293,7 +294,8 @@ class Predictor:
 
     Args:
       export_dir_or_base: an export (``.../1712345678``) or a directory of exports, in which
-        case the newest complete one is used (:func:`latest_export`).
+        case the newest complete one is used (:func:`latest_export`); ``str``, ``bytes`` (what
+        ``export_saved_model`` returns) or ``os.PathLike``.
       signature: the signature to serve.
       batch_size: default largest batch per session run.
       tags: the MetaGraph tags to load.
