@@ -233,6 +233,31 @@ def test_progress_bar_redraws_and_a_last_line_without_newline_keep_the_prefix():
     assert "\r" not in out.getvalue()
 
 
+class _ClosedAfter(io.StringIO):
+    """An output whose reader goes away after ``lines`` lines, like ``… | head``."""
+
+    def __init__(self, lines):
+        super().__init__()
+        self.left = lines
+
+    def write(self, text):
+        if self.left <= 0:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.left -= 1
+        return super().write(text)
+
+
+def test_a_broken_output_pipe_stops_every_task_instead_of_hanging():
+    # The pumps used to die on the broken pipe; the tasks then blocked on full pipes forever.
+    out = _ClosedAfter(4)
+    behaviour = "[print(i) for i in range(200000)] if t['type'] != 'ps' else time.sleep(3600)"
+    start = time.monotonic()
+    local = LocalCluster(_child(behaviour), workers=1, ps=1, output=out)
+    assert local.run(timeout=30) == 128 + signal.SIGPIPE, out.getvalue()
+    assert time.monotonic() - start < 20
+    assert _all_dead([local.process(*task).pid for task in local.tasks])
+
+
 def test_chief_failure_stops_everyone_and_is_the_exit_status():
     out = io.StringIO()
     behaviour = "time.sleep(0.5); sys.exit(3) if t['type'] == 'chief' else time.sleep(3600)"

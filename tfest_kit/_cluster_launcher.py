@@ -108,6 +108,7 @@ class LocalCluster:
         self._procs: dict[Task, subprocess.Popen] = {}
         self._pumps: dict[Task, threading.Thread] = {}
         self._reported: set[int] = set()
+        self._output_lost = threading.Event()
 
     # -- one task ---------------------------------------------------------------------------
 
@@ -155,8 +156,17 @@ class LocalCluster:
     def _write(self, line: str) -> None:
         stream = self._output or sys.stdout
         with self._lock:
-            stream.write(line + "\n")
-            stream.flush()
+            if self._output_lost.is_set():
+                return  # the pumps still drain the tasks' pipes, so no task blocks on a write
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except (BrokenPipeError, ValueError):  # ValueError: the stream was closed
+                self._output_lost.set()
+                if stream is sys.stdout:
+                    # Else Python's flush at exit reports the broken pipe once more.
+                    with contextlib.suppress(OSError, ValueError):
+                        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     def process(self, task_type: str, index: int = 0) -> Optional[subprocess.Popen]:
         """The latest process of a task, or None if it was never started."""
@@ -212,7 +222,7 @@ class LocalCluster:
     def _wait_all(self, tasks: list[Task], deadline: float) -> list[Task]:
         """Waits until ``tasks`` exit or ``deadline``; returns those still running."""
         pending = list(tasks)
-        while pending and time.monotonic() < deadline:
+        while pending and time.monotonic() < deadline and not self._output_lost.is_set():
             pending = [t for t in pending if self._procs[t].poll() is None]
             if pending:
                 time.sleep(_POLL_SECS)
@@ -243,15 +253,22 @@ class LocalCluster:
         A parameter server that exits while the chief runs also stops every task: the chief
         would wait for it forever (restarting it is :meth:`start_task`'s job, outside ``run``).
 
+        When the output stream breaks (``… | head``) every task is stopped too, as SIGPIPE
+        would stop a single program.
+
         Returns:
-          The chief's exit status (``128 + N`` if it died of signal N; 124 on timeout), or the
-          status of a parameter server that exited while the chief ran (1 if that was 0).
+          The chief's exit status (``128 + N`` if it died of signal N; 124 on timeout), the
+          status of a parameter server that exited while the chief ran (1 if that was 0), or
+          141 (``128 + SIGPIPE``) when the output broke.
         """
         try:
             self.start()
             chief = self._procs[("chief", 0)]
             deadline = float("inf") if timeout is None else time.monotonic() + timeout
             while chief.poll() is None and time.monotonic() < deadline:
+                if self._output_lost.is_set():
+                    # Like a program whose reader went away (`| head`): SIGPIPE's status.
+                    return 128 + signal.SIGPIPE
                 lost = self._lost_ps()
                 if lost is not None:
                     task, ps_status = lost
@@ -390,11 +407,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     if os.environ.get("TF_CONFIG"):
-        print("[launcher] ignoring the TF_CONFIG of this shell; each task gets its own", flush=True)
+        local._write("[launcher] ignoring the TF_CONFIG of this shell; each task gets its own")
     for task in local.tasks:
-        print(
-            f"[launcher] {_name(task)} TF_CONFIG={json.dumps(local.tf_config(*task))}", flush=True
-        )
+        local._write(f"[launcher] {_name(task)} TF_CONFIG={json.dumps(local.tf_config(*task))}")
 
     def interrupt(signum: int, frame: Any) -> None:
         for s in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the clean-up
@@ -409,7 +424,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             evaluator_grace_secs=args.evaluator_grace,
         )
     except _Interrupted as e:
-        print(f"[launcher] {e}: stopping every task", flush=True)
+        local._write(f"[launcher] {e}: stopping every task")
         local.stop()
         return 128 + e.signum
     except OSError as e:
