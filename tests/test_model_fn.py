@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
-
 import numpy as np
 import pytest
 from sklearn import metrics as skm
 
+from tests.conftest import captured_tf_log
 from tfest_kit import model_fn as mf
 from tfest_kit._tf import estimator, tf, tf2
 
@@ -144,23 +142,12 @@ def test_export_loads_and_answers(trained, tmp_path):
 
 def test_warm_start_starts_from_saved_values(trained, tmp_path):
     est, _, _ = trained
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = tf2.get_logger()
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    logger.addHandler(handler)
-    try:
+    with captured_tf_log() as lines:
         model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=est.model_dir)
         warm = estimator.Estimator(model_fn, model_dir=str(tmp_path / "warm"))
         # No checkpoint in the new model_dir: predict runs the (warm-start) initialisers.
         predicted = _predict(warm)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
     np.testing.assert_allclose(predicted["logits"], _predict(est)["logits"], rtol=1e-5)
-    lines = [record.getMessage() for record in records]
     init_lines = [line for line in lines if "*INIT_FROM_CKPT*" in line]
     assert any("name = hidden/kernel, shape = (4, 8)" in line for line in init_lines), lines
     assert len(init_lines) == 4  # two kernels, two biases; not the global step
@@ -398,22 +385,6 @@ def test_binary_auc_and_float_labels():
 # ------------------------------------------------------------------------ warm start details
 
 
-@contextlib.contextmanager
-def _log_messages():
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = tf2.get_logger()
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    logger.addHandler(handler)
-    try:
-        yield records
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-
-
 def test_warm_start_lists_and_warns_once_across_builds(trained):
     est, _, _ = trained
 
@@ -422,13 +393,12 @@ def test_warm_start_lists_and_warns_once_across_builds(trained):
         return tf2.keras.layers.Dense(NUM_CLASSES + 1, name="logits")(hidden)
 
     model_fn = mf.classifier(wider, NUM_CLASSES + 1, init_checkpoint=est.model_dir)
-    with _log_messages() as records:
+    with captured_tf_log() as lines:
         # Estimator builds the graph again for train, evaluate, predict and export.
         for mode in (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL, estimator.ModeKeys.PREDICT):
             with tf.Graph().as_default():
                 tf.train.get_or_create_global_step()
                 _call(model_fn, mode)
-    lines = [record.getMessage() for record in records]
     differ = [line for line in lines if "shape differs" in line]
     assert len(differ) == 2, lines  # logits/kernel and logits/bias, once each
     assert any("logits/kernel (model [8, 4], checkpoint [8, 3])" in line for line in differ)
@@ -441,7 +411,7 @@ def test_tpu_spec_scaffold_does_not_warm_start_optimizer_slots(trained):
     saved_slot = tf.train.load_variable(est.model_dir, "hidden/kernel/Adam")
     assert np.abs(saved_slot).max() > 0
     model_fn = mf.classifier(network, NUM_CLASSES, tpu_spec=True, init_checkpoint=est.model_dir)
-    with tf.Graph().as_default(), _log_messages() as records:
+    with tf.Graph().as_default(), captured_tf_log() as lines:
         tf.train.get_or_create_global_step()
         spec = _call(model_fn, estimator.ModeKeys.TRAIN, params={"batch_size": 8})
         spec.scaffold_fn()  # after the train op, as TPUEstimator calls it
@@ -451,7 +421,7 @@ def test_tpu_spec_scaffold_does_not_warm_start_optimizer_slots(trained):
             kernel, slot = sess.run([by_name["hidden/kernel"], by_name["hidden/kernel/Adam"]])
     np.testing.assert_array_equal(kernel, tf.train.load_variable(est.model_dir, "hidden/kernel"))
     np.testing.assert_array_equal(slot, np.zeros_like(saved_slot))
-    assert not any("/Adam" in record.getMessage() for record in records)
+    assert not any("/Adam" in line for line in lines)
 
 
 def test_assignment_map_root_scope_and_clear_errors(trained):
