@@ -23,6 +23,8 @@ from typing import Optional
 
 import numpy as np
 
+from tfest_kit._checks import positive_int_arg
+
 BATCH = 32
 _MATMUL_OPS = ("MatMul", "BatchMatMul")
 
@@ -148,18 +150,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         prog="python -m benchmarks.profile_step",
         description="Per-op-type time of one BERT-tiny training step (bare Session).",
     )
-    parser.add_argument("--top", type=int, default=20, help="op types to list (default 20)")
-    parser.add_argument("--traced", type=int, default=5, help="traced steps (default 5)")
+    count = positive_int_arg
+    parser.add_argument("--top", type=count, default=20, help="op types to list (default 20)")
+    parser.add_argument("--traced", type=count, default=5, help="traced steps (default 5)")
     parser.add_argument(
-        "--batch", type=int, default=BATCH, help=f"examples per step (default {BATCH})"
+        "--batch", type=count, default=BATCH, help=f"examples per step (default {BATCH})"
     )
     parser.add_argument(
         "--hidden", type=int, default=128, help="hidden size, a multiple of 2 heads (default 128)"
     )
     args = parser.parse_args(argv)
-    for name in ("top", "traced", "batch"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1. Got: {getattr(args, name)}")
     if args.hidden < 2 or args.hidden % 2:
         parser.error(f"--hidden must be a positive even number (2 heads). Got: {args.hidden}")
     result = profile(traced=args.traced, batch=args.batch, hidden=args.hidden)

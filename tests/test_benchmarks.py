@@ -161,7 +161,7 @@ def test_profile_step_measures_other_shapes_and_rejects_bad_ones(capsys):
     assert result["examples_per_sec"] * result["step_ms"] / 1e3 == pytest.approx(8)
     for argv, message in (
         (["--hidden", "63"], "--hidden must be a positive even number"),
-        (["--batch", "0"], "--batch must be >= 1"),
+        (["--batch", "0"], "argument --batch: must be a positive integer. Got: '0'"),
     ):
         with pytest.raises(SystemExit):
             profile_step.main(argv)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 
 import numpy as np
 import pytest
 
-from tfest_kit._checks import check_int, check_number, is_int_at_least
+from tfest_kit._checks import check_int, check_number, is_int_at_least, positive_int_arg
 
 
 @pytest.mark.parametrize("value", [1, 7, np.int64(3), np.int32(1), np.uint8(200)])
@@ -93,3 +94,15 @@ def test_check_number_minimum_and_hint():
     assert str(info.value) == "`throttle_secs` must be a number >= 0 (seconds). Got: -5"
     with pytest.raises(ValueError, match=r"`lr` must be a number >= 0\.1\. Got: 0\.05"):
         check_number("lr", 0.05, 0.1)
+
+
+def test_positive_int_arg_on_a_command_line(capsys):
+    parser = argparse.ArgumentParser(prog="prog")
+    parser.add_argument("--batch_size", type=positive_int_arg, default=1)
+    assert parser.parse_args(["--batch_size", "64"]).batch_size == 64
+    for text in ("0", "-3", "1.5", "many"):
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args(["--batch_size", text])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument --batch_size: must be a positive integer. Got: {text!r}" in err

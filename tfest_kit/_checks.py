@@ -7,10 +7,11 @@ TensorFlow and no NumPy here: NumPy's scalars are recognised through :mod:`numbe
 
 from __future__ import annotations
 
+import argparse
 import numbers
 from typing import Any, Optional, Union
 
-__all__ = ["check_int", "check_number", "is_int_at_least"]
+__all__ = ["check_int", "check_number", "is_int_at_least", "positive_int_arg"]
 
 
 def is_int_at_least(value: Any, minimum: int) -> bool:
@@ -109,3 +110,29 @@ def check_number(
         note = f" ({hint})" if hint else ""
         raise ValueError(f"`{name}` must be a number >= {minimum:g}{note}. Got: {value!r}")
     return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
+def positive_int_arg(text: str) -> int:
+    """An ``argparse`` ``type=`` for counts: the int in ``text`` if it is >= 1.
+
+    Args:
+      text: the command-line value.
+
+    Returns:
+      The value as an int.
+
+    Raises:
+      argparse.ArgumentTypeError: if ``text`` is not an integer >= 1 (argparse prints it after
+        the option's name and exits with status 2).
+
+    Example:
+
+        parser.add_argument("--batch_size", type=positive_int_arg, default=1024)
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer. Got: {text!r}")
+    return value

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tfest_kit._checks import positive_int_arg
 from tfest_kit._cli_signature import export_hint
 
 __all__ = ["add_parser", "run", "features_from_request", "predictions_to_json"]
@@ -111,16 +112,6 @@ def predictions_to_json(outputs: dict, count: int) -> dict:
     return {"predictions": rows}
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer. Got: {text!r}")
-    return value
-
-
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``predict`` on an ``argparse`` subparsers object."""
     parser = subparsers.add_parser(
@@ -135,7 +126,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--signature", default="serving_default", help="signature to run")
     parser.add_argument(
         "--batch_size",
-        type=_positive_int,
+        type=positive_int_arg,
         default=1024,
         help="largest batch per run (default 1024)",
     )
