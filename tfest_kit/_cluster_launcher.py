@@ -331,10 +331,7 @@ class LocalCluster:
         failed = self._failed_tasks()
         if failed:
             self._write(f"[launcher] {failed} exited with an error")
-        if any(t[0] == "ps" for t in self.tasks):
-            self._write("[launcher] training done; stopping the parameter servers")
-        else:
-            self._write("[launcher] training done")
+        self._write("[launcher] training done; stopping the parameter servers")
 
     def __enter__(self) -> LocalCluster:
         return self
