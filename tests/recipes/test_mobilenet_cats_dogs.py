@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import run_program
+from tests.conftest import ROOT, run_program
 from tfest_kit import serving
 
 RECIPE = ["-m", "recipes.mobilenet_cats_dogs"]
@@ -77,6 +81,17 @@ def test_auto_without_tfds_runs_the_sample_trains_exports_and_predicts(tmp_path)
     (logits,) = outputs.values()
     assert np.asarray(logits).shape == (2, 1)
     assert np.all(np.isfinite(logits))
+
+    # Resuming that model_dir with another image size is refused before anything is written.
+    before = sorted(os.listdir(model_dir))
+    proc = run_program(
+        [*RECIPE, "--data=sample", f"--cache_dir={tmp_path / 'cache'}", "--sample_per_class=16"]
+        + [f"--model_dir={model_dir}", *TEST_SIZE, "--image_size=48"],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    _assert_one_line_error(proc, "--image_size=32 --alpha=0.35", "--image_size=48", "--model_dir")
+    assert sorted(os.listdir(model_dir)) == before
 
 
 @pytest.mark.slow
@@ -186,3 +201,38 @@ def test_image_folder_with_two_folders_for_a_class_is_an_error(tmp_path):
         _save(tmp_path / folder / "x.jpg")
     with pytest.raises(ValueError, match=r"more than one folder for a class.*'Cats'.*'cat'"):
         _pets_data.class_dirs(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_ctrl_c_mid_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path):
+    model_dir = tmp_path / "model"
+    args = [*RECIPE, "--data=sample", f"--cache_dir={tmp_path / 'cache'}"]
+    args += ["--sample_per_class=16", f"--model_dir={model_dir}", *TEST_SIZE]
+    args += ["--steps=100000", "--log_every=1"]
+    env = {**os.environ, **_offline_env(tmp_path), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        seen = []
+        for line in proc.stderr:  # Ctrl-C once training is under way
+            seen.append(line)
+            if "step 2/100000" in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    err = "".join(seen) + err
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    match = re.search(r"interrupted at step (\d+)/100000; checkpoint saved", out)
+    assert match and f"--model_dir={model_dir}" in out, out + err
+    assert (model_dir / f"model.ckpt-{match.group(1)}.index").is_file()
+    assert "eval:" not in out  # stops instead of going on to evaluation and export
