@@ -253,9 +253,16 @@ def _base_model(weights, pretrained: bool, image_size: int, alpha: float):
         )
     except Exception as e:  # noqa: BLE001 - download / h5 errors come in many types
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if weights == "imagenet":
+            hint = "offline? a download needs internet access; --weights=none trains from scratch"
+        else:  # a local file: the network has nothing to do with it
+            hint = (
+                f"--weights needs MobileNetV2 include_top=False weights for --alpha={alpha}, "
+                "such as the mobilenet_v2_*_no_top.h5 files Keras keeps in ~/.keras/models"
+            )
         raise RecipeError(
-            f"could not load MobileNetV2 weights {weights!r} (offline? a download needs internet "
-            f"access; --weights=none trains from scratch): {type(e).__name__}: {first[:300]}"
+            f"could not load MobileNetV2 weights {weights!r} ({hint}): "
+            f"{type(e).__name__}: {first[:300]}"
         ) from e
     if pretrained:
         base.trainable = False  # the guide's feature extractor

@@ -236,3 +236,15 @@ def test_ctrl_c_mid_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path)
     assert match and f"--model_dir={model_dir}" in out, out + err
     assert (model_dir / f"model.ckpt-{match.group(1)}.index").is_file()
     assert "eval:" not in out  # stops instead of going on to evaluation and export
+
+
+def test_weights_file_that_is_not_mobilenet_is_one_line_error_without_offline_hint(tmp_path):
+    weights = tmp_path / "not_weights.h5"
+    weights.write_text("a text file")
+    proc = run_program(
+        [*RECIPE, *TEST_SIZE, f"--weights={weights}", "--data=sample"],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    _assert_one_line_error(proc, str(weights), "include_top=False", "--alpha=0.35")
+    assert "offline" not in proc.stderr and "internet" not in proc.stderr
