@@ -351,7 +351,9 @@ def _tfds_data(image_size: int) -> dict:
         )
         examples = _pets_data.tfds_examples(FLAGS.data_dir, FLAGS.num_predict)
     except RuntimeError as e:
-        raise RecipeError(str(e)) from e
+        raise RecipeError(
+            f"{e}; --data=sample or --data=images --image_dir=DIR need no download"
+        ) from e
     return {"train": train_fn, "eval": eval_fn, "examples": examples}
 
 

@@ -149,7 +149,7 @@ def test_tfds_offline_is_one_line_error(tmp_path):
         check_exit=None,
         timeout=240,
     )
-    _assert_one_line_error(proc, "could not prepare tfds cats_vs_dogs", "internet")
+    _assert_one_line_error(proc, "could not prepare tfds cats_vs_dogs", "internet", "--data=sample")
 
 
 def _save(path, mode="RGB", fmt="JPEG", size=(40, 30)):
