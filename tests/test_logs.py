@@ -113,3 +113,25 @@ def test_params_warning_is_dropped_for_tfest_kit_model_fns_only(tf_log_lines, tm
     estimator.Estimator(users_model_fn, model_dir=str(tmp_path / "users"))
     warnings = [line for line in tf_log_lines if "includes params argument" in line]
     assert len(warnings) == 1 and "users_model_fn" in warnings[0]
+
+
+def test_setup_keeps_a_programs_file_handler_and_replaces_stream_handlers(tmp_path):
+    import sys
+
+    from tfest_kit._tf import tf2
+
+    logger = tf2.get_logger()
+    to_file = logging.FileHandler(tmp_path / "tf.log")
+    to_terminal = logging.StreamHandler(sys.stderr)  # what TensorFlow adds at import
+    logger.addHandler(to_file)
+    logger.addHandler(to_terminal)
+    try:
+        logs.setup("info")
+        assert to_file in logger.handlers and to_terminal not in logger.handlers
+        logger.info("file-marker")
+        to_file.flush()
+        assert "file-marker" in (tmp_path / "tf.log").read_text()
+    finally:
+        logger.removeHandler(to_file)
+        to_file.close()
+        logs.setup("warning")

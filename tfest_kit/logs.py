@@ -102,7 +102,9 @@ def _set_deprecation_warnings(show: bool) -> None:
 def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) -> logging.Logger:
     """Configures TensorFlow's logger so that each line is printed once.
 
-    Safe to call any number of times, before or after ``absl.app.run``.
+    Safe to call any number of times, before or after ``absl.app.run``. Handlers a program
+    added to the ``tensorflow`` logger (a ``FileHandler`` …) stay; plain ``StreamHandler``s
+    (TensorFlow's own terminal output) are replaced.
 
     Args:
       verbosity: ``"debug"``, ``"info"``, ``"warning"``, ``"error"``, ``"fatal"`` or a
@@ -136,7 +138,10 @@ def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) 
         )
     logger = tf2.get_logger()
     for handler in list(logger.handlers):
-        logger.removeHandler(handler)
+        # Only the routes to the terminal: TensorFlow's own StreamHandler and ours from an
+        # earlier call. A program's FileHandler (or any other handler) keeps its lines.
+        if type(handler) is logging.StreamHandler or isinstance(handler, _OneRouteHandler):
+            logger.removeHandler(handler)
     logger.addHandler(_OneRouteHandler())
     logger.propagate = False
     logger.setLevel(level)
