@@ -156,7 +156,14 @@ def scan_folder(image_dir: str) -> Found:
 
 
 def split(paths: list, labels: list, eval_fraction: float) -> tuple[tuple, tuple]:
-    """Deterministic held-out split: every k-th file of each class goes to evaluation."""
+    """Deterministic held-out split: every k-th file of each class goes to evaluation.
+
+    A class with fewer than k files still gives its last one to evaluation (if it has two),
+    so that a small folder is evaluated on both classes.
+
+    Raises:
+      ValueError: if no file can be held out (one file per class).
+    """
     if not 0.0 < eval_fraction < 1.0:
         raise ValueError(f"--eval_fraction must be in (0, 1). Got: {eval_fraction}")
     every = max(2, round(1.0 / eval_fraction))
@@ -164,9 +171,15 @@ def split(paths: list, labels: list, eval_fraction: float) -> tuple[tuple, tuple
     for label in (0, 1):
         members = [p for p, lab in zip(paths, labels) if lab == label]
         for i, path in enumerate(members):
-            target = held_out if i % every == every - 1 else train
+            last_of_few = len(members) < every and len(members) >= 2 and i == len(members) - 1
+            target = held_out if i % every == every - 1 or last_of_few else train
             target[0].append(path)
             target[1].append(label)
+    if not held_out[0]:
+        raise ValueError(
+            "too few images to hold any out for evaluation: each class needs at least 2. "
+            f"Got: {labels.count(0)} cat and {labels.count(1)} dog images"
+        )
     return train, held_out
 
 

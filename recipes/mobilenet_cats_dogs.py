@@ -313,10 +313,13 @@ def _folder_data(image_dir: str, image_size: int) -> dict:
         found = _pets_data.scan_folder(image_dir)
     except ValueError as e:
         raise RecipeError(str(e)) from e
+    try:
+        train, held_out = _pets_data.split(found.paths, found.labels, FLAGS.eval_fraction)
+    except ValueError as e:
+        raise RecipeError(f"--image_dir {image_dir!r}: {e}") from e
     print(f"skipped {len(found.skipped)} corrupted images")
     for path in found.skipped[:5]:
         tf.logging.info("skipped %s", path)
-    train, held_out = _pets_data.split(found.paths, found.labels, FLAGS.eval_fraction)
     _say(f"images: {len(train[0])} for training, {len(held_out[0])} held out ({image_dir})")
     make = _pets_data.folder_input_fn
     size = {"image_size": image_size, "batch_size": FLAGS.batch_size}

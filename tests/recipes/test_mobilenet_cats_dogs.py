@@ -248,3 +248,29 @@ def test_weights_file_that_is_not_mobilenet_is_one_line_error_without_offline_hi
     )
     _assert_one_line_error(proc, str(weights), "include_top=False", "--alpha=0.35")
     assert "offline" not in proc.stderr and "internet" not in proc.stderr
+
+
+def test_small_folder_holds_out_one_image_per_class():
+    from recipes import _pets_data
+
+    paths = ["c0", "c1", "c2", "d0", "d1"]
+    labels = [0, 0, 0, 1, 1]
+    train, held_out = _pets_data.split(paths, labels, eval_fraction=0.2)
+    assert held_out == (["c2", "d1"], [0, 1])
+    assert train == (["c0", "c1", "d0"], [0, 0, 1])
+    # Larger classes keep the every-k-th split.
+    paths = [f"c{i}" for i in range(10)] + ["d0"]
+    _, held_out = _pets_data.split(paths, [0] * 10 + [1], eval_fraction=0.2)
+    assert held_out == (["c4", "c9"], [0, 0])
+
+
+def test_folder_too_small_to_evaluate_is_one_line_error(tmp_path):
+    for folder, colour in (("cats", (230, 140, 50)), ("dogs", (90, 60, 30))):
+        (tmp_path / "pets" / folder).mkdir(parents=True)
+        (tmp_path / "pets" / folder / "only.jpg").write_bytes(_jpeg(colour))
+    proc = run_program(
+        [*RECIPE, "--data=images", f"--image_dir={tmp_path / 'pets'}", *TEST_SIZE],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    _assert_one_line_error(proc, "too few images", "1 cat and 1 dog", "at least 2")
