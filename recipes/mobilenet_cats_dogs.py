@@ -253,7 +253,14 @@ def _base_model(weights, pretrained: bool, image_size: int, alpha: float):
         )
     except Exception as e:  # noqa: BLE001 - download / h5 errors come in many types
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        if weights == "imagenet":
+        cached = _cached_imagenet_file(alpha, image_size)
+        if weights == "imagenet" and os.path.isfile(cached):
+            # Keras reuses a cached file without checking it (an interrupted download).
+            hint = (
+                f"the cached file {cached} is damaged: delete it to download it again, or use "
+                "--weights=none to train from scratch"
+            )
+        elif weights == "imagenet":
             hint = "offline? a download needs internet access; --weights=none trains from scratch"
         else:  # a local file: the network has nothing to do with it
             hint = (

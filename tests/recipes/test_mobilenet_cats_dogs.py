@@ -274,3 +274,16 @@ def test_folder_too_small_to_evaluate_is_one_line_error(tmp_path):
         check_exit=None,
     )
     _assert_one_line_error(proc, "too few images", "1 cat and 1 dog", "at least 2")
+
+
+def test_damaged_cached_imagenet_file_is_named_in_the_error(tmp_path):
+    models = tmp_path / "home" / ".keras" / "models"
+    models.mkdir(parents=True)
+    cached = models / "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_96_no_top.h5"
+    cached.write_bytes(b"\x89HDF\r\n\x1a\n cut off")  # an interrupted download
+    proc = run_program(
+        [*RECIPE, *TEST_SIZE, "--weights=auto", "--image_size=96", "--data=sample"],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    _assert_one_line_error(proc, str(cached), "is damaged: delete it")
