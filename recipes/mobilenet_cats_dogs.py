@@ -18,6 +18,9 @@ Run:
     python -m recipes.mobilenet_cats_dogs                         # offline: sample, ~3-5 min
     python -m recipes.mobilenet_cats_dogs --data=images --image_dir=~/PetImages
     python -m recipes.mobilenet_cats_dogs --data=tfds --weights=imagenet   # needs internet once
+
+Ctrl-C during training saves a checkpoint at that step; rerun with the printed ``--model_dir``
+(and the same ``--image_size`` / ``--alpha``) to resume.
 """
 
 from __future__ import annotations
