@@ -91,11 +91,13 @@ def main(argv):
 def _run() -> int:
     _check_flags()
     weights, pretrained, image_size, alpha = _choose_weights()
-    if FLAGS.model_dir:
-        _check_previous_run(FLAGS.model_dir, image_size, alpha)
+    # "--model_dir=~/x" reaches us unexpanded; TensorFlow would create ./~/x.
+    given_dir = os.path.expanduser(FLAGS.model_dir) if FLAGS.model_dir else None
+    if given_dir:
+        _check_previous_run(given_dir, image_size, alpha)
     base = _base_model(weights, pretrained, image_size, alpha)  # fails fast when offline
     data = _choose_data(image_size)
-    model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="mobilenet_cats_dogs_")
+    model_dir = given_dir or tempfile.mkdtemp(prefix="mobilenet_cats_dogs_")
     _record_run(model_dir, image_size, alpha)
     print(f"model_dir: {model_dir}")
     keras = tf2.keras
@@ -161,6 +163,8 @@ def _global_step(model_dir: str) -> int:
 
 def _check_previous_run(model_dir: str, image_size: int, alpha: float) -> None:
     """Refuses to resume a checkpoint trained with another --image_size / --alpha."""
+    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+        raise RecipeError(f"--model_dir must be a directory. Got: a file, {model_dir}")
     path = os.path.join(model_dir, _RUN_FILE)
     if not (os.path.isfile(path) and tf.train.latest_checkpoint(model_dir)):
         return
