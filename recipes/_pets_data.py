@@ -213,10 +213,8 @@ def folder_input_fn(paths, labels, *, image_size: int, batch_size: int, training
 
 def tfds_data_dir(data_dir: Optional[str]) -> str:
     """The directory tfds reads: ``data_dir``, ``$TFDS_DATA_DIR`` or ``~/tensorflow_datasets``."""
-    return (
-        data_dir
-        or os.environ.get("TFDS_DATA_DIR")
-        or os.path.join(os.path.expanduser("~"), "tensorflow_datasets")
+    return os.path.expanduser(
+        data_dir or os.environ.get("TFDS_DATA_DIR") or os.path.join("~", "tensorflow_datasets")
     )
 
 
@@ -333,6 +331,7 @@ def generate_sample(
     The set is written to a temporary sibling and renamed into place, so an interrupted run
     never leaves a half-written sample behind.
     """
+    cache_dir = os.path.expanduser(cache_dir)  # "--cache_dir=~/x" reaches us unexpanded
     root = os.path.join(cache_dir, f"cats_dogs_sample_{SAMPLE_VERSION}_{per_class}_{pixels}")
     pet_images = os.path.join(root, "PetImages")
     if os.path.isfile(os.path.join(root, "COMPLETE")):

@@ -293,3 +293,14 @@ def test_model_dir_that_is_a_file_is_one_line_error(tmp_path):
         check_exit=None,
     )
     _assert_one_line_error(proc, "--model_dir must be a directory", str(tmp_path / "home" / "run"))
+
+
+def test_cache_and_data_dirs_with_tilde_are_expanded(tmp_path, monkeypatch):
+    from recipes import _pets_data
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    pet_images, new = _pets_data.generate_sample("~/cache", per_class=2, pixels=32)
+    assert new and pet_images.startswith(str(tmp_path / "cache"))
+    assert not (tmp_path / "~").exists()
+    assert _pets_data.tfds_data_dir("~/tfds") == str(tmp_path / "tfds")
