@@ -84,7 +84,7 @@ class _DropMessage(logging.Filter):
         return self._text not in record.getMessage()
 
 
-_PREDICT_METHOD = "tensorflow/serving/predict"
+_PREDICT_METHOD = tf.saved_model.PREDICT_METHOD_NAME
 
 
 def _signature_to_check(signatures: Mapping[str, Mapping]) -> str:
