@@ -39,7 +39,11 @@ _SUBMODULES = frozenset(
     }
 )
 # Top-level conveniences and the submodule each comes from.
-_FUNCTIONS = {"train_and_evaluate": "training", "run_config": "_run_config"}
+_FUNCTIONS = {
+    "train_and_evaluate": "training",
+    "run_config": "_run_config",
+    "session_config": "_run_config",
+}
 
 __all__ = ["TfestKitError", "__version__", *sorted(_SUBMODULES), *sorted(_FUNCTIONS)]
 
