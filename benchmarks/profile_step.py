@@ -11,6 +11,7 @@ Example:
     python -m benchmarks.profile_step            # 5 traced steps after 20 warm-up steps
     python -m benchmarks.profile_step --top 40 --traced 10
     python -m benchmarks.profile_step --batch 128 --hidden 256   # other shapes, same model
+    python -m benchmarks.profile_step --bfloat16  # with run_config(mixed_precision="bfloat16")
 """
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ def _busy_micros(intervals: list) -> int:
 
 
 def profile(
-    warmup: int = 20, timed: int = 50, traced: int = 5, batch: int = BATCH, hidden: int = 128
+    warmup: int = 20,
+    timed: int = 50,
+    traced: int = 5,
+    batch: int = BATCH,
+    hidden: int = 128,
+    mixed_precision: Optional[str] = None,
 ) -> dict:
     """Times and traces BERT-tiny training steps; returns the measurements.
 
@@ -58,6 +64,7 @@ def profile(
       traced: steps run with a full trace for the per-op-type breakdown.
       batch: examples per step (the benchmark's is 32).
       hidden: hidden size (the benchmark's is 128); the feed-forward size stays 4 × hidden.
+      mixed_precision: ``None`` or ``"bfloat16"`` (``tfest_kit.session_config``'s argument).
 
     Returns:
       A dict with ``step_ms``, ``examples_per_sec``, ``matmul_gflops``, ``matmul_fraction``,
@@ -91,7 +98,8 @@ def profile(
         init = tf.global_variables_initializer()
     op_micros, op_count = collections.Counter(), collections.Counter()
     busy = span = 0
-    with tf.Session(graph=graph, config=session_config()) as session:
+    proto = session_config(mixed_precision=mixed_precision)
+    with tf.Session(graph=graph, config=proto) as session:
         session.run(init)
         step = session.make_callable(train_op)
         for _ in range(warmup):
@@ -159,10 +167,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--hidden", type=int, default=128, help="hidden size, a multiple of 2 heads (default 128)"
     )
+    parser.add_argument(
+        "--bfloat16",
+        action="store_true",
+        help="train with tfest_kit.session_config(mixed_precision='bfloat16')",
+    )
     args = parser.parse_args(argv)
     if args.hidden < 2 or args.hidden % 2:
         parser.error(f"--hidden must be a positive even number (2 heads). Got: {args.hidden}")
-    result = profile(traced=args.traced, batch=args.batch, hidden=args.hidden)
+    result = profile(
+        traced=args.traced,
+        batch=args.batch,
+        hidden=args.hidden,
+        mixed_precision="bfloat16" if args.bfloat16 else None,
+    )
     print(_report(result, args.top))
     return 0
 

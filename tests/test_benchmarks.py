@@ -15,6 +15,7 @@ import pytest
 from benchmarks import __main__ as bench_main
 from benchmarks import _harness
 from tests.conftest import run_program
+from tfest_kit import _run_config
 
 _THIS = "tests.test_benchmarks"
 
@@ -166,3 +167,29 @@ def test_profile_step_measures_other_shapes_and_rejects_bad_ones(capsys):
         with pytest.raises(SystemExit):
             profile_step.main(argv)
         assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    _run_config._bfloat16_problem() is not None,
+    reason="oneDNN off or no bfloat16 instructions on this CPU",
+)
+def test_profile_step_and_the_training_case_run_bfloat16():
+    from benchmarks import profile_step
+    from benchmarks.cases import _bert_tiny, _training, bert_tiny
+
+    small = {"warmup": 1, "timed": 2, "traced": 1, "batch": 8, "hidden": 64}
+    float32 = profile_step.profile(**small)
+    bfloat16 = profile_step.profile(**small, mixed_precision="bfloat16")
+    # The rewrite casts into and out of bfloat16 around the matmuls.
+    assert bfloat16["op_count"].get("Cast", 0) > float32["op_count"].get("Cast", 0) + 10
+    assert "tfest_kit_bf16" in bert_tiny.CASE.variants
+    rate = _training.train_throughput(
+        "tfest_kit_bf16",
+        logits_fn=lambda features: _bert_tiny.encoder_logits(features["input_ids"]),
+        keras_fn=_bert_tiny.keras_model,
+        features_fn=bert_tiny._features,
+        batch_size=4,
+        warmup=2,
+        steps=3,
+    )
+    assert rate > 0

@@ -1,6 +1,8 @@
 """Steady-state training throughput of one model under four front ends.
 
 * ``tfest_kit``: ``tfest_kit.tpu.TPUEstimator(use_tpu=False)``, the fallback, loss logging on;
+* ``tfest_kit_bf16``: the same with ``tfest_kit.session_config(mixed_precision="bfloat16")``
+  (oneDNN's bfloat16 rewrite; variables stay float32);
 * ``estimator``: ``tf.estimator.Estimator`` with the same model_fn (EstimatorSpec);
 * ``stock_tpu``: ``tf.compat.v1.estimator.tpu.TPUEstimator(use_tpu=False)``;
 * ``keras``: ``model.fit`` on the same network written with Keras layers;
@@ -27,7 +29,7 @@ from tfest_kit._tf import estimator, tf, tf2
 
 __all__ = ["VARIANTS", "train_throughput", "train_op", "matmul_gflops"]
 
-VARIANTS = ("tfest_kit", "estimator", "stock_tpu", "keras", "session")
+VARIANTS = ("tfest_kit", "tfest_kit_bf16", "estimator", "stock_tpu", "keras", "session")
 _EXAMPLES = 512
 
 
@@ -113,9 +115,12 @@ def train_throughput(
             use_tpu=False,
             train_batch_size=batch_size,
         )
-    elif variant == "tfest_kit":
+    elif variant in ("tfest_kit", "tfest_kit_bf16"):
+        import tfest_kit
         from tfest_kit import tpu
 
+        if variant == "tfest_kit_bf16":
+            common["session_config"] = tfest_kit.session_config(mixed_precision="bfloat16")
         model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
         est = tpu.TPUEstimator(
             model_fn, config=tpu.RunConfig(**common), use_tpu=False, train_batch_size=batch_size

@@ -16,7 +16,7 @@ import pytest
 
 from recipes._bert import features, modeling, processors, sample_data, tokenization
 from tests.conftest import captured_tf_log, run_program
-from tfest_kit import model_fn
+from tfest_kit import _run_config, model_fn
 from tfest_kit._tf import estimator, tf
 
 # --- tokenisation -------------------------------------------------------------------------
@@ -340,10 +340,17 @@ _TEST_SIZE = [
 
 
 @pytest.mark.slow
-def test_recipe_at_test_size(tmp_path):
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_recipe_at_test_size(tmp_path, precision):
+    if precision == "bfloat16" and _run_config._bfloat16_problem():
+        pytest.skip(_run_config._bfloat16_problem())
     out = tmp_path / "run"
-    proc = run_program(["-m", "recipes.bert_classifier", f"--output_dir={out}", *_TEST_SIZE])
+    args = [f"--output_dir={out}", f"--{'' if precision == 'bfloat16' else 'no'}bfloat16"]
+    proc = run_program(["-m", "recipes.bert_classifier", *args, *_TEST_SIZE])
     text = proc.stdout
+    precision_named = "bfloat16 mixed precision" if precision == "bfloat16" else "float32"
+    log = proc.stderr
+    assert re.search(rf"Training: .*, learning rate [\d.e-]+, {precision_named}\n", log), log
     accuracy = float(re.search(r"Eval accuracy: ([\d.]+)", text).group(1))
     assert accuracy >= 0.75, text
     rows = (out / "test_results.tsv").read_text().splitlines()
