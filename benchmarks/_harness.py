@@ -21,9 +21,11 @@ import importlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from importlib import metadata
@@ -269,6 +271,11 @@ def _spawn(jobs: list, workdir: str, quick: bool, timeout: float, log) -> list[d
     cmd += ["--quick"] if quick else []
     t0 = time.time()
     cmd += ["--t0", repr(t0)]
+    # The child's temporary files (each variant's model_dir: up to 19 MB of BERT-tiny
+    # checkpoints) go to a directory of its own that is removed when it exits; a full run
+    # used to leave some 50 of them in /tmp.
+    scratch = tempfile.mkdtemp(prefix="child_", dir=workdir)
+    env["TMPDIR"] = scratch
     try:
         proc = subprocess.run(
             cmd,
@@ -285,6 +292,8 @@ def _spawn(jobs: list, workdir: str, quick: bool, timeout: float, log) -> list[d
             for c, vs in jobs
             for v in vs
         ]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     records = [
         json.loads(line[len(RESULT_PREFIX) :])
         for line in proc.stdout.splitlines()

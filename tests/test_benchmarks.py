@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 import pytest
 
@@ -24,6 +25,9 @@ def _trivial_run(variant, ctx):
     # Appends "variant:pid" so the test can see the order and the processes.
     with open(os.path.join(ctx.workdir, "order.txt"), "a") as f:
         f.write(f"{variant}:{os.getpid()}\n")
+    # A temporary directory, as the training cases make for their model_dirs.
+    with open(os.path.join(ctx.workdir, "temporary.txt"), "a") as f:
+        f.write(tempfile.mkdtemp(prefix="model_dir_") + "\n")
     if variant == "broken":
         raise RuntimeError("deliberately broken variant")
     return {
@@ -71,6 +75,11 @@ def test_full_mode_interleaves_variants_in_fresh_processes(tmp_path):
     assert len(results.errors) == 3
     assert "deliberately broken variant" in results.errors[0]["error"]
     assert any("RuntimeError" in line for line in lines)  # the child's traceback is shown
+    # Each child's temporary files went under the workdir and were removed when it exited.
+    with open(tmp_path / _THIS / "temporary.txt") as f:
+        temporary = f.read().split()
+    assert len(temporary) == 9
+    assert all(path.startswith(str(tmp_path)) and not os.path.exists(path) for path in temporary)
 
     machine = _harness.machine_info()
     assert machine["cores"] == os.cpu_count() and machine["tensorflow"].startswith("2.15")
