@@ -249,7 +249,7 @@ def test_bfloat16_warns_once_where_it_cannot_help(monkeypatch, tf_log_lines):
     assert len(tf_log_lines) == count
 
 
-def test_session_config_in_a_cluster_keeps_device_filters(monkeypatch):
+def test_session_config_in_a_cluster_keeps_device_filters(monkeypatch, tf_log_lines):
     # For tpu.RunConfig(session_config=...), which would otherwise run without them.
     cluster = {"chief": ["127.0.0.1:2224"], "worker": ["127.0.0.1:2225"], "ps": ["127.0.0.1:2226"]}
     monkeypatch.setenv(
@@ -257,4 +257,9 @@ def test_session_config_in_a_cluster_keeps_device_filters(monkeypatch):
     )
     official = estimator.RunConfig().session_config.device_filters
     assert official
+    del tf_log_lines[:]
     assert tfest_kit.session_config(threads=1).device_filters == official
+    # The RunConfig it reads them from is not announced: the user's own RunConfig does that.
+    assert not [line for line in tf_log_lines if "TF_CONFIG" in line]
+    tfest_kit.run_config(threads=1)
+    assert len([line for line in tf_log_lines if "TF_CONFIG environment variable" in line]) == 1

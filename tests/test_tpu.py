@@ -349,7 +349,9 @@ def test_checkpoints_saved_on_schedule_by_the_fallbacks_saver_hook(model_dir):
 
 
 @pytest.mark.parametrize("task_type", ["chief", "worker"])
-def test_cluster_fallback_keeps_runconfigs_device_filters(model_dir, monkeypatch, task_type):
+def test_cluster_fallback_keeps_runconfigs_device_filters(
+    model_dir, monkeypatch, task_type, tf_log_lines
+):
     # tpu.RunConfig leaves them out (a TPU trains in-graph); without a TPU this is between-graph
     # training, where the chief's sessions would otherwise wait for every worker.
     cluster = {"chief": ["127.0.0.1:2230"], "worker": ["127.0.0.1:2231"], "ps": ["127.0.0.1:2232"]}
@@ -361,6 +363,8 @@ def test_cluster_fallback_keeps_runconfigs_device_filters(model_dir, monkeypatch
     est = tpu.TPUEstimator(
         _make_model_fn(_Recorder()), config=config, use_tpu=False, train_batch_size=8
     )
+    # Reading RunConfig's filters does not log TF_CONFIG a second time.
+    assert sum("TF_CONFIG environment variable" in line for line in tf_log_lines) == 1
     official = estimator.RunConfig().session_config.device_filters
     assert official and est.config.session_config.device_filters == official
     # A session_config the user gives is left as it is.

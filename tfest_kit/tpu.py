@@ -41,6 +41,7 @@ from tfest_kit._tpu_detect import (
 )
 from tfest_kit._tpu_spec import call_with_args, fn_args, to_estimator_spec
 from tfest_kit._warm_start import check_model_dir
+from tfest_kit.logs import quieted
 
 __all__ = [
     "TPUEstimator",
@@ -178,7 +179,8 @@ def _with_between_graph_defaults(config):
         return config
     if "TF_CONFIG" not in os.environ:
         return config
-    default = tf_estimator.RunConfig().session_config  # reads the same TF_CONFIG
+    with quieted():  # its "TF_CONFIG environment variable" line would be a duplicate
+        default = tf_estimator.RunConfig().session_config  # reads the same TF_CONFIG
     return config.replace(session_config=default) if default is not None else config
 
 
