@@ -244,7 +244,7 @@ def test_preemption_hook_in_monitored_session(tmp_path):
     assert signal.getsignal(signal.SIGTERM) == previous
 
 
-def test_preemption_hooks_several_at_once_and_after_a_failed_run(tmp_path):
+def test_preemption_hooks_several_at_once_and_after_a_failed_run(tmp_path, tf_log_lines):
     received = []
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: received.append(signum))
     try:
@@ -260,6 +260,11 @@ def test_preemption_hooks_several_at_once_and_after_a_failed_run(tmp_path):
         assert _run_loop([first, second], steps=50, on_step=on_step) == 4
         assert first.preempted == second.preempted == signal.SIGUSR1
         assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-4")
+        # The hook without a checkpoint_dir cannot know whether the session saves at close
+        # (this loop has no CheckpointSaverHook), so it does not claim a save.
+        lines = [line for line in tf_log_lines if line.startswith("SIGUSR1 received")]
+        assert len(lines) == 2 and "saved " in lines[1], lines
+        assert "CheckpointSaverHook, if it has one" in lines[0], lines
         os.kill(os.getpid(), signal.SIGUSR1)
         assert received == [signal.SIGUSR1]
         # A run that raises never calls end(); a later signal must not be swallowed by the

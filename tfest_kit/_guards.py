@@ -119,8 +119,8 @@ class PreemptionHook(tf.train.SessionRunHook):
 
     Where the checkpoint goes: ``checkpoint_dir`` when given (the hook saves with its own
     ``tf.train.Saver``); otherwise the session's own ``CheckpointSaverHook`` writes it when the
-    session closes - always present under Estimator, and in ``MonitoredTrainingSession`` when
-    it has a ``checkpoint_dir`` and a save interval.
+    session closes - present under Estimator unless ``RunConfig`` switches checkpoints off, and
+    in ``MonitoredTrainingSession`` when it has a ``checkpoint_dir`` and a save interval.
 
     Caveat: Python signal handlers can only be installed from the main thread; elsewhere the
     hook logs a warning and does nothing.
@@ -206,8 +206,12 @@ class PreemptionHook(tf.train.SessionRunHook):
             )
             tf.logging.warning("%s received: saved %s; stopping at step %s.", name, path, step)
         else:
+            # A hook cannot see the session's other hooks, so whether a CheckpointSaverHook
+            # is there to save at close is said as a condition, not as a fact.
             tf.logging.warning(
-                "%s received: stopping at step %s; the session's checkpoint saver writes it.",
+                "%s received: stopping at step %s. The session's CheckpointSaverHook, if it "
+                "has one (Estimator's does unless checkpoints are off), saves it as the session "
+                "closes; PreemptionHook(checkpoint_dir=...) saves it itself.",
                 name,
                 step,
             )
