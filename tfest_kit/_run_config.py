@@ -203,8 +203,10 @@ def run_config(
         matmuls and most element-wise ops on the CPU run in bfloat16, while variables,
         checkpoints, exports and optimizer updates stay float32. It needs no change to the
         model_fn and no loss scaling (bfloat16 has float32's range), like bfloat16 on a TPU.
-        BERT-tiny trained 20-25 % faster with it on this project's AVX512-BF16 CPU
-        (``docs/performance.md``). Evaluation and prediction run in bfloat16 too, so metrics
+        BERT-tiny trained 20-25 % faster with it on this project's AVX512-BF16 CPU, but the
+        MobileNetV2 recipe trained 20 % slower (small depthwise convolutions and the casts
+        around them): measure your model (``docs/performance.md``). Evaluation and
+        prediction run in bfloat16 too, so metrics
         can differ slightly from a float32 run. A warning says when it cannot help: oneDNN
         switched off (``TF_ENABLE_ONEDNN_OPTS=0``) or a CPU without bfloat16 instructions.
       seed: graph-level random seed (``tf_random_seed``).
