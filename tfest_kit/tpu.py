@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
 from tfest_kit._progress import LossLoggingHook
+from tfest_kit._run_config import session_config
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 from tfest_kit._tpu_detect import (
@@ -41,7 +42,6 @@ from tfest_kit._tpu_detect import (
 )
 from tfest_kit._tpu_spec import call_with_args, fn_args, to_estimator_spec
 from tfest_kit._warm_start import check_model_dir
-from tfest_kit.logs import quieted
 
 __all__ = [
     "TPUEstimator",
@@ -179,9 +179,8 @@ def _with_between_graph_defaults(config):
         return config
     if "TF_CONFIG" not in os.environ:
         return config
-    with quieted():  # its "TF_CONFIG environment variable" line would be a duplicate
-        default = tf_estimator.RunConfig().session_config  # reads the same TF_CONFIG
-    return config.replace(session_config=default) if default is not None else config
+    # The ConfigProto a plain RunConfig would pick from the same TF_CONFIG.
+    return config.replace(session_config=session_config())
 
 
 class TPUEstimator(tf_estimator.Estimator):
