@@ -1,4 +1,4 @@
-"""Steady-state training throughput of one model under four front ends.
+"""Steady-state training throughput of one model under each front end.
 
 * ``tfest_kit``: ``tfest_kit.tpu.TPUEstimator(use_tpu=False)``, the fallback, loss logging on;
 * ``tfest_kit_bf16``: the same with ``tfest_kit.session_config(mixed_precision="bfloat16")``
