@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="Side-by-side benchmarks of tfest_kit, tf.estimator, TPUEstimator and Keras. "
-        "Cases run interleaved (A B C A B C …), each repetition in a fresh process.",
+        "Cases run interleaved, each repetition one variant later (A B C, B C A, C A B …), "
+        "each (case, variant) in a fresh process.",
     )
     parser.add_argument(
         "--quick", action="store_true", help="fewer steps, one process per repetition (< 3 min)"

@@ -5,11 +5,13 @@ A case module (``benchmarks/cases/<name>.py``) defines ``CASE`` (a :class:`Case`
 measurement runs in a child ``python -m benchmarks._harness --worker …`` that prints one
 ``BENCH_RESULT {json}`` line per (case, variant) it ran.
 
-Repetitions are interleaved (A B C, A B C, …) so slow drifts of a shared machine hit every
-variant alike. In the full run each (case, variant) gets its own process, so graph state,
-thread pools and caches never leak between variants. ``--quick`` runs one process per
-repetition (importing TensorFlow costs 5-15 s a process): the ``isolate`` case (cold start)
-first, with only its quick variant, then every other case's variants in turn.
+Repetitions are interleaved so slow drifts of a shared machine hit every variant alike, and
+each repetition starts one variant later (A B C, B C A, C A B, …) so that no variant always
+runs first, right after another case's processes, or last. In the full run each (case,
+variant) gets its own process, so graph state, thread pools and caches never leak between
+variants. ``--quick`` runs one process per repetition (importing TensorFlow costs 5-15 s a
+process): the ``isolate`` case (cold start) first, with only its quick variant, then every
+other case's variants in turn.
 """
 
 from __future__ import annotations
@@ -310,16 +312,26 @@ def _spawn(jobs: list, workdir: str, quick: bool, timeout: float, log) -> list[d
     return records
 
 
-def _plan(cases: dict, quick: bool) -> list[list]:
+def _plan(cases: dict, quick: bool, repeat: int = 0) -> list[list]:
     """The child processes of one repetition, in order: each a list of (case, [variants]).
 
     Full mode: one process per (case, variant). Quick mode: one process for everything, with
     the ``isolate`` cases' quick variants first (they measure the process's own start-up).
+    Repetition ``repeat`` rotates each case's variants by ``repeat`` places, so over the
+    repetitions every variant takes every place in the order.
     """
+
+    def rotated(variants) -> list:
+        variants = list(variants)
+        shift = repeat % len(variants)
+        return variants[shift:] + variants[:shift]
+
     if not quick:
-        return [[(key, [variant])] for key, case in cases.items() for variant in case.variants]
+        return [
+            [(key, [variant])] for key, case in cases.items() for variant in rotated(case.variants)
+        ]
     ordered = sorted(cases.items(), key=lambda item: not item[1].isolate)
-    return [[(key, list(case.quick_variants or case.variants)) for key, case in ordered]]
+    return [[(key, rotated(case.quick_variants or case.variants)) for key, case in ordered]]
 
 
 def run_benchmarks(
@@ -346,9 +358,8 @@ def run_benchmarks(
     """
     cases = {name: load_case(name).CASE for name in case_names}
     results = Results(cases)
-    plan = _plan(cases, quick)
     for repeat in range(repeats):
-        for jobs in plan:
+        for jobs in _plan(cases, quick, repeat):
             label = "; ".join(f"{c}: {', '.join(vs)}" for c, vs in jobs)
             start = time.time()
             records = _spawn(jobs, workdir, quick, timeout, log)

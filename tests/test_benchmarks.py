@@ -67,7 +67,12 @@ def test_full_mode_interleaves_variants_in_fresh_processes(tmp_path):
         [_THIS], repeats=3, quick=False, workdir=str(tmp_path), log=lines.append
     )
     order = _order(tmp_path)
-    assert [v for v, _ in order] == ["fast", "slow", "broken"] * 3
+    # Interleaved, and each repetition starts one variant later: none always runs first.
+    assert [v for v, _ in order] == ["fast", "slow", "broken", "slow", "broken", "fast"] + [
+        "broken",
+        "fast",
+        "slow",
+    ]
     assert len({pid for _, pid in order}) == 9  # one process per (repeat, variant)
     assert results.values[(_THIS, "speed", "fast")] == [4.0, 4.0, 4.0]
     assert results.ratio(_THIS, "speed", "fast", "slow") == pytest.approx(2.0)
@@ -106,7 +111,7 @@ def test_full_mode_interleaves_variants_in_fresh_processes(tmp_path):
 def test_quick_mode_runs_one_process_per_repetition(tmp_path):
     _harness.run_benchmarks([_THIS], repeats=2, quick=True, workdir=str(tmp_path), log=str)
     order = _order(tmp_path)
-    assert [v for v, _ in order] == ["fast", "slow", "broken"] * 2
+    assert [v for v, _ in order] == ["fast", "slow", "broken", "slow", "broken", "fast"]
     assert len({pid for _, pid in order}) == 2
 
 
@@ -120,6 +125,9 @@ def test_plan_puts_isolated_cases_first_in_quick_mode():
     full = _harness._plan(cases, quick=False)
     assert len(full) == len(mlp.variants) + len(cold.variants)
     assert all(len(jobs) == 1 and len(jobs[0][1]) == 1 for jobs in full)
+    # Over len(variants) repetitions every variant runs first once.
+    firsts = [_harness._plan(cases, quick=False, repeat=r)[0][0][1][0] for r in range(6)]
+    assert sorted(firsts[: len(mlp.variants)]) == sorted(mlp.variants)
 
 
 def test_every_case_module_declares_a_case_and_goals():
