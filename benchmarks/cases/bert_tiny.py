@@ -1,10 +1,11 @@
 """Case 1: training examples/sec of a BERT-tiny-like classifier, and its share of matmul peak.
 
 The share is matmul FLOPs per example × examples/sec ÷ the GFLOP/s of a 1024³ float32 matmul
-measured in the same process just before training. The ``session`` variant runs the same graph
-without Estimator: the most this TensorFlow build gets out of the model on this machine. The
-``tfest_kit_bf16`` variant trains with ``mixed_precision="bfloat16"``; its share is still
-counted against the float32 matmul rate (a 1024³ bfloat16 matmul runs about 1.9× faster here).
+measured in the same process, the faster of a measurement just before and one just after
+training. The ``session`` variant runs the same graph without Estimator: the most this
+TensorFlow build gets out of the model on this machine. The ``tfest_kit_bf16`` variant trains
+with ``mixed_precision="bfloat16"``; its share is still counted against the float32 matmul
+rate (a 1024³ bfloat16 matmul runs about 1.9× faster here).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def _features(rng, n):
 def run(variant: str, ctx: Context) -> dict:
     from benchmarks.cases import _bert_tiny, _training
 
-    gflops = _training.matmul_gflops()
+    before = _training.matmul_gflops()
     examples_per_sec = _training.train_throughput(
         variant,
         logits_fn=lambda features: _bert_tiny.encoder_logits(features["input_ids"]),
@@ -35,6 +36,10 @@ def run(variant: str, ctx: Context) -> dict:
         steps=8 if ctx.quick else 60,
         learning_rate=1e-4,
     )
+    # The machine's rate is measured on both sides of the training and the faster is kept: a
+    # neighbour busy only during one 1024³ measurement once halved it (106 GFLOP/s against
+    # 181-201 in the run's other processes), and the share came out at 92 %.
+    gflops = max(before, _training.matmul_gflops())
     fraction = _bert_tiny.matmul_flops() * examples_per_sec / (gflops * 1e9)
     return {
         "examples_per_sec": examples_per_sec,
