@@ -38,7 +38,7 @@ def run(variant: str, ctx: Context) -> dict:
     )
     # The machine's rate is measured on both sides of the training and the faster is kept: a
     # neighbour busy only during one 1024³ measurement once halved it (106 GFLOP/s against
-    # 181-201 in the run's other processes), and the share came out at 92 %.
+    # 181-205 in the run's other processes), and the share came out at 92 %.
     gflops = max(before, _training.matmul_gflops())
     fraction = _bert_tiny.matmul_flops() * examples_per_sec / (gflops * 1e9)
     return {
