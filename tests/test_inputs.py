@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -245,6 +246,79 @@ def test_tfrecord_errors(tmp_path):
         inputs.write_tfrecord([{"a": 1}, {"a": "x"}], tmp_path / "bad.tfr")
     with pytest.raises(ValueError, match="num_shards"):
         inputs.write_tfrecord(ROWS, tmp_path / "x.tfr", num_shards=0)
+
+
+def _cut(path, nbytes):
+    """Drops the last ``nbytes`` of a file, as an interrupted copy would."""
+    with open(path, "r+b") as f:
+        f.truncate(f.seek(0, 2) - nbytes)
+
+
+_BYTES_SPEC = {
+    "blob": tf.io.FixedLenFeature([], tf.string),
+    "label": tf.io.FixedLenFeature([], tf.int64),
+}
+
+
+@pytest.mark.parametrize(
+    "record_bytes, count",
+    [
+        (40, 300),  # small shards, followed from their first byte
+        # 1.3 MB shards (over the largest read) of small records, half zero bytes; a whole
+        # one is seen in its last 64 KiB, a cut one by the records found in its last 1 MiB
+        (300, 12_000),
+        (200_000, 18),  # the same with records larger than the first read
+    ],
+)
+def test_tfrecord_truncated_shard_is_named_before_training(tmp_path, record_bytes, count):
+    rng = np.random.RandomState(0)
+    rows = [
+        {"blob": bytes(record_bytes // 2) + rng.bytes(record_bytes // 2), "label": i % 2}
+        for i in range(count)
+    ]
+    paths = inputs.write_tfrecord(rows, tmp_path / "d.tfr", num_shards=3)
+    pattern = str(tmp_path / "d.tfr-*")
+    # Whole shards pass, and all their records are read.
+    fn = inputs.from_tfrecord(pattern, _BYTES_SPEC, "label", shuffle=False, batch_size=64)
+    assert sum(len(labels) for _, labels in _batches(fn())) == count
+    # TensorFlow would fail only on reaching the cut, with "truncated record at <offset>".
+    whole = tmp_path / "whole"
+    shutil.copy(paths[1], whole)
+    for cut in (1, 15, 17, record_bytes // 3):
+        _cut(paths[1], cut)
+        with pytest.raises(inputs.DataError) as raised:
+            inputs.from_tfrecord(pattern, _BYTES_SPEC, "label")
+        message = str(raised.value)
+        assert message.startswith(f"{paths[1]}: it is truncated: the record at byte ")
+        assert "copy or write it again, or leave it out of `file_pattern`" in message
+        shutil.copy(whole, paths[1])
+    # The error comes before any training; the shard restored, the data read as before.
+    assert sum(len(labels) for _, labels in _batches(fn())) == count
+
+
+def test_tfrecord_garbage_shard_and_what_is_not_claimed(tmp_path):
+    paths = inputs.write_tfrecord(ROWS, tmp_path / "d.tfr", num_shards=2)
+    with open(paths[1], "wb") as f:
+        f.write(b"age,income\n30,1.5\n")  # a CSV under a TFRecord name
+    with pytest.raises(inputs.DataError, match=r"d\.tfr-00001-of-00002: it does not start with a"):
+        inputs.from_tfrecord(str(tmp_path / "d.tfr-*"), SPEC, "label")
+    # A damaged header on the way to a cut end is named where it is.
+    with open(paths[0], "r+b") as f:
+        first = int.from_bytes(f.read(8), "little")
+        f.seek(16 + first)  # the second record's length
+        f.write(b"\xff")
+    _cut(paths[0], 3)
+    with pytest.raises(inputs.DataError, match=rf"it is corrupt: the bytes at {16 + first} are"):
+        inputs.from_tfrecord(paths[0], SPEC, "label")
+    # A record longer than the largest read (1 MiB) cut short: nothing to check it against,
+    # so nothing is claimed and TensorFlow reports it when it gets there.
+    rows = [{"blob": b"x" * 100, "label": 0}, {"blob": b"y" * 1_500_000, "label": 1}]
+    [big] = inputs.write_tfrecord(rows, tmp_path / "big.tfr")
+    _cut(big, 10)
+    inputs.from_tfrecord(big, _BYTES_SPEC, "label")
+    # Compressed files are not checked: the end of a GZIP stream says nothing about records.
+    [packed] = inputs.write_tfrecord(ROWS, tmp_path / "p.tfr", compression="GZIP")
+    inputs.from_tfrecord(packed, SPEC, "label", compression="GZIP")
 
 
 # --------------------------------------------------------------------------- with an Estimator

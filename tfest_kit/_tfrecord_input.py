@@ -21,6 +21,7 @@ from tfest_kit._input_common import (
     _shuffle_repeat,
 )
 from tfest_kit._tf import tf, tf2
+from tfest_kit._tfrecord_framing import check_complete
 
 # --------------------------------------------------------------------------- TFRecord
 
@@ -125,7 +126,8 @@ def from_tfrecord(
     Records are batched first and then parsed with one ``tf.io.parse_example`` call per batch,
     mapped in parallel, which is much faster than parsing example by example. The first example
     is checked at once against ``feature_spec`` (required keys present, list types and
-    ``FixedLenFeature`` sizes as the spec says).
+    ``FixedLenFeature`` sizes as the spec says), and so is the end of every local, uncompressed
+    shard: one cut short by an interrupted copy is named now, not when training reaches it.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train.tfrecord-*"``).
@@ -147,9 +149,9 @@ def from_tfrecord(
 
     Raises:
       ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a bad argument.
-      DataError: no file matches, a file is not TFRecord (or has another compression), or the
-        first example lacks a feature the spec requires or stores one with another type or
-        number of values.
+      DataError: no file matches, a file is not TFRecord (or has another compression) or is
+        truncated, or the first example lacks a feature the spec requires or stores one with
+        another type or number of values.
 
     Example:
 
@@ -173,6 +175,7 @@ def from_tfrecord(
     spec = dict(feature_spec)
     files = _glob(file_pattern)
     _check_spec_against_data(files, spec, compression)
+    check_complete(files, compression)
     buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
 
     def parse(serialized):
