@@ -317,8 +317,8 @@ def _plan(cases: dict, quick: bool, repeat: int = 0) -> list[list]:
 
     Full mode: one process per (case, variant). Quick mode: one process for everything, with
     the ``isolate`` cases' quick variants first (they measure the process's own start-up).
-    Repetition ``repeat`` rotates each case's variants by ``repeat`` places, so over the
-    repetitions every variant takes every place in the order.
+    Repetition ``repeat`` rotates each case's variants by ``repeat`` places, so in as many
+    repetitions as a case has variants, each of them runs once in every place.
     """
 
     def rotated(variants) -> list:
