@@ -94,6 +94,26 @@ def test_doctor_passes_on_this_environment(capsys):
     assert "tensorflow" in out and "2.15" in out
     assert "CPU" in out
     assert "doctor: all required packages fit" in out
+    assert "\nbfloat16: " in out
+
+
+def test_doctor_says_whether_bfloat16_can_help(monkeypatch):
+    from tfest_kit import _run_config
+
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    monkeypatch.setattr(_run_config, "_cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    assert _cli_doctor._bfloat16().startswith("bfloat16: this CPU has avx512_bf16; run_config(")
+    monkeypatch.setattr(_run_config, "_cpu_flags", lambda: frozenset({"avx2"}))
+    assert "this CPU has no bfloat16 instructions" in _cli_doctor._bfloat16()
+    monkeypatch.setattr(_run_config, "_cpu_flags", lambda: None)
+    assert "does not say" in _cli_doctor._bfloat16()
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    assert "which TF_ENABLE_ONEDNN_OPTS=0 turns off" in _cli_doctor._bfloat16()
+    text, code = _cli_doctor.report([], [("CPU", "/physical_device:CPU:0")], None, ["bfloat16: x"])
+    assert code == 0 and text.splitlines()[-2:] == [
+        "bfloat16: x",
+        "doctor: all required packages fit",
+    ]
 
 
 def test_doctor_says_what_to_install_when_versions_do_not_fit():

@@ -1,8 +1,8 @@
 """``python -m tfest_kit doctor``: are the installed versions the ones tfest_kit needs?
 
 Prints Python and package versions next to the supported range, the devices TensorFlow sees,
-and the ``pip install`` line that fixes whatever does not fit. Exits 0 when everything required
-fits, 1 otherwise.
+whether the CPU has bfloat16 instructions, and the ``pip install`` line that fixes whatever
+does not fit. Exits 0 when everything required fits, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 from typing import NamedTuple, Optional
 
@@ -137,8 +138,30 @@ def _devices() -> tuple[list, Optional[str]]:
         return [], f"{type(e).__name__}: {e}"
 
 
-def report(findings: list, devices: list, device_error: Optional[str]) -> tuple[str, int]:
-    """Formats the findings; returns (text, exit code)."""
+def _bfloat16() -> str:
+    """One line: can ``run_config(mixed_precision="bfloat16")`` help on this machine?"""
+    try:
+        from tfest_kit import _run_config
+
+        problem = _run_config._bfloat16_problem()
+        flags = _run_config._cpu_flags()
+    except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
+        return f"bfloat16: could not tell ({type(e).__name__}: {e})"
+    if problem:
+        return f"bfloat16: {problem}"
+    if flags is None:
+        return "bfloat16: this platform does not say which instructions its CPU has"
+    native = ", ".join(sorted(flags & _run_config._NATIVE_BFLOAT16_FLAGS))
+    return (
+        f"bfloat16: this CPU has {native}; run_config(mixed_precision='bfloat16') may train "
+        "matmul-heavy models faster (measure yours)"
+    )
+
+
+def report(
+    findings: list, devices: list, device_error: Optional[str], notes: Sequence[str] = ()
+) -> tuple[str, int]:
+    """Formats the findings, then ``notes`` (lines about the machine); returns (text, code)."""
     lines = [f"{'':4}{'package':22}{'installed':14}{'supported':18}note"]
     for f in findings:
         status = "ok" if f.ok else ("opt" if f.optional else "FAIL")
@@ -157,6 +180,7 @@ def report(findings: list, devices: list, device_error: Optional[str]) -> tuple[
                 "  no GPU: to use one, pip install 'tensorflow[and-cuda]==2.15.1' "
                 "(no change to your code)"
             )
+    lines.extend(notes)
     required = [f for f in findings if not f.ok and not f.optional]
     optional = [f for f in findings if not f.ok and f.optional]
     if optional:
@@ -195,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     del args
     findings = check()
     devices, error = _devices()
-    text, code = report(findings, devices, error)
+    text, code = report(findings, devices, error, [_bfloat16()])
     print(text)
     sys.stdout.flush()
     return code
