@@ -250,3 +250,16 @@ def test_warm_start_from_without_a_checkpoint_fails_before_training(tmp_path, so
             _sequential(), model_dir=str(tmp_path / "run"), warm_start_from=str(tmp_path / source)
         )
     assert not (tmp_path / "run").exists()
+
+
+def test_rerun_to_the_same_max_steps_with_saver_checkpoints_trains_nothing(tmp_path):
+    # docs/migrating.md: with object-based checkpoints ("checkpoint") Estimator cannot read
+    # the step back before training, and a re-run to the same max_steps trains one step more;
+    # "saver" checkpoints are the documented way to make it a no-op.
+    def train_fn():
+        return tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16)
+
+    est = to_estimator(_sequential(), model_dir=str(tmp_path), checkpoint_format="saver")
+    est.train(train_fn, max_steps=5)
+    est.train(train_fn, max_steps=5)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-5")

@@ -107,6 +107,9 @@ def to_estimator(
       custom_objects: ``{name: object}`` for custom activations, layers, losses … used by the
         model, as for ``tf.keras.models.load_model``.
       checkpoint_format: ``"checkpoint"`` (object-based, the default) or ``"saver"``.
+        With ``"checkpoint"``, ``train(max_steps=N)`` on a model_dir already at step N
+        trains one step more (Estimator cannot read the step back before it starts); use
+        ``"saver"`` where a re-run must not move the step.
       warm_start_from: a checkpoint path, SavedModel directory or
         ``tf.estimator.WarmStartSettings`` used instead of the Keras weights.  From a path,
         every model variable is warm-started (BatchNormalization statistics and frozen layers
