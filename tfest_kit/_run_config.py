@@ -206,9 +206,9 @@ def run_config(
         BERT-tiny trained 20-25 % faster with it on this project's AVX512-BF16 CPU, but the
         MobileNetV2 recipe trained 20 % slower (small depthwise convolutions and the casts
         around them): measure your model (``docs/performance.md``). Evaluation and
-        prediction run in bfloat16 too, so metrics
-        can differ slightly from a float32 run. A warning says when it cannot help: oneDNN
-        switched off (``TF_ENABLE_ONEDNN_OPTS=0``) or a CPU without bfloat16 instructions.
+        prediction run in bfloat16 too, so metrics can differ slightly from a float32 run.
+        A warning says when it cannot help: oneDNN switched off (``TF_ENABLE_ONEDNN_OPTS=0``)
+        or a CPU without bfloat16 instructions.
       seed: graph-level random seed (``tf_random_seed``).
       save_checkpoints_steps: checkpoint every N steps; ``None`` keeps RunConfig's default
         (every 600 seconds).
@@ -225,8 +225,7 @@ def run_config(
 
     Raises:
       ValueError: if a count is not a positive int, ``threads`` or ``mixed_precision`` is
-        malformed, or
-        ``TF_CONFIG`` is (see ``tfest_kit.cluster.validate_tf_config``).
+        malformed, or ``TF_CONFIG`` is (see ``tfest_kit.cluster.validate_tf_config``).
       TypeError: if ``xla`` is not a bool, ``session_config`` is not a ConfigProto, or a
         keyword is not a RunConfig argument.
 
