@@ -1,5 +1,6 @@
 # Two entry points (see README.md):  `make demo` runs the main recipe, `make test` runs the suite.
-# Both create .venv from requirements.txt on first use (Python 3.9-3.11; 3.11 preferred).
+# Both create .venv from requirements.txt on first use (Python 3.9-3.11; 3.11 preferred, and
+# chosen unless PYTHON=... says otherwise).
 PYTHON ?= $(shell command -v python3.11 || command -v python3.10 || command -v python3.9 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,9 +10,14 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# TensorFlow 2.15 has wheels for Python 3.9-3.11 only: say so before pip fails with "no matching
+# distribution". setuptools >= 61 builds the editable install (PEP 660); Python 3.9's venv has 58.
 $(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(not (3, 9) <= sys.version_info[:2] <= (3, 11))' || { \
+	  echo "tfest_kit needs Python 3.9-3.11 (TensorFlow 2.15 has no wheels for $$($(PYTHON) --version 2>&1))."; \
+	  echo "Install Python 3.11 and run: make $(MAKECMDGOALS) PYTHON=/path/to/python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=61"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)

@@ -25,12 +25,19 @@ class Requirement(NamedTuple):
     name: str
     low: tuple  # inclusive
     high: tuple  # exclusive
-    pin: str
+    pin: str  # on Python 3.11, the tested environment
     optional: bool = False
     why: str = ""
+    # ((python_below, pin), ...): the pin requirements.txt has on older Pythons, lowest first.
+    older_pythons: tuple = ()
+
+    def pin_for(self, python: tuple) -> str:
+        """The pin to install on Python ``python`` (``(major, minor)``)."""
+        return next((pin for below, pin in self.older_pythons if python < below), self.pin)
 
 
-# Mirrors requirements.txt, which is not installed with the package.
+# Mirrors requirements.txt, which is not installed with the package; tests/test_requirements.py
+# keeps the two in step.
 REQUIREMENTS = (
     Requirement(
         "tensorflow", (2, 15), (2, 16), "tensorflow==2.15.1", why="tf.estimator left in 2.16"
@@ -38,7 +45,15 @@ REQUIREMENTS = (
     Requirement("tensorflow-estimator", (2, 15), (2, 16), "tensorflow-estimator==2.15.0"),
     Requirement("keras", (2, 15), (2, 16), "keras==2.15.0", why="Keras 3 has no estimator bridge"),
     Requirement("numpy", (1, 23), (2,), "numpy==1.26.4", why="TensorFlow 2.15 needs NumPy 1"),
-    Requirement("protobuf", (3, 20, 3), (5,), "protobuf==4.25.3", why="TF 2.15 cannot load 5"),
+    Requirement(
+        "protobuf",
+        (3, 20, 3),
+        (5,),
+        "protobuf==4.25.3",
+        why="TF 2.15 cannot load 5",
+        # tensorflow-metadata 1.15 wants protobuf < 4.21 below Python 3.11.
+        older_pythons=(((3, 11), "protobuf==3.20.3"),),
+    ),
     Requirement("absl-py", (1, 0), (3,), "absl-py==2.1.0"),
     Requirement(
         "tensorflow-datasets",
@@ -47,6 +62,7 @@ REQUIREMENTS = (
         "tensorflow-datasets==4.9.6",
         optional=True,
         why="only for recipes that download data sets",
+        older_pythons=(((3, 10), "tensorflow-datasets==4.9.3"),),  # 4.9.4+ need Python 3.10
     ),
     Requirement("matplotlib", (3, 5), (4,), "matplotlib==3.9.2", optional=True, why="for `plot`"),
 )
@@ -121,7 +137,7 @@ def check(installed: Optional[dict] = None, python: Optional[str] = None) -> lis
                 _range_text(req.low, req.high),
                 ok,
                 req.optional,
-                None if ok else f"pip install {req.pin}",
+                None if ok else f"pip install {req.pin_for(_release(python)[:2])}",
                 req.why,
             )
         )
