@@ -17,7 +17,7 @@ import pytest
 
 from tfest_kit import __main__ as cli_main
 from tfest_kit import _cli_doctor, _cli_inspect, _cli_plot
-from tfest_kit._tf import estimator, tf
+from tfest_kit._tf import TF_VERSION, estimator, tf
 
 _METRICS_FILE = "tfest_kit_eval_metrics.json"
 
@@ -91,7 +91,7 @@ def test_every_command_has_help(command, capsys):
 def test_doctor_passes_on_this_environment(capsys):
     assert _cli(["doctor"]) == 0
     out = capsys.readouterr().out
-    assert "tensorflow" in out and "2.15" in out
+    assert "tensorflow" in out and TF_VERSION in out
     assert "CPU" in out
     assert "doctor: all required packages fit" in out
     assert "\nbfloat16: " in out
@@ -130,6 +130,20 @@ def test_doctor_says_what_to_install_when_versions_do_not_fit():
         {req.name: req.pin.split("==")[1] for req in _cli_doctor.REQUIREMENTS}, python="3.11.9"
     )
     assert all(f.ok for f in ok)
+
+
+@pytest.mark.parametrize(
+    "tensorflow, keras, fits",
+    [("2.14.1", "2.14.0", True), ("2.13.1", "2.13.1", True), ("2.12.1", "2.12.0", False)],
+)
+def test_doctor_accepts_the_older_tensorflows_the_suite_passed_on(tensorflow, keras, fits):
+    installed = {req.name: req.pin.split("==")[1] for req in _cli_doctor.REQUIREMENTS}
+    estimator = tensorflow[: tensorflow.rindex(".")] + ".0"
+    installed.update({"tensorflow": tensorflow, "tensorflow-estimator": estimator, "keras": keras})
+    findings = {f.name: f for f in _cli_doctor.check(installed, python="3.11.7")}
+    assert [findings[n].ok for n in ("tensorflow", "tensorflow-estimator", "keras")] == [fits] * 3
+    if not fits:
+        assert findings["tensorflow"].fix == "pip install tensorflow==2.15.1"
 
 
 def test_inspect_lists_checkpoints_evals_and_best_export(trained, capsys):
