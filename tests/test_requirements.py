@@ -38,9 +38,22 @@ def test_each_supported_python_gets_one_exact_set(python):
     assert pins["tensorflow"] == "2.15.1" and pins["tensorflow-estimator"] == "2.15.0"
     assert pins["keras"] == "2.15.0" and pins["tensorflow-metadata"] == "1.15.0"
     assert pins["numpy"].startswith("1.")
-    # Everything pip resolved on 3.11 has a pin on the other Pythons too, bar the packages
-    # only newer Pythons need and the backports only older ones do.
-    assert len(pins) > 70
+    # The tools and libraries the recipes and tests use are pinned on every Python, not only
+    # on the one CI runs.
+    assert {
+        "tensorflow-datasets",
+        "importlib-resources",
+        "pyarrow",
+        "protobuf",
+        "absl-py",
+        "scikit-learn",
+        "pandas",
+        "matplotlib",
+        "pillow",
+        "pytest",
+        "pytest-timeout",
+        "ruff",
+    } <= set(pins)
 
 
 @pytest.mark.parametrize("python", _PYTHONS, ids=lambda p: "%d.%d" % p)
