@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,20 @@ def run_program(args, *, timeout=300, env=None, cwd=None, check_exit=0):
             f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
         )
     return proc
+
+
+@pytest.fixture(autouse=True)
+def _temporary_files_under_pytest(tmp_path_factory, monkeypatch):
+    """Temporary files of the code under test, and of the programs it starts, go under pytest's
+    own temporary directory (pruned to the last three runs) instead of piling up in /tmp.
+
+    A recipe without ``--model_dir`` keeps its model in a fresh temporary directory for the
+    user to inspect, and a benchmark case trains into one: without this, every run of the
+    suite left two such directories in /tmp.
+    """
+    path = str(tmp_path_factory.mktemp("tmp"))
+    monkeypatch.setenv("TMPDIR", path)  # programs started with run_program
+    monkeypatch.setattr(tempfile, "tempdir", path)  # this process: tempfile caches its choice
 
 
 @pytest.fixture
