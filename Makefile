@@ -4,20 +4,26 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3.10 || command -v python3.9 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# The stamp names the interpreter's version, so that PYTHON=python3.9 after a 3.11 set-up (or the
+# other way round) rebuilds .venv instead of silently reusing it.
+PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+STAMP := $(VENV)/.installed-python$(PYTHON_VERSION)
 
 .PHONY: setup demo test lint format bench clean
 
 setup: $(STAMP)
 
 # TensorFlow 2.15 has wheels for Python 3.9-3.11 only: say so before pip fails with "no matching
-# distribution". setuptools >= 61 builds the editable install (PEP 660); Python 3.9's venv has 58.
+# distribution". setuptools >= 77 builds the editable install (PEP 660) and reads the SPDX
+# license string (PEP 639); the venvs of Python 3.9-3.11 come with 58-65.
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(not (3, 9) <= sys.version_info[:2] <= (3, 11))' || { \
 	  echo "tfest_kit needs Python 3.9-3.11 (TensorFlow 2.15 has no wheels for $$($(PYTHON) --version 2>&1))."; \
 	  echo "Install Python 3.11 and run: make $(MAKECMDGOALS) PYTHON=/path/to/python3.11"; exit 1; }
+	@if [ -x $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$(PYTHON_VERSION)" ]; then \
+	  echo "rm -rf $(VENV)   # it was made with another Python"; rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=61"
+	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
