@@ -1,7 +1,10 @@
-"""requirements.txt pins one tested set per supported Python, and doctor agrees with it."""
+"""Supported Pythons: requirements.txt pins one tested set for each, doctor agrees with it, and
+the code keeps to the oldest one."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +82,20 @@ def test_doctor_names_the_pin_for_the_running_python():
     assert "tensorflow-datasets==4.9.3" in text
     findings = _cli_doctor.check({"protobuf": "5.28.0"}, python="3.11.7")
     assert "pip install protobuf==4.25.3" in [f.fix for f in findings]
+
+
+def test_code_uses_nothing_newer_than_python_3_9():
+    # CI runs Python 3.11 only; vermin reads the source for syntax and standard-library calls
+    # 3.9 lacks (zip(strict=...), match, itertools.pairwise ...). What it cannot see, like
+    # isinstance(x, int | str), the suite's run on 3.9 showed clean on 2026-11-22.
+    vermin = str(Path(sys.executable).parent / "vermin")  # its console script; no __main__
+    options = ["--target=3.9-", "--violations", "--no-tips", "--exclude-regex", "legacy_scripts/"]
+    proc = subprocess.run(
+        [vermin, *options, "tfest_kit", "recipes", "benchmarks", "tests"],
+        cwd=_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Minimum required versions: 3.9" in proc.stdout, proc.stdout
