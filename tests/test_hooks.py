@@ -224,6 +224,35 @@ def test_nan_guard_in_estimator_keeps_last_good_checkpoint(tmp_path):
     assert est.latest_checkpoint().endswith("-5")
 
 
+@pytest.mark.parametrize(
+    "fetched_minus_started, named",
+    [(0, 12), (1, 12), (50, 62)],
+    ids=["read before the increment", "read after it", "other workers moved it"],
+)
+def test_nan_guard_names_the_step_the_failing_run_started_at(fetched_minus_started, named):
+    # The step fetched with the loss is read while the train op increments it: the same NaN was
+    # reported at step 7 or 8 by thread timing (seen once in a full run on Python 3.9).
+    with tf.Graph().as_default():
+        step = tf.train.create_global_step()
+        loss = tf.constant(1.0)
+        hook = hooks.NanGuardHook(loss=loss)
+        hook.begin()
+        with tf.Session() as session:
+            session.run(step.assign(10))
+            hook.after_create_session(session, None)
+            context = tf.train.SessionRunContext(None, session)
+            for started, value in ((10, 1.5), (11, 1.25), (12, np.nan)):
+                results = {"loss": value, "step": started + fetched_minus_started}
+                values = tf.train.SessionRunValues(results, None, None)
+                if np.isfinite(value):
+                    hook.after_run(context, values)
+            with pytest.raises(hooks.NanLossError) as error:
+                hook.after_run(context, values)
+    assert error.value.step == named
+    assert error.value.last_finite_loss == 1.25
+    assert f"Loss became nan at step {named};" in str(error.value)
+
+
 # ---------------------------------------------------------------- PreemptionHook
 
 

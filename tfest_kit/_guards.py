@@ -49,6 +49,7 @@ class NanGuardHook(tf.train.SessionRunHook):
     ``NanTensorHook`` raises right after.
 
     Without a global step (a hand-written loop) the message counts session runs instead.
+    The step named is the one the failing run started at, the step its loss was computed for.
 
     The loss is fetched every step; it is the same tensor Estimator already fetches, so the
     run does no extra work.
@@ -72,6 +73,11 @@ class NanGuardHook(tf.train.SessionRunHook):
         self._last_finite = None
         self._last_finite_step = None
         self._runs = 0
+        self._first_step = None
+
+    def after_create_session(self, session, coord) -> None:
+        if self._global_step is not None:
+            self._first_step = int(session.run(self._global_step))
 
     def before_run(self, run_context):
         fetches = {"loss": self._loss}
@@ -82,8 +88,7 @@ class NanGuardHook(tf.train.SessionRunHook):
     def after_run(self, run_context, run_values) -> None:
         loss = float(run_values.results["loss"])
         self._runs += 1
-        step = run_values.results.get("step")
-        where = "step"
+        step, where = self._step(run_values.results.get("step")), "step"
         if self._global_step is None:
             step, where = self._runs, "session run"
         if math.isfinite(loss):
@@ -104,6 +109,19 @@ class NanGuardHook(tf.train.SessionRunHook):
         if self._fail:
             raise NanLossError(message, step, self._last_finite, self._last_finite_step)
         run_context.request_stop()
+
+    def _step(self, fetched: Optional[int]) -> Optional[int]:
+        """The global step this run started at.
+
+        The step fetched with the loss is read while the train op increments it, so it is
+        either that step or the next one, by thread timing. Counted from the step at session
+        start it is exact; the fetched value wins only when it is further off than the
+        increment, i.e. other workers move the step too.
+        """
+        if fetched is None or self._first_step is None:
+            return fetched
+        counted = self._first_step + self._runs - 1
+        return counted if 0 <= int(fetched) - counted <= 1 else int(fetched)
 
 
 class PreemptionHook(tf.train.SessionRunHook):
