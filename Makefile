@@ -6,7 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 # The stamp names the interpreter's version, so that PYTHON=python3.9 after a 3.11 set-up (or the
 # other way round) rebuilds .venv instead of silently reusing it.
-PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+MAJOR_MINOR := -c 'import sys; print("%d.%d" % sys.version_info[:2])'
+PYTHON_VERSION := $(shell $(PYTHON) $(MAJOR_MINOR) 2>/dev/null)
 STAMP := $(VENV)/.installed-python$(PYTHON_VERSION)
 
 .PHONY: setup demo test lint format bench clean
@@ -20,7 +21,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(not (3, 9) <= sys.version_info[:2] <= (3, 11))' || { \
 	  echo "tfest_kit needs Python 3.9-3.11 (TensorFlow 2.15 has no wheels for $$($(PYTHON) --version 2>&1))."; \
 	  echo "Install Python 3.11 and run: make $(MAKECMDGOALS) PYTHON=/path/to/python3.11"; exit 1; }
-	@if [ -x $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$(PYTHON_VERSION)" ]; then \
+	@if [ -x $(BIN)/python ] && [ "$$($(BIN)/python $(MAJOR_MINOR))" != "$(PYTHON_VERSION)" ]; then \
 	  echo "rm -rf $(VENV)   # it was made with another Python"; rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77"
