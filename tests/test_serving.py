@@ -234,6 +234,31 @@ def test_predictor_batches_large_inputs(x_export):
     )
 
 
+def _keyed_model_fn(features, labels, mode):
+    """Serves x_model's weights with an instance key passed through and a squeezed output."""
+    logits = tf.layers.dense(features["x"], 2, name="logits")
+    # tf.squeeze of [None, 1] has no static rank: the Predictor cannot tell from the signature
+    # that it has one row per example.
+    margin = tf.squeeze(logits[:, 1:] - logits[:, :1])
+    predictions = {"id": features["id"], "margin": margin, "logits": logits}
+    return estimator.EstimatorSpec(mode, predictions=predictions)
+
+
+def test_predictor_serves_passed_through_keys_and_outputs_of_unknown_rank(x_model, tmp_path):
+    est = estimator.Estimator(_keyed_model_fn, model_dir=x_model.model_dir)
+    receiver = serving.raw_receiver({"x": (tf.float32, [4]), "id": (tf.string, [])})
+    ids = np.array([f"row-{i}".encode() for i in range(len(X))], dtype=object)
+    # The signature's output "id" is its input tensor: fed and fetched at once.
+    path = serving.export_and_check(est, receiver, {"x": X[:8], "id": ids[:8]}, str(tmp_path))
+    with serving.Predictor(path, batch_size=7) as predictor:
+        assert predictor.outputs["margin"].shape.rank is None
+        got = predictor({"x": X, "id": ids})
+    logits = _predict(x_model, {"x": X})["logits"]
+    np.testing.assert_array_equal(got["id"], ids)
+    assert got["margin"].shape == (len(X),), "every chunk's rows come back, not the first's"
+    np.testing.assert_allclose(got["margin"], logits[:, 1] - logits[:, 0], rtol=1e-5, atol=1e-5)
+
+
 def test_latest_export_skips_partial_exports(x_export, tmp_path):
     base = tmp_path / "exports"
     shutil.copytree(x_export, base / "100")

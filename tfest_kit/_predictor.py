@@ -333,23 +333,25 @@ class Predictor:
             session_config = _default_session_config()
         self._session = tf.Session(graph=self._graph, config=session_config)
         try:
+            self._load(list(tags), signature)
+        except Exception:
+            self._session.close()
+            raise
+
+    def _load(self, tags: list[str], signature: str) -> None:
+        try:
             with self._graph.as_default():
-                meta_graph = tf.saved_model.loader.load(self._session, list(tags), self.export_dir)
+                meta_graph = tf.saved_model.loader.load(self._session, tags, self.export_dir)
         except (OSError, tf.errors.OpError) as e:
             # TensorFlow reports a truncated file as "Graph execution error" from RestoreV2.
-            self._session.close()
             raise ExportLoadError(
                 f"The SavedModel at {self.export_dir} could not be loaded: it is corrupt or "
                 "incomplete (saved_model.pb and variables/ must come from one complete "
                 "export_saved_model call). Export the model again or use another export. "
                 f"Got: {type(e).__name__}: {_first_cause(e)}"
             ) from e
-        except Exception:
-            self._session.close()
-            raise
         self._signature_defs = dict(meta_graph.signature_def)
         if signature not in self._signature_defs:
-            self._session.close()
             raise ValueError(
                 f"`signature` {signature!r} is not in {self.export_dir}. "
                 f"Available signatures: {sorted(self._signature_defs)}"
@@ -360,13 +362,35 @@ class Predictor:
         self._outputs = {k: _spec(v) for k, v in sorted(sig.outputs.items())}
         self._input_names = list(self._inputs)
         self._output_names = list(self._outputs)
-        feeds = [self._graph.get_tensor_by_name(sig.inputs[k].name) for k in self._input_names]
-        fetches = [self._graph.get_tensor_by_name(sig.outputs[k].name) for k in self._output_names]
-        self._run = _session_callable(self._session, feeds, fetches)
+        feed_names = [sig.inputs[k].name for k in self._input_names]
+        # An output may be an input passed through (instance keys: predictions={"id":
+        # features["id"]}). A session callable refuses to feed and fetch one tensor, so such
+        # outputs are answered from the fed arrays, as Session.run would answer them.
+        self._sources = [
+            ("input", feed_names.index(sig.outputs[k].name))
+            if sig.outputs[k].name in feed_names
+            else ("fetch", None)
+            for k in self._output_names
+        ]
+        fetch_names = [
+            sig.outputs[k].name
+            for k, (kind, _) in zip(self._output_names, self._sources)
+            if kind == "fetch"
+        ]
+        feeds = [self._graph.get_tensor_by_name(name) for name in feed_names]
+        fetches = [self._graph.get_tensor_by_name(name) for name in fetch_names]
+        self._fetch = _session_callable(self._session, feeds, fetches)
+        passes_inputs = any(kind == "input" for kind, _ in self._sources)
+        self._run = self._run_passing_inputs if passes_inputs else self._fetch
         self._examples = None
         if len(feeds) == 1 and self._inputs[self._input_names[0]].dtype == tf.string:
             self._examples = _ExampleBuilder.find(self._session, self._graph, feeds[0])
         self._where = f"{signature!r} of {self.export_dir}"
+
+    def _run_passing_inputs(self, *values: np.ndarray) -> list:
+        """One session run: the signature's outputs in order, the passed-through ones included."""
+        fetched = iter(self._fetch(*values))
+        return [values[i] if kind == "input" else next(fetched) for kind, i in self._sources]
 
     @property
     def signature_names(self) -> list[str]:
@@ -453,12 +477,29 @@ class Predictor:
             self._run(*[v[start : start + limit] for v in values])
             for start in range(0, count, limit)
         ]
-        result = {}
-        for i, name in enumerate(self._output_names):
-            shape = self._outputs[name].shape
-            batched = shape.rank and shape.as_list()[0] is None
-            result[name] = np.concatenate([c[i] for c in chunks]) if batched else chunks[0][i]
-        return result
+        sizes = [min(limit, count - start) for start in range(0, count, limit)]
+        return {
+            name: self._merge(name, [c[i] for c in chunks], sizes)
+            for i, name in enumerate(self._output_names)
+        }
+
+    def _merge(self, name: str, parts: list, sizes: list[int]) -> np.ndarray:
+        """Joins one output's chunks: the rows of a per-example output, else the first chunk."""
+        shape = self._outputs[name].shape
+        if shape.rank is not None:
+            per_example = shape.rank > 0 and shape.as_list()[0] is None
+            return np.concatenate(parts) if per_example else parts[0]
+        # Unknown static rank (tf.squeeze, some reshapes): decide from what the runs returned.
+        # tf.squeeze also drops the batch axis of a one-example chunk; it is put back.
+        rows = []
+        for part, size in zip(parts, sizes):
+            if np.ndim(part) > 0 and np.shape(part)[0] == size:
+                rows.append(part)
+            elif size == 1:
+                rows.append(np.expand_dims(part, 0))
+            else:
+                return parts[0]
+        return np.concatenate(rows)
 
     def _describe_inputs(self) -> str:
         return "[" + ", ".join(_describe(k, s) for k, s in self._inputs.items()) + "]"
