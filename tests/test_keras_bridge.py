@@ -8,6 +8,7 @@ import pytest
 from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf, tf2
 from tfest_kit.keras_bridge import check_keras_version, to_estimator
+from tfest_kit.training import train_and_evaluate
 
 keras = tf2.keras
 RNG = np.random.default_rng(0)
@@ -263,3 +264,18 @@ def test_rerun_to_the_same_max_steps_with_saver_checkpoints_trains_nothing(tmp_p
     est.train(train_fn, max_steps=5)
     est.train(train_fn, max_steps=5)
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-5")
+
+
+def test_train_and_evaluate_resumes_object_based_checkpoints(tmp_path):
+    # The step of an object-based checkpoint is "estimator_global_step/.ATTRIBUTES/…", not
+    # "global_step": reading it by the TF1 name failed every run after the first.
+    def train_fn():
+        return tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16)
+
+    def eval_fn():
+        return tf.data.Dataset.from_tensor_slices((X, Y)).batch(32)
+
+    est = to_estimator(_sequential(), model_dir=str(tmp_path))
+    assert train_and_evaluate(est, train_fn, eval_fn, max_steps=4)["global_step"] == 4
+    assert train_and_evaluate(est, train_fn, eval_fn, max_steps=8)["global_step"] == 8
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-8")

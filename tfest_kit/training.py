@@ -86,11 +86,23 @@ class _EvalGuard(tf_estimator.SessionRunHook):
             )
 
 
-def _checkpoint_step(model_dir: Optional[str]) -> int:
+# Where an object-based checkpoint (keras_bridge.to_estimator's default) keeps the step.
+_OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def _checkpoint_step(model_dir: Optional[str]) -> Optional[int]:
+    """The global step of the newest checkpoint: 0 without one, None if it cannot be read."""
     prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
     if prefix is None:
         return 0
-    return int(tf.train.load_variable(prefix, tf.GraphKeys.GLOBAL_STEP))
+    try:
+        names = {name for name, _ in tf.train.list_variables(prefix)}
+        for name in (tf.GraphKeys.GLOBAL_STEP, _OBJECT_GLOBAL_STEP):
+            if name in names:
+                return int(tf.train.load_variable(prefix, name))
+    except tf.errors.NotFoundError:
+        pass  # deleted meanwhile by the chief's keep_checkpoint_max clean-up
+    return None
 
 
 def _plain(value: Any) -> Any:
@@ -244,6 +256,7 @@ def train_and_evaluate(
     if (
         isinstance(result, tuple)
         and not preempted
+        and start_step is not None
         and start_step < max_steps
         and metrics.get("global_step") == start_step
     ):
