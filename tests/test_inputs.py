@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from tfest_kit import TfestKitError, inputs
+from tfest_kit import _tfrecord_framing as _framing
 from tfest_kit._tf import tf, tf2
 
 
@@ -294,6 +295,24 @@ def test_tfrecord_truncated_shard_is_named_before_training(tmp_path, record_byte
         shutil.copy(whole, paths[1])
     # The error comes before any training; the shard restored, the data read as before.
     assert sum(len(labels) for _, labels in _batches(fn())) == count
+
+
+def test_tfrecord_record_headers_are_found_by_their_checksums(tmp_path):
+    # Payloads of small integers (token ids) make most 8-byte windows plausible lengths, so
+    # every one of them is checksummed: the vectorised search must agree with the plain one.
+    rng = np.random.RandomState(0)
+    path = tmp_path / "ids.tfr"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for size in rng.randint(0, 400, 40):
+            writer.write(rng.randint(0, 3, size).astype("<i8").tobytes())
+    data = path.read_bytes()[5:-7]  # a window that starts and ends inside records
+    plain = [
+        at
+        for at in range(len(data) - 11)
+        if int.from_bytes(data[at : at + 8], "little") < 2**40 and _framing._is_header(data, at)
+    ]
+    assert len(plain) >= 38
+    assert _framing._record_headers(data) == plain
 
 
 def test_tfrecord_garbage_shard_and_what_is_not_claimed(tmp_path):

@@ -69,19 +69,29 @@ def _last_record_ends_file(tail: bytes) -> bool:
     return False
 
 
+def _masked_crc32c_at(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """:func:`_masked_crc32c` of the 8 bytes at each offset, for many offsets at once."""
+    table = np.asarray(_CRC32C_TABLE, dtype=np.uint32)
+    crc = np.full(len(offsets), 0xFFFFFFFF, dtype=np.uint32)
+    for i in range(8):
+        crc = table[(crc ^ data[offsets + i]) & 0xFF] ^ (crc >> 8)
+    crc ^= np.uint32(0xFFFFFFFF)
+    return ((crc >> 15) | (crc << 17)) + np.uint32(0xA282EAD8)  # uint32 arithmetic wraps
+
+
 def _record_headers(tail: bytes) -> list:
     """Offsets in ``tail`` holding a TFRecord header: 8 length bytes and their checksum."""
-    found: list[int] = []
-    checked: dict[bytes, bool] = {}  # runs of equal bytes (zeros) repeat the same candidate
+    data = np.frombuffer(tail, dtype=np.uint8)
+    found = []
     for offsets, lengths in _lengths(tail):
-        # Records are far shorter than 2**40 bytes; most data bytes fail this at once.
-        for at in offsets[(lengths >= 0) & (lengths < 2**40)]:
-            at = int(at)
-            header = tail[at : at + 12]
-            if header not in checked:
-                checked[header] = _is_header(header, 0)
-            if checked[header]:
-                found.append(at)
+        # Records are far shorter than 2**40 bytes; most data bytes fail this at once. Data of
+        # small integers (token ids, zeros) does not, so the checksums are computed together:
+        # one by one in Python they took over a second per MiB.
+        offsets = offsets[(lengths >= 0) & (lengths < 2**40)]
+        stored = data[offsets + 8].astype(np.uint32)
+        for i in (1, 2, 3):
+            stored |= data[offsets + 8 + i].astype(np.uint32) << np.uint32(8 * i)
+        found.extend(offsets[stored == _masked_crc32c_at(data, offsets)].tolist())
     return sorted(found)
 
 
