@@ -145,6 +145,11 @@ def test_parsing_receiver_accepts_plain_features(x_model, tmp_path):
     np.testing.assert_allclose(got["logits"], want["logits"][:1], atol=1e-5)
     with pytest.raises(serving.PredictorInputError, match=r"unknown: \['y'\]"):
         predictor({"x": X[:2], "y": [1, 2]})
+    # One example without its batch dimension: said before TensorFlow parses anything.
+    with pytest.raises(serving.PredictorInputError, match=r"shape \[4\], but example 0 holds 1"):
+        predictor({"x": X[0].tolist()})
+    with pytest.raises(serving.PredictorInputError, match="'x' must hold one entry per example"):
+        predictor({"x": 1.0})
 
 
 def test_bert_receiver(tmp_path):

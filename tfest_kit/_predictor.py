@@ -214,9 +214,12 @@ def _short(value: Any) -> str:
 class _ExampleBuilder:
     """Serializes plain feature dicts into ``tf.train.Example``s for a parsing signature."""
 
-    def __init__(self, keys: dict[str, tf2.DType], required: set[str]):
+    def __init__(
+        self, keys: dict[str, tf2.DType], required: set[str], shapes: dict[str, list[int]]
+    ):
         self.keys = keys
         self.required = required
+        self.shapes = shapes  # of the dense features: each example holds exactly this many
 
     @classmethod
     def find(cls, session, graph, input_tensor) -> Optional[_ExampleBuilder]:
@@ -233,11 +236,16 @@ class _ExampleBuilder:
                 for k, t in zip(ragged, op.get_attr("ragged_value_types")):
                     keys[k.decode()] = tf.as_dtype(t)
                 required = set()
-                for k, t, d in zip(dense, op.get_attr("Tdense"), defaults):
+                shapes = {}
+                dense_shapes = op.get_attr("dense_shapes")
+                for k, t, d, shape in zip(dense, op.get_attr("Tdense"), defaults, dense_shapes):
                     keys[k.decode()] = tf.as_dtype(t)
                     if d.shape.num_elements() == 0:
                         required.add(k.decode())
-                return cls(keys, required)
+                    shape = tf.TensorShape(shape)
+                    if shape.is_fully_defined():
+                        shapes[k.decode()] = shape.as_list()
+                return cls(keys, required, shapes)
         return None
 
     def build(self, features: Mapping, where: str) -> np.ndarray:
@@ -249,6 +257,12 @@ class _ExampleBuilder:
                 f"{sorted(self.keys)} (required: {sorted(self.required)}). "
                 f"Got unknown: {unknown}, missing: {missing}"
             )
+        for key, values in features.items():
+            if isinstance(values, (str, bytes)) or np.ndim(values) == 0:
+                raise PredictorInputError(
+                    f"Feature {key!r} must hold one entry per example: wrap one example's "
+                    f"value in a list. Got: {_short(values)}"
+                )
         lengths = {k: len(v) for k, v in features.items()}
         if len(set(lengths.values())) > 1:
             raise PredictorInputError(
@@ -259,13 +273,20 @@ class _ExampleBuilder:
         for i in range(count):
             example = tf.train.Example()
             for key, values in features.items():
-                self._fill(example.features.feature[key], key, values[i])
+                self._fill(example.features.feature[key], key, values[i], i)
             serialized[i] = example.SerializeToString()
         return serialized
 
-    def _fill(self, feature, key: str, value: Any) -> None:
+    def _fill(self, feature, key: str, value: Any, index: int) -> None:
         dtype = self.keys[key]
         flat = np.asarray(value, dtype=object if dtype == tf.string else None).ravel()
+        shape = self.shapes.get(key)
+        if shape is not None and flat.size != int(np.prod(shape)):
+            raise PredictorInputError(
+                f"Feature {key!r} is parsed with shape {shape}, but example {index} holds "
+                f"{flat.size} value(s): give one entry per example (wrap one example in a "
+                f"list). Got: {_short(value)}"
+            )
         try:
             if dtype == tf.string:
                 feature.bytes_list.value.extend(_to_bytes(v) for v in flat)
