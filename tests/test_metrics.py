@@ -70,6 +70,33 @@ def test_scores_match_sklearn_over_uneven_batches(name, average, weighted):
     np.testing.assert_allclose(got, expected, rtol=1e-5)
 
 
+def test_macro_leaves_out_classes_seen_only_in_weight_zero_rows():
+    # Padding rows masked with weight 0 (BERT's is_real_example) must not add a class scoring 0
+    # to the macro mean; scikit-learn would average it in.
+    labels, predictions, weights, _ = _data(seed=4)
+    padding = np.zeros(len(labels), bool)
+    padding[::9] = True
+    labels = np.where(padding, 4, labels)
+    predictions = np.where(padding, 4, np.where(predictions == 4, 0, predictions))
+    weights = np.where(padding, 0.0, weights)
+    got = _stream(
+        lambda **t: metrics.recall(num_classes=NUM_CLASSES, average="macro", **t),
+        {"labels": labels, "predictions": predictions, "weights": weights},
+        shapes={
+            "labels": (tf.int64, [None]),
+            "predictions": (tf.int64, [None]),
+            "weights": (tf.float32, [None]),
+        },
+    )
+    real = ~padding
+    expected = skm.recall_score(
+        labels[real], predictions[real], average="macro", sample_weight=weights[real]
+    )
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    with_padding_class = _sklearn("recall", labels, predictions, "macro", weights)
+    assert with_padding_class < expected
+
+
 def test_labels_of_shape_batch_by_one_and_int32():
     labels, predictions, _, _ = _data(seed=1)
     got = _stream(

@@ -15,7 +15,10 @@ Averages follow scikit-learn's ``precision_recall_fscore_support``:
 * ``"micro"``: pool every example; for single-label multi-class data precision, recall and F1
   all equal (weighted) accuracy.
 * ``"macro"``: unweighted mean of the per-class scores over the classes that occur in the labels
-  or in the predictions seen so far (a class absent from both is not averaged in).
+  or in the predictions seen so far (a class absent from both is not averaged in). With
+  ``weights``, a class that occurs only in examples of weight 0 counts as absent, so padding
+  rows masked out with weight 0 (BERT's ``is_real_example``) do not pull the mean down;
+  scikit-learn instead averages such a class in with a score of 0.
 * ``"weighted"``: mean of the per-class scores weighted by each class's (weighted) support.
 
 A per-class score whose denominator is 0 counts as 0 (scikit-learn's ``zero_division=0``).
