@@ -437,6 +437,52 @@ def test_early_stopping_auto_mode_picks_direction(tmp_path):
     assert _resolve_mode("loss", "max") is True
 
 
+@pytest.mark.parametrize(
+    "monitor, higher",
+    [
+        ("mape", False),
+        ("smape", False),
+        ("wmape", False),
+        ("heatmap_mse", False),
+        ("layer2_mse", False),
+        ("mean_absolute_percentage_error", False),
+        ("eval/accuracy_error", False),
+        ("rmse", False),
+        ("map", True),
+        ("map@10", True),
+        ("f_1", True),
+        ("f1_score", True),
+        ("precision@5", True),
+        ("recall_at_5", True),
+        ("head-1/accuracy", True),
+        ("top_5", True),
+        ("r2", True),
+    ],
+)
+def test_early_stopping_auto_mode_matches_whole_words(monitor, higher):
+    # "map" (mean average precision) and "r2" were matched as substrings, so MAPE-like errors
+    # and names like "heatmap_mse" or "layer2_mse" were maximised.
+    from tfest_kit._early_stopping import _resolve_mode
+
+    assert _resolve_mode(monitor, "auto") is higher
+
+
+def test_early_stopping_auto_mode_keeps_training_while_mape_falls(tmp_path, log_lines):
+    # With "mape" taken as higher-is-better, the hook stopped at once on an improving MAPE.
+    est = estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.0})
+    _write_eval_events(est.eval_dir(), [(100, 40.0), (200, 30.0), (300, 20.0)], metric="mape")
+    hook = hooks.early_stopping(est, "mape", patience_steps=200, run_every_steps=1)
+    assert _run_loop([hook], steps=5) == 5
+    chosen = [line for line in log_lines if 'mode="auto"' in line]
+    assert chosen == [
+        'early_stopping: mode="auto" takes lower values of "mape" as better; pass mode="max" '
+        "if that is wrong."
+    ]
+    _write_eval_events(est.eval_dir(), [(400, 25.0), (500, 26.0), (600, 27.0)], metric="mape")
+    hook = hooks.early_stopping(est, "mape", patience_steps=200, run_every_steps=1)
+    assert _run_loop([hook], steps=5) == 1
+
+
 def test_early_stopping_with_single_machine_mirrored_strategy(tmp_path):
     # The official factory treats any train_distribute as multi-worker and rejects
     # run_every_secs; a one-machine MirroredStrategy must get the ordinary chief hook.

@@ -14,8 +14,29 @@ from tfest_kit._tf import tf
 
 __all__ = ["early_stopping"]
 
-_MAX_WORDS = re.compile(r"(acc|auc|precision|recall|f1|f_1|fscore|map|ndcg|iou|r2|top_?\d)", re.I)
+# mode="auto" compares whole words of the name, never substrings: "map" (mean average
+# precision) is inside "mape" and "heatmap_mse", "r2" inside "layer2_mse".
+_MAX_WORDS = frozenset(
+    {"acc", "accuracy", "auc", "precision", "recall", "f1", "fscore", "f1score"}
+    | {"map", "ndcg", "iou", "r2"}  # mean average precision, ranking gain, overlap, R²
+)
+# A word naming an error wins over a max word: "accuracy_loss" or "precision_error" is lower-
+# is-better however it is spelled.
+_ERROR_WORDS = frozenset(
+    {"loss", "error", "err", "mse", "mae", "mape", "smape", "wmape", "rmse", "msle", "rmsle"}
+    | {"logloss", "crossentropy", "xent", "nll", "perplexity", "hinge", "distance", "cost"}
+)
 _MULTI_WORKER = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
+
+
+def _name_words(monitor: str) -> set:
+    """Returns the words of a metric name, split at everything but letters and digits.
+
+    Adjacent words are also joined, so ``f_1``, ``f1_score`` and ``top_5`` read as ``f1``,
+    ``f1score`` and ``top5``.
+    """
+    words = [word for word in re.split(r"[^0-9a-z]+", monitor.lower()) if word]
+    return set(words) | {a + b for a, b in zip(words, words[1:])}
 
 
 def _resolve_mode(monitor: str, mode: str) -> bool:
@@ -23,7 +44,9 @@ def _resolve_mode(monitor: str, mode: str) -> bool:
     if mode not in ("min", "max", "auto"):
         raise ValueError(f'`mode` must be "min", "max" or "auto". Got: {mode!r}')
     if mode == "auto":
-        return bool(_MAX_WORDS.search(monitor)) and "loss" not in monitor.lower()
+        words = _name_words(monitor)
+        top_k = any(re.fullmatch(r"top(\d+|k)", word) for word in words)  # top-5 accuracy
+        return bool(words & _MAX_WORDS or top_k) and not words & _ERROR_WORDS
     return mode == "max"
 
 
@@ -187,7 +210,9 @@ def early_stopping(
     * a warning (once) while no eval results exist yet;
     * a ``ValueError`` listing the available metrics when ``monitor`` is not among them;
     * ``min_delta``: smaller changes do not count as improvement;
-    * ``mode="auto"``: max for accuracy / auc / precision / recall / f1-like names, else min;
+    * ``mode="auto"``: max when a word of the name (split at ``/``, ``_``, ``@``, ``-`` …) is
+      accuracy / acc / auc / precision / recall / f1 (or map, ndcg, iou, r2, top5) and no word
+      names an error (loss, error, mse, mae, mape, rmse …), else min; the choice is logged;
     * a single-machine ``train_distribute`` (e.g. ``MirroredStrategy``) is no longer treated as
       multi-worker;
     * on one machine its stop flag is kept out of checkpoints, so a model_dir trained without
@@ -207,7 +232,7 @@ def early_stopping(
     Args:
       estimator: the ``tf.estimator.Estimator`` being trained (its ``eval_dir()`` is read).
       monitor: the eval metric name, e.g. ``"loss"``, ``"accuracy"``.
-      mode: ``"min"``, ``"max"`` or ``"auto"``.
+      mode: ``"min"``, ``"max"`` or ``"auto"`` (guess from the words of ``monitor``).
       min_delta: the smallest change that counts as an improvement (>= 0).
       patience_steps: stop after this many global steps without improvement.
       min_steps: ignore evaluations before this global step.
@@ -229,6 +254,16 @@ def early_stopping(
     if not isinstance(monitor, str) or not monitor:
         raise ValueError(f"`monitor` must be a metric name. Got: {monitor!r}")
     higher = _resolve_mode(monitor, mode)
+    if mode == "auto":
+        # The direction is a guess from the name; say it once so a wrong guess is visible
+        # before training stops at the wrong time.
+        tf.logging.info(
+            'early_stopping: mode="auto" takes %s values of "%s" as better; pass mode="%s" '
+            "if that is wrong.",
+            "higher" if higher else "lower",
+            monitor,
+            "min" if higher else "max",
+        )
     min_delta = check_number("min_delta", min_delta)
     patience_steps = check_int("patience_steps", patience_steps)
     min_steps = check_int("min_steps", min_steps, 0)
