@@ -508,3 +508,21 @@ def test_early_stopping_added_when_resuming_a_model_dir(tmp_path):
     names = [name for name, _ in tf.train.list_variables(str(tmp_path))]
     assert not any("signal_early_stopping" in name for name in names)
     est.train(_input_fn(), steps=2)
+
+
+def test_early_stopping_with_a_scaffold_that_builds_its_own_local_init_op(tmp_path):
+    # TF1 model_fns often build Scaffold(local_init_op=...) themselves. That op exists before
+    # the hooks' begin(), so a STOP flag added there as a local variable stayed uninitialised
+    # and the session failed with "Init operations did not make model ready".
+    def model_fn(features, labels, mode, params):
+        spec = _model_fn(features, labels, mode, params)
+        local_init_op = tf.group(tf.local_variables_initializer(), tf.tables_initializer())
+        return spec._replace(scaffold=tf.train.Scaffold(local_init_op=local_init_op))
+
+    est = estimator.Estimator(model_fn, model_dir=str(tmp_path), params={"lr": 0.01})
+    hook = hooks.early_stopping(est, patience_steps=5, run_every_steps=1)
+    _write_eval_events(est.eval_dir(), [(0, 1.0), (5, 1.0)])
+    est.train(_input_fn(), max_steps=200, hooks=[hook])
+    assert 0 < est.get_variable_value("global_step") < 200  # trained, then stopped early
+    names = [name for name, _ in tf.train.list_variables(str(tmp_path))]
+    assert not any("signal_early_stopping" in name for name in names)

@@ -151,32 +151,41 @@ def _dispatch_estimator(est):
 
 
 class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
-    """Runs an official early-stopping hook with its ``STOP`` flag as a local variable.
+    """Runs an official early-stopping hook with its ``STOP`` flag kept out of checkpoints.
 
     The official hook creates ``signal_early_stopping/STOP`` as a *global* variable, so it is
     saved with the model: a model_dir trained without early stopping then cannot be resumed
     with it ("Key signal_early_stopping/STOP not found in checkpoint"). In a single process
-    nothing else reads the flag, so creating it first as a local variable (the official hook
-    reuses it by name) keeps it out of checkpoints. Clusters keep the official behaviour:
+    nothing else reads the flag, so it is created first (the official hook reuses it by name)
+    in no collection: no Saver writes it and no ``ready_op`` checks it. It cannot be a local
+    variable either: a model_fn's ``Scaffold(local_init_op=...)`` is built before the hooks'
+    ``begin()``, would not initialise it, and the session would never become ready. So this
+    hook initialises it itself once the session exists. Clusters keep the official behaviour:
     there the flag is how the chief tells the workers to stop.
     """
 
     def __init__(self, hook: tf.train.SessionRunHook) -> None:
         self._hook = hook
+        self._init_flag = None
 
     def begin(self) -> None:
         with tf.variable_scope("signal_early_stopping", values=[], reuse=tf.AUTO_REUSE):
-            tf.get_variable(
+            flag = tf.get_variable(
                 "STOP",
                 shape=[],
                 dtype=tf.bool,
                 initializer=tf.initializers.constant(False),
-                collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                collections=[],
                 trainable=False,
             )
+        # Built here: the graph is final by after_create_session, and under a distribution
+        # strategy the flag is a distributed variable whose initializer is a new group op.
+        self._init_flag = flag.initializer
         self._hook.begin()
 
     def after_create_session(self, session, coord) -> None:
+        # Before the official hook, which may read the flag.
+        session.run(self._init_flag)
         self._hook.after_create_session(session, coord)
 
     def before_run(self, run_context):
