@@ -410,3 +410,23 @@ def test_best_exporter_skips_a_checkpoint_deleted_before_export(x_model, tmp_pat
     # The improvement was not recorded, so the next (existing) checkpoint is exported.
     latest = x_model.latest_checkpoint()
     assert exporter.export(x_model, str(tmp_path / "e"), latest, result, False) is not None
+
+
+def test_best_exporter_ignores_nan_in_the_eval_history(tmp_path):
+    # A NaN from an early, diverged evaluation used to become the restored best, and as nothing
+    # is better than NaN the exporter never exported again. The earlier export has no metrics
+    # file, as one made by tf.estimator.BestExporter before migrating.
+    model_dir = str(tmp_path / "model")
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    base = os.path.join(model_dir, "export", "best")
+    est = _train(model_dir, {"x": X}, Y, "x", steps=1)
+    est.export_saved_model(base, receiver)
+    with tf.Graph().as_default():
+        writer = tf.summary.FileWriter(est.eval_dir())
+        nan = tf.Summary.Value(tag="loss", simple_value=float("nan"))
+        writer.add_summary(tf.Summary(value=[nan]), 0)
+        writer.close()
+    result = est.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32))
+    exporter = serving.best_exporter(receiver, exports_to_keep=None)
+    assert exporter.export(est, base, est.latest_checkpoint(), result, False) is not None
+    assert len(_exports(base)) == 2

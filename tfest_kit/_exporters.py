@@ -194,7 +194,9 @@ class _BestExporter(estimator.Exporter):
                 for s, v in history
             ):
                 continue
-            values.extend(v for s, v in history if s != step)
+            # Through the same finiteness filter as the metrics files: a NaN from a diverged
+            # evaluation would otherwise become the best, and nothing compares better than NaN.
+            values.extend(_scalar(v) for s, v in history if s != step)
         self._best = self._best_of(values)
         tf.logging.info(
             "Best exporter %r: best %s so far = %s (from %d earlier exports and eval events)",
