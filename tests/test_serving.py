@@ -430,3 +430,23 @@ def test_best_exporter_ignores_nan_in_the_eval_history(tmp_path):
     exporter = serving.best_exporter(receiver, exports_to_keep=None)
     assert exporter.export(est, base, est.latest_checkpoint(), result, False) is not None
     assert len(_exports(base)) == 2
+
+
+def test_best_exporter_reused_after_its_model_dir_was_wiped(tmp_path):
+    # One instance, two runs in the same model_dir (a notebook that deletes it and trains
+    # again): the first run's best was kept in memory and blocked every export of the second.
+    model_dir = str(tmp_path / "model")
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    base = os.path.join(model_dir, "export", "best")
+    exporter = serving.best_exporter(receiver)
+
+    def evaluate_and_export(est):
+        result = est.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32))
+        return exporter.export(est, base, est.latest_checkpoint(), result, False), result
+
+    first, result1 = evaluate_and_export(_train(model_dir, {"x": X}, Y, "x", steps=30))
+    assert first is not None
+    shutil.rmtree(model_dir)
+    second, result2 = evaluate_and_export(_train(model_dir, {"x": X}, Y, "x", steps=1))
+    assert result2["loss"] > result1["loss"]  # worse than the wiped run's best, yet exported
+    assert second is not None and len(_exports(base)) == 1

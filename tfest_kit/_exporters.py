@@ -224,7 +224,10 @@ class _BestExporter(estimator.Exporter):
             )
             return None
         key = (estimator.model_dir, export_path)
-        if self._restored_for != key:
+        # Also when the export directory holds no complete export: it was wiped (a new run
+        # reusing this instance) or never written, and then the first evaluation is exported,
+        # never compared with a best remembered from a run whose exports are gone.
+        if self._restored_for != key or not complete_exports(export_path):
             self._restore_best(estimator.model_dir, export_path, eval_result)
             self._restored_for = key
         if not self._better(value, self._best):
