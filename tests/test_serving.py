@@ -105,8 +105,12 @@ def x_export(x_model, tmp_path_factory):
         # The float64 arrays users have (from_arrays trains on them as float32).
         {"x": X.astype(np.float64).tolist()},
         tf2.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(8).element_spec,
+        # A dtype name with an int shape became a scalar string input (read as two examples).
+        {"x": ("float32", 4)},
+        # Two example rows: arrays convert with tf.as_dtype but are data, not a dtype.
+        {"x": [X[0], X[1]]},
     ],
-    ids=["dtype_shape", "arrays", "float64_lists", "element_spec"],
+    ids=["dtype_shape", "arrays", "float64_lists", "element_spec", "name_int", "two_rows"],
 )
 def test_raw_receiver_serves_what_estimator_predicts(x_model, tmp_path, spec):
     receiver = serving.raw_receiver(spec)
@@ -203,6 +207,8 @@ def test_receiver_arguments_are_checked():
         serving.raw_receiver([1, 2])
     with pytest.raises(TypeError, match=r"spec\['x'\]` holds examples of different shapes"):
         serving.raw_receiver({"x": [[1.0], [2.0, 3.0]]})
+    with pytest.raises(TypeError, match=r"spec\['x'\]` must be \(dtype, shape\).*'four'"):
+        serving.raw_receiver({"x": ("float32", "four")})
     with pytest.raises(TypeError, match="feature_spec_or_columns"):
         serving.parsing_receiver({"x": 3})
     with pytest.raises(ValueError, match="max_seq_length.*Got: 0"):

@@ -36,14 +36,44 @@ def _as_dtype(value: Any) -> Optional[tf2.DType]:
         return None
 
 
+def _is_dtype_like(value: Any) -> bool:
+    # tf.as_dtype also takes numbers and arrays (their dtype): a row of example data is not a
+    # dtype, a dtype name ("float32") is.
+    if not isinstance(value, str) and isinstance(value, (bool, int, float, np.generic, np.ndarray)):
+        return False
+    return _as_dtype(value) is not None
+
+
 def _is_dtype_shape_pair(value: Any) -> bool:
+    if not isinstance(value, (tuple, list)) or len(value) != 2 or not _is_dtype_like(value[0]):
+        return False
+    # A tuple starting with a dtype is always meant as (dtype, shape), so a bad shape is an
+    # error, never example data ("float32", 4 once became a scalar string input). A list of
+    # two strings such as ["float", "int"] may be example data, so a list needs a shape.
+    shape = value[1]
     return (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and not isinstance(value[0], (int, float, bool, np.number))
-        and _as_dtype(value[0]) is not None
-        and (value[1] is None or isinstance(value[1], (tuple, list, tf2.TensorShape)))
+        isinstance(value, tuple)
+        or shape is None
+        or isinstance(shape, (int, np.integer, tuple, list, tf2.TensorShape))
     )
+
+
+def _pair_shape(name: str, value: Any) -> list:
+    """The per-example shape of a (dtype, shape) pair; an int ``n`` means ``[n]``."""
+    shape = value[1]
+    if shape is None:
+        return []
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = [shape]
+    try:
+        if not isinstance(shape, (tuple, list, tf2.TensorShape)):
+            raise TypeError(f"{type(shape).__name__} is not a shape")
+        return list(tf2.TensorShape(shape).as_list())
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"`spec[{name!r}]` must be (dtype, shape) with shape a list of dimensions such as "
+            f"[4] (None for an unknown one), an int or None. Got: {value!r}"
+        ) from e
 
 
 def _spec_from_tensor_spec(spec: tf2.TensorSpec) -> tuple[tf2.DType, list]:
@@ -78,8 +108,7 @@ def _normalise_raw_spec(spec: Any) -> dict[str, tuple[tf2.DType, list]]:
         if isinstance(value, tf2.TensorSpec):
             result[name] = _spec_from_tensor_spec(value)
         elif _is_dtype_shape_pair(value):
-            shape = [] if value[1] is None else list(tf2.TensorShape(value[1]).as_list())
-            result[name] = (tf.as_dtype(value[0]), shape)
+            result[name] = (tf.as_dtype(value[0]), _pair_shape(name, value))
         elif isinstance(value, (tf2.Tensor, tf2.Variable)):
             result[name] = (value.dtype, value.shape.as_list()[1:])
         else:
@@ -129,7 +158,8 @@ def raw_receiver(spec: Any) -> ReceiverFn:
     Args:
       spec: one of
         * a dict ``name -> (dtype, shape)`` where ``shape`` excludes the batch dimension
-          (``(tf.float32, [3])``; ``shape`` ``[]`` or ``None`` for a scalar per example);
+          (``(tf.float32, [3])``, ``("float32", 3)``; ``shape`` ``[]`` or ``None`` for a scalar
+          per example); ``dtype`` may be a name, and an int ``shape`` ``n`` means ``[n]``;
         * a ``tf.data.Dataset`` or its ``element_spec`` yielding a features dict (or
           ``(features, labels)``): a leading unknown dimension is taken as the batch, any
           other shape as one example;
