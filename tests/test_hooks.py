@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tfest_kit import TfestKitError, hooks
+from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._tf import estimator, tf, tf2
 
 
@@ -428,13 +429,11 @@ def test_early_stopping_in_train_and_evaluate(tmp_path):
 
 
 def test_early_stopping_auto_mode_picks_direction(tmp_path):
-    from tfest_kit._early_stopping import _resolve_mode
-
-    assert _resolve_mode("accuracy", "auto") is True
-    assert _resolve_mode("auc_precision_recall", "auto") is True
-    assert _resolve_mode("loss", "auto") is False
-    assert _resolve_mode("average_loss", "auto") is False
-    assert _resolve_mode("loss", "max") is True
+    assert higher_is_better("accuracy", "auto", "test") is True
+    assert higher_is_better("auc_precision_recall", "auto", "test") is True
+    assert higher_is_better("loss", "auto", "test") is False
+    assert higher_is_better("average_loss", "auto", "test") is False
+    assert higher_is_better("loss", "max", "test") is True
 
 
 @pytest.mark.parametrize(
@@ -462,9 +461,7 @@ def test_early_stopping_auto_mode_picks_direction(tmp_path):
 def test_early_stopping_auto_mode_matches_whole_words(monitor, higher):
     # "map" (mean average precision) and "r2" were matched as substrings, so MAPE-like errors
     # and names like "heatmap_mse" or "layer2_mse" were maximised.
-    from tfest_kit._early_stopping import _resolve_mode
-
-    assert _resolve_mode(monitor, "auto") is higher
+    assert higher_is_better(monitor, "auto", "test") is higher
 
 
 def test_early_stopping_auto_mode_keeps_training_while_mape_falls(tmp_path, log_lines):

@@ -399,7 +399,11 @@ def test_best_exporter_monitor_and_arguments(x_model, tmp_path):
     worse = dict(result, accuracy=result["accuracy"] - 0.1)
     assert by_accuracy.export(x_model, str(tmp_path), None, worse, False) is None
     with pytest.raises(ValueError, match="mode"):
-        serving.best_exporter(receiver, mode="auto")
+        serving.best_exporter(receiver, mode="best")
+    # Left to mode="auto", accuracy is maximised (the default once kept the worst model).
+    by_name = serving.best_exporter(receiver, monitor="accuracy", name="auto")
+    assert by_name.export(x_model, str(tmp_path / "auto"), None, result, False) is not None
+    assert by_name.export(x_model, str(tmp_path / "auto"), None, worse, False) is None
     with pytest.raises(ValueError, match="exports_to_keep"):
         serving.best_exporter(receiver, exports_to_keep=0)
     assert isinstance(by_accuracy, estimator.Exporter)

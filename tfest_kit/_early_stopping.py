@@ -3,60 +3,27 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Optional
 
 from tfest_kit import logs
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import eval_dirs, metrics_by_step
+from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
 __all__ = ["early_stopping"]
 
-# mode="auto" compares whole words of the name, never substrings: "map" (mean average
-# precision) is inside "mape" and "heatmap_mse", "r2" inside "layer2_mse".
-_MAX_WORDS = frozenset(
-    {"acc", "accuracy", "auc", "precision", "recall", "f1", "fscore", "f1score"}
-    | {"map", "ndcg", "iou", "r2"}  # mean average precision, ranking gain, overlap, R²
-)
-# A word naming an error wins over a max word: "accuracy_loss" or "precision_error" is lower-
-# is-better however it is spelled.
-_ERROR_WORDS = frozenset(
-    {"loss", "error", "err", "mse", "mae", "mape", "smape", "wmape", "rmse", "msle", "rmsle"}
-    | {"logloss", "crossentropy", "xent", "nll", "perplexity", "hinge", "distance", "cost"}
-)
 _MULTI_WORKER = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
-
-
-def _name_words(monitor: str) -> set:
-    """Returns the words of a metric name, split at everything but letters and digits.
-
-    Adjacent words are also joined, so ``f_1``, ``f1_score`` and ``top_5`` read as ``f1``,
-    ``f1score`` and ``top5``.
-    """
-    words = [word for word in re.split(r"[^0-9a-z]+", monitor.lower()) if word]
-    return set(words) | {a + b for a, b in zip(words, words[1:])}
-
-
-def _resolve_mode(monitor: str, mode: str) -> bool:
-    """Returns True when higher values of ``monitor`` are better."""
-    if mode not in ("min", "max", "auto"):
-        raise ValueError(f'`mode` must be "min", "max" or "auto". Got: {mode!r}')
-    if mode == "auto":
-        words = _name_words(monitor)
-        top_k = any(re.fullmatch(r"top(\d+|k)", word) for word in words)  # top-5 accuracy
-        return bool(words & _MAX_WORDS or top_k) and not words & _ERROR_WORDS
-    return mode == "max"
 
 
 class _NoImprovement:
     """The stop predicate: no improvement larger than ``min_delta`` for ``patience_steps``."""
 
-    def __init__(self, eval_dir, monitor, higher_is_better, min_delta, patience_steps, min_steps):
+    def __init__(self, eval_dir, monitor, higher, min_delta, patience_steps, min_steps):
         self._eval_dir = eval_dir
         self._monitor = monitor
-        self._higher = higher_is_better
+        self._higher = higher
         self._min_delta = min_delta
         self._patience = patience_steps
         self._min_steps = min_steps
@@ -262,17 +229,7 @@ def early_stopping(
         )
     if not isinstance(monitor, str) or not monitor:
         raise ValueError(f"`monitor` must be a metric name. Got: {monitor!r}")
-    higher = _resolve_mode(monitor, mode)
-    if mode == "auto":
-        # The direction is a guess from the name; say it once so a wrong guess is visible
-        # before training stops at the wrong time.
-        tf.logging.info(
-            'early_stopping: mode="auto" takes %s values of "%s" as better; pass mode="%s" '
-            "if that is wrong.",
-            "higher" if higher else "lower",
-            monitor,
-            "min" if higher else "max",
-        )
+    higher = higher_is_better(monitor, mode, "early_stopping")
     min_delta = check_number("min_delta", min_delta)
     patience_steps = check_int("patience_steps", patience_steps)
     min_steps = check_int("min_steps", min_steps, 0)

@@ -17,6 +17,7 @@ import numpy as np
 from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_events import eval_dirs, metrics_by_step
+from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._tf import estimator, tf
 
 __all__ = [
@@ -305,7 +306,7 @@ def _text(path: Any) -> str:
 def best_exporter(
     serving_input_fn: Callable,
     monitor: str = "loss",
-    mode: str = "min",
+    mode: str = "auto",
     exports_to_keep: Optional[int] = 2,
     name: str = "best",
     *,
@@ -331,7 +332,9 @@ def best_exporter(
     Args:
       serving_input_fn: a ``serving_input_receiver_fn``, e.g. from :func:`raw_receiver`.
       monitor: key of the evaluation result to compare, e.g. ``"loss"``, ``"accuracy"``.
-      mode: ``"min"`` (lower is better) or ``"max"``.
+      mode: ``"min"`` (lower is better), ``"max"`` or ``"auto"``: as in
+        :func:`tfest_kit.hooks.early_stopping`, max for accuracy-, AUC-, precision-, recall-
+        and F1-like names and min for losses and errors (the choice is logged).
       exports_to_keep: keep this many newest exports (which are the best ones); ``None``
         keeps all.
       name: export sub-directory name.
@@ -356,8 +359,8 @@ def best_exporter(
         raise TypeError(f"`serving_input_fn` must be callable. Got: {serving_input_fn!r}")
     if not isinstance(monitor, str) or not monitor:
         raise ValueError(f"`monitor` must be a metric name (str). Got: {monitor!r}")
-    if mode not in ("min", "max"):
-        raise ValueError(f"`mode` must be 'min' or 'max'. Got: {mode!r}")
+    # Resolved here, so the metrics file of each export records "min" or "max".
+    mode = "max" if higher_is_better(monitor, mode, "best_exporter") else "min"
     exports_to_keep = check_int("exports_to_keep", exports_to_keep, allow_none=True)
     if not isinstance(name, str) or not name or os.sep in name:
         raise ValueError(f"`name` must be a non-empty directory name. Got: {name!r}")
