@@ -265,6 +265,34 @@ def test_plain_estimator_spec_and_input_fn_without_params(model_dir):
     assert est.get_variable_value("global_step") == 3
 
 
+def test_users_use_tpu_param_is_overridden_with_false(model_dir):
+    # TF1 scripts pass params={"use_tpu": FLAGS.use_tpu}; off a TPU the official class sets it
+    # to False, and model_fn.classifier(tpu_spec=True) then keeps its optimizer off the TPU.
+    from tfest_kit import model_fn as mf
+
+    x, y = _data()
+    seen = []
+
+    def network(features, mode, params):
+        seen.append(params["use_tpu"])
+        return tf.layers.dense(features["x"], 2)
+
+    def input_fn(params):
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y.astype(np.int64)))
+        return ds.repeat().batch(params["batch_size"])
+
+    est = tpu.TPUEstimator(
+        mf.classifier(network, 2, tpu_spec=True),
+        config=tpu.RunConfig(model_dir=model_dir),
+        params={"use_tpu": True},
+        use_tpu=True,
+        train_batch_size=8,
+    )
+    est.train(input_fn, max_steps=3)
+    assert est.get_variable_value("global_step") == 3
+    assert seen == [False]
+
+
 def test_reserved_params_and_batch_size_validation(model_dir):
     def model_fn(features, labels, mode, params):
         raise AssertionError("not reached")

@@ -388,7 +388,10 @@ class TPUEstimator(tf_estimator.Estimator):
             params = dict(params)
             if not is_export and self._batch_sizes.get(mode) is not None:
                 params["batch_size"] = self._batch_sizes[mode]
-            params.setdefault("use_tpu", False)
+            # Always False, as the official class sets it off a TPU: TF1 scripts pass
+            # params={"use_tpu": FLAGS.use_tpu}, and a model_fn that believes it would build
+            # TPU-only ops (CrossShardOptimizer's CrossReplicaSum) that fail on CPU/GPU.
+            params["use_tpu"] = False
             if labels is not None and "labels" not in fn_args(user_model_fn):
                 raise ValueError("model_fn does not take labels, but input_fn returns labels.")
             spec = call_with_args(
