@@ -187,6 +187,19 @@ def test_evaluate_with_eval_metrics_list(trained):
     assert rec.model_fn[estimator.ModeKeys.EVAL] == EVAL_BS
 
 
+def test_in_memory_evaluator_hook_gets_the_eval_batch_size(model_dir):
+    # The hook builds its evaluation graph through Estimator._call_input_fn, outside evaluate().
+    rec = _Recorder()
+    est = _estimator(model_dir, rec)
+    hook = estimator.experimental.InMemoryEvaluatorHook(
+        est, _make_input_fn(rec, repeat=False), every_n_iter=5
+    )
+    est.train(_make_input_fn(rec, repeat=True), max_steps=6, hooks=[hook])
+    assert rec.input_fn[estimator.ModeKeys.EVAL] == EVAL_BS
+    assert rec.model_fn[estimator.ModeKeys.EVAL] == EVAL_BS
+    assert "accuracy" in _tags(est.eval_dir())
+
+
 def _tags(directory):
     tags = set()
     for path in glob.glob(os.path.join(directory, "events.out.tfevents.*")):

@@ -341,10 +341,11 @@ class TPUEstimator(tf_estimator.Estimator):
         self._user_model_fn = model_fn
         self._export_to_tpu = export_to_tpu
         self._export_warned = False
-        # Graphs the wrapped input_fn ran in (-> the evaluation's name): model_fn in one of them
+        # Graphs input_fn ran in (-> the evaluation's name): model_fn in one of them
         # is train / evaluate / predict (every replica of a distribution strategy too); anywhere
         # else it is an export.
         self._input_graphs = weakref.WeakKeyDictionary()
+        self._eval_name = None  # the name evaluate() was called with, while it runs
         super().__init__(
             model_fn=self._make_model_fn(),
             model_dir=model_dir,
@@ -361,8 +362,9 @@ class TPUEstimator(tf_estimator.Estimator):
 
     def _assert_members_are_not_overridden(self) -> None:
         # Estimator forbids overriding train / evaluate / predict / export except for classes
-        # named TPUEstimator (the official one wraps them the same way). This class wraps them
-        # only to hand input_fn its batch size, and must stay subclassable under other names.
+        # named TPUEstimator (the official one wraps them the same way). This class wraps
+        # evaluate() only to learn the evaluation's name, and must stay subclassable under
+        # other names.
         return None
 
     @property
@@ -430,9 +432,13 @@ class TPUEstimator(tf_estimator.Estimator):
 
         return model_fn
 
-    def _wrap_input_fn(
-        self, input_fn: Callable, mode: str, eval_name: Optional[str] = None
-    ) -> Callable:
+    def _call_input_fn(self, input_fn, mode, input_context=None):
+        """Calls ``input_fn`` with ``params['batch_size']`` of the mode, as the official class does.
+
+        Estimator calls this wherever it builds an input pipeline: in train / evaluate / predict
+        and from outside them (``tf.estimator.experimental.InMemoryEvaluatorHook``), so every
+        one of them gets the batch size.
+        """
         if not callable(input_fn):
             raise ValueError(f"`input_fn` must be a callable. Got: {input_fn!r}")
         batch_size = self._batch_sizes[mode]
@@ -442,53 +448,28 @@ class TPUEstimator(tf_estimator.Estimator):
                 f"`{name}` must be set on TPUEstimator to call {_METHOD[mode]}(): it becomes "
                 f"params['batch_size']. Got: {name}=None"
             )
-
-        def wrapped_input_fn(mode, params, config, input_context=None):
-            self._input_graphs[tf.get_default_graph()] = eval_name
-            params = dict(params)
-            params["batch_size"] = batch_size
-            return call_with_args(
-                input_fn, mode=mode, params=params, config=config, input_context=input_context
-            )
-
-        return wrapped_input_fn
-
-    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        """As ``Estimator.train``; ``input_fn`` gets ``params['batch_size'] = train_batch_size``."""
-        return super().train(
-            self._wrap_input_fn(input_fn, _MODES.TRAIN),
-            hooks=hooks,
-            steps=steps,
-            max_steps=max_steps,
-            saving_listeners=saving_listeners,
+        # model_fn in this graph serves train / evaluate / predict, not an export.
+        self._input_graphs[tf.get_default_graph()] = (
+            self._eval_name if mode == _MODES.EVAL else None
         )
+        params = self.params  # Estimator's property: a copy
+        params["batch_size"] = batch_size
+        with tf.device("/cpu:0"):  # where Estimator puts the input pipeline
+            return call_with_args(
+                input_fn, mode=mode, params=params, config=self.config, input_context=input_context
+            )
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
         """As ``Estimator.evaluate``; ``params['batch_size'] = eval_batch_size``."""
-        return super().evaluate(
-            self._wrap_input_fn(input_fn, _MODES.EVAL, name),
-            steps=steps,
-            hooks=hooks,
-            checkpoint_path=checkpoint_path,
-            name=name,
-        )
-
-    def predict(
-        self,
-        input_fn,
-        predict_keys=None,
-        hooks=None,
-        checkpoint_path=None,
-        yield_single_examples=True,
-    ):
-        """As ``Estimator.predict``: one result per input example, no padding rows."""
-        return super().predict(
-            self._wrap_input_fn(input_fn, _MODES.PREDICT),
-            predict_keys=predict_keys,
-            hooks=hooks,
-            checkpoint_path=checkpoint_path,
-            yield_single_examples=yield_single_examples,
-        )
+        # Estimator does not hand the name on to the graph it builds; host_call summaries of
+        # this evaluation go to eval_dir(name).
+        self._eval_name = name
+        try:
+            return super().evaluate(
+                input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
+            )
+        finally:
+            self._eval_name = None
 
     def _warn_export(self) -> None:
         if self._export_to_tpu and not self._export_warned:
