@@ -52,6 +52,10 @@ def _good_input_fn(params=None):
     return inputs.from_arrays({"x": X}, Y, batch_size=8, num_epochs=None)(params)
 
 
+def _tpu_style_input_fn(params):
+    return inputs.from_arrays({"x": X}, Y, batch_size=params["batch_size"], num_epochs=None)()
+
+
 def _empty_input_fn():
     return tf2.data.Dataset.from_tensor_slices(({"x": X[:0]}, Y[:0])).batch(4)
 
@@ -493,13 +497,13 @@ TPU_CASES = [
     ),
     case(
         "train without train_batch_size",
-        lambda c: _tpu(c).train(_good_input_fn, steps=1),
+        lambda c: _tpu(c).train(_tpu_style_input_fn, steps=1),
         ValueError,
         r"`train_batch_size` must be set.*train\(\)",
     ),
     case(
         "predict without predict_batch_size",
-        lambda c: next(_tpu(c, train_batch_size=8).predict(_good_input_fn)),
+        lambda c: next(_tpu(c, train_batch_size=8).predict(_tpu_style_input_fn)),
         ValueError,
         r"`predict_batch_size` must be set.*predict\(\)",
     ),

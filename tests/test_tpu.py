@@ -317,7 +317,7 @@ def test_reserved_params_and_batch_size_validation(model_dir):
         tpu.TPUEstimator(model_fn, train_batch_size=0)
     est = tpu.TPUEstimator(model_fn, model_dir=model_dir, eval_batch_size=4)
     with pytest.raises(ValueError, match="train_batch_size"):
-        est.train(lambda: None, max_steps=1)
+        est.train(lambda params: params["batch_size"], max_steps=1)
     with pytest.raises(ValueError, match="use_tpu"):
         tpu.TPUEstimator(model_fn, use_tpu="yes")
     with pytest.raises(TypeError, match="config"):
@@ -420,9 +420,35 @@ def test_cluster_fallback_keeps_runconfigs_device_filters(
 def test_missing_batch_size_names_the_method_called(model_dir):
     est = tpu.TPUEstimator(_make_model_fn(_Recorder()), model_dir=model_dir, train_batch_size=8)
     with pytest.raises(ValueError, match=r"eval_batch_size.*call evaluate\(\)"):
-        est.evaluate(lambda: None)
+        est.evaluate(lambda params: params["batch_size"])
     with pytest.raises(ValueError, match=r"predict_batch_size.*call predict\(\)"):
-        next(est.predict(lambda: None))
+        next(est.predict(lambda params: params["batch_size"]))
+
+
+def test_batch_size_left_none_is_left_out_of_params_as_in_the_official_class(model_dir):
+    # Stock TPUEstimator(use_tpu=False) runs an input_fn that batches by itself; a function
+    # that reads params["batch_size"] is told which constructor argument to set.
+    x, y = _data()
+    rec = _Recorder()
+
+    def input_fn(params, mode):
+        rec.input_fn[mode] = "batch_size" in params
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(10)
+        return ds.repeat() if mode == estimator.ModeKeys.TRAIN else ds
+
+    est = tpu.TPUEstimator(_make_model_fn(rec), model_dir=model_dir, params={"lr": 0.1})
+    est.train(input_fn, max_steps=3)
+    assert est.get_variable_value("global_step") == 3
+    assert len(list(est.predict(input_fn))) == N
+    assert rec.input_fn == {"train": False, "infer": False}
+    assert rec.model_fn == {"train": None, "infer": None}
+
+    def model_fn(features, labels, mode, params):
+        return _make_model_fn(rec)(features, labels, mode, dict(params, lr=params["batch_size"]))
+
+    est = tpu.TPUEstimator(model_fn, model_dir=model_dir, eval_batch_size=5)
+    with pytest.raises(ValueError, match=r"`train_batch_size` must be set.*Got: train_batch"):
+        est.train(input_fn, max_steps=4)
 
 
 @pytest.mark.parametrize("config_class", [tpu.RunConfig, estimator.RunConfig])

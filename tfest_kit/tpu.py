@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -167,6 +168,25 @@ def _with_checkpoint_saver(spec, config):
     return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
 
 
+@contextlib.contextmanager
+def _missing_batch_size_named(mode: str):
+    """Turns ``KeyError('batch_size')`` into an error naming the constructor argument to set.
+
+    Like the official class, a mode whose batch size is None gets no ``params['batch_size']``
+    (an input_fn that batches by itself works); one that reads it should say what is missing.
+    """
+    try:
+        yield
+    except KeyError as e:
+        if e.args != ("batch_size",):
+            raise
+        name = _BATCH_ARG[mode]
+        raise ValueError(
+            f"`{name}` must be set on TPUEstimator to call {_METHOD[mode]}(): it becomes "
+            f"params['batch_size']. Got: {name}=None"
+        ) from e
+
+
 def _with_between_graph_defaults(config):
     """Gives a TPU RunConfig read from a TF_CONFIG cluster the plain RunConfig's ConfigProto.
 
@@ -192,7 +212,9 @@ class TPUEstimator(tf_estimator.Estimator):
     this class, a plain ``tf.estimator.Estimator`` whose model_fn wraps yours:
 
     * ``params['batch_size']`` is the train / eval / predict batch size of the mode, in
-      ``model_fn`` and in ``input_fn`` (``input_fn`` may also take no ``params``);
+      ``model_fn`` and in ``input_fn`` (``input_fn`` may also take no ``params``); as in the
+      official class, there is no such key when that batch size is None, and reading it then
+      raises a ``ValueError`` naming the argument to set;
       ``params['use_tpu']`` is False; ``params`` may not contain ``batch_size`` or ``context``.
     * A ``TPUEstimatorSpec`` becomes an ``EstimatorSpec``: ``eval_metrics`` (tensors as list or
       dict) -> ``eval_metric_ops``; ``scaffold_fn`` is called (``init_from_checkpoint`` inside
@@ -215,9 +237,10 @@ class TPUEstimator(tf_estimator.Estimator):
         plain ``tf.estimator.RunConfig``; None uses ``RunConfig()``.
       params: dict of hyper-parameters.
       use_tpu: True, False or ``"auto"`` (True falls back too, with an info line).
-      train_batch_size: global batch size for ``train()``; required to train.
-      eval_batch_size: batch size for ``evaluate()``; required to evaluate.
-      predict_batch_size: batch size for ``predict()``; required to predict.
+      train_batch_size: global batch size for ``train()``; None is fine for an ``input_fn``
+        and ``model_fn`` that do not read ``params['batch_size']``.
+      eval_batch_size: batch size for ``evaluate()``; None as for ``train_batch_size``.
+      predict_batch_size: batch size for ``predict()``; None as for ``train_batch_size``.
       batch_axis: TPU only.
       eval_on_tpu: TPU only (evaluation runs on CPU/GPU in the fallback).
       export_to_tpu: TPU only; a CPU SavedModel is written instead, with a warning.
@@ -228,8 +251,9 @@ class TPUEstimator(tf_estimator.Estimator):
 
     Raises:
       ValueError: reserved ``params`` keys, a bad batch size, ``use_tpu`` or export flags, a
-        ``model_dir`` that is a file; when model_fn runs, a spec for another mode or a
-        checkpoint in ``model_dir`` from another model.
+        ``model_dir`` that is a file; when input_fn / model_fn run, ``params['batch_size']``
+        read with that batch size None, a spec for another mode or a checkpoint in
+        ``model_dir`` from another model.
       TypeError: ``config`` is not a ``RunConfig``.
 
     Example:
@@ -396,14 +420,17 @@ class TPUEstimator(tf_estimator.Estimator):
             params["use_tpu"] = False
             if labels is not None and "labels" not in fn_args(user_model_fn):
                 raise ValueError("model_fn does not take labels, but input_fn returns labels.")
-            spec = call_with_args(
-                user_model_fn,
-                features=features,
-                labels=labels,
-                mode=mode,
-                params=params,
-                config=config,
-            )
+            # An export has no batch size whatever the arguments (as in the official class).
+            unset = not is_export and "batch_size" not in params
+            with _missing_batch_size_named(mode) if unset else contextlib.nullcontext():
+                spec = call_with_args(
+                    user_model_fn,
+                    features=features,
+                    labels=labels,
+                    mode=mode,
+                    params=params,
+                    config=config,
+                )
             spec_mode = getattr(spec, "mode", mode)
             if spec_mode != mode:
                 # Estimator would fail later with "None values not supported" or similar.
@@ -441,20 +468,16 @@ class TPUEstimator(tf_estimator.Estimator):
         """
         if not callable(input_fn):
             raise ValueError(f"`input_fn` must be a callable. Got: {input_fn!r}")
-        batch_size = self._batch_sizes[mode]
-        if batch_size is None:
-            name = _BATCH_ARG[mode]
-            raise ValueError(
-                f"`{name}` must be set on TPUEstimator to call {_METHOD[mode]}(): it becomes "
-                f"params['batch_size']. Got: {name}=None"
-            )
         # model_fn in this graph serves train / evaluate / predict, not an export.
         self._input_graphs[tf.get_default_graph()] = (
             self._eval_name if mode == _MODES.EVAL else None
         )
         params = self.params  # Estimator's property: a copy
-        params["batch_size"] = batch_size
-        with tf.device("/cpu:0"):  # where Estimator puts the input pipeline
+        batch_size = self._batch_sizes[mode]
+        if batch_size is not None:  # the official class leaves the key out otherwise
+            params["batch_size"] = batch_size
+        named = _missing_batch_size_named(mode) if batch_size is None else contextlib.nullcontext()
+        with tf.device("/cpu:0"), named:  # the input pipeline goes where Estimator puts it
             return call_with_args(
                 input_fn, mode=mode, params=params, config=self.config, input_context=input_context
             )
