@@ -389,6 +389,21 @@ def test_checkpoints_saved_on_schedule_by_the_fallbacks_saver_hook(model_dir):
     assert est.get_variable_value("global_step") == 30
 
 
+def test_users_checkpoint_saver_hook_replaces_the_default_one(model_dir):
+    # As in Estimator: a CheckpointSaverHook given to train() is the only one that saves.
+    rec = _Recorder()
+    est = _estimator(model_dir, rec, save_checkpoints_steps=2, keep_checkpoint_max=10)
+    mine = tf.train.CheckpointSaverHook(model_dir, save_steps=5)
+    listener = _CountingListener()
+    est.train(
+        _make_input_fn(rec, repeat=True), max_steps=10, hooks=[mine], saving_listeners=[listener]
+    )
+    state = tf.train.get_checkpoint_state(model_dir)
+    steps = sorted(int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths)
+    assert steps == [0, 5, 10]
+    assert listener.steps == [0, 5, 10]  # Estimator attaches the listeners to the user's hook
+
+
 @pytest.mark.parametrize("task_type", ["chief", "worker"])
 def test_cluster_fallback_keeps_runconfigs_device_filters(
     model_dir, monkeypatch, task_type, tf_log_lines

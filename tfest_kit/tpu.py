@@ -143,7 +143,7 @@ def _log_interval(config) -> Optional[int]:
     return every
 
 
-def _with_checkpoint_saver(spec, config):
+def _with_checkpoint_saver(spec, config, hooks=()):
     """Adds the chief's ``CheckpointSaverHook`` as Estimator would, without its per-step fetch.
 
     Estimator never tells its saver hook how many steps one ``session.run`` makes, so the hook
@@ -151,10 +151,16 @@ def _with_checkpoint_saver(spec, config):
     a small model's step time (see benchmarks/). Off a TPU and without a distribution strategy
     one run is one step, so the hook is told so. Estimator uses a saver hook it finds in the
     spec instead of making its own, and attaches its saving listeners to it.
+
+    Args:
+      spec: the ``EstimatorSpec`` to train with.
+      config: the Estimator's ``RunConfig``.
+      hooks: every other hook of the run (``train(hooks=…)``, the input_fn's): as in
+        Estimator, a ``CheckpointSaverHook`` among them or in the spec replaces the default.
     """
     if not (config.save_checkpoints_secs or config.save_checkpoints_steps):
         return spec
-    existing = tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
+    existing = tuple(hooks) + tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
     if any(isinstance(hook, tf.train.CheckpointSaverHook) for hook in existing):
         return spec
     saver_hook = tf.train.CheckpointSaverHook(
@@ -445,8 +451,6 @@ class TPUEstimator(tf_estimator.Estimator):
                 summary_dir = os.path.join(summary_dir, "eval_" + name if name else "eval")
             spec = to_estimator_spec(spec, mode, summary_dir)
             check_model_dir(config.model_dir)
-            if mode == _MODES.TRAIN and config.train_distribute is None:
-                spec = _with_checkpoint_saver(spec, config)
             if mode == _MODES.TRAIN and self._log_every:
                 hook = LossLoggingHook(
                     every_n_steps=self._log_every,
@@ -458,6 +462,19 @@ class TPUEstimator(tf_estimator.Estimator):
             return spec
 
         return model_fn
+
+    def _train_with_estimator_spec(
+        self, estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
+    ):
+        # The one place where the train(hooks=…) are known; a saver hook among them replaces
+        # the default one, as in Estimator. (Distribution strategies keep Estimator's own.)
+        if self._config.train_distribute is None:
+            estimator_spec = _with_checkpoint_saver(
+                estimator_spec, self._config, tuple(worker_hooks) + tuple(hooks)
+            )
+        return super()._train_with_estimator_spec(
+            estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
+        )
 
     def _call_input_fn(self, input_fn, mode, input_context=None):
         """Calls ``input_fn`` with ``params['batch_size']`` of the mode, as the official class does.
