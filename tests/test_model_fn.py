@@ -316,6 +316,38 @@ def test_wrong_network_output_and_labels_raise_with_shapes():
             model_fn({"x": tf.constant(X_EVAL[:8])}, bad_labels, estimator.ModeKeys.EVAL, {})
 
 
+def test_only_a_missing_feature_is_blamed_on_the_input(tmp_path):
+    def needs_mask(features, mode, params):
+        return network({"x": features["x"] * features["mask"]}, mode, params)
+
+    def optional_mask(features, mode, params):
+        try:
+            mask = features["mask"]
+        except KeyError:  # an optional feature: the network's own KeyError handling still works
+            mask = 1.0
+        return network({"x": features["x"] * mask}, mode, params)
+
+    def needs_param(features, mode, params):
+        hidden = tf2.keras.layers.Dense(params["hidden_units"])(features["x"])
+        return tf2.keras.layers.Dense(NUM_CLASSES)(hidden)
+
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=r"looked up feature 'mask'.*Got features: \['x'\]"):
+            _call(mf.classifier(needs_mask, NUM_CLASSES), estimator.ModeKeys.PREDICT)
+        spec = _call(mf.classifier(optional_mask, NUM_CLASSES), estimator.ModeKeys.PREDICT)
+        assert spec.predictions["logits"].shape.as_list() == [8, NUM_CLASSES]
+    # A params key the network expects is the caller's to give: the KeyError is left as it is.
+    est = estimator.Estimator(mf.classifier(needs_param, NUM_CLASSES), model_dir=str(tmp_path))
+    with pytest.raises(KeyError, match="hidden_units") as raised:
+        est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=1)
+    assert type(raised.value) is KeyError
+    est = estimator.Estimator(
+        mf.classifier(needs_param, NUM_CLASSES), model_dir=str(tmp_path), params={"hidden_units": 4}
+    )
+    est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=2)
+    assert est.get_variable_value("global_step") == 2
+
+
 def test_tpu_spec_runs_under_the_official_tpu_estimator_on_cpu(tmp_path):
     def tpu_input_fn(x, y):
         def fn(params):

@@ -261,17 +261,34 @@ def build(
     return model_fn
 
 
+class _MissingFeature(KeyError):
+    """A lookup on the features mapping found no such feature."""
+
+
+class _Features(dict):
+    """The features as the network sees them: a missing key is told apart from other lookups.
+
+    It is still a ``KeyError``, so a network that catches one for an optional feature works.
+    """
+
+    def __missing__(self, key):
+        raise _MissingFeature(key)
+
+
 def _call_network(network_fn: Callable, features, mode, params):
-    """Calls ``network_fn``; a lookup of a feature the input does not provide gets named."""
+    """Calls ``network_fn``; a lookup of a feature the input does not provide gets named.
+
+    Only lookups on the features themselves are rewritten: a ``KeyError`` from anywhere else
+    (a ``params`` key the network expects, say) is not the input pipeline's fault.
+    """
+    if isinstance(features, Mapping):
+        features = _Features(features)
     try:
         return network_fn(features, mode, params)
-    except KeyError as error:
-        key = error.args[0] if len(error.args) == 1 else None
-        if not isinstance(features, Mapping) or not isinstance(key, str) or key in features:
-            raise
+    except _MissingFeature as error:
         raise ValueError(
-            f"`network_fn` looked up feature {key!r}, which the input_fn (or serving receiver) "
-            f"does not provide. Got features: {sorted(map(str, features))}"
+            f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
+            f"receiver) does not provide. Got features: {sorted(map(str, features))}"
         ) from error
 
 
