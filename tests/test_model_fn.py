@@ -269,6 +269,7 @@ def test_weight_key_weights_metrics():
         ({"optimizer": "adamax"}, r"`optimizer`.*'adam'.*Got: 'adamax'"),
         ({"metrics": ("accuracy", "f2")}, r"`metrics`.*'accuracy'.*'f1'.*Got: 'f2'"),
         ({"metrics": ("recall_at_9",)}, "recall_at_9"),
+        ({"metrics": ("accuracy", "recall_at_<k>")}, r"pattern.*use e\.g\. 'recall_at_2'"),
         ({"metrics": ("auc",)}, "num_classes == 2"),
         ({"top_k": 4}, "`top_k`.*Got: 4"),
         ({"warmup_steps": -1}, "`warmup_steps`"),

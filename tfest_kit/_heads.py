@@ -47,6 +47,13 @@ def check_metric_names(metrics: Sequence[str], accepted: Sequence[str], num_clas
     if isinstance(metrics, str) or not isinstance(metrics, (list, tuple)):
         raise TypeError(f"`metrics` must be a list or tuple of names. Got: {metrics!r}")
     for name in metrics:
+        if name == "recall_at_<k>" and name in accepted:
+            # Listed among the accepted names to show the pattern; it is no metric by itself.
+            k = min(5, num_classes - 1) if num_classes else 5
+            raise ValueError(
+                "`metrics` entry 'recall_at_<k>' is a pattern: put the number k in it, "
+                f"use e.g. 'recall_at_{k}'. Got: {name!r}"
+            )
         known = name in accepted
         match = _RECALL_AT.match(name) if isinstance(name, str) else None
         if match and "recall_at_<k>" in accepted:
