@@ -485,6 +485,32 @@ def test_cluster_tasks_own_server_is_not_taken_for_a_tpu(model_dir, monkeypatch,
     assert type(est) is tpu.TPUEstimator
 
 
+@pytest.mark.parametrize("use_tpu", [True, "auto"])
+def test_on_a_tpu_config_none_or_a_plain_run_config_reach_the_official_class(
+    model_dir, monkeypatch, use_tpu
+):
+    # What the fallback accepts must not fail only once a TPU is there. The TPU is simulated
+    # (local detection patched), so nothing touches a network.
+    from tfest_kit import _tpu_detect
+
+    monkeypatch.setattr(_tpu_detect, "_local_tpu", lambda: True)
+    monkeypatch.setitem(_tpu_detect._state, "official_estimator_built", False)
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    model_fn = _make_model_fn(_Recorder())
+    est = tpu.TPUEstimator(model_fn, model_dir=model_dir, use_tpu=use_tpu, train_batch_size=8)
+    assert isinstance(est, estimator.tpu.TPUEstimator)
+    assert isinstance(est.config, tpu.RunConfig) and est.model_dir == model_dir
+    plain = estimator.RunConfig(
+        model_dir=model_dir, save_checkpoints_steps=7, keep_checkpoint_max=2, tf_random_seed=3
+    )
+    est = tpu.TPUEstimator(model_fn, config=plain, use_tpu=use_tpu, train_batch_size=8)
+    assert isinstance(est, estimator.tpu.TPUEstimator)
+    assert isinstance(est.config, tpu.RunConfig)
+    settings = (est.model_dir, est.config.save_checkpoints_steps, est.config.keep_checkpoint_max)
+    assert settings == (model_dir, 7, 2) and est.config.tf_random_seed == 3
+
+
 _MIRRORED_PROGRAM = """
 import sys
 import numpy as np

@@ -113,6 +113,65 @@ def _wants_official(use_tpu, config) -> bool:
     return tpu_available(hint) if hint else tpu_available()
 
 
+def _default_run_config():
+    """``RunConfig()``, with a clear error for a TF_CONFIG that is not JSON."""
+    try:
+        return RunConfig()
+    except json.JSONDecodeError as e:  # RunConfig parses $TF_CONFIG without saying so
+        raise ValueError(
+            f"TF_CONFIG is not valid JSON: {e}. Fix or unset the TF_CONFIG environment "
+            f"variable. Got: {os.environ.get('TF_CONFIG', '')[:300]!r}"
+        ) from e
+
+
+# Every argument a plain RunConfig takes (the rest, master and cluster, both read from
+# TF_CONFIG): RunConfig.replace accepts each of them.
+_RUN_CONFIG_FIELDS = (
+    "model_dir",
+    "tf_random_seed",
+    "save_summary_steps",
+    "save_checkpoints_steps",
+    "save_checkpoints_secs",
+    "session_config",
+    "keep_checkpoint_max",
+    "keep_checkpoint_every_n_hours",
+    "log_step_count_steps",
+    "train_distribute",
+    "device_fn",
+    "protocol",
+    "eval_distribute",
+    "experimental_distribute",
+    "experimental_max_worker_delay_secs",
+    "session_creation_timeout_secs",
+    "checkpoint_save_graph_def",
+)
+
+
+def _official_config(config):
+    """The ``tpu.RunConfig`` the official class requires, for a config the fallback takes too.
+
+    None becomes ``RunConfig()``; a plain ``tf.estimator.RunConfig`` becomes a
+    ``tpu.RunConfig`` with the same settings and the default ``TPUConfig``. Anything else is
+    left for the official class to judge.
+    """
+    if config is None:
+        return _default_run_config()
+    if isinstance(config, RunConfig) or not isinstance(config, tf_estimator.RunConfig):
+        return config
+    # RunConfig keeps each replaceable `name` as `_name` (what its replace() relies on); not
+    # every one has a public property.
+    fields = {name: getattr(config, "_" + name) for name in _RUN_CONFIG_FIELDS}
+    if (
+        config.cluster_spec
+        and "TF_CONFIG" in os.environ
+        and fields["session_config"] == session_config()
+    ):
+        # RunConfig's own choice for between-graph training, not the user's: a TPU trains
+        # in-graph, and tpu.RunConfig leaves it out.
+        fields["session_config"] = None
+    return _default_run_config().replace(**fields)
+
+
 def _ignored_tpu_settings(config, batch_axis, embedding_config_spec) -> list:
     names = []
     tpu_config = getattr(config, "tpu_config", None)
@@ -240,7 +299,9 @@ class TPUEstimator(tf_estimator.Estimator):
         ``TPUEstimatorSpec`` or ``EstimatorSpec``.
       model_dir: as for ``Estimator``.
       config: a ``tfest_kit.tpu.RunConfig`` (= ``tf.compat.v1.estimator.tpu.RunConfig``) or a
-        plain ``tf.estimator.RunConfig``; None uses ``RunConfig()``.
+        plain ``tf.estimator.RunConfig``; None uses ``RunConfig()``. On a TPU, where the
+        official class takes a ``tpu.RunConfig`` only, a plain one is turned into a
+        ``tpu.RunConfig`` with the same settings and the default ``TPUConfig``.
       params: dict of hyper-parameters.
       use_tpu: True, False or ``"auto"`` (True falls back too, with an info line).
       train_batch_size: global batch size for ``train()``; None is fine for an ``input_fn``
@@ -283,8 +344,9 @@ class TPUEstimator(tf_estimator.Estimator):
             tf.logging.info(
                 "TPU found: using the official tf.compat.v1.estimator.tpu.TPUEstimator."
             )
+            # The official class takes a tpu.RunConfig only, and use_tpu as a bool.
             return tf_estimator.tpu.TPUEstimator(
-                model_fn, model_dir, config, params, use_tpu, *a, **kw
+                model_fn, model_dir, _official_config(config), params, True, *a, **kw
             )
         return super().__new__(cls)
 
@@ -334,13 +396,7 @@ class TPUEstimator(tf_estimator.Estimator):
                 f"Got: {export_saved_model_api_version!r}"
             )
         if config is None:
-            try:
-                config = RunConfig()
-            except json.JSONDecodeError as e:  # RunConfig parses $TF_CONFIG without saying so
-                raise ValueError(
-                    f"TF_CONFIG is not valid JSON: {e}. Fix or unset the TF_CONFIG environment "
-                    f"variable. Got: {os.environ.get('TF_CONFIG', '')[:300]!r}"
-                ) from e
+            config = _default_run_config()
         if not isinstance(config, tf_estimator.RunConfig):
             raise TypeError(
                 "`config` must be a tfest_kit.tpu.RunConfig or tf.estimator.RunConfig. "
