@@ -404,6 +404,37 @@ def test_users_checkpoint_saver_hook_replaces_the_default_one(model_dir):
     assert listener.steps == [0, 5, 10]  # Estimator attaches the listeners to the user's hook
 
 
+def test_model_with_its_own_saver_resumes_from_its_checkpoints(model_dir):
+    # A Scaffold saver may store variables under other names; Estimator restores with it, so
+    # the model_dir check must not take its checkpoint for another model's.
+    x, y = _data()
+
+    def model_fn(features, labels, mode, params):
+        logits = tf.layers.dense(features["x"], 2, name="d")
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        step = tf.train.get_global_step()
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, step)
+        names = {
+            ("global_step" if var is step else "model/" + var.op.name): var
+            for var in tf.global_variables()
+        }
+
+        def scaffold_fn():
+            return tf.train.Scaffold(saver=tf.train.Saver(names))
+
+        return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op, scaffold_fn=scaffold_fn)
+
+    def input_fn(params):
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+        return ds.repeat().batch(params["batch_size"])
+
+    est = tpu.TPUEstimator(model_fn, model_dir=model_dir, use_tpu=False, train_batch_size=4)
+    est.train(input_fn, max_steps=3)
+    est.train(input_fn, max_steps=6)
+    assert est.get_variable_value("global_step") == 6
+    assert "model/d/kernel" in dict(tf.train.list_variables(model_dir))
+
+
 @pytest.mark.parametrize("task_type", ["chief", "worker"])
 def test_cluster_fallback_keeps_runconfigs_device_filters(
     model_dir, monkeypatch, task_type, tf_log_lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Optional
+from typing import Any, Optional
 
 from tfest_kit._tf import tf
 
@@ -238,19 +238,27 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
         tf.logging.info("  name = %s, shape = %s%s", _variable_name(var), var.shape, mark)
 
 
-def check_model_dir(model_dir: Optional[str]) -> None:
+def check_model_dir(model_dir: Optional[str], scaffold: Any = None) -> None:
     """Raises when ``model_dir``'s latest checkpoint was written by a different model.
 
     Call it from a model_fn once the graph's variables exist.  Estimator would restore that
     checkpoint: a missing variable fails with a long ``NotFoundError`` and a variable of
     another shape may even be restored silently, failing steps later far from the cause.
     Only trainable variables count as missing (optimizer slots are reported by Estimator
-    itself); partitioned variables and replicated (distribution strategy) graphs are skipped.
+    itself); partitioned variables and replicated (distribution strategy) graphs are skipped,
+    and so is a model with its own ``Saver`` (in ``scaffold`` or the ``SAVERS`` collection),
+    which may store its variables under other names: Estimator restores with that saver.
+
+    Args:
+      model_dir: the Estimator's model_dir; None skips the check.
+      scaffold: the spec's ``Scaffold``, if the model_fn has made one.
 
     Raises:
       ValueError: naming the variables that differ and the checkpoint.
     """
     if not model_dir or tf.distribute.has_strategy():
+        return
+    if getattr(scaffold, "saver", None) is not None or tf.get_collection(tf.GraphKeys.SAVERS):
         return
     prefix = tf.train.latest_checkpoint(model_dir)
     if prefix is None:

@@ -506,7 +506,7 @@ class TPUEstimator(tf_estimator.Estimator):
                 name = self._input_graphs.get(graph)
                 summary_dir = os.path.join(summary_dir, "eval_" + name if name else "eval")
             spec = to_estimator_spec(spec, mode, summary_dir)
-            check_model_dir(config.model_dir)
+            check_model_dir(config.model_dir, spec.scaffold)
             if mode == _MODES.TRAIN and self._log_every:
                 hook = LossLoggingHook(
                     every_n_steps=self._log_every,
