@@ -214,6 +214,43 @@ def test_sequential_without_input_shape_takes_a_one_key_dict(tmp_path):
         _predict(est, {"a": X, "b": X})
 
 
+def _unbuilt_sequential():
+    return _compile(keras.Sequential([keras.layers.Dense(3), keras.layers.Dense(1)]))
+
+
+@pytest.mark.parametrize(
+    "build, features",
+    [
+        (_named, lambda w: {"features": X, "sample_weights": w}),  # official form
+        (_named, lambda w: {"features": {"x": X}, "sample_weights": w}),
+        (_multi_input, lambda w: {"features": {"a": X[:, :2], "b": X[:, 2:]}, "sample_weights": w}),
+        (_multi_input, lambda w: {"features": (X[:, :2], X[:, 2:]), "sample_weights": w}),
+        (_unbuilt_sequential, lambda w: {"features": {"x": X}, "sample_weights": w}),
+        (_named, lambda w: {"x": X, "sample_weights": w}),  # one more key of a features dict
+    ],
+    ids=["tensor", "dict", "multi-dict", "multi-tuple", "unbuilt-sequential", "extra-key"],
+)
+def test_sample_weights_reach_the_keras_loss(build, features, tmp_path):
+    # Renaming the outer dict's keys made the official model_fn drop the weights (single
+    # input: an unweighted loss, no error) or refuse the features (multi-input, unbuilt).
+    est = to_estimator(build(), model_dir=str(tmp_path))
+    # Trained first, so that every evaluation reads one checkpoint (an unbuilt Sequential
+    # has no Keras weights to start from).
+    est.train(lambda: tf.data.Dataset.from_tensor_slices((features(Y[:, 0]), Y)).batch(16))
+    assert est.latest_checkpoint().endswith("model.ckpt-4")
+
+    def loss(weights):
+        def input_fn():
+            return tf.data.Dataset.from_tensor_slices((features(weights), Y)).batch(16)
+
+        return est.evaluate(input_fn)["loss"]
+
+    unweighted = loss(np.ones(len(X), "float32"))
+    assert unweighted > 0
+    assert loss(np.zeros(len(X), "float32")) == 0.0  # as with the official converter
+    assert loss(np.full(len(X), 2.0, "float32")) == pytest.approx(2 * unweighted, rel=1e-5)
+
+
 def test_label_keys_not_matching_the_outputs_are_one_readable_error(tmp_path):
     inp = keras.Input((4,), name="feats")
     hidden = keras.layers.Dense(4)(inp)

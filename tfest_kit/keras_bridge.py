@@ -45,7 +45,10 @@ from tfest_kit._tf import tf, tf2
 __all__ = ["to_estimator", "check_keras_version"]
 
 _INSTALL = "pip install tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
-_SAMPLE_WEIGHTS_KEY = "sample_weights"  # the official converter pops this key itself
+# The official model_fn reads Keras sample weights only from features that are exactly
+# {"features": <features>, "sample_weights": <weights>}; any other dict is all features.
+_FEATURES_KEY = "features"
+_SAMPLE_WEIGHTS_KEY = "sample_weights"
 _CHECKPOINT_FORMATS = ("checkpoint", "saver")
 # Matched against graph variable names ("dense/kernel:0"): every variable but the global step
 # and the Keras optimizer's slots and hyper-parameters, which it creates under "training/".
@@ -119,7 +122,9 @@ def to_estimator(
       A ``tf.estimator.Estimator`` whose ``input_fn``s may yield features as a dict, a tuple /
       list in input order, or a bare tensor (single-input models).  Estimator reads a bare
       2-tuple from an ``input_fn`` as ``(features, labels)``, so tuple features always travel
-      as ``((a, b), labels)``, also for ``predict`` (which ignores the labels).
+      as ``((a, b), labels)``, also for ``predict`` (which ignores the labels).  Keras sample
+      weights travel as in the official converter, ``{"features": <any of those>,
+      "sample_weights": w}``, or as one more key ``"sample_weights"`` of a features dict.
 
     Raises:
       TypeError: if ``keras_model`` is not a ``tf.keras.Model``.
@@ -298,10 +303,15 @@ def _adapting_model_fn(official_model_fn, keras_model):
     output_names = list(getattr(keras_model, "output_names", None) or [])
 
     def model_fn(features, labels, mode, config):
+        features, sample_weights = _split_sample_weights(features, input_names)
         if input_names:
             features = _adapt_features(features, input_names)
         elif isinstance(keras_model, tf2.keras.Sequential) and isinstance(features, Mapping):
             features = _unbuilt_sequential_features(dict(features))
+        if sample_weights is not None:
+            # Re-wrapped after adapting: renaming the keys of the outer dict would make the
+            # official model_fn take the weights for one more feature and drop them.
+            features = {_FEATURES_KEY: features, _SAMPLE_WEIGHTS_KEY: sample_weights}
         if isinstance(labels, Mapping) and output_names:
             labels = _adapt_labels(dict(labels), output_names)
         with warnings.catch_warnings():
@@ -312,6 +322,23 @@ def _adapting_model_fn(official_model_fn, keras_model):
             return official_model_fn(features, labels, mode)
 
     return model_fn
+
+
+def _split_sample_weights(features, input_names: list[str]):
+    """Returns ``(features, sample_weights)``; ``sample_weights`` is None when there are none.
+
+    Takes the official form ``{"features": <features>, "sample_weights": w}`` and also a
+    features dict with one more key ``"sample_weights"`` (unless the model has an input of that
+    name), which the official model_fn would treat as an unused feature.
+    """
+    if not isinstance(features, Mapping) or _SAMPLE_WEIGHTS_KEY not in features:
+        return features, None
+    if set(features) == {_FEATURES_KEY, _SAMPLE_WEIGHTS_KEY}:
+        return features[_FEATURES_KEY], features[_SAMPLE_WEIGHTS_KEY]
+    if _SAMPLE_WEIGHTS_KEY in input_names:
+        return features, None
+    features = dict(features)
+    return features, features.pop(_SAMPLE_WEIGHTS_KEY)
 
 
 def _unbuilt_sequential_features(features: dict):
@@ -384,7 +411,6 @@ def _adapt_features(features, input_names: list[str]):
 
 
 def _adapt_dict(features: dict, input_names: list[str]) -> dict:
-    sample_weights = features.pop(_SAMPLE_WEIGHTS_KEY, None)
     if all(name in features for name in input_names):
         adapted = features
     else:
@@ -406,6 +432,4 @@ def _adapt_dict(features: dict, input_names: list[str]) -> dict:
                 f"{sorted(map(str, features))}, missing {missing}. Rename the keys in the "
                 "input_fn, name the keras.Input layers to match, or yield a tuple in input order."
             )
-    if sample_weights is not None:
-        adapted[_SAMPLE_WEIGHTS_KEY] = sample_weights
     return adapted
