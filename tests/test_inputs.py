@@ -56,6 +56,19 @@ def test_from_arrays_pandas_label_column_shuffle_and_epochs():
         assert pairs == {b"x": 0, b"y": 1, b"z": 1, b"w": 0}  # rows stay aligned when shuffled
 
 
+def test_from_arrays_refuses_pandas_indexes_that_differ():
+    # pandas_input_fn refused them ("Index for x and y are mismatched"); pairing by position
+    # trained on other rows' labels without a word.
+    frame = pd.DataFrame({"age": [30.0, 10.0, 20.0], "label": [3, 1, 2]})  # label == age / 10
+    x = frame[["age"]].sort_values("age")  # index [1, 2, 0]
+    with pytest.raises(ValueError, match=r"different indexes.*\[1, 2, 0\].*\[0, 1, 2\]"):
+        inputs.from_arrays(x, frame["label"])
+    with pytest.raises(ValueError, match=r"labels\.loc\[features\.index\].*reset_index"):
+        inputs.from_arrays(x, frame[["label"]])
+    feats, labels = _batches(inputs.from_arrays(x, frame["label"].loc[x.index], shuffle=False)())[0]
+    assert list(zip(feats["age"].tolist(), labels.tolist())) == [(10.0, 1), (20.0, 2), (30.0, 3)]
+
+
 def test_from_arrays_features_only_and_repeat_forever():
     fn = inputs.from_arrays({"a": [1, 2, 3]}, batch_size=2, shuffle=False, num_epochs=None)
     first = list(fn().take(4))

@@ -72,6 +72,31 @@ def _as_feature_dict(features: Any, feature_name: str) -> dict[str, np.ndarray]:
     )
 
 
+def _is_pandas(value: Any) -> bool:
+    """True for a pandas DataFrame or Series (checked by duck type: pandas is optional)."""
+    return hasattr(value, "index") and hasattr(value, "to_numpy") and hasattr(value, "iloc")
+
+
+def _check_same_index(features: Any, labels: Any) -> None:
+    """Raises a ValueError unless a pandas ``features`` and ``labels`` have equal indexes.
+
+    The arrays are paired by position, so unequal indexes (``x`` sorted or filtered apart
+    from ``y``) would pair rows with other rows' labels; ``pandas_input_fn`` refused them too.
+    """
+    if not (_is_pandas(features) and _is_pandas(labels)):
+        return
+    if features.index.equals(labels.index):
+        return
+    raise ValueError(
+        "`features` and `labels` are pandas objects with different indexes; rows are paired by "
+        "position, so each row would get another row's label. Got: features.index starts "
+        f"{list(features.index[:5])}, labels.index starts {list(labels.index[:5])} "
+        f"({len(features.index)} and {len(labels.index)} rows). Pass labels.loc[features.index] "
+        "to pair rows by index label, or call reset_index(drop=True) on both if their "
+        "positions already match."
+    )
+
+
 def _tf_friendly(array: np.ndarray, name: str) -> np.ndarray:
     if array.dtype == np.float64:
         # Keras layers and feature columns compute in float32; float64 input only costs casts.
@@ -108,7 +133,8 @@ def from_arrays(
     Args:
       features: a dict ``{name: array}``, a pandas DataFrame (one feature per column) or a single
         array, which becomes the feature ``feature_name`` (``"x"`` by default).
-      labels: an array / pandas Series with one label per row, the *name* of a column of
+      labels: an array / pandas Series with one label per row (a Series or DataFrame with the
+        same index as a DataFrame ``features``), the *name* of a column of
         ``features`` to use as the label (it is removed from the features), or None for
         features only (prediction).
       batch_size: examples per batch unless ``params["batch_size"]`` is given.
@@ -125,7 +151,8 @@ def from_arrays(
 
     Raises:
       DataError: if ``labels`` names a column that is not in ``features``.
-      ValueError: if the arrays have different numbers of rows, or a bad batch size / epochs.
+      ValueError: if the arrays have different numbers of rows, a pandas ``features`` and
+        ``labels`` have different indexes, or a bad batch size / epochs.
       TypeError: if ``features`` is of an unsupported type.
 
     Example:
@@ -134,6 +161,7 @@ def from_arrays(
         predict_fn = from_arrays({"x": x_test}, shuffle=False)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
+    _check_same_index(features, labels)
     feats = _as_feature_dict(features, feature_name)
     if isinstance(labels, str):
         if labels not in feats:
