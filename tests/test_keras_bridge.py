@@ -190,6 +190,26 @@ def test_warm_start_from_a_path_keeps_batch_norm_statistics_not_the_global_step(
     assert again.latest_checkpoint().endswith("model.ckpt-1")  # a warm start, not a resume
 
 
+def test_converting_again_uses_the_new_weights_until_training_has_started(tmp_path):
+    # The official converter keeps model_dir/keras/ of an earlier conversion: the second
+    # Estimator predicted with the first model's weights.  (Each model is built after the
+    # previous conversion: Keras cannot read the weights of a model built before one.)
+    first = _named()
+    _fit_a_little(first, X)
+    to_estimator(first, model_dir=str(tmp_path))
+    second = _named()
+    second.set_weights([w + 0.5 for w in first.get_weights()])
+    expected = second.predict(X, verbose=0)
+    est = to_estimator(second, model_dir=str(tmp_path))
+    np.testing.assert_allclose(_predict(est, X), expected, rtol=1e-5, atol=1e-5)
+
+    est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=1)
+    trained = _predict(est, X)
+    assert not np.allclose(trained, expected, atol=1e-3)
+    resumed = to_estimator(_named(), model_dir=str(tmp_path))  # a checkpoint: resuming wins
+    np.testing.assert_allclose(_predict(resumed, X), trained, rtol=1e-5, atol=1e-5)
+
+
 def test_subclassed_model_with_object_checkpoints_says_use_saver(tmp_path):
     class Linear(keras.Model):
         def __init__(self):

@@ -100,6 +100,12 @@ def to_estimator(
     Call ``keras_model.predict`` before converting if you need it: the conversion switches
     Keras into graph mode, after which models built earlier cannot be used eagerly.
 
+    Caveat: converting again into a ``model_dir`` writes this model's weights over the
+    ``model_dir/keras`` of the earlier conversion (the official converter would keep the old
+    ones) as long as ``model_dir`` has no Estimator checkpoint.  Once it has one, the Estimator
+    resumes from that checkpoint and the Keras weights are not used: pass a new ``model_dir``
+    to start from this model's weights.
+
     Args:
       keras_model: a compiled ``tf.keras.Model``: Sequential, functional, or subclassed (only
         with ``checkpoint_format="saver"``; its weights are not carried over, the Estimator
@@ -183,6 +189,7 @@ def to_estimator(
 
     if warm_start_from is not None:
         warm_start_from = _all_model_variables(warm_start_from)  # checked before writing anything
+    _remove_stale_keras_checkpoint(model_dir, config)
     official = _convert(keras_model, model_dir, config, custom_objects, checkpoint_format)
     if warm_start_from is None:
         keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
@@ -203,6 +210,35 @@ def to_estimator(
             config=official.config,
             warm_start_from=warm_start_from,
         )
+
+
+def _remove_stale_keras_checkpoint(model_dir: Optional[str], config: Optional[Any]) -> None:
+    """Removes ``model_dir/keras`` of an earlier conversion when no training has started.
+
+    The official converter writes the Keras weights to ``model_dir/keras`` only if no checkpoint
+    is there yet, so converting again (after more ``fit``, ``load_weights``, or a re-run of a
+    script that stopped before the first Estimator checkpoint) would warm-start the old weights.
+    Once ``model_dir`` holds an Estimator checkpoint, Estimator resumes from it and ignores any
+    warm start, so ``keras/`` is left alone.  In a cluster only the chief removes it: its
+    session initialises the variables, and the other tasks may be reading it while they build
+    their graphs.
+    """
+    config_dir = getattr(config, "model_dir", None)
+    if model_dir and config_dir and os.fspath(model_dir) != os.fspath(config_dir):
+        return  # the converter refuses two different model_dirs; nothing may be removed first
+    model_dir = os.fspath(model_dir or config_dir)
+    keras_dir = os.path.join(model_dir, "keras")
+    if tf.train.latest_checkpoint(keras_dir) is None or tf.train.latest_checkpoint(model_dir):
+        return
+    if not (config or tf.estimator.RunConfig()).is_chief:
+        return
+    tf.logging.warning(
+        "to_estimator: removing %s, the Keras weights of an earlier conversion (%s has no "
+        "Estimator checkpoint yet), so that the Estimator starts from this model's weights.",
+        keras_dir,
+        model_dir,
+    )
+    tf.io.gfile.rmtree(keras_dir)
 
 
 def _all_model_variables(warm_start_from):
