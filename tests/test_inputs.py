@@ -262,6 +262,20 @@ def test_tfrecord_errors(tmp_path):
         inputs.write_tfrecord(ROWS, tmp_path / "x.tfr", num_shards=0)
 
 
+@pytest.mark.parametrize("default", [None, -1.0])
+def test_tfrecord_empty_list_for_a_fixed_len_feature_is_named_before_training(tmp_path, default):
+    # parse_example fails on the first batch ("Values size: 0 but output shape: []"), naming
+    # no file, also when the spec has a default_value.
+    rows = [{"a": [], "y": 0}, {"a": 2.0, "y": 1}]
+    [path] = inputs.write_tfrecord(rows, tmp_path / "e.tfr")
+    spec = {
+        "a": tf.io.FixedLenFeature([], tf.float32, default_value=default),
+        "y": tf.io.FixedLenFeature([], tf.int64),
+    }
+    with pytest.raises(inputs.DataError, match=r"e\.tfr: .*'a' holds 0 values; .* needs 1"):
+        inputs.from_tfrecord(path, spec, "y")
+
+
 def _cut(path, nbytes):
     """Drops the last ``nbytes`` of a file, as an interrupted copy would."""
     with open(path, "r+b") as f:

@@ -95,7 +95,8 @@ def _mismatch(key: str, config: Any, feature) -> Optional[str]:
             f"{config.dtype.name} values or ask for {_DTYPE_OF_LIST[kind]}"
         )
     count = len(getattr(feature, kind).value)
-    if isinstance(config, tf2.io.FixedLenFeature) and count:
+    # An empty list too: parse_example refuses it even when the spec has a default_value.
+    if isinstance(config, tf2.io.FixedLenFeature):
         size = int(np.prod(config.shape, dtype=np.int64)) if config.shape else 1
         if count != size:
             return (
