@@ -183,6 +183,25 @@ def test_from_csv_infers_types_past_na_values_big_ints_and_a_bom(tmp_path):
     assert labels.tolist() == [0, 1]
 
 
+def test_from_csv_types_only_numbers_csvdataset_parses(tmp_path):
+    # Python's int() / float() take "1_000", non-ASCII digits, "+7" and "infinity"; typed
+    # int or float, the columns failed at the first batch ("not a valid int32: 1_000").
+    path = tmp_path / "data.csv"
+    path.write_text(
+        "under,arabic,plus,word,num,label\n1_000,\u0661\u0662,+7,infinity,-1.5e3,0\n"
+        "2,3,8,1,nan,1\n",
+        encoding="utf-8",
+    )
+    fn = inputs.from_csv(str(path), label_name="label", shuffle=False)
+    [(feats, labels)] = _batches(fn())
+    assert feats["under"].tolist() == [b"1_000", b"2"]
+    assert feats["arabic"].tolist() == ["\u0661\u0662".encode(), b"3"]
+    assert feats["plus"].dtype == np.float32 and feats["plus"].tolist() == [7.0, 8.0]
+    assert feats["word"].tolist() == [b"infinity", b"1"]
+    assert feats["num"].dtype == np.float32 and feats["num"][0] == -1500.0
+    assert np.isnan(feats["num"][1]) and labels.tolist() == [0, 1]
+
+
 def test_from_csv_rejects_files_whose_headers_differ(tmp_path):
     (tmp_path / "a.csv").write_text("x,y,label\n1,2,0\n")
     (tmp_path / "b.csv").write_text("y,x,label\n3,4,1\n")  # same width, columns swapped

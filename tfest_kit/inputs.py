@@ -32,6 +32,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
@@ -211,21 +212,23 @@ _INT32_RANGE = (-(2**31), 2**31 - 1)
 _INT64_RANGE = (-(2**63), 2**63 - 1)
 
 
+# What CsvDataset itself parses (probed against TF 2.15): Python's int() / float() also take
+# "1_000", non-ASCII digits, "+1" as an int and "infinity", which CsvDataset rejects at the first
+# batch, naming no file.  Anything else is a string column, which always parses.
+_INT_CELL = re.compile(r"-?[0-9]+")
+_FLOAT_CELL = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|nan|inf)", re.IGNORECASE
+)
+
+
 def _cell_kind(value: str) -> int:
-    try:
+    if _INT_CELL.fullmatch(value):
         number = int(value)
-    except ValueError:
-        pass
-    else:
         # Ids and timestamps overflow int32; CsvDataset rejects them in an int32 column.
         if _INT32_RANGE[0] <= number <= _INT32_RANGE[1]:
             return _INT32
         return _INT64 if _INT64_RANGE[0] <= number <= _INT64_RANGE[1] else _FLOAT
-    try:
-        float(value)
-        return _FLOAT
-    except ValueError:
-        return _STRING
+    return _FLOAT if _FLOAT_CELL.fullmatch(value) else _STRING
 
 
 def _scan_csv(
