@@ -171,6 +171,25 @@ def test_from_csv_errors_name_pattern_file_line_and_columns(csv_dir):
     assert issubclass(inputs.DataError, TfestKitError) and issubclass(inputs.DataError, ValueError)
 
 
+def test_a_directory_for_file_pattern_says_so_and_what_to_pass(csv_dir):
+    # The readers called a directory "the file is empty" or failed with "Is a directory".
+    (csv_dir / "sub").mkdir()
+    [tfr] = inputs.write_tfrecord(ROWS, csv_dir / "sub" / "x.tfr")
+    with pytest.raises(
+        inputs.DataError,
+        match=r"'.*' is a directory, not files: .* such as '.*/\*\.csv'; directory .* contains: "
+        r"part-0\.csv, part-1\.csv, sub",
+    ):
+        inputs.from_csv(str(csv_dir), label_name="species")
+    with pytest.raises(inputs.DataError, match=r"is a directory.* such as '.*sub/\*\.tfr'"):
+        inputs.from_tfrecord(str(csv_dir / "sub"), SPEC, "label")
+    with pytest.raises(
+        inputs.DataError, match=r"'.*/\*' matches the directory '.*sub'.*'.*/\*\.csv'"
+    ):
+        inputs.from_csv(str(csv_dir / "*"), label_name="species")
+    assert inputs.from_tfrecord(tfr, SPEC, "label")  # a file in it is fine
+
+
 def test_from_csv_infers_types_past_na_values_big_ints_and_a_bom(tmp_path):
     path = tmp_path / "data.csv"
     # A byte-order mark before the header (spreadsheet export), "NA" for missing values, and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
@@ -61,7 +62,11 @@ def _describe_dir(directory: str) -> str:
 
 
 def _glob(file_pattern: FilePattern, argument: str = "file_pattern") -> list[str]:
-    """Expands one pattern or a list of them; DataError for a pattern that matches nothing."""
+    """Expands one pattern or a list of them.
+
+    Raises:
+      DataError: for a pattern that matches nothing or matches a directory.
+    """
     if isinstance(file_pattern, (str, os.PathLike)):
         patterns = [os.fspath(file_pattern)]
     elif isinstance(file_pattern, Sequence) and file_pattern:
@@ -79,5 +84,37 @@ def _glob(file_pattern: FilePattern, argument: str = "file_pattern") -> list[str
                 f"`{argument}` {pattern!r} matches no file; "
                 f"{_describe_dir(os.path.dirname(pattern))}."
             )
+        for match in matched:
+            if tf2.io.gfile.isdir(match):
+                raise _directory_error(argument, pattern, match, matched)
         files.extend(m for m in matched if m not in files)
     return files
+
+
+def _common_extension(paths: list[str]) -> str:
+    """``"*.csv"`` for the files' most common extension, ``"*"`` when they have none."""
+    extensions = collections.Counter(
+        os.path.splitext(path)[1] for path in paths if not tf2.io.gfile.isdir(path)
+    )
+    common = [ext for ext, _ in extensions.most_common() if ext]
+    return "*" + (common[0] if common else "")
+
+
+def _directory_error(argument: str, pattern: str, directory: str, matched: list[str]) -> DataError:
+    """The error for a pattern that names a directory, which the readers would call empty."""
+    files = [os.path.join(directory, name) for name in tf2.io.gfile.listdir(directory)]
+    if os.path.normpath(pattern) == os.path.normpath(directory):
+        what = "is a directory"
+        example = os.path.join(directory, _common_extension(files))
+    else:
+        what = f"matches the directory {directory!r}"
+        others = [m for m in matched if not tf2.io.gfile.isdir(m)]
+        example = (
+            os.path.join(os.path.dirname(pattern), _common_extension(others))
+            if others
+            else os.path.join(directory, _common_extension(files))
+        )
+    return DataError(
+        f"`{argument}` {pattern!r} {what}, not files: pass a pattern that matches files only, "
+        f"such as {example!r}; {_describe_dir(directory)}."
+    )
