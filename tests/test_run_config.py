@@ -111,6 +111,30 @@ def test_estimator_trains_with_it(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-20")
 
 
+def test_runconfigs_own_names_and_nones_are_taken(tmp_path):
+    # RunConfig's tf_random_seed was reported as "an argument RunConfig does not take", and
+    # the None that RunConfig documents for these two counts was refused.
+    assert tfest_kit.run_config(tf_random_seed=3).tf_random_seed == 3
+    assert tfest_kit.run_config(seed=3, tf_random_seed=3).tf_random_seed == 3
+    with pytest.raises(ValueError, match=r"give one of them\. Got: seed=1, tf_random_seed=2"):
+        tfest_kit.run_config(seed=1, tf_random_seed=2)
+    config = tfest_kit.run_config(
+        model_dir=str(tmp_path),
+        keep_checkpoint_max=None,
+        log_step_count_steps=None,
+        save_checkpoints_steps=1,
+    )
+    assert config.keep_checkpoint_max is None and config.log_step_count_steps is None
+    x = np.random.RandomState(0).rand(64, 3).astype(np.float32)
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, x[:, :1])).repeat().batch(16)
+
+    estimator.Estimator(_model_fn, config=config).train(input_fn, steps=7)
+    # None keeps every checkpoint (the `checkpoint` file then lists only the latest).
+    assert len(list(tmp_path.glob("model.ckpt-*.index"))) > 5
+
+
 def test_settings_keep_estimators_own_session_defaults(tmp_path):
     config = tfest_kit.run_config(model_dir=str(tmp_path), threads=1)
     est = estimator.Estimator(_model_fn, config=config)

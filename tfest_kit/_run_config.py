@@ -175,6 +175,18 @@ def session_config(
     return proto
 
 
+def _seed(seed: Optional[int], tf_random_seed: Optional[int]) -> Optional[int]:
+    """``seed``, or RunConfig's own name for it (scripts that move from RunConfig keep it)."""
+    seed = check_int("seed", seed, 0, allow_none=True)
+    tf_random_seed = check_int("tf_random_seed", tf_random_seed, 0, allow_none=True)
+    if seed is not None and tf_random_seed is not None and seed != tf_random_seed:
+        raise ValueError(
+            "`seed` and `tf_random_seed` (RunConfig's name for the same seed) differ; give one "
+            f"of them. Got: seed={seed!r}, tf_random_seed={tf_random_seed!r}"
+        )
+    return tf_random_seed if seed is None else seed
+
+
 def run_config(
     *,
     model_dir: Optional[str] = None,
@@ -183,8 +195,8 @@ def run_config(
     mixed_precision: Optional[str] = None,
     seed: Optional[int] = None,
     save_checkpoints_steps: Optional[int] = None,
-    log_step_count_steps: int = 100,
-    keep_checkpoint_max: int = 5,
+    log_step_count_steps: Optional[int] = 100,
+    keep_checkpoint_max: Optional[int] = 5,
     **kwargs: Any,
 ) -> Any:
     """Returns an official ``tf.estimator.RunConfig`` with thread, XLA and placement settings.
@@ -209,11 +221,14 @@ def run_config(
         prediction run in bfloat16 too, so metrics can differ slightly from a float32 run.
         A warning says when it cannot help: oneDNN switched off (``TF_ENABLE_ONEDNN_OPTS=0``)
         or a CPU without bfloat16 instructions.
-      seed: graph-level random seed (``tf_random_seed``).
+      seed: graph-level random seed; ``tf_random_seed``, RunConfig's name for it, is taken
+        too.
       save_checkpoints_steps: checkpoint every N steps; ``None`` keeps RunConfig's default
         (every 600 seconds).
-      log_step_count_steps: how often the Estimator logs ``global_step/sec`` and the loss.
-      keep_checkpoint_max: how many recent checkpoints to keep.
+      log_step_count_steps: how often the Estimator logs ``global_step/sec`` and the loss;
+        None turns that logging off, as in RunConfig.
+      keep_checkpoint_max: how many recent checkpoints to keep; None or 0 keeps all, as in
+        RunConfig.
       **kwargs: any other ``tf.estimator.RunConfig`` argument (``save_summary_steps``,
         ``train_distribute`` …). A ``session_config`` given here is the starting point the
         settings above are applied to.
@@ -224,8 +239,9 @@ def run_config(
       ``TF_CONFIG`` cluster also its device filters).
 
     Raises:
-      ValueError: if a count is not a positive int, ``threads`` or ``mixed_precision`` is
-        malformed, or ``TF_CONFIG`` is (see ``tfest_kit.cluster.validate_tf_config``).
+      ValueError: if a count is not a positive int, ``seed`` and ``tf_random_seed`` differ,
+        ``threads`` or ``mixed_precision`` is malformed, or ``TF_CONFIG`` is (see
+        ``tfest_kit.cluster.validate_tf_config``).
       TypeError: if ``xla`` is not a bool, ``session_config`` is not a ConfigProto, or a
         keyword is not a RunConfig argument.
 
@@ -236,7 +252,7 @@ def run_config(
         config = tfest_kit.run_config(model_dir="/tmp/model", threads=(2, 4), seed=0)
         estimator = tf.estimator.Estimator(model_fn, config=config)
     """
-    seed = check_int("seed", seed, 0, allow_none=True)
+    seed = _seed(seed, kwargs.pop("tf_random_seed", None))
     save_checkpoints_steps = check_int(
         "save_checkpoints_steps", save_checkpoints_steps, allow_none=True
     )
@@ -245,8 +261,12 @@ def run_config(
             "Give `save_checkpoints_steps` or `save_checkpoints_secs`, not both. "
             f"Got: {save_checkpoints_steps!r} and {kwargs['save_checkpoints_secs']!r}"
         )
-    log_step_count_steps = check_int("log_step_count_steps", log_step_count_steps)
-    keep_checkpoint_max = check_int("keep_checkpoint_max", keep_checkpoint_max, 0)
+    log_step_count_steps = check_int(
+        "log_step_count_steps", log_step_count_steps, allow_none=True, hint="None: no step logs"
+    )
+    keep_checkpoint_max = check_int(
+        "keep_checkpoint_max", keep_checkpoint_max, 0, allow_none=True, hint="None or 0 keeps all"
+    )
     base = kwargs.pop("session_config", None)
     proto = session_config(xla=xla, threads=threads, mixed_precision=mixed_precision, base=base)
     if save_checkpoints_steps is not None:
