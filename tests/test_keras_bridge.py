@@ -202,12 +202,24 @@ def test_converting_again_uses_the_new_weights_until_training_has_started(tmp_pa
     expected = second.predict(X, verbose=0)
     est = to_estimator(second, model_dir=str(tmp_path))
     np.testing.assert_allclose(_predict(est, X), expected, rtol=1e-5, atol=1e-5)
+    # The earlier weights are moved aside, not deleted: they may be their only copy.
+    [aside] = tmp_path.glob("keras-replaced-*")
+    assert tf.train.latest_checkpoint(str(aside))
 
     est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=1)
     trained = _predict(est, X)
     assert not np.allclose(trained, expected, atol=1e-3)
     resumed = to_estimator(_named(), model_dir=str(tmp_path))  # a checkpoint: resuming wins
     np.testing.assert_allclose(_predict(resumed, X), trained, rtol=1e-5, atol=1e-5)
+
+
+def test_model_built_before_an_earlier_conversion_is_one_readable_error(tmp_path):
+    # Keras cannot read the weights of a model built before another conversion switched it
+    # to graph mode; the official converter fails with an AttributeError about a private name.
+    first, second = _named(), _named()
+    to_estimator(first, model_dir=str(tmp_path / "a"))
+    with pytest.raises(TfestKitError, match="built before another model was converted"):
+        to_estimator(second, model_dir=str(tmp_path / "b"))
 
 
 def test_subclassed_model_with_object_checkpoints_says_use_saver(tmp_path):

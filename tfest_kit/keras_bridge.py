@@ -34,6 +34,7 @@ import inspect
 import os
 import re
 import tempfile
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
@@ -100,9 +101,10 @@ def to_estimator(
     Call ``keras_model.predict`` before converting if you need it: the conversion switches
     Keras into graph mode, after which models built earlier cannot be used eagerly.
 
-    Caveat: converting again into a ``model_dir`` writes this model's weights over the
-    ``model_dir/keras`` of the earlier conversion (the official converter would keep the old
-    ones) as long as ``model_dir`` has no Estimator checkpoint.  Once it has one, the Estimator
+    Caveat: converting again into a ``model_dir`` that has no Estimator checkpoint yet moves
+    the ``model_dir/keras`` of the earlier conversion aside (to ``keras-replaced-<time>``, with
+    a warning) and writes this model's weights (the official converter would keep the old
+    ones).  Once it has one, the Estimator
     resumes from that checkpoint and the Keras weights are not used: pass a new ``model_dir``
     to start from this model's weights.
 
@@ -189,7 +191,7 @@ def to_estimator(
 
     if warm_start_from is not None:
         warm_start_from = _all_model_variables(warm_start_from)  # checked before writing anything
-    _remove_stale_keras_checkpoint(model_dir, config)
+    _set_aside_stale_keras_checkpoint(model_dir, config)
     official = _convert(keras_model, model_dir, config, custom_objects, checkpoint_format)
     if warm_start_from is None:
         keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
@@ -212,16 +214,17 @@ def to_estimator(
         )
 
 
-def _remove_stale_keras_checkpoint(model_dir: Optional[str], config: Optional[Any]) -> None:
-    """Removes ``model_dir/keras`` of an earlier conversion when no training has started.
+def _set_aside_stale_keras_checkpoint(model_dir: Optional[str], config: Optional[Any]) -> None:
+    """Moves ``model_dir/keras`` of an earlier conversion aside when no training has started.
 
     The official converter writes the Keras weights to ``model_dir/keras`` only if no checkpoint
     is there yet, so converting again (after more ``fit``, ``load_weights``, or a re-run of a
     script that stopped before the first Estimator checkpoint) would warm-start the old weights.
     Once ``model_dir`` holds an Estimator checkpoint, Estimator resumes from it and ignores any
-    warm start, so ``keras/`` is left alone.  In a cluster only the chief removes it: its
-    session initialises the variables, and the other tasks may be reading it while they build
-    their graphs.
+    warm start, so ``keras/`` is left alone.  It is renamed, not deleted: those weights may be
+    the only copy of the earlier model.  In a cluster only the chief moves it: its session
+    initialises the variables, and the other tasks may be reading it while they build their
+    graphs.
     """
     config_dir = getattr(config, "model_dir", None)
     if model_dir and config_dir and os.fspath(model_dir) != os.fspath(config_dir):
@@ -232,13 +235,22 @@ def _remove_stale_keras_checkpoint(model_dir: Optional[str], config: Optional[An
         return
     if not (config or tf.estimator.RunConfig()).is_chief:
         return
+    aside = f"{keras_dir}-replaced-{time.strftime('%Y%m%d-%H%M%S')}"
+    suffix = 1
+    while tf.io.gfile.exists(aside):  # converted twice within a second
+        aside, suffix = (
+            f"{keras_dir}-replaced-{time.strftime('%Y%m%d-%H%M%S')}-{suffix}",
+            suffix + 1,
+        )
     tf.logging.warning(
-        "to_estimator: removing %s, the Keras weights of an earlier conversion (%s has no "
-        "Estimator checkpoint yet), so that the Estimator starts from this model's weights.",
+        "to_estimator: %s holds the Keras weights of an earlier conversion and %s no "
+        "Estimator checkpoint yet; moved it to %s so that the Estimator starts from this "
+        "model's weights.",
         keras_dir,
         model_dir,
+        aside,
     )
-    tf.io.gfile.rmtree(keras_dir)
+    tf.io.gfile.rename(keras_dir, aside)
 
 
 def _all_model_variables(warm_start_from):
@@ -305,6 +317,18 @@ def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
                 custom_objects=dict(custom_objects) if custom_objects else None,
                 checkpoint_format=checkpoint_format,
             )
+    except AttributeError as e:
+        if "_compile_time_distribution_strategy" not in str(e):
+            raise
+        # Keras cannot read the weights of a model built in eager mode once an earlier
+        # conversion in this process has switched it to graph mode.
+        raise TfestKitError(
+            "`keras_model` was built before another model was converted in this process: the "
+            "earlier conversion switched Keras to graph mode, and Keras can no longer read the "
+            "weights of models built before it. Build (or load) this model after the earlier "
+            "to_estimator call, or convert it in a new process. "
+            f"Got: {type(e).__name__}: {e}"
+        ) from e
     except (TypeError, ValueError) as e:
         name = _missing_object_name(str(e))
         if name is None:
