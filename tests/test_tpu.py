@@ -463,6 +463,37 @@ def test_cluster_fallback_keeps_runconfigs_device_filters(
     assert not est.config.session_config.device_filters
 
 
+@pytest.mark.parametrize("task_type, writes", [("chief", True), ("worker", False)])
+def test_training_speed_summaries_come_from_the_chief_only(
+    model_dir, monkeypatch, task_type, writes
+):
+    # As Estimator's global_step/sec: workers writing into model_dir too would give
+    # TensorBoard several interleaved curves under one tag.
+    cluster = {"chief": ["127.0.0.1:2230"], "worker": ["127.0.0.1:2231"], "ps": ["127.0.0.1:2232"]}
+    monkeypatch.setenv(
+        "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": task_type, "index": 0}})
+    )
+    config = tpu.RunConfig(model_dir=model_dir, save_summary_steps=1, log_step_count_steps=1)
+    est = tpu.TPUEstimator(
+        _make_model_fn(_Recorder()), config=config, params={"lr": 0.1}, train_batch_size=8
+    )
+    x, y = _data()
+    with tf.Graph().as_default():
+        features, labels = {"x": tf.constant(x[:8])}, tf.constant(y[:8])
+        spec = est.model_fn(features, labels, estimator.ModeKeys.TRAIN, est.config)
+        with tf.train.SingularMonitoredSession(hooks=spec.training_hooks) as session:
+            for _ in range(3):
+                session.run(spec.train_op)
+        tf.summary.FileWriterCache.get(model_dir).flush()
+    tags = {
+        value.tag
+        for path in glob.glob(os.path.join(model_dir, "events.out.tfevents.*"))
+        for event in tf.train.summary_iterator(path)
+        for value in event.summary.value
+    }
+    assert ("examples/sec" in tags) is writes, tags
+
+
 def test_missing_batch_size_names_the_method_called(model_dir):
     est = tpu.TPUEstimator(_make_model_fn(_Recorder()), model_dir=model_dir, train_batch_size=8)
     with pytest.raises(ValueError, match=r"eval_batch_size.*call evaluate\(\)"):

@@ -508,10 +508,13 @@ class TPUEstimator(tf_estimator.Estimator):
             spec = to_estimator_spec(spec, mode, summary_dir)
             check_model_dir(config.model_dir, spec.scaffold)
             if mode == _MODES.TRAIN and self._log_every:
+                # Summaries from the chief only, as Estimator writes global_step/sec: every
+                # worker writing into model_dir would show TensorBoard several curves as one.
+                writes = config.save_summary_steps and config.is_chief
                 hook = LossLoggingHook(
                     every_n_steps=self._log_every,
                     batch_size=self._batch_sizes[_MODES.TRAIN],
-                    output_dir=config.model_dir if config.save_summary_steps else None,
+                    output_dir=config.model_dir if writes else None,
                     loss=spec.loss,
                 )
                 spec = spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
