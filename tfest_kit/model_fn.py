@@ -211,12 +211,17 @@ def build(
                 _warm_start.warm_start(checkpoint, assignment_map)
                 scaffold_fn = None
 
-        export_outputs = {
-            "serving_default": estimator.export.PredictOutput(predictions),
-            "predict": estimator.export.PredictOutput(predictions),
-        }
-        if export_outputs_fn is not None:
-            export_outputs.update(export_outputs_fn(predictions))
+        # Only an export (PREDICT) reads them. Built in TRAIN / EVAL they would put the
+        # classification output's string ops (class names) into a TPU computation, which has
+        # no string kernels.
+        export_outputs = None
+        if mode == ModeKeys.PREDICT:
+            export_outputs = {
+                "serving_default": estimator.export.PredictOutput(predictions),
+                "predict": estimator.export.PredictOutput(predictions),
+            }
+            if export_outputs_fn is not None:
+                export_outputs.update(export_outputs_fn(predictions))
         common = {"mode": mode, "scaffold_fn": scaffold_fn, "export_outputs": export_outputs}
         # On a TPU the variables live in the TPU computation; check only off it.
         check_dir = config is not None and not (tpu_spec and params.get("use_tpu"))
