@@ -124,7 +124,11 @@ def to_estimator(
       warm_start_from: a checkpoint path, SavedModel directory or
         ``tf.estimator.WarmStartSettings`` used instead of the Keras weights.  From a path,
         every model variable is warm-started (BatchNormalization statistics and frozen layers
-        too), the global step and the optimizer's variables are not.
+        too), the global step and the optimizer's variables are not.  Estimator exports from
+        a checkpoint in ``model_dir`` or else restores the whole graph from this path, which
+        fails ("Could not load all requested variables") for a ``save_weights`` checkpoint:
+        train before ``export_saved_model``, or ``keras_model.load_weights(path)`` before
+        converting instead of passing the path here.
 
     Returns:
       A ``tf.estimator.Estimator`` whose ``input_fn``s may yield features as a dict, a tuple /
