@@ -221,6 +221,20 @@ def test_from_csv_types_only_numbers_csvdataset_parses(tmp_path):
     assert np.isnan(feats["num"][1]) and labels.tolist() == [0, 1]
 
 
+def test_from_csv_column_empty_in_the_rows_read_is_float(tmp_path):
+    # validate=False types columns from 100 rows; one empty there was int32, and a float
+    # further down failed mid-training ("not a valid int32").
+    path = tmp_path / "data.csv"
+    rows = ["x,note,label"] + [f"{i},,{i % 2}" for i in range(150)] + ["150,2.5,0"]
+    path.write_text("\n".join(rows) + "\n")
+    fn = inputs.from_csv(
+        str(path), label_name="label", shuffle=False, batch_size=200, validate=False
+    )
+    [(feats, labels)] = _batches(fn())
+    assert feats["note"].dtype == np.float32 and feats["note"][-1] == 2.5
+    assert feats["x"].dtype == np.int32 and len(labels) == 151
+
+
 def test_from_csv_rejects_files_whose_headers_differ(tmp_path):
     (tmp_path / "a.csv").write_text("x,y,label\n1,2,0\n")
     (tmp_path / "b.csv").write_text("y,x,label\n3,4,1\n")  # same width, columns swapped

@@ -291,16 +291,19 @@ def _scan_csv(
                         f"({', '.join(names)}). Row: {delim.join(row)!r}"
                     )
                 if kinds is None:
-                    kinds = [0] * len(names)
+                    kinds = [None] * len(names)  # None: no value seen yet
                 for col, cell in enumerate(row):
                     # An empty or na_value field takes the column default; it says nothing of type.
-                    if cell.strip() and cell != na_value and kinds[col] < _STRING:
-                        kinds[col] = max(kinds[col], _cell_kind(cell.strip()))
+                    if cell.strip() and cell != na_value and kinds[col] != _STRING:
+                        kind = _cell_kind(cell.strip())
+                        kinds[col] = kind if kinds[col] is None else max(kinds[col], kind)
                 if max_rows is not None and index + 1 >= max_rows:
                     break
     if names is None:
         raise ValueError("`column_names` is required when `header=False`. Got: None")
-    return names, kinds if kinds is not None else [_FLOAT] * len(names)
+    # A column with no value in the rows read is float: its later values (validate=False reads
+    # 100 rows) may be ints or floats, and a float column parses both.
+    return names, [_FLOAT if kind is None else kind for kind in kinds or [None] * len(names)]
 
 
 def _csv_defaults(names: list[str], kinds: list[int], column_defaults: Any) -> list[Any]:
