@@ -370,7 +370,8 @@ def from_csv(
     The files are checked once, in Python, when the builder is called: every row must have one
     field per column (the error names ``file:line``), the label column must exist, and column
     types are inferred (int32, int64 beyond its range, float32, string; empty and ``na_value``
-    fields are ignored) unless ``column_defaults`` gives them.
+    fields are ignored, and a column with no other value is float32) unless
+    ``column_defaults`` gives them.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train-*.csv"``).
