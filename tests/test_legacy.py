@@ -174,6 +174,7 @@ def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
         from tensorflow.python.ops import math_ops
         import legacy_helper_b
         import legacy_third_party
+        import legacy_installed_pkg
 
         def import_inside_function():
             import tensorflow as tf_local
@@ -182,15 +183,20 @@ def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
     )
     _write(user / "legacy_helper_b.py", "import tensorflow\n")
     _write(other / "legacy_third_party.py", "import tensorflow as tf\n")
+    installed = user / ".venv" / "lib" / "python3.11" / "site-packages"
+    # Its top level is found on sys.path; its submodules in its __path__, under the root.
+    _write(installed / "legacy_installed_pkg" / "__init__.py", "from . import sub\n")
+    _write(installed / "legacy_installed_pkg" / "sub.py", "import tensorflow as tf\n")
     report = Report()
     ns = build_namespace(report)
-    sys.path.insert(0, str(other))
+    sys.path[:0] = [str(other), str(installed)]
     try:
         with Scope(str(user), ns, report) as scope:
             helper = importlib.import_module("legacy_helper_a")
             from_function = helper.import_inside_function()
     finally:
         sys.path.remove(str(other))
+        sys.path.remove(str(installed))
     assert scope._finder not in sys.meta_path
     assert helper.tf is ns and helper.tf1 is ns and from_function is ns
     assert helper.legacy_helper_b.tensorflow is ns
@@ -199,6 +205,8 @@ def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
     assert helper.math_ops is sys.modules["tensorflow.python.ops.math_ops"]
     # Code outside the script's directory, and the process, keep the real package.
     assert helper.legacy_third_party.tf is tf2
+    # So do packages installed under it (a project .venv inside a BERT clone).
+    assert helper.legacy_installed_pkg.sub.tf is tf2
     assert sys.modules["tensorflow"] is tf2
     assert "tensorflow.python.ops" in report.names()
 
@@ -222,6 +230,39 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert "unknown runner option '--verbose'" in capsys.readouterr().err
     assert legacy_main([str(tmp_path / "missing.py")]) == 2
     assert "must be an existing .py file. Got:" in capsys.readouterr().err
+
+
+def test_script_errors_keep_their_traceback_and_tf1_log_level(tmp_path):
+    # A ValueError from the script itself (TensorFlow's shape errors, BERT's own checks) was
+    # taken for the runner's usage error: "error: ..." with exit status 2 and no traceback.
+    real = tmp_path / "bert"
+    _write(real / "legacy_sibling.py", "LIMIT = 3\n")
+    _write(
+        real / "legacy_main.py",
+        """
+        import sys
+        import tensorflow as tf
+        import legacy_sibling
+
+        tf.logging.info("info line, hidden at TF1's default level")
+        tf.logging.warning("warning line, shown")
+        if sys.argv[1:] == ["--fail"]:
+            raise ValueError("a check of the script failed")
+        print("LIMIT", legacy_sibling.LIMIT)
+        """,
+    )
+    # Run through a symlink elsewhere: as with `python`, its modules are found beside the
+    # file it points to.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "run.py").symlink_to(real / "legacy_main.py")
+    proc = run_program(["-m", "tfest_kit.legacy", str(tmp_path / "bin" / "run.py")])
+    assert "LIMIT 3" in proc.stdout
+    assert "warning line, shown" in proc.stderr and "info line" not in proc.stderr
+    proc = run_program(
+        ["-m", "tfest_kit.legacy", str(real / "legacy_main.py"), "--fail"], check_exit=1
+    )
+    assert "Traceback" in proc.stderr and "legacy_main.py" in proc.stderr
+    assert "ValueError: a check of the script failed" in proc.stderr
 
 
 def test_tpu_names_on_every_tf1_path_come_from_tfest_kit_tpu(tmp_path):

@@ -48,11 +48,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{USAGE}\nerror: SCRIPT.py is required", file=sys.stderr)
         return 2
     script, *script_args = args
-    from tfest_kit.legacy import run
+    from tfest_kit.legacy._runner import ScriptNotFoundError, run
 
     try:
         return run(script, script_args, report=report)
-    except ValueError as e:
+    except ScriptNotFoundError as e:  # the script's own errors keep their traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
 

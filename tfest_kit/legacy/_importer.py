@@ -40,6 +40,7 @@ __all__ = ["Scope"]
 
 # Never scope our own package, even when a script sits in a directory that contains it.
 _NEVER_SCOPED = ("tfest_kit",)
+_INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
 
 
 class _ScopedLoader(importlib.machinery.SourceFileLoader):
@@ -63,7 +64,12 @@ class _ScriptDirFinder(importlib.abc.MetaPathFinder):
 
     def _under_root(self, path: str) -> bool:
         real = os.path.realpath(path)
-        return real == self._root or real.startswith(self._root + os.sep)
+        if not (real == self._root or real.startswith(self._root + os.sep)):
+            return False
+        # Installed packages under the script's directory (a project .venv inside a BERT
+        # clone) are third-party code, which keeps the real tensorflow.
+        inner = os.path.relpath(real, self._root).split(os.sep)
+        return not _INSTALLED_DIRS.intersection(inner)
 
     def find_spec(
         self,

@@ -10,12 +10,17 @@ from collections.abc import Sequence
 from typing import IO, Optional
 
 from tfest_kit import logs
+from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._shim import Report
 
-__all__ = ["run", "enable_tf1_behavior"]
+__all__ = ["run", "enable_tf1_behavior", "ScriptNotFoundError"]
+
+
+class ScriptNotFoundError(TfestKitError, ValueError):
+    """The script to run is not an existing ``.py`` file."""
 
 
 def enable_tf1_behavior() -> None:
@@ -58,7 +63,9 @@ def run(
     The script's directory goes first on ``sys.path`` (as ``python script.py`` would put it),
     ``sys.argv`` is ``[script, *argv]`` so ``tf.app.run()`` / ``absl.app.run()`` parse the
     script's flags, and ``tfest_kit.logs.setup()`` makes each log line (the loss lines too)
-    print once.  absl flags are process-global: run one script per process.
+    print once, at TF 1.x's default level (warnings; a script that wants INFO lines sets
+    ``tf.logging.set_verbosity`` as it did there).  absl flags are process-global: run one
+    script per process.
 
     Args:
       script: path of the ``.py`` file to run.
@@ -71,7 +78,7 @@ def run(
       The script's exit status (``tf.app.run`` ends with ``sys.exit``).
 
     Raises:
-      ValueError: if ``script`` is not an existing ``.py`` file.
+      ScriptNotFoundError: (a ``ValueError``) if ``script`` is not an existing ``.py`` file.
 
     Example:
 
@@ -80,11 +87,15 @@ def run(
     """
     path = os.path.abspath(script)
     if not path.endswith(".py") or not os.path.isfile(path):
-        raise ValueError(f"`script` must be an existing .py file. Got: {script!r}")
-    logs.setup()
+        raise ScriptNotFoundError(f"`script` must be an existing .py file. Got: {script!r}")
+    # One route per log line, at TF1's default WARN level: scripts that want INFO (BERT's
+    # loss lines) call tf.logging.set_verbosity themselves, as they did on TF 1.x.
+    logs.setup("warning")
     enable_tf1_behavior()
     served = Report()
-    script_dir = os.path.dirname(path)
+    # As `python script.py` does for sys.path[0]: a symlinked script imports its modules
+    # (modeling.py beside run_classifier.py) from where the file really is.
+    script_dir = os.path.dirname(os.path.realpath(path))
     old_argv = sys.argv
     sys.argv = [path, *argv]
     sys.path.insert(0, script_dir)
