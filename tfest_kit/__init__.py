@@ -15,11 +15,22 @@ Example:
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
-from tfest_kit import _tf  # noqa: F401  (checks the TensorFlow version at import)
 from tfest_kit._errors import TfestKitError
-from tfest_kit.logs import quiet_by_default as _quiet_by_default
+
+try:
+    from tfest_kit import _tf  # noqa: F401  (checks the TensorFlow version at import)
+except ImportError:
+    # `python -m tfest_kit doctor` says what to install for exactly this error, so it must get
+    # to run (while Python imports the package to find its __main__, sys.argv[0] is "-m").
+    if sys.argv[:2] != ["-m", "doctor"]:
+        raise
+else:
+    from tfest_kit.logs import quiet_by_default as _quiet_by_default
+
+    _quiet_by_default()
 
 __version__ = "0.1.0"
 
@@ -46,8 +57,6 @@ _FUNCTIONS = {
 }
 
 __all__ = ["TfestKitError", "__version__", *sorted(_SUBMODULES), *sorted(_FUNCTIONS)]
-
-_quiet_by_default()
 
 
 def __getattr__(name: str) -> Any:

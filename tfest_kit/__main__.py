@@ -27,11 +27,14 @@ __all__ = ["build_parser", "main", "command_modules"]
 _PREFIX = "_cli_"
 
 
-def command_modules() -> list:
+def command_modules(only: Optional[Sequence[str]] = None) -> list:
     """Imports and returns every ``tfest_kit._cli_*`` module, sorted by command name.
 
     A command is a module ``tfest_kit/_cli_NAME.py`` with ``add_parser(subparsers)`` and
     ``run(args) -> int``; it is found here without being registered anywhere else.
+
+    Args:
+      only: command names to import; default: all.
 
     Example:
 
@@ -40,13 +43,13 @@ def command_modules() -> list:
     names = sorted(
         info.name
         for info in pkgutil.iter_modules(tfest_kit.__path__)
-        if info.name.startswith(_PREFIX)
+        if info.name.startswith(_PREFIX) and (only is None or info.name[len(_PREFIX) :] in only)
     )
     return [importlib.import_module(f"tfest_kit.{name}") for name in names]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Returns the top-level parser with one subparser per command module.
+def build_parser(only: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """Returns the top-level parser with one subparser per command module (or ``only`` these).
 
     Example:
 
@@ -57,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="tfest_kit command line: serve, inspect and check Estimator models.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in command_modules():
+    for module in command_modules(only):
         module.add_parser(subparsers)
     return parser
 
@@ -69,7 +72,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         exit_code = main(["doctor"])   # as `python -m tfest_kit doctor`
     """
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+    except ImportError:
+        # TensorFlow is missing, broken or unsupported: the other commands need it, and doctor
+        # is the one that says what to install.
+        if argv[:1] != ["doctor"]:
+            raise
+        parser = build_parser(only=["doctor"])
+    args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 
 

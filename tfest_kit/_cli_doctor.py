@@ -179,11 +179,11 @@ def report(
     findings: list, devices: list, device_error: Optional[str], notes: Sequence[str] = ()
 ) -> tuple[str, int]:
     """Formats the findings, then ``notes`` (lines about the machine); returns (text, code)."""
-    lines = [f"{'':4}{'package':22}{'installed':14}{'supported':18}note"]
+    lines = [f"{'':5}{'package':22}{'installed':14}{'supported':18}note"]
     for f in findings:
         status = "ok" if f.ok else ("opt" if f.optional else "FAIL")
         lines.append(
-            f"{status:4}{f.name:22}{f.installed or 'missing':14}{f.wanted:18}"
+            f"{status:5}{f.name:22}{f.installed or 'missing':14}{f.wanted:18}"
             f"{'' if f.ok else f.why}"
         )
     lines.append("")
@@ -236,7 +236,8 @@ def run(args: argparse.Namespace) -> int:
     del args
     findings = check()
     devices, error = _devices()
-    text, code = report(findings, devices, error, [_bfloat16()])
+    # Without a working TensorFlow the bfloat16 check would only repeat the devices error.
+    text, code = report(findings, devices, error, [] if error else [_bfloat16()])
     print(text)
     sys.stdout.flush()
     return code
