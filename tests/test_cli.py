@@ -127,6 +127,22 @@ def test_predict_reports_bad_requests(exports, capsys):
     assert code == 2 and '"instances"' in err
     code, _, err = _main(["predict", str(root / "nothing"), "--json", wrong], capsys)
     assert code == 1 and "No export found" in err
+    # Values the graph itself refuses: one line and the bad-request status, no traceback.
+    not_png = _write(root, "not_png.json", {"instances": [{"b64": "bm90IGFuIGltYWdl"}]})
+    code, _, err = _main(["predict", exports["image"], "--json", not_png], capsys)
+    assert code == 2 and "the model rejected the request: " in err and "image" in err, err
+    assert "Traceback" not in err
+    # TF Serving's "signature_name" chooses the signature, as --signature does.
+    rows = {"instances": X[:3].tolist()}
+    named = _write(root, "named.json", {"signature_name": "serving_default", **rows})
+    code, out, err = _main(["predict", exports["raw"], "--json", named], capsys)
+    assert code == 0 and len(json.loads(out)["predictions"]) == 3, err
+    unknown = _write(root, "unknown.json", {"signature_name": "classify", **rows})
+    code, _, err = _main(["predict", exports["raw"], "--json", unknown], capsys)
+    assert code == 2 and "'classify' is not in" in err and "serving_default" in err
+    args = ["predict", exports["raw"], "--json", unknown, "--signature", "serving_default"]
+    code, _, err = _main(args, capsys)
+    assert code == 2 and "give one of them" in err
 
 
 @pytest.mark.slow

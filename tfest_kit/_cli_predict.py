@@ -5,7 +5,8 @@ values when the signature has one input) or ``{"inputs": {input: [...]}}`` (colu
 from FILE (``-`` for stdin) and prints ``{"predictions": [...]}``: one object per instance,
 or one value per instance when the signature has one output. Binary strings are written as
 ``{"b64": "..."}`` both ways. For a model exported with a parsing receiver, instances may be
-plain feature objects. EXPORT_DIR may be one export or a directory of numbered exports.
+plain feature objects. A ``"signature_name"`` in the request chooses the signature, as in TF
+Serving. EXPORT_DIR may be one export or a directory of numbered exports.
 """
 
 from __future__ import annotations
@@ -123,7 +124,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--json", required=True, metavar="FILE", help='request file, or "-" for stdin'
     )
-    parser.add_argument("--signature", default="serving_default", help="signature to run")
+    parser.add_argument(
+        "--signature",
+        default=None,
+        help='signature to run (default: the request\'s "signature_name", else serving_default)',
+    )
     parser.add_argument(
         "--batch_size",
         type=positive_int_arg,
@@ -136,6 +141,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``predict``; returns 0, 1 if no export is loadable, 2 for a bad request or signature."""
+    from tfest_kit._predictor import _first_cause
+    from tfest_kit._tf import tf
     from tfest_kit.serving import ExportLoadError, ExportNotFoundError, Predictor
 
     try:
@@ -147,8 +154,17 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"predict: cannot read the request {args.json!r}: {e}", file=sys.stderr)
         return 2
+    named = request.get("signature_name") if isinstance(request, dict) else None
+    if named is not None and args.signature is not None and named != args.signature:
+        print(
+            f'predict: the request names signature_name "{named}" and --signature names '
+            f'"{args.signature}"; give one of them',
+            file=sys.stderr,
+        )
+        return 2
+    signature = args.signature or named or "serving_default"
     try:
-        predictor = Predictor(args.export_dir, args.signature, batch_size=args.batch_size)
+        predictor = Predictor(args.export_dir, signature, batch_size=args.batch_size)
     except ExportNotFoundError as e:
         print(f"predict: {e}{export_hint(args.export_dir)}", file=sys.stderr)
         return 1
@@ -165,6 +181,9 @@ def run(args: argparse.Namespace) -> int:
             outputs = predictor(features)
         except (ValueError, TypeError) as e:
             print(f"predict: {e}", file=sys.stderr)
+            return 2
+        except tf.errors.OpError as e:  # the graph refused the values (not an image, say)
+            print(f"predict: the model rejected the request: {_first_cause(e)}", file=sys.stderr)
             return 2
     count = len(next(iter(features.values())))
     json.dump(predictions_to_json(outputs, count), sys.stdout)
