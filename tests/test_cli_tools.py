@@ -187,6 +187,46 @@ def test_inspect_and_plot_explain_missing_things(tmp_path, capsys):
     assert "no scalar summaries" in capsys.readouterr().err
 
 
+def test_inspect_reads_a_model_dir_named_like_a_pattern_and_writes_strict_json(
+    trained, tmp_path, capsys
+):
+    # "lr[0.1]" as a glob matched "lr0/"…, so the checkpoints here were missed; and a
+    # diverged evaluation's NaN was written as a bare NaN, which strict JSON parsers reject.
+    model_dir = tmp_path / "lr[0.1]"
+    shutil.copytree(trained["model_dir"], model_dir)
+    os.remove(model_dir / "checkpoint")  # listed from the *.index files only
+    with tf.Graph().as_default():
+        writer = tf.summary.FileWriter(str(model_dir / "eval_diverged"))
+        nan = tf.Summary(value=[tf.Summary.Value(tag="loss", simple_value=np.nan)])
+        writer.add_summary(nan, 50)
+        writer.close()
+    steps = [c["step"] for c in _cli_inspect.describe(str(model_dir))["checkpoints"]["checkpoints"]]
+    assert 40 in steps
+    assert _cli(["inspect", "--json", str(model_dir)]) == 0
+
+    def strict(constant):
+        raise AssertionError(f"not JSON: {constant}")
+
+    info = json.loads(capsys.readouterr().out, parse_constant=strict)
+    diverged = next(e for e in info["evaluations"] if e["dir"] == "eval_diverged")
+    assert diverged["metrics"]["loss"] is None
+    # A remote model_dir is named as such, not as missing (and nothing is fetched).
+    assert _cli(["inspect", "gs://bucket/model"]) == 1
+    assert "is a remote path" in capsys.readouterr().err
+
+
+def test_doctor_finds_tensorflow_installed_as_tensorflow_cpu(monkeypatch):
+    real = _cli_doctor.metadata.version
+
+    def version(name):
+        if name == "tensorflow":
+            raise _cli_doctor.metadata.PackageNotFoundError(name)
+        return TF_VERSION if name == "tensorflow-cpu" else real(name)
+
+    monkeypatch.setattr(_cli_doctor.metadata, "version", version)
+    assert _cli_doctor._installed("tensorflow") == TF_VERSION
+
+
 def _png_size(path):
     with open(path, "rb") as f:
         head = f.read(24)

@@ -233,6 +233,11 @@ def test_predictor_input_errors_name_the_input(x_export):
         predictor(X)
     with pytest.raises(ValueError, match="signature.*Available signatures: .*serving_default"):
         serving.Predictor(x_export, signature="nope")
+    with pytest.raises(ValueError, match=r"no MetaGraph tagged \['gpu'\].*\[\['serve'\]\]"):
+        serving.Predictor(x_export, tags=("gpu",))
+    # A path TensorFlow's file systems cannot read is one error, not a raw OpError.
+    with pytest.raises(serving.ExportLoadError, match="Cannot read 'nofs://x'"):
+        serving.Predictor("nofs://x")
     # Safe conversions are made: Python floats (float64) and ints into float32.
     assert predictor({"x": [[1, 2, 3, 4]]})["logits"].shape == (1, 2)
 

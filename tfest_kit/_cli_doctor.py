@@ -95,11 +95,18 @@ def _range_text(low: tuple, high: tuple) -> str:
     return f">={'.'.join(map(str, low))},<{'.'.join(map(str, high))}"
 
 
+# TensorFlow ships under other distribution names too (Docker and CI images often use
+# tensorflow-cpu); any of them provides the `tensorflow` package.
+_ALSO_NAMED = {"tensorflow": ("tensorflow-cpu", "tensorflow-intel", "tensorflow-macos")}
+
+
 def _installed(name: str) -> Optional[str]:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
+    for distribution in (name, *_ALSO_NAMED.get(name, ())):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def check(installed: Optional[dict] = None, python: Optional[str] = None) -> list:

@@ -11,6 +11,7 @@ import argparse
 import glob
 import json
 import logging
+import math
 import os
 import re
 import stat
@@ -78,7 +79,8 @@ def _checkpoint_state(model_dir: str) -> tuple[Optional[str], list[str], Optiona
 
 def _checkpoints(model_dir: str) -> dict:
     latest, listed, state_error = _checkpoint_state(model_dir)
-    on_disk = [p[: -len(".index")] for p in glob.glob(os.path.join(model_dir, "*.index"))]
+    pattern = os.path.join(glob.escape(model_dir), "*.index")  # "lr[0.1]" is no pattern
+    on_disk = [p[: -len(".index")] for p in glob.glob(pattern)]
     prefixes = sorted(
         set(listed) | set(on_disk) | ({latest} if latest else set()),
         key=lambda p: (-1 if _step(p) is None else _step(p), p),
@@ -373,6 +375,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None (JSON's null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``inspect``; returns 0, or 1 if MODEL_DIR is not a readable directory."""
     try:
@@ -382,7 +395,8 @@ def run(args: argparse.Namespace) -> int:
         print(message, file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(info, indent=1, sort_keys=True))
+        # Strict JSON: a diverged run's NaN / Infinity metrics become null.
+        print(json.dumps(_finite(info), indent=1, sort_keys=True, allow_nan=False))
     else:
         sys.stdout.write(format_text(info))
     return 0

@@ -41,6 +41,12 @@ def check_model_dir(command: str, model_dir: str) -> None:
     """
     if os.path.isdir(model_dir):
         return
+    if "://" in model_dir:
+        raise FileNotFoundError(
+            f"{command}: MODEL_DIR {model_dir!r} is a remote path, which {command} does not "
+            "read. Copy the model_dir here first (e.g. gsutil -m cp -r), or point TensorBoard "
+            "at it: tensorboard --logdir " + model_dir
+        )
     if os.path.exists(model_dir):
         raise FileNotFoundError(
             f"{command}: MODEL_DIR {model_dir!r} is not a directory but a file. Pass the "

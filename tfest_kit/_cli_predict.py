@@ -173,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except ValueError as e:
         # An unknown --signature: the message lists the ones the export has.
-        print(f"predict: {e}. Pass one of them as --signature", file=sys.stderr)
+        hint = ". Pass one of them as --signature" if "Available signatures" in str(e) else ""
+        print(f"predict: {e}{hint}", file=sys.stderr)
         return 2
     with predictor:
         try:

@@ -52,7 +52,9 @@ def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
         history = metrics_by_step(est.eval_dir())   # {100: {"loss": 0.7, ...}, 200: {...}}
     """
     by_step: dict[int, dict[str, float]] = {}
-    for path in sorted(tf.gfile.Glob(os.path.join(eval_dir, "*.tfevents.*"))):
+    # Listed, not globbed: a model_dir such as "lr[0.1]" is no pattern.
+    names = tf.gfile.ListDirectory(eval_dir) if tf.gfile.IsDirectory(eval_dir) else []
+    for path in sorted(os.path.join(eval_dir, n) for n in names if ".tfevents." in n):
         try:
             for event in tf.train.summary_iterator(path):
                 for value in event.summary.value:

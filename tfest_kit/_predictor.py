@@ -47,10 +47,13 @@ def _resolve_export_dir(path: str) -> str:
         raise TypeError(f"`export_dir_or_base` must be a path. Got: {path!r}")
     # Estimator.export_saved_model returns the export's path as bytes.
     path = os.fsdecode(path)
-    if tf.gfile.Exists(os.path.join(path, "saved_model.pb")) or tf.gfile.Exists(
-        os.path.join(path, "saved_model.pbtxt")
-    ):
-        return path
+    try:
+        if tf.gfile.Exists(os.path.join(path, "saved_model.pb")) or tf.gfile.Exists(
+            os.path.join(path, "saved_model.pbtxt")
+        ):
+            return path
+    except tf.errors.OpError as e:  # a remote path without network or credentials, say
+        raise ExportLoadError(f"Cannot read {path!r}: {_first_cause(e)}") from e
     try:
         return latest_export(path)
     except ExportNotFoundError as e:
@@ -360,6 +363,8 @@ class Predictor:
             raise
 
     def _load(self, tags: list[str], signature: str) -> None:
+        # The loader's RuntimeError for missing tags does not say which ones the export has.
+        _meta_graph(self.export_dir, tags)
         try:
             with self._graph.as_default():
                 meta_graph = tf.saved_model.loader.load(self._session, tags, self.export_dir)
