@@ -140,7 +140,7 @@ def test_eval_input_that_repeats_forever_needs_eval_steps(finished):
     assert metrics["examples"] == 3 * 2
 
 
-def test_evaluator_task_under_tf_config_returns_newest_metrics(finished, monkeypatch):
+def test_evaluator_task_under_tf_config_returns_newest_metrics(finished, monkeypatch, tf_log_lines):
     tf_config = {
         "cluster": {"chief": ["localhost:2222"]},
         "task": {"type": "evaluator", "index": 0},
@@ -159,6 +159,10 @@ def test_evaluator_task_under_tf_config_returns_newest_metrics(finished, monkeyp
     )
     assert metrics["global_step"] == 40
     assert metrics["examples"] == len(X)
+    # TensorFlow's evaluator waits for checkpoints in a loop that sleeps throttle_secs: 0
+    # spun and logged "throttle_secs is set as 0" on every turn while the chief trained.
+    raised = [line for line in tf_log_lines if "throttle_secs=0 raised to 1 s" in line]
+    assert len(raised) == 1, tf_log_lines
 
 
 def test_latest_eval_metrics_says_when_there_is_none(tmp_path):

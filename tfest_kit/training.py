@@ -86,6 +86,30 @@ class _EvalGuard(tf_estimator.SessionRunHook):
             )
 
 
+# Fewest seconds an evaluator task waits between evaluations.
+_EVALUATOR_MIN_THROTTLE_SECS = 1
+
+
+def _evaluator_throttle(estimator, throttle_secs: float) -> float:
+    """``throttle_secs``, raised to a second on an evaluator task.
+
+    There TensorFlow polls for the next checkpoint in a loop that sleeps ``throttle_secs``:
+    with 0 it spins on a core and logs "throttle_secs is set as 0" on every turn (tens of
+    thousands of lines while the chief trains). In local training 0 means "evaluate each
+    checkpoint", which is left as it is.
+    """
+    throttle_secs = check_number("throttle_secs", throttle_secs, hint="seconds")
+    if estimator.config.task_type == "evaluator" and throttle_secs < _EVALUATOR_MIN_THROTTLE_SECS:
+        tf.logging.info(
+            "Evaluator: throttle_secs=%s raised to %s s, so that waiting for the next "
+            "checkpoint does not spin",
+            throttle_secs,
+            _EVALUATOR_MIN_THROTTLE_SECS,
+        )
+        return _EVALUATOR_MIN_THROTTLE_SECS
+    return throttle_secs
+
+
 # Where an object-based checkpoint (keras_bridge.to_estimator's default) keeps the step.
 _OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -187,7 +211,8 @@ def train_and_evaluate(
       hooks: training ``SessionRunHook``s, e.g. ``tfest_kit.hooks.early_stopping(...)``.
       eval_hooks: evaluation ``SessionRunHook``s.
       exporters: a ``tf.estimator.Exporter`` or a list, e.g. ``serving.best_exporter(...)``.
-      throttle_secs: fewest seconds between evaluations (official default 600).
+      throttle_secs: fewest seconds between evaluations (official default 600); at least 1
+        on an evaluator task, whose wait for the next checkpoint would otherwise spin.
       start_delay_secs: seconds an evaluator task waits before its first evaluation.
       eval_name: ``EvalSpec`` name; metrics go to ``model_dir/eval_<name>``.
 
@@ -234,7 +259,7 @@ def train_and_evaluate(
         hooks=evaluation_hooks,
         exporters=exporter_list,
         start_delay_secs=check_number("start_delay_secs", start_delay_secs, hint="seconds"),
-        throttle_secs=check_number("throttle_secs", throttle_secs, hint="seconds"),
+        throttle_secs=_evaluator_throttle(estimator, throttle_secs),
     )
     result = tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     metrics = result[0] if isinstance(result, tuple) else None
