@@ -518,10 +518,14 @@ def _export_for_answer(settings: _Settings, est, receiver) -> str:
     if not settings.distributed:
         best = os.path.join(settings.output_dir, "export", "best")
         try:
-            serving.latest_export(best)
-            return best
+            _, signatures = serving.read_signatures(best)
         except serving.ExportNotFoundError:
-            pass  # no best export (no --do_train/--do_eval): export now
+            signatures = {}  # no best export (no --do_train/--do_eval): export now
+        inputs = signatures.get("serving_default", {}).get("inputs", {})
+        # A best export an earlier run left with another --max_seq_length takes inputs of
+        # that length; answer from this run's model then.
+        if "input_ids" in inputs and inputs["input_ids"].shape[1] == settings.seq_length:
+            return best
     final = os.path.join(settings.output_dir, "export", "final")
     est.export_saved_model(final, receiver)
     return final

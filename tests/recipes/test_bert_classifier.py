@@ -363,6 +363,22 @@ def test_recipe_at_test_size(tmp_path, precision):
     assert os.listdir(out / "export" / "best")
 
 
+@pytest.mark.slow
+def test_recipe_rerun_with_another_sequence_length_answers_from_its_own_model(tmp_path):
+    # export/best of the first run takes inputs of length 28; answering the second run's
+    # length-32 example from it failed at the very end with a PredictorInputError.
+    out = tmp_path / "run"
+    size = [a for a in _CLUSTER_SIZE if not a.startswith("--max_seq_length")]
+    run_program(
+        ["-m", "recipes.bert_classifier", f"--output_dir={out}", *size, "--max_seq_length=28"]
+    )
+    proc = run_program(
+        ["-m", "recipes.bert_classifier", f"--output_dir={out}", *size, "--max_seq_length=32"]
+    )
+    assert re.search(r"Predictor answer: '.+' / '.+' -> label [01]", proc.stdout), proc.stdout
+    assert os.listdir(out / "export" / "final")
+
+
 # --- the program on a loopback cluster ----------------------------------------------------
 
 _CLUSTER_SIZE = [
