@@ -128,17 +128,17 @@ def main(argv):
     columns = feature_columns(names, train_rows)
     spec = tf.feature_column.make_parse_example_spec(columns)
     spec[LABEL] = tf.io.FixedLenFeature([], tf.int64)
+    # The paths written now, not a pattern: a re-run with another --num_shards leaves the
+    # earlier run's shards beside them.
     train_fn = inputs.from_tfrecord(
-        os.path.join(data_dir, "train.tfrecord-*"),
+        train_paths,
         spec,
         LABEL,
         batch_size=FLAGS.batch_size,
         num_epochs=None,
         seed=FLAGS.seed,
     )
-    eval_fn = inputs.from_tfrecord(
-        os.path.join(data_dir, "test.tfrecord-*"), spec, LABEL, batch_size=64, shuffle=False
-    )
+    eval_fn = inputs.from_tfrecord(test_paths, spec, LABEL, batch_size=64, shuffle=False)
     classifier = tf.estimator.Estimator(
         model_fn,
         model_dir=model_dir,

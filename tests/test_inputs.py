@@ -293,6 +293,24 @@ def test_tfrecord_gzip_params_batch_and_varlen(tmp_path):
     assert feats["tokens"].dense_shape.numpy().tolist() == [4, 3]
 
 
+def test_write_tfrecord_names_shards_left_by_an_earlier_write(tmp_path, tf_log_lines, monkeypatch):
+    # A re-run with another num_shards leaves the earlier shards, and the pattern PATH-*
+    # then reads both runs' data.
+    inputs.write_tfrecord(ROWS, tmp_path / "d.tfr", num_shards=3)
+    assert not [line for line in tf_log_lines if "from an earlier write" in line]
+    paths = inputs.write_tfrecord(ROWS, tmp_path / "d.tfr", num_shards=2)
+    [warning] = [line for line in tf_log_lines if "from an earlier write" in line]
+    assert "3 shard(s)" in warning and "d.tfr-00000-of-00003" in warning
+    # The paths it returns hold this write's rows only.
+    fn = inputs.from_tfrecord(paths, SPEC, "label", shuffle=False, batch_size=100)
+    assert sum(len(labels) for _, labels in _batches(fn())) == len(ROWS)
+    # A relative path: the shards just written are not taken for old ones.
+    monkeypatch.chdir(tmp_path)
+    tf_log_lines.clear()
+    inputs.write_tfrecord(ROWS, "e.tfr", num_shards=2)
+    assert not [line for line in tf_log_lines if "from an earlier write" in line]
+
+
 def test_tfrecord_errors(tmp_path):
     [path] = inputs.write_tfrecord(ROWS, tmp_path / "d.tfr")
     with pytest.raises(ValueError, match=r"`label_key` 'target'.*\['age', 'city'"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional, Union
 
@@ -325,4 +326,24 @@ def write_tfrecord(
     tf.logging.info(
         "write_tfrecord: %d examples in %d file(s) at %s", len(serialized), len(paths), path
     )
+    stale = _other_shards(path, paths)
+    if stale:
+        tf.logging.warning(
+            "write_tfrecord: %d shard(s) of %s from an earlier write with another num_shards "
+            "remain (%s): the pattern %s-* reads them too. Read the paths write_tfrecord "
+            "returns, or delete those files.",
+            len(stale),
+            path,
+            ", ".join(os.path.basename(p) for p in stale[:3]) + (", ..." if len(stale) > 3 else ""),
+            path,
+        )
     return paths
+
+
+def _other_shards(path: str, written: list[str]) -> list[str]:
+    """Files named like shards of ``path`` (``PATH-00000-of-00004``) that were not just written."""
+    directory = os.path.dirname(path)
+    shard = re.compile(re.escape(os.path.basename(path)) + r"-\d{5}-of-\d{5}")
+    fresh = {os.path.basename(p) for p in written}
+    names = sorted(tf2.io.gfile.listdir(directory or "."))
+    return [os.path.join(directory, n) for n in names if shard.fullmatch(n) and n not in fresh]
