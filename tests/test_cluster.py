@@ -269,6 +269,25 @@ def test_chief_failure_stops_everyone_and_is_the_exit_status():
     assert _all_dead(_pids(out.getvalue()))
 
 
+def test_the_chiefs_last_lines_come_before_the_verdict():
+    # The launcher wrote "chief:0 exited ..." while the chief's last lines (where a traceback
+    # would be) were still on their way through its output thread.
+    class SlowTerminal(io.StringIO):
+        def write(self, text):
+            time.sleep(0.001)  # a terminal or pipe slower than the chief's last burst
+            return super().write(text)
+
+    out = SlowTerminal()
+    behaviour = (
+        "print('\\n'.join(f'last {i}' for i in range(1000)), flush=True)\n"
+        "sys.exit(3) if t['type'] == 'chief' else time.sleep(3600)"
+    )
+    local = LocalCluster(_child(behaviour), workers=0, ps=0, output=out)
+    assert local.run(timeout=60) == 3
+    text = out.getvalue()
+    assert text.index("[chief:0] last 999") < text.index("chief:0 exited with 3"), text[-2000:]
+
+
 def test_a_parameter_server_that_exits_stops_the_cluster():
     # Without its ps the chief's session waits forever (no error): stop it, name the ps.
     out = io.StringIO()

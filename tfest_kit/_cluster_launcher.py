@@ -272,6 +272,7 @@ class LocalCluster:
                 lost = self._lost_ps()
                 if lost is not None:
                     task, ps_status = lost
+                    self._pumps[task].join(5)  # its last lines (the reason) before the verdict
                     # The chief's session would wait for the lost variables forever: no error.
                     self._write(
                         f"[launcher] {_name(task)} exited with {ps_status} while the chief "
@@ -286,6 +287,8 @@ class LocalCluster:
             if chief.poll() is None:
                 self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
                 return 124
+            # The chief's last lines (a traceback, say) come before the launcher's verdict.
+            self._pumps[("chief", 0)].join(5)
             status = chief.returncode
             if status != 0:
                 self._write(f"[launcher] chief:0 exited with {status}; stopping every task")
