@@ -1007,8 +1007,8 @@ PREDICTOR_CASES = [
     case(
         "unknown tag",
         lambda c: serving.Predictor(c.export, tags=("gpu",)),
-        RuntimeError,
-        r"tags 'gpu'.*available tags",
+        ValueError,
+        r"no MetaGraph tagged \['gpu'\]. Pass the tags of one it has: \[\['serve'\]\]",
     ),
     case(
         "read_signatures: unknown tag",
@@ -1043,8 +1043,8 @@ PREDICTOR_CASES = [
     case(
         "corrupt saved_model.pb",
         lambda c: serving.Predictor(c.corrupt_pb),
-        TfestKitError,
-        r"corrupt_pb could not be loaded.*Cannot parse.*saved_model.pb",
+        serving.ExportLoadError,
+        r"corrupt_pb could not be read: saved_model.pb is corrupt or incomplete",
     ),
     case(
         "corrupt variables",
