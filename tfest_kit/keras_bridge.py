@@ -104,9 +104,8 @@ def to_estimator(
     Caveat: converting again into a ``model_dir`` that has no Estimator checkpoint yet moves
     the ``model_dir/keras`` of the earlier conversion aside (to ``keras-replaced-<time>``, with
     a warning) and writes this model's weights (the official converter would keep the old
-    ones).  Once it has one, the Estimator
-    resumes from that checkpoint and the Keras weights are not used: pass a new ``model_dir``
-    to start from this model's weights.
+    ones).  Once it has one, the Estimator resumes from that checkpoint and the Keras weights
+    are not used: pass a new ``model_dir`` to start from this model's weights.
 
     Args:
       keras_model: a compiled ``tf.keras.Model``: Sequential, functional, or subclassed (only
@@ -239,13 +238,10 @@ def _set_aside_stale_keras_checkpoint(model_dir: Optional[str], config: Optional
         return
     if not (config or tf.estimator.RunConfig()).is_chief:
         return
-    aside = f"{keras_dir}-replaced-{time.strftime('%Y%m%d-%H%M%S')}"
-    suffix = 1
+    stamped = f"{keras_dir}-replaced-{time.strftime('%Y%m%d-%H%M%S')}"
+    aside, suffix = stamped, 1
     while tf.io.gfile.exists(aside):  # converted twice within a second
-        aside, suffix = (
-            f"{keras_dir}-replaced-{time.strftime('%Y%m%d-%H%M%S')}-{suffix}",
-            suffix + 1,
-        )
+        aside, suffix = f"{stamped}-{suffix}", suffix + 1
     tf.logging.warning(
         "to_estimator: %s holds the Keras weights of an earlier conversion and %s no "
         "Estimator checkpoint yet; moved it to %s so that the Estimator starts from this "
