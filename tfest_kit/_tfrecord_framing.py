@@ -35,6 +35,7 @@ def _crc32c_table() -> list:
 
 
 _CRC32C_TABLE = _crc32c_table()
+_CRC32C_TABLE_ARRAY = np.asarray(_CRC32C_TABLE, dtype=np.uint32)  # for many checksums at once
 
 
 def _masked_crc32c(data: bytes) -> int:
@@ -71,10 +72,9 @@ def _last_record_ends_file(tail: bytes) -> bool:
 
 def _masked_crc32c_at(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """:func:`_masked_crc32c` of the 8 bytes at each offset, for many offsets at once."""
-    table = np.asarray(_CRC32C_TABLE, dtype=np.uint32)
     crc = np.full(len(offsets), 0xFFFFFFFF, dtype=np.uint32)
     for i in range(8):
-        crc = table[(crc ^ data[offsets + i]) & 0xFF] ^ (crc >> 8)
+        crc = _CRC32C_TABLE_ARRAY[(crc ^ data[offsets + i]) & 0xFF] ^ (crc >> 8)
     crc ^= np.uint32(0xFFFFFFFF)
     return ((crc >> 15) | (crc << 17)) + np.uint32(0xA282EAD8)  # uint32 arithmetic wraps
 
