@@ -234,16 +234,17 @@ def _with_checkpoint_saver(spec, config, hooks=()):
 
 
 @contextlib.contextmanager
-def _missing_batch_size_named(mode: str):
+def _missing_batch_size_named(mode: str, unset: bool):
     """Turns ``KeyError('batch_size')`` into an error naming the constructor argument to set.
 
     Like the official class, a mode whose batch size is None gets no ``params['batch_size']``
     (an input_fn that batches by itself works); one that reads it should say what is missing.
+    With ``unset`` False (the batch size was given, or an export has none) nothing changes.
     """
     try:
         yield
     except KeyError as e:
-        if e.args != ("batch_size",):
+        if not unset or e.args != ("batch_size",):
             raise
         name = _BATCH_ARG[mode]
         raise ValueError(
@@ -484,7 +485,7 @@ class TPUEstimator(tf_estimator.Estimator):
                 raise ValueError("model_fn does not take labels, but input_fn returns labels.")
             # An export has no batch size whatever the arguments (as in the official class).
             unset = not is_export and "batch_size" not in params
-            with _missing_batch_size_named(mode) if unset else contextlib.nullcontext():
+            with _missing_batch_size_named(mode, unset):
                 spec = call_with_args(
                     user_model_fn,
                     features=features,
@@ -552,8 +553,8 @@ class TPUEstimator(tf_estimator.Estimator):
         batch_size = self._batch_sizes[mode]
         if batch_size is not None:  # the official class leaves the key out otherwise
             params["batch_size"] = batch_size
-        named = _missing_batch_size_named(mode) if batch_size is None else contextlib.nullcontext()
-        with tf.device("/cpu:0"), named:  # the input pipeline goes where Estimator puts it
+        # The input pipeline goes where Estimator puts it.
+        with tf.device("/cpu:0"), _missing_batch_size_named(mode, batch_size is None):
             return call_with_args(
                 input_fn, mode=mode, params=params, config=self.config, input_context=input_context
             )
