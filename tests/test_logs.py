@@ -135,3 +135,46 @@ def test_setup_keeps_a_programs_file_handler_and_replaces_stream_handlers(tmp_pa
         logger.removeHandler(to_file)
         to_file.close()
         logs.setup("warning")
+
+
+def test_tensorflow_info_off_leaves_out_tensorflows_own_info_lines_only(capsys, tmp_path):
+    from tfest_kit import _metric_direction
+    from tfest_kit._tf import estimator, tf, tf2
+
+    def users_model_fn(features, labels, mode, params):
+        raise AssertionError("never called")
+
+    logger = tf2.get_logger()
+    to_file = logging.FileHandler(tmp_path / "tf.log")
+    logger.addHandler(to_file)
+    try:
+        logs.setup("info", tensorflow_info=False)
+        # Estimator logs "Using config: …" (INFO) and, for a model_fn taking params without
+        # any given, a WARNING; both come from tensorflow_estimator's own files.
+        estimator.Estimator(users_model_fn, model_dir=str(tmp_path / "model"))
+        tf.logging.info("program-marker")
+        _metric_direction.higher_is_better("accuracy", "auto", "tfest_kit-marker")
+        err = capsys.readouterr().err
+        to_file.flush()
+        in_file = (tmp_path / "tf.log").read_text()
+    finally:
+        logger.removeHandler(to_file)
+        to_file.close()
+        logs.setup("warning")
+    assert "INFO:tensorflow:program-marker" in err.splitlines(), err
+    assert "tfest_kit-marker" in err, err
+    assert "includes params argument" in err, err  # TensorFlow's warnings stay
+    assert "Using config" not in err, err
+    assert "Using config" in in_file and "program-marker" in in_file  # a FileHandler gets all
+
+
+def test_tensorflow_info_on_by_default(capsys, tmp_path):
+    from tfest_kit._tf import estimator
+
+    try:
+        logs.setup("info")
+        estimator.Estimator(lambda features, labels, mode: None, model_dir=str(tmp_path))
+        err = capsys.readouterr().err
+    finally:
+        logs.setup("warning")
+    assert "INFO:tensorflow:Using config" in err, err

@@ -13,12 +13,15 @@ Example:
 
     logs.setup()                      # INFO, deprecation warnings off
     logs.setup("debug", show_deprecations=True)
+    logs.setup(tensorflow_info=False)  # your INFO lines and tfest_kit's, not TensorFlow's
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from typing import Union
@@ -48,6 +51,21 @@ def _absl_handler() -> logging.Handler | None:
     return handler if handler in logging.getLogger().handlers else None
 
 
+# The packages whose INFO lines ``setup(tensorflow_info=False)`` leaves out. They all log
+# through the one ``tensorflow`` logger, so the file a record comes from is what tells them
+# apart from tfest_kit's lines and the program's own.
+_TENSORFLOW_PACKAGES = ("tensorflow", "tensorflow_estimator", "keras", "tf_keras")
+
+
+def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
+    dirs = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            dirs.append(os.path.join(os.path.realpath(location), ""))
+    return tuple(dirs)
+
+
 class _OneRouteHandler(logging.Handler):
     """Sends each ``tensorflow`` record to absl's handler when absl is active, else to stderr.
 
@@ -55,10 +73,22 @@ class _OneRouteHandler(logging.Handler):
     ``setup()`` runs before or after ``absl.app.run`` installs its handler.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tensorflow_info: bool = True) -> None:
         super().__init__()
         self._plain = logging.StreamHandler(sys.stderr)
         self._plain.setFormatter(logging.Formatter(_FORMAT))
+        self._left_out = () if tensorflow_info else _package_dirs(_TENSORFLOW_PACKAGES)
+        self._is_left_out: dict[str, bool] = {}  # by source file: a few dozen at most
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING and self._left_out:
+            left_out = self._is_left_out.get(record.pathname)
+            if left_out is None:
+                left_out = os.path.realpath(record.pathname).startswith(self._left_out)
+                self._is_left_out[record.pathname] = left_out
+            if left_out:
+                return False
+        return super().filter(record)
 
     def emit(self, record: logging.LogRecord) -> None:
         handler = _absl_handler()
@@ -99,7 +129,11 @@ def _set_deprecation_warnings(show: bool) -> None:
     module_wrapper._PER_MODULE_WARNING_LIMIT = 1 if show else 0
 
 
-def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) -> logging.Logger:
+def setup(
+    verbosity: Union[str, int] = "info",
+    show_deprecations: bool = False,
+    tensorflow_info: bool = True,
+) -> logging.Logger:
     """Configures TensorFlow's logger so that each line is printed once.
 
     Safe to call any number of times, before or after ``absl.app.run``. Handlers a program
@@ -111,6 +145,13 @@ def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) 
         ``logging`` level number.
       show_deprecations: print TensorFlow's deprecation warnings (off by default: a TF1-era
         program otherwise prints dozens of them).
+      tensorflow_info: print the INFO (and DEBUG) lines of TensorFlow, Estimator and Keras
+        themselves: "Calling model_fn.", "Graph was finalized.", the whole ``RunConfig``,
+        three lines per checkpoint, the official ``LoggingTensorHook``'s loss lines. With
+        ``False`` the terminal keeps the lines of tfest_kit (``ProgressHook``, the fallback
+        ``TPUEstimator``'s loss line) and of the program itself, and TensorFlow's warnings
+        and errors: for a program that reports its own progress. A program's own handlers
+        (a ``FileHandler`` …) still get every line.
 
     Returns:
       The ``tensorflow`` logger.
@@ -122,6 +163,7 @@ def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) 
 
         from tfest_kit import logs
         logs.setup("info")
+        logs.setup(tensorflow_info=False)  # progress from ProgressHook, not Estimator's lines
     """
     if isinstance(verbosity, str):
         if verbosity.lower() not in LEVELS:
@@ -142,7 +184,7 @@ def setup(verbosity: Union[str, int] = "info", show_deprecations: bool = False) 
         # earlier call. A program's FileHandler (or any other handler) keeps its lines.
         if type(handler) is logging.StreamHandler or isinstance(handler, _OneRouteHandler):
             logger.removeHandler(handler)
-    logger.addHandler(_OneRouteHandler())
+    logger.addHandler(_OneRouteHandler(tensorflow_info))
     logger.propagate = False
     logger.setLevel(level)
     _set_deprecation_warnings(show_deprecations)
