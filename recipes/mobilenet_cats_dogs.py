@@ -123,6 +123,8 @@ def _run() -> int:
     interrupt = hooks.PreemptionHook()
     started, first_step = time.time(), _global_step(model_dir)
     if first_step < FLAGS.steps:
+        # Building the graph and the first step take ~10 s before the first progress line.
+        _say(f"training from step {first_step} to {FLAGS.steps}")
         # Checked here: Estimator's own check cannot read the step of to_estimator's
         # object-based checkpoints and would train one more step on every rerun.
         est.train(data["train"], max_steps=FLAGS.steps, hooks=[progress, interrupt])
@@ -338,9 +340,10 @@ def _folder_data(image_dir: str, image_size: int) -> dict:
         train, held_out = _pets_data.split(found.paths, found.labels, FLAGS.eval_fraction)
     except ValueError as e:
         raise RecipeError(f"--image_dir {image_dir!r}: {e}") from e
-    print(f"skipped {len(found.skipped)} corrupted images")
-    for path in found.skipped[:5]:
-        tf.logging.info("skipped %s", path)
+    names = [os.path.relpath(path, image_dir) for path in found.skipped[:5]]
+    more = len(found.skipped) - len(names)
+    listed = ": " + ", ".join(names) + (f" and {more} more" if more else "") if names else ""
+    print(f"skipped {len(found.skipped)} corrupted images{listed}")
     _say(f"images: {len(train[0])} for training, {len(held_out[0])} held out ({image_dir})")
     make = _pets_data.folder_input_fn
     size = {"image_size": image_size, "batch_size": FLAGS.batch_size}

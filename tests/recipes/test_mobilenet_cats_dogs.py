@@ -111,7 +111,8 @@ def test_images_folder_skips_corrupted_files(tmp_path):
         [*RECIPE, "--data=images", f"--image_dir={image_dir}", *TEST_SIZE, "--steps=3"],
         env=_offline_env(tmp_path),
     )
-    assert "skipped 2 corrupted images" in proc.stdout
+    skipped = "skipped 2 corrupted images: cats/broken.jpg, dogs/really_a_text_file.jpg"
+    assert skipped in proc.stdout.splitlines(), proc.stdout
     assert "images: 16 for training, 4 held out" in proc.stdout
     predictions = [line for line in proc.stdout.splitlines() if line.startswith("predict ")]
     assert len(predictions) == 2 and "true: cat" in predictions[0]
