@@ -51,6 +51,11 @@ flags.DEFINE_enum(
     "Pass metric_fn's tensors as a list, a dict, or evaluate once with each.",
 )
 flags.DEFINE_integer("seed", 0, "Seed of the split and of the weights.")
+flags.DEFINE_bool(
+    "tensorflow_info",
+    False,
+    "Also print TensorFlow's own INFO lines (model_fn calls, the RunConfig, checkpoint saves).",
+)
 
 NUM_CLASSES = 10
 
@@ -143,7 +148,9 @@ def model_fn(features, labels, mode, params):
 
 def main(argv):
     del argv
-    logs.setup()
+    # The fallback's loss lines and the recipe's results, without Estimator's INFO lines
+    # (eleven "Evaluation [i/11]" per evaluation, the RunConfig once per TPUEstimator).
+    logs.setup(tensorflow_info=FLAGS.tensorflow_info)
     model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="tpu_digits_")
     x_train, x_test, y_train, y_test = load_data(FLAGS.seed)
 

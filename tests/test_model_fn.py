@@ -539,3 +539,19 @@ def test_init_checkpoint_given_as_one_of_its_files(trained):
         ValueError, match=rf"does not exist.*checkpoints in that directory.*-{step}"
     ):
         mf.classifier(network, NUM_CLASSES, init_checkpoint=prefix.rsplit("-", 1)[0])
+
+
+def test_keras_layers_initial_weights_follow_tf_random_seed(tmp_path):
+    # Keras >= 2.10 seeds an unseeded initializer from Python's random when it is created,
+    # not from the graph seed tf_random_seed sets: every run started from other weights.
+    def initial_logits(seed, name):
+        est = estimator.Estimator(
+            mf.classifier(network, NUM_CLASSES),
+            model_dir=str(tmp_path / name),
+            config=estimator.RunConfig(tf_random_seed=seed),
+        )
+        return _predict(est)["logits"]
+
+    first, again, other = initial_logits(5, "a"), initial_logits(5, "b"), initial_logits(6, "c")
+    np.testing.assert_array_equal(first, again)
+    assert not np.allclose(first, other)

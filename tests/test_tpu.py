@@ -632,3 +632,17 @@ def test_tpu_given_as_a_list_of_one_address_resolves_like_the_official_class(mon
     for bad in ([], [address, address]):
         with pytest.raises(ValueError, match="list of exactly one"):
             tpu.TPUClusterResolver(bad)
+
+
+def test_layers_initial_weights_follow_tf_random_seed(tmp_path):
+    # tf.layers.dense is a Keras layer in TF 2.15, and Keras >= 2.10 seeds an initializer
+    # from Python's random when it is created, not from the graph seed tf_random_seed sets:
+    # without tfest_kit's help every run started from other weights.
+    def initial_logits(seed, name):
+        est = _estimator(str(tmp_path / name), _Recorder(), tf_random_seed=seed)
+        batches = est.predict(_make_input_fn(_Recorder(), False), yield_single_examples=False)
+        return np.concatenate([batch["logits"] for batch in batches])
+
+    first, again, other = initial_logits(5, "a"), initial_logits(5, "b"), initial_logits(6, "c")
+    np.testing.assert_array_equal(first, again)
+    assert not np.allclose(first, other)

@@ -37,6 +37,7 @@ from typing import Callable, Optional
 
 from tfest_kit import _heads, _warm_start
 from tfest_kit._checks import check_int
+from tfest_kit._keras_seeds import keras_seeds
 from tfest_kit._schedules import (
     OPTIMIZERS,
     AdamWeightDecayOptimizer,
@@ -161,7 +162,9 @@ def build(
     Returns:
       ``model_fn(features, labels, mode, params, config)`` for ``tf.estimator.Estimator`` or
       ``TPUEstimator``; with ``config`` it checks that a checkpoint already in
-      ``config.model_dir`` belongs to this model.
+      ``config.model_dir`` belongs to this model, and Keras layers ``network_fn`` builds take
+      their initial weights from ``config.tf_random_seed`` (Keras 2.10+ seeds them from
+      Python's ``random`` otherwise).
 
     Raises:
       ValueError / TypeError: for an unknown optimizer, a bad schedule or a missing or
@@ -191,7 +194,8 @@ def build(
 
     def model_fn(features, labels, mode, params=None, config=None):
         params = dict(params or {})
-        outputs = _call_network(network_fn, features, mode, params)
+        with keras_seeds(getattr(config, "tf_random_seed", None)):
+            outputs = _call_network(network_fn, features, mode, params)
         if check_outputs is not None:
             outputs = check_outputs(outputs)
         predictions = predictions_fn(outputs)

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import os
 import weakref
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
+from tfest_kit._keras_seeds import keras_seeds
 from tfest_kit._progress import LossLoggingHook
 from tfest_kit._run_config import session_config
 from tfest_kit._tf import estimator as tf_estimator
@@ -269,6 +271,12 @@ def _with_between_graph_defaults(config):
     return config.replace(session_config=session_config())
 
 
+@functools.cache
+def _say_no_tpu_found() -> None:
+    # Once per process: programs build a TPUEstimator per evaluation or per export too.
+    tf.logging.info("No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU.")
+
+
 class TPUEstimator(tf_estimator.Estimator):
     """``TPUEstimator`` with the official signature that runs everywhere.
 
@@ -294,6 +302,9 @@ class TPUEstimator(tf_estimator.Estimator):
     * TPU-only settings (``TPUConfig`` fields other than ``iterations_per_loop``,
       ``batch_axis``, ``embedding_config_spec``) are ignored with one warning naming them.
     * ``export_saved_model()`` writes a CPU SavedModel (one warning if ``export_to_tpu``).
+    * Keras layers built in ``model_fn`` (``tf.layers.dense`` among them) take their initial
+      weights from ``RunConfig(tf_random_seed=…)``, as under TensorFlow 1.x; Keras 2.10+
+      seeds them from Python's ``random`` otherwise.
 
     Args:
       model_fn: ``model_fn(features, labels, mode, params, config)`` returning a
@@ -404,9 +415,7 @@ class TPUEstimator(tf_estimator.Estimator):
                 f"Got: {type(config).__name__}"
             )
         if use_tpu is True:
-            tf.logging.info(
-                "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU."
-            )
+            _say_no_tpu_found()
         ignored = _ignored_tpu_settings(config, batch_axis, embedding_config_spec)
         if config.master and "TF_CONFIG" not in os.environ:
             # The master is the TPU that did not resolve; a session on it would hang.
@@ -485,7 +494,7 @@ class TPUEstimator(tf_estimator.Estimator):
                 raise ValueError("model_fn does not take labels, but input_fn returns labels.")
             # An export has no batch size whatever the arguments (as in the official class).
             unset = not is_export and "batch_size" not in params
-            with _missing_batch_size_named(mode, unset):
+            with _missing_batch_size_named(mode, unset), keras_seeds(config.tf_random_seed):
                 spec = call_with_args(
                     user_model_fn,
                     features=features,

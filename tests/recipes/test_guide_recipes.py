@@ -75,7 +75,7 @@ def test_tfrecord_head(tmp_path):
 def test_tpu_digits_falls_back_and_learns(tmp_path):
     proc = run_program(["-m", "recipes.tpu_digits", "--steps=300", f"--model_dir={tmp_path}"])
     out, log = proc.stdout, proc.stderr
-    assert "No TPU found" in log
+    assert log.count("No TPU found") == 1, log  # one line, though it builds three
     assert len(re.findall(r"loss = [\d.]+, step = \d+", log)) >= 2, log
     # eval_metrics as (metric_fn, [labels, logits]) and as (metric_fn, {"labels", "logits"}).
     list_form = _number(r"Test accuracy: ([\d.]+) .*as a list", out)
