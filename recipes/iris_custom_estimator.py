@@ -27,6 +27,7 @@ from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 
 from tfest_kit import inputs, logs, serving
+from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
@@ -104,7 +105,9 @@ def main(argv):
 
     feature_columns = [tf.feature_column.numeric_column(name) for name in COLUMNS[:-1]]
     classifier = tf.estimator.Estimator(
-        model_fn=model_fn,
+        # The Keras layers in model_fn start from the weights --seed gives (Keras 2.10+
+        # would seed them from Python's random, whatever tf_random_seed says).
+        model_fn=tfest_model_fn.seeded(model_fn),
         model_dir=model_dir,
         config=tf.estimator.RunConfig(tf_random_seed=FLAGS.seed, log_step_count_steps=100),
         params={

@@ -35,6 +35,7 @@ from sklearn.datasets import load_wine
 from sklearn.model_selection import train_test_split
 
 from tfest_kit import inputs, logs, serving
+from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
@@ -140,7 +141,9 @@ def main(argv):
     )
     eval_fn = inputs.from_tfrecord(test_paths, spec, LABEL, batch_size=64, shuffle=False)
     classifier = tf.estimator.Estimator(
-        model_fn,
+        # The Keras layers in model_fn start from the weights --seed gives (Keras 2.10+
+        # would seed them from Python's random, whatever tf_random_seed says).
+        tfest_model_fn.seeded(model_fn),
         model_dir=model_dir,
         config=tf.estimator.RunConfig(tf_random_seed=FLAGS.seed, log_step_count_steps=200),
         params={"feature_columns": columns, "n_classes": 3, "learning_rate": FLAGS.learning_rate},

@@ -555,3 +555,45 @@ def test_keras_layers_initial_weights_follow_tf_random_seed(tmp_path):
     first, again, other = initial_logits(5, "a"), initial_logits(5, "b"), initial_logits(6, "c")
     np.testing.assert_array_equal(first, again)
     assert not np.allclose(first, other)
+
+
+def test_seeded_gives_a_hand_written_model_fn_the_same_start(tmp_path):
+    def users_model_fn(features, labels, mode):  # no params, no config
+        logits = network(features, mode, None)
+        if mode == estimator.ModeKeys.PREDICT:
+            return estimator.EstimatorSpec(mode, predictions={"logits": logits})
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def make(seed, name, params=None):
+        return estimator.Estimator(
+            mf.seeded(users_model_fn),
+            model_dir=str(tmp_path / name),
+            config=estimator.RunConfig(tf_random_seed=seed),
+            params=params,
+        )
+
+    first, again, other = (
+        _predict(make(s, n))["logits"] for s, n in ((5, "a"), (5, "b"), (6, "c"))
+    )
+    np.testing.assert_array_equal(first, again)
+    assert not np.allclose(first, other)
+    # Trains as the model_fn does unwrapped, and keeps Estimator's own checks.
+    make(5, "d").train(input_fn(X_TRAIN, Y_TRAIN, repeat=True), max_steps=2)
+    assert tf.train.latest_checkpoint(str(tmp_path / "d")).endswith("-2")
+    with pytest.raises(ValueError, match="does not take params"):
+        _predict(make(5, "e", params={"units": 3}))
+
+
+def test_seeded_refuses_labels_the_model_fn_does_not_take(tmp_path):
+    def no_labels(features, mode):
+        raise AssertionError("never called")
+
+    est = estimator.Estimator(mf.seeded(no_labels), model_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="does not take labels"):
+        est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=1)
+    with pytest.raises(ValueError, match="must take a `features` argument"):
+        mf.seeded(lambda inputs, labels: None)
+    with pytest.raises(TypeError, match="must be callable"):
+        mf.seeded("model_fn")

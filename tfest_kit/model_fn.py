@@ -10,12 +10,14 @@ BERT-style schedule, eval metrics, predictions, export signatures and warm start
 * EVAL — the loss plus the named metrics (see :data:`CLASSIFIER_METRICS`).
 * TRAIN — ``optimizer`` by name or instance; ``warmup_steps`` / ``decay_steps`` give BERT's
   linear warm-up then linear decay to 0 (:func:`learning_rate_schedule`).
-* Every mode carries ``export_outputs``: ``"serving_default"`` and ``"predict"`` (all prediction
+* PREDICT carries ``export_outputs``: ``"serving_default"`` and ``"predict"`` (all prediction
   keys) plus ``"classification"`` (or ``"regression"``).  Classification/regression signatures
   need a receiver with a single string input (serialized ``tf.train.Example``); with other
   receivers Estimator leaves them out and keeps the predict signatures.
 * ``tpu_spec=True`` returns ``TPUEstimatorSpec`` with ``eval_metrics=(metric_fn, tensors)`` and
   the warm start inside ``scaffold_fn``, for ``TPUEstimator`` (or ``tfest_kit.tpu``).
+* Keras layers the network builds take their initial weights from ``RunConfig.tf_random_seed``;
+  :func:`seeded` gives a hand-written model_fn the same.
 
 Example:
 
@@ -48,6 +50,7 @@ from tfest_kit._schedules import (
     make_optimizer,
 )
 from tfest_kit._tf import estimator, tf
+from tfest_kit._tpu_spec import call_with_args, fn_args
 
 __all__ = [
     "CLASSIFIER_METRICS",
@@ -58,6 +61,7 @@ __all__ = [
     "classifier",
     "learning_rate_schedule",
     "regressor",
+    "seeded",
 ]
 
 CLASSIFIER_METRICS = _heads.CLASSIFIER_METRICS
@@ -442,3 +446,55 @@ def regressor(
         weight_key=weight_key,
         tpu_spec=tpu_spec,
     )
+
+
+def seeded(model_fn: Callable) -> Callable:
+    """Makes the Keras layers a ``model_fn`` builds start from ``RunConfig.tf_random_seed``.
+
+    Under TensorFlow 1.x, ``RunConfig(tf_random_seed=…)`` made each run of an Estimator start
+    from the same weights. In TensorFlow 2.15 a layer left with its default initializer (any
+    ``tf.keras.layers`` layer, and ``tf.compat.v1.layers.dense``, a Keras layer too) takes its
+    seed from Python's ``random`` (Keras 2.10+), so each run starts from other weights. In the
+    wrapped model_fn those seeds come from ``tf_random_seed`` again, and only there: Python's,
+    NumPy's and TensorFlow's own generators are left alone. With no ``tf_random_seed`` nothing
+    changes. The builders of this module and the fallback ``tfest_kit.tpu.TPUEstimator`` do
+    this by themselves.
+
+    Args:
+      model_fn: ``model_fn(features, labels, mode, params, config)``, or any of the subsets
+        of these arguments that Estimator accepts.
+
+    Returns:
+      A model_fn for ``tf.estimator.Estimator`` that calls ``model_fn`` with the arguments it
+      takes and returns what it returns.
+
+    Raises:
+      TypeError: if ``model_fn`` is not callable.
+      ValueError: if it takes no ``features`` argument; when it runs, if the input_fn returns
+        labels and ``model_fn`` takes none, or ``params`` are given and it takes none (the
+        checks Estimator makes on an unwrapped model_fn).
+
+    Example:
+
+        est = tf.estimator.Estimator(
+            model_fn.seeded(my_model_fn),
+            config=tf.estimator.RunConfig(model_dir="/tmp/model", tf_random_seed=42))
+    """
+    _check_callable(model_fn, "model_fn")
+    takes = fn_args(model_fn)
+    if "features" not in takes:
+        raise ValueError(f"`model_fn` must take a `features` argument. Got: {model_fn!r}")
+
+    def seeded_model_fn(features, labels, mode, params, config):
+        if labels is not None and "labels" not in takes:
+            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+        if params and "params" not in takes:
+            raise ValueError(
+                f"model_fn does not take params, but params are passed to Estimator: {params}"
+            )
+        with keras_seeds(config.tf_random_seed):
+            return call_with_args(
+                model_fn, features=features, labels=labels, mode=mode, params=params, config=config
+            )
+
+    return seeded_model_fn
