@@ -597,3 +597,23 @@ def test_seeded_refuses_labels_the_model_fn_does_not_take(tmp_path):
         mf.seeded(lambda inputs, labels: None)
     with pytest.raises(TypeError, match="must be callable"):
         mf.seeded("model_fn")
+
+
+def test_keras_batch_normalization_moving_averages_are_updated(tmp_path):
+    # Keras keeps a BatchNormalization layer's updates out of UPDATE_OPS: before, nothing ran
+    # them in a model_fn, and evaluation normalised with mean 0 / variance 1 for good.
+    def bn_network(features, mode, params):
+        training = mode == estimator.ModeKeys.TRAIN
+        x = features["x"]
+        keras_bn = tf2.keras.layers.BatchNormalization(name="keras_bn")(x, training=training)
+        v1_bn = tf.layers.batch_normalization(x, training=training, name="v1_bn")  # UPDATE_OPS
+        return tf2.keras.layers.Dense(NUM_CLASSES, name="logits")(tf.concat([keras_bn, v1_bn], 1))
+
+    est = estimator.Estimator(mf.classifier(bn_network, NUM_CLASSES), model_dir=str(tmp_path))
+    with captured_tf_log() as lines:
+        est.train(input_fn(X_TRAIN + 5.0, Y_TRAIN, repeat=True), max_steps=60)
+    # momentum 0.99: after 60 steps about 45 % of the way from 0 to the data's mean of 5.
+    for name in ("keras_bn/moving_mean", "v1_bn/moving_mean"):
+        moved = est.get_variable_value(name)
+        assert np.all(moved > 1.5) and np.all(moved < 3.5), (name, moved)
+    assert [line for line in lines if "2 state updates of Keras layers" in line], lines

@@ -9,7 +9,9 @@ BERT-style schedule, eval metrics, predictions, export signatures and warm start
   regressor: ``"predictions"`` (``[batch, label_dimension]``).
 * EVAL — the loss plus the named metrics (see :data:`CLASSIFIER_METRICS`).
 * TRAIN — ``optimizer`` by name or instance; ``warmup_steps`` / ``decay_steps`` give BERT's
-  linear warm-up then linear decay to 0 (:func:`learning_rate_schedule`).
+  linear warm-up then linear decay to 0 (:func:`learning_rate_schedule`). Each step also runs
+  ``UPDATE_OPS`` and the updates Keras layers keep out of it (``BatchNormalization``'s moving
+  averages), which a hand-written model_fn must add itself.
 * PREDICT carries ``export_outputs``: ``"serving_default"`` and ``"predict"`` (all prediction
   keys) plus ``"classification"`` (or ``"regression"``).  Classification/regression signatures
   need a receiver with a single string input (serialized ``tf.train.Example``); with other
@@ -198,8 +200,12 @@ def build(
 
     def model_fn(features, labels, mode, params=None, config=None):
         params = dict(params or {})
+        graph = tf.get_default_graph()
+        first_op = len(graph.get_operations())
         with keras_seeds(getattr(config, "tf_random_seed", None)):
             outputs = _call_network(network_fn, features, mode, params)
+        if mode == ModeKeys.TRAIN:
+            _run_layer_updates(graph.get_operations()[first_op:])
         if check_outputs is not None:
             outputs = check_outputs(outputs)
         predictions = predictions_fn(outputs)
@@ -272,6 +278,46 @@ def build(
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
     return model_fn
+
+
+# What a layer's moving averages and similar state updates are made of.
+_UPDATE_OP_TYPES = frozenset(
+    {"AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd"}
+)
+
+
+def _run_layer_updates(network_ops: list) -> None:
+    """Puts the state updates nothing would run into ``UPDATE_OPS``, which the train op waits for.
+
+    ``tf.keras.layers.BatchNormalization`` (what ``tf.layers.batch_normalization``'s
+    deprecation notice recommends) keeps its moving-average updates on the layer, out of
+    ``UPDATE_OPS``: in a model_fn nothing runs them, and evaluation and prediction then
+    normalise with the initial mean 0 and variance 1. An update is taken when no op reads
+    it or waits for it; ``tf.layers`` updates, already in ``UPDATE_OPS``, are left alone.
+    """
+    waiting = {}
+    for op in network_ops:
+        for dependency in op.control_inputs:
+            waiting.setdefault(dependency, []).append(op)
+
+    def unused(op) -> bool:
+        if any(output.consumers() for output in op.outputs):
+            return False
+        return all(unused(later) for later in waiting.get(op, ()))
+
+    known = set(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
+    updates = [
+        op for op in network_ops if op.type in _UPDATE_OP_TYPES and op not in known and unused(op)
+    ]
+    for op in updates:
+        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, op)
+    if updates:
+        tf.logging.info(
+            "model_fn: %d state updates of Keras layers in network_fn (%s) run with each "
+            "training step; Keras keeps them out of UPDATE_OPS",
+            len(updates),
+            ", ".join(sorted({op.name.split("/")[0] for op in updates})),
+        )
 
 
 class _MissingFeature(KeyError):
