@@ -178,3 +178,23 @@ def test_tensorflow_info_on_by_default(capsys, tmp_path):
     finally:
         logs.setup("warning")
     assert "INFO:tensorflow:Using config" in err, err
+
+
+def test_logging_goes_on_after_the_stderr_it_last_used_is_closed(monkeypatch):
+    # pytest's capture (or any redirection that ended) closes the stream; flushing it when
+    # switching to the new sys.stderr raised "I/O operation on closed file" into the caller.
+    import io
+    import sys
+
+    earlier, now = io.TextIOWrapper(io.BytesIO()), io.StringIO()  # pytest's kind, and any
+    monkeypatch.setattr(sys, "stderr", earlier)
+    try:
+        logger = logs.setup("info")
+        logger.info("first-marker")
+        earlier.close()
+        monkeypatch.setattr(sys, "stderr", now)
+        logger.warning("after-marker")
+    finally:
+        monkeypatch.undo()
+        logs.setup("warning")
+    assert "after-marker" in now.getvalue()

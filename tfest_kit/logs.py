@@ -95,8 +95,10 @@ class _OneRouteHandler(logging.Handler):
         if handler is not None:
             handler.handle(record)
         else:
-            # Resolve sys.stderr per record so pytest's capture and redirections see it.
-            self._plain.setStream(sys.stderr)
+            # Resolve sys.stderr per record so pytest's capture and redirections see it. Not
+            # through setStream(): it flushes the stream it replaces, which may be closed by
+            # then (a redirection that ended), and the error would reach the logging call.
+            self._plain.stream = sys.stderr
             self._plain.handle(record)
 
 
