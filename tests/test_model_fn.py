@@ -595,7 +595,7 @@ def test_seeded_refuses_labels_the_model_fn_does_not_take(tmp_path):
         est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=1)
     with pytest.raises(ValueError, match="must take a `features` argument"):
         mf.seeded(lambda inputs, labels: None)
-    with pytest.raises(TypeError, match="must be callable"):
+    with pytest.raises(ValueError, match="must be a callable"):
         mf.seeded("model_fn")
 
 

@@ -11,10 +11,18 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional
 
+from tfest_kit._keras_seeds import keras_seeds
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 
-__all__ = ["fn_args", "call_with_args", "to_estimator_spec", "HostCallHook"]
+__all__ = [
+    "fn_args",
+    "call_with_args",
+    "model_fn_args",
+    "call_model_fn",
+    "to_estimator_spec",
+    "HostCallHook",
+]
 
 _TPU_SPEC_TYPES = tuple(
     c for c in tf_estimator.tpu.TPUEstimatorSpec.__mro__ if c not in (tuple, object)
@@ -43,6 +51,30 @@ def call_with_args(fn: Callable, **available: Any) -> Any:
     """Calls ``fn`` with the subset of ``available`` keyword arguments it accepts."""
     names = fn_args(fn)
     return fn(**{k: v for k, v in available.items() if k in names})
+
+
+def model_fn_args(model_fn: Any) -> tuple:
+    """The arguments a user's ``model_fn`` takes, after Estimator's checks on it."""
+    if not callable(model_fn):
+        raise ValueError(f"`model_fn` must be a callable. Got: {model_fn!r}")
+    names = fn_args(model_fn)
+    if "features" not in names:
+        raise ValueError(f"`model_fn` must take a `features` argument. Got: {model_fn!r}")
+    return names
+
+
+def call_model_fn(model_fn: Callable, *, features, labels, mode, params, config) -> Any:
+    """Calls a user's ``model_fn`` from a wrapper, as Estimator would call it unwrapped.
+
+    With the arguments it takes, after Estimator's check that it takes the labels the input
+    gives; Keras layers it builds take their initial weights from ``config.tf_random_seed``.
+    """
+    if labels is not None and "labels" not in fn_args(model_fn):
+        raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+    with keras_seeds(config.tf_random_seed):
+        return call_with_args(
+            model_fn, features=features, labels=labels, mode=mode, params=params, config=config
+        )
 
 
 class HostCallHook(tf.train.SessionRunHook):

@@ -52,7 +52,7 @@ from tfest_kit._schedules import (
     make_optimizer,
 )
 from tfest_kit._tf import estimator, tf
-from tfest_kit._tpu_spec import call_with_args, fn_args
+from tfest_kit._tpu_spec import call_model_fn, model_fn_args
 
 __all__ = [
     "CLASSIFIER_METRICS",
@@ -515,10 +515,9 @@ def seeded(model_fn: Callable) -> Callable:
       takes and returns what it returns.
 
     Raises:
-      TypeError: if ``model_fn`` is not callable.
-      ValueError: if it takes no ``features`` argument; when it runs, if the input_fn returns
-        labels and ``model_fn`` takes none, or ``params`` are given and it takes none (the
-        checks Estimator makes on an unwrapped model_fn).
+      ValueError: if ``model_fn`` is not callable or takes no ``features`` argument; when it
+        runs, if the input_fn returns labels and ``model_fn`` takes none, or ``params`` are
+        given and it takes none (the checks Estimator makes on an unwrapped model_fn).
 
     Example:
 
@@ -526,21 +525,15 @@ def seeded(model_fn: Callable) -> Callable:
             model_fn.seeded(my_model_fn),
             config=tf.estimator.RunConfig(model_dir="/tmp/model", tf_random_seed=42))
     """
-    _check_callable(model_fn, "model_fn")
-    takes = fn_args(model_fn)
-    if "features" not in takes:
-        raise ValueError(f"`model_fn` must take a `features` argument. Got: {model_fn!r}")
+    takes = model_fn_args(model_fn)
 
     def seeded_model_fn(features, labels, mode, params, config):
-        if labels is not None and "labels" not in takes:
-            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
         if params and "params" not in takes:
             raise ValueError(
                 f"model_fn does not take params, but params are passed to Estimator: {params}"
             )
-        with keras_seeds(config.tf_random_seed):
-            return call_with_args(
-                model_fn, features=features, labels=labels, mode=mode, params=params, config=config
-            )
+        return call_model_fn(
+            model_fn, features=features, labels=labels, mode=mode, params=params, config=config
+        )
 
     return seeded_model_fn

@@ -31,7 +31,6 @@ import weakref
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
-from tfest_kit._keras_seeds import keras_seeds
 from tfest_kit._progress import LossLoggingHook
 from tfest_kit._run_config import session_config
 from tfest_kit._tf import estimator as tf_estimator
@@ -43,7 +42,12 @@ from tfest_kit._tpu_detect import (
     mark_tpu_in_use,
     tpu_available,
 )
-from tfest_kit._tpu_spec import call_with_args, fn_args, to_estimator_spec
+from tfest_kit._tpu_spec import (
+    call_model_fn,
+    call_with_args,
+    model_fn_args,
+    to_estimator_spec,
+)
 from tfest_kit._warm_start import check_model_dir
 
 __all__ = [
@@ -381,10 +385,7 @@ class TPUEstimator(tf_estimator.Estimator):
         export_saved_model_api_version: Any = 1,
     ) -> None:
         del eval_on_tpu  # evaluation always runs where training does in the fallback
-        if not callable(model_fn):
-            raise ValueError(f"`model_fn` must be a callable. Got: {model_fn!r}")
-        if "features" not in fn_args(model_fn):
-            raise ValueError(f"`model_fn` must take a `features` argument. Got: {model_fn!r}")
+        model_fn_args(model_fn)
         if params is not None and any(k in params for k in RESERVED_PARAMS_KEYS):
             raise ValueError(
                 f"{list(RESERVED_PARAMS_KEYS)} are reserved keys but existed in params {params}. "
@@ -490,12 +491,10 @@ class TPUEstimator(tf_estimator.Estimator):
             # params={"use_tpu": FLAGS.use_tpu}, and a model_fn that believes it would build
             # TPU-only ops (CrossShardOptimizer's CrossReplicaSum) that fail on CPU/GPU.
             params["use_tpu"] = False
-            if labels is not None and "labels" not in fn_args(user_model_fn):
-                raise ValueError("model_fn does not take labels, but input_fn returns labels.")
             # An export has no batch size whatever the arguments (as in the official class).
             unset = not is_export and "batch_size" not in params
-            with _missing_batch_size_named(mode, unset), keras_seeds(config.tf_random_seed):
-                spec = call_with_args(
+            with _missing_batch_size_named(mode, unset):
+                spec = call_model_fn(
                     user_model_fn,
                     features=features,
                     labels=labels,
