@@ -1,4 +1,5 @@
-"""The benchmark harness on a trivial case defined here (no TensorFlow in the children).
+"""The benchmark harness on a trivial case (``tests/trivial_benchmark_case.py``, whose benchmark
+children start without TensorFlow).
 
 Times are never asserted on; the tests check the machinery: fresh processes, interleaving,
 aggregation, ratios, the Markdown/JSON report, goals and error reporting. The last test runs
@@ -9,52 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import pytest
 
 from benchmarks import __main__ as bench_main
 from benchmarks import _harness
+from tests import trivial_benchmark_case as trivial_case
 from tests.conftest import run_program
 from tfest_kit import _run_config
 from tfest_kit._tf import TF_VERSION
 
-_THIS = "tests.test_benchmarks"
-
-
-def _trivial_run(variant, ctx):
-    # Appends "variant:pid" so the test can see the order and the processes.
-    with open(os.path.join(ctx.workdir, "order.txt"), "a") as f:
-        f.write(f"{variant}:{os.getpid()}\n")
-    # A temporary directory, as the training cases make for their model_dirs.
-    with open(os.path.join(ctx.workdir, "temporary.txt"), "a") as f:
-        f.write(tempfile.mkdtemp(prefix="model_dir_") + "\n")
-    if variant == "broken":
-        raise RuntimeError("deliberately broken variant")
-    return {
-        "speed": {"fast": 4.0, "slow": 2.0}[variant],
-        "latency": {"fast": 1.0, "slow": 3.0}[variant],
-    }
-
-
-CASE = _harness.Case(
-    name="trivial",
-    title="trivial case for the harness tests",
-    variants=("fast", "slow", "broken"),
-    baseline="slow",
-    metrics=(
-        _harness.Metric("speed", "things/s"),
-        _harness.Metric("latency", "s", higher_is_better=False),
-    ),
-    run=_trivial_run,
-)
-
-GOALS = [
-    _harness.ratio_goal("fast ≥ 1.5× slow", _THIS, "speed", "fast", "slow", 1.5),
-    _harness.ratio_goal("fast ≥ 10× slow", _THIS, "speed", "fast", "slow", 10.0),
-    _harness.value_goal("latency of fast ≤ 0.5", _THIS, "latency", "fast", at_most=0.5),
-    _harness.value_goal("never measured", _THIS, "latency", "nobody", at_most=1.0),
-]
+_THIS = trivial_case.__name__
+GOALS = trivial_case.GOALS
 
 
 def _order(workdir):
