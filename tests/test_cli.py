@@ -17,6 +17,7 @@ import pytest
 from google.protobuf import text_format
 
 from tests.conftest import run_program
+from tfest_kit import _cli_predict as cli_predict
 from tfest_kit import serving
 from tfest_kit.__main__ import main
 from tfest_kit._tf import SavedModel, estimator, tf, tf2
@@ -89,6 +90,37 @@ def test_predict_reads_plain_values_from_stdin(exports, capsys, monkeypatch):
     assert code == 0, err
     logits = [p["logits"] for p in json.loads(out)["predictions"]]
     np.testing.assert_allclose(logits, exports["expected"]["logits"], atol=1e-5)
+
+
+def test_predict_answers_columns_with_columns_as_tf_serving_does(exports, tmp_path, capsys):
+    expected = exports["expected"]
+    request = _write(tmp_path, "columns.json", {"inputs": {"x": X[:3].tolist()}})
+    code, out, err = _main(["predict", exports["raw"], "--json", request], capsys)
+    assert code == 0, err
+    outputs = json.loads(out)
+    assert list(outputs) == ["outputs"] and sorted(outputs["outputs"]) == ["class_ids", "logits"]
+    np.testing.assert_allclose(outputs["outputs"]["logits"], expected["logits"], atol=1e-5)
+    assert outputs["outputs"]["class_ids"] == expected["class_ids"].tolist()
+    # A signature with one input takes a bare column; one output is given without its name.
+    request = _write(tmp_path, "column.json", {"inputs": X[:2].tolist()})
+    code, out, err = _main(["predict", exports["raw"], "--json", request], capsys)
+    assert code == 0 and len(json.loads(out)["outputs"]["logits"]) == 2, err
+    single = {"y": np.array([[1.5], [2.5]], np.float32)}
+    assert cli_predict.outputs_to_json(single) == {"outputs": [[1.5], [2.5]]}
+    assert cli_predict.predictions_to_json(single, 2) == {"predictions": [[1.5], [2.5]]}
+
+
+def test_predict_writes_strings_of_bytes_outputs_as_base64():
+    outputs = {"key_bytes": np.array([b"ab", b"\xff"]), "label": np.array([b"cat", b"\xff"])}
+    rows = cli_predict.predictions_to_json(outputs, 2)["predictions"]
+    # Text stays text, unless the output's name says bytes (TF Serving's "_bytes" rule).
+    assert rows[0] == {"key_bytes": {"b64": "YWI="}, "label": "cat"}
+    assert rows[1] == {"key_bytes": {"b64": "/w=="}, "label": {"b64": "/w=="}}
+    columns = cli_predict.outputs_to_json(outputs)["outputs"]
+    assert columns == {
+        "key_bytes": [r["key_bytes"] for r in rows],
+        "label": ["cat", {"b64": "/w=="}],
+    }
 
 
 def _main(argv, capsys):

@@ -2,10 +2,12 @@
 
 Reads ``{"instances": [...]}`` (row format: a list of ``{input: value}`` objects, or of plain
 values when the signature has one input) or ``{"inputs": {input: [...]}}`` (column format)
-from FILE (``-`` for stdin) and prints ``{"predictions": [...]}``: one object per instance,
-or one value per instance when the signature has one output. Binary strings are written as
-``{"b64": "..."}`` both ways. For a model exported with a parsing receiver, instances may be
-plain feature objects. A ``"signature_name"`` in the request chooses the signature, as in TF
+from FILE (``-`` for stdin) and answers as TF Serving does: ``{"predictions": [...]}`` to rows,
+one object per instance (one value per instance when the signature has one output), and
+``{"outputs": {output: [...]}}`` to columns (``{"outputs": [...]}`` for one output). Binary
+strings are written as ``{"b64": "..."}`` both ways, and so is every string of an output whose
+name ends in ``_bytes``. For a model exported with a parsing receiver, instances may be plain
+feature objects. A ``"signature_name"`` in the request chooses the signature, as in TF
 Serving. EXPORT_DIR may be one export or a directory of numbered exports.
 """
 
@@ -22,7 +24,13 @@ import numpy as np
 from tfest_kit._checks import positive_int_arg
 from tfest_kit._cli_signature import export_hint
 
-__all__ = ["add_parser", "run", "features_from_request", "predictions_to_json"]
+__all__ = [
+    "add_parser",
+    "run",
+    "features_from_request",
+    "predictions_to_json",
+    "outputs_to_json",
+]
 
 
 class RequestError(ValueError):
@@ -83,34 +91,79 @@ def features_from_request(request: Any, input_names: list[str]) -> dict:
     return {input_names[0]: [_decode(i) for i in instances]}
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, binary: bool = False) -> Any:
     if isinstance(value, np.ndarray):
-        return [_jsonable(v) for v in value] if value.dtype == object else _jsonable(value.tolist())
+        if value.dtype == object:
+            return [_jsonable(v, binary) for v in value]
+        return _jsonable(value.tolist(), binary)
     if isinstance(value, list):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, binary) for v in value]
     if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"b64": base64.b64encode(value).decode("ascii")}
+        if not binary:
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+        return {"b64": base64.b64encode(value).decode("ascii")}
     if isinstance(value, np.generic):
-        return _jsonable(value.item())
+        return _jsonable(value.item(), binary)
     return value
 
 
-def predictions_to_json(outputs: dict, count: int) -> dict:
-    """Turns :class:`Predictor` outputs into ``{"predictions": [...]}`` (row format)."""
+def _is_binary(name: str) -> bool:
+    # TF Serving's rule: strings of an output named "*_bytes" are always base64, since
+    # DT_STRING does not say whether it holds text or bytes.
+    return name.endswith("_bytes")
 
-    def row(array, i):
-        array = np.asarray(array)
-        return array[i] if array.ndim and array.shape[0] == count else array
+
+def predictions_to_json(outputs: dict, count: int) -> dict:
+    """Turns :class:`Predictor` outputs into TF Serving's row-format response.
+
+    Args:
+      outputs: output name -> array, as :class:`Predictor` returns them.
+      count: the number of instances in the request.
+
+    Returns:
+      ``{"predictions": [...]}``: one object per instance, or one value per instance when
+      there is one output.
+
+    Example:
+      >>> predictions_to_json({"y": np.array([1.5, 2.5])}, 2)
+      {'predictions': [1.5, 2.5]}
+    """
+
+    def row(name, i):
+        array = np.asarray(outputs[name])
+        value = array[i] if array.ndim and array.shape[0] == count else array
+        return _jsonable(value, _is_binary(name))
 
     names = sorted(outputs)
     if len(names) == 1:
-        rows = [_jsonable(row(outputs[names[0]], i)) for i in range(count)]
+        rows = [row(names[0], i) for i in range(count)]
     else:
-        rows = [{k: _jsonable(row(outputs[k], i)) for k in names} for i in range(count)]
+        rows = [{k: row(k, i) for k in names} for i in range(count)]
     return {"predictions": rows}
+
+
+def outputs_to_json(outputs: dict) -> dict:
+    """Turns :class:`Predictor` outputs into TF Serving's column-format response.
+
+    This is the answer to a request that gave ``"inputs"``.
+
+    Args:
+      outputs: output name -> array, as :class:`Predictor` returns them.
+
+    Returns:
+      ``{"outputs": {name: [...]}}``, or ``{"outputs": [...]}`` when there is one output.
+
+    Example:
+      >>> outputs_to_json({"y": np.array([1.5, 2.5]), "id_bytes": np.array([b"a", b"b"])})
+      {'outputs': {'id_bytes': [{'b64': 'YQ=='}, {'b64': 'Yg=='}], 'y': [1.5, 2.5]}}
+    """
+    columns = {k: _jsonable(np.asarray(v), _is_binary(k)) for k, v in sorted(outputs.items())}
+    if len(columns) == 1:
+        return {"outputs": next(iter(columns.values()))}
+    return {"outputs": columns}
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -186,7 +239,10 @@ def run(args: argparse.Namespace) -> int:
         except tf.errors.OpError as e:  # the graph refused the values (not an image, say)
             print(f"predict: the model rejected the request: {_first_cause(e)}", file=sys.stderr)
             return 2
-    count = len(next(iter(features.values())))
-    json.dump(predictions_to_json(outputs, count), sys.stdout)
+    if "inputs" in request:
+        response = outputs_to_json(outputs)
+    else:
+        response = predictions_to_json(outputs, len(next(iter(features.values()))))
+    json.dump(response, sys.stdout)
     sys.stdout.write("\n")
     return 0
