@@ -26,6 +26,7 @@ from absl import app, flags
 from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 
+from recipes import _previous_run as previous_run
 from tfest_kit import inputs, logs, serving
 from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
@@ -100,6 +101,13 @@ def main(argv):
     del argv
     logs.setup()
     model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="iris_custom_estimator_")
+    # Another --seed splits the rows otherwise: a resumed model would be tested on rows it
+    # trained on. Other --hidden_units cannot restore the checkpoint.
+    previous_run.check_and_record_or_exit(
+        model_dir,
+        "iris_custom_estimator",
+        {"seed": FLAGS.seed, "hidden_units": FLAGS.hidden_units},
+    )
     train_csv, test_csv = write_csv_files(os.path.join(model_dir, "data"), FLAGS.seed)
     print(f"Wrote {train_csv} and {test_csv}")
 

@@ -25,7 +25,6 @@ Ctrl-C during training saves a checkpoint at that step; rerun with the printed `
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from absl import app, flags
 
 import tfest_kit
 from recipes import _pets_data
+from recipes import _previous_run as previous_run
 from tfest_kit import hooks, logs, serving
 from tfest_kit._tf import tf, tf2
 from tfest_kit.keras_bridge import to_estimator
@@ -76,6 +76,9 @@ _IMAGENET_ALPHAS = (0.35, 0.5, 0.75, 1.0, 1.3, 1.4)
 _SCRATCH_SIZE, _SCRATCH_ALPHA = 96, 0.35
 
 
+RECIPE = "mobilenet_cats_dogs"
+
+
 class RecipeError(Exception):
     """An expected problem (offline, missing folder, bad flag value): one line, exit 1."""
 
@@ -87,7 +90,7 @@ def main(argv):
     logs.setup(tensorflow_info=FLAGS.tensorflow_info)
     try:
         return _run()
-    except RecipeError as e:
+    except (RecipeError, previous_run.PreviousRunError) as e:
         print(f"mobilenet_cats_dogs: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # outside training (PreemptionHook handles it in train())
@@ -100,12 +103,14 @@ def _run() -> int:
     weights, pretrained, image_size, alpha = _choose_weights()
     # "--model_dir=~/x" reaches us unexpanded; TensorFlow would create ./~/x.
     given_dir = os.path.expanduser(FLAGS.model_dir) if FLAGS.model_dir else None
+    # A checkpoint trained at another --image_size / --alpha cannot be resumed.
+    shape = {"image_size": image_size, "alpha": alpha}
     if given_dir:
-        _check_previous_run(given_dir, image_size, alpha)
+        previous_run.check(given_dir, RECIPE, shape)
     base = _base_model(weights, pretrained, image_size, alpha)  # fails fast when offline
     data = _choose_data(image_size)
     model_dir = given_dir or tempfile.mkdtemp(prefix="mobilenet_cats_dogs_")
-    _record_run(model_dir, image_size, alpha)
+    previous_run.record(model_dir, RECIPE, shape)
     print(f"model_dir: {model_dir}")
     keras = tf2.keras
     model = keras.Sequential([base, keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(1)])
@@ -160,38 +165,11 @@ def _config(model_dir: str):
     return config.replace(log_step_count_steps=None)
 
 
-_RUN_FILE = "mobilenet_cats_dogs_flags.json"
-
-
 def _global_step(model_dir: str) -> int:
     # Estimator names its checkpoints model.ckpt-STEP; the variable's own name depends on the
     # checkpoint format to_estimator chose.
     checkpoint = tf.train.latest_checkpoint(model_dir)
     return int(checkpoint.rsplit("-", 1)[1]) if checkpoint else 0
-
-
-def _check_previous_run(model_dir: str, image_size: int, alpha: float) -> None:
-    """Refuses to resume a checkpoint trained with another --image_size / --alpha."""
-    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
-        raise RecipeError(f"--model_dir must be a directory. Got: a file, {model_dir}")
-    path = os.path.join(model_dir, _RUN_FILE)
-    if not (os.path.isfile(path) and tf.train.latest_checkpoint(model_dir)):
-        return
-    with open(path) as f:
-        previous = json.load(f)
-    if previous != {"image_size": image_size, "alpha": alpha}:
-        raise RecipeError(
-            f"--model_dir {model_dir} holds a checkpoint trained with "
-            f"--image_size={previous.get('image_size')} --alpha={previous.get('alpha')}; this "
-            f"run has --image_size={image_size} --alpha={alpha}. Pass those flags to resume it, "
-            "or give a new --model_dir"
-        )
-
-
-def _record_run(model_dir: str, image_size: int, alpha: float) -> None:
-    os.makedirs(model_dir, exist_ok=True)
-    with open(os.path.join(model_dir, _RUN_FILE), "w") as f:
-        json.dump({"image_size": image_size, "alpha": alpha}, f)
 
 
 def _fmt(value) -> str:

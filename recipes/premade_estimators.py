@@ -23,6 +23,7 @@ from absl import app, flags
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split
 
+from recipes import _previous_run as previous_run
 from tfest_kit import inputs, logs, serving
 from tfest_kit._tf import tf, tf2
 
@@ -124,6 +125,14 @@ def main(argv):
 
     hidden_units = [int(u) for u in FLAGS.hidden_units]
     models = build_models(columns, model_dir, hidden_units, FLAGS.seed, FLAGS.dnn_learning_rate)
+    # Another --seed splits the rows otherwise: resumed models would be tested on rows they
+    # trained on. Other --hidden_units cannot restore the DNN checkpoints.
+    previous_run.check_and_record_or_exit(
+        model_dir,
+        "premade_estimators",
+        {"seed": FLAGS.seed, "hidden_units": hidden_units},
+        checkpoint_dirs=[model.model_dir for model in models.values()],
+    )
     results = {}
     for name, model in models.items():
         model.train(train_fn, max_steps=FLAGS.steps)

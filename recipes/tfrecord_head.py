@@ -34,6 +34,7 @@ from absl import app, flags
 from sklearn.datasets import load_wine
 from sklearn.model_selection import train_test_split
 
+from recipes import _previous_run as previous_run
 from tfest_kit import inputs, logs, serving
 from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
@@ -113,6 +114,9 @@ def main(argv):
     del argv
     logs.setup()
     model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="tfrecord_head_")
+    # Another --seed splits the rows otherwise: a resumed model would be tested on rows it
+    # trained on.
+    previous_run.check_and_record_or_exit(model_dir, "tfrecord_head", {"seed": FLAGS.seed})
     data_dir = os.path.join(model_dir, "data")
     names, train_rows, test_rows = make_rows(FLAGS.seed)
     train_paths = inputs.write_tfrecord(

@@ -1,0 +1,107 @@
+"""Refuses to resume a recipe's checkpoint with flags that change its data or its model.
+
+A re-run with the same ``--model_dir`` resumes from the checkpoint there. With another
+``--seed`` the train/test split changes, so the resumed model has trained on rows it is now
+tested on and reports an accuracy it did not earn; with another model shape the restore fails
+deep inside TensorFlow. Each recipe records the flags that matter in
+``MODEL_DIR/<recipe>_flags.json`` and is stopped, before any work, when they differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+
+from tfest_kit._tf import tf
+
+__all__ = ["PreviousRunError", "check", "record", "check_and_record_or_exit"]
+
+
+class PreviousRunError(ValueError):
+    """``--model_dir`` holds a checkpoint trained with other values of the recorded flags."""
+
+
+def _flags_file(model_dir: str, recipe: str) -> str:
+    return os.path.join(model_dir, f"{recipe}_flags.json")
+
+
+def _as_read(flags: Mapping[str, object]) -> dict:
+    return json.loads(json.dumps(dict(flags)))  # tuples become lists, as the record reads back
+
+
+def _spell(flags: Mapping[str, object]) -> str:
+    def value(v):
+        return ",".join(map(str, v)) if isinstance(v, list) else str(v)
+
+    return " ".join(f"--{k}={value(v)}" for k, v in flags.items())
+
+
+def check(
+    model_dir: str,
+    recipe: str,
+    flags: Mapping[str, object],
+    checkpoint_dirs: Iterable[str] | None = None,
+) -> None:
+    """Refuses ``flags`` that differ from those of the checkpoint the run would resume.
+
+    Writes nothing, so a run refused here leaves ``model_dir`` as it was.
+
+    Args:
+      model_dir: the recipe's ``--model_dir``.
+      recipe: the recipe's module name, which names the record.
+      flags: flag name -> value (JSON-serialisable) for the flags that must not change.
+      checkpoint_dirs: where the recipe's checkpoints are (default: ``model_dir``); the
+        record is compared only when one of them holds a checkpoint.
+
+    Raises:
+      PreviousRunError: if ``model_dir`` is a file, or its checkpoint was trained with other
+        values; the message names both sets and the two ways on.
+
+    Example:
+      >>> check("/tmp/iris", "iris_custom_estimator", {"seed": 0})
+    """
+    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+        raise PreviousRunError(f"--model_dir must be a directory. Got: a file, {model_dir}")
+    path = _flags_file(model_dir, recipe)
+    dirs = [model_dir] if checkpoint_dirs is None else list(checkpoint_dirs)
+    if not (os.path.isfile(path) and any(tf.train.latest_checkpoint(d) for d in dirs)):
+        return
+    with open(path) as f:
+        previous = json.load(f)
+    if previous != _as_read(flags):
+        raise PreviousRunError(
+            f"--model_dir {model_dir} holds a checkpoint trained with {_spell(previous)}; "
+            f"this run has {_spell(flags)}. Pass those flags to resume it, or give a new "
+            "--model_dir"
+        )
+
+
+def record(model_dir: str, recipe: str, flags: Mapping[str, object]) -> None:
+    """Writes ``flags`` as the ones ``model_dir``'s checkpoints are trained with.
+
+    Example:
+      >>> record("/tmp/iris", "iris_custom_estimator", {"seed": 0})
+    """
+    os.makedirs(model_dir, exist_ok=True)
+    with open(_flags_file(model_dir, recipe), "w") as f:
+        json.dump(_as_read(flags), f)
+
+
+def check_and_record_or_exit(
+    model_dir: str,
+    recipe: str,
+    flags: Mapping[str, object],
+    checkpoint_dirs: Iterable[str] | None = None,
+) -> None:
+    """:func:`check` then :func:`record`; a refusal ends the program with exit status 1.
+
+    Example:
+      >>> check_and_record_or_exit("/tmp/digits", "tpu_digits", {"seed": 0})
+    """
+    try:
+        check(model_dir, recipe, flags, checkpoint_dirs)
+    except PreviousRunError as e:
+        sys.exit(f"{recipe}: error: {e}")
+    record(model_dir, recipe, flags)

@@ -1,0 +1,56 @@
+"""The recipes' record of the flags a model_dir's checkpoint was trained with."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from recipes import _previous_run as previous_run
+from tfest_kit._tf import tf2
+
+
+def _checkpoint(directory):
+    tf2.train.Checkpoint(v=tf2.Variable(1.0)).save(os.path.join(directory, "ckpt"))
+
+
+def test_other_flags_are_refused_only_once_a_checkpoint_exists(tmp_path):
+    model_dir = str(tmp_path / "model")
+    previous_run.check(model_dir, "recipe", {"seed": 0})  # nothing there yet
+    assert not os.path.exists(model_dir)
+    previous_run.record(model_dir, "recipe", {"seed": 0, "hidden_units": (16, 8)})
+    # A run that died before its first checkpoint leaves nothing to protect.
+    previous_run.check(model_dir, "recipe", {"seed": 1})
+    _checkpoint(model_dir)
+    previous_run.check(model_dir, "recipe", {"seed": 0, "hidden_units": [16, 8]})
+    before = sorted(os.listdir(model_dir))
+    with pytest.raises(previous_run.PreviousRunError) as error:
+        previous_run.check(model_dir, "recipe", {"seed": 1, "hidden_units": [16, 8]})
+    assert str(error.value) == (
+        f"--model_dir {model_dir} holds a checkpoint trained with --seed=0 --hidden_units=16,8; "
+        "this run has --seed=1 --hidden_units=16,8. Pass those flags to resume it, or give a "
+        "new --model_dir"
+    )
+    assert sorted(os.listdir(model_dir)) == before
+
+
+def test_checkpoints_in_sub_directories_and_a_file_as_model_dir(tmp_path):
+    model_dir = str(tmp_path)
+    previous_run.record(model_dir, "recipe", {"seed": 0})
+    _checkpoint(tmp_path / "dnn")
+    previous_run.check(model_dir, "recipe", {"seed": 1})  # only model_dir itself is looked at
+    with pytest.raises(previous_run.PreviousRunError, match="--seed=0; this run has --seed=1"):
+        previous_run.check(model_dir, "recipe", {"seed": 1}, [str(tmp_path / "dnn")])
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    with pytest.raises(previous_run.PreviousRunError, match="must be a directory"):
+        previous_run.check(str(a_file), "recipe", {"seed": 0})
+
+
+def test_a_refusal_ends_the_program_with_one_line(tmp_path):
+    previous_run.check_and_record_or_exit(str(tmp_path), "recipe", {"seed": 0})
+    _checkpoint(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        previous_run.check_and_record_or_exit(str(tmp_path), "recipe", {"seed": 2})
+    assert str(exit_info.value.code).startswith("recipe: error: --model_dir ")
+    assert "--seed=0; this run has --seed=2" in str(exit_info.value.code)
