@@ -1,10 +1,12 @@
 """A TPUEstimator program: a small conv net on the 8x8 Digits, runnable with or without a TPU.
 
 Written the way TPU programs are: every ``input_fn`` takes ``params`` and batches with
-``params["batch_size"]`` (with ``drop_remainder=True`` for the static shapes a TPU needs), the
-``model_fn`` returns a ``TPUEstimatorSpec`` whose evaluation metrics are a ``metric_fn`` plus the
-tensors it needs — as the list ``[labels, logits]`` or as the dict ``{"labels": …, "logits": …}``
-(by default the model is evaluated once with each) — and the predict ``input_fn`` returns a
+``params["batch_size"]`` (with ``drop_remainder=True`` for the static shapes a TPU needs; the
+evaluation set is padded to full batches with examples of weight 0, as BERT does, so that every
+test image counts), the ``model_fn`` returns a ``TPUEstimatorSpec`` whose evaluation metrics are
+a ``metric_fn`` plus the tensors it needs — as the list ``[labels, logits, …]`` or as the dict
+``{"labels": …, "logits": …, …}`` (by default the model is evaluated once with each) — and the
+predict ``input_fn`` returns a
 ``Dataset`` of features only. ``tfest_kit.tpu.TPUEstimator`` runs it on a TPU when there is
 one; here (no TPU) it falls back to a plain Estimator and prints ``loss = …, step = …`` lines
 as it trains.
@@ -29,6 +31,7 @@ from absl import app, flags
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
+from recipes import _previous_run as previous_run
 from tfest_kit import logs, serving, tpu
 from tfest_kit._tf import tf, tf2
 
@@ -84,12 +87,25 @@ def train_input_fn(images, labels):
 
 def eval_input_fn(images, labels):
     def input_fn(params):
-        ds = tf2.data.Dataset.from_tensor_slices(({"image": images}, labels))
-        # drop_remainder keeps shapes static for the TPU; evaluate() then covers
-        # len // batch_size full batches.
-        return ds.batch(params["batch_size"], drop_remainder=True)
+        # A TPU needs full batches (static shapes). Instead of dropping the last partial batch,
+        # pad it with blank images of weight 0, which the metrics leave out: BERT's
+        # is_real_example pattern, so that every test image is counted.
+        batch_size = params["batch_size"]
+        padding = -len(images) % batch_size
+        features = {
+            "image": np.concatenate([images, np.zeros((padding, *images.shape[1:]), images.dtype)]),
+            "weight": np.concatenate([np.ones(len(images)), np.zeros(padding)]).astype(np.float32),
+        }
+        padded_labels = np.concatenate([labels, np.zeros(padding, labels.dtype)])
+        ds = tf2.data.Dataset.from_tensor_slices((features, padded_labels))
+        return ds.batch(batch_size, drop_remainder=True)
 
     return input_fn
+
+
+def eval_steps(num_examples: int, batch_size: int) -> int:
+    """Batches that cover every example once the last one is padded."""
+    return -(-num_examples // batch_size)
 
 
 def predict_input_fn(images):
@@ -112,14 +128,17 @@ def conv_net(images, training: bool):
     return layers.Dense(NUM_CLASSES)(net)
 
 
-def metric_fn(labels, logits):
-    """Runs on the host (CPU) with the tensors of ``eval_metrics``."""
+def metric_fn(labels, logits, weights, per_example_loss):
+    """Runs on the host (CPU) with the tensors of ``eval_metrics``; padding has weight 0."""
     predictions = tf.argmax(logits, axis=1)
     return {
-        "accuracy": tf.metrics.accuracy(labels, predictions),
+        "accuracy": tf.metrics.accuracy(labels, predictions, weights=weights),
         "mean_per_class_accuracy": tf.metrics.mean_per_class_accuracy(
-            labels, predictions, NUM_CLASSES
+            labels, predictions, NUM_CLASSES, weights=weights
         ),
+        # Estimator's own "loss" averages the batches' losses, so the padded batch would
+        # count as a full one; this is the mean over the real examples.
+        "eval_loss": tf.metrics.mean(per_example_loss, weights=weights),
     }
 
 
@@ -132,14 +151,17 @@ def model_fn(features, labels, mode, params):
         }
         return tpu.TPUEstimatorSpec(mode, predictions=predictions)
 
-    loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
     if mode == tf.estimator.ModeKeys.EVAL:
+        weights = features["weight"]
+        per_example_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+        loss = tf.losses.compute_weighted_loss(per_example_loss, weights)
+        tensors = [labels, logits, weights, per_example_loss]
         if params["metric_tensors"] == "dict":
-            eval_metrics = (metric_fn, {"labels": labels, "logits": logits})
-        else:
-            eval_metrics = (metric_fn, [labels, logits])
-        return tpu.TPUEstimatorSpec(mode, loss=loss, eval_metrics=eval_metrics)
+            names = ["labels", "logits", "weights", "per_example_loss"]
+            tensors = dict(zip(names, tensors))
+        return tpu.TPUEstimatorSpec(mode, loss=loss, eval_metrics=(metric_fn, tensors))
 
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
     # On a TPU the gradients are averaged across shards; off a TPU this is the optimizer itself.
     optimizer = tpu.CrossShardOptimizer(tf.train.AdamOptimizer(params["learning_rate"]))
     train_op = optimizer.minimize(loss, global_step=tf.train.get_global_step())
@@ -152,6 +174,9 @@ def main(argv):
     # (eleven "Evaluation [i/11]" per evaluation, the RunConfig once per TPUEstimator).
     logs.setup(tensorflow_info=FLAGS.tensorflow_info)
     model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="tpu_digits_")
+    # Another --seed splits the images otherwise: a resumed model would be tested on images it
+    # trained on.
+    previous_run.check_and_record_or_exit(model_dir, "tpu_digits", {"seed": FLAGS.seed})
     x_train, x_test, y_train, y_test = load_data(FLAGS.seed)
 
     config = tpu.RunConfig(
@@ -180,12 +205,14 @@ def main(argv):
     for form in forms:
         # Another estimator on the same model_dir evaluates the same checkpoint.
         result = make_estimator(form).evaluate(
-            eval_input_fn(x_test, y_test), steps=len(x_test) // FLAGS.eval_batch_size, name=form
+            eval_input_fn(x_test, y_test),
+            steps=eval_steps(len(x_test), FLAGS.eval_batch_size),
+            name=form,
         )
         print(
-            f"Test accuracy: {result['accuracy']:.4f}  mean per-class accuracy: "
-            f"{result['mean_per_class_accuracy']:.4f}  loss: {result['loss']:.4f} "
-            f"(metric tensors as a {form})"
+            f"Test accuracy on {len(x_test)} images: {result['accuracy']:.4f}  "
+            f"mean per-class accuracy: {result['mean_per_class_accuracy']:.4f}  "
+            f"loss: {result['eval_loss']:.4f} (metric tensors as a {form})"
         )
     print()
 
