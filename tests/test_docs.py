@@ -130,6 +130,28 @@ def test_readme_recipes_table_lists_every_recipe():
     assert not missing, f"README.md's recipes table lacks {missing}"
 
 
+_TABLE_DELIMITER = re.compile(r"\|(\s*:?-+:?\s*\|)+")
+
+
+def _cells(row: str) -> int:
+    return len(re.split(r"(?<!\\)\|", row.strip().strip("|")))
+
+
+def test_markdown_tables_have_as_many_header_cells_as_delimiters():
+    # GitHub shows a table whose header and delimiter rows differ in length as plain text.
+    files = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    files += (ROOT / "benchmarks" / "results").glob("*.md")
+    broken = []
+    for path in files:
+        lines = path.read_text().splitlines()
+        for number, (header, delimiter) in enumerate(zip(lines, lines[1:]), start=2):
+            if _TABLE_DELIMITER.fullmatch(delimiter.strip()) and (
+                _cells(header) != _cells(delimiter)
+            ):
+                broken.append(f"{path.relative_to(ROOT)}:{number}: {header[:60]}")
+    assert not broken, "\n".join(broken)
+
+
 def _public_modules() -> list[str]:
     names = ["tfest_kit", "tfest_kit.__main__"]
     for info in pkgutil.walk_packages(tfest_kit.__path__, prefix="tfest_kit."):
