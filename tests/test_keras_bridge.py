@@ -114,6 +114,33 @@ def test_evaluate_has_keras_metric_names_and_training_lowers_loss(tmp_path):
     assert after["loss"] < before["loss"]
 
 
+def test_multi_output_metric_objects_keep_their_keras_names_across_evaluations(tmp_path):
+    # Keras clones the model on each model_fn call; the official converter let each clone
+    # prefix a metric object's name once more: cls_cls_auc, then cls_cls_cls_auc.
+    inputs = keras.Input((4,), name="inputs")
+    hidden = keras.layers.Dense(4, activation="relu")(inputs)
+    model = keras.Model(
+        inputs,
+        [keras.layers.Dense(1, name="cls")(hidden), keras.layers.Dense(2, name="reg")(hidden)],
+    )
+    model.compile(
+        keras.optimizers.legacy.Adam(0.01),
+        loss={"cls": keras.losses.BinaryCrossentropy(from_logits=True), "reg": "mse"},
+        metrics={"cls": ["accuracy", keras.metrics.AUC(name="auc")], "reg": ["mae"]},
+    )
+    est = to_estimator(model, model_dir=str(tmp_path))
+    labels = {"cls": Y.reshape(-1, 1), "reg": X[:, :2]}
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"inputs": X}, labels)).batch(16)
+
+    keras_names = {"cls_accuracy", "cls_auc", "reg_mae", "loss", "global_step"}
+    assert set(est.evaluate(input_fn)) == keras_names
+    assert set(est.evaluate(input_fn)) == keras_names
+    est.train(lambda: input_fn().repeat(), steps=2)
+    assert set(est.evaluate(input_fn)) == keras_names
+
+
 def test_input_name_mismatch_is_one_readable_error(tmp_path):
     est = to_estimator(_multi_input(), model_dir=str(tmp_path))
     with pytest.raises(ValueError) as info:

@@ -37,7 +37,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from tfest_kit import logs
 from tfest_kit._errors import TfestKitError
@@ -195,6 +195,8 @@ def to_estimator(
     if warm_start_from is not None:
         warm_start_from = _all_model_variables(warm_start_from)  # checked before writing anything
     _set_aside_stale_keras_checkpoint(model_dir, config)
+    keep_metric_names = _metric_names_keeper(keras_model)
+    keep_metric_names()
     official = _convert(keras_model, model_dir, config, custom_objects, checkpoint_format)
     if warm_start_from is None:
         keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
@@ -210,7 +212,7 @@ def to_estimator(
         raw_model_fn = official.model_fn
     with logs.quieted():  # the converter already logged this config
         return tf.estimator.Estimator(
-            model_fn=_adapting_model_fn(raw_model_fn, keras_model),
+            model_fn=_adapting_model_fn(raw_model_fn, keras_model, keep_metric_names),
             model_dir=official.model_dir,
             config=official.config,
             warm_start_from=warm_start_from,
@@ -357,12 +359,42 @@ def _missing_object_name(message: str) -> Optional[str]:
     return None
 
 
-def _adapting_model_fn(official_model_fn, keras_model):
+def _metric_names_keeper(keras_model) -> Callable[[], None]:
+    """Returns a function that gives each clone of ``keras_model`` the compiled metrics' names.
+
+    Keras clones the model on every model_fn call and compiles the clone with copies of the
+    metrics it finds in ``keras_model._get_compile_args()``; the first clone freezes that
+    method to return one dict, and writes its own copies (already renamed
+    ``<output>_<name>`` for a multi-output model) into it. So each evaluation of a
+    multi-output model prefixed a metric object's name once more (``cls_cls_auc``, then
+    ``cls_cls_cls_auc`` …), and ``early_stopping`` / ``best_exporter`` lost the key they
+    watch. Calling the returned function before each clone hands Keras a fresh dict of the
+    metrics as compiled.
+    """
+    try:
+        as_compiled = keras_model._get_compile_args()
+    except AttributeError:
+        # Not Keras 2.15's Model, or one built before an earlier conversion switched Keras to
+        # graph mode (the conversion then fails with its own message): nothing to keep.
+        return lambda: None
+
+    def fresh_compile_args(user_metrics: bool = True) -> dict:
+        del user_metrics  # the clone asks for the user's metrics, as compiled
+        return dict(as_compiled)
+
+    def keep() -> None:
+        keras_model._get_compile_args = fresh_compile_args
+
+    return keep
+
+
+def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
     """Wraps the official model_fn so features / labels reach it keyed the way Keras wants."""
     input_names = list(getattr(keras_model, "input_names", None) or [])
     output_names = list(getattr(keras_model, "output_names", None) or [])
 
     def model_fn(features, labels, mode, config):
+        keep_metric_names()
         features, sample_weights = _split_sample_weights(features, input_names)
         if input_names:
             features = _adapt_features(features, input_names)
