@@ -375,3 +375,60 @@ def test_train_and_evaluate_resumes_object_based_checkpoints(tmp_path):
     assert train_and_evaluate(est, train_fn, eval_fn, max_steps=4)["global_step"] == 4
     assert train_and_evaluate(est, train_fn, eval_fn, max_steps=8)["global_step"] == 8
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-8")
+
+
+def _adapted(kind):
+    layers = keras.layers
+    if kind == "StringLookup":
+        layer, inputs = layers.StringLookup(), keras.Input((1,), dtype="string", name="words")
+        layer.adapt(np.array(["cat", "dog", "bird"]))
+    elif kind == "TextVectorization":
+        layer = layers.TextVectorization(max_tokens=10, output_sequence_length=3)
+        inputs = keras.Input((1,), dtype="string", name="text")
+        layer.adapt(np.array(["the cat sat", "a dog ran"]))
+    else:
+        layer, inputs = layers.Discretization(num_bins=3), keras.Input((1,), name="x")
+        layer.adapt(np.array([[0.1], [0.5], [0.9], [0.3]]))
+    outputs = keras.layers.Dense(1)(tf2.cast(layer(inputs), "float32"))
+    model = keras.Model(inputs, outputs)
+    model.compile(keras.optimizers.legacy.Adam(0.01), "mse")
+    return model
+
+
+@pytest.mark.parametrize("kind", ["StringLookup", "TextVectorization", "Discretization"])
+def test_adapted_preprocessing_layers_are_refused_with_the_argument_that_keeps_their_state(
+    kind, tmp_path
+):
+    # Rebuilt from its config, the layer loses what adapt() found: lookups fail with "Table
+    # not initialized" and Discretization silently puts every value in bin 0.
+    argument = "bin_boundaries=" if kind == "Discretization" else "vocabulary="
+    with pytest.raises(ValueError, match=rf"{kind} layer .* from adapt\(\).*{kind}\({argument}"):
+        to_estimator(_adapted(kind), model_dir=str(tmp_path))
+    assert not list(tmp_path.iterdir())
+
+
+def test_preprocessing_state_given_at_construction_is_carried_over(tmp_path):
+    values = np.array([[-1.0], [0.2], [0.7], [3.0]], np.float32)
+    words = np.array([["dog"], ["cat"], ["fish"], ["bird"]])
+    numbers, text = keras.Input((1,), name="x"), keras.Input((1,), dtype="string", name="w")
+    bins = keras.layers.Discretization(bin_boundaries=[0.0, 0.5, 1.0])(numbers)
+    ids = keras.layers.StringLookup(vocabulary=["cat", "dog", "bird"])(text)
+    merged = keras.layers.Concatenate()([tf2.cast(bins, "float32"), tf2.cast(ids, "float32")])
+    model = keras.Model([numbers, text], keras.layers.Dense(1)(merged))
+    model.compile(keras.optimizers.legacy.Adam(0.01), "mse")
+    expected = model.predict({"x": values, "w": words}, verbose=0)
+    est = to_estimator(model, model_dir=str(tmp_path))
+    np.testing.assert_allclose(_predict(est, {"x": values, "w": words}), expected, atol=1e-6)
+
+
+def test_optimizers_without_a_legacy_version_and_one_hot_lookups_are_named(tmp_path):
+    model = _named()
+    model.compile(keras.optimizers.AdamW(0.01, weight_decay=0.1), "mse")
+    with pytest.raises(ValueError, match="AdamW, which has no tf.keras.optimizers.legacy"):
+        to_estimator(model, model_dir=str(tmp_path / "adamw"))
+    inputs = keras.Input((1,), dtype="string", name="w")
+    lookup = keras.layers.StringLookup(vocabulary=["a", "b"], output_mode="one_hot")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(1)(lookup))
+    model.compile(keras.optimizers.legacy.Adam(0.01), "mse")
+    with pytest.raises(ValueError, match="output_mode='int' and tf.one_hot"):
+        to_estimator(model, model_dir=str(tmp_path / "one_hot"))

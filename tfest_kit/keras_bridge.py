@@ -141,7 +141,10 @@ def to_estimator(
       TypeError: if ``keras_model`` is not a ``tf.keras.Model``.
       ValueError: if the model is not compiled, ``checkpoint_format`` is unknown (or
         ``"checkpoint"`` for a subclassed model), ``warm_start_from`` is a path without a
-        checkpoint, or a custom object the model uses is missing from ``custom_objects``.
+        checkpoint, a custom object the model uses is missing from ``custom_objects``, the
+        optimizer has no ``tf.keras.optimizers.legacy`` version (``AdamW``), or a
+        preprocessing layer's vocabulary / bin boundaries came from ``adapt()`` (the
+        Estimator rebuilds layers from their config, which does not hold them).
         While the Estimator runs: if the features or the labels cannot be matched to the
         model's inputs / outputs.
       TfestKitError: on Keras 3 (no ``model_to_estimator``).
@@ -192,6 +195,8 @@ def to_estimator(
         model_dir = tempfile.mkdtemp(prefix="tfest_kit_keras_")
         tf.logging.info("to_estimator: using temporary model_dir %s", model_dir)
 
+    _check_optimizer(keras_model.optimizer)
+    _check_preprocessing_state(keras_model)
     if warm_start_from is not None:
         warm_start_from = _all_model_variables(warm_start_from)  # checked before writing anything
     _set_aside_stale_keras_checkpoint(model_dir, config)
@@ -216,6 +221,73 @@ def to_estimator(
             model_dir=official.model_dir,
             config=official.config,
             warm_start_from=warm_start_from,
+        )
+
+
+def _check_optimizer(optimizer) -> None:
+    """Refuses an optimizer the converter cannot rebuild.
+
+    The Estimator path runs Keras's legacy (v1) optimizers: the converter replaces a new one
+    by its legacy namesake, and fails with "type object 'str' has no attribute 'from_config'"
+    for one that has none (AdamW, Lion, Adafactor …).
+    """
+    optimizers = tf2.keras.optimizers
+    if isinstance(optimizer, optimizers.legacy.Optimizer) or not isinstance(
+        optimizer, optimizers.Optimizer
+    ):
+        return
+    name = type(optimizer).__name__
+    if not hasattr(optimizers.legacy, name):
+        raise ValueError(
+            f"`keras_model` is compiled with the optimizer {name}, which has no "
+            "tf.keras.optimizers.legacy version; Keras converts models to Estimators with the "
+            "legacy optimizers only. Compile with one of them, e.g. "
+            "tf.keras.optimizers.legacy.Adam (for AdamW's decoupled weight decay, add an L2 "
+            "penalty to the loss or use a model_fn builder with your own optimizer)."
+        )
+
+
+def _check_preprocessing_state(keras_model) -> None:
+    """Refuses preprocessing layers whose adapted state the Estimator would not have.
+
+    The converter rebuilds every layer from its config. A vocabulary or bin boundaries found
+    by ``adapt()`` are not in the config (nor in the weights the Estimator starts from), so
+    the rebuilt lookup layers fail with "Table not initialized", an adapted
+    ``TextVectorization`` fails to convert, and a ``Discretization`` silently puts every value
+    in bin 0. Given at construction, the same state is in the config and carried over.
+
+    Raises:
+      ValueError: naming the layer and the constructor argument that carries its state.
+    """
+    layers = tf2.keras.layers
+    lookups = (layers.StringLookup, layers.IntegerLookup, layers.TextVectorization)
+    for layer in keras_model.submodules:
+        try:
+            config = layer.get_config()
+        except Exception:  # noqa: BLE001 - not ours to judge; the conversion will say
+            continue
+        kind = type(layer).__name__
+        if isinstance(layer, lookups) and config.get("vocabulary") is None:
+            if not layer.get_vocabulary(include_special_tokens=False):
+                continue
+            argument = "vocabulary=layer.get_vocabulary(include_special_tokens=False)"
+            state = "vocabulary"
+        elif isinstance(layer, layers.Discretization) and config.get("bin_boundaries") is None:
+            if not layer.bin_boundaries:
+                continue
+            argument, state = "bin_boundaries=layer.bin_boundaries", "bin boundaries"
+        else:
+            continue
+        raise ValueError(
+            f"`keras_model`'s {kind} layer {layer.name!r} got its {state} from adapt(). "
+            "The Estimator rebuilds layers from their config, which does not hold it: "
+            + (
+                "every value would fall in bin 0. "
+                if state == "bin boundaries"
+                else "its lookups would fail (or the conversion would). "
+            )
+            + f"Build the layer with {kind}({argument}, …) before the model, or move this "
+            "preprocessing into the input_fn."
         )
 
 
@@ -332,6 +404,14 @@ def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
             f"Got: {type(e).__name__}: {e}"
         ) from e
     except (TypeError, ValueError) as e:
+        if "vocabulary size cannot be changed" in str(e):
+            raise ValueError(
+                "`keras_model` has a lookup layer (StringLookup / IntegerLookup) with a "
+                "vocabulary and an output_mode other than 'int', which Keras cannot rebuild "
+                "in graph mode for the Estimator. Use output_mode='int' and tf.one_hot (or a "
+                f"CategoryEncoding layer) after it. Got: {type(e).__name__}: "
+                f"{str(e).splitlines()[0]}"
+            ) from e
         name = _missing_object_name(str(e))
         if name is None:
             raise
