@@ -394,6 +394,29 @@ def test_early_stopping_names_eval_results_written_under_another_name(tmp_path, 
     assert _run_loop([hook], steps=4) == 1
 
 
+def test_early_stopping_without_an_estimator_in_a_hand_written_loop(tmp_path):
+    # A TF1 loop has no Estimator: it names the directory its own evaluation writes to.
+    eval_dir = str(tmp_path / "eval")
+    _write_eval_events(eval_dir, [(0, 1.0), (10, 0.5), (20, 0.5), (30, 0.5)])
+    hook = hooks.early_stopping(
+        None, "loss", patience_steps=20, run_every_steps=1, eval_dir=eval_dir
+    )
+    assert _run_loop([hook], steps=5) == 1
+    hook = hooks.early_stopping(
+        None, "loss", patience_steps=30, run_every_steps=1, eval_dir=eval_dir
+    )
+    assert _run_loop([hook], steps=5) == 5
+    with pytest.raises(ValueError, match="eval_dir"):
+        hooks.early_stopping(None, patience_steps=5)
+    # Without a global step the official hook failed at its first check with a TypeError.
+    hook = hooks.early_stopping(None, patience_steps=5, run_every_steps=1, eval_dir=eval_dir)
+    with tf.Graph().as_default():
+        loss = tf.reduce_sum(tf.get_variable("w", [2]))
+        tf.train.GradientDescentOptimizer(0.1).minimize(loss)  # steps counted in Python
+        with pytest.raises(ValueError, match="needs a global step.*get_or_create_global_step"):
+            tf.train.MonitoredTrainingSession(hooks=[hook], log_step_count_steps=None)
+
+
 def test_early_stopping_argument_checks(tmp_path):
     est = estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.0})
     with pytest.raises(TypeError, match="estimator"):

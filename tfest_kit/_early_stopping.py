@@ -63,7 +63,8 @@ class _NoImprovement:
             if not self._warned_empty:
                 tf.logging.warning(
                     "early_stopping: no eval results in %s yet; training continues until the "
-                    "first evaluation writes some (run evaluate() or train_and_evaluate).",
+                    "first evaluation writes some (evaluate(), train_and_evaluate, or the "
+                    "summaries of your own evaluation).",
                     self._eval_dir,
                 )
                 self._warned_empty = True
@@ -109,11 +110,14 @@ def _dispatch_estimator(est):
     strategy = est.config.train_distribute
     if strategy is None or type(strategy).__name__.startswith(_MULTI_WORKER):
         return est
-    with logs.quieted():  # the stand-in would log its whole config
+    return _stand_in_estimator(est.config.replace(train_distribute=None), est.model_dir)
+
+
+def _stand_in_estimator(config, model_dir: str):
+    """An Estimator that is never run: the official factory reads only its ``RunConfig``."""
+    with logs.quieted():  # it would log its whole config
         return tf_estimator.Estimator(
-            model_fn=lambda features, labels, mode: None,
-            model_dir=est.model_dir,
-            config=est.config.replace(train_distribute=None),
+            model_fn=lambda features, labels, mode: None, model_dir=model_dir, config=config
         )
 
 
@@ -136,6 +140,14 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
         self._init_flag = None
 
     def begin(self) -> None:
+        if tf.train.get_global_step() is None:
+            # The official hook would fail at its first check with a TypeError about None.
+            raise ValueError(
+                "early_stopping needs a global step: its patience and the eval results are "
+                "counted in global steps. Create one before the session, e.g. "
+                "global_step = tf.compat.v1.train.get_or_create_global_step(), and pass it to "
+                "optimizer.minimize(loss, global_step=global_step)"
+            )
         with tf.variable_scope("signal_early_stopping", values=[], reuse=tf.AUTO_REUSE):
             flag = tf.get_variable(
                 "STOP",
@@ -166,7 +178,7 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
 
 
 def early_stopping(
-    estimator: tf_estimator.Estimator,
+    estimator: Optional[tf_estimator.Estimator],
     monitor: str = "loss",
     *,
     mode: str = "auto",
@@ -202,11 +214,18 @@ def early_stopping(
         est, tf.estimator.TrainSpec(train_input_fn, max_steps=100000, hooks=[hook]), eval_spec)
     ```
 
+    In a hand-written ``MonitoredTrainingSession`` loop, pass ``estimator=None`` and the
+    ``eval_dir`` your evaluation writes to: scalar summaries tagged ``monitor`` at the global
+    step, in event files (``tf.compat.v1.summary.FileWriter(eval_dir)``), which is what
+    ``Estimator.evaluate`` writes. The loop needs a global step.
+
     Caveat: as with the official hook, in a distributed run the chief decides and the other
     workers stop when told; a separate evaluator job is not stopped.
 
     Args:
-      estimator: the ``tf.estimator.Estimator`` being trained (its ``eval_dir()`` is read).
+      estimator: the ``tf.estimator.Estimator`` being trained (its ``eval_dir()`` is read and
+        its ``RunConfig`` says whether this task is the chief); None outside Estimator, with
+        ``eval_dir`` (``TF_CONFIG`` then says which task is the chief).
       monitor: the eval metric name, e.g. ``"loss"``, ``"accuracy"``.
       mode: ``"min"``, ``"max"`` or ``"auto"`` (guess from the words of ``monitor``).
       min_delta: the smallest change that counts as an improvement (>= 0).
@@ -220,12 +239,25 @@ def early_stopping(
       A ``tf.compat.v1.train.SessionRunHook`` for ``train()`` or a ``TrainSpec``.
 
     Raises:
-      TypeError: if ``estimator`` is not a ``tf.estimator.Estimator``.
-      ValueError: for a bad ``mode``, ``min_delta``, ``patience_steps`` or interval.
+      TypeError: if ``estimator`` is neither a ``tf.estimator.Estimator`` nor None.
+      ValueError: for a bad ``mode``, ``min_delta``, ``patience_steps`` or interval, for
+        ``estimator=None`` without ``eval_dir``, and (when the session starts) if the graph
+        has no global step.
     """
-    if not isinstance(estimator, tf_estimator.Estimator):
+    if estimator is None:
+        if not eval_dir:
+            raise ValueError(
+                "early_stopping(None, …) reads the eval results from `eval_dir`: pass the "
+                "directory your evaluation writes its summaries to, or pass the Estimator. "
+                "Got: eval_dir=None"
+            )
+        estimator_config = tf_estimator.RunConfig()  # chief or not, from TF_CONFIG
+    elif isinstance(estimator, tf_estimator.Estimator):
+        estimator_config = estimator.config
+    else:
         raise TypeError(
-            f"`estimator` must have type `tf.estimator.Estimator`. Got: {type(estimator)}"
+            "`estimator` must have type `tf.estimator.Estimator`, or be None with `eval_dir` "
+            f"(a hand-written training loop). Got: {type(estimator)}"
         )
     if not isinstance(monitor, str) or not monitor:
         raise ValueError(f"`monitor` must be a metric name. Got: {monitor!r}")
@@ -247,11 +279,13 @@ def early_stopping(
         eval_dir, monitor, higher, float(min_delta), patience_steps, min_steps
     )
     hook = tf_estimator.experimental.make_early_stopping_hook(
-        _dispatch_estimator(estimator),
+        _dispatch_estimator(estimator)
+        if estimator is not None
+        else _stand_in_estimator(estimator_config, eval_dir),
         predicate,
         run_every_secs=run_every_secs,
         run_every_steps=run_every_steps,
     )
-    if estimator.config.cluster_spec.jobs:
+    if estimator_config.cluster_spec.jobs:
         return hook
     return _StopFlagOutOfCheckpoints(hook)
