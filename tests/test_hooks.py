@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tfest_kit import TfestKitError, hooks
+from tfest_kit import _progress as progress
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._tf import estimator, tf, tf2
 
@@ -99,7 +101,7 @@ class _CountingProgress(hooks.ProgressHook):
 
 
 def test_progress_hook_in_monitored_session_plain_lines(log_lines):
-    hook = _CountingProgress(every_n_steps=10, total_steps=30, batch_size=64, stream=io.StringIO())
+    hook = _CountingProgress(every_n_steps=10, total_steps=30, batch_size=64)
     assert _run_loop([hook], steps=30) == 30
     lines = [line for line in log_lines if line.startswith("step ")]
     assert [line.split(",")[0] for line in lines] == [
@@ -110,6 +112,34 @@ def test_progress_hook_in_monitored_session_plain_lines(log_lines):
     ]
     assert "loss = " in lines[-1] and "examples/sec" in lines[-1] and "ETA" in lines[-1]
     assert hook.fetching_runs == 4  # nothing fetched on the 26 other steps
+
+
+def test_progress_hook_writes_plain_lines_to_the_stream_it_is_given(log_lines):
+    # A stream that is not a terminal used to be ignored: the lines went to tf.logging, which
+    # a TF1 script at TensorFlow's default level (WARN) does not show.
+    stream = io.StringIO()
+    _run_loop([hooks.ProgressHook(every_n_steps=10, total_steps=20, stream=stream)], steps=20)
+    lines = stream.getvalue().splitlines()
+    assert [line.split(",")[0] for line in lines] == ["step 1/20 (5%)", "step 10/20 (50%)"] + [
+        "step 20/20 (100%)"
+    ]
+    assert not [line for line in log_lines if line.startswith("step ")]
+
+
+def test_progress_hook_says_once_when_its_lines_would_not_be_shown(caplog):
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    progress._warn_if_info_hidden.cache_clear()
+    try:
+        logger.setLevel(logging.WARNING)
+        with caplog.at_level(logging.WARNING, logger="tensorflow"):
+            _run_loop([hooks.ProgressHook(every_n_steps=5)], steps=5)
+            _run_loop([hooks.ProgressHook(every_n_steps=5)], steps=5)
+    finally:
+        logger.setLevel(level)
+        progress._warn_if_info_hidden.cache_clear()
+    warnings = [r.getMessage() for r in caplog.records if "ProgressHook: output" in r.getMessage()]
+    assert len(warnings) == 1 and "logs.setup()" in warnings[0] and "stream=" in warnings[0]
 
 
 def test_progress_hook_live_bar_on_a_terminal():

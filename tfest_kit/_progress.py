@@ -8,6 +8,8 @@ a model that advances the step differently is corrected at the next print instea
 
 from __future__ import annotations
 
+import functools
+import logging
 import sys
 import time
 from typing import IO, Optional, Union
@@ -66,6 +68,18 @@ def _format_duration(secs: float) -> str:
     if minutes:
         return f"{minutes}m{seconds:02d}s"
     return f"{seconds}s"
+
+
+@functools.cache
+def _warn_if_info_hidden() -> None:
+    """Says once per process that progress lines are logged at a level that is not shown."""
+    if not logging.getLogger("tensorflow").isEnabledFor(logging.INFO):
+        tf.logging.warning(
+            "ProgressHook: output is not a terminal and TensorFlow's INFO lines are not shown, "
+            "so progress lines will not appear. Call tfest_kit.logs.setup() (or "
+            "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)), or pass "
+            "ProgressHook(stream=sys.stderr)."
+        )
 
 
 class _IntervalHook(tf.train.SessionRunHook):
@@ -197,9 +211,10 @@ class LossLoggingHook(_IntervalHook):
 class ProgressHook(_IntervalHook):
     """Shows step / total, loss, steps/sec, examples/sec and ETA every ``every_n_steps`` steps.
 
-    On a terminal (``stream.isatty()``) the hook redraws one live line with ``\\r``; when the
-    output is a file or a pipe it logs one plain line per interval through ``tf.logging``. The
-    loss is fetched only on the steps that print, so the other steps cost nothing.
+    On a terminal (``stream.isatty()``) the hook redraws one live line with ``\\r``; otherwise
+    it writes one plain line per interval: to ``stream`` when one is given, else through
+    ``tf.logging`` at INFO (with a warning, once, when INFO lines are not shown). The loss is
+    fetched only on the steps that print, so the other steps cost nothing.
 
     In ``evaluate()`` (and ``EvalSpec(hooks=…)``) and ``predict()`` the global step does not
     move, so the hook counts batches instead (``eval batch 10/40``, ``batch 10``); the loss is
@@ -214,7 +229,8 @@ class ProgressHook(_IntervalHook):
       batch_size: global batch size, for examples/sec.
       loss: the loss tensor or its name; None uses the last tensor of
         ``tf.GraphKeys.LOSSES`` (Estimator puts its loss there).
-      stream: where the live bar goes; defaults to ``sys.stderr`` at ``begin()``.
+      stream: where the lines go (a live bar when it is a terminal); None: a live bar on
+        ``sys.stderr`` when that is a terminal, else ``tf.logging``.
 
     Raises:
       ValueError: for a non-positive ``every_n_steps``, ``total_steps`` or ``batch_size``.
@@ -253,6 +269,8 @@ class ProgressHook(_IntervalHook):
         except (AttributeError, ValueError):
             self._live = False
         self._drawn = False
+        if not self._live and self._stream_arg is None:
+            _warn_if_info_hidden()
 
     def _find_loss(self) -> Optional[tf.Tensor]:
         if self._count_runs and self._loss_arg is None:
@@ -281,7 +299,11 @@ class ProgressHook(_IntervalHook):
     def _report(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> None:
         line = self._line(loss, step, elapsed, steps)
         if not self._live:
-            tf.logging.info("%s", line)
+            if self._stream_arg is None:
+                tf.logging.info("%s", line)
+            else:
+                self._stream.write(line + "\n")
+                self._stream.flush()
             return
         if self._total:
             width = 20
