@@ -255,6 +255,30 @@ def test_nan_guard_in_estimator_keeps_last_good_checkpoint(tmp_path):
     assert est.latest_checkpoint().endswith("-5")
 
 
+def test_nan_guard_sets_aside_a_checkpoint_saved_in_the_same_step(tmp_path):
+    # Estimator's saver runs before the hooks given to train(): when a save step follows the
+    # NaN, it had already written the diverged weights as the latest checkpoint.
+    config = estimator.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=5)
+
+    def model_fn(features, labels, mode, params):
+        spec = _model_fn(features, labels, mode, params)
+        step = tf.train.get_global_step()
+        return spec._replace(loss=tf.where(step >= 9, tf.constant(np.nan), spec.loss))
+
+    est = estimator.Estimator(model_fn, config=config, params={"lr": 0.05})
+    with pytest.raises(hooks.NanLossError, match="at step 9") as info:
+        est.train(_input_fn(), max_steps=20, hooks=[hooks.NanGuardHook()])
+    assert est.latest_checkpoint().endswith("-5")
+    assert "(model.ckpt-10) holds the diverged weights" in str(info.value)
+    assert "the latest checkpoint is model.ckpt-5." in str(info.value)
+    assert os.path.isfile(tmp_path / "diverged-model.ckpt-10.index")
+    assert not os.path.exists(tmp_path / "model.ckpt-10.index")
+    # Resumed, training starts again from step 5.
+    est = estimator.Estimator(_model_fn, config=config, params={"lr": 0.05})
+    est.train(_input_fn(), max_steps=6)
+    assert est.get_variable_value("global_step") == 6
+
+
 @pytest.mark.parametrize(
     "fetched_minus_started, named",
     [(0, 12), (1, 12), (50, 62)],

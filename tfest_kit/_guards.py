@@ -41,8 +41,11 @@ class NanGuardHook(tf.train.SessionRunHook):
 
     By default it raises :class:`NanLossError` (a ``tfest_kit.TfestKitError`` and a
     ``tf.compat.v1.train.NanLossDuringTrainingError``, so code that catches either keeps
-    working). No checkpoint of the diverged weights is written: the session closes on the
-    exception, and the last checkpoint saved before stays the latest. With ``fail=False`` it
+    working). The last checkpoint saved before stays the latest: the session closes on the
+    exception without a final save, and when the session's checkpoint saver ran first in the
+    same step (Estimator and ``MonitoredTrainingSession`` run it before the hooks passed to
+    them) the checkpoint it wrote of the diverged weights is renamed ``diverged-<name>`` and
+    taken out of the directory's checkpoint list, and the message says so. With ``fail=False`` it
     logs the same message and requests a stop instead, for ``MonitoredTrainingSession`` loops;
     a checkpoint saver in that session then saves the diverged weights as the latest
     checkpoint. Under Estimator ``fail=False`` does not help: Estimator's own
@@ -105,6 +108,8 @@ class NanGuardHook(tf.train.SessionRunHook):
             f"Loss became {loss} at {where} {step}; {previous}. Lower the learning rate, clip "
             "gradients or check the input for NaN/inf values."
         )
+        if self._fail and step is not None and self._global_step is not None:
+            message += _set_aside_checkpoints_after(step)
         tf.logging.error("%s", message)
         if self._fail:
             raise NanLossError(message, step, self._last_finite, self._last_finite_step)
@@ -122,6 +127,50 @@ class NanGuardHook(tf.train.SessionRunHook):
             return fetched
         counted = self._first_step + self._runs - 1
         return counted if 0 <= int(fetched) - counted <= 1 else int(fetched)
+
+
+def _set_aside_checkpoints_after(step: int) -> str:
+    """Renames the checkpoints savers wrote after ``step`` (the weights its NaN loss updated).
+
+    Returns a sentence for the error message, or "" when there were none.
+    """
+    moved = []
+    for saver in tf.get_collection(tf.GraphKeys.SAVERS):
+        for path in list(getattr(saver, "last_checkpoints", [])):
+            saved_at = _checkpoint_step(path)
+            if saved_at is None or saved_at <= step:
+                continue
+            directory, name = os.path.split(path)
+            for data in tf.gfile.Glob(path + ".*"):
+                renamed = os.path.join(directory, "diverged-" + os.path.basename(data))
+                tf.gfile.Rename(data, renamed, overwrite=True)
+            state = tf.train.get_checkpoint_state(directory)
+            if state is not None:
+                kept = [p for p in state.all_model_checkpoint_paths if os.path.basename(p) != name]
+                if kept:
+                    tf.train.update_checkpoint_state(directory, kept[-1], kept)
+                else:  # nothing saved before: no checkpoint is the latest
+                    tf.gfile.Rename(
+                        os.path.join(directory, "checkpoint"),
+                        os.path.join(directory, "diverged-checkpoint"),
+                        overwrite=True,
+                    )
+            moved.append((name, directory))
+    if not moved:
+        return ""
+    latest = tf.train.latest_checkpoint(moved[-1][1])
+    names = ", ".join(name for name, _ in moved)
+    return (
+        f" The checkpoint saved after that step ({names}) holds the diverged weights, so "
+        "its files were renamed with the prefix 'diverged-'; the latest checkpoint is "
+        + (os.path.basename(latest) if latest else "none (there was no earlier one)")
+        + "."
+    )
+
+
+def _checkpoint_step(path: str) -> Optional[int]:
+    suffix = path.rsplit("-", 1)[-1]
+    return int(suffix) if suffix.isdigit() else None
 
 
 class PreemptionHook(tf.train.SessionRunHook):
