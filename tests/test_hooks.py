@@ -142,6 +142,35 @@ def test_progress_hook_says_once_when_its_lines_would_not_be_shown(caplog):
     assert len(warnings) == 1 and "logs.setup()" in warnings[0] and "stream=" in warnings[0]
 
 
+def test_progress_hook_follows_the_global_step_of_a_loop_whose_loss_is_in_no_collection(
+    log_lines,
+):
+    # A TF1 loop with its own update (no Optimizer) and a reduce_mean loss fills neither LOSSES
+    # nor TRAIN_OP: the hook took it for prediction and counted runs ("batch 30/30" at step 60).
+    def loop(hook, steps):
+        with tf.Graph().as_default():
+            x, y = _regression_data()
+            global_step = tf.train.get_or_create_global_step()
+            w = tf.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+            (gradient,) = tf.gradients(loss, [w])
+            train_op = tf.group(w.assign_sub(0.05 * gradient), global_step.assign_add(1))
+            with tf.train.MonitoredTrainingSession(
+                hooks=[hook(loss)], log_step_count_steps=None
+            ) as sess:
+                for _ in range(steps):
+                    sess.run(train_op)
+
+    loop(lambda loss: hooks.ProgressHook(every_n_steps=10, total_steps=20), 20)
+    lines = [line for line in log_lines if line.startswith(("step ", "batch "))]
+    assert [line.split(",")[0] for line in lines] == ["step 1/20 (5%)", "step 10/20 (50%)"] + [
+        "step 20/20 (100%)"
+    ]
+    assert any("pass ProgressHook(loss=loss)" in line for line in log_lines)
+    loop(lambda loss: hooks.ProgressHook(every_n_steps=10, loss=loss), 10)
+    assert "loss = " in [line for line in log_lines if line.startswith("step ")][-1]
+
+
 def test_progress_hook_live_bar_on_a_terminal():
     class _Tty(io.StringIO):
         def isatty(self):

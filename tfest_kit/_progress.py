@@ -82,6 +82,18 @@ def _warn_if_info_hidden() -> None:
         )
 
 
+def _moves_global_step() -> bool:
+    """Whether the default graph increments its global step, i.e. it is a training graph."""
+    global_step = tf.train.get_global_step()
+    if global_step is None:
+        return False
+    name = global_step.op.name
+    return any(
+        op.type in ("AssignAdd", "AssignAddVariableOp") and op.inputs[0].op.name == name
+        for op in tf.get_default_graph().get_operations()
+    )
+
+
 class _IntervalHook(tf.train.SessionRunHook):
     """Fetches ``{loss, step}`` every ``every_n_steps`` global steps and calls ``_report``.
 
@@ -256,11 +268,13 @@ class ProgressHook(_IntervalHook):
 
     def begin(self) -> None:
         self._evaluating = bool(tf.get_collection(tf.GraphKeys.EVAL_STEP))
-        # Prediction: no loss and no train op (Estimator puts its training loss in LOSSES).
+        # Prediction: no loss, no train op (Estimator puts its training loss in LOSSES) and
+        # nothing that moves the global step (a TF1 loop's minimize(loss, global_step)).
         self._count_runs = self._evaluating or (
             self._loss_arg is None
             and not tf.get_collection(tf.GraphKeys.LOSSES)
             and not tf.get_collection(tf.GraphKeys.TRAIN_OP)
+            and not _moves_global_step()
         )
         super().begin()
         self._stream = self._stream_arg if self._stream_arg is not None else sys.stderr
@@ -273,9 +287,15 @@ class ProgressHook(_IntervalHook):
             _warn_if_info_hidden()
 
     def _find_loss(self) -> Optional[tf.Tensor]:
-        if self._count_runs and self._loss_arg is None:
+        if self._loss_arg is None and not tf.get_collection(tf.GraphKeys.LOSSES):
+            if not self._count_runs:
+                # A TF1 loop's own loss (tf.reduce_mean …) is in no collection.
+                tf.logging.info(
+                    "ProgressHook: no loss in tf.GraphKeys.LOSSES, so the lines show none; "
+                    "pass ProgressHook(loss=loss) to show it."
+                )
             # Estimator keeps its evaluation loss out of LOSSES; tf.losses.* put theirs there.
-            return find_loss_tensor() if tf.get_collection(tf.GraphKeys.LOSSES) else None
+            return None
         return find_loss_tensor(self._loss_arg)
 
     def _line(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> str:
