@@ -270,15 +270,20 @@ def test_nan_guard_without_global_step_counts_session_runs():
                 sess.run(train_op)
 
 
-def test_nan_guard_in_estimator_keeps_last_good_checkpoint(tmp_path):
-    config = estimator.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=5)
+def _estimator_with_nan_loss_from(step, model_dir):
+    """An Estimator saving every 5 steps whose loss turns NaN from ``step``."""
+    config = estimator.RunConfig(model_dir=str(model_dir), save_checkpoints_steps=5)
 
     def model_fn(features, labels, mode, params):
         spec = _model_fn(features, labels, mode, params)
-        step = tf.train.get_global_step()
-        return spec._replace(loss=tf.where(step >= 7, tf.constant(np.nan), spec.loss))
+        global_step = tf.train.get_global_step()
+        return spec._replace(loss=tf.where(global_step >= step, tf.constant(np.nan), spec.loss))
 
-    est = estimator.Estimator(model_fn, config=config, params={"lr": 0.05})
+    return estimator.Estimator(model_fn, config=config, params={"lr": 0.05})
+
+
+def test_nan_guard_in_estimator_keeps_last_good_checkpoint(tmp_path):
+    est = _estimator_with_nan_loss_from(7, tmp_path)
     with pytest.raises(hooks.NanLossError, match="at step 7"):
         est.train(_input_fn(), max_steps=20, hooks=[hooks.NanGuardHook()])
     assert est.latest_checkpoint().endswith("-5")
@@ -287,14 +292,7 @@ def test_nan_guard_in_estimator_keeps_last_good_checkpoint(tmp_path):
 def test_nan_guard_sets_aside_a_checkpoint_saved_in_the_same_step(tmp_path):
     # Estimator's saver runs before the hooks given to train(): when a save step follows the
     # NaN, it had already written the diverged weights as the latest checkpoint.
-    config = estimator.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=5)
-
-    def model_fn(features, labels, mode, params):
-        spec = _model_fn(features, labels, mode, params)
-        step = tf.train.get_global_step()
-        return spec._replace(loss=tf.where(step >= 9, tf.constant(np.nan), spec.loss))
-
-    est = estimator.Estimator(model_fn, config=config, params={"lr": 0.05})
+    est = _estimator_with_nan_loss_from(9, tmp_path)
     with pytest.raises(hooks.NanLossError, match="at step 9") as info:
         est.train(_input_fn(), max_steps=20, hooks=[hooks.NanGuardHook()])
     assert est.latest_checkpoint().endswith("-5")
@@ -303,7 +301,7 @@ def test_nan_guard_sets_aside_a_checkpoint_saved_in_the_same_step(tmp_path):
     assert os.path.isfile(tmp_path / "diverged-model.ckpt-10.index")
     assert not os.path.exists(tmp_path / "model.ckpt-10.index")
     # Resumed, training starts again from step 5.
-    est = estimator.Estimator(_model_fn, config=config, params={"lr": 0.05})
+    est = estimator.Estimator(_model_fn, config=est.config, params={"lr": 0.05})
     est.train(_input_fn(), max_steps=6)
     assert est.get_variable_value("global_step") == 6
 
