@@ -304,6 +304,15 @@ def test_nan_guard_sets_aside_a_checkpoint_saved_in_the_same_step(tmp_path):
     est = estimator.Estimator(_model_fn, config=est.config, params={"lr": 0.05})
     est.train(_input_fn(), max_steps=6)
     assert est.get_variable_value("global_step") == 6
+    # A model_dir that reads as a glob pattern ("lr[0.1]") too.
+    model_dir = tmp_path / "lr[0.1]"
+    with pytest.raises(hooks.NanLossError, match="holds the diverged weights"):
+        _estimator_with_nan_loss_from(9, model_dir).train(
+            _input_fn(), max_steps=20, hooks=[hooks.NanGuardHook()]
+        )
+    state = tf.train.get_checkpoint_state(str(model_dir))
+    assert state.model_checkpoint_path.endswith("model.ckpt-5")
+    assert os.path.isfile(model_dir / "diverged-model.ckpt-10.index")
 
 
 @pytest.mark.parametrize(

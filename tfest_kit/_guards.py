@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import signal
@@ -44,12 +45,12 @@ class NanGuardHook(tf.train.SessionRunHook):
     working). The last checkpoint saved before stays the latest: the session closes on the
     exception without a final save, and when the session's checkpoint saver ran first in the
     same step (Estimator and ``MonitoredTrainingSession`` run it before the hooks passed to
-    them) the checkpoint it wrote of the diverged weights is renamed ``diverged-<name>`` and
-    taken out of the directory's checkpoint list, and the message says so. With ``fail=False`` it
-    logs the same message and requests a stop instead, for ``MonitoredTrainingSession`` loops;
-    a checkpoint saver in that session then saves the diverged weights as the latest
-    checkpoint. Under Estimator ``fail=False`` does not help: Estimator's own
-    ``NanTensorHook`` raises right after.
+    them), the checkpoint it wrote of the diverged weights is renamed ``diverged-<name>``
+    and taken out of the directory's checkpoint list; the message says so. With
+    ``fail=False`` it logs the same message and requests a stop instead, for
+    ``MonitoredTrainingSession`` loops; a checkpoint saver in that session then saves the
+    diverged weights as the latest checkpoint. Under Estimator ``fail=False`` does not
+    help: Estimator's own ``NanTensorHook`` raises right after.
 
     Without a global step (a hand-written loop) the message counts session runs instead.
     The step named is the one the failing run started at, the step its loss was computed for.
@@ -141,7 +142,7 @@ def _set_aside_checkpoints_after(step: int) -> str:
             if saved_at is None or saved_at <= step:
                 continue
             directory, name = os.path.split(path)
-            for data in tf.gfile.Glob(path + ".*"):
+            for data in tf.gfile.Glob(glob.escape(path) + ".*"):  # "lr[0.1]" is no pattern
                 renamed = os.path.join(directory, "diverged-" + os.path.basename(data))
                 tf.gfile.Rename(data, renamed, overwrite=True)
             state = tf.train.get_checkpoint_state(directory)
