@@ -270,24 +270,20 @@ def _check_preprocessing_state(keras_model) -> None:
         if isinstance(layer, lookups) and config.get("vocabulary") is None:
             if not layer.get_vocabulary(include_special_tokens=False):
                 continue
+            state, consequence = "vocabulary", "its lookups would fail (or the conversion would)"
             argument = "vocabulary=layer.get_vocabulary(include_special_tokens=False)"
-            state = "vocabulary"
         elif isinstance(layer, layers.Discretization) and config.get("bin_boundaries") is None:
             if not layer.bin_boundaries:
                 continue
-            argument, state = "bin_boundaries=layer.bin_boundaries", "bin boundaries"
+            state, consequence = "bin boundaries", "every value would fall in bin 0"
+            argument = "bin_boundaries=layer.bin_boundaries"
         else:
             continue
         raise ValueError(
             f"`keras_model`'s {kind} layer {layer.name!r} got its {state} from adapt(). "
-            "The Estimator rebuilds layers from their config, which does not hold it: "
-            + (
-                "every value would fall in bin 0. "
-                if state == "bin boundaries"
-                else "its lookups would fail (or the conversion would). "
-            )
-            + f"Build the layer with {kind}({argument}, …) before the model, or move this "
-            "preprocessing into the input_fn."
+            f"The Estimator rebuilds layers from their config, which does not hold it: "
+            f"{consequence}. Build the layer with {kind}({argument}, …) before the model, or "
+            "move this preprocessing into the input_fn."
         )
 
 
