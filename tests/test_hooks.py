@@ -171,6 +171,48 @@ def test_progress_hook_follows_the_global_step_of_a_loop_whose_loss_is_in_no_col
     assert "loss = " in [line for line in log_lines if line.startswith("step ")][-1]
 
 
+def test_progress_hook_reports_every_interval_when_a_run_moves_the_step_by_two(log_lines):
+    # A GAN-style run applies two optimizers, each incrementing the global step: the hook
+    # predicted one step per run and printed at steps 2, 18, 22, 38 … for every_n_steps=10.
+    hook = _CountingProgress(every_n_steps=10)
+    with tf.Graph().as_default():
+        x, y = _regression_data()
+        global_step = tf.train.get_or_create_global_step()
+        w = tf.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        tf.add_to_collection(tf.GraphKeys.LOSSES, loss)
+        train_op = tf.group(
+            tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step),
+            tf.train.AdamOptimizer(0.01).minimize(loss, global_step),
+        )
+        with tf.train.MonitoredTrainingSession(hooks=[hook], log_step_count_steps=None) as sess:
+            for _ in range(16):
+                sess.run(train_op)
+    lines = [line for line in log_lines if line.startswith("step ")]
+    assert [line.split(",")[0] for line in lines] == [f"step {n}" for n in (2, 10, 20, 30, 32)]
+    assert "loss = " in lines[-2] and "loss" not in lines[-1]  # training stopped between lines
+    assert hook.fetching_runs == 4
+
+
+def test_progress_hook_prints_the_last_step_between_intervals(tmp_path, log_lines):
+    # total_steps between two intervals: the last step is fetched with its loss.
+    _run_loop([hooks.ProgressHook(every_n_steps=10, total_steps=25)], steps=25)
+    lines = [line for line in log_lines if line.startswith("step ")]
+    assert [line.split(",")[0] for line in lines][-2:] == ["step 20/25 (80%)", "step 25/25 (100%)"]
+    assert "loss = " in lines[-1]
+    # Data exhausted before total_steps and between intervals: a line of where it stopped.
+    del log_lines[:]
+    est = estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.05})
+    est.train(_input_fn(repeat=False), hooks=[hooks.ProgressHook(every_n_steps=3, total_steps=9)])
+    lines = [line for line in log_lines if line.startswith("step ")]
+    assert [line.split(",")[0] for line in lines] == [
+        "step 1/9 (11%)",
+        "step 3/9 (33%)",
+        "step 4/9 (44%)",
+    ]
+    assert "steps/sec" in lines[-1] and "loss" not in lines[-1]
+
+
 def test_progress_hook_live_bar_on_a_terminal():
     class _Tty(io.StringIO):
         def isatty(self):

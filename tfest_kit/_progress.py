@@ -1,9 +1,11 @@
 """Interval logging hooks: :class:`ProgressHook` and the fallback TPUEstimator's loss line.
 
 Both hooks share one rule: the loss and the global step are fetched only on the steps that print.
-Between prints the step is predicted from a local counter (one ``session.run`` = one step, the
-Estimator and ``MonitoredTrainingSession`` contract); each print re-reads the real global step, so
-a model that advances the step differently is corrected at the next print instead of drifting.
+Between prints the step is predicted from a local counter: one ``session.run`` moves the step by
+as much as it did on average since the last print (one, the Estimator and
+``MonitoredTrainingSession`` contract, until a print shows otherwise, as in a GAN loop whose run
+applies two optimizers). Each print re-reads the real global step, so a model that advances the
+step differently is corrected at the next print instead of drifting.
 """
 
 from __future__ import annotations
@@ -134,32 +136,49 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._last_step = self._step
         self._start_time = self._last_time = time.time()
         self._reported_once = False
+        self._steps_per_run = 1.0
+        self._runs_since_report = 0
 
     def before_run(self, run_context):
-        next_step = self._step + 1
-        self._fetching = next_step % self._every_n == 0 or (
-            self._report_first and not self._reported_once
+        next_step = self._step + self._steps_per_run
+        self._fetching = (
+            # The run crosses a multiple of every_n_steps (lands on it when a run is one step).
+            next_step // self._every_n > self._step // self._every_n
+            or (self._report_first and not self._reported_once)
+            or self._reaches_end(next_step)
         )
         if self._fetching and self._loss is not None:
             return tf.train.SessionRunArgs(self._loss)
         return None
 
+    def _reaches_end(self, next_step: float) -> bool:
+        """Whether the coming run is predicted to be the last one; the base class knows none."""
+        del next_step
+        return False
+
     def after_run(self, run_context, run_values) -> None:
+        self._runs_since_report += 1
         if not self._fetching:
-            self._step += 1
+            self._step += self._steps_per_run
             return
-        if self._count_runs:
-            step = self._step + 1
-        else:
-            # A separate read after the step: the value is the step just finished, whereas a
-            # fetch in the same run races with the increment in models that assign the step.
-            step = int(run_context.session.run(self._global_step))
-        now = time.time()
-        elapsed = now - self._last_time
-        steps = step - self._last_step
         loss = None if self._loss is None else float(run_values.results)
-        self._report(loss, step, elapsed, steps)
+        self._report_now(loss, self._read_step(run_context.session))
+
+    def _read_step(self, session) -> int:
+        if self._count_runs:
+            return self._last_step + self._runs_since_report
+        # A separate read after the step: the value is the step just finished, whereas a
+        # fetch in the same run races with the increment in models that assign the step.
+        return int(session.run(self._global_step))
+
+    def _report_now(self, loss: Optional[float], step: int) -> None:
+        now = time.time()
+        steps = step - self._last_step
+        self._report(loss, step, now - self._last_time, steps)
         self._reported_once = True
+        if steps > 0:
+            self._steps_per_run = steps / self._runs_since_report
+        self._runs_since_report = 0
         self._step, self._last_step, self._last_time = step, step, now
 
     def _report(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> None:
@@ -226,7 +245,9 @@ class ProgressHook(_IntervalHook):
     On a terminal (``stream.isatty()``) the hook redraws one live line with ``\\r``; otherwise
     it writes one plain line per interval: to ``stream`` when one is given, else through
     ``tf.logging`` at INFO (with a warning, once, when INFO lines are not shown). The loss is
-    fetched only on the steps that print, so the other steps cost nothing.
+    fetched only on the steps that print, so the other steps cost nothing. The last step always
+    gets a line: with its loss when it is ``total_steps``; without, when training stops
+    between two intervals for another reason (data exhausted, a stop hook).
 
     In ``evaluate()`` (and ``EvalSpec(hooks=…)``) and ``predict()`` the global step does not
     move, so the hook counts batches instead (``eval batch 10/40``, ``batch 10``); the loss is
@@ -286,6 +307,10 @@ class ProgressHook(_IntervalHook):
         if not self._live and self._stream_arg is None:
             _warn_if_info_hidden()
 
+    def _reaches_end(self, next_step: float) -> bool:
+        # The last step gets its line, with its loss, also between two intervals.
+        return self._total is not None and self._step < self._total <= next_step
+
     def _find_loss(self) -> Optional[tf.Tensor]:
         if self._loss_arg is None and not tf.get_collection(tf.GraphKeys.LOSSES):
             if not self._count_runs:
@@ -334,7 +359,12 @@ class ProgressHook(_IntervalHook):
         self._drawn = True
 
     def end(self, session) -> None:
-        del session
+        # Training that stops between two intervals (data exhausted, a stop hook, a step
+        # short of total_steps) ends on a line of where it stopped; its loss was not fetched.
+        if self._runs_since_report:
+            step = self._read_step(session)
+            if step > self._last_step:
+                self._report_now(None, step)
         if self._live and self._drawn:
             self._stream.write("\n")
             self._stream.flush()
