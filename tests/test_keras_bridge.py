@@ -349,17 +349,24 @@ def test_warm_start_from_without_a_checkpoint_fails_before_training(tmp_path, so
     assert not (tmp_path / "run").exists()
 
 
-def test_rerun_to_the_same_max_steps_with_saver_checkpoints_trains_nothing(tmp_path):
-    # docs/migrating.md: with object-based checkpoints ("checkpoint") Estimator cannot read
-    # the step back before training, and a re-run to the same max_steps trains one step more;
-    # "saver" checkpoints are the documented way to make it a no-op.
+@pytest.mark.parametrize("checkpoint_format", ["checkpoint", "saver"])
+def test_rerun_to_the_same_max_steps_trains_nothing(tmp_path, checkpoint_format, tf_log_lines):
+    # Estimator reads the step back as "global_step", which an object-based checkpoint
+    # ("checkpoint") does not have: it started anyway and trained to step 6.
     def train_fn():
         return tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16)
 
-    est = to_estimator(_sequential(), model_dir=str(tmp_path), checkpoint_format="saver")
+    model_dir = str(tmp_path / checkpoint_format)
+    est = to_estimator(_sequential(), model_dir=model_dir, checkpoint_format=checkpoint_format)
     est.train(train_fn, max_steps=5)
     est.train(train_fn, max_steps=5)
-    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-5")
+    assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-5")
+    assert "Skipping training since max_steps has already saved." in tf_log_lines
+    est.train(train_fn, steps=2)  # counted from the restored step, as before
+    est.train(train_fn, max_steps=8)
+    assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-8")
+    with pytest.raises(ValueError, match="Can not provide both steps and max_steps"):
+        est.train(train_fn, steps=1, max_steps=8)
 
 
 def test_train_and_evaluate_resumes_object_based_checkpoints(tmp_path):

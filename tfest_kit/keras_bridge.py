@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -41,6 +42,7 @@ from typing import Any, Callable, Optional, Union
 
 from tfest_kit import logs
 from tfest_kit._errors import TfestKitError
+from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import tf, tf2
 
 __all__ = ["to_estimator", "check_keras_version"]
@@ -117,9 +119,6 @@ def to_estimator(
       custom_objects: ``{name: object}`` for custom activations, layers, losses … used by the
         model, as for ``tf.keras.models.load_model``.
       checkpoint_format: ``"checkpoint"`` (object-based, the default) or ``"saver"``.
-        With ``"checkpoint"``, ``train(max_steps=N)`` on a model_dir already at step N
-        trains one step more (Estimator cannot read the step back before it starts); use
-        ``"saver"`` where a re-run must not move the step.
       warm_start_from: a checkpoint path, SavedModel directory or
         ``tf.estimator.WarmStartSettings`` used instead of the Keras weights.  From a path,
         every model variable is warm-started (BatchNormalization statistics and frozen layers
@@ -216,12 +215,49 @@ def to_estimator(
     if raw_model_fn is None:
         raw_model_fn = official.model_fn
     with logs.quieted():  # the converter already logged this config
-        return tf.estimator.Estimator(
+        est = tf.estimator.Estimator(
             model_fn=_adapting_model_fn(raw_model_fn, keras_model, keep_metric_names),
             model_dir=official.model_dir,
             config=official.config,
             warm_start_from=warm_start_from,
         )
+    if checkpoint_format == "checkpoint":
+        _skip_training_already_done(est)
+    return est
+
+
+def _skip_training_already_done(est) -> None:
+    """Makes ``est.train(max_steps=N)`` a no-op on a model_dir already at step N.
+
+    That is what it is for every other Estimator. Estimator reads the step back by its TF1
+    name and finds none in an object-based checkpoint, so it took the step for 0, started,
+    and trained one step past ``max_steps`` before its stop hook saw the restored step. The
+    official ``train`` still does the work.
+    """
+    official_train = est.train
+
+    @functools.wraps(official_train)
+    def train(input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        # The official train checks its arguments and the task type first; leave those to it.
+        if (
+            steps is None
+            and isinstance(max_steps, int)
+            and max_steps > 0
+            and est.config.task_type not in ("evaluator", "ps")
+        ):
+            step = saved_step(est.model_dir)
+            if step and max_steps <= step:
+                tf.logging.info("Skipping training since max_steps has already saved.")
+                return est
+        return official_train(
+            input_fn,
+            hooks=hooks,
+            steps=steps,
+            max_steps=max_steps,
+            saving_listeners=saving_listeners,
+        )
+
+    est.train = train
 
 
 def _check_optimizer(optimizer) -> None:

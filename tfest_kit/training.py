@@ -25,6 +25,7 @@ import numpy as np
 
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
+from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 from tfest_kit._tf_config import validate_tf_config
@@ -108,25 +109,6 @@ def _evaluator_throttle(estimator, throttle_secs: float) -> float:
         )
         return _EVALUATOR_MIN_THROTTLE_SECS
     return throttle_secs
-
-
-# Where an object-based checkpoint (keras_bridge.to_estimator's default) keeps the step.
-_OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
-
-
-def _checkpoint_step(model_dir: Optional[str]) -> Optional[int]:
-    """The global step of the newest checkpoint: 0 without one, None if it cannot be read."""
-    prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
-    if prefix is None:
-        return 0
-    try:
-        names = {name for name, _ in tf.train.list_variables(prefix)}
-        for name in (tf.GraphKeys.GLOBAL_STEP, _OBJECT_GLOBAL_STEP):
-            if name in names:
-                return int(tf.train.load_variable(prefix, name))
-    except tf.errors.NotFoundError:
-        pass  # deleted meanwhile by the chief's keep_checkpoint_max clean-up
-    return None
 
 
 def _plain(value: Any) -> Any:
@@ -249,7 +231,7 @@ def train_and_evaluate(
     validate_tf_config()
 
     evaluation_hooks.append(_EvalGuard(eval_steps))
-    start_step = _checkpoint_step(estimator.model_dir)
+    start_step = saved_step(estimator.model_dir)
 
     train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
     eval_spec = tf_estimator.EvalSpec(
