@@ -349,6 +349,24 @@ def test_unreachable_master_is_ignored_with_one_warning(model_dir, captured_log)
     assert len(warnings) == 1 and "grpc://127.0.0.1:1" in warnings[0], warnings
 
 
+@pytest.mark.parametrize("use_tpu, level", [(False, "INFO"), ("auto", "WARNING")])
+def test_tpu_only_settings_are_a_warning_only_when_a_tpu_was_wanted(
+    model_dir, caplog, use_tpu, level
+):
+    # BERT scripts set num_shards and per_host_input_for_training whatever --use_tpu says.
+    config = tpu.RunConfig(
+        model_dir=model_dir,
+        tpu_config=tpu.TPUConfig(
+            num_shards=8,
+            per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V2,
+        ),
+    )
+    with caplog.at_level("INFO", logger="tensorflow"):
+        tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=use_tpu)
+    [record] = [r for r in caplog.records if "ignoring TPU-only settings" in r.getMessage()]
+    assert record.levelname == level and "TPUConfig.num_shards" in record.getMessage()
+
+
 class _CountingListener(estimator.CheckpointSaverListener):
     def __init__(self):
         self.steps = []

@@ -304,7 +304,8 @@ class TPUEstimator(tf_estimator.Estimator):
       Estimator's per-step fetches and without the false "global step has not been increased"
       warnings of its ``StepCounterHook`` (which is switched off, as the official class does).
     * TPU-only settings (``TPUConfig`` fields other than ``iterations_per_loop``,
-      ``batch_axis``, ``embedding_config_spec``) are ignored with one warning naming them.
+      ``batch_axis``, ``embedding_config_spec``) are ignored with one line naming them: a
+      warning, or an info line with ``use_tpu=False``, where ignoring them was asked for.
     * ``export_saved_model()`` writes a CPU SavedModel (one warning if ``export_to_tpu``).
     * Keras layers built in ``model_fn`` (``tf.layers.dense`` among them) take their initial
       weights from ``RunConfig(tf_random_seed=…)``, as under TensorFlow 1.x; Keras 2.10+
@@ -425,9 +426,10 @@ class TPUEstimator(tf_estimator.Estimator):
             config._master = ""  # not replaceable through RunConfig.replace
             config._evaluation_master = ""
         if ignored:
-            tf.logging.warning(
-                "No TPU: ignoring TPU-only settings: %s.", ", ".join(sorted(ignored))
-            )
+            # BERT-style scripts set num_shards etc. whatever use_tpu says: with use_tpu=False
+            # ignoring them is what was asked for, not something to warn about.
+            log = tf.logging.info if use_tpu is False else tf.logging.warning
+            log("No TPU: ignoring TPU-only settings: %s.", ", ".join(sorted(ignored)))
         config = _with_between_graph_defaults(config)
         self._log_every = _log_interval(config)
         self._batch_sizes = {
