@@ -130,8 +130,6 @@ def _run() -> int:
     if first_step < FLAGS.steps:
         # Building the graph and the first step take ~10 s before the first progress line.
         _say(f"training from step {first_step} to {FLAGS.steps}")
-        # Checked here: Estimator's own check cannot read the step of to_estimator's
-        # object-based checkpoints and would train one more step on every rerun.
         est.train(data["train"], max_steps=FLAGS.steps, hooks=[progress, interrupt])
     last_step = _global_step(model_dir)
     if interrupt.preempted:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -439,3 +441,24 @@ def test_optimizers_without_a_legacy_version_and_one_hot_lookups_are_named(tmp_p
     model.compile(keras.optimizers.legacy.Adam(0.01), "mse")
     with pytest.raises(ValueError, match="output_mode='int' and tf.one_hot"):
         to_estimator(model, model_dir=str(tmp_path / "one_hot"))
+
+
+def test_nan_guard_sets_aside_the_checkpoint_of_the_diverged_weights(tmp_path):
+    # The object-based saver lives in the converter's Scaffold, in no SAVERS collection, so
+    # NanGuardHook did not see the checkpoint saved in the NaN step: it stayed the latest.
+    from tfest_kit import hooks
+
+    model = keras.Sequential([keras.layers.Dense(1, input_shape=(4,))])
+    model.compile(keras.optimizers.legacy.SGD(1e6), "mse")  # diverges within a few steps
+    config = tf.estimator.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=1)
+    est = to_estimator(model, config=config)
+
+    def train_fn():
+        return tf.data.Dataset.from_tensor_slices((X, Y * 100)).repeat().batch(16)
+
+    with pytest.raises(hooks.NanLossError) as info:
+        est.train(train_fn, max_steps=50, hooks=[hooks.NanGuardHook()])
+    step = info.value.step
+    assert est.latest_checkpoint().endswith(f"model.ckpt-{step}")
+    assert os.path.isfile(tmp_path / f"diverged-model.ckpt-{step + 1}.index")
+    assert "holds the diverged weights" in str(info.value)

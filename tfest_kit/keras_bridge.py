@@ -522,8 +522,16 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
             for message in _NOISY_WARNINGS:
                 warnings.filterwarnings("ignore", message=message)
             if "config" in _arg_names(official_model_fn):
-                return official_model_fn(features, labels, mode, config)
-            return official_model_fn(features, labels, mode)
+                spec = official_model_fn(features, labels, mode, config)
+            else:
+                spec = official_model_fn(features, labels, mode)
+        saver = spec.scaffold.saver
+        if saver is not None and saver not in tf.get_collection(tf.GraphKeys.SAVERS):
+            # The object-based checkpoint's saver lives in the Scaffold only; hooks find the
+            # session's saver in this collection (NanGuardHook sets aside what it saved after
+            # a NaN step), and Estimator adds none of its own when the Scaffold has one.
+            tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
+        return spec
 
     return model_fn
 
