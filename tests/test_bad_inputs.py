@@ -60,6 +60,13 @@ def _empty_input_fn():
     return tf2.data.Dataset.from_tensor_slices(({"x": X[:0]}, Y[:0])).batch(4)
 
 
+def _first_graph_build(model_fn_):
+    """Calls a built model_fn as Estimator's first graph build does (TRAIN, no model_dir)."""
+    features, labels = {"x": tf.constant(X)}, tf.constant(Y)
+    tf.train.get_or_create_global_step()
+    return model_fn_(features, labels, MODES.TRAIN, {}, None)
+
+
 def _receiver():
     return serving.raw_receiver({"x": (tf.float32, [4])})
 
@@ -224,19 +231,21 @@ MODEL_FN_CASES = [
     ),
     case(
         "missing init_checkpoint",
-        lambda c: model_fn.classifier(network, 2, init_checkpoint=c.root + "/nope/model.ckpt-1"),
+        lambda c: _first_graph_build(
+            model_fn.classifier(network, 2, init_checkpoint=c.root + "/nope/model.ckpt-1")
+        ),
         ValueError,
         r"`init_checkpoint` does not exist.*nope",
     ),
     case(
         "init_checkpoint dir without checkpoint",
-        lambda c: model_fn.classifier(network, 2, init_checkpoint=c.empty_dir),
+        lambda c: _first_graph_build(model_fn.classifier(network, 2, init_checkpoint=c.empty_dir)),
         ValueError,
         r"`init_checkpoint` is a directory without a checkpoint",
     ),
     case(
         "init_checkpoint not a checkpoint",
-        lambda c: model_fn.classifier(network, 2, init_checkpoint=c.a_file),
+        lambda c: _first_graph_build(model_fn.classifier(network, 2, init_checkpoint=c.a_file)),
         ValueError,
         r"`init_checkpoint` could not be read",
     ),

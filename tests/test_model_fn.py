@@ -286,7 +286,6 @@ def test_weight_key_weights_metrics():
         ({"top_k": 4}, "`top_k`.*Got: 4"),
         ({"warmup_steps": -1}, "`warmup_steps`"),
         ({"warmup_steps": 20, "decay_steps": 10}, "`warmup_steps`"),
-        ({"init_checkpoint": "/no/such/model.ckpt-1"}, "`init_checkpoint` does not exist"),
         (
             {"optimizer": tf.train.GradientDescentOptimizer(0.1), "warmup_steps": 5},
             "`warmup_steps`.*Optimizer instance",
@@ -299,14 +298,68 @@ def test_bad_builder_arguments_raise_at_once(kwargs, match):
         mf.classifier(network, **kwargs)
 
 
-def test_unreadable_checkpoints_raise_at_build_time(tmp_path):
-    with pytest.raises(ValueError, match="directory without a checkpoint"):
-        mf.classifier(network, NUM_CLASSES, init_checkpoint=str(tmp_path))
-    (tmp_path / "model.ckpt-1.index").write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="could not be read"):
-        mf.regressor(network, init_checkpoint=str(tmp_path / "model.ckpt-1"))
+def _first_graph_build(model_fn, model_dir=None):
+    """Calls ``model_fn`` in a new graph as Estimator would (TRAIN, with a config)."""
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        features, labels = {"x": tf.constant(X_EVAL[:8])}, tf.constant(Y_EVAL[:8])
+        config = estimator.RunConfig(model_dir=model_dir) if model_dir else None
+        return model_fn(features, labels, estimator.ModeKeys.TRAIN, {}, config)
+
+
+def test_unreadable_checkpoints_raise_at_the_first_graph_build(tmp_path):
+    model_dir = str(tmp_path / "fresh")
+    empty, broken = tmp_path / "empty", tmp_path / "broken"
+    empty.mkdir()
+    broken.mkdir()
+    (broken / "model.ckpt-1.index").write_bytes(b"not a checkpoint")
+    for init_checkpoint, match in (
+        ("/no/such/model.ckpt-1", "`init_checkpoint` does not exist"),
+        (str(empty), "directory without a checkpoint"),
+        (str(broken / "model.ckpt-1"), "could not be read"),
+        (str(broken), "could not be read"),  # its one checkpoint
+    ):
+        model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=init_checkpoint)
+        with pytest.raises(ValueError, match=match):
+            _first_graph_build(model_fn, model_dir)
     with pytest.raises(ValueError, match="`metrics`.*'mse'.*Got: 'accuracy'"):
         mf.regressor(network, metrics=("accuracy",))
+
+
+def test_init_checkpoint_is_not_needed_to_resume_from_model_dir(trained, tmp_path):
+    # The source was read again at every graph build and checked when the builder ran: once
+    # deleted (or rotated away by a pretraining job's keep_checkpoint_max), evaluate() failed
+    # with NotFoundError and a restarted job could not resume. warm_start_from skips it too.
+    est, _, _ = trained
+    source = tmp_path / "pretrained"
+    prefix = tf.train.latest_checkpoint(est.model_dir)
+    source.mkdir()
+    for path in tf.io.gfile.glob(prefix + ".*"):
+        tf.io.gfile.copy(path, str(source / path.rsplit("/", 1)[1]))
+    init_checkpoint = str(source / prefix.rsplit("/", 1)[1])
+    model_dir = str(tmp_path / "fine_tuned")
+    train = input_fn(X_TRAIN, Y_TRAIN, repeat=True)
+    fine_tuned = estimator.Estimator(
+        mf.classifier(network, NUM_CLASSES, init_checkpoint=init_checkpoint), model_dir
+    )
+    fine_tuned.train(train, max_steps=2)
+    for path in source.iterdir():
+        path.unlink()
+    with captured_tf_log() as lines:
+        assert fine_tuned.evaluate(input_fn(X_EVAL, Y_EVAL))["global_step"] == 2
+        restarted = estimator.Estimator(
+            mf.classifier(network, NUM_CLASSES, init_checkpoint=init_checkpoint), model_dir
+        )
+        restarted.train(train, max_steps=4)
+    assert restarted.evaluate(input_fn(X_EVAL, Y_EVAL))["global_step"] == 4
+    assert sum(line.startswith("Resuming from ") for line in lines) == 1
+    assert not any("*INIT_FROM_CKPT*" in line for line in lines)
+    # With no checkpoint of its own to resume from, the missing source is an error.
+    with pytest.raises(ValueError, match="`init_checkpoint` does not exist"):
+        estimator.Estimator(
+            mf.classifier(network, NUM_CLASSES, init_checkpoint=init_checkpoint),
+            str(tmp_path / "new"),
+        ).train(train, max_steps=1)
 
 
 def test_wrong_network_output_and_labels_raise_with_shapes():
@@ -535,10 +588,11 @@ def test_init_checkpoint_given_as_one_of_its_files(trained):
                     sess.run(kernel), tf.train.load_variable(prefix, "hidden/kernel")
                 )
     step = prefix.rsplit("-", 1)[1]
+    model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=prefix.rsplit("-", 1)[0])
     with pytest.raises(
         ValueError, match=rf"does not exist.*checkpoints in that directory.*-{step}"
     ):
-        mf.classifier(network, NUM_CLASSES, init_checkpoint=prefix.rsplit("-", 1)[0])
+        _first_graph_build(model_fn)
 
 
 def test_keras_layers_initial_weights_follow_tf_random_seed(tmp_path):
@@ -617,3 +671,40 @@ def test_keras_batch_normalization_moving_averages_are_updated(tmp_path):
         moved = est.get_variable_value(name)
         assert np.all(moved > 1.5) and np.all(moved < 3.5), (name, moved)
     assert [line for line in lines if "2 state updates of Keras layers" in line], lines
+
+
+def test_init_checkpoint_from_a_downloaded_model_dir_or_a_saved_model(trained, tmp_path):
+    # A downloaded BERT model directory has bert_model.ckpt.* and no `checkpoint` file; an
+    # export (best_exporter's) keeps its variables as variables/variables. Both were refused.
+    est, _, _ = trained
+    prefix = tf.train.latest_checkpoint(est.model_dir)
+    downloaded = tmp_path / "uncased_L-2_H-128_A-2"
+    downloaded.mkdir()
+    for path in tf.io.gfile.glob(prefix + ".*"):
+        suffix = path[len(prefix) :]
+        tf.io.gfile.copy(path, str(downloaded / f"bert_model.ckpt{suffix}"))
+
+    def receiver():
+        x = tf.placeholder(tf.float32, [None, FEATURES])
+        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    export = est.export_saved_model(str(tmp_path / "export"), receiver)
+    export = export.decode() if isinstance(export, bytes) else export
+    expected = tf.train.load_variable(prefix, "hidden/kernel")
+    for source in (str(downloaded), export):
+        model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=source)
+        with tf.Graph().as_default():
+            tf.train.get_or_create_global_step()
+            _call(model_fn, estimator.ModeKeys.PREDICT)
+            kernel = next(v for v in tf.global_variables() if v.op.name == "hidden/kernel")
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                np.testing.assert_array_equal(sess.run(kernel), expected)
+    (downloaded / "bert_model.ckpt.index").rename(downloaded / "other.ckpt.index")
+    (tmp_path / "two").mkdir()
+    for name in ("a.ckpt.index", "b.ckpt.index"):
+        (tmp_path / "two" / name).write_bytes(b"")
+    with pytest.raises(ValueError, match=r"directory without a checkpoint.*/two/a\.ckpt,"):
+        _first_graph_build(
+            mf.classifier(network, NUM_CLASSES, init_checkpoint=str(tmp_path / "two"))
+        )

@@ -9,7 +9,13 @@ from typing import Any, Optional
 
 from tfest_kit._tf import tf
 
-__all__ = ["resolve_checkpoint", "assignment_map_for", "warm_start", "check_model_dir"]
+__all__ = [
+    "resolve_checkpoint",
+    "resuming",
+    "assignment_map_for",
+    "warm_start",
+    "check_model_dir",
+]
 
 # (checkpoint, (name, shape, warm-started) per variable) listed in full by this process.
 _LISTED: set = set()
@@ -20,8 +26,9 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
 
     Args:
       init_checkpoint: a checkpoint prefix (``.../model.ckpt-100``), one of its files
-        (``.index``, ``.meta``, ``.data-…``), a directory holding a ``checkpoint`` file, or
-        that ``checkpoint`` file.
+        (``.index``, ``.meta``, ``.data-…``), a directory holding a ``checkpoint`` file (or a
+        single checkpoint without one, as a downloaded BERT model), that ``checkpoint`` file,
+        or a SavedModel directory.
 
     Returns:
       The checkpoint prefix.
@@ -35,13 +42,15 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
         )
     path = os.fspath(init_checkpoint)
     if tf.io.gfile.isdir(path):
-        prefix = tf.train.latest_checkpoint(path)
+        prefix = tf.train.latest_checkpoint(path) or _only_checkpoint_in(path)
         if prefix is None:
             listing = sorted(tf.io.gfile.listdir(path))[:10]
+            found = _checkpoints_next_to(os.path.join(path, "x"))
+            example = os.path.join(path, found[0]) if found else ".../model.ckpt-1000"
             raise ValueError(
                 f"`init_checkpoint` is a directory without a checkpoint (no usable `checkpoint` "
                 f"file). Got: {path!r}, which contains {listing}. Pass a checkpoint prefix such "
-                "as .../model.ckpt-1000 or the model_dir of a trained model."
+                f"as {example}, the model_dir of a trained model or a SavedModel directory."
             )
     else:
         prefix = _strip_file_suffix(path)
@@ -63,6 +72,38 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
 
 
 _FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
+
+
+def _only_checkpoint_in(directory: str) -> Optional[str]:
+    """The prefix of a directory's one checkpoint when it has no ``checkpoint`` file.
+
+    A downloaded BERT model directory holds ``bert_model.ckpt.*`` and no ``checkpoint`` file;
+    a SavedModel keeps its variables as the checkpoint ``variables/variables`` (which
+    ``warm_start_from`` accepts too).
+    """
+    saved_model_variables = os.path.join(directory, "variables", "variables")
+    if tf.io.gfile.exists(saved_model_variables + ".index"):
+        return saved_model_variables
+    found = _checkpoints_next_to(os.path.join(directory, "x"))
+    return os.path.join(directory, found[0]) if len(found) == 1 else None
+
+
+def resuming(model_dir: Optional[str]) -> bool:
+    """Whether ``model_dir`` has a checkpoint, which Estimator restores instead of warm starting.
+
+    Says so once per model_dir and process: Estimator builds the graph again for every
+    evaluation and export.
+    """
+    prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
+    if prefix is None:
+        return False
+    if model_dir not in _RESUMING:
+        _RESUMING.add(model_dir)
+        tf.logging.info("Resuming from %s; init_checkpoint is not read.", prefix)
+    return True
+
+
+_RESUMING: set = set()
 
 
 def _strip_file_suffix(path: str) -> str:

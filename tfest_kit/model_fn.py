@@ -158,7 +158,8 @@ def build(
       decay_steps: step at which the rate has decayed linearly to 0 (None: no decay).
       clip_norm: clip gradients to this global norm (BERT uses 1.0); None for no clipping.
       init_checkpoint: checkpoint prefix or directory to warm-start matching variables from;
-        checked when this function is called.
+        checked when this function is called, read only while the Estimator's model_dir has
+        no checkpoint of its own (as ``warm_start_from``: a resumed run restores model_dir).
       assignment_map: ``tf.compat.v1.train.init_from_checkpoint`` map; default: every model
         variable whose name and shape match the checkpoint.
       weight_key: name of a feature holding per-example weights for loss and metrics.
@@ -173,10 +174,11 @@ def build(
       Python's ``random`` otherwise).
 
     Raises:
-      ValueError / TypeError: for an unknown optimizer, a bad schedule or a missing or
-        unreadable ``init_checkpoint``, at once; when the model_fn runs, for a network output
-        or labels of the wrong shape, a feature ``network_fn`` looks up that the input lacks,
-        or a checkpoint in ``model_dir`` from another model.
+      ValueError / TypeError: for an unknown optimizer or a bad schedule, at once; when the
+        model_fn runs, for a missing or unreadable ``init_checkpoint`` (unless model_dir has
+        a checkpoint to resume from), a network output or labels of the wrong shape, a
+        feature ``network_fn`` looks up that the input lacks, or a checkpoint in
+        ``model_dir`` from another model.
 
     Example:
 
@@ -196,10 +198,24 @@ def build(
         raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
     if assignment_map is not None and not isinstance(assignment_map, Mapping):
         raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
-    checkpoint = _warm_start.resolve_checkpoint(init_checkpoint) if init_checkpoint else None
+    checkpoint, checkpoint_error = None, None
+    if init_checkpoint:
+        try:
+            checkpoint = _warm_start.resolve_checkpoint(init_checkpoint)
+        except ValueError as error:
+            # Raised at the first graph build unless model_dir has a checkpoint of its own: a
+            # restart after the source was rotated away or deleted must still resume.
+            checkpoint_error = error
 
     def model_fn(features, labels, mode, params=None, config=None):
         params = dict(params or {})
+        warm_start_from = checkpoint
+        if init_checkpoint and _warm_start.resuming(getattr(config, "model_dir", None)):
+            # Estimator restores model_dir's checkpoint over any initialiser (as it skips
+            # warm_start_from): the source is not read, and need not exist any more.
+            warm_start_from = None
+        elif checkpoint_error is not None:
+            raise checkpoint_error
         graph = tf.get_default_graph()
         first_op = len(graph.get_operations())
         with keras_seeds(getattr(config, "tf_random_seed", None)):
@@ -211,18 +227,18 @@ def build(
         predictions = predictions_fn(outputs)
 
         scaffold_fn = None
-        if checkpoint is not None:
+        if warm_start_from is not None:
             # TPUEstimator calls scaffold_fn after the train op exists; warm-start only the
             # network's variables, not the optimizer slots (as BERT and the Estimator path do).
             model_variables = tf.global_variables()
 
             def scaffold_fn():
-                _warm_start.warm_start(checkpoint, assignment_map, model_variables)
+                _warm_start.warm_start(warm_start_from, assignment_map, model_variables)
                 return tf.train.Scaffold()
 
             if not tpu_spec:
                 # Estimator accepts the initialisers directly; no Scaffold needed.
-                _warm_start.warm_start(checkpoint, assignment_map)
+                _warm_start.warm_start(warm_start_from, assignment_map)
                 scaffold_fn = None
 
         # Only an export (PREDICT) reads them. Built in TRAIN / EVAL they would put the
@@ -390,7 +406,7 @@ def classifier(
         ``num_train_steps``); None for no decay.
       init_checkpoint: checkpoint prefix or model directory to warm-start from; every variable
         whose name and shape match is initialised from it and listed in the log with
-        ``*INIT_FROM_CKPT*``.  Checked at once.
+        ``*INIT_FROM_CKPT*``.  Read only while model_dir has no checkpoint of its own.
       assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
       metrics: names from :data:`CLASSIFIER_METRICS`: ``"accuracy"``, ``"precision"``,
         ``"recall"``, ``"f1"`` (macro averages), their ``_micro`` / ``_macro`` / ``_weighted``
@@ -405,8 +421,9 @@ def classifier(
 
     Raises:
       ValueError: for ``num_classes`` < 2, an unknown optimizer or metric name, a bad
-        ``top_k`` or schedule, or a missing / unreadable ``init_checkpoint``; when the model_fn
-        runs, for logits that are not ``[batch, num_classes]``.
+        ``top_k`` or schedule; when the model_fn runs, for logits that are not
+        ``[batch, num_classes]`` or a missing / unreadable ``init_checkpoint`` (unless
+        model_dir has a checkpoint to resume from).
 
     Example:
 
@@ -458,7 +475,8 @@ def regressor(
       learning_rate: peak learning rate.
       warmup_steps: steps of linear warm-up from 0.
       decay_steps: step at which the rate has decayed linearly to 0; None for no decay.
-      init_checkpoint: checkpoint prefix or directory to warm-start from (checked at once).
+      init_checkpoint: checkpoint prefix or directory to warm-start from, read only while
+        model_dir has no checkpoint of its own.
       assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
       metrics: names from :data:`REGRESSOR_METRICS` (``"mse"``, ``"mae"``, ``"rmse"``).
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
@@ -471,7 +489,8 @@ def regressor(
 
     Raises:
       ValueError: for an unknown optimizer or metric name, a bad schedule or
-        ``label_dimension``, or a missing / unreadable ``init_checkpoint``.
+        ``label_dimension``; when the model_fn runs, for a missing / unreadable
+        ``init_checkpoint`` (unless model_dir has a checkpoint to resume from).
 
     Example:
 
