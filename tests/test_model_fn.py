@@ -271,6 +271,55 @@ def test_weight_key_weights_metrics():
     assert accuracy == pytest.approx(expected)
 
 
+def test_weighted_evaluation_reports_the_weighted_mean_loss(trained):
+    # Estimator's "loss" averages per-batch losses reduced by the number of non-zero weights:
+    # weights x 10 gave a loss x 10 for the same model and data.
+    est, _, _ = trained
+    logits = _predict(est)["logits"]
+    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    per_example = -log_probs[np.arange(len(Y_EVAL)), Y_EVAL]
+    weights = np.random.RandomState(1).uniform(0.0, 2.0, size=len(Y_EVAL)).astype(np.float32)
+    expected = np.average(per_example, weights=weights)
+    for scale in (1.0, 10.0):
+        weighted = estimator.Estimator(
+            mf.classifier(network, NUM_CLASSES, weight_key="w"), est.model_dir
+        )
+
+        def eval_fn(params=None, scale=scale):
+            features = {"x": X_EVAL, "w": weights * scale}
+            return tf.data.Dataset.from_tensor_slices((features, Y_EVAL)).batch(25)
+
+        result = weighted.evaluate(eval_fn)
+        assert result["average_loss"] == pytest.approx(expected, rel=1e-5)
+    assert "average_loss" not in est.evaluate(input_fn(X_EVAL, Y_EVAL))
+
+
+def test_weighted_regressor_average_loss_is_the_weighted_mse():
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        w = np.arange(8.0, dtype=np.float32)
+        features = {"x": tf.constant(X_EVAL[:8]), "w": tf.constant(w)}
+        labels = X_EVAL[:8, :2].sum(axis=1, keepdims=True)
+
+        def linear(features, mode, params):
+            return tf2.keras.layers.Dense(1, name="out")(features["x"])
+
+        model_fn = mf.regressor(linear, weight_key="w", metrics=("mse",))
+        spec = model_fn(features, tf.constant(labels), estimator.ModeKeys.EVAL, {})
+        updates = [update for _, update in spec.eval_metric_ops.values()]
+        with tf.train.MonitoredSession() as sess:
+            sess.run(updates)
+            outputs, average, mse = sess.run(
+                [
+                    spec.predictions["predictions"],
+                    spec.eval_metric_ops["average_loss"][0],
+                    spec.eval_metric_ops["mse"][0],
+                ]
+            )
+    expected = np.average(((outputs - labels) ** 2)[:, 0], weights=w)
+    assert average == pytest.approx(expected, rel=1e-5) and mse == pytest.approx(expected)
+
+
 # ------------------------------------------------------------------------------- bad input
 
 

@@ -90,6 +90,18 @@ def _flat_labels(labels, dtype, num_columns: int):
 # ---------------------------------------------------------------------------- classification
 
 
+def _average_loss(example_losses, weights) -> dict:
+    """``{"average_loss": …}``, the weighted mean loss over the eval set, when there are weights.
+
+    Estimator's ``loss`` is the mean of the batches' losses, each reduced as TF1 losses are
+    (weighted sum / number of non-zero weights): it grows with the weights' scale and counts
+    a padded last batch as much as a full one. The canned heads report this metric for that.
+    """
+    if weights is None:
+        return {}
+    return {"average_loss": tf.metrics.mean(example_losses, weights=weights)}
+
+
 def classifier_parts(num_classes: int, metrics: Sequence[str], top_k) -> dict[str, Callable]:
     """The functions :func:`tfest_kit.model_fn.build` needs for a softmax classifier."""
 
@@ -148,7 +160,12 @@ def classifier_parts(num_classes: int, metrics: Sequence[str], top_k) -> dict[st
 
     def metric_fn(labels, logits, weights):
         class_ids = tf.argmax(logits, axis=-1)
-        ops = {}
+        ops = _average_loss(
+            tf.losses.sparse_softmax_cross_entropy(
+                labels, logits, reduction=tf.losses.Reduction.NONE
+            ),
+            weights,
+        )
         for name in metrics:
             if name == "accuracy":
                 ops[name] = tf.metrics.accuracy(labels, class_ids, weights=weights)
@@ -221,13 +238,15 @@ def regressor_parts(label_dimension: int, metrics: Sequence[str]) -> dict[str, C
         return tf.losses.mean_squared_error(labels, outputs, weights=weights)
 
     def metric_fn(labels, outputs, weights):
+        ops = _average_loss(tf.reduce_mean(tf.square(labels - outputs), axis=1), weights)
         weights = None if weights is None else tf.reshape(weights, [-1, 1])
         functions = {
             "mse": tf.metrics.mean_squared_error,
             "mae": tf.metrics.mean_absolute_error,
             "rmse": tf.metrics.root_mean_squared_error,
         }
-        return {name: functions[name](labels, outputs, weights=weights) for name in metrics}
+        ops.update({name: functions[name](labels, outputs, weights=weights) for name in metrics})
+        return ops
 
     def export_outputs_fn(predictions):
         if label_dimension != 1:

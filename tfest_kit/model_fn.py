@@ -162,7 +162,10 @@ def build(
         no checkpoint of its own (as ``warm_start_from``: a resumed run restores model_dir).
       assignment_map: ``tf.compat.v1.train.init_from_checkpoint`` map; default: every model
         variable whose name and shape match the checkpoint.
-      weight_key: name of a feature holding per-example weights for loss and metrics.
+      weight_key: name of a feature holding per-example weights for loss and metrics. The
+        classifier and regressor heads then also report ``average_loss``, the weighted mean
+        loss over the eval set (``loss`` is Estimator's mean of per-batch losses, which grows
+        with the weights' scale): monitor it when the weights are not 0 / 1.
       tpu_spec: return ``TPUEstimatorSpec`` (``eval_metrics``, ``scaffold_fn``) instead of
         ``EstimatorSpec``.
 
@@ -414,7 +417,8 @@ def classifier(
       top_k: also predict the ``top_k`` most likely classes and their probabilities.
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
       clip_norm: clip gradients to this global norm; None for no clipping.
-      weight_key: feature holding per-example weights for loss and metrics.
+      weight_key: feature holding per-example weights for loss and metrics; evaluation then
+        also reports ``average_loss``, the weighted mean loss (see :func:`build`).
 
     Returns:
       ``model_fn(features, labels, mode, params)``.
@@ -482,7 +486,8 @@ def regressor(
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
       label_dimension: number of regression targets per example.
       clip_norm: clip gradients to this global norm; None for no clipping.
-      weight_key: feature holding per-example weights for loss and metrics.
+      weight_key: feature holding per-example weights for loss and metrics; evaluation then
+        also reports ``average_loss``, the weighted mean loss (see :func:`build`).
 
     Returns:
       ``model_fn(features, labels, mode, params)``; PREDICT gives ``"predictions"``.
