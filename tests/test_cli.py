@@ -177,6 +177,32 @@ def test_predict_reports_bad_requests(exports, capsys):
     assert code == 2 and "give one of them" in err
 
 
+def test_predict_refuses_a_request_with_both_instances_and_inputs(exports, capsys):
+    # It used to answer from "inputs" alone; TF Serving's REST API refuses such a request.
+    both = {"instances": X[:1].tolist(), "inputs": {"x": X[1:3].tolist()}}
+    request = _write(exports["root"], "both.json", both)
+    code, out, err = _main(["predict", exports["raw"], "--json", request], capsys)
+    assert code == 2 and out == "", out
+    assert err.startswith('predict: The request has both "instances" and "inputs"'), err
+    assert "send one of them" in err and err.count("\n") == 1, err
+
+
+def test_predict_names_the_input_whose_b64_value_is_not_base64(exports, capsys):
+    png = tf2.io.encode_png(np.full((6, 6, 3), 200, np.uint8)).numpy()
+    good = {"b64": base64.b64encode(png).decode()}
+    request = _write(exports["root"], "bad_b64.json", {"instances": [good, {"b64": "no!"}]})
+    code, _, err = _main(["predict", exports["image"], "--json", request], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert 'The "b64" value of input "image_bytes" of instance 1 is not valid base64' in err
+    assert "Got: 'no!'" in err
+    # Rows naming their inputs, and columns (whose items are the instances), say the same.
+    rows = {"instances": [{"word": good}, {"word": good}, {"word": {"b64": "abc"}}]}
+    columns = {"inputs": {"word": [good, {"b64": "abc"}], "x": [1.0, 2.0]}}
+    for body, instance in ((rows, 2), (columns, 1)):
+        with pytest.raises(cli_predict.RequestError, match=f'"word" of instance {instance} is'):
+            cli_predict.features_from_request(body, ["word"])
+
+
 @pytest.mark.slow
 def test_signature_lists_inputs_and_outputs(exports, capsys):
     proc = run_program(["-m", "tfest_kit", "signature", exports["parsing"]])

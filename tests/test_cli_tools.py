@@ -14,10 +14,11 @@ import time
 
 import numpy as np
 import pytest
+from google.protobuf import text_format
 
 from tfest_kit import __main__ as cli_main
 from tfest_kit import _cli_doctor, _cli_inspect, _cli_plot
-from tfest_kit._tf import TF_VERSION, estimator, tf
+from tfest_kit._tf import TF_VERSION, SavedModel, estimator, tf
 
 _METRICS_FILE = "tfest_kit_eval_metrics.json"
 
@@ -174,6 +175,62 @@ def test_inspect_lists_checkpoints_evals_and_best_export(trained, capsys):
     assert "accuracy" in out and "BEST" in out and "loss=0.25" in out
     assert _cli(["inspect", "--json", model_dir]) == 0
     assert json.loads(capsys.readouterr().out)["checkpoints"]["latest"].endswith("-40")
+
+
+def _copy_export(source, base, version, metrics, as_text=False):
+    """A copy of export ``source`` as ``base/version``, with its best exporter ``metrics``."""
+    dest = os.path.join(base, str(version))
+    shutil.copytree(source, dest)
+    with open(os.path.join(dest, "assets.extra", _METRICS_FILE), "w") as f:
+        json.dump(metrics, f)
+    if as_text:  # what best_exporter(as_text=True) writes instead of saved_model.pb
+        with open(os.path.join(dest, "saved_model.pb"), "rb") as f:
+            saved_model = SavedModel.FromString(f.read())
+        os.remove(os.path.join(dest, "saved_model.pb"))
+        with open(os.path.join(dest, "saved_model.pbtxt"), "w") as f:
+            f.write(text_format.MessageToString(saved_model))
+    return dest
+
+
+def test_inspect_counts_text_format_exports_as_complete(trained, tmp_path, capsys):
+    # best_exporter(as_text=True) writes saved_model.pbtxt: every such export was listed as
+    # "incomplete" and none was marked BEST.
+    base = str(tmp_path / "model" / "export" / "best_text")
+    loss = {"monitor": "loss", "mode": "min"}
+    _copy_export(trained["best"], base, 1, {**loss, "value": 0.5}, as_text=True)
+    best = _copy_export(trained["best"], base, 2, {**loss, "value": 0.25}, as_text=True)
+    (exporter,) = _cli_inspect.describe(str(tmp_path / "model"))["exports"]
+    assert [v["complete"] for v in exporter["versions"]] == [True, True]
+    assert [v["path"] for v in exporter["versions"] if v["best"]] == [best]
+    os.remove(os.path.join(best, "variables", "variables.index"))  # still needs the weights
+    assert _cli(["inspect", str(tmp_path / "model")]) == 0
+    out = capsys.readouterr().out
+    assert "loss=0.5  BEST" in out and "incomplete  loss=0.25" in out, out
+
+
+def test_inspect_marks_best_among_the_exports_of_the_current_monitor(trained, tmp_path, capsys):
+    # The user switched best_exporter(monitor="loss") to "accuracy" and restarted: comparing
+    # the loss values with the accuracy values, the max over all marked a loss export BEST.
+    model_dir = str(tmp_path / "model")
+    base = os.path.join(model_dir, "export", "best")
+    loss, accuracy = {"monitor": "loss", "mode": "min"}, {"monitor": "accuracy", "mode": "max"}
+    # Versions 9 and 10 also check numeric order: as names, "10" < "11" < "9".
+    _copy_export(trained["best"], base, 9, {**loss, "value": 1.3})
+    _copy_export(trained["best"], base, 10, {**loss, "value": 0.7})
+    _copy_export(trained["best"], base, 11, {**accuracy, "value": 0.8})
+    best = _copy_export(trained["best"], base, 12, {**accuracy, "value": 0.95})
+    (exporter,) = _cli_inspect.describe(model_dir)["exports"]
+    assert [v["version"] for v in exporter["versions"]] == [9, 10, 11, 12]
+    assert [v["path"] for v in exporter["versions"] if v["best"]] == [best]
+    assert exporter["best_by"] == accuracy
+    assert _cli(["inspect", model_dir]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy=0.95  BEST" in out and "loss=1.3\n" in out, out
+    assert "BEST compares only the accuracy exports (max), as the exporter now does" in out
+    assert "the ones for loss are from before its monitor was switched" in out
+    # Without a switch there is nothing to explain.
+    assert _cli(["inspect", trained["model_dir"]]) == 0
+    assert "BEST compares only" not in capsys.readouterr().out
 
 
 def test_inspect_and_plot_explain_missing_things(tmp_path, capsys):

@@ -149,21 +149,34 @@ def _versions(exporter_dir: str) -> list[dict]:
         path = os.path.join(exporter_dir, entry)
         if not (entry.isdigit() and os.path.isdir(path)):
             continue
-        complete = _stat(os.path.join(path, "saved_model.pb")) is not None and (
-            _stat(os.path.join(path, "variables", "variables.index")) is not None
-        )
         versions.append(
             {
                 "path": path,
                 "version": int(entry),
                 "bytes": _tree_size(path),
-                "complete": complete,
+                "complete": _is_complete(path),
                 "metrics": _read_metrics(path),
                 "best": False,
             }
         )
-    _mark_best(versions)
+    # Oldest first by number, not by name: "10" sorts before "9" as a string.
+    versions.sort(key=lambda v: v["version"])
     return versions
+
+
+def _is_complete(export_dir: str) -> bool:
+    """The rule of ``tfest_kit._exporters._is_complete``, repeated with ``os``.
+
+    Importing ``_exporters`` would load TensorFlow, which this module imports only inside the
+    one function that needs it (``_checkpoint_state``), so that it loads without TensorFlow as
+    ``python -m tfest_kit doctor`` needs. A graph in either form counts:
+    ``best_exporter(as_text=True)`` writes ``saved_model.pbtxt``.
+    """
+    has_graph = any(
+        _stat(os.path.join(export_dir, name)) is not None
+        for name in ("saved_model.pb", "saved_model.pbtxt")
+    )
+    return has_graph and _stat(os.path.join(export_dir, "variables", "variables.index")) is not None
 
 
 def _listdir(path: str) -> list[str]:
@@ -187,35 +200,56 @@ def _exports(model_dir: str) -> list[dict]:
     # export_saved_model(model_dir + "/export", …) puts versions straight into export/.
     direct = _versions(base)
     if direct or _temp_exports(base):
-        exporters.append(
-            {"name": ".", "dir": base, "versions": direct, "temp": _temp_exports(base)}
-        )
+        exporters.append(_exporter(".", base, direct))
     for name in _listdir(base):
         exporter_dir = os.path.join(base, name)
         if os.path.isdir(exporter_dir) and not name.isdigit() and not name.startswith("temp-"):
-            exporters.append(
-                {
-                    "name": name,
-                    "dir": exporter_dir,
-                    "versions": _versions(exporter_dir),
-                    "temp": _temp_exports(exporter_dir),
-                }
-            )
+            exporters.append(_exporter(name, exporter_dir, _versions(exporter_dir)))
     return exporters
 
 
-def _mark_best(versions: list[dict]) -> None:
-    """Marks the export with the best monitored value, if a best exporter recorded values."""
+def _exporter(name: str, exporter_dir: str, versions: list[dict]) -> dict:
+    return {
+        "name": name,
+        "dir": exporter_dir,
+        "versions": versions,
+        "temp": _temp_exports(exporter_dir),
+        "best_by": _mark_best(versions),
+    }
+
+
+def _mark_best(versions: list[dict]) -> Optional[dict]:
+    """Marks the best export, if a best exporter recorded values; returns what it compared.
+
+    Only exports recorded for the newest one's monitor compare, in its mode: that is what the
+    exporter itself compares after a restart. Once its monitor was switched (``loss`` to
+    ``accuracy``, say), the older exports' values are of another metric, often in the other
+    direction, and comparing them would mark a loss-era export BEST by its small "accuracy".
+
+    Args:
+      versions: one exporter directory's versions, oldest first; the best gets ``best=True``.
+
+    Returns:
+      ``{"monitor", "mode"}`` the exports were compared by, or None if none has a value.
+    """
     scored = [
         v
         for v in versions
-        if v["complete"] and v["metrics"] and isinstance(v["metrics"].get("value"), (int, float))
+        if v["complete"] and v["metrics"] and _is_number(v["metrics"].get("value"))
     ]
     if not scored:
-        return
-    maximise = scored[-1]["metrics"].get("mode") == "max"
-    best = (max if maximise else min)(scored, key=lambda v: v["metrics"]["value"])
+        return None
+    newest = scored[-1]["metrics"]
+    monitor, mode = newest.get("monitor"), newest.get("mode")
+    same = [v for v in scored if v["metrics"].get("monitor") == monitor]
+    best = (max if mode == "max" else min)(same, key=lambda v: v["metrics"]["value"])
     best["best"] = True
+    return {"monitor": monitor, "mode": mode}
+
+
+def _is_number(value: Any) -> bool:
+    # A NaN would win no comparison, and never lose one either (the exporter skips them).
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def describe(model_dir: str) -> dict:
@@ -279,7 +313,8 @@ def _checkpoint_lines(model_dir: str, ckpts: dict) -> list[str]:
             f"checkpoints: none (no `checkpoint` state file, no *.index files). "
             f"Files here: {files[:20]}"
         )
-        if "saved_model.pb" in files or any(f.isdigit() or f.startswith("temp-") for f in files):
+        graphs = {"saved_model.pb", "saved_model.pbtxt"}
+        if graphs & set(files) or any(f.isdigit() or f.startswith("temp-") for f in files):
             lines.append(
                 "  This looks like an export, not a model_dir: see it with "
                 f"`python -m tfest_kit signature {model_dir}`."
@@ -325,6 +360,7 @@ def _export_lines(model_dir: str, exports: list[dict]) -> list[str]:
         lines.append(f"exports {os.path.relpath(exporter['dir'], model_dir)}/:")
         if not exporter["versions"]:
             lines.append("  (no numbered export directories)")
+        lines += _best_by_note(exporter)
         for v in exporter["versions"]:
             extra = []
             if not v["complete"]:
@@ -343,6 +379,27 @@ def _export_lines(model_dir: str, exports: list[dict]) -> list[str]:
                 "crashed; delete it when no export is running)"
             )
     return lines
+
+
+def _best_by_note(exporter: dict) -> list[str]:
+    """Explains BEST when the exports were made for different monitors (a switched exporter)."""
+    best_by = exporter.get("best_by")
+    if not best_by:
+        return []
+    others = sorted(
+        {
+            str(v["metrics"].get("monitor"))
+            for v in exporter["versions"]
+            if v["metrics"] and v["metrics"].get("monitor") != best_by["monitor"]
+        }
+    )
+    if not others:
+        return []
+    mode = f" ({best_by['mode']})" if best_by["mode"] else ""
+    return [
+        f"  (BEST compares only the {best_by['monitor']} exports{mode}, as the exporter now "
+        f"does; the ones for {', '.join(others)} are from before its monitor was switched)"
+    ]
 
 
 def format_text(info: dict) -> str:

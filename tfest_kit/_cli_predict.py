@@ -17,7 +17,7 @@ import argparse
 import base64
 import json
 import sys
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -37,11 +37,30 @@ class RequestError(ValueError):
     """The request JSON does not have the TF Serving REST shape."""
 
 
-def _decode(value: Any) -> Any:
+def _decode(value: Any, name: str, instance: Optional[int] = None) -> Any:
+    """``value`` with each ``{"b64": ...}`` replaced by its bytes.
+
+    Args:
+      value: one input's value: of one instance, or a whole column.
+      name: the input's name, for the message about a value that is not base64.
+      instance: the instance's index, for that message too. None for a column, whose items
+        are then numbered as they are decoded.
+
+    Raises:
+      RequestError: if a ``"b64"`` value is not base64.
+    """
     if isinstance(value, dict) and set(value) == {"b64"}:
-        return base64.b64decode(value["b64"])
+        try:
+            return base64.b64decode(value["b64"])
+        except (ValueError, TypeError) as e:  # binascii.Error is a ValueError
+            where = f'input "{name}"' + ("" if instance is None else f" of instance {instance}")
+            raise RequestError(
+                f'The "b64" value of {where} is not valid base64 ({e}). Got: {value["b64"]!r:.60}'
+            ) from None
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        if instance is None:
+            return [_decode(v, name, i) for i, v in enumerate(value)]
+        return [_decode(v, name, instance) for v in value]
     return value
 
 
@@ -56,22 +75,29 @@ def features_from_request(request: Any, input_names: list[str]) -> dict:
       Input (or feature) name -> list of per-instance values.
 
     Raises:
-      RequestError: if the body has neither ``instances`` nor ``inputs`` or mixes row shapes.
+      RequestError: if the body has neither or both of ``instances`` and ``inputs``, mixes
+        row shapes, or holds a ``{"b64": ...}`` value that is not base64.
     """
     if not isinstance(request, dict) or not ({"instances", "inputs"} & set(request)):
         raise RequestError(
             'The request must be a JSON object with "instances" (a list) or "inputs". '
             f"Got keys: {sorted(request) if isinstance(request, dict) else type(request).__name__}"
         )
+    if {"instances", "inputs"} <= set(request):
+        # TF Serving refuses it too; answering from one of them would hide the other's data.
+        raise RequestError(
+            'The request has both "instances" and "inputs": send one of them ("instances" '
+            'for rows, "inputs" for columns)'
+        )
     if "inputs" in request:
         inputs = request["inputs"]
         if isinstance(inputs, dict):
-            return {k: _decode(v) for k, v in inputs.items()}
+            return {k: _decode(v, k) for k, v in inputs.items()}
         if len(input_names) != 1:
             raise RequestError(
                 f'"inputs" must be an object naming the inputs {input_names}. Got a list'
             )
-        return {input_names[0]: _decode(inputs)}
+        return {input_names[0]: _decode(inputs, input_names[0])}
     instances = request["instances"]
     if not isinstance(instances, list) or not instances:
         raise RequestError(f'"instances" must be a non-empty list. Got: {instances!r:.80}')
@@ -80,7 +106,7 @@ def features_from_request(request: Any, input_names: list[str]) -> dict:
         keys = set(instances[0])
         if any(set(i) != keys for i in instances):
             raise RequestError('Every object in "instances" must have the same keys')
-        return {k: [_decode(i[k]) for i in instances] for k in sorted(keys)}
+        return {k: [_decode(row[k], k, i) for i, row in enumerate(instances)] for k in sorted(keys)}
     if any(rows_are_objects):
         raise RequestError('"instances" mixes objects and plain values')
     if len(input_names) != 1:
@@ -88,7 +114,7 @@ def features_from_request(request: Any, input_names: list[str]) -> dict:
             f"The signature has inputs {input_names}: each instance must be an object "
             "naming them"
         )
-    return {input_names[0]: [_decode(i) for i in instances]}
+    return {input_names[0]: [_decode(row, input_names[0], i) for i, row in enumerate(instances)]}
 
 
 def _jsonable(value: Any, binary: bool = False) -> Any:
