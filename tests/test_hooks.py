@@ -611,12 +611,35 @@ def test_early_stopping_auto_mode_picks_direction(tmp_path):
         ("head-1/accuracy", True),
         ("top_5", True),
         ("r2", True),
+        ("auroc", True),
+        ("auprc", True),
+        ("r_squared", True),
+        ("bleu", True),
+        ("rouge_l", True),
+        ("ssim", True),
+        ("dice", True),
+        ("mcc", True),
+        ("kappa", True),
+        ("mrr", True),
+        ("hits_at_10", True),
+        ("val_psnr", True),
     ],
 )
 def test_early_stopping_auto_mode_matches_whole_words(monitor, higher):
     # "map" (mean average precision) and "r2" were matched as substrings, so MAPE-like errors
     # and names like "heatmap_mse" or "layer2_mse" were maximised.
     assert higher_is_better(monitor, "auto", "test") is higher
+
+
+def test_auto_mode_warns_when_it_guesses_the_direction_of_an_unknown_metric(caplog):
+    # At INFO, hidden at TensorFlow's default level, the guess went unseen: a best_exporter
+    # watching a higher-is-better metric it did not know kept the worst model.
+    with caplog.at_level(logging.INFO, logger="tensorflow"):
+        assert higher_is_better("widget_score", "auto", "best_exporter") is False
+        assert higher_is_better("loss", "auto", "best_exporter") is False
+    levels = {r.getMessage().split('"')[3]: r.levelname for r in caplog.records}
+    assert levels == {"widget_score": "WARNING", "loss": "INFO"}
+    assert 'pass mode="max" if higher is better' in caplog.records[0].getMessage()
 
 
 def test_early_stopping_auto_mode_keeps_training_while_mape_falls(tmp_path, log_lines):

@@ -15,8 +15,11 @@ __all__ = ["higher_is_better"]
 # mode="auto" compares whole words of the name, never substrings: "map" (mean average
 # precision) is inside "mape" and "heatmap_mse", "r2" inside "layer2_mse".
 _MAX_WORDS = frozenset(
-    {"acc", "accuracy", "auc", "precision", "recall", "f1", "fscore", "f1score"}
-    | {"map", "ndcg", "iou", "r2"}  # mean average precision, ranking gain, overlap, R²
+    {"acc", "accuracy", "auc", "auroc", "auprc", "prauc", "precision", "recall", "f1", "f2"}
+    | {"fscore", "f1score", "fbeta", "specificity", "sensitivity", "tpr", "tnr", "mcc", "kappa"}
+    | {"map", "ndcg", "mrr", "hits", "iou", "miou", "dice", "jaccard"}  # ranking, overlap
+    | {"r2", "rsquared", "pearson", "spearman", "correlation"}  # fit
+    | {"bleu", "rouge", "rougel", "meteor", "psnr", "ssim"}  # text and image quality
 )
 # A word naming an error wins over a max word: "accuracy_loss" or "precision_error" is lower-
 # is-better however it is spelled.
@@ -40,8 +43,10 @@ def higher_is_better(monitor: str, mode: str, who: str) -> bool:
     """Returns True when higher values of ``monitor`` are better.
 
     ``mode="auto"`` picks max when a word of the name is accuracy-, AUC-, precision-, recall-
-    or F1-like (or mAP, NDCG, IoU, R², top-k) and no word names an error (loss, MSE, MAPE…),
-    and logs the choice once, as ``who``, so that a wrong guess is visible before it matters.
+    or F1-like (or a ranking, overlap, fit or text / image quality score: mAP, NDCG, IoU, R²,
+    BLEU, SSIM, top-k …) and no word names an error (loss, MSE, MAPE…), and logs the choice
+    once, as ``who``, so that a wrong guess is visible before it matters: a name it does not
+    know is taken as lower-is-better with a warning.
 
     Raises:
       ValueError: if ``mode`` is not ``"min"``, ``"max"`` or ``"auto"``.
@@ -53,11 +58,21 @@ def higher_is_better(monitor: str, mode: str, who: str) -> bool:
     words = _name_words(monitor)
     top_k = any(re.fullmatch(r"top(\d+|k)", word) for word in words)  # top-5 accuracy
     higher = bool(words & _MAX_WORDS or top_k) and not words & _ERROR_WORDS
-    tf.logging.info(
-        '%s: mode="auto" takes %s values of "%s" as better; pass mode="%s" if that is wrong.',
-        who,
-        "higher" if higher else "lower",
-        monitor,
-        "min" if higher else "max",
-    )
+    if higher or words & _ERROR_WORDS:
+        tf.logging.info(
+            '%s: mode="auto" takes %s values of "%s" as better; pass mode="%s" if that is wrong.',
+            who,
+            "higher" if higher else "lower",
+            monitor,
+            "min" if higher else "max",
+        )
+    else:
+        # A guess: at INFO (hidden at TensorFlow's default level) a metric where higher is
+        # better would silently keep the worst model.
+        tf.logging.warning(
+            '%s: mode="auto" does not know the metric "%s" and takes lower values as better, '
+            'as for a loss; pass mode="max" if higher is better (or mode="min" to say so).',
+            who,
+            monitor,
+        )
     return higher
