@@ -757,3 +757,25 @@ def test_init_checkpoint_from_a_downloaded_model_dir_or_a_saved_model(trained, t
         _first_graph_build(
             mf.classifier(network, NUM_CLASSES, init_checkpoint=str(tmp_path / "two"))
         )
+
+
+def test_warm_start_skips_a_variable_saved_with_another_dtype(tmp_path):
+    # Matched by name and shape, a float16 checkpoint variable failed at session start with
+    # "expected dtype float does not equal original dtype half".
+    prefix = str(tmp_path / "half" / "model.ckpt")
+    with tf.Graph().as_default():
+        tf.get_variable("hidden/kernel", [FEATURES, 8], tf.float16)
+        bias = tf.get_variable("hidden/bias", [8], initializer=tf.constant_initializer(0.5))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver().save(sess, prefix)
+    model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=prefix)
+    with captured_tf_log() as lines, tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        _call(model_fn, estimator.ModeKeys.PREDICT)
+        bias = next(v for v in tf.global_variables() if v.op.name == "hidden/bias")
+        with tf.train.MonitoredSession() as sess:
+            np.testing.assert_array_equal(sess.run(bias), np.full(8, 0.5, np.float32))
+    assert any(
+        "dtype differs: hidden/kernel (model float32, checkpoint float16)" in line for line in lines
+    ), lines

@@ -138,16 +138,27 @@ def assignment_map_for(prefix: str, variables) -> tuple[dict, list[str]]:
 
     Returns:
       ``(assignment_map, skipped)``: ``{checkpoint_name: variable}`` and descriptions of
-      variables whose name matched with a different shape.
+      variables whose name matched with a different shape or dtype.
     """
-    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    reader = tf.train.load_checkpoint(prefix)
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
     assignment_map, skipped = {}, []
     for var in variables:
         name = _variable_name(var)
         if name not in shapes:
             continue
         if list(shapes[name]) != var.shape.as_list():
-            skipped.append(f"{name} (model {var.shape.as_list()}, checkpoint {shapes[name]})")
+            skipped.append(
+                f"shape differs: {name} (model {var.shape.as_list()}, checkpoint {shapes[name]})"
+            )
+            continue
+        dtype = var.dtype.base_dtype
+        if dtypes[name] != dtype:
+            # Matched, it would fail at session start: "expected dtype float does not equal
+            # original dtype half".
+            skipped.append(
+                f"dtype differs: {name} (model {dtype.name}, checkpoint {dtypes[name].name})"
+            )
             continue
         assignment_map[name] = var
     return assignment_map, skipped
@@ -266,7 +277,7 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
         return
     _LISTED.add(key)
     for description in skipped:
-        tf.logging.warning("Not warm-started, shape differs: %s", description)
+        tf.logging.warning("Not warm-started, %s", description)
     if not assignment_map:
         tf.logging.warning(
             "init_checkpoint %s: no variable of the model matches the checkpoint by name and "
