@@ -465,3 +465,123 @@ def test_best_exporter_reused_after_its_model_dir_was_wiped(tmp_path):
     second, result2 = evaluate_and_export(_train(model_dir, {"x": X}, Y, "x", steps=1))
     assert result2["loss"] > result1["loss"]  # worse than the wiped run's best, yet exported
     assert second is not None and len(_exports(base)) == 1
+
+
+def test_parsing_receiver_takes_multi_valued_features_of_any_length(tmp_path):
+    # A multi-valued categorical column is a VarLenFeature: each example holds as many tags
+    # as it has, so the per-example lists differ in length (and NumPy refuses them as an array).
+    columns = [
+        tf.feature_column.numeric_column("x"),
+        tf.feature_column.categorical_column_with_vocabulary_list("tags", ["a", "b", "c"]),
+    ]
+    spec = tf.feature_column.make_parse_example_spec(columns)
+    xs = [0.5, -1.0, 2.0, 0.1]
+    tags = [["a", "b"], ["c"], [], ["a", "c", "c"]]
+
+    def serialized(x, example_tags):
+        example = tf.train.Example()
+        example.features.feature["x"].float_list.value.append(x)
+        example.features.feature["tags"].bytes_list.value.extend(t.encode() for t in example_tags)
+        return example.SerializeToString()
+
+    data = [serialized(x, t) for x, t in zip(xs, tags)]
+
+    def input_fn(labels=None):
+        dataset = tf.data.Dataset.from_tensor_slices(data if labels is None else (data, labels))
+        if labels is not None:
+            return dataset.repeat().batch(4).map(lambda s, y: (tf.io.parse_example(s, spec), y))
+        return dataset.batch(4).map(lambda s: tf.io.parse_example(s, spec))
+
+    est = estimator.LinearClassifier(columns, model_dir=str(tmp_path / "model"))
+    est.train(lambda: input_fn([1, 0, 1, 0]), steps=5)
+    path = est.export_saved_model(str(tmp_path / "e"), serving.parsing_receiver(columns))
+    predictor = serving.Predictor(path, "predict")
+    want = np.stack([r["probabilities"] for r in est.predict(input_fn)])
+    got = predictor({"x": xs, "tags": tags})["probabilities"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predictor({"examples": data})["probabilities"], want, atol=1e-6)
+    # Wrong input is still told apart: a FixedLenFeature with two values, a number as a tag.
+    with pytest.raises(serving.PredictorInputError, match=r"'x' is parsed with shape \[1\]"):
+        predictor({"x": [[0.5, 1.0]], "tags": [["a"]]})
+    with pytest.raises(TypeError, match="'tags' is parsed as string"):
+        predictor({"x": [0.5], "tags": [[1, 2]]})
+    with pytest.raises(serving.PredictorInputError, match="'x' of example 0 is nested"):
+        predictor({"x": [[[0.5], [1.0, 2.0]]], "tags": [["a"]]})
+    with pytest.raises(serving.PredictorInputError, match="'tags' must hold one entry per"):
+        predictor({"x": [0.5], "tags": "a"})
+
+
+def _threshold_model_fn(features, labels, mode):
+    """x_model's weights with a non-batched knob: which rows are confident above ``threshold``."""
+    probabilities = tf.nn.softmax(tf.layers.dense(features["x"], 2, name="logits"))
+    threshold = features["threshold"]
+    confident = tf.reduce_max(probabilities, 1) > threshold
+    predictions = {"probabilities": probabilities, "confident": confident, "threshold": threshold}
+    return estimator.EstimatorSpec(mode, predictions=predictions)
+
+
+def test_predictor_passes_a_scalar_input_whole_to_every_batch(x_model, tmp_path):
+    def receiver():
+        tensors = {
+            "x": tf.placeholder(tf.float32, [None, 4], name="x"),
+            "threshold": tf.placeholder(tf.float32, [], name="threshold"),
+        }
+        return estimator.export.ServingInputReceiver(tensors, tensors)
+
+    est = estimator.Estimator(_threshold_model_fn, model_dir=x_model.model_dir)
+    path = est.export_saved_model(str(tmp_path), receiver)
+    probabilities = _predict(x_model, {"x": X})["probabilities"]
+    threshold = np.float32(np.median(probabilities.max(1)))  # about half the rows above it
+    # "threshold" sorts before "x": the batch must still be counted on x (64 rows, 10 runs).
+    with serving.Predictor(path, batch_size=7) as predictor:
+        assert predictor.inputs["threshold"].shape.rank == 0
+        run, runs = predictor._run, []
+        predictor._run = lambda *values: runs.append([np.shape(v) for v in values]) or run(*values)
+        got = predictor({"x": X, "threshold": float(threshold)})
+        assert runs == [[(), (7, 4)]] * 9 + [[(), (1, 4)]]
+        with pytest.raises(serving.PredictorInputError, match=r"expects threshold: float32 \[\]"):
+            predictor({"x": X[:2], "threshold": [0.9, 0.8]})
+    np.testing.assert_allclose(got["probabilities"], probabilities, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got["confident"], got["probabilities"].max(1) > threshold)
+    assert 0 < got["confident"].sum() < len(X)
+    assert got["threshold"] == threshold
+
+
+def _logits_model_fn(features, labels, mode):
+    """x_model's weights reading only ``x``, whatever else the receiver holds."""
+    logits = tf.layers.dense(features["x"], 2, name="logits")
+    return estimator.EstimatorSpec(mode, predictions={"logits": logits})
+
+
+def test_predictor_loads_an_export_with_a_sparse_input_and_refuses_to_feed_it(x_model, tmp_path):
+    # A hand-written receiver with a sparse_placeholder: the signature names the SparseTensor's
+    # three component tensors, not one tensor. The alternative "dense" signature takes only x.
+    def receiver():
+        x = tf.placeholder(tf.float32, [None, 4], name="x")
+        tags = tf.sparse.placeholder(tf.string, [None, None], name="tags")
+        return estimator.export.ServingInputReceiver(
+            {"x": x, "tags": tags},
+            {"x": x, "tags": tags},
+            receiver_tensors_alternatives={"dense": {"x": x}},
+        )
+
+    est = estimator.Estimator(_logits_model_fn, model_dir=x_model.model_dir)
+    path = est.export_saved_model(str(tmp_path), receiver).decode()
+    predictor = serving.Predictor(path)
+    tags = predictor.inputs["tags"]
+    assert tags == tf2.SparseTensorSpec([None, None], tf.string)
+    assert "values=tags/values:0" in tags.name and "indices=tags/indices:0" in tags.name
+    assert predictor.inputs["x"] == tf2.TensorSpec([None, 4], tf.float32, name="x:0")
+    assert serving.read_signatures(path)[1]["serving_default"]["inputs"]["tags"].name == tags.name
+    with pytest.raises(
+        serving.PredictorInputError,
+        match=r"sparse .*tags: string \[None, None\] \(SparseTensorSpec\).*parsing_receiver.*"
+        r"dense inputs only: \['dense:serving_default'\]",
+    ):
+        predictor({"x": X[:2], "tags": [["a"], ["b", "c"]]})
+    # The export's other signature is served from the same graph.
+    dense = serving.Predictor(path, "dense:serving_default", batch_size=7)
+    got = dense({"x": X})
+    np.testing.assert_allclose(
+        got["logits"], _predict(x_model, {"x": X})["logits"], rtol=1e-5, atol=1e-5
+    )

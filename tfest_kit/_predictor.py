@@ -62,13 +62,45 @@ def _resolve_export_dir(path: str) -> str:
         ) from e
 
 
-def _spec(info) -> tf2.TensorSpec:
-    shape = (
-        None
-        if info.tensor_shape.unknown_rank
-        else [None if d.size < 0 else d.size for d in info.tensor_shape.dim]
-    )
-    return tf2.TensorSpec(shape, tf.as_dtype(info.dtype), name=info.name)
+def _spec(info) -> tf2.TypeSpec:
+    """The ``TypeSpec`` of a signature input or output, with a ``name`` saying what to feed.
+
+    A ``SparseTensor`` (or ``RaggedTensor``) in a signature has no tensor name of its own, only
+    component tensors. A ``SparseTensor`` is described as a ``tf.SparseTensorSpec`` whose
+    ``name`` lists them, not as a dense tensor named ``""``; any other composite (a
+    ``RaggedTensor``) as a spec of unknown shape named after its type and components.
+    """
+    encoding = info.WhichOneof("encoding")
+    if encoding == "coo_sparse":
+        sparse = info.coo_sparse
+        spec = tf2.SparseTensorSpec(_shape(info), tf.as_dtype(info.dtype))
+        # An attribute, not a subclass: the spec stays equal to a user's tf.SparseTensorSpec.
+        spec.name = (
+            f"SparseTensor(indices={sparse.indices_tensor_name}, "
+            f"values={sparse.values_tensor_name}, "
+            f"dense_shape={sparse.dense_shape_tensor_name})"
+        )
+        return spec
+    if encoding == "composite_tensor":
+        # A RaggedTensor, say: its TypeSpec is only decoded by TensorFlow internals, so it is
+        # described by its components' dtype and names (and cannot be fed either).
+        composite = info.composite_tensor
+        kind = composite.type_spec.type_spec_class_name.removesuffix("Spec") or "CompositeTensor"
+        names = ", ".join(c.name for c in composite.components)
+        dtype = tf.as_dtype(composite.components[0].dtype) if composite.components else tf.string
+        return tf2.TensorSpec(None, dtype, name=f"{kind}({names})")
+    return tf2.TensorSpec(_shape(info), tf.as_dtype(info.dtype), name=info.name)
+
+
+def _shape(info) -> Optional[list]:
+    if info.tensor_shape.unknown_rank:
+        return None
+    return [None if d.size < 0 else d.size for d in info.tensor_shape.dim]
+
+
+def _is_dense(info) -> bool:
+    """Whether a signature input is one tensor that can be fed (not a SparseTensor, say)."""
+    return info.WhichOneof("encoding") == "name"
 
 
 def _signature_specs(signature_defs) -> dict[str, dict]:
@@ -94,7 +126,8 @@ def read_signatures(
       tags: the MetaGraph tags to read.
 
     Returns:
-      ``(export_dir, {name: {"method": str, "inputs": {name: TensorSpec}, "outputs": {...}}})``.
+      ``(export_dir, {name: {"method": str, "inputs": {name: TensorSpec}, "outputs": {...}}})``;
+      a sparse input is a ``tf.SparseTensorSpec`` whose ``name`` lists its component tensors.
 
     Raises:
       ExportNotFoundError: if there is no complete export.
@@ -137,9 +170,10 @@ def _meta_graph(export_dir: str, tags: Sequence[str]):
     )
 
 
-def _describe(name: str, spec: tf2.TensorSpec) -> str:
+def _describe(name: str, spec: tf2.TypeSpec) -> str:
     shape = "unknown" if spec.shape.rank is None else str(spec.shape.as_list())
-    return f"{name}: {spec.dtype.name} {shape}"
+    kind = "" if isinstance(spec, tf2.TensorSpec) else f" ({type(spec).__name__})"
+    return f"{name}: {spec.dtype.name} {shape}{kind}"
 
 
 def _to_bytes(value: Any) -> bytes:
@@ -214,6 +248,19 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _is_single_value(value: Any) -> bool:
+    """Whether ``value`` is one value rather than one entry per example.
+
+    Not ``np.ndim``: the entries of a multi-valued (``VarLenFeature``) feature differ in length,
+    and NumPy refuses to make an array of such a list.
+    """
+    if isinstance(value, (str, bytes)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0
+    return not hasattr(value, "__len__")
+
+
 class _ExampleBuilder:
     """Serializes plain feature dicts into ``tf.train.Example``s for a parsing signature."""
 
@@ -261,7 +308,7 @@ class _ExampleBuilder:
                 f"Got unknown: {unknown}, missing: {missing}"
             )
         for key, values in features.items():
-            if isinstance(values, (str, bytes)) or np.ndim(values) == 0:
+            if _is_single_value(values):
                 raise PredictorInputError(
                     f"Feature {key!r} must hold one entry per example: wrap one example's "
                     f"value in a list. Got: {_short(values)}"
@@ -282,7 +329,13 @@ class _ExampleBuilder:
 
     def _fill(self, feature, key: str, value: Any, index: int) -> None:
         dtype = self.keys[key]
-        flat = np.asarray(value, dtype=object if dtype == tf.string else None).ravel()
+        try:
+            flat = np.asarray(value, dtype=object if dtype == tf.string else None).ravel()
+        except ValueError as e:  # NumPy: "setting an array element with a sequence…"
+            raise PredictorInputError(
+                f"Feature {key!r} of example {index} is nested unevenly: give each example a "
+                f"flat list of values (or an array of the parsed shape). Got: {_short(value)}"
+            ) from e
         shape = self.shapes.get(key)
         if shape is not None and flat.size != int(np.prod(shape)):
             raise PredictorInputError(
@@ -296,7 +349,8 @@ class _ExampleBuilder:
             elif dtype.is_floating:
                 feature.float_list.value.extend(flat.astype(np.float32).tolist())
             else:
-                if flat.dtype.kind not in "iub":
+                # An example without values ([] of a VarLenFeature) is float64 to NumPy.
+                if flat.size and flat.dtype.kind not in "iub":
                     raise TypeError(flat.dtype)
                 feature.int64_list.value.extend(flat.astype(np.int64).tolist())
         except (TypeError, ValueError) as e:
@@ -313,8 +367,12 @@ class Predictor:
     (names, dtypes, shapes) with an error that names the input and what it expected; Python
     ints/floats are converted to the signature's dtype when safe (float64 -> float32,
     int64 -> int32 within range). For a signature that parses serialized ``tf.train.Example``s
-    (:func:`parsing_receiver`), plain feature dicts are accepted and serialized here. Large
-    inputs are run in batches of ``batch_size`` and the outputs concatenated.
+    (:func:`parsing_receiver`), plain feature dicts are accepted and serialized here, a
+    multi-valued (``VarLenFeature``) feature as a list of values per example. Large inputs are
+    run in batches of ``batch_size`` and the outputs concatenated; a rank-0 input (a threshold,
+    say) is not batched and goes whole to every batch. A signature with a ``SparseTensor``
+    input (a ``sparse_placeholder`` in the receiver) loads but cannot be called: its input is
+    fed through several tensors (export with :func:`parsing_receiver` instead).
 
     Args:
       export_dir_or_base: an export (``.../1712345678``) or a directory of exports, in which
@@ -388,6 +446,14 @@ class Predictor:
         self._outputs = {k: _spec(v) for k, v in sorted(sig.outputs.items())}
         self._input_names = list(self._inputs)
         self._output_names = list(self._outputs)
+        self._where = f"{signature!r} of {self.export_dir}"
+        self._examples = None
+        # A SparseTensor input is fed through several component tensors, not one; it is refused
+        # when called (prepare), so that the export's signatures can still be inspected here.
+        self._unfeedable = [k for k in self._input_names if not _is_dense(sig.inputs[k])]
+        if self._unfeedable:
+            self._run = None
+            return
         feed_names = [sig.inputs[k].name for k in self._input_names]
         # An output may be an input passed through (instance keys: predictions={"id":
         # features["id"]}). A session callable refuses to feed and fetch one tensor, so such
@@ -408,10 +474,8 @@ class Predictor:
         self._fetch = _session_callable(self._session, feeds, fetches)
         passes_inputs = any(kind == "input" for kind, _ in self._sources)
         self._run = self._run_passing_inputs if passes_inputs else self._fetch
-        self._examples = None
         if len(feeds) == 1 and self._inputs[self._input_names[0]].dtype == tf.string:
             self._examples = _ExampleBuilder.find(self._session, self._graph, feeds[0])
-        self._where = f"{signature!r} of {self.export_dir}"
 
     def _run_passing_inputs(self, *values: np.ndarray) -> list:
         """One session run: the signature's outputs in order, the passed-through ones included."""
@@ -424,8 +488,11 @@ class Predictor:
         return sorted(self._signature_defs)
 
     @property
-    def inputs(self) -> dict[str, tf2.TensorSpec]:
-        """Input name -> ``tf.TensorSpec`` (``None`` for a dimension of any size)."""
+    def inputs(self) -> dict[str, tf2.TypeSpec]:
+        """Input name -> ``tf.TensorSpec`` (``None`` for a dimension of any size).
+
+        A sparse input is a ``tf.SparseTensorSpec`` whose ``name`` lists its component tensors.
+        """
         return dict(self._inputs)
 
     @property
@@ -454,7 +521,7 @@ class Predictor:
 
         Raises:
           PredictorInputError: (a ``ValueError``) for a missing or unknown input name, a wrong
-            shape or inputs with different batch sizes.
+            shape, inputs with different batch sizes, or a signature with a sparse input.
           TypeError: if ``features`` is not a dict or a value cannot be converted to the
             input's dtype.
         """
@@ -463,6 +530,8 @@ class Predictor:
                 f"`features` must be a dict of input name -> values; signature {self._where} "
                 f"has inputs {self._describe_inputs()}. Got: {_short(features)}"
             )
+        if self._unfeedable:
+            raise PredictorInputError(self._unfeedable_message())
         if self._examples is not None and set(features) != set(self._input_names):
             features = {self._input_names[0]: self._examples.build(features, self._where)}
         missing = sorted(set(self._input_names) - set(features))
@@ -475,10 +544,29 @@ class Predictor:
         arrays = {
             k: _convert(k, features[k], self._inputs[k], self._where) for k in self._input_names
         }
-        sizes = {k: (a.shape[0] if a.ndim else None) for k, a in arrays.items()}
+        # A rank-0 input (a threshold, say) is one value for the whole call, not per example.
+        sizes = {k: a.shape[0] for k, a in arrays.items() if a.ndim}
         if len(set(sizes.values())) > 1:
-            raise PredictorInputError(f"Inputs have different batch sizes: {sizes}")
+            raise PredictorInputError(
+                f"Inputs have different batch sizes: {sizes} (scalar inputs are not counted)"
+            )
         return arrays
+
+    def _unfeedable_message(self) -> str:
+        inputs = ", ".join(_describe(k, self._inputs[k]) for k in self._unfeedable)
+        usable = sorted(
+            name
+            for name, sig in self._signature_defs.items()
+            if all(_is_dense(info) for info in sig.inputs.values())
+        )
+        others = f" Signatures of this export with dense inputs only: {usable}" if usable else ""
+        return (
+            f"Signature {self._where} has the sparse (or ragged) input(s) [{inputs}], which "
+            "Predictor cannot feed: only dense inputs can be. Export the model with "
+            "serving.parsing_receiver (a multi-valued feature is then given as a list of "
+            "values per example) or with a dense input that the serving_input_receiver_fn "
+            f"turns into a SparseTensor (tf.sparse.from_dense, say).{others}"
+        )
 
     def __call__(self, features: Mapping, *, batch_size: Optional[int] = None) -> dict:
         """Runs the signature on ``features``; returns output name -> NumPy array.
@@ -496,11 +584,13 @@ class Predictor:
         arrays = self.prepare(features)
         values = [arrays[k] for k in self._input_names]
         limit = self._batch_size if batch_size is None else check_int("batch_size", batch_size)
-        count = values[0].shape[0] if values and values[0].ndim else 0
+        # The batch comes from the batched inputs (prepare checked they agree); a rank-0 input
+        # is passed whole to every chunk.
+        count = next((v.shape[0] for v in values if v.ndim), 0)
         if count <= limit:
             return dict(zip(self._output_names, self._run(*values)))
         chunks = [
-            self._run(*[v[start : start + limit] for v in values])
+            self._run(*[v[start : start + limit] if v.ndim else v for v in values])
             for start in range(0, count, limit)
         ]
         sizes = [min(limit, count - start) for start in range(0, count, limit)]
