@@ -90,8 +90,10 @@ def _flat_labels(labels, dtype, num_columns: int):
 # ---------------------------------------------------------------------------- classification
 
 
-def _average_loss(example_losses, weights) -> dict:
+def _average_loss(example_losses: Callable, weights) -> dict:
     """``{"average_loss": …}``, the weighted mean loss over the eval set, when there are weights.
+
+    ``example_losses()`` builds the per-example losses, only when there are weights.
 
     Estimator's ``loss`` is the mean of the batches' losses, each reduced as TF1 losses are
     (weighted sum / number of non-zero weights): it grows with the weights' scale and counts
@@ -99,7 +101,7 @@ def _average_loss(example_losses, weights) -> dict:
     """
     if weights is None:
         return {}
-    return {"average_loss": tf.metrics.mean(example_losses, weights=weights)}
+    return {"average_loss": tf.metrics.mean(example_losses(), weights=weights)}
 
 
 def classifier_parts(num_classes: int, metrics: Sequence[str], top_k) -> dict[str, Callable]:
@@ -161,7 +163,7 @@ def classifier_parts(num_classes: int, metrics: Sequence[str], top_k) -> dict[st
     def metric_fn(labels, logits, weights):
         class_ids = tf.argmax(logits, axis=-1)
         ops = _average_loss(
-            tf.losses.sparse_softmax_cross_entropy(
+            lambda: tf.losses.sparse_softmax_cross_entropy(
                 labels, logits, reduction=tf.losses.Reduction.NONE
             ),
             weights,
@@ -238,7 +240,7 @@ def regressor_parts(label_dimension: int, metrics: Sequence[str]) -> dict[str, C
         return tf.losses.mean_squared_error(labels, outputs, weights=weights)
 
     def metric_fn(labels, outputs, weights):
-        ops = _average_loss(tf.reduce_mean(tf.square(labels - outputs), axis=1), weights)
+        ops = _average_loss(lambda: tf.reduce_mean(tf.square(labels - outputs), axis=1), weights)
         weights = None if weights is None else tf.reshape(weights, [-1, 1])
         functions = {
             "mse": tf.metrics.mean_squared_error,

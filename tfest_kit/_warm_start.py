@@ -19,6 +19,8 @@ __all__ = [
 
 # (checkpoint, (name, shape, warm-started) per variable) listed in full by this process.
 _LISTED: set = set()
+# model_dirs this process has said it resumes instead of warm starting.
+_RESUMING: set = set()
 
 
 def resolve_checkpoint(init_checkpoint: str) -> str:
@@ -45,7 +47,7 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
         prefix = tf.train.latest_checkpoint(path) or _only_checkpoint_in(path)
         if prefix is None:
             listing = sorted(tf.io.gfile.listdir(path))[:10]
-            found = _checkpoints_next_to(os.path.join(path, "x"))
+            found = _checkpoints_in(path)
             example = os.path.join(path, found[0]) if found else ".../model.ckpt-1000"
             raise ValueError(
                 f"`init_checkpoint` is a directory without a checkpoint (no usable `checkpoint` "
@@ -55,7 +57,7 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
     else:
         prefix = _strip_file_suffix(path)
         if not tf.io.gfile.glob(prefix + ".index") and not tf.io.gfile.exists(prefix):
-            found = _checkpoints_next_to(prefix)
+            found = _checkpoints_in(os.path.dirname(prefix) or ".")
             raise ValueError(
                 "`init_checkpoint` does not exist: expected a checkpoint prefix with a "
                 f"`.index` file next to it, or a directory holding checkpoints. Got: {path!r}"
@@ -84,7 +86,7 @@ def _only_checkpoint_in(directory: str) -> Optional[str]:
     saved_model_variables = os.path.join(directory, "variables", "variables")
     if tf.io.gfile.exists(saved_model_variables + ".index"):
         return saved_model_variables
-    found = _checkpoints_next_to(os.path.join(directory, "x"))
+    found = _checkpoints_in(directory)
     return os.path.join(directory, found[0]) if len(found) == 1 else None
 
 
@@ -103,9 +105,6 @@ def resuming(model_dir: Optional[str]) -> bool:
     return True
 
 
-_RESUMING: set = set()
-
-
 def _strip_file_suffix(path: str) -> str:
     """``model.ckpt-100.index`` / ``.meta`` / ``.data-00000-of-00001`` -> ``model.ckpt-100``.
 
@@ -120,11 +119,11 @@ def _strip_file_suffix(path: str) -> str:
     return path
 
 
-def _checkpoints_next_to(prefix: str) -> list[str]:
-    directory = os.path.dirname(prefix) or "."
+def _checkpoints_in(directory: str) -> list[str]:
+    """The prefixes of the checkpoints in ``directory`` (by their ``.index`` files), at most 10."""
     try:
         indexes = tf.io.gfile.glob(os.path.join(directory, "*.index"))
-    except Exception:  # noqa: BLE001 - only a hint for the error message
+    except Exception:  # noqa: BLE001 - unlistable: no checkpoint to offer or suggest
         return []
     return sorted(os.path.basename(index)[: -len(".index")] for index in indexes)[:10]
 
