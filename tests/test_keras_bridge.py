@@ -371,6 +371,32 @@ def test_rerun_to_the_same_max_steps_trains_nothing(tmp_path, checkpoint_format,
         est.train(train_fn, steps=1, max_steps=8)
 
 
+@pytest.mark.parametrize("checkpoint_format", ["checkpoint", "saver"])
+@pytest.mark.parametrize("keep", [1, None])
+def test_checkpoints_are_kept_as_the_run_config_says(tmp_path, checkpoint_format, keep):
+    # The official object-based saver kept 5 checkpoints whatever keep_checkpoint_max said
+    # (None, "keep all", lost all but 5), and wrote absolute paths into the state file.
+    model_dir = tmp_path / "run"
+    config = tf2.estimator.RunConfig(save_checkpoints_steps=2, keep_checkpoint_max=keep)
+    est = to_estimator(
+        _sequential(), model_dir=str(model_dir), config=config, checkpoint_format=checkpoint_format
+    )
+    est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=14)
+    kept = sorted(
+        int(name.split("-")[1][: -len(".index")])
+        for name in os.listdir(model_dir)
+        if name.endswith(".index")
+    )
+    assert kept == ([14] if keep == 1 else [0, 2, 4, 6, 8, 10, 12, 14])
+    state = tf.train.get_checkpoint_state(str(model_dir))
+    assert state.all_model_checkpoint_paths  # relative names, resolved against model_dir
+    assert (model_dir / "checkpoint").read_text().count(str(model_dir)) == 0
+    # The moved model_dir still resumes.
+    moved = tmp_path / "moved"
+    os.rename(model_dir, moved)
+    assert tf.train.latest_checkpoint(str(moved)).endswith("model.ckpt-14")
+
+
 def test_train_and_evaluate_resumes_object_based_checkpoints(tmp_path):
     # The step of an object-based checkpoint is "estimator_global_step/.ATTRIBUTES/…", not
     # "global_step": reading it by the TF1 name failed every run after the first.

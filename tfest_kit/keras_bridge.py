@@ -526,6 +526,9 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
             else:
                 spec = official_model_fn(features, labels, mode)
         saver = spec.scaffold.saver
+        if saver is not None and hasattr(saver, "_object_restore_saver"):
+            saver = _saver_as_configured(saver, config)
+            spec = spec._replace(scaffold=tf.train.Scaffold(saver=saver))
         if saver is not None and saver not in tf.get_collection(tf.GraphKeys.SAVERS):
             # The object-based checkpoint's saver lives in the Scaffold only; hooks find the
             # session's saver in this collection (NanGuardHook sets aside what it saved after
@@ -534,6 +537,26 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
         return spec
 
     return model_fn
+
+
+def _saver_as_configured(saver, config):
+    """The object-based checkpoint's saver, keeping checkpoints as ``config`` says.
+
+    The official model_fn builds it with ``Saver``'s defaults and puts it in the Scaffold, so
+    Estimator builds none of its own: ``keep_checkpoint_max`` was ignored (5 were kept
+    whatever it said, and ``None`` deleted all but 5) and the ``checkpoint`` file held
+    absolute paths, which break when the model_dir is moved. Rebuilt here with the settings
+    of Estimator's own saver, over the same variables and the same object-graph restore.
+    """
+    rebuilt = tf.train.Saver(
+        var_list=saver._var_list,
+        sharded=True,
+        max_to_keep=config.keep_checkpoint_max,
+        keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
+        save_relative_paths=True,
+    )
+    rebuilt._object_restore_saver = saver._object_restore_saver
+    return rebuilt
 
 
 def _split_sample_weights(features, input_names: list[str]):
