@@ -121,18 +121,44 @@ def _stand_in_estimator(config, model_dir: str):
         )
 
 
-class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
-    """Runs an official early-stopping hook with its ``STOP`` flag kept out of checkpoints.
+def _stop_flag_out_of_checkpoints() -> tf.Variable:
+    """The official hooks' ``signal_early_stopping/STOP`` flag, created first in no collection.
 
-    The official hook creates ``signal_early_stopping/STOP`` as a *global* variable, so it is
-    saved with the model: a model_dir trained without early stopping then cannot be resumed
-    with it ("Key signal_early_stopping/STOP not found in checkpoint"). In a single process
-    nothing else reads the flag, so it is created first (the official hook reuses it by name)
-    in no collection: no Saver writes it and no ``ready_op`` checks it. It cannot be a local
-    variable either: a model_fn's ``Scaffold(local_init_op=...)`` is built before the hooks'
-    ``begin()``, would not initialise it, and the session would never become ready. So this
-    hook initialises it itself once the session exists. Clusters keep the official behaviour:
-    there the flag is how the chief tells the workers to stop.
+    The official hooks create it as a *global* variable, so it is saved with the model: a
+    model_dir trained without early stopping then cannot be resumed with it ("Key
+    signal_early_stopping/STOP not found in checkpoint"), and on a cluster the ``True`` of an
+    early stop is restored by every later run, whose workers then stop at their first step.
+    Created first (the official hooks reuse it by name) in no collection, no Saver writes it
+    and no ``ready_op`` checks it; the chief initialises it to False when its session starts.
+    It cannot be a local variable: a model_fn's ``Scaffold(local_init_op=...)`` is built
+    before the hooks' ``begin()``, would not initialise it, and the session would never
+    become ready. On a cluster the device function of the graph puts it on a ps task, where
+    the chief's stop reaches the workers, as the official flag does.
+    """
+    if tf.train.get_global_step() is None:
+        # The official hook would fail at its first check with a TypeError about None.
+        raise ValueError(
+            "early_stopping needs a global step: its patience and the eval results are "
+            "counted in global steps. Create one before the session, e.g. "
+            "global_step = tf.compat.v1.train.get_or_create_global_step(), and pass it to "
+            "optimizer.minimize(loss, global_step=global_step)"
+        )
+    with tf.variable_scope("signal_early_stopping", values=[], reuse=tf.AUTO_REUSE):
+        return tf.get_variable(
+            "STOP",
+            shape=[],
+            dtype=tf.bool,
+            initializer=tf.initializers.constant(False),
+            collections=[],
+            trainable=False,
+        )
+
+
+class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
+    """Runs the official (chief's) early-stopping hook with its flag kept out of checkpoints.
+
+    See :func:`_stop_flag_out_of_checkpoints`; this hook initialises the flag once the
+    session exists, before the official hook can set it.
     """
 
     def __init__(self, hook: tf.train.SessionRunHook) -> None:
@@ -140,23 +166,7 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
         self._init_flag = None
 
     def begin(self) -> None:
-        if tf.train.get_global_step() is None:
-            # The official hook would fail at its first check with a TypeError about None.
-            raise ValueError(
-                "early_stopping needs a global step: its patience and the eval results are "
-                "counted in global steps. Create one before the session, e.g. "
-                "global_step = tf.compat.v1.train.get_or_create_global_step(), and pass it to "
-                "optimizer.minimize(loss, global_step=global_step)"
-            )
-        with tf.variable_scope("signal_early_stopping", values=[], reuse=tf.AUTO_REUSE):
-            flag = tf.get_variable(
-                "STOP",
-                shape=[],
-                dtype=tf.bool,
-                initializer=tf.initializers.constant(False),
-                collections=[],
-                trainable=False,
-            )
+        flag = _stop_flag_out_of_checkpoints()
         # Built here: the graph is final by after_create_session, and under a distribution
         # strategy the flag is a distributed variable whose initializer is a new group op.
         self._init_flag = flag.initializer
@@ -175,6 +185,34 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
 
     def end(self, session) -> None:
         self._hook.end(session)
+
+
+class _StopWhenTheChiefSays(tf.train.SessionRunHook):
+    """A non-chief worker's hook: stops when the chief has set the flag.
+
+    The official ``_CheckForStoppingHook`` fetches the flag at every step. Kept out of
+    checkpoints, the flag is initialised by the chief, and a worker may run steps before
+    that: until the flag is initialised this hook fetches whether it is, and reads it from
+    the next step on.
+    """
+
+    def begin(self) -> None:
+        flag = _stop_flag_out_of_checkpoints()
+        self._stop = flag.read_value()
+        self._initialized = tf.is_variable_initialized(flag)
+        self._seen_initialized = False
+
+    def before_run(self, run_context):
+        del run_context
+        fetch = self._stop if self._seen_initialized else self._initialized
+        return tf.train.SessionRunArgs(fetch)
+
+    def after_run(self, run_context, run_values) -> None:
+        if not self._seen_initialized:
+            self._seen_initialized = bool(run_values.results)
+        elif run_values.results:
+            tf.logging.info("Early stopping requested, suspending run.")
+            run_context.request_stop()
 
 
 def early_stopping(
@@ -203,8 +241,9 @@ def early_stopping(
       names an error (loss, error, mse, mae, mape, rmse …), else min; the choice is logged;
     * a single-machine ``train_distribute`` (e.g. ``MirroredStrategy``) is no longer treated as
       multi-worker;
-    * on one machine its stop flag is kept out of checkpoints, so a model_dir trained without
-      early stopping can be resumed with it.
+    * its stop flag is kept out of checkpoints, so a model_dir trained without early stopping
+      can be resumed with it (on one machine or a cluster), and on a cluster the workers of a
+      run after an early stop no longer stop at their first step.
 
     Example:
 
@@ -220,7 +259,8 @@ def early_stopping(
     ``Estimator.evaluate`` writes. The loop needs a global step.
 
     Caveat: as with the official hook, in a distributed run the chief decides and the other
-    workers stop when told; a separate evaluator job is not stopped.
+    workers stop when told; a separate evaluator job is not stopped (it exits by itself only
+    at ``max_steps``; ``python -m tfest_kit.cluster`` stops it after ``--evaluator-grace``).
 
     Args:
       estimator: the ``tf.estimator.Estimator`` being trained (its ``eval_dir()`` is read and
@@ -286,6 +326,9 @@ def early_stopping(
         run_every_secs=run_every_secs,
         run_every_steps=run_every_steps,
     )
-    if estimator_config.cluster_spec.jobs:
-        return hook
-    return _StopFlagOutOfCheckpoints(hook)
+    strategy = estimator_config.train_distribute
+    if strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER):
+        return hook  # the official one: its flag is a variable summed over the workers
+    if estimator_config.is_chief:
+        return _StopFlagOutOfCheckpoints(hook)
+    return _StopWhenTheChiefSays()

@@ -114,3 +114,38 @@ def test_multi_worker_mirrored_strategy(tmp_path):
     assert "VARIABLE_DEVICE w /job:worker/" in "\n".join(_lines(output, "worker:0")), output
     assert "group_size = 2" in chief, output
     _check_training_outcome(output, model_dir)
+
+
+def test_parameter_server_training_resumes_a_model_dir_across_runs(tmp_path):
+    # Early stopping's flag is not saved with the model, so a model_dir trained on one machine
+    # resumes on a cluster ("Key signal_early_stopping/STOP not found in checkpoint" before),
+    # and after an early stop the next run's workers train instead of stopping at once.
+    model_dir = str(tmp_path / "model")
+    run_program([PROGRAM, f"--model_dir={model_dir}", "--max_steps=20", "--wait_at=-1"])
+    assert tf.train.load_checkpoint(model_dir).get_tensor("global_step") == 20
+
+    output = _run_cluster(model_dir, "--workers", "1", "--ps", "1", program_args=["--wait_at=25"])
+    _check_training_outcome(output, model_dir)
+    reader = tf.train.load_checkpoint(model_dir)
+    assert not any("signal_early_stopping" in name for name in reader.get_variable_to_shape_map())
+    stopped = int(reader.get_tensor("global_step"))
+
+    os.remove(os.path.join(model_dir, "worker0-joined"))
+    output = _run_cluster(
+        model_dir,
+        "--workers",
+        "1",
+        "--ps",
+        "1",
+        program_args=[
+            f"--max_steps={stopped + 60}",
+            "--patience_steps=1000000",
+            f"--wait_at={stopped + 5}",
+        ],
+    )
+    assert "WORKER_SEEN True" in "\n".join(_lines(output, "chief:0")), output
+    for task in ("chief:0", "worker:0"):
+        assert not any("early stopping" in x.lower() for x in _lines(output, task)), output
+    # Asynchronous training: the worker's last step may land after the chief's check.
+    final_step = tf.train.load_checkpoint(model_dir).get_tensor("global_step")
+    assert stopped + 60 <= final_step <= stopped + 62
