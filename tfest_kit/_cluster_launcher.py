@@ -37,6 +37,10 @@ Task = tuple[str, int]
 
 _PR_SET_PDEATHSIG = 1
 _POLL_SECS = 0.1
+# Above train_and_evaluate's default throttle_secs (600): the evaluator sleeps up to that long
+# before it looks for the final checkpoint, and stopping it earlier loses the final evaluation
+# and the final export.
+_EVALUATOR_GRACE_SECS = 660.0
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -200,8 +204,23 @@ class LocalCluster:
             self.start_task(*task)
 
     def stop(self, grace_secs: float = 5.0) -> None:
-        """Stops every running task: SIGTERM to each process group, SIGKILL after ``grace_secs``."""
+        """Stops every running task: SIGTERM to each process group, SIGKILL after ``grace_secs``.
+
+        The parameter servers are stopped last, once the other tasks have exited: a chief
+        that saves a checkpoint on SIGTERM (``PreemptionHook``) needs them to read its
+        variables, and without them it would wait on them for the whole grace period.
+        """
         running = [(t, p) for t, p in self._procs.items() if p.poll() is None]
+        self._stop_tasks([(t, p) for t, p in running if t[0] != "ps"], grace_secs)
+        self._stop_tasks([(t, p) for t, p in running if t[0] == "ps"], grace_secs)
+        for proc in self._procs.values():
+            # Leftovers of a task whose leader already exited.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        for pump in self._pumps.values():
+            pump.join(5)
+
+    def _stop_tasks(self, running: list, grace_secs: float) -> None:
         for task, _ in running:
             self.signal_task(*task, signal.SIGTERM)
         deadline = time.monotonic() + grace_secs
@@ -212,12 +231,6 @@ class LocalCluster:
                 self._write(f"[launcher] {_name(task)} ignored SIGTERM for {grace_secs}s; SIGKILL")
                 self.signal_task(*task, signal.SIGKILL)
                 proc.wait(10)
-        for proc in self._procs.values():
-            # Leftovers of a task whose leader already exited.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        for pump in self._pumps.values():
-            pump.join(5)
 
     def _wait_all(self, tasks: list[Task], deadline: float) -> list[Task]:
         """Waits until ``tasks`` exit or ``deadline``; returns those still running."""
@@ -236,7 +249,7 @@ class LocalCluster:
         *,
         timeout: Optional[float] = None,
         worker_grace_secs: float = 120.0,
-        evaluator_grace_secs: float = 300.0,
+        evaluator_grace_secs: float = _EVALUATOR_GRACE_SECS,
     ) -> int:
         """Starts the cluster, waits for the chief and returns its exit status.
 
@@ -329,7 +342,9 @@ class LocalCluster:
             # which never comes when training stopped early.
             self._write(
                 f"[launcher] the evaluator still runs {evaluator_grace_secs}s after the chief "
-                "finished (it exits by itself only at max_steps); stopping it"
+                "finished; stopping it (it exits by itself once it has evaluated a checkpoint "
+                "at max_steps: never after an early stop, and later than --evaluator-grace when "
+                "throttle_secs is longer)"
             )
         failed = self._failed_tasks()
         if failed:
@@ -387,8 +402,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--evaluator-grace",
         type=_seconds(0, True),
-        default=300.0,
-        help="seconds the evaluator may run after the chief finished (its final evaluation)",
+        default=_EVALUATOR_GRACE_SECS,
+        help="seconds the evaluator may run after the chief finished, for its final "
+        "evaluation; keep it above the program's throttle_secs (default: %(default)s, above "
+        "train_and_evaluate's default throttle_secs of 600)",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS…]")
     return parser
