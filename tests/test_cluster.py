@@ -92,6 +92,8 @@ def test_string_index_is_normalised_like_runconfig_does():
         (_config("chief", 0, {"chief": ["h:1"], "worker": ["h:x2"]}), "integer port"),
         (_config("chief", 0, {"chief": ["h"]}), "'h'"),
         (_config("chief", 0, {"chief": ["h:70000"]}), "1-65535"),
+        (_config("chief", 0, {"chief": ["h:\u00b2"]}), "integer port"),
+        (_config("worker", 0, {"chief": ["h:1"], "worker": []}), "cluster.worker lists no addr"),
         (_config("chief", 0, {"chief": [2222]}), 'must be a "host:port" string'),
         (_config("chief", 0, {"chief": "h:1"}), "must be a list"),
         (_config("chief", 0, {"chief": ["h:1"], "worker": ["h:1"]}), "both cluster.chief[0] and"),
@@ -334,6 +336,36 @@ def test_stop_kills_grandchildren_and_tasks_ignoring_sigterm():
         local.stop(grace_secs=0.5)
     assert "ignored SIGTERM" in out.getvalue()
     assert _all_dead(pids)
+
+
+def test_stop_leaves_the_parameter_servers_until_the_other_tasks_exit(tmp_path):
+    # A chief saving a checkpoint on SIGTERM (PreemptionHook) reads its variables from the
+    # ps: stopped together, the save failed ("Socket closed") and the chief hung in recovery.
+    out = io.StringIO()
+    pid_file = tmp_path / "ps.pid"
+    behaviour = f"""
+if t['type'] == 'ps':
+    open({str(pid_file)!r}, 'w').write(str(os.getpid()))
+    time.sleep(3600)
+import signal
+def on_term(*args):
+    time.sleep(0.5)  # the time a checkpoint takes
+    with open(f"/proc/{{open({str(pid_file)!r}).read()}}/stat") as f:
+        alive = f.read().split(")")[-1].split()[0] != "Z"
+    print(f"ps alive after SIGTERM: {{alive}}", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+print("handler set", flush=True)
+time.sleep(3600)
+"""
+    with LocalCluster(_child(behaviour), workers=1, ps=1, output=out) as local:
+        local.start()
+        _wait_for(out, "handler set", count=2)
+        _wait_for(out, "I am ps:0")
+        local.stop(grace_secs=5)
+    assert out.getvalue().count("ps alive after SIGTERM: True") == 2, out.getvalue()
+    assert "ignored SIGTERM" not in out.getvalue()
+    assert _all_dead(_pids(out.getvalue()))
 
 
 def test_a_task_can_be_killed_and_restarted_with_the_same_tf_config():

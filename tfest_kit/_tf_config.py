@@ -83,7 +83,8 @@ def _check_address(where: str, address: Any) -> str:
         raise ValueError(f'TF_CONFIG {where} must be a "host:port" string. Got: {_shown(address)}')
     match = _ADDRESS.match(address)
     port = match.group("port") if match else ""
-    if not match or not port.isdigit() or not 0 < int(port) < 65536:
+    # isascii: str.isdigit() also takes "²", which int() then refuses.
+    if not match or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise ValueError(
             f'TF_CONFIG {where} must be "host:port" with an integer port in 1-65535 '
             f'(e.g. "10.0.0.2:2222"). Got: {address!r}'
@@ -194,6 +195,12 @@ def _check_task(task: Any, cluster: Mapping) -> dict:
         raise ValueError(
             "TF_CONFIG: an 'evaluator' task is not supported with the legacy 'master' job; "
             "rename 'master' to 'chief' in the cluster."
+        )
+    if task_type != "evaluator" and not cluster[task_type]:
+        raise ValueError(
+            f"TF_CONFIG cluster.{task_type} lists no address, so there is no task "
+            f'{task_type}:{index}: give cluster.{task_type} this task\'s "host:port". '
+            f"Got: task = {_shown(dict(task))}, cluster = {_shown(dict(cluster))}"
         )
     if task_type != "evaluator" and index >= len(cluster[task_type]):
         raise ValueError(
