@@ -338,13 +338,13 @@ class LocalCluster:
         evaluators = [t for t in self.tasks if t[0] == "evaluator"]
         left = self._wait_all(evaluators, time.monotonic() + evaluator_grace_secs)
         if left:
-            # Estimator's evaluator exits only once it has evaluated a checkpoint at max_steps,
-            # which never comes when training stopped early.
+            # The official evaluator exits only once it has evaluated a checkpoint at
+            # max_steps, which never comes when training stopped early.
             self._write(
                 f"[launcher] the evaluator still runs {evaluator_grace_secs}s after the chief "
-                "finished; stopping it (it exits by itself once it has evaluated a checkpoint "
-                "at max_steps: never after an early stop, and later than --evaluator-grace when "
-                "throttle_secs is longer)"
+                "finished; stopping it (it exits by itself once it has evaluated the final "
+                "checkpoint: at max_steps, or after an early stop through "
+                "tfest_kit.train_and_evaluate; raise --evaluator-grace above throttle_secs)"
             )
         failed = self._failed_tasks()
         if failed:

@@ -29,6 +29,7 @@ class _NoImprovement:
         self._min_steps = min_steps
         self._warned_empty = False
         self._warned_elsewhere = False
+        self.fired = False  # returned True: the chief's hook then stops training
 
     def _better(self, value: float, best: float) -> bool:
         if self._higher:
@@ -94,6 +95,7 @@ class _NoImprovement:
                     best,
                     best_step,
                 )
+                self.fired = True
                 return True
         return False
 
@@ -158,12 +160,19 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
     """Runs the official (chief's) early-stopping hook with its flag kept out of checkpoints.
 
     See :func:`_stop_flag_out_of_checkpoints`; this hook initialises the flag once the
-    session exists, before the official hook can set it.
+    session exists, before the official hook can set it. ``stopped_early`` says whether the
+    official hook stopped training (``tfest_kit.train_and_evaluate`` then tells the
+    evaluator).
     """
 
-    def __init__(self, hook: tf.train.SessionRunHook) -> None:
+    def __init__(self, hook: tf.train.SessionRunHook, predicate: _NoImprovement) -> None:
         self._hook = hook
+        self._predicate = predicate
         self._init_flag = None
+
+    @property
+    def stopped_early(self) -> bool:
+        return self._predicate.fired
 
     def begin(self) -> None:
         flag = _stop_flag_out_of_checkpoints()
@@ -259,8 +268,10 @@ def early_stopping(
     ``Estimator.evaluate`` writes. The loop needs a global step.
 
     Caveat: as with the official hook, in a distributed run the chief decides and the other
-    workers stop when told; a separate evaluator job is not stopped (it exits by itself only
-    at ``max_steps``; ``python -m tfest_kit.cluster`` stops it after ``--evaluator-grace``).
+    workers stop when told. Estimator's evaluator job exits by itself only at ``max_steps``;
+    run through ``tfest_kit.train_and_evaluate``, it also exits once it has evaluated the
+    checkpoint an early stop ended training at (the chief records that step in
+    ``model_dir/stopped_early.json``).
 
     Args:
       estimator: the ``tf.estimator.Estimator`` being trained (its ``eval_dir()`` is read and
@@ -330,5 +341,5 @@ def early_stopping(
     if strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER):
         return hook  # the official one: its flag is a variable summed over the workers
     if estimator_config.is_chief:
-        return _StopFlagOutOfCheckpoints(hook)
+        return _StopFlagOutOfCheckpoints(hook, predicate)
     return _StopWhenTheChiefSays()

@@ -18,6 +18,7 @@ __all__ = [
     "estimator",
     "CallableOptions",
     "SavedModel",
+    "estimator_training",
     "TF_VERSION",
     "check_version",
 ]
@@ -80,3 +81,7 @@ from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 # The saved_model.pb file format, to read an export's signatures without restoring its weights
 # (what `saved_model_cli show` does); TensorFlow has no public name for it either.
 from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
+
+# Estimator's train_and_evaluate machinery, for its one extension point with no public name:
+# the evaluator's continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)).
+from tensorflow_estimator.python.estimator import training as estimator_training  # noqa: E402

@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable
 from typing import Any, Callable, Optional
 
@@ -27,7 +29,7 @@ from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import estimator as tf_estimator
-from tfest_kit._tf import tf
+from tfest_kit._tf import estimator_training, tf
 from tfest_kit._tf_config import validate_tf_config
 
 __all__ = ["train_and_evaluate", "latest_eval_metrics"]
@@ -111,6 +113,75 @@ def _evaluator_throttle(estimator, throttle_secs: float) -> float:
     return throttle_secs
 
 
+# In model_dir, written by the chief of a distributed run that stopped early:
+# {"global_step": the step of the checkpoint training ended with}.
+_STOPPED_EARLY_FILE = "stopped_early.json"
+
+
+def _record_early_stop(model_dir: str) -> None:
+    step = saved_step(model_dir)
+    path = os.path.join(model_dir, _STOPPED_EARLY_FILE)
+    with tf.gfile.GFile(path + ".tmp", "w") as f:
+        f.write(json.dumps({"global_step": step}))
+    tf.gfile.Rename(path + ".tmp", path, overwrite=True)
+    tf.logging.info("Training stopped early at global step %s; recorded in %s", step, path)
+
+
+def _early_stop_step(path: str) -> Optional[int]:
+    try:
+        with tf.gfile.GFile(path) as f:
+            return int(json.load(f)["global_step"])
+    except (tf.errors.NotFoundError, ValueError, KeyError, TypeError):
+        return None
+
+
+class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
+    """Ends an evaluator task's continuous evaluation once the chief has stopped early.
+
+    Estimator's evaluator exits only after evaluating a checkpoint at ``max_steps``, which
+    never comes after an early stop: on a cluster it would wait for one forever. The chief
+    records the step its training ended at (``_STOPPED_EARLY_FILE``); the evaluator ends
+    once it has evaluated a checkpoint at that step or later. A record of a step not above
+    the checkpoint that existed when the evaluator started is from an earlier run, and is
+    ignored.
+    """
+
+    def __init__(self, model_dir: str) -> None:
+        self._path = os.path.join(model_dir, _STOPPED_EARLY_FILE)
+        start = saved_step(model_dir)
+        self._start_step = -1 if start is None else start
+        self._evaluated = -1
+
+    def after_eval(self, eval_result) -> bool:
+        if eval_result.status == "evaluated":
+            self._evaluated = int(eval_result.metrics[tf.GraphKeys.GLOBAL_STEP])
+        stop_step = _early_stop_step(self._path)
+        if stop_step is None or stop_step <= self._start_step or self._evaluated < stop_step:
+            return True
+        tf.logging.info(
+            "Training stopped early at global step %d, which is evaluated: the evaluator ends",
+            stop_step,
+        )
+        return False
+
+
+def _run(estimator, train_spec, eval_spec):
+    """``tf.estimator.train_and_evaluate``; an evaluator task also ends after an early stop."""
+    config = estimator.config
+    if config.task_type != "evaluator" or getattr(config, "_distribute_coordinator_mode", None):
+        return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    if config.task_id > 0:  # the official check, before anything runs
+        raise ValueError(
+            "For distributed training, there can only be one `evaluator` task (with task id "
+            f"0).  Given task id {config.task_id}"
+        )
+    listener = _EndAfterEarlyStop(estimator.model_dir)
+    executor = estimator_training._TrainingExecutor(
+        estimator, train_spec, eval_spec, continuous_eval_listener=listener
+    )
+    return executor.run()
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
@@ -178,9 +249,12 @@ def train_and_evaluate(
     returns ``None`` on every task. Here the chief, workers and the evaluator then return the
     newest metrics found in the eval directory (possibly from an earlier checkpoint than the
     final one on the chief: check ``"global_step"``), or ``{}`` if there are none yet.
-    A ps task never returns. If training was already complete (the checkpoint is at
-    ``max_steps``), the last checkpoint is evaluated once more so metrics are still returned
-    (exporters are not called then).
+    A ps task never returns. An evaluator task returns once it has evaluated a checkpoint
+    at ``max_steps`` (as in the official call) or, after the chief stopped early (see
+    ``tfest_kit.hooks.early_stopping``), the checkpoint training ended with: the official
+    evaluator would wait for ``max_steps`` forever. If training was already complete (the
+    checkpoint is at ``max_steps``), the last checkpoint is evaluated once more so metrics are
+    still returned (exporters are not called then).
 
     Args:
       estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. tfest_kit's TPUEstimator).
@@ -243,7 +317,13 @@ def train_and_evaluate(
         start_delay_secs=check_number("start_delay_secs", start_delay_secs, hint="seconds"),
         throttle_secs=_evaluator_throttle(estimator, throttle_secs),
     )
-    result = tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    result = _run(estimator, train_spec, eval_spec)
+    if (
+        estimator.config.cluster_spec.jobs
+        and estimator.config.is_chief
+        and any(getattr(hook, "stopped_early", False) for hook in train_hooks)
+    ):
+        _record_early_stop(estimator.model_dir)
     metrics = result[0] if isinstance(result, tuple) else None
     if metrics is None and isinstance(result, tuple):
         # Local run whose checkpoint was already at max_steps: nothing was trained or evaluated.

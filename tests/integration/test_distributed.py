@@ -93,9 +93,17 @@ def _check_training_outcome(output: str, model_dir: str) -> None:
     assert "training done; stopping the parameter servers" in output
 
 
+def _check_evaluator_ended_by_itself(output: str, model_dir: str) -> None:
+    # After the early stop, not at max_steps: the official evaluator would wait forever.
+    step = tf.train.load_checkpoint(model_dir).get_tensor("global_step")
+    assert f"Training stopped early at global step {step}, which is evaluated" in output, output
+    assert "the evaluator still runs" not in output, output
+
+
 def test_parameter_server_training(tmp_path):
     model_dir = str(tmp_path / "model")
     output = _run_cluster(model_dir, "--workers", "1", "--ps", "1")
+    _check_evaluator_ended_by_itself(output, model_dir)
     # Variables live on the ps task, for the chief's graph and the worker's alike.
     for task in ("chief:0", "worker:0"):
         devices = dict(x.split()[1:] for x in _lines(output, task) if x.startswith("VARIABLE_DEV"))
@@ -126,6 +134,7 @@ def test_parameter_server_training_resumes_a_model_dir_across_runs(tmp_path):
 
     output = _run_cluster(model_dir, "--workers", "1", "--ps", "1", program_args=["--wait_at=25"])
     _check_training_outcome(output, model_dir)
+    _check_evaluator_ended_by_itself(output, model_dir)
     reader = tf.train.load_checkpoint(model_dir)
     assert not any("signal_early_stopping" in name for name in reader.get_variable_to_shape_map())
     stopped = int(reader.get_tensor("global_step"))
@@ -149,3 +158,6 @@ def test_parameter_server_training_resumes_a_model_dir_across_runs(tmp_path):
     # Asynchronous training: the worker's last step may land after the chief's check.
     final_step = tf.train.load_checkpoint(model_dir).get_tensor("global_step")
     assert stopped + 60 <= final_step <= stopped + 62
+    # The evaluator ignored the earlier run's early stop and ended at max_steps.
+    assert "Exiting evaluation, global_step=" in "\n".join(_lines(output, "evaluator:0")), output
+    assert "which is evaluated" not in output, output
