@@ -153,7 +153,7 @@ class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
         self._evaluated = -1
 
     def after_eval(self, eval_result) -> bool:
-        if eval_result.status == "evaluated":
+        if eval_result.status == estimator_training._EvalStatus.EVALUATED:
             self._evaluated = int(eval_result.metrics[tf.GraphKeys.GLOBAL_STEP])
         stop_step = _early_stop_step(self._path)
         if stop_step is None or stop_step <= self._start_step or self._evaluated < stop_step:
