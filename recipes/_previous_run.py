@@ -5,6 +5,10 @@ A re-run with the same ``--model_dir`` resumes from the checkpoint there. With a
 tested on and reports an accuracy it did not earn; with another model shape the restore fails
 deep inside TensorFlow. Each recipe records the flags that matter in
 ``MODEL_DIR/<recipe>_flags.json`` and is stopped, before any work, when they differ.
+
+A flag the record lacks (the record of an older version of the recipe, from before the flag
+was recorded) is not compared: nothing says what that run used, and refusing the directory
+would leave no flags to resume it with.
 """
 
 from __future__ import annotations
@@ -70,7 +74,9 @@ def check(
         return
     with open(path) as f:
         previous = json.load(f)
-    if previous != _as_read(flags):
+    current = _as_read(flags)
+    # See the module docstring: flags added to the record since that run are not compared.
+    if previous != {k: v for k, v in current.items() if k in previous}:
         raise PreviousRunError(
             f"--model_dir {model_dir} holds a checkpoint trained with {_spell(previous)}; "
             f"this run has {_spell(flags)}. Pass those flags to resume it, or give a new "
@@ -81,12 +87,32 @@ def check(
 def record(model_dir: str, recipe: str, flags: Mapping[str, object]) -> None:
     """Writes ``flags`` as the ones ``model_dir``'s checkpoints are trained with.
 
+    Creates ``model_dir`` if needed.
+
+    Raises:
+      PreviousRunError: if ``model_dir`` cannot be created or written to (a parent that is a
+        file, no permission, a read-only file system); the message gives the reason.
+
     Example:
       >>> record("/tmp/iris", "iris_custom_estimator", {"seed": 0})
     """
-    os.makedirs(model_dir, exist_ok=True)
-    with open(_flags_file(model_dir, recipe), "w") as f:
-        json.dump(_as_read(flags), f)
+    # The first write into --model_dir: a directory that cannot be used is reported here in
+    # one line, before TensorFlow would fail on it with a traceback.
+    try:
+        os.makedirs(model_dir, exist_ok=True)
+    except OSError as e:
+        raise PreviousRunError(
+            f"cannot create --model_dir {model_dir}: {e.strerror or e}. Give a directory that "
+            "can be created and written to"
+        ) from e
+    try:
+        with open(_flags_file(model_dir, recipe), "w") as f:
+            json.dump(_as_read(flags), f)
+    except OSError as e:
+        raise PreviousRunError(
+            f"cannot write to --model_dir {model_dir}: {e.strerror or e}. Give a directory "
+            "that can be written to"
+        ) from e
 
 
 def check_and_record_or_exit(
@@ -95,13 +121,13 @@ def check_and_record_or_exit(
     flags: Mapping[str, object],
     checkpoint_dirs: Iterable[str] | None = None,
 ) -> None:
-    """:func:`check` then :func:`record`; a refusal ends the program with exit status 1.
+    """:func:`check` then :func:`record`; either's error ends the program with exit status 1.
 
     Example:
       >>> check_and_record_or_exit("/tmp/digits", "tpu_digits", {"seed": 0})
     """
     try:
         check(model_dir, recipe, flags, checkpoint_dirs)
+        record(model_dir, recipe, flags)
     except PreviousRunError as e:
         sys.exit(f"{recipe}: error: {e}")
-    record(model_dir, recipe, flags)

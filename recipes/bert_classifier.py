@@ -62,23 +62,23 @@ import numpy as np
 from absl import app, flags
 
 import tfest_kit
+from recipes import _flags
 from recipes._bert import features, modeling, processors, sample_data, tokenization
 from tfest_kit import cluster, hooks, logs, model_fn, serving, tpu
 from tfest_kit._tf import tf
+from tfest_kit._warm_start import resolve_checkpoint
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
     "task_name", "sample", f"Task: one of {sorted(processors.PROCESSORS)} (GLUE TSV layouts)."
 )
-flags.DEFINE_string(
+_flags.define_path(
     "data_dir", None, "Directory with train.tsv, dev.tsv, test.tsv (sample: generated if unset)."
 )
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the BERT model (sample: generated).")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model (sample: generated).")
-flags.DEFINE_string(
-    "init_checkpoint", None, "Checkpoint to warm-start from (e.g. bert_model.ckpt)."
-)
-flags.DEFINE_string("output_dir", None, "Checkpoints, caches, exports (default: a temp dir).")
+_flags.define_path("vocab_file", None, "vocab.txt of the BERT model (sample: generated).")
+_flags.define_path("bert_config_file", None, "bert_config.json of the model (sample: generated).")
+_flags.define_path("init_checkpoint", None, "Checkpoint to warm-start from (e.g. bert_model.ckpt).")
+_flags.define_path("output_dir", None, "Checkpoints, caches, exports (default: a temp dir).")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case input (True for uncased models).")
 flags.DEFINE_integer(
     "max_seq_length",
@@ -238,16 +238,39 @@ def _examples(processor, data_dir: str):
     return tuple(found)
 
 
-def _check_trained_model(output_dir: str) -> None:
+def _check_trained_model(output_dir: Optional[str]) -> None:
     # Evaluating or predicting without training would silently use an untrained model, and
     # export_saved_model fails only at the very end: name the likely mistake up front.
-    if FLAGS.do_train or tf.train.latest_checkpoint(output_dir):
+    if FLAGS.do_train or (output_dir and tf.train.latest_checkpoint(output_dir)):
         return
+    where = f"{output_dir} has no checkpoint" if output_dir else "none was given"
     raise app.UsageError(
-        f"--nodo_train needs a trained model in --output_dir, and {output_dir} has no "
-        "checkpoint: point --output_dir at the directory of a training run, or add "
-        "--do_train. Got: --nodo_train"
+        f"--nodo_train needs a trained model in --output_dir, and {where}: point --output_dir "
+        "at the directory of a training run, or add --do_train. Got: --nodo_train"
     )
+
+
+def _check_init_checkpoint(output_dir: Optional[str]) -> None:
+    # model_fn.classifier reports an unreadable --init_checkpoint only when training builds
+    # its graph, after the TFRecord caches are written. A run that resumes from output_dir's
+    # own checkpoint does not read it (it may be gone by then), so it is not checked then.
+    if not FLAGS.init_checkpoint or (output_dir and tf.train.latest_checkpoint(output_dir)):
+        return
+    resolve_checkpoint(FLAGS.init_checkpoint)  # ValueError naming the path and what it lacks
+
+
+def _make_output_dir() -> str:
+    """Returns --output_dir (or a new temporary directory), created if needed."""
+    output_dir = FLAGS.output_dir or tempfile.mkdtemp(prefix="bert_classifier_")
+    try:
+        tf.io.gfile.makedirs(output_dir)
+    except (OSError, tf.errors.OpError) as e:
+        reason = e.message if isinstance(e, tf.errors.OpError) else (e.strerror or str(e))
+        raise app.UsageError(
+            f"cannot create --output_dir {output_dir}: {reason}. Give a directory that can be "
+            "created and written to"
+        ) from e
+    return output_dir
 
 
 def _train_schedule(train_examples, generated: bool):
@@ -262,18 +285,25 @@ def _train_schedule(train_examples, generated: bool):
 
 
 def _resolve_settings() -> _Settings:
-    """Checks the flags and resolves them, data-dependent defaults included, for this run."""
+    """Checks the flags and resolves them, data-dependent defaults included, for this run.
+
+    Raises:
+      app.UsageError: for flags that do not fit together or an --output_dir that cannot be
+        created; checked before anything is written.
+      ValueError: for a flag value or a file it names that cannot be used (task name, config,
+        vocabulary, TSV files, warm-start checkpoint).
+    """
     # {} on a single machine; in a cluster the task this process runs (validated up front).
     task = cluster.validate_tf_config().get("task") or {}
     _check_cluster_flags(task)
-    output_dir = FLAGS.output_dir or tempfile.mkdtemp(prefix="bert_classifier_")
-    tf.io.gfile.makedirs(output_dir)
     if not any((FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict, FLAGS.do_export)):
         raise app.UsageError("At least one of --do_train/--do_eval/--do_predict/--do_export.")
     tokenization.check_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-    _check_trained_model(output_dir)
-
     processor = processors.get_processor(FLAGS.task_name)
+    # Checked before output_dir is created: a refused run leaves no empty directory behind.
+    _check_trained_model(FLAGS.output_dir)
+    _check_init_checkpoint(FLAGS.output_dir)
+    output_dir = _make_output_dir()
     data_dir, vocab_file, config_file, generated = _resolve_inputs(output_dir, task)
     bert_config = modeling.BertConfig.from_json_file(config_file)
     seq_length = FLAGS.max_seq_length or (32 if generated else 128)
@@ -545,7 +575,13 @@ def _predict_and_answer(settings: _Settings, est, receiver, on_tpu: bool) -> Non
 def main(argv):
     del argv
     logs.setup()
-    settings = _resolve_settings()
+    try:
+        settings = _resolve_settings()
+    except ValueError as e:
+        # Every ValueError there is about a flag or a file it names (_resolve_settings builds
+        # no graph and trains nothing): a usage error, not a traceback. Later ValueErrors,
+        # from inside TensorFlow, keep theirs.
+        raise app.UsageError(str(e)) from e
     est = _estimator(_classifier_model_fn(settings), settings)
     on_tpu = not isinstance(est, tpu.TPUEstimator)  # the official class on a real TPU
     receiver = serving.bert_receiver(settings.seq_length)

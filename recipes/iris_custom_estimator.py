@@ -26,18 +26,21 @@ from absl import app, flags
 from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 
+from recipes import _flags
 from recipes import _previous_run as previous_run
 from tfest_kit import inputs, logs, serving
 from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Checkpoints, CSV files and exports (a temp dir if unset).")
+_flags.define_path("model_dir", None, "Checkpoints, CSV files and exports (a temp dir if unset).")
 flags.DEFINE_integer("steps", 1000, "Training steps.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 32, "Training batch size.", lower_bound=1)
 flags.DEFINE_list("hidden_units", ["16", "16"], "Units of the two hidden layers.")
 flags.DEFINE_float("learning_rate", 0.05, "Adam learning rate.")
 flags.DEFINE_integer("seed", 0, "Seed of the train/test split and of the weights.")
+_flags.register_layer_sizes("hidden_units")
+_flags.register_positive("learning_rate")
 
 COLUMNS = ["SepalLength", "SepalWidth", "PetalLength", "PetalWidth", "Species"]
 SPECIES = ["Setosa", "Versicolor", "Virginica"]

@@ -20,7 +20,8 @@ Run:
     python -m recipes.mobilenet_cats_dogs --data=tfds --weights=imagenet   # needs internet once
 
 Ctrl-C during training saves a checkpoint at that step; rerun with the printed ``--model_dir``
-(and the same ``--image_size`` / ``--alpha``) to resume.
+(and the same ``--image_size`` / ``--alpha`` and data flags) to resume. A rerun whose flags
+would change the model's shape or which images are held out is refused before any work.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 from absl import app, flags
 
 import tfest_kit
-from recipes import _pets_data
+from recipes import _flags, _pets_data
 from recipes import _previous_run as previous_run
 from tfest_kit import hooks, logs, serving
 from tfest_kit._tf import tf, tf2
@@ -42,13 +43,13 @@ from tfest_kit.keras_bridge import to_estimator
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("data", "auto", ["auto", "tfds", "images", "sample"], "Where images come from.")
-flags.DEFINE_string(
+_flags.define_path(
     "data_dir", None, "tfds data_dir (default $TFDS_DATA_DIR or ~/tensorflow_datasets)."
 )
-flags.DEFINE_string(
+_flags.define_path(
     "image_dir", None, "For --data=images: PetImages/{Cat,Dog} or cats/ dogs/ (any case)."
 )
-flags.DEFINE_string(
+_flags.define_path(
     "cache_dir", None, "Where the built-in sample is generated (~/.cache/tfest_kit)."
 )
 flags.DEFINE_integer("sample_per_class", 400, "Images per class in the built-in sample.")
@@ -64,7 +65,7 @@ flags.DEFINE_integer("eval_steps", None, "Evaluation batches (default: the whole
 flags.DEFINE_float("eval_fraction", 0.2, "Held-out fraction of an image folder / the sample.")
 flags.DEFINE_integer("log_every", 50, "Progress line every N steps.")
 flags.DEFINE_integer("num_predict", 4, "Held-out images sent to the exported model.")
-flags.DEFINE_string("model_dir", None, "Checkpoints and exports (default: a new temp dir).")
+_flags.define_path("model_dir", None, "Checkpoints and exports (default: a new temp dir).")
 flags.DEFINE_bool(
     "tensorflow_info",
     False,
@@ -101,16 +102,17 @@ def main(argv):
 def _run() -> int:
     _check_flags()
     weights, pretrained, image_size, alpha = _choose_weights()
-    # "--model_dir=~/x" reaches us unexpanded; TensorFlow would create ./~/x.
-    given_dir = os.path.expanduser(FLAGS.model_dir) if FLAGS.model_dir else None
-    # A checkpoint trained at another --image_size / --alpha cannot be resumed.
-    shape = {"image_size": image_size, "alpha": alpha}
+    source = _data_source()
+    given_dir = FLAGS.model_dir  # "~" expanded by the flag
+    # A checkpoint trained at another --image_size / --alpha cannot be resumed, and one trained
+    # on another split would be evaluated on images it was trained on.
+    recorded = {"image_size": image_size, "alpha": alpha, **_split_flags(source)}
     if given_dir:
-        previous_run.check(given_dir, RECIPE, shape)
+        previous_run.check(given_dir, RECIPE, recorded)
     base = _base_model(weights, pretrained, image_size, alpha)  # fails fast when offline
-    data = _choose_data(image_size)
+    data = _choose_data(source, image_size)
     model_dir = given_dir or tempfile.mkdtemp(prefix="mobilenet_cats_dogs_")
-    previous_run.record(model_dir, RECIPE, shape)
+    previous_run.record(model_dir, RECIPE, recorded)
     print(f"model_dir: {model_dir}")
     keras = tf2.keras
     model = keras.Sequential([base, keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(1)])
@@ -175,9 +177,12 @@ def _fmt(value) -> str:
 
 
 def _check_flags() -> None:
-    for name in ("steps", "batch_size", "image_size", "sample_per_class", "num_predict"):
+    counts = ("steps", "batch_size", "image_size", "sample_per_class", "num_predict", "log_every")
+    for name in counts:
         if getattr(FLAGS, name) < 1:
             raise RecipeError(f"--{name} must be positive. Got: {getattr(FLAGS, name)}")
+    if FLAGS.learning_rate <= 0:
+        raise RecipeError(f"--learning_rate must be positive. Got: {FLAGS.learning_rate}")
     if FLAGS.image_size < 32:
         raise RecipeError(
             f"--image_size must be at least 32 for MobileNetV2. Got: {FLAGS.image_size}"
@@ -281,19 +286,38 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def _choose_data(image_size: int) -> dict:
-    source = FLAGS.data
-    if source == "auto":
-        directory = _pets_data.tfds_data_dir(FLAGS.data_dir)
-        if _pets_data.tfds_prepared(FLAGS.data_dir):
-            _say(f"data: tfds cats_vs_dogs (--data=auto: already prepared in {directory})")
-            source = "tfds"
-        else:
-            _say(
-                "data: built-in sample (--data=auto: tfds cats_vs_dogs is not prepared in "
-                f"{directory})"
-            )
-            source = "sample"
+def _data_source() -> str:
+    """The source of the images: --data, with auto resolved to tfds or sample."""
+    if FLAGS.data != "auto":
+        return FLAGS.data
+    directory = _pets_data.tfds_data_dir(FLAGS.data_dir)
+    if _pets_data.tfds_prepared(FLAGS.data_dir):
+        _say(f"data: tfds cats_vs_dogs (--data=auto: already prepared in {directory})")
+        return "tfds"
+    _say(f"data: built-in sample (--data=auto: tfds cats_vs_dogs is not prepared in {directory})")
+    return "sample"
+
+
+def _split_flags(source: str) -> dict:
+    """The flags that choose which images of ``source`` are held out for evaluation."""
+    if source == "tfds":
+        # tfds' own 80 % / 20 %, whatever the other flags say; the same in any --data_dir.
+        return {"data": "tfds"}
+    if source == "sample":
+        # The sample is generated with a fixed seed: the same in any --cache_dir.
+        return {
+            "data": "sample",
+            "sample_per_class": FLAGS.sample_per_class,
+            "eval_fraction": FLAGS.eval_fraction,
+        }
+    return {
+        "data": "images",
+        "image_dir": os.path.abspath(FLAGS.image_dir),
+        "eval_fraction": FLAGS.eval_fraction,
+    }
+
+
+def _choose_data(source: str, image_size: int) -> dict:
     if source == "tfds":
         return _tfds_data(image_size)
     if source == "sample":
@@ -303,7 +327,7 @@ def _choose_data(image_size: int) -> dict:
         verb = f"generated in {time.time() - started:.0f} s" if new else "reusing"
         _say(f"sample: {verb} {image_dir}")
     else:
-        image_dir = os.path.expanduser(FLAGS.image_dir)
+        image_dir = FLAGS.image_dir  # "~" expanded by the flag
     return _folder_data(image_dir, image_size)
 
 

@@ -23,18 +23,21 @@ from absl import app, flags
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split
 
+from recipes import _flags
 from recipes import _previous_run as previous_run
 from tfest_kit import inputs, logs, serving
 from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "One sub-directory per model, plus exports (temp if unset).")
+_flags.define_path("model_dir", None, "One sub-directory per model, plus exports (temp if unset).")
 flags.DEFINE_integer("steps", 1000, "Training steps per model.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 32, "Training batch size.", lower_bound=1)
 flags.DEFINE_list("hidden_units", ["32", "16"], "Hidden layers of the DNN models.")
 flags.DEFINE_float("dnn_learning_rate", 0.01, "Adam learning rate of the DNN parts.")
 flags.DEFINE_integer("seed", 0, "Seed of the train/test split and of the weights.")
 flags.DEFINE_integer("num_queries", 5, "Held-out rows sent to the exported model.", lower_bound=1)
+_flags.register_layer_sizes("hidden_units")
+_flags.register_positive("dnn_learning_rate")
 
 
 FAMILIES = ("mean", "error", "worst")

@@ -34,18 +34,20 @@ from absl import app, flags
 from sklearn.datasets import load_wine
 from sklearn.model_selection import train_test_split
 
+from recipes import _flags
 from recipes import _previous_run as previous_run
 from tfest_kit import inputs, logs, serving
 from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Checkpoints, TFRecord shards and exports (temp if unset).")
+_flags.define_path("model_dir", None, "Checkpoints, TFRecord shards and exports (temp if unset).")
 flags.DEFINE_integer("steps", 2000, "Training steps.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 32, "Training batch size.", lower_bound=1)
 flags.DEFINE_integer("num_shards", 4, "TFRecord shards for the training set.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 0.01, "Adam learning rate.")
 flags.DEFINE_integer("seed", 0, "Seed of the split and of the weights.")
+_flags.register_positive("learning_rate")
 
 LABEL = "cultivar"
 COLOURS = ["pale", "medium", "deep"]

@@ -31,12 +31,13 @@ from absl import app, flags
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
+from recipes import _flags
 from recipes import _previous_run as previous_run
 from tfest_kit import logs, serving, tpu
 from tfest_kit._tf import tf, tf2
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Checkpoints and exports (a temporary directory if unset).")
+_flags.define_path("model_dir", None, "Checkpoints and exports (a temporary directory if unset).")
 flags.DEFINE_bool("use_tpu", True, "Use a TPU when one is found (falls back to CPU/GPU).")
 flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (default: local TPU devices).")
 flags.DEFINE_integer("steps", 1000, "Training steps.", lower_bound=1)
@@ -59,6 +60,7 @@ flags.DEFINE_bool(
     False,
     "Also print TensorFlow's own INFO lines (model_fn calls, the RunConfig, checkpoint saves).",
 )
+_flags.register_positive("learning_rate")
 
 NUM_CLASSES = 10
 

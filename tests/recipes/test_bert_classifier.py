@@ -505,6 +505,52 @@ def test_recipe_without_training_needs_a_trained_output_dir(tmp_path):
     output = proc.stdout + proc.stderr
     assert f"--nodo_train needs a trained model in --output_dir, and {tmp_path} has no" in output
     assert "Eval accuracy" not in output and not (tmp_path / "test_results.tsv").exists()
+    # A new --output_dir is refused before it is created: no empty directory is left behind.
+    new = tmp_path / "new"
+    proc = run_program(
+        ["-m", "recipes.bert_classifier", "--nodo_train", f"--output_dir={new}"], check_exit=1
+    )
+    assert f"and {new} has no checkpoint" in proc.stdout + proc.stderr
+    assert not new.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--task_name=bogus"], "`task_name` must be one of ['cola', 'mrpc', 'sample', "),
+        # Used to be raised only once training built its graph, after the TFRecord caches.
+        (
+            ["--init_checkpoint=~/no_such_ckpt"],
+            "`init_checkpoint` does not exist: expected a checkpoint prefix with a `.index` file "
+            "next to it, or a directory holding checkpoints. Got: '{home}/no_such_ckpt'",
+        ),
+        (
+            ["--data_dir=~/data", "--vocab_file=~/vocab.txt", "--bert_config_file=~/none.json"],
+            "`bert_config_file` does not exist. Got: '{home}/none.json'",
+        ),
+        (
+            ["--output_dir=~/a_file/out"],
+            "cannot create --output_dir {home}/a_file/out: {home}/a_file is not a directory. "
+            "Give a directory that can be created and written to",
+        ),
+    ],
+)
+def test_recipe_reports_unusable_flag_values_without_a_traceback(tmp_path, args, message):
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()  # where an unexpanded "~/…" would go
+    (home / "a_file").write_text("")
+    proc = run_program(
+        ["-m", "recipes.bert_classifier", f"--output_dir={tmp_path / 'out'}", *args],
+        env={"HOME": str(home)},  # "~" as the shell leaves it after "--flag="
+        cwd=cwd,
+        check_exit=1,
+    )
+    output = proc.stdout + proc.stderr
+    assert message.format(home=home) in output, output
+    assert "Traceback" not in output
+    assert not (tmp_path / "out" / "train.tf_record").exists()  # stopped before any work
 
 
 @pytest.mark.slow
@@ -524,3 +570,21 @@ def test_recipe_stops_before_training_on_an_empty_split(tmp_path):
     assert "test.tsv in " in output and "has no examples" in output, output
     assert "(--nodo_predict --nodo_export). Got: 0 test examples" in output
     assert tf.train.latest_checkpoint(str(out)) is None  # stopped before training
+
+
+@pytest.mark.slow
+def test_recipe_expands_tilde_in_its_file_and_directory_flags(tmp_path):
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    cwd.mkdir()
+    sample_data.write_sample_task(str(home / "task"), 64, 16, 4)
+    test_file = home / "task" / "test.tsv"
+    test_file.write_text(test_file.read_text().splitlines()[0] + "\n")  # stops before training
+    # "~" as the shell leaves it after "--flag=": each file must be read from HOME.
+    flags = ["--data_dir=~/task", "--vocab_file=~/task/vocab.txt", "--output_dir=~/out"]
+    flags.append("--bert_config_file=~/task/bert_config.json")
+    proc = run_program(
+        ["-m", "recipes.bert_classifier", *flags], env={"HOME": str(home)}, cwd=cwd, check_exit=1
+    )
+    output = proc.stdout + proc.stderr
+    assert f"test.tsv in {home / 'task'} has no examples" in output, output
+    assert (home / "out").is_dir() and not list(cwd.iterdir())

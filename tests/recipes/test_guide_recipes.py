@@ -109,3 +109,56 @@ def test_recipes_reject_non_positive_counts_before_any_work(tmp_path, recipe, fl
     proc = run_program(["-m", f"recipes.{recipe}", flag, f"--model_dir={tmp_path}"], check_exit=1)
     assert f"flag {flag}: " in proc.stderr and "is not a positive integer" in proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "recipe, flag",
+    [
+        # A layer of 0 units aborted the process inside oneDNN (exit 134).
+        ("iris_custom_estimator", "--hidden_units=0"),
+        ("iris_custom_estimator", "--hidden_units=a"),
+        ("premade_estimators", "--hidden_units=0,16"),
+        ("premade_estimators", "--hidden_units="),
+    ],
+)
+def test_recipes_reject_bad_hidden_units_before_any_work(tmp_path, recipe, flag):
+    proc = run_program(["-m", f"recipes.{recipe}", flag, f"--model_dir={tmp_path}"], check_exit=1)
+    assert "--hidden_units must be a comma-separated list of layer sizes >= 1" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "recipe, flag",
+    [
+        ("iris_custom_estimator", "--learning_rate=0"),
+        ("premade_estimators", "--dnn_learning_rate=-1"),
+        ("tfrecord_head", "--learning_rate=-0.01"),
+        ("tpu_digits", "--learning_rate=0"),
+    ],
+)
+def test_recipes_reject_non_positive_learning_rates_before_any_work(tmp_path, recipe, flag):
+    proc = run_program(["-m", f"recipes.{recipe}", flag, f"--model_dir={tmp_path}"], check_exit=1)
+    name = flag.split("=")[0]
+    assert f"flag {flag}" in proc.stderr and f"{name} must be > 0" in proc.stderr, proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "recipe", ["iris_custom_estimator", "premade_estimators", "tfrecord_head", "tpu_digits"]
+)
+def test_recipes_expand_tilde_and_report_an_unusable_model_dir_in_one_line(tmp_path, recipe):
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    (home / "a_file").write_text("")
+    # "~" as the shell leaves it after "--model_dir=", under a file: cannot be created.
+    args = ["-m", f"recipes.{recipe}", "--model_dir=~/a_file/run", "--steps=1"]
+    proc = run_program(args, env={"HOME": str(home)}, cwd=cwd, check_exit=1)
+    model_dir = home / "a_file" / "run"
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"{recipe}: error: cannot create --model_dir {model_dir}: Not a directory. Give a "
+        "directory that can be created and written to"
+    ), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not list(cwd.iterdir())  # not ./~/a_file/run

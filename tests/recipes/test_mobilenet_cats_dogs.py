@@ -94,6 +94,15 @@ def test_auto_without_tfds_runs_the_sample_trains_exports_and_predicts(tmp_path)
     )
     _assert_one_line_error(proc, "--image_size=32 --alpha=0.35", "--image_size=48", "--model_dir")
     assert sorted(os.listdir(model_dir)) == before
+    # So is another held-out fraction: it would evaluate on images the model trained on.
+    proc = run_program(
+        [*RECIPE, "--data=sample", f"--cache_dir={tmp_path / 'cache'}", "--sample_per_class=16"]
+        + [f"--model_dir={model_dir}", *TEST_SIZE, "--eval_fraction=0.5"],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    _assert_one_line_error(proc, "--eval_fraction=0.2;", "--eval_fraction=0.5.", "--model_dir")
+    assert sorted(os.listdir(model_dir)) == before
 
 
 @pytest.mark.slow
@@ -307,3 +316,56 @@ def test_cache_and_data_dirs_with_tilde_are_expanded(tmp_path, monkeypatch):
     assert new and pet_images.startswith(str(tmp_path / "cache"))
     assert not (tmp_path / "~").exists()
     assert _pets_data.tfds_data_dir("~/tfds") == str(tmp_path / "tfds")
+
+
+@pytest.mark.parametrize("flag", ["--log_every=0", "--learning_rate=-1", "--learning_rate=0"])
+def test_non_positive_log_every_and_learning_rate_are_one_line_errors(tmp_path, flag):
+    proc = run_program([*RECIPE, *TEST_SIZE, flag], env=_offline_env(tmp_path), check_exit=None)
+    _assert_one_line_error(proc, f"{flag.split('=')[0]} must be positive")
+
+
+def test_model_dir_that_cannot_be_created_is_one_line_error(tmp_path):
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "a_file").write_text("")
+    proc = run_program(
+        [*RECIPE, *TEST_SIZE, "--data=sample", "--sample_per_class=4"]
+        + [f"--cache_dir={tmp_path / 'cache'}", "--model_dir=~/a_file/run"],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    model_dir = tmp_path / "home" / "a_file" / "run"
+    _assert_one_line_error(proc, f"cannot create --model_dir {model_dir}: Not a directory")
+
+
+def _trained_before(model_dir, **flags):
+    """A model_dir with a checkpoint and the record of the flags it was trained with."""
+    from recipes import _previous_run as previous_run
+    from tfest_kit._tf import tf2
+
+    tf2.train.Checkpoint(v=tf2.Variable(1.0)).save(os.path.join(model_dir, "ckpt"))
+    previous_run.record(str(model_dir), "mobilenet_cats_dogs", flags)
+
+
+@pytest.mark.parametrize(
+    "rerun, fragments",
+    [
+        # Another held-out fraction or another sample put trained images in the held-out set.
+        (["--eval_fraction=0.5"], ["--eval_fraction=0.2;", "--eval_fraction=0.5."]),
+        (["--sample_per_class=24"], ["--sample_per_class=16 ", "--sample_per_class=24 "]),
+        (["--data=images", "--image_dir=~/pets"], ["--data=sample ", "--image_dir="]),
+    ],
+)
+def test_rerun_that_changes_the_held_out_images_is_refused(tmp_path, rerun, fragments):
+    model_dir = tmp_path / "model"
+    trained = {"image_size": 32, "alpha": 0.35, "data": "sample"}
+    _trained_before(model_dir, **trained, sample_per_class=16, eval_fraction=0.2)
+    before = sorted(os.listdir(model_dir))
+    proc = run_program(
+        [*RECIPE, *TEST_SIZE, "--data=sample", "--sample_per_class=16", "--eval_fraction=0.2"]
+        + [f"--cache_dir={tmp_path / 'cache'}", f"--model_dir={model_dir}", *rerun],
+        env=_offline_env(tmp_path),
+        check_exit=None,
+    )
+    _assert_one_line_error(proc, "holds a checkpoint trained with --image_size=32", *fragments)
+    assert sorted(os.listdir(model_dir)) == before
+    assert not (tmp_path / "cache").exists()  # refused before the sample is generated

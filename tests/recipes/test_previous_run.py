@@ -54,3 +54,33 @@ def test_a_refusal_ends_the_program_with_one_line(tmp_path):
         previous_run.check_and_record_or_exit(str(tmp_path), "recipe", {"seed": 2})
     assert str(exit_info.value.code).startswith("recipe: error: --model_dir ")
     assert "--seed=0; this run has --seed=2" in str(exit_info.value.code)
+
+
+def test_flags_an_older_record_lacks_are_not_compared(tmp_path):
+    # A record written before --eval_fraction was recorded says nothing about it: refusing
+    # would leave no flags to resume that model_dir with.
+    model_dir = str(tmp_path)
+    previous_run.record(model_dir, "recipe", {"image_size": 32})
+    _checkpoint(tmp_path)
+    previous_run.check(model_dir, "recipe", {"image_size": 32, "eval_fraction": 0.2})
+    with pytest.raises(previous_run.PreviousRunError, match="--image_size=32; this run has"):
+        previous_run.check(model_dir, "recipe", {"image_size": 48, "eval_fraction": 0.2})
+    # Once this run's record is written, the new flag is compared like the others.
+    previous_run.record(model_dir, "recipe", {"image_size": 32, "eval_fraction": 0.2})
+    with pytest.raises(previous_run.PreviousRunError, match="--eval_fraction=0.2; this run"):
+        previous_run.check(model_dir, "recipe", {"image_size": 32, "eval_fraction": 0.5})
+
+
+def test_a_model_dir_that_cannot_be_created_is_a_one_line_error(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    model_dir = str(a_file / "run")
+    with pytest.raises(previous_run.PreviousRunError) as error:
+        previous_run.record(model_dir, "recipe", {"seed": 0})
+    assert str(error.value) == (
+        f"cannot create --model_dir {model_dir}: Not a directory. Give a directory that can be "
+        "created and written to"
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        previous_run.check_and_record_or_exit(model_dir, "recipe", {"seed": 0})
+    assert str(exit_info.value.code) == f"recipe: error: {error.value}"
