@@ -100,18 +100,6 @@ def _check_evaluator_ended_by_itself(output: str, model_dir: str) -> None:
     assert "the evaluator still runs" not in output, output
 
 
-def test_parameter_server_training(tmp_path):
-    model_dir = str(tmp_path / "model")
-    output = _run_cluster(model_dir, "--workers", "1", "--ps", "1")
-    _check_evaluator_ended_by_itself(output, model_dir)
-    # Variables live on the ps task, for the chief's graph and the worker's alike.
-    for task in ("chief:0", "worker:0"):
-        devices = dict(x.split()[1:] for x in _lines(output, task) if x.startswith("VARIABLE_DEV"))
-        assert devices == {"w": "/job:ps/task:0", "b": "/job:ps/task:0"}, output
-    assert _lines(output, "ps:0"), output
-    _check_training_outcome(output, model_dir)
-
-
 def test_multi_worker_mirrored_strategy(tmp_path):
     model_dir = str(tmp_path / "model")
     output = _run_cluster(model_dir, "--workers", "1", program_args=["--strategy=mwms"])
@@ -124,7 +112,7 @@ def test_multi_worker_mirrored_strategy(tmp_path):
     _check_training_outcome(output, model_dir)
 
 
-def test_parameter_server_training_resumes_a_model_dir_across_runs(tmp_path):
+def test_parameter_server_training_and_resuming_its_model_dir(tmp_path):
     # Early stopping's flag is not saved with the model, so a model_dir trained on one machine
     # resumes on a cluster ("Key signal_early_stopping/STOP not found in checkpoint" before),
     # and after an early stop the next run's workers train instead of stopping at once.
@@ -133,6 +121,11 @@ def test_parameter_server_training_resumes_a_model_dir_across_runs(tmp_path):
     assert tf.train.load_checkpoint(model_dir).get_tensor("global_step") == 20
 
     output = _run_cluster(model_dir, "--workers", "1", "--ps", "1", program_args=["--wait_at=25"])
+    # Variables live on the ps task, for the chief's graph and the worker's alike.
+    for task in ("chief:0", "worker:0"):
+        devices = dict(x.split()[1:] for x in _lines(output, task) if x.startswith("VARIABLE_DEV"))
+        assert devices == {"w": "/job:ps/task:0", "b": "/job:ps/task:0"}, output
+    assert _lines(output, "ps:0"), output
     _check_training_outcome(output, model_dir)
     _check_evaluator_ended_by_itself(output, model_dir)
     reader = tf.train.load_checkpoint(model_dir)
