@@ -127,6 +127,12 @@ def _record_early_stop(model_dir: str) -> None:
     tf.logging.info("Training stopped early at global step %s; recorded in %s", step, path)
 
 
+def _forget_early_stop(model_dir: str) -> None:
+    path = os.path.join(model_dir, _STOPPED_EARLY_FILE)
+    if tf.gfile.Exists(path):
+        tf.gfile.Remove(path)
+
+
 def _early_stop_step(path: str) -> Optional[int]:
     try:
         with tf.gfile.GFile(path) as f:
@@ -141,9 +147,9 @@ class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
     Estimator's evaluator exits only after evaluating a checkpoint at ``max_steps``, which
     never comes after an early stop: on a cluster it would wait for one forever. The chief
     records the step its training ended at (``_STOPPED_EARLY_FILE``); the evaluator ends
-    once it has evaluated a checkpoint at that step or later. A record of a step not above
-    the checkpoint that existed when the evaluator started is from an earlier run, and is
-    ignored.
+    once it has evaluated a checkpoint at that step or later. The chief deletes the record
+    of an earlier run when it starts; one the evaluator reads before that (a step not above
+    the checkpoint that existed when the evaluator started) is ignored.
     """
 
     def __init__(self, model_dir: str) -> None:
@@ -317,12 +323,12 @@ def train_and_evaluate(
         start_delay_secs=check_number("start_delay_secs", start_delay_secs, hint="seconds"),
         throttle_secs=_evaluator_throttle(estimator, throttle_secs),
     )
+    distributed_chief = estimator.config.cluster_spec.jobs and estimator.config.is_chief
+    if distributed_chief:
+        # An earlier run's record would end this run's evaluator at that step.
+        _forget_early_stop(estimator.model_dir)
     result = _run(estimator, train_spec, eval_spec)
-    if (
-        estimator.config.cluster_spec.jobs
-        and estimator.config.is_chief
-        and any(getattr(hook, "stopped_early", False) for hook in train_hooks)
-    ):
+    if distributed_chief and any(getattr(hook, "stopped_early", False) for hook in train_hooks):
         _record_early_stop(estimator.model_dir)
     metrics = result[0] if isinstance(result, tuple) else None
     if metrics is None and isinstance(result, tuple):

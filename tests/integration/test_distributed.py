@@ -128,6 +128,7 @@ def test_parameter_server_training_and_resuming_its_model_dir(tmp_path):
     assert _lines(output, "ps:0"), output
     _check_training_outcome(output, model_dir)
     _check_evaluator_ended_by_itself(output, model_dir)
+    assert os.path.exists(os.path.join(model_dir, "stopped_early.json"))
     reader = tf.train.load_checkpoint(model_dir)
     assert not any("signal_early_stopping" in name for name in reader.get_variable_to_shape_map())
     stopped = int(reader.get_tensor("global_step"))
@@ -151,6 +152,8 @@ def test_parameter_server_training_and_resuming_its_model_dir(tmp_path):
     # Asynchronous training: the worker's last step may land after the chief's check.
     final_step = tf.train.load_checkpoint(model_dir).get_tensor("global_step")
     assert stopped + 60 <= final_step <= stopped + 62
-    # The evaluator ignored the earlier run's early stop and ended at max_steps.
+    # The evaluator ignored the earlier run's early stop and ended at max_steps, and the
+    # chief deleted that run's record.
     assert "Exiting evaluation, global_step=" in "\n".join(_lines(output, "evaluator:0")), output
     assert "which is evaluated" not in output, output
+    assert not os.path.exists(os.path.join(model_dir, "stopped_early.json"))
