@@ -317,9 +317,15 @@ def _estimator_with_nan_loss_from(step, model_dir):
     config = estimator.RunConfig(model_dir=str(model_dir), save_checkpoints_steps=5)
 
     def model_fn(features, labels, mode, params):
-        spec = _model_fn(features, labels, mode, params)
+        w = tf.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
         global_step = tf.train.get_global_step()
-        return spec._replace(loss=tf.where(global_step >= step, tf.constant(np.nan), spec.loss))
+        # Trained on, so the step is read before the train op increments it. A NaN loss only
+        # fetched beside the train op raced with the increment: NaN one step early, now and
+        # then in a full run.
+        loss = tf.where(global_step >= step, tf.constant(np.nan), loss)
+        train_op = tf.train.GradientDescentOptimizer(params["lr"]).minimize(loss, global_step)
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
     return estimator.Estimator(model_fn, config=config, params={"lr": 0.05})
 
