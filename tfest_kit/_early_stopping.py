@@ -326,6 +326,11 @@ def early_stopping(
         )
     eval_dir = eval_dir or estimator.eval_dir()
     tf.gfile.MakeDirs(eval_dir)
+    strategy = estimator_config.train_distribute
+    multi_worker = strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER)
+    if not multi_worker and not estimator_config.is_chief:
+        # Only the chief evaluates the predicate; the official non-chief hook is replaced.
+        return _StopWhenTheChiefSays()
     predicate = _NoImprovement(
         eval_dir, monitor, higher, float(min_delta), patience_steps, min_steps
     )
@@ -337,9 +342,6 @@ def early_stopping(
         run_every_secs=run_every_secs,
         run_every_steps=run_every_steps,
     )
-    strategy = estimator_config.train_distribute
-    if strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER):
+    if multi_worker:
         return hook  # the official one: its flag is a variable summed over the workers
-    if estimator_config.is_chief:
-        return _StopFlagOutOfCheckpoints(hook, predicate)
-    return _StopWhenTheChiefSays()
+    return _StopFlagOutOfCheckpoints(hook, predicate)
