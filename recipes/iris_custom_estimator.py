@@ -28,6 +28,7 @@ from sklearn.model_selection import train_test_split
 
 from recipes import _flags
 from recipes import _previous_run as previous_run
+from recipes._export import export_once
 from tfest_kit import inputs, logs, serving
 from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
@@ -155,14 +156,13 @@ def main(argv):
             f'expected "{expected}"'
         )
 
-    export_dir = classifier.export_saved_model(
-        os.path.join(model_dir, "export"), serving.parsing_receiver(feature_columns)
+    export_dir, reused = export_once(
+        classifier, os.path.join(model_dir, "export"), serving.parsing_receiver(feature_columns)
     )
-    export_dir = export_dir.decode() if isinstance(export_dir, bytes) else export_dir
     predictor = serving.Predictor(export_dir)
     answer = predictor({k: np.asarray(v, np.float32) for k, v in HELD_OUT.items()})
     served = [SPECIES[int(i)] for i in np.asarray(answer["class_ids"]).reshape(-1)]
-    print(f"Exported to {export_dir}")
+    print(f"{'Already exported' if reused else 'Exported'} to {export_dir}")
     print(f"Predictor answer: {served} (expected {EXPECTED})")
     print(f"model_dir: {model_dir}")
 

@@ -37,6 +37,7 @@ from absl import app, flags
 import tfest_kit
 from recipes import _flags, _pets_data
 from recipes import _previous_run as previous_run
+from recipes._export import export_once
 from tfest_kit import hooks, logs, serving
 from tfest_kit._tf import tf, tf2
 from tfest_kit.keras_bridge import to_estimator
@@ -149,11 +150,11 @@ def _run() -> int:
         )
     result = est.evaluate(data["eval"], steps=FLAGS.eval_steps)
     print("eval: " + ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(result.items())))
-    export_dir = est.export_saved_model(
-        os.path.join(model_dir, "export"), serving.image_bytes_receiver(image_size)
+    export_dir, reused = export_once(
+        est, os.path.join(model_dir, "export"), serving.image_bytes_receiver(image_size)
     )
-    export_dir = export_dir.decode() if isinstance(export_dir, bytes) else export_dir
-    print(f"exported SavedModel: {export_dir}")
+    done = "already exported from this checkpoint" if reused else "exported"
+    print(f"SavedModel {done}: {export_dir}")
     _predict(serving.Predictor(export_dir), data["examples"])
     return 0
 

@@ -25,6 +25,7 @@ from sklearn.model_selection import train_test_split
 
 from recipes import _flags
 from recipes import _previous_run as previous_run
+from recipes._export import export_once
 from tfest_kit import inputs, logs, serving
 from tfest_kit._tf import tf, tf2
 
@@ -143,11 +144,10 @@ def main(argv):
     print_table(results)
 
     best = max(results, key=lambda n: (results[n]["auc"], results[n]["accuracy"]))
-    export_dir = models[best].export_saved_model(
-        os.path.join(model_dir, "export"), serving.parsing_receiver(columns)
+    export_dir, reused = export_once(
+        models[best], os.path.join(model_dir, "export"), serving.parsing_receiver(columns)
     )
-    export_dir = export_dir.decode() if isinstance(export_dir, bytes) else export_dir
-    print(f"Best by AUC: {best}; exported to {export_dir}")
+    print(f"Best by AUC: {best}; {'already exported' if reused else 'exported'} to {export_dir}")
 
     # The canned "predict" signature returns class ids and probabilities; the Predictor turns
     # plain feature arrays into the serialized tf.train.Examples the parsing receiver expects.

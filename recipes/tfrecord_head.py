@@ -36,6 +36,7 @@ from sklearn.model_selection import train_test_split
 
 from recipes import _flags
 from recipes import _previous_run as previous_run
+from recipes._export import export_once
 from tfest_kit import inputs, logs, serving
 from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
@@ -160,11 +161,10 @@ def main(argv):
         f"\nTest accuracy: {result['accuracy']:.3f}  average loss: {result['average_loss']:.4f}\n"
     )
 
-    export_dir = classifier.export_saved_model(
-        os.path.join(model_dir, "export"), serving.parsing_receiver(columns)
+    export_dir, reused = export_once(
+        classifier, os.path.join(model_dir, "export"), serving.parsing_receiver(columns)
     )
-    export_dir = export_dir.decode() if isinstance(export_dir, bytes) else export_dir
-    print(f"Exported to {export_dir}")
+    print(f"{'Already exported' if reused else 'Exported'} to {export_dir}")
 
     # Serialized tf.train.Examples, exactly as stored, go to the "examples" input as they are.
     serialized = [r.numpy() for r in tf2.data.TFRecordDataset(test_paths)]

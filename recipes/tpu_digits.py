@@ -33,6 +33,7 @@ from sklearn.model_selection import train_test_split
 
 from recipes import _flags
 from recipes import _previous_run as previous_run
+from recipes._export import export_once
 from tfest_kit import logs, serving, tpu
 from tfest_kit._tf import tf, tf2
 
@@ -224,14 +225,15 @@ def main(argv):
         [(int(p["class_ids"]), int(t)) for p, t in zip(predictions, y_test[:8])],
     )
 
-    export_dir = estimator.export_saved_model(
-        os.path.join(model_dir, "export"), serving.raw_receiver({"image": (tf.float32, [8, 8])})
+    export_dir, reused = export_once(
+        estimator,
+        os.path.join(model_dir, "export"),
+        serving.raw_receiver({"image": (tf.float32, [8, 8])}),
     )
-    export_dir = export_dir.decode() if isinstance(export_dir, bytes) else export_dir
     predictor = serving.Predictor(export_dir)
     answer = predictor({"image": x_test})
     served_accuracy = float(np.mean(np.asarray(answer["class_ids"]).reshape(-1) == y_test))
-    print(f"Exported to {export_dir}")
+    print(f"{'Already exported' if reused else 'Exported'} to {export_dir}")
     print(f"Predictor accuracy on {len(x_test)} test images: {served_accuracy:.4f}")
     print(f"model_dir: {model_dir}")
 
