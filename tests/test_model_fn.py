@@ -553,6 +553,51 @@ def test_warm_start_lists_and_warns_once_across_builds(trained):
     assert sum("*INIT_FROM_CKPT*" in line for line in lines) == 2, lines
 
 
+def test_warm_start_names_the_scope_the_checkpoint_keeps_model_variables_under(trained):
+    # A BERT checkpoint keeps bert/encoder/...; a model built without that outer scope
+    # matches nothing by name, and nothing failed to say so.
+    est, _, _ = trained
+    kernel = tf.train.load_variable(est.model_dir, "hidden/kernel")
+
+    def scoped(features, mode, params):
+        with tf.variable_scope("model"):
+            return network(features, mode, params)
+
+    def head_scoped(features, mode, params):
+        hidden = tf2.keras.layers.Dense(8, activation="tanh", name="hidden")(features["x"])
+        with tf.variable_scope("head"):
+            return tf2.keras.layers.Dense(NUM_CLASSES, name="logits")(hidden)
+
+    def build(network_fn, assignment_map=None):
+        model_fn = mf.classifier(
+            network_fn, NUM_CLASSES, init_checkpoint=est.model_dir, assignment_map=assignment_map
+        )
+        with tf.Graph().as_default(), captured_tf_log() as lines:
+            tf.train.get_or_create_global_step()
+            _call(model_fn, estimator.ModeKeys.PREDICT)
+            by_name = {v.op.name: v for v in tf.global_variables()}
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                values = sess.run(by_name)
+        return values, [line for line in lines if "another scope" in line]
+
+    values, hints = build(scoped)
+    assert not np.array_equal(values["model/hidden/kernel"], kernel)
+    assert len(hints) == 1 and "nothing was warm-started" in hints[0], hints
+    assert "4 are in it under another scope" in hints[0]
+    assert "Pass assignment_map={'/': 'model/'}." in hints[0]
+    # The map it names warm-starts them, without a hint.
+    values, hints = build(scoped, {"/": "model/"})
+    np.testing.assert_array_equal(values["model/hidden/kernel"], kernel)
+    assert not hints
+
+    # Part matched by name (hidden/*), part under another scope (head/logits/*).
+    values, hints = build(head_scoped)
+    np.testing.assert_array_equal(values["hidden/kernel"], kernel)
+    assert len(hints) == 1 and "2 variables of the model are in the checkpoint" in hints[0]
+    assert "assignment_map={'/': 'head/'}, plus entries for the 2 variables" in hints[0]
+
+
 def test_tpu_spec_scaffold_does_not_warm_start_optimizer_slots(trained):
     est, _, _ = trained
     saved_slot = tf.train.load_variable(est.model_dir, "hidden/kernel/Adam")

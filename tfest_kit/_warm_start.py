@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -13,6 +14,7 @@ __all__ = [
     "resolve_checkpoint",
     "resuming",
     "assignment_map_for",
+    "scope_hint",
     "warm_start",
     "check_model_dir",
 ]
@@ -163,6 +165,61 @@ def assignment_map_for(prefix: str, variables) -> tuple[dict, list[str]]:
     return assignment_map, skipped
 
 
+def _as_scope(prefix: str) -> str:
+    """``'bert/'`` stays; the root ``''`` becomes ``'/'``, as ``init_from_checkpoint`` spells it."""
+    return prefix or "/"
+
+
+def scope_hint(prefix: str, variables) -> Optional[tuple[str, str, int, str]]:
+    """Finds the scope under which the checkpoint holds model variables it lacks by name.
+
+    A BERT checkpoint keeps ``bert/encoder/layer_0/...`` where a model built without the outer
+    scope has ``encoder/layer_0/...``: matched by name, nothing of the encoder is warm-started
+    and nothing fails. Each variable missing from the checkpoint votes for the scope pair that
+    makes its name (at least its last two components) and shape match a checkpoint variable;
+    the pair with the most votes is named when it explains more than half of them.
+
+    Returns:
+      ``(checkpoint_scope, model_scope, count, example)`` for an ``assignment_map`` entry
+      ``{checkpoint_scope: model_scope}`` that would warm-start ``count`` (>= 2) more
+      variables, ``example`` naming one of them; or None.
+    """
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    by_tail = defaultdict(list)  # (last name component, shape) -> checkpoint names
+    for name, shape in shapes.items():
+        by_tail[(name.rsplit("/", 1)[-1], tuple(shape))].append(name)
+    votes: Counter = Counter()
+    examples: dict = {}
+    missing = 0
+    for var in variables:
+        name = _variable_name(var)
+        if name in shapes or not var.shape.is_fully_defined():
+            continue
+        missing += 1
+        parts = name.split("/")
+        for ckpt_name in by_tail[(parts[-1], tuple(var.shape.as_list()))]:
+            ckpt_parts = ckpt_name.split("/")
+            common = 0
+            while (
+                common < min(len(parts), len(ckpt_parts))
+                and parts[-1 - common] == ckpt_parts[-1 - common]
+            ):
+                common += 1
+            if common < 2:  # "kernel" alone says nothing about where a layer went
+                continue
+            pair = ("/".join(ckpt_parts[:-common] + [""]), "/".join(parts[:-common] + [""]))
+            votes[pair] += 1
+            examples.setdefault(pair, f"model {name} = checkpoint {ckpt_name}")
+    if not votes:
+        return None
+    (ckpt_scope, model_scope), count = votes.most_common(1)[0]
+    # A new head's "dense/kernel" may look like the checkpoint's "bert/pooler/dense/kernel";
+    # a moved scope moves most of what is missing.
+    if count < 2 or 2 * count <= missing:
+        return None
+    return _as_scope(ckpt_scope), _as_scope(model_scope), count, examples[(ckpt_scope, model_scope)]
+
+
 def _scope_prefix(name: str) -> str:
     """``'scope/'`` -> ``'scope/'``; the root forms ``'/'`` and ``''`` -> ``''``."""
     return "" if name == "/" else name
@@ -252,6 +309,7 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
         variables = tf.global_variables()
     variables = [var for var in variables if var is not global_step]
     skipped = []
+    by_user = assignment_map is not None
     if assignment_map is None:
         assignment_map, skipped = assignment_map_for(prefix, variables)
     else:
@@ -277,7 +335,32 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
     _LISTED.add(key)
     for description in skipped:
         tf.logging.warning("Not warm-started, %s", description)
-    if not assignment_map:
+    hint = None if by_user else scope_hint(prefix, variables)
+    if hint:
+        ckpt_scope, model_scope, count, example = hint
+        entry = f"assignment_map={{{ckpt_scope!r}: {model_scope!r}}}"
+        if assignment_map:
+            # A map replaces matching by name: say so, as something matched that way.
+            tf.logging.warning(
+                "init_checkpoint %s: %d variables of the model are in the checkpoint under "
+                "another scope (%s) and were not warm-started. Pass %s, plus entries for the "
+                "%d variables matched by name now.",
+                prefix,
+                count,
+                example,
+                entry,
+                len(assignment_map),
+            )
+        else:
+            tf.logging.warning(
+                "init_checkpoint %s: no variable of the model matches the checkpoint by name, "
+                "but %d are in it under another scope (%s); nothing was warm-started. Pass %s.",
+                prefix,
+                count,
+                example,
+                entry,
+            )
+    elif not assignment_map:
         tf.logging.warning(
             "init_checkpoint %s: no variable of the model matches the checkpoint by name and "
             "shape; nothing was warm-started. Pass `assignment_map` to map names.",

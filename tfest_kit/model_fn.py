@@ -161,7 +161,8 @@ def build(
         checked when this function is called, read only while the Estimator's model_dir has
         no checkpoint of its own (as ``warm_start_from``: a resumed run restores model_dir).
       assignment_map: ``tf.compat.v1.train.init_from_checkpoint`` map; default: every model
-        variable whose name and shape match the checkpoint.
+        variable whose name and shape match the checkpoint (with a warning naming the map to
+        pass when the checkpoint holds most of the others under another scope).
       weight_key: name of a feature holding per-example weights for loss and metrics. The
         classifier and regressor heads then also report ``average_loss``, the weighted mean
         loss over the eval set (``loss`` is Estimator's mean of per-batch losses, which grows
