@@ -242,6 +242,30 @@ def test_converting_again_uses_the_new_weights_until_training_has_started(tmp_pa
     np.testing.assert_allclose(_predict(resumed, X), trained, rtol=1e-5, atol=1e-5)
 
 
+def test_an_edited_model_or_optimizer_in_a_trained_model_dir_is_refused(tmp_path):
+    # The object-based restore assigned the saved [4, 8] kernel to the edited model's
+    # [4, 32] variable: training and the export went on with the old layer sizes.
+    def model(units, optimizer):
+        layers = [keras.layers.Dense(units, input_shape=(4,)), keras.layers.Dense(1)]
+        model = keras.Sequential(layers)
+        model.compile(optimizer, keras.losses.BinaryCrossentropy(from_logits=True))
+        return model
+
+    def train(keras_model):
+        est = to_estimator(keras_model, model_dir=str(tmp_path))
+        est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=1)
+
+    train(model(8, "adam"))
+    saved = sorted(os.listdir(tmp_path))
+    with pytest.raises(ValueError, match=r"layer_with_weights-0/kernel \(checkpoint \[4, 8\], "):
+        train(model(32, "adam"))
+    with pytest.raises(ValueError, match="trained with another optimizer: it lacks optimizer/"):
+        train(model(8, "sgd"))
+    assert sorted(os.listdir(tmp_path)) == saved
+    train(model(8, "adam"))  # the same model resumes
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-2")
+
+
 def test_model_built_before_an_earlier_conversion_is_one_readable_error(tmp_path):
     # Keras cannot read the weights of a model built before another conversion switched it
     # to graph mode; the official converter fails with an AttributeError about a private name.

@@ -372,28 +372,50 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
         tf.logging.info("  name = %s, shape = %s%s", _variable_name(var), var.shape, mark)
 
 
-def check_model_dir(model_dir: Optional[str], scaffold: Any = None) -> None:
-    """Raises when ``model_dir``'s latest checkpoint was written by a different model.
+def _optimizer_state(name: str, trainable_names: set) -> bool:
+    """True for an optimizer's own variables: slots of a trainable one, Adam's beta powers."""
+    return (
+        name.rsplit("/", 1)[0] in trainable_names
+        or name.split("/")[-1] in ("beta1_power", "beta2_power")
+        or ".OPTIMIZER_SLOT/" in name  # object-based checkpoints (keras_bridge)
+        or name.startswith("optimizer/")
+    )
+
+
+def check_model_dir(
+    model_dir: Optional[str], scaffold: Any = None, variables: Optional[Mapping[str, Any]] = None
+) -> None:
+    """Raises when ``model_dir``'s latest checkpoint does not fit the graph's variables.
 
     Call it from a model_fn once the graph's variables exist.  Estimator would restore that
     checkpoint: a missing variable fails with a long ``NotFoundError`` and a variable of
     another shape may even be restored silently, failing steps later far from the cause.
-    Only trainable variables count as missing (optimizer slots are reported by Estimator
-    itself); partitioned variables and replicated (distribution strategy) graphs are skipped,
-    and so is a model with its own ``Saver`` (in ``scaffold`` or the ``SAVERS`` collection),
-    which may store its variables under other names: Estimator restores with that saver.
+    Variables missing from the checkpoint are reported when they are trainable, or when they
+    are all an optimizer's (the checkpoint was trained with another optimizer); partitioned
+    variables and replicated (distribution strategy) graphs are skipped.  Without
+    ``variables``, so is a model with its own ``Saver`` (in ``scaffold`` or the ``SAVERS``
+    collection), which may store its variables under other names.
 
     Args:
       model_dir: the Estimator's model_dir; None skips the check.
       scaffold: the spec's ``Scaffold``, if the model_fn has made one.
+      variables: checkpoint name -> variable, for a model whose saver names them otherwise
+        than the graph does (``keras_bridge``'s object-based checkpoints); default: the
+        graph's global variables under their own names.
 
     Raises:
-      ValueError: naming the variables that differ and the checkpoint.
+      ValueError: naming the variables that differ, the checkpoint and the likely causes.
     """
     if not model_dir or tf.distribute.has_strategy():
         return
-    if getattr(scaffold, "saver", None) is not None or tf.get_collection(tf.GraphKeys.SAVERS):
-        return
+    if variables is None:
+        if getattr(scaffold, "saver", None) is not None or tf.get_collection(tf.GraphKeys.SAVERS):
+            return
+        variables = {
+            _variable_name(var): var
+            for var in tf.global_variables()
+            if getattr(var, "_save_slice_info", None) is None
+        }
     prefix = tf.train.latest_checkpoint(model_dir)
     if prefix is None:
         return
@@ -401,17 +423,25 @@ def check_model_dir(model_dir: Optional[str], scaffold: Any = None) -> None:
         shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     except Exception:  # noqa: BLE001 - an unreadable checkpoint is Estimator's to report
         return
-    missing, differ = [], []
+    missing, differ, optimizer = [], [], []
     trainable = {id(var) for var in tf.trainable_variables()}
-    for var in tf.global_variables():
-        if getattr(var, "_save_slice_info", None) is not None:
-            continue
-        name = _variable_name(var)
+    trainable_names = {name for name, var in variables.items() if id(var) in trainable}
+    for name, var in variables.items():
+        shape = getattr(var, "shape", None)
+        shown = name.replace("/.ATTRIBUTES/VARIABLE_VALUE", "")  # object-based key
         if name not in shapes:
             if id(var) in trainable:
-                missing.append(name)
-        elif var.shape.is_fully_defined() and list(shapes[name]) != var.shape.as_list():
-            differ.append(f"{name} (checkpoint {list(shapes[name])}, model {var.shape.as_list()})")
+                missing.append(shown)
+            elif _optimizer_state(name, trainable_names):
+                optimizer.append(shown)
+        elif (
+            isinstance(shape, tf.TensorShape)
+            and shape.is_fully_defined()
+            and list(shapes[name]) != shape.as_list()
+            # A slot differs with its variable: naming the variable says it all.
+            and not _optimizer_state(name, trainable_names)
+        ):
+            differ.append(f"{shown} (checkpoint {list(shapes[name])}, model {shape.as_list()})")
     if missing or differ:
         problems = []
         if differ:
@@ -419,7 +449,18 @@ def check_model_dir(model_dir: Optional[str], scaffold: Any = None) -> None:
         if missing:
             problems.append(f"not in the checkpoint: {', '.join(missing[:10])}")
         raise ValueError(
-            f"`model_dir` {model_dir!r} holds a checkpoint of another model ({prefix}): "
-            f"{'; '.join(problems)}. Use a new model_dir for a changed model (to start from "
-            "the old weights, pass the old checkpoint as init_checkpoint / warm_start_from)."
+            f"`model_dir` {model_dir!r} holds a checkpoint ({prefix}) that does not fit this "
+            f"model: {'; '.join(problems)}. If the model changed, use a new model_dir (to "
+            "start from the old weights, pass the old checkpoint as init_checkpoint / "
+            "warm_start_from). If it did not, the features differ from those it was trained "
+            "on (a first layer's shape follows the number of input columns): check the "
+            "input_fn or serving receiver. The checkpoint was not changed."
+        )
+    if optimizer:
+        raise ValueError(
+            f"`model_dir` {model_dir!r} holds a checkpoint ({prefix}) trained with another "
+            f"optimizer: it lacks {', '.join(sorted(optimizer)[:6])}"
+            f"{f' ({len(optimizer)} in all)' if len(optimizer) > 6 else ''}. Resume with the "
+            "optimizer it was trained with, or use a new model_dir (init_checkpoint / "
+            "warm_start_from starts from its weights). The checkpoint was not changed."
         )

@@ -40,7 +40,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
-from tfest_kit import logs
+from tfest_kit import _warm_start, logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import tf, tf2
@@ -527,6 +527,12 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
                 spec = official_model_fn(features, labels, mode)
         saver = spec.scaffold.saver
         if saver is not None and hasattr(saver, "_object_restore_saver"):
+            # The object-based restore assigns a saved value of another shape without a
+            # word: an edited model resumed in the old model_dir trained and exported the
+            # old layer sizes. Checked under the names the checkpoint uses.
+            _warm_start.check_model_dir(
+                getattr(config, "model_dir", None), variables=_checkpoint_keys(saver)
+            )
             saver = _saver_as_configured(saver, config)
             spec = spec._replace(scaffold=tf.train.Scaffold(saver=saver))
         if saver is not None and saver not in tf.get_collection(tf.GraphKeys.SAVERS):
@@ -537,6 +543,16 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
         return spec
 
     return model_fn
+
+
+def _checkpoint_keys(saver) -> dict:
+    """Checkpoint key -> variable for the variables of an object-based checkpoint's saver."""
+    keys = {}
+    for saveable in saver._var_list:  # TrackableSaveables, one spec per variable
+        specs, variable = getattr(saveable, "specs", ()), getattr(saveable, "op", None)
+        if len(specs) == 1 and isinstance(getattr(variable, "shape", None), tf.TensorShape):
+            keys[specs[0].name] = variable
+    return keys
 
 
 def _saver_as_configured(saver, config):
