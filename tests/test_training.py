@@ -199,3 +199,24 @@ def test_malformed_tf_config_is_named_before_training(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="wrker"):
         training.train_and_evaluate(est, _train_input_fn, _eval_input_fn, max_steps=10)
     assert not os.path.exists(os.path.join(str(tmp_path), "checkpoint"))
+
+
+def test_training_that_runs_out_of_data_before_max_steps_says_so(tmp_path, tf_log_lines):
+    # Estimator stops in silence when the input ends; the metrics look like a complete run's.
+    def once():  # 260 examples in batches of 20: 13 steps
+        return tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(20)
+
+    est = _estimator(str(tmp_path))
+    metrics = tfest_kit.train_and_evaluate(
+        est, once, _eval_input_fn, max_steps=100, throttle_secs=0
+    )
+    assert metrics["global_step"] == 13
+    [short] = [line for line in tf_log_lines if "before max_steps" in line]
+    assert "global step 13, before max_steps=100: `train_input_fn` ran out of data" in short
+
+    tf_log_lines.clear()
+    metrics = tfest_kit.train_and_evaluate(
+        est, _train_input_fn, _eval_input_fn, max_steps=20, throttle_secs=0
+    )
+    assert metrics["global_step"] == 20
+    assert not [line for line in tf_log_lines if "before max_steps" in line]

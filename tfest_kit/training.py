@@ -264,7 +264,8 @@ def train_and_evaluate(
 
     Args:
       estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. tfest_kit's TPUEstimator).
-      train_input_fn: training ``input_fn``; should repeat, ``max_steps`` ends training.
+      train_input_fn: training ``input_fn``; should repeat, ``max_steps`` ends training
+        (one that runs out of data ends it earlier, and a warning says so).
       eval_input_fn: evaluation ``input_fn``; with ``eval_steps=None`` it must end (no
         ``repeat()``: a Dataset that repeats forever is refused), and the whole set is
         evaluated.
@@ -357,6 +358,24 @@ def train_and_evaluate(
             "`train_input_fn` yielded no batch: training ended at global step "
             f"{start_step} without taking a step (max_steps={max_steps}). Check that the "
             "training data is not empty (files, filters, `take()`). Got: 0 steps"
+        )
+    stopped = preempted or any(getattr(hook, "stopped_early", False) for hook in train_hooks)
+    final_step = metrics.get("global_step")
+    if (
+        isinstance(result, tuple)
+        and not stopped
+        and start_step is not None
+        and isinstance(final_step, int)
+        and start_step < final_step < max_steps
+    ):
+        # Estimator ends training without a word when the input runs out before max_steps;
+        # the metrics then look like those of a complete run.
+        tf.logging.warning(
+            "Training ended at global step %d, before max_steps=%d: `train_input_fn` ran out "
+            "of data (repeat it, e.g. inputs.from_arrays(..., num_epochs=None), or lower "
+            "max_steps), or a hook stopped it.",
+            final_step,
+            max_steps,
         )
     _log_metrics(metrics)
     return metrics
