@@ -9,7 +9,7 @@ Example:
 
     from tfest_kit._cluster_launcher import LocalCluster
 
-    with LocalCluster(["python", "-m", "recipes.NAME"], workers=1, ps=1, evaluator=True) as c:
+    with LocalCluster(["python", "my_trainer.py"], workers=1, ps=1, evaluator=True) as c:
         status = c.run(timeout=600)
 """
 
@@ -63,7 +63,7 @@ class LocalCluster:
     """A chief, workers, parameter servers and an optional evaluator as local processes.
 
     Args:
-      command: the program every task runs, e.g. ``["python", "-m", "recipes.NAME", "--x=1"]``.
+      command: the program every task runs, e.g. ``["python", "my_trainer.py", "--x=1"]``.
       workers: number of non-chief workers.
       ps: number of parameter servers.
       evaluator: also run an evaluator task (outside the cluster, as TensorFlow expects).
@@ -91,7 +91,7 @@ class LocalCluster:
         if isinstance(command, str) or not command:
             raise ValueError(
                 "`command` must be a non-empty list of program arguments, e.g. "
-                f"['python', '-m', 'recipes.NAME']. Got: {command!r}"
+                f"['python', 'my_trainer.py']. Got: {command!r}"
             )
         self.command = [str(arg) for arg in command]
         self.cluster = dict(cluster or _cluster.cluster_spec(workers=workers, ps=ps))
@@ -384,7 +384,8 @@ def _parser() -> argparse.ArgumentParser:
             "the task; the exit status is the chief's."
         ),
         epilog="example: python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- "
-        "python -m recipes.NAME --model_dir=/tmp/m",
+        "python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster (the program must "
+        "train through train_and_evaluate; of the recipes, bert_classifier does)",
     )
     parser.add_argument("--chief", type=int, default=1, help="number of chiefs (must be 1)")
     parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")
@@ -417,7 +418,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
-        parser.error("give the program to run after `--`, e.g. -- python -m recipes.NAME")
+        parser.error("give the program to run after `--`, e.g. -- python my_trainer.py")
     try:
         local = LocalCluster(command, workers=args.workers, ps=args.ps, evaluator=args.evaluator)
         _cluster.cluster_spec(chief=args.chief)  # the one place --chief is checked

@@ -13,7 +13,8 @@ and names the offending part.
 ``python -m tfest_kit.cluster`` starts a whole cluster on this machine, each task with its own
 ``TF_CONFIG`` on free loopback ports, and prefixes every output line with the task::
 
-    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- python -m recipes.NAME --flag=1
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster
 
 It exits with the chief's status, stops every task on Ctrl-C or when the chief fails, and shuts
 the parameter servers (which otherwise serve forever) down once training is done.
@@ -177,9 +178,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     Example:
 
-        # as: python -m tfest_kit.cluster --workers 2 --ps 1 --evaluator -- python -m recipes.X
+        # as: python -m tfest_kit.cluster --workers 2 --ps 1 --evaluator -- python -m ...
         status = main(["--workers", "2", "--ps", "1", "--evaluator", "--",
-                       "python", "-m", "recipes.iris_custom_estimator"])
+                       "python", "-m", "recipes.bert_classifier", "--output_dir=/tmp/b"])
     """
     from tfest_kit import _cluster_launcher
 
