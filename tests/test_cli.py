@@ -9,14 +9,16 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 from google.protobuf import text_format
 
-from tests.conftest import run_program
+from tests.conftest import ROOT, run_program
 from tfest_kit import _cli_predict as cli_predict
 from tfest_kit import serving
 from tfest_kit.__main__ import main
@@ -222,9 +224,12 @@ def test_signature_lists_inputs_and_outputs(exports, capsys):
 
 @pytest.mark.slow
 def test_help_lists_every_command(capsys):
-    proc = run_program(["-m", "tfest_kit", "--help"])
-    for command in ("predict", "signature"):
-        assert command in proc.stdout
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    listing = capsys.readouterr().out
+    for command in ("doctor", "inspect", "plot", "predict", "signature"):
+        assert command in listing
     for command in ("predict", "signature"):
         with pytest.raises(SystemExit) as exit_info:
             main([command, "--help"])
@@ -233,6 +238,25 @@ def test_help_lists_every_command(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([])
     assert exit_info.value.code == 2
+
+
+def test_output_into_a_closed_pipe_ends_quietly_with_141():
+    # `python -m tfest_kit inspect DIR --json | head` ended with a BrokenPipeError traceback.
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tfest_kit", "doctor"],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
 def _corrupt_copies(exports, tmp_path):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -85,5 +86,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return int(args.func(args) or 0)
 
 
+def _main_on_a_pipe() -> int:
+    """Runs :func:`main` for ``python -m``: a reader that stops early (``| head``) ends it
+    quietly with 141 (128 + SIGPIPE), as Unix tools end, instead of a BrokenPipeError
+    traceback."""
+    try:
+        try:
+            return main()
+        finally:  # also after --help's SystemExit; the last lines may be the ones that break
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit; pointed at /dev/null, that flush cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main_on_a_pipe())
