@@ -92,6 +92,26 @@ def test_from_arrays_errors():
         inputs.from_arrays(pd.DataFrame({"city": ["oslo", None]}))
 
 
+def test_params_batch_size_is_checked_like_the_argument(tmp_path):
+    # batch(0) failed inside tf.data naming no argument, and 8.9 quietly became 8.
+    fn = inputs.from_arrays({"x": np.arange(6.0)}, np.arange(6) % 2, batch_size=2)
+    for bad in (0, -1, 8.9):
+        with pytest.raises(
+            ValueError, match=rf"`params\['batch_size'\]` must be a positive int.*{bad}"
+        ):
+            fn({"batch_size": bad})
+    assert [len(b[1]) for b in _batches(fn({"batch_size": np.int64(4)}))] == [4, 2]
+
+    def model_fn(features, labels, mode, params):
+        loss = tf.reduce_mean(tf.compat.v1.layers.dense(features["x"][:, None], 1))
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    est = tf.estimator.Estimator(model_fn, str(tmp_path), params={"batch_size": 0})
+    with pytest.raises(ValueError, match=r"`params\['batch_size'\]`.*Got: 0"):
+        est.train(fn, steps=1)
+
+
 # --------------------------------------------------------------------------- from_csv
 
 CSV = "sepal,petal,kind,species\n5.1,1.4,a,0\n4.9,1.3,b,1\n6.2,4.5,a,2\n5.8,,b,1\n"
@@ -240,6 +260,67 @@ def test_from_csv_rejects_files_whose_headers_differ(tmp_path):
     (tmp_path / "b.csv").write_text("y,x,label\n3,4,1\n")  # same width, columns swapped
     with pytest.raises(inputs.DataError, match=r"b\.csv:1: header \['y', 'x', 'label'\] differs"):
         inputs.from_csv(str(tmp_path / "*.csv"), label_name="label")
+
+
+def test_from_csv_refuses_a_numeric_column_with_a_few_other_fields(tmp_path):
+    # Typed string, the column failed much later: "Pack Op have types [string, float32]".
+    path = tmp_path / "data.csv"
+    path.write_text('x,y,city,label\n1.5,2,oslo,0\nNA,3,rome,1\n2.5,"1,000",7,0\n3.5,4,lima,1\n')
+    with pytest.raises(
+        inputs.DataError,
+        match=r"data\.csv:3: column 'x' holds numbers but also 'NA'; .*na_value='NA'.*"
+        r"column_defaults=\{'x': ''\}",
+    ):
+        inputs.from_csv(str(path), label_name="label")
+    with pytest.raises(inputs.DataError, match=r"data\.csv:4: column 'y' .* also '1,000'"):
+        inputs.from_csv(str(path), label_name="label", na_value="NA")
+    # A number in a column given a numeric default failed in CsvDataset at the first batch.
+    with pytest.raises(inputs.DataError, match=r"data\.csv:4: column 'y' .* also '1,000'"):
+        inputs.from_csv(str(path), label_name="label", na_value="NA", column_defaults={"y": 0})
+    fn = inputs.from_csv(
+        str(path), label_name="label", na_value="NA", column_defaults={"y": ""}, shuffle=False
+    )
+    [(feats, labels)] = _batches(fn())
+    assert feats["x"].dtype == np.float32 and feats["x"][1] == 0.0
+    assert feats["y"].tolist() == [b"2", b"3", b"1,000", b"4"]
+    assert feats["city"].tolist() == [b"oslo", b"rome", b"7", b"lima"]  # mostly text: strings
+    assert labels.tolist() == [0, 1, 0, 1]
+    fn = inputs.from_csv(str(path), label_name="label", select_columns=["city"])  # x, y unread
+    assert sorted(np.concatenate([b[1] for b in _batches(fn())]).tolist()) == [0, 0, 1, 1]
+
+    many = tmp_path / "many.csv"
+    many.write_text("v,label\n1,0\n?,1\n2,0\n-,1\n?,0\n3,1\n4,0\n5,1\n")
+    with pytest.raises(
+        inputs.DataError, match=r"many\.csv:3: .*'\?' \(3 non-numeric .*'\?' 2x, '-' 1x"
+    ):
+        inputs.from_csv(str(many), label_name="label")
+
+
+def test_from_csv_header_false_on_a_file_with_a_header_suggests_header_true(tmp_path):
+    # Every column became a string column.
+    path = tmp_path / "data.csv"
+    path.write_text("age,city,label\n30,oslo,0\n41,rome,1\n")
+    with pytest.raises(
+        inputs.DataError,
+        match=r"data\.csv:1: column 'age' holds numbers but its first row is 'age'.*header=True",
+    ):
+        inputs.from_csv(str(path), ["age", "city", "label"], "label", header=False)
+    fn = inputs.from_csv(str(path), ["age", "city", "label"], "label", shuffle=False)
+    [(feats, labels)] = _batches(fn())
+    assert feats["age"].tolist() == [30, 41] and labels.tolist() == [0, 1]
+
+
+def test_from_csv_names_repeated_column_names(tmp_path):
+    # CsvDataset failed at the first batch: "select_cols should be strictly increasing".
+    path = tmp_path / "data.csv"
+    path.write_text("a,a,b,b,label\n1,2,3,4,0\n")
+    with pytest.raises(inputs.DataError, match=r"data\.csv:1: header repeats .* \['a', 'b'\]"):
+        inputs.from_csv(str(path), label_name="label")
+    with pytest.raises(ValueError, match=r"`column_names` must be unique.*repeated: \['p'\]"):
+        inputs.from_csv(str(path), ["p", "p", "q", "r", "label"], "label")
+    fn = inputs.from_csv(str(path), ["a1", "a2", "b1", "b2", "label"], "label")
+    [(feats, labels)] = _batches(fn())
+    assert feats["a2"].tolist() == [2] and labels.tolist() == [0]
 
 
 # --------------------------------------------------------------------------- TFRecord

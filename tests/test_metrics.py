@@ -214,3 +214,22 @@ def test_bad_arguments_raise_value_error_naming_them(call, argument):
         labels = tf.zeros([4], tf.int64)
         with pytest.raises(ValueError, match=f"`{argument}`.*Got"):
             call(labels)
+
+
+def test_float_predictions_are_refused_and_float_labels_still_work():
+    # A cast floored probabilities to class 0: f1 of these was 0.25 instead of an error.
+    with tf.Graph().as_default():
+        for build in (metrics.f1, metrics.precision, metrics.recall, metrics.confusion_matrix):
+            with pytest.raises(
+                ValueError, match=r"`predictions` must be integer class ids.*argmax.*float32"
+            ):
+                build(labels=[1, 0, 1, 1], predictions=[0.9, 0.1, 0.8, 0.7], num_classes=2)
+    # Float labels holding class ids (a classifier's [batch, 1] labels) and bool predictions
+    # (probabilities > 0.5) are class ids and keep working.
+    labels, predictions = np.array([1, 0, 1, 1]), np.array([True, False, False, True])
+    got = _stream(
+        lambda **t: metrics.f1(num_classes=2, average="macro", **t),
+        {"labels": np.repeat(labels, 15)[:, None] * 1.0, "predictions": np.repeat(predictions, 15)},
+        shapes={"labels": (tf.float32, [None, 1]), "predictions": (tf.bool, [None])},
+    )
+    np.testing.assert_allclose(got, _sklearn("f1", labels, predictions, "macro", None), rtol=1e-5)

@@ -36,8 +36,18 @@ def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Op
 
 
 def _batch_size(params: Optional[Mapping[str, Any]], default: int) -> int:
+    """``params["batch_size"]`` when the Estimator passes one, else ``default``.
+
+    Raises:
+      ValueError: if ``params["batch_size"]`` is not a positive int (``Estimator(params=...)``
+        hands it over unchecked, and ``batch(0)`` or ``batch(8.9)`` would fail or truncate).
+    """
     if params and params.get("batch_size") is not None:
-        return int(params["batch_size"])
+        return check_int(
+            "params['batch_size']",
+            params["batch_size"],
+            hint="the Estimator's params override the builder's batch_size",
+        )
     return default
 
 

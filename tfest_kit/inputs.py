@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import csv
 import gzip
 import io
@@ -153,7 +154,8 @@ def from_arrays(
     Raises:
       DataError: if ``labels`` names a column that is not in ``features``.
       ValueError: if the arrays have different numbers of rows, a pandas ``features`` and
-        ``labels`` have different indexes, or a bad batch size / epochs.
+        ``labels`` have different indexes, or a bad batch size / epochs (the ``input_fn``
+        raises it for a ``params["batch_size"]`` that is not a positive int).
       TypeError: if ``features`` is of an unsupported type.
 
     Example:
@@ -231,6 +233,31 @@ def _cell_kind(value: str) -> int:
     return _FLOAT if _FLOAT_CELL.fullmatch(value) else _STRING
 
 
+class _ColumnText:
+    """The non-numeric fields of one CSV column, kept to tell a string column from bad cells."""
+
+    _KEPT_TOKENS = 5
+
+    def __init__(self):
+        self.numbers = 0  # fields that parse as numbers
+        self.texts = 0  # fields that do not
+        self.first: Optional[tuple[str, int, str]] = None  # (path, line, field) of the first text
+        self.tokens: dict[str, int] = {}  # a few distinct texts and how often they occur
+        self.only_first_rows = True  # every text is in the first row of its file
+
+    def add_text(self, path: str, line: int, cell: str, first_row: bool) -> None:
+        self.texts += 1
+        if self.first is None:
+            self.first = (path, line, cell)
+        if cell in self.tokens or len(self.tokens) < self._KEPT_TOKENS:
+            self.tokens[cell] = self.tokens.get(cell, 0) + 1
+        self.only_first_rows = self.only_first_rows and first_row
+
+
+def _duplicates(names: Sequence[str]) -> list[str]:
+    return sorted(name for name, count in collections.Counter(names).items() if count > 1)
+
+
 def _scan_csv(
     files: list[str],
     column_names: Optional[list[str]],
@@ -239,13 +266,19 @@ def _scan_csv(
     compression: Optional[str],
     max_rows: Optional[int],
     na_value: str = "",
-) -> tuple[list[str], list[int]]:
+) -> tuple[list[str], list[int], list[_ColumnText]]:
     """Reads the CSV files in Python: checks header and row widths, infers each column's kind.
 
     Returns:
-      (column names, per-column kind); ``max_rows`` limits how many rows per file are checked.
+      (column names, per-column kind, per-column non-numeric fields); ``max_rows`` limits how
+      many rows per file are checked.
     """
     names = list(column_names) if column_names is not None else None
+    if names is not None and _duplicates(names):
+        raise ValueError(
+            "`column_names` must be unique; rename the repeated ones. "
+            f"Got: {names} (repeated: {_duplicates(names)})"
+        )
     first_head: Optional[list[str]] = None
     kinds: Optional[list[int]] = None
     for path in files:
@@ -261,6 +294,14 @@ def _scan_csv(
                 head = [h.strip() for h in head]
                 head[0] = head[0].lstrip("\ufeff")
                 if names is None:
+                    # CsvDataset selects columns by strictly increasing index: a repeated name
+                    # would fail at the first batch ("select_cols should be strictly increasing").
+                    if _duplicates(head):
+                        raise DataError(
+                            f"{path}:1: header repeats the column names {_duplicates(head)}; "
+                            "rename them in the file, or pass unique `column_names` (the header "
+                            "line is still skipped)."
+                        )
                     names = head
                 elif len(head) != len(names):
                     raise DataError(
@@ -292,18 +333,85 @@ def _scan_csv(
                     )
                 if kinds is None:
                     kinds = [None] * len(names)  # None: no value seen yet
+                    texts = [_ColumnText() for _ in names]
                 for col, cell in enumerate(row):
                     # An empty or na_value field takes the column default; it says nothing of type.
-                    if cell.strip() and cell != na_value and kinds[col] != _STRING:
+                    if cell.strip() and cell != na_value:
                         kind = _cell_kind(cell.strip())
                         kinds[col] = kind if kinds[col] is None else max(kinds[col], kind)
+                        if kind == _STRING:
+                            texts[col].add_text(path, line, cell, index == 0)
+                        else:
+                            texts[col].numbers += 1
                 if max_rows is not None and index + 1 >= max_rows:
                     break
     if names is None:
         raise ValueError("`column_names` is required when `header=False`. Got: None")
+    if kinds is None:
+        kinds, texts = [None] * len(names), [_ColumnText() for _ in names]
     # A column with no value in the rows read is float: its later values (validate=False reads
     # 100 rows) may be ints or floats, and a float column parses both.
-    return names, [_FLOAT if kind is None else kind for kind in kinds or [None] * len(names)]
+    return names, [_FLOAT if kind is None else kind for kind in kinds], texts
+
+
+def _is_text_default(default: Any) -> bool:
+    if isinstance(default, tf2.dtypes.DType):
+        return default == tf2.string
+    return isinstance(default, (str, bytes))
+
+
+def _numbers_with_stray_text(text: _ColumnText, header: bool) -> bool:
+    """Tells whether an inferred column is numeric but for a few fields (or a header line)."""
+    if not text.numbers or not text.texts:
+        return False
+    # header=False on a file with a header: its field is a numeric column's only text.
+    if not header and text.only_first_rows:
+        return True
+    # A string column may hold a few numbers ("7" among city names); mostly numbers means bad
+    # fields in a numeric column.
+    return text.numbers > text.texts
+
+
+def _check_numeric_columns(
+    names: list[str],
+    texts: list[_ColumnText],
+    defaults: list[Any],
+    user_set: set[int],
+    header: bool,
+    indices: list[int],
+) -> None:
+    """Raises DataError for a numeric column that is read and has non-numeric fields.
+
+    Inferred, such a column would become a string column and fail far from the file, where
+    the model stacks it with numbers ("Pack Op have types [string, float32]"); with a numeric
+    ``column_defaults`` entry CsvDataset itself fails at the first batch, naming no file.
+    A column of mostly non-numeric fields stays a string column.
+    """
+    for col in indices:
+        name, text = names[col], texts[col]
+        if col in user_set:
+            # The caller chose the type: a string default reads anything, a number fails on text.
+            if not text.texts or _is_text_default(defaults[col]):
+                continue
+        elif not _numbers_with_stray_text(text, header):
+            continue
+        path, line, token = text.first
+        as_strings = f"column_defaults={{{name!r}: ''}}"
+        if not header and text.only_first_rows:
+            raise DataError(
+                f"{path}:{line}: column {name!r} holds numbers but its first row is {token!r}, "
+                f"which looks like a header line; pass header=True to skip it (or {as_strings} "
+                "if the column holds strings)."
+            )
+        seen = ""
+        if text.texts > 1:
+            listed = ", ".join(f"{t!r} {n}x" for t, n in text.tokens.items())
+            seen = f" ({text.texts} non-numeric fields in the rows read: {listed})"
+        raise DataError(
+            f"{path}:{line}: column {name!r} holds numbers but also {token!r}{seen}; if it "
+            f"marks a missing value pass na_value={token!r} or leave the field empty, else fix "
+            f"the file or pass {as_strings} to read the column as strings."
+        )
 
 
 def _csv_defaults(names: list[str], kinds: list[int], column_defaults: Any) -> list[Any]:
@@ -371,7 +479,9 @@ def from_csv(
     field per column (the error names ``file:line``), the label column must exist, and column
     types are inferred (int32, int64 beyond its range, float32, string; empty and ``na_value``
     fields are ignored, and a column with no other value is float32) unless
-    ``column_defaults`` gives them.
+    ``column_defaults`` gives them. A column of mostly numbers with a few other fields
+    (``"NA"``, ``"?"``, ``"1,000"``) is refused rather than read as strings, and so are
+    non-numeric fields in a column that ``column_defaults`` gives a numeric type.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train-*.csv"``).
@@ -400,8 +510,12 @@ def from_csv(
 
     Raises:
       DataError: no file matches; a row of the wrong width; a header that differs between
-        files; ``label_name`` / ``select_columns`` / ``column_defaults`` naming a missing column.
-      ValueError: a bad argument (``column_names`` missing with ``header=False`` …).
+        files or repeats a name; ``label_name`` / ``select_columns`` / ``column_defaults``
+        naming a missing column; a numeric column with non-numeric fields (the message names
+        ``file:line`` and the field, and suggests ``header=True`` when only the first row of
+        a file is not numeric under ``header=False``).
+      ValueError: a bad argument (``column_names`` missing with ``header=False`` or repeating a
+        name …); from the ``input_fn``, a ``params["batch_size"]`` that is not a positive int.
 
     Example:
 
@@ -414,7 +528,7 @@ def from_csv(
     if not isinstance(field_delim, str) or len(field_delim) != 1:
         raise ValueError(f"`field_delim` must be a single character. Got: {field_delim!r}")
     files = _glob(file_pattern)
-    names, kinds = _scan_csv(
+    names, kinds, texts = _scan_csv(
         files,
         column_names,
         header,
@@ -435,6 +549,13 @@ def from_csv(
     if label_name is not None and label_name not in wanted:
         wanted.append(label_name)
     indices = sorted(names.index(c) for c in wanted)
+    if column_defaults is None:
+        user_set: set[int] = set()
+    elif isinstance(column_defaults, Mapping):
+        user_set = {names.index(n) for n in column_defaults}
+    else:
+        user_set = set(range(len(names)))
+    _check_numeric_columns(names, texts, defaults, user_set, header, indices)
     picked = [names[i] for i in indices]
     buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
 

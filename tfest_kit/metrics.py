@@ -70,6 +70,20 @@ def _flat(tensor, name: str, dtype=None):
     return tf.cast(tensor, dtype) if dtype is not None else tensor
 
 
+def _class_ids(predictions):
+    """Flattens ``predictions`` to int64 class ids; refuses scores, which a cast would floor."""
+    predictions = _flat(predictions, "predictions")
+    # Casting 0.9 to int64 gives class 0, so probabilities passed by mistake scored quietly wrong.
+    # Labels stay lenient: float labels holding class ids are common (classifier heads take them).
+    if not (predictions.dtype.is_integer or predictions.dtype.is_bool):
+        raise ValueError(
+            "`predictions` must be integer class ids, not scores: pass tf.argmax(logits, -1), "
+            "or tf.cast(probabilities > 0.5, tf.int64) for 2 classes. "
+            f"Got: dtype {predictions.dtype.name}"
+        )
+    return tf.cast(predictions, tf.int64)
+
+
 def _metric_variable(shape, dtype, name: str):
     """A zero-initialised local variable in the collections tf.compat.v1.metrics uses."""
     return tf.Variable(
@@ -91,7 +105,7 @@ def _add_to_collections(collections: Optional[Sequence[str]], value) -> None:
 def _streaming_confusion_matrix(labels, predictions, num_classes, weights):
     """Returns ``(matrix_variable, update_op)``; ``matrix[i, j]`` counts label i predicted j."""
     labels = _flat(labels, "labels", tf.int64)
-    predictions = _flat(predictions, "predictions", tf.int64)
+    predictions = _class_ids(predictions)
     if weights is not None:
         weights = _flat(weights, "weights", tf.float64)
     total = _metric_variable([num_classes, num_classes], tf.float64, "total_confusion_matrix")
@@ -189,7 +203,8 @@ def confusion_matrix(
       accumulated matrix before and after adding this batch.
 
     Raises:
-      ValueError: if ``num_classes`` < 2 or a tensor has the wrong shape.
+      ValueError: if ``num_classes`` < 2, a tensor has the wrong shape, or ``predictions`` is
+        not of an integer (or bool) dtype.
 
     Example:
 
@@ -221,8 +236,8 @@ _SCORE_DOC = """Streaming multi-class {what}, averaged ``"micro"``, ``"macro"`` 
       before and after this batch.
 
     Raises:
-      ValueError: if ``num_classes`` < 2, ``average`` is unknown, or a tensor has the
-        wrong shape.
+      ValueError: if ``num_classes`` < 2, ``average`` is unknown, a tensor has the wrong
+        shape, or ``predictions`` is not of an integer (or bool) dtype (scores, not class ids).
 
     Example:
 
