@@ -269,10 +269,15 @@ def test_an_edited_model_or_optimizer_in_a_trained_model_dir_is_refused(tmp_path
 def test_model_built_before_an_earlier_conversion_is_one_readable_error(tmp_path):
     # Keras cannot read the weights of a model built before another conversion switched it
     # to graph mode; the official converter fails with an AttributeError about a private name.
-    first, second = _named(), _named()
+    first, second, third = _named(), _named(), _named()
+    # Its own graph's conversion needs a legacy optimizer: Keras refuses the new one first.
+    third.compile(keras.optimizers.legacy.Adam(0.05), "mse")
     to_estimator(first, model_dir=str(tmp_path / "a"))
     with pytest.raises(TfestKitError, match="built before another model was converted"):
         to_estimator(second, model_dir=str(tmp_path / "b"))
+    # Inside a graph of the caller's the missing private name is another one.
+    with tf.Graph().as_default(), pytest.raises(TfestKitError, match="built before another"):
+        to_estimator(third, model_dir=str(tmp_path / "c"))
 
 
 def test_subclassed_model_with_object_checkpoints_says_use_saver(tmp_path):

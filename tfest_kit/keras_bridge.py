@@ -410,6 +410,10 @@ def _check_checkpoint(path: str) -> None:
         ) from error
 
 
+# The attributes an eager-built model lacks once an earlier conversion went to graph mode.
+_BUILT_BEFORE_A_CONVERSION = ("_compile_time_distribution_strategy", "_v1_compile_was_called")
+
+
 def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
     """Calls the official converter, naming a missing custom object if that is what fails."""
     try:
@@ -424,7 +428,9 @@ def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
                 checkpoint_format=checkpoint_format,
             )
     except AttributeError as e:
-        if "_compile_time_distribution_strategy" not in str(e):
+        # Which private attribute is missing depends on where the conversion starts (inside a
+        # user's tf.Graph().as_default() it is "_v1_compile_was_called").
+        if not any(name in str(e) for name in _BUILT_BEFORE_A_CONVERSION):
             raise
         # Keras cannot read the weights of a model built in eager mode once an earlier
         # conversion in this process has switched it to graph mode.
