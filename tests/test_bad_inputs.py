@@ -11,6 +11,7 @@ once per module), and run inside a fresh ``tf.Graph``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -340,6 +341,28 @@ MODEL_FN_CASES = [
         ValueError,
         r"`weight_key` 'w' is not a feature.*\['x'\]",
     ),
+    case(
+        "loss_fn without weights",
+        lambda c: model_fn.build(
+            network, loss_fn=lambda labels, outputs: 0.0, predictions_fn=lambda o: {"o": o}
+        ),
+        TypeError,
+        r"`loss_fn` must accept 3 positional arguments \(labels, outputs, weights\).*weights=None",
+    ),
+    case(
+        "regressor string labels",
+        lambda c: _call_model_fn(
+            model_fn.regressor(lambda f, m, p: tf.layers.dense(f["x"], 1)), _features(), ["1"] * 16
+        ),
+        ValueError,
+        r"`labels` must be numeric for a regressor.*input_fn.*string",
+    ),
+    case(
+        "features a single tensor",
+        lambda c: _call_model_fn(model_fn.classifier(network, 2), tf.constant(X), Y),
+        TypeError,
+        r"looked up feature 'x'.*single tensor.*inputs.from_arrays",
+    ),
 ]
 
 
@@ -443,6 +466,12 @@ TPU_CASES = [
         lambda c: _tpu(c, params={"batch_size": 8}),
         ValueError,
         r"reserved keys.*batch_size",
+    ),
+    case(
+        "params an argparse.Namespace",
+        lambda c: _tpu(c, params=argparse.Namespace(lr=0.1)),
+        TypeError,
+        r"`params` must be a dict; pass vars\(args\).*Namespace",
     ),
     case(
         "reserved params key context",
@@ -597,6 +626,13 @@ def _copy_trained(c, name):
     return path
 
 
+def _trained_with_sgd(c):
+    model_dir = os.path.join(c.root, "sgd")
+    sgd = model_fn.classifier(network, 2, optimizer="sgd")
+    estimator.Estimator(sgd, model_dir=model_dir).train(_good_input_fn, steps=1)
+    return model_dir
+
+
 def _estimator(c, net=network, num_classes=2, model_dir=None, sub="est"):
     return estimator.Estimator(
         model_fn.classifier(net, num_classes), model_dir=model_dir or os.path.join(c.root, sub)
@@ -651,6 +687,20 @@ RUN_CASES = [
         ),
         ValueError,
         r"checkpoint .* that does not fit this model.*dense/kernel.*\[4, 2\].*\[4, 3\]",
+    ),
+    case(
+        # Estimator's own message was "Key beta1_power not found in checkpoint".
+        "checkpoint trained with another optimizer",
+        lambda c: _estimator(c, model_dir=_trained_with_sgd(c)).train(_good_input_fn, steps=1),
+        ValueError,
+        r"trained with another optimizer: it lacks .*dense/kernel/Adam",
+    ),
+    case(
+        # The same model given fewer feature columns: the checkpoint is not at fault.
+        "evaluate: features narrower than in training",
+        lambda c: c.estimator.evaluate(inputs.from_arrays({"x": X[:, :3]}, Y, batch_size=8)),
+        ValueError,
+        r"does not fit this model.*If it did not, the features differ.*not changed",
     ),
     case(
         "export: receiver without the network's feature",
@@ -815,6 +865,18 @@ HOOK_CASES = [
         lambda c: hooks.PreemptionHook(signals=()),
         ValueError,
         r"`signals`",
+    ),
+    case(
+        "PreemptionHook unknown signal name",
+        lambda c: hooks.PreemptionHook(signals=["SIGTREM"]),
+        ValueError,
+        r"`signals` entries must be signal names.*'SIGTREM'",
+    ),
+    case(
+        "NanGuardHook fail as a string",
+        lambda c: hooks.NanGuardHook(fail="no"),
+        TypeError,
+        r"`fail` must be True or False.*'no'",
     ),
 ]
 

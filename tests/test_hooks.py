@@ -446,6 +446,51 @@ def test_preemption_hooks_several_at_once_and_after_a_failed_run(tmp_path, tf_lo
         signal.signal(signal.SIGUSR1, previous)
 
 
+@pytest.mark.parametrize("signals", [signal.SIGUSR1, "SIGUSR1", [int(signal.SIGUSR1), "SIGUSR1"]])
+def test_preemption_hook_takes_one_signal_numbers_or_names(signals):
+    # A single signal used to fail at once ("not iterable"), a name only once training
+    # started ("'str' object cannot be interpreted as an integer").
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: received.append(signum))
+    try:
+        hook = hooks.PreemptionHook(signals=signals)
+
+        def on_step(done):
+            if done == 3:
+                os.kill(os.getpid(), signal.SIGUSR1)
+
+        assert _run_loop([hook], steps=50, on_step=on_step) == 4
+        assert hook.preempted == signal.SIGUSR1 and received == []
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (
+            {"signals": ["SIGTREM"]},
+            ValueError,
+            r"`signals` entries must be signal names.*'SIGTREM'",
+        ),
+        ({"signals": 9999}, ValueError, r"`signals` entries must be signal numbers.*9999"),
+        ({"signals": [signal.SIGTERM, 1.5]}, TypeError, r"`signals` entries.*Got: 1\.5"),
+        ({"signals": "SIGKILL"}, ValueError, r"can catch.*use SIGTERM or SIGINT. Got: SIGKILL"),
+        ({"signals": 15.0}, TypeError, r"`signals` must be a signal or a list.*15\.0"),
+        ({"is_chief": "yes"}, TypeError, r"`is_chief` must be True, False or None.*'yes'"),
+    ],
+)
+def test_preemption_hook_refuses_bad_signals_when_built(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        hooks.PreemptionHook(**kwargs)
+
+
+def test_nan_guard_fail_must_be_a_bool():
+    # "no" is truthy: it used to raise on NaN when the caller asked it to just stop.
+    with pytest.raises(TypeError, match=r"`fail` must be True or False. Got: 'no'"):
+        hooks.NanGuardHook(fail="no")
+
+
 @pytest.mark.slow
 def test_sigterm_saves_checkpoint_and_restart_resumes(tmp_path):
     model_dir = str(tmp_path / "model")

@@ -821,3 +821,50 @@ def test_warm_start_skips_a_variable_saved_with_another_dtype(tmp_path):
     assert any(
         "dtype differs: hidden/kernel (model float32, checkpoint float16)" in line for line in lines
     ), lines
+
+
+# ------------------------------------------------------------------ build's function contract
+
+
+def _head(**kw):
+    return {"predictions_fn": lambda outputs: {"logits": outputs}, **kw}
+
+
+def test_build_refuses_head_functions_with_the_wrong_arguments_at_once():
+    with pytest.raises(TypeError, match=r"`loss_fn`.*\(labels, outputs, weights\).*weights=None"):
+        mf.build(network, **_head(loss_fn=lambda labels, outputs: 0.0))
+    with pytest.raises(TypeError, match=r"`metric_fn`.*\(labels, outputs, weights\)"):
+        mf.build(
+            network,
+            **_head(loss_fn=lambda labels, outputs, weights: 0.0, metric_fn=lambda y, o: {}),
+        )
+    with pytest.raises(TypeError, match=r"`predictions_fn`.*\(outputs\).*defaults"):
+        mf.build(network, loss_fn=lambda *args: 0.0, predictions_fn=lambda outputs, extra: {})
+    # *args, **kwargs and defaults are fine.
+    mf.build(network, loss_fn=lambda *args: 0.0, predictions_fn=lambda outputs, **kw: {})
+
+
+def test_regressor_refuses_string_labels_when_the_graph_is_built():
+    def linear(features, mode, params):
+        return tf2.keras.layers.Dense(1)(features["x"])
+
+    with tf.Graph().as_default():
+        labels = tf.constant(["1.5"] * 8)
+        with pytest.raises(ValueError, match=r"numeric for a regressor.*input_fn.*dtype string"):
+            mf.regressor(linear)({"x": tf.constant(X_EVAL[:8])}, labels, estimator.ModeKeys.TRAIN)
+
+
+def test_feature_lookup_on_a_single_tensor_input_is_named(tmp_path):
+    def bare_input_fn(params=None):
+        return tf.data.Dataset.from_tensor_slices((X_TRAIN, Y_TRAIN)).batch(32)
+
+    est = estimator.Estimator(mf.classifier(network, NUM_CLASSES), str(tmp_path / "dict"))
+    with pytest.raises(TypeError, match=r"looked up feature 'x'.*single tensor.*\(\{'x': x\}, y\)"):
+        est.train(bare_input_fn, max_steps=1)
+
+    def bare_network(features, mode, params):  # takes the tensor itself: unaffected
+        return tf2.keras.layers.Dense(NUM_CLASSES)(features)
+
+    est = estimator.Estimator(mf.classifier(bare_network, NUM_CLASSES), str(tmp_path / "bare"))
+    est.train(bare_input_fn, max_steps=2)
+    assert est.get_variable_value("global_step") == 2

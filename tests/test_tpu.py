@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import glob
 import json
 import logging
@@ -186,6 +187,36 @@ def test_evaluate_with_eval_metrics_list(trained):
     assert metrics["accuracy"] > 0.7, metrics
     assert rec.input_fn[estimator.ModeKeys.EVAL] == EVAL_BS
     assert rec.model_fn[estimator.ModeKeys.EVAL] == EVAL_BS
+
+
+def test_eval_metrics_tensors_that_do_not_match_metric_fn_are_named(model_dir):
+    def metric_fn(labels, logits):
+        return {"accuracy": tf.metrics.accuracy(labels, tf.argmax(logits, 1))}
+
+    def model_fn(features, labels, mode, params):
+        logits = tf.layers.dense(features["x"], 2)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        tensors = {"labels": labels, "predictions": logits}  # metric_fn takes `logits`
+        return tpu.TPUEstimatorSpec(mode, loss=loss, eval_metrics=(metric_fn, tensors))
+
+    est = tpu.TPUEstimator(model_fn, model_dir=model_dir, use_tpu=False, eval_batch_size=EVAL_BS)
+    with pytest.raises(
+        TypeError,
+        match=r"eval_metrics tensors.*metric_fn\(labels, logits\); rename the dict's keys.*"
+        r"Got: dict keys \['labels', 'predictions'\]",
+    ):
+        est.evaluate(_make_input_fn(_Recorder(), repeat=False))
+
+
+def test_params_must_be_a_dict(model_dir):
+    def model_fn(features, labels, mode, params):
+        raise AssertionError("not reached")
+
+    args = argparse.Namespace(lr=0.1)
+    with pytest.raises(TypeError, match=r"`params` must be a dict; pass vars\(args\).*Namespace"):
+        tpu.TPUEstimator(model_fn, model_dir=model_dir, params=args, use_tpu=False)
+    est = tpu.TPUEstimator(model_fn, model_dir=model_dir, params=vars(args), use_tpu=False)
+    assert est.params == {"lr": 0.1}
 
 
 def test_in_memory_evaluator_hook_gets_the_eval_batch_size(model_dir):

@@ -4,17 +4,78 @@ from __future__ import annotations
 
 import glob
 import math
+import numbers
 import os
 import signal
 import threading
 from collections.abc import Sequence
-from typing import Optional
+from typing import Optional, Union
 
 from tfest_kit._errors import TfestKitError
 from tfest_kit._progress import find_loss_tensor
 from tfest_kit._tf import estimator, tf
 
 __all__ = ["NanGuardHook", "NanLossError", "PreemptionHook"]
+
+
+SignalArg = Union[int, str, signal.Signals]
+
+
+def _check_bool(name: str, value, more: str = "") -> bool:
+    """Returns ``value`` if it is a bool; TypeError otherwise (``"no"`` would be truthy)."""
+    if not isinstance(value, bool):
+        alternatives = f"True, False {more}" if more else "True or False"
+        raise TypeError(f"`{name}` must be {alternatives}. Got: {value!r}")
+    return value
+
+
+# Signals Python cannot install a handler for.
+_UNCATCHABLE = {getattr(signal, name) for name in ("SIGKILL", "SIGSTOP") if hasattr(signal, name)}
+
+
+def _check_signals(signals) -> tuple:
+    """``signals`` (one signal or a list) as a tuple of distinct ``signal.Signals``."""
+    if isinstance(signals, (numbers.Integral, str)):  # one signal; signal.Signals is an int
+        signals = [signals]
+    try:
+        entries = list(signals)
+    except TypeError:
+        raise TypeError(
+            "`signals` must be a signal or a list of signals (numbers, signal.Signals or names "
+            f"like 'SIGTERM'). Got: {signals!r}"
+        ) from None
+    if not entries:
+        raise ValueError(f"`signals` must name at least one signal. Got: {signals!r}")
+    checked = []
+    for entry in entries:
+        if isinstance(entry, str):
+            if entry not in signal.Signals.__members__:
+                raise ValueError(
+                    "`signals` entries must be signal names such as 'SIGTERM' (see "
+                    f"signal.Signals). Got: {entry!r}"
+                )
+            entry = signal.Signals[entry]
+        elif isinstance(entry, numbers.Integral) and not isinstance(entry, bool):
+            try:
+                entry = signal.Signals(int(entry))
+            except ValueError:
+                raise ValueError(
+                    "`signals` entries must be signal numbers such as signal.SIGTERM. "
+                    f"Got: {entry!r}"
+                ) from None
+        else:
+            raise TypeError(
+                "`signals` entries must be signal numbers, signal.Signals or names like "
+                f"'SIGTERM'. Got: {entry!r}"
+            )
+        if entry in _UNCATCHABLE:
+            raise ValueError(
+                "`signals` entries must be signals a process can catch (not SIGKILL or SIGSTOP); "
+                f"use SIGTERM or SIGINT. Got: {entry.name}"
+            )
+        if entry not in checked:
+            checked.append(entry)
+    return tuple(checked)
 
 
 class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
@@ -62,6 +123,9 @@ class NanGuardHook(tf.train.SessionRunHook):
       loss: the loss tensor or its name; None uses the last tensor of ``tf.GraphKeys.LOSSES``.
       fail: raise (True) or just stop (False).
 
+    Raises:
+      TypeError: if ``fail`` is not a bool.
+
     Example:
 
         estimator.train(input_fn, max_steps=1000, hooks=[NanGuardHook()])
@@ -69,7 +133,7 @@ class NanGuardHook(tf.train.SessionRunHook):
 
     def __init__(self, loss=None, fail: bool = True) -> None:
         self._loss_arg = loss
-        self._fail = bool(fail)
+        self._fail = _check_bool("fail", fail)
 
     def begin(self) -> None:
         self._loss = find_loss_tensor(self._loss_arg)
@@ -195,9 +259,16 @@ class PreemptionHook(tf.train.SessionRunHook):
 
     Args:
       checkpoint_dir: directory to save to; None relies on the session's checkpoint saver.
-      signals: the signals to catch.
+      signals: the signals to catch: a list of ``signal.Signals``, signal numbers or names
+        (``"SIGTERM"``), or one of them.
       is_chief: whether this task saves checkpoints; None reads ``TF_CONFIG`` (like
         ``RunConfig``). Non-chief tasks only stop.
+
+    Raises:
+      ValueError: for no signals, an unknown signal or one that cannot be caught (SIGKILL,
+        SIGSTOP).
+      TypeError: for a signal that is neither a number nor a name, or an ``is_chief`` that is
+        neither None nor a bool.
 
     Example:
 
@@ -210,13 +281,15 @@ class PreemptionHook(tf.train.SessionRunHook):
     def __init__(
         self,
         checkpoint_dir: Optional[str] = None,
-        signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT),
+        signals: Union[SignalArg, Sequence[SignalArg]] = (signal.SIGTERM, signal.SIGINT),
         is_chief: Optional[bool] = None,
     ) -> None:
-        if not signals:
-            raise ValueError(f"`signals` must name at least one signal. Got: {signals!r}")
         self._checkpoint_dir = checkpoint_dir
-        self._signals = tuple(signals)
+        # Checked here: a bad entry would otherwise fail only when training starts and the
+        # handlers are installed.
+        self._signals = _check_signals(signals)
+        if is_chief is not None:
+            _check_bool("is_chief", is_chief, "or None")
         self._is_chief_arg = is_chief
         self._preempted: Optional[int] = None
         self._session = None

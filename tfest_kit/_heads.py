@@ -230,6 +230,13 @@ def regressor_parts(label_dimension: int, metrics: Sequence[str]) -> dict[str, C
 
     def labels_fn(labels):
         labels = _flat_labels(labels, tf.float32, label_dimension)
+        # Unchecked, a string label fails only when the first step runs, as an
+        # UnimplementedError about a cast.
+        if not (labels.dtype.is_integer or labels.dtype.is_floating or labels.dtype == tf.bool):
+            raise ValueError(
+                "`labels` must be numeric for a regressor; parse them into numbers in the "
+                f"input_fn. Got: dtype {labels.dtype.name}"
+            )
         return tf.reshape(tf.cast(labels, tf.float32), [-1, label_dimension])
 
     def predictions_fn(outputs):

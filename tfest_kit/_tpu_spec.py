@@ -116,11 +116,35 @@ def _call_host_fn(name: str, host_call) -> Any:
             f"a dict. Got: {host_call!r}"
         )
     fn, tensors = host_call
+    if not isinstance(tensors, (dict, tuple, list)):
+        raise ValueError(
+            f"TPUEstimatorSpec.{name}[1] must be a list, tuple or dict. Got: {tensors!r}"
+        )
     if isinstance(tensors, dict):
+        _check_host_fn_keys(name, fn, tensors)
         return fn(**tensors)
-    if isinstance(tensors, (tuple, list)):
-        return fn(*tensors)
-    raise ValueError(f"TPUEstimatorSpec.{name}[1] must be a list, tuple or dict. Got: {tensors!r}")
+    return fn(*tensors)
+
+
+def _check_host_fn_keys(name: str, fn: Callable, tensors: dict) -> None:
+    """Raises TypeError when ``fn`` does not take the keys of ``tensors`` as its arguments.
+
+    TPUEstimatorSpec checks the length of a list of tensors, not the keys of a dict: the call
+    failed with "got an unexpected keyword argument" from inside Estimator, naming neither the
+    spec field nor what was passed.
+    """
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to compare with: let the call decide
+        return
+    try:
+        signature.bind(**tensors)
+    except TypeError:
+        label = getattr(fn, "__name__", type(fn).__name__)
+        raise TypeError(
+            f"TPUEstimatorSpec.{name} tensors must match the parameters of {label}{signature}; "
+            f"rename the dict's keys to match them. Got: dict keys {sorted(tensors)}"
+        ) from None
 
 
 def _run_host_call(host_call, logdir: str):
@@ -153,7 +177,8 @@ def to_estimator_spec(spec: Any, mode: str, summary_dir: Optional[str]):
       A ``tf.estimator.EstimatorSpec``.
 
     Raises:
-      TypeError: if ``spec`` is neither.
+      TypeError: if ``spec`` is neither, or the keys of a dict of ``eval_metrics`` /
+        ``host_call`` tensors do not match their function's parameters.
     """
     if isinstance(spec, tf_estimator.EstimatorSpec):
         return spec

@@ -36,6 +36,8 @@ Example:
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Mapping, Sequence
 from typing import Callable, Optional
 
@@ -76,6 +78,39 @@ NetworkFn = Callable[..., tf.Tensor]
 def _check_callable(value, name: str) -> None:
     if not callable(value):
         raise TypeError(f"`{name}` must be callable. Got: {value!r}")
+
+
+def _check_signature(fn: Callable, name: str, arguments: tuple) -> None:
+    """Raises TypeError unless ``fn`` can be called with ``len(arguments)`` positional arguments.
+
+    build calls these functions positionally, deep inside graph construction, where a
+    mismatch would surface as a bare "takes 2 positional arguments but 3 were given".
+    """
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    try:
+        signature.bind(*arguments)
+    except TypeError:
+        pass
+    else:
+        return
+    kinds = [p.kind for p in signature.parameters.values()]
+    positional = sum(
+        kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for kind in kinds
+    )
+    if positional < len(arguments) and inspect.Parameter.VAR_POSITIONAL not in kinds:
+        fix = f"add the ones it ignores, e.g. `{arguments[positional]}=None`"
+    else:
+        fix = "give its other parameters defaults"
+    label = getattr(fn, "__name__", type(fn).__name__)
+    raise TypeError(
+        f"`{name}` must accept {len(arguments)} positional argument"
+        f"{'s' if len(arguments) > 1 else ''} ({', '.join(arguments)}); {fix}. "
+        f"Got: {label}{signature}"
+    )
 
 
 def _spec(tpu_spec: bool, **kwargs):
@@ -142,10 +177,16 @@ def build(
 
     Args:
       network_fn: ``network_fn(features, mode, params) -> outputs``.
-      loss_fn: ``loss_fn(labels, outputs, weights) -> scalar loss``.
+      loss_fn: ``loss_fn(labels, outputs, weights) -> scalar loss``, called positionally;
+        ``weights`` is the ``[batch]`` tensor of ``weight_key``, or None without one. A
+        ``tf.compat.v1.losses.*`` function fails on None (its default is 1.0): wrap it, e.g.
+        ``lambda labels, outputs, w: tf.compat.v1.losses.mean_squared_error(labels, outputs,
+        weights=1.0 if w is None else w)``.
       predictions_fn: ``predictions_fn(outputs) -> dict`` of ``[batch, ...]`` tensors.
-      metric_fn: ``metric_fn(labels, outputs, weights) -> {name: (value_op, update_op)}``;
-        it only receives tensors, so it also serves as the TPU ``metric_fn``.
+      metric_fn: ``metric_fn(labels, outputs, weights) -> {name: (value_op, update_op)}``,
+        called positionally; ``weights`` is None without ``weight_key`` (the default of
+        ``tf.compat.v1.metrics.*``). It only receives tensors, so it also serves as the TPU
+        ``metric_fn``.
       check_outputs: ``check_outputs(outputs) -> outputs``: validates / normalises the network's
         output (raise ValueError on a wrong shape).
       labels_fn: ``labels_fn(labels) -> labels``: validates / normalises the labels.
@@ -178,22 +219,32 @@ def build(
       Python's ``random`` otherwise).
 
     Raises:
+      TypeError: at once, for a function argument that is not callable or cannot be called
+        with the arguments listed above (e.g. a ``loss_fn`` without ``weights``).
       ValueError / TypeError: for an unknown optimizer or a bad schedule, at once; when the
         model_fn runs, for a missing or unreadable ``init_checkpoint`` (unless model_dir has
         a checkpoint to resume from), a network output or labels of the wrong shape, a
-        feature ``network_fn`` looks up that the input lacks, or a checkpoint in
-        ``model_dir`` from another model.
+        feature ``network_fn`` looks up that the input lacks (TypeError when the input_fn
+        yields one tensor instead of a dict of features), or a checkpoint in ``model_dir``
+        from another model.
 
     Example:
 
         model_fn = build(network, loss_fn=my_loss, predictions_fn=lambda y: {"y": y})
     """
-    for value, name in (
-        (network_fn, "network_fn"),
-        (loss_fn, "loss_fn"),
-        (predictions_fn, "predictions_fn"),
+    for value, name, arguments in (
+        (network_fn, "network_fn", ("features", "mode", "params")),
+        (loss_fn, "loss_fn", ("labels", "outputs", "weights")),
+        (predictions_fn, "predictions_fn", ("outputs",)),
+        (metric_fn, "metric_fn", ("labels", "outputs", "weights")),
+        (check_outputs, "check_outputs", ("outputs",)),
+        (labels_fn, "labels_fn", ("labels",)),
+        (export_outputs_fn, "export_outputs_fn", ("predictions",)),
     ):
+        if value is None and name not in ("network_fn", "loss_fn", "predictions_fn"):
+            continue
         _check_callable(value, name)
+        _check_signature(value, name, arguments)
     check_schedule(learning_rate, warmup_steps, decay_steps)
     check_optimizer(optimizer, warmup_steps, decay_steps)
     if clip_norm is not None and not clip_norm > 0:
@@ -354,13 +405,21 @@ class _Features(dict):
         raise _MissingFeature(key)
 
 
+# The end of TensorFlow's error for ``tensor["x"]``: "... are valid indices, got 'x'".
+_NAME_AS_INDEX = re.compile(r"valid indices, got ('[^']*'|\"[^\"]*\")$")
+
+
 def _call_network(network_fn: Callable, features, mode, params):
     """Calls ``network_fn``; a lookup of a feature the input does not provide gets named.
 
     Only lookups on the features themselves are rewritten: a ``KeyError`` from anywhere else
-    (a ``params`` key the network expects, say) is not the input pipeline's fault.
+    (a ``params`` key the network expects, say) is not the input pipeline's fault. A lookup by
+    name on features that are one tensor (an input_fn yielding ``(x, y)``), which TensorFlow
+    reports as a bad slice index, is named too; a network that takes a bare tensor is
+    unaffected.
     """
-    if isinstance(features, Mapping):
+    is_mapping = isinstance(features, Mapping)
+    if is_mapping:
         features = _Features(features)
     try:
         return network_fn(features, mode, params)
@@ -368,6 +427,16 @@ def _call_network(network_fn: Callable, features, mode, params):
         raise ValueError(
             f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
             f"receiver) does not provide. Got features: {sorted(map(str, features))}"
+        ) from error
+    except TypeError as error:
+        match = _NAME_AS_INDEX.search(str(error))
+        if is_mapping or not tf.is_tensor(features) or match is None:
+            raise
+        key = match.group(1)
+        raise TypeError(
+            f"`network_fn` looked up feature {key}, but the input_fn yields a single tensor, "
+            f"not a dict of features; yield ({{{key}: x}}, y) (inputs.from_arrays does). "
+            f"Got: a {features.dtype.name} tensor of shape {_heads._shape(features)}"
         ) from error
 
 
@@ -495,8 +564,9 @@ def regressor(
 
     Raises:
       ValueError: for an unknown optimizer or metric name, a bad schedule or
-        ``label_dimension``; when the model_fn runs, for a missing / unreadable
-        ``init_checkpoint`` (unless model_dir has a checkpoint to resume from).
+        ``label_dimension``; when the model_fn runs, for labels that are not numeric (strings
+        left unparsed) or a missing / unreadable ``init_checkpoint`` (unless model_dir has a
+        checkpoint to resume from).
 
     Example:
 

@@ -22,12 +22,14 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import copy
 import functools
 import json
 import os
 import weakref
+from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
@@ -338,7 +340,8 @@ class TPUEstimator(tf_estimator.Estimator):
         ``model_dir`` that is a file; when input_fn / model_fn run, ``params['batch_size']``
         read with that batch size None, a spec for another mode or a checkpoint in
         ``model_dir`` from another model.
-      TypeError: ``config`` is not a ``RunConfig``.
+      TypeError: ``config`` is not a ``RunConfig`` or ``params`` not a dict; when evaluate()
+        runs, a dict of ``eval_metrics`` tensors whose keys ``metric_fn`` does not take.
 
     Example:
 
@@ -387,6 +390,12 @@ class TPUEstimator(tf_estimator.Estimator):
     ) -> None:
         del eval_on_tpu  # evaluation always runs where training does in the fallback
         model_fn_args(model_fn)
+        if params is not None and not isinstance(params, Mapping):
+            # The official class requires a dict too (and fails on `k in params` otherwise).
+            fix = ""
+            if isinstance(params, argparse.Namespace):
+                fix = "; pass vars(args) for an argparse.Namespace"
+            raise TypeError(f"`params` must be a dict{fix}. Got: {type(params).__name__}")
         if params is not None and any(k in params for k in RESERVED_PARAMS_KEYS):
             raise ValueError(
                 f"{list(RESERVED_PARAMS_KEYS)} are reserved keys but existed in params {params}. "
