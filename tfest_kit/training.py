@@ -329,7 +329,8 @@ def train_and_evaluate(
         # An earlier run's record would end this run's evaluator at that step.
         _forget_early_stop(estimator.model_dir)
     result = _run(estimator, train_spec, eval_spec)
-    if distributed_chief and any(getattr(hook, "stopped_early", False) for hook in train_hooks):
+    stopped_early = any(getattr(hook, "stopped_early", False) for hook in train_hooks)
+    if distributed_chief and stopped_early:
         _record_early_stop(estimator.model_dir)
     metrics = result[0] if isinstance(result, tuple) else None
     if metrics is None and isinstance(result, tuple):
@@ -359,11 +360,10 @@ def train_and_evaluate(
             f"{start_step} without taking a step (max_steps={max_steps}). Check that the "
             "training data is not empty (files, filters, `take()`). Got: 0 steps"
         )
-    stopped = preempted or any(getattr(hook, "stopped_early", False) for hook in train_hooks)
     final_step = metrics.get("global_step")
     if (
         isinstance(result, tuple)
-        and not stopped
+        and not (preempted or stopped_early)
         and start_step is not None
         and isinstance(final_step, int)
         and start_step < final_step < max_steps
