@@ -868,3 +868,31 @@ def test_feature_lookup_on_a_single_tensor_input_is_named(tmp_path):
     est = estimator.Estimator(mf.classifier(bare_network, NUM_CLASSES), str(tmp_path / "bare"))
     est.train(bare_input_fn, max_steps=2)
     assert est.get_variable_value("global_step") == 2
+
+
+def test_feature_lookup_by_name_on_a_tuple_input_is_named(tmp_path):
+    def tuple_input_fn(params=None):
+        pair = (X_TRAIN[:, :2], X_TRAIN[:, 2:])
+        return tf.data.Dataset.from_tensor_slices((pair, Y_TRAIN)).batch(32)
+
+    est = estimator.Estimator(mf.classifier(network, NUM_CLASSES), str(tmp_path / "dict"))
+    with pytest.raises(
+        TypeError,
+        match=r"looked up feature .x.*yields a tuple of 2 features.*\(\{.x.: x, \.\.\.\}, y\)",
+    ):
+        est.train(tuple_input_fn, max_steps=1)
+
+    def tuple_network(features, mode, params):  # indexes by position: unaffected
+        return tf2.keras.layers.Dense(NUM_CLASSES)(tf.concat(features, axis=1))
+
+    est = estimator.Estimator(mf.classifier(tuple_network, NUM_CLASSES), str(tmp_path / "tuple"))
+    est.train(tuple_input_fn, max_steps=2)
+    assert est.get_variable_value("global_step") == 2
+
+    def other_tuple_network(features, mode, params):
+        sizes = (2, 2)
+        return sizes["width"]  # a bug of the network's own, not the input's
+
+    est = estimator.Estimator(mf.classifier(other_tuple_network, 2), str(tmp_path / "other"))
+    with pytest.raises(TypeError, match=r"^tuple indices must be integers or slices, not str$"):
+        est.train(tuple_input_fn, max_steps=1)

@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import dis
 import inspect
 import re
 from collections.abc import Mapping, Sequence
@@ -415,8 +416,8 @@ def _call_network(network_fn: Callable, features, mode, params):
     Only lookups on the features themselves are rewritten: a ``KeyError`` from anywhere else
     (a ``params`` key the network expects, say) is not the input pipeline's fault. A lookup by
     name on features that are one tensor (an input_fn yielding ``(x, y)``), which TensorFlow
-    reports as a bad slice index, is named too; a network that takes a bare tensor is
-    unaffected.
+    reports as a bad slice index, or a tuple of tensors (``((x1, x2), y)``) is named too; a
+    network that takes a bare tensor or indexes the tuple by position is unaffected.
     """
     is_mapping = isinstance(features, Mapping)
     if is_mapping:
@@ -429,6 +430,13 @@ def _call_network(network_fn: Callable, features, mode, params):
             f"receiver) does not provide. Got features: {sorted(map(str, features))}"
         ) from error
     except TypeError as error:
+        key = _name_looked_up_on(error, features) if isinstance(features, (tuple, list)) else None
+        if key is not None:
+            raise TypeError(
+                f"`network_fn` looked up feature {key!r}, but the input_fn yields a "
+                f"{type(features).__name__} of {len(features)} features, not a dict of features; "
+                f"yield ({{{key!r}: x, ...}}, y) (inputs.from_arrays does)"
+            ) from error
         match = _NAME_AS_INDEX.search(str(error))
         if is_mapping or not tf.is_tensor(features) or match is None:
             raise
@@ -438,6 +446,33 @@ def _call_network(network_fn: Callable, features, mode, params):
             f"not a dict of features; yield ({{{key}: x}}, y) (inputs.from_arrays does). "
             f"Got: a {features.dtype.name} tensor of shape {_heads._shape(features)}"
         ) from error
+
+
+def _name_looked_up_on(error: TypeError, features) -> Optional[str]:
+    """The name in ``features["name"]`` when that lookup on the tuple or list raised ``error``.
+
+    Python's message ("tuple indices must be integers or slices, not str") names neither the
+    tuple nor the key, and the network may index tuples of its own. So the instruction that
+    raised is read: a subscript of a constant string on a variable that holds ``features``.
+    Anything else (another tuple, a computed key) gives None and the error stays as it was.
+    """
+    if not re.fullmatch(r"(tuple|list) indices must be integers or slices, not str", str(error)):
+        return None
+    traceback = error.__traceback__
+    while traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    frame = traceback.tb_frame
+    instructions = [i for i in dis.get_instructions(frame.f_code) if i.opname != "CACHE"]
+    at = next((n for n, i in enumerate(instructions) if i.offset == traceback.tb_lasti), 0)
+    if at < 2 or instructions[at].opname != "BINARY_SUBSCR":
+        return None
+    container, key = instructions[at - 2], instructions[at - 1]
+    holds_features = container.opname in ("LOAD_FAST", "LOAD_DEREF", "LOAD_NAME") and (
+        frame.f_locals.get(container.argval) is features
+    )
+    if holds_features and key.opname == "LOAD_CONST" and isinstance(key.argval, str):
+        return key.argval
+    return None
 
 
 def _tensors_metric_fn(metric_fn: Callable) -> Callable:
