@@ -325,9 +325,13 @@ MODEL_FN_CASES = [
     ),
     case(
         "regressor labels of width 2",
-        lambda c: _call_model_fn(model_fn.regressor(network), _features(), np.ones((16, 2))),
+        lambda c: _call_model_fn(
+            model_fn.regressor(lambda f, m, p: tf.layers.dense(f["x"], 1)),
+            _features(),
+            np.ones((16, 2)),
+        ),
         ValueError,
-        r"regressor|network_fn|labels",
+        r"`labels` must have shape \[batch\] or \[batch, 1\].*\[16, 2\]",
     ),
     case(
         "wrong feature key",
