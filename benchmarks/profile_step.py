@@ -69,7 +69,8 @@ def profile(
     Returns:
       A dict with ``step_ms``, ``examples_per_sec``, ``matmul_gflops``, ``matmul_fraction``,
       ``busy_fraction`` (share of the step with at least one op running), ``op_ms``
-      (op type -> kernel milliseconds per step, summed over concurrent ops) and ``op_count``.
+      (op type -> kernel milliseconds per step, summed over concurrent ops), ``op_count``,
+      and what was built: ``input_shape`` and ``variable_shapes`` (name -> shape).
 
     Example:
 
@@ -96,6 +97,7 @@ def profile(
             labels,
         )
         init = tf.global_variables_initializer()
+        shapes = {v.op.name: v.shape.as_list() for v in tf.trainable_variables()}
     op_micros, op_count = collections.Counter(), collections.Counter()
     busy = span = 0
     proto = session_config(mixed_precision=mixed_precision)
@@ -133,6 +135,8 @@ def profile(
         "busy_fraction": busy / span if span else 0.0,
         "op_ms": {k: v / traced / 1e3 for k, v in op_micros.most_common()},
         "op_count": {k: v // traced for k, v in op_count.items()},
+        "input_shape": list(shape),
+        "variable_shapes": shapes,
     }
 
 

@@ -144,7 +144,10 @@ def test_profile_step_measures_other_shapes_and_rejects_bad_ones(capsys):
     from benchmarks import profile_step
 
     result = profile_step.profile(warmup=1, timed=2, traced=1, batch=8, hidden=64)
-    # The step really ran 8 examples: the rate is batch ÷ step time.
+    # The model really had that shape, and the rate counts 8 examples a step.
+    assert result["input_shape"] == [8, 64]
+    assert result["variable_shapes"]["bert/layer_0/query/kernel"] == [64, 64]
+    assert result["variable_shapes"]["bert/layer_0/intermediate/kernel"] == [64, 256]
     assert result["examples_per_sec"] * result["step_ms"] / 1e3 == pytest.approx(8)
     for argv, message in (
         (["--hidden", "63"], "--hidden must be a positive even number"),
