@@ -88,8 +88,11 @@ def _check_training_outcome(output: str, model_dir: str) -> None:
     with open(os.path.join(newest, "assets.extra", "tfest_kit_eval_metrics.json")) as f:
         exported_loss = json.load(f)["eval_result"]["loss"]
     assert exported_loss == pytest.approx(min(loss for _, loss in evaluated), rel=1e-5)
-    # Every training task returned the metrics the evaluator wrote.
-    assert _result(output, "chief:0")["metrics"]["global_step"] in {s for s, _ in evaluated}
+    # Every training task returned the metrics the evaluator wrote, and none failed (the
+    # launcher's exit status is the chief's alone).
+    for task in ("chief:0", "worker:0"):
+        assert _result(output, task)["metrics"]["global_step"] in {s for s, _ in evaluated}
+    assert not [x for x in output.splitlines() if "[launcher]" in x and "exited with" in x], output
     assert "training done; stopping the parameter servers" in output
 
 
