@@ -5,15 +5,12 @@ from __future__ import annotations
 import io
 import logging
 import os
-import re
 import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, captured_tf_log
+from tests.conftest import captured_tf_log
 from tfest_kit import TfestKitError, hooks
 from tfest_kit import _progress as progress
 from tfest_kit._metric_direction import higher_is_better
@@ -491,43 +488,6 @@ def test_nan_guard_fail_must_be_a_bool():
         hooks.NanGuardHook(fail="no")
 
 
-@pytest.mark.slow
-def test_sigterm_saves_checkpoint_and_restart_resumes(tmp_path):
-    model_dir = str(tmp_path / "model")
-    program = str(ROOT / "tests" / "programs" / "preempt_train.py")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, program, model_dir, "100000000"],
-        cwd=str(ROOT),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        for line in proc.stdout:
-            if line.strip() == "READY":
-                break
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, f"{out}\n{err}"
-    match = re.search(r"RESULT preempted=(\S+) step=(\d+)", out)
-    assert match and match.group(1) == str(int(signal.SIGTERM)), f"{out}\n{err}"
-    stopped_at = int(match.group(2))
-    assert 5 <= stopped_at < 100000000
-    latest = tf.train.latest_checkpoint(model_dir)
-    assert latest.endswith(f"-{stopped_at}"), latest
-
-    from tests.conftest import run_program
-
-    again = run_program([program, model_dir, str(stopped_at + 5)], timeout=120)
-    assert f"START step={stopped_at}" in again.stdout
-    assert f"RESULT preempted=None step={stopped_at + 5}" in again.stdout
-
-
 # ---------------------------------------------------------------- early_stopping
 
 
@@ -544,7 +504,7 @@ def test_early_stopping_in_monitored_session_and_checks(tmp_path, log_lines):
     est = estimator.Estimator(_model_fn, str(tmp_path / "model"), params={"lr": 0.0})
     hook = hooks.early_stopping(est, "loss", patience_steps=20, run_every_steps=1)
     assert os.path.isdir(est.eval_dir())  # created so the hook can ever fire
-    _run_loop([hook], steps=3)  # no eval results yet: warns once, keeps going
+    assert _run_loop([hook], steps=3) == 3  # no eval results yet: warns once, keeps going
     assert sum("no eval results" in line for line in log_lines) == 1
     _write_eval_events(est.eval_dir(), [(0, 1.0), (10, 1.0), (20, 1.0), (30, 1.0)])
     assert _run_loop([hooks.early_stopping(est, patience_steps=20, run_every_steps=1)]) == 1
