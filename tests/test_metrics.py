@@ -155,6 +155,24 @@ def test_variables_are_local_metric_variables_and_reset():
             assert sess.run(value_op) == 0.0
 
 
+def test_the_default_average_is_the_builders_macro_and_options_are_keyword_only():
+    labels, predictions = [0, 0, 0, 1], [0, 0, 0, 0]
+    with tf.Graph().as_default():
+        value_op, update_op = metrics.f1(tf.constant(labels), tf.constant(predictions), 2)
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            sess.run(update_op)
+            # As classifier(metrics=("f1",)) reports it, not micro F1 (here the accuracy 0.75).
+            want = skm.f1_score(labels, predictions, average="macro")
+            assert sess.run(value_op) == pytest.approx(want) and want < 0.5
+        # Ported from tf.compat.v1.metrics, the 4th argument would be weights (or class_id).
+        weights = tf.constant([1.0, 1.0, 1.0, 0.0])
+        with pytest.raises(TypeError, match="positional"):
+            metrics.precision(tf.constant(labels), tf.constant(predictions), 2, weights)
+        with pytest.raises(TypeError, match="positional"):
+            metrics.recall_at_k(tf.constant(labels), tf.zeros([4, 2]), 1, weights)
+
+
 KERNEL = np.array([[1.0, -1.0, 0.5], [-0.5, 1.0, 2.0], [0.3, 0.2, -0.1]], np.float32)
 
 

@@ -22,6 +22,10 @@ Averages follow scikit-learn's ``precision_recall_fscore_support``:
 * ``"weighted"``: mean of the per-class scores weighted by each class's (weighted) support.
 
 A per-class score whose denominator is 0 counts as 0 (scikit-learn's ``zero_division=0``).
+The default is ``"macro"``, what the model_fn builders' bare ``"precision"``, ``"recall"`` and
+``"f1"`` report. Everything after ``num_classes`` (or ``k``) is keyword-only: the official
+``tf.compat.v1.metrics`` functions take ``weights`` (and ``recall_at_k`` ``class_id``) in those
+places, and a call ported from them would otherwise pass its weights as something else.
 
 Example:
 
@@ -30,7 +34,7 @@ Example:
     def metric_fn(labels, logits):
         class_ids = tf.argmax(logits, axis=-1)
         return {
-            "f1_macro": metrics.f1(labels, class_ids, num_classes=10, average="macro"),
+            "f1_macro": metrics.f1(labels, class_ids, num_classes=10),
             "recall_at_5": metrics.recall_at_k(labels, logits, k=5),
         }
 """
@@ -182,6 +186,7 @@ def confusion_matrix(
     labels,
     predictions,
     num_classes: int,
+    *,
     weights=None,
     metrics_collections: Optional[Sequence[str]] = None,
     updates_collections: Optional[Sequence[str]] = None,
@@ -225,7 +230,8 @@ _SCORE_DOC = """Streaming multi-class {what}, averaged ``"micro"``, ``"macro"`` 
       labels: int tensor of true class ids, shape ``[batch]`` or ``[batch, 1]``.
       predictions: int tensor of predicted class ids (e.g. ``argmax(logits)``), same shape.
       num_classes: number of classes (>= 2); ids must lie in ``[0, num_classes)``.
-      average: ``"micro"``, ``"macro"`` or ``"weighted"`` (see the module docstring).
+      average: ``"macro"`` (the default, as the model_fn builders' bare ``"{metric}"``),
+        ``"micro"`` or ``"weighted"`` (see the module docstring).
       weights: optional per-example weights, shape ``[batch]`` or ``[batch, 1]``.
       metrics_collections: collections to add ``value_op`` to.
       updates_collections: collections to add ``update_op`` to.
@@ -241,8 +247,11 @@ _SCORE_DOC = """Streaming multi-class {what}, averaged ``"micro"``, ``"macro"`` 
 
     Example:
 
-        eval_metric_ops = {{"{metric}_macro": metrics.{metric}(
-            labels, class_ids, num_classes=5, average="macro")}}
+        eval_metric_ops = {{
+            "{metric}": metrics.{metric}(labels, class_ids, num_classes=5),
+            "{metric}_weighted": metrics.{metric}(
+                labels, class_ids, num_classes=5, average="weighted"),
+        }}
     """
 
 
@@ -250,7 +259,8 @@ def precision(
     labels,
     predictions,
     num_classes: int,
-    average: str = "micro",
+    *,
+    average: str = "macro",
     weights=None,
     metrics_collections: Optional[Sequence[str]] = None,
     updates_collections: Optional[Sequence[str]] = None,
@@ -273,7 +283,8 @@ def recall(
     labels,
     predictions,
     num_classes: int,
-    average: str = "micro",
+    *,
+    average: str = "macro",
     weights=None,
     metrics_collections: Optional[Sequence[str]] = None,
     updates_collections: Optional[Sequence[str]] = None,
@@ -296,7 +307,8 @@ def f1(
     labels,
     predictions,
     num_classes: int,
-    average: str = "micro",
+    *,
+    average: str = "macro",
     weights=None,
     metrics_collections: Optional[Sequence[str]] = None,
     updates_collections: Optional[Sequence[str]] = None,
@@ -324,6 +336,7 @@ def recall_at_k(
     labels,
     logits_or_probs,
     k: int,
+    *,
     weights=None,
     metrics_collections: Optional[Sequence[str]] = None,
     updates_collections: Optional[Sequence[str]] = None,
