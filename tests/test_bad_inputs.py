@@ -980,7 +980,7 @@ SERVING_CASES = [
         "best_exporter receiver not callable",
         lambda c: serving.best_exporter({"x": 1}),
         TypeError,
-        r"`serving_input_fn`",
+        r"`serving_input_receiver_fn`",
     ),
     case(
         "best_exporter monitor not evaluated",

@@ -137,7 +137,7 @@ class _BestExporter(estimator.Exporter):
 
     def __init__(
         self,
-        serving_input_fn: Callable,
+        serving_input_receiver_fn: Callable,
         monitor: str,
         mode: str,
         exports_to_keep: Optional[int],
@@ -145,7 +145,7 @@ class _BestExporter(estimator.Exporter):
         assets_extra: Optional[dict] = None,
         as_text: bool = False,
     ):
-        self._serving_input_fn = serving_input_fn
+        self._serving_input_receiver_fn = serving_input_receiver_fn
         self._monitor = monitor
         self._mode = mode
         self._exports_to_keep = exports_to_keep
@@ -281,7 +281,7 @@ class _BestExporter(estimator.Exporter):
                 json.dump(metrics, f, indent=1, sort_keys=True)
             return estimator.export_saved_model(
                 export_path,
-                self._serving_input_fn,
+                self._serving_input_receiver_fn,
                 assets_extra={**self._assets_extra, METRICS_FILE: metrics_path},
                 as_text=self._as_text,
                 checkpoint_path=checkpoint_path,
@@ -304,7 +304,7 @@ def _text(path: Any) -> str:
 
 
 def best_exporter(
-    serving_input_fn: Callable,
+    serving_input_receiver_fn: Callable,
     monitor: str = "loss",
     mode: str = "auto",
     exports_to_keep: Optional[int] = 2,
@@ -330,7 +330,7 @@ def best_exporter(
     keep otherwise). Exports are made on the evaluator (or the chief in local mode) only.
 
     Args:
-      serving_input_fn: a ``serving_input_receiver_fn``, e.g. from :func:`raw_receiver`.
+      serving_input_receiver_fn: builds the serving inputs, e.g. :func:`raw_receiver`'s result.
       monitor: key of the evaluation result to compare, e.g. ``"loss"``, ``"accuracy"``.
       mode: ``"min"`` (lower is better), ``"max"`` or ``"auto"``: as in
         :func:`tfest_kit.hooks.early_stopping`, max for accuracy-, AUC-, precision-, recall-
@@ -347,7 +347,7 @@ def best_exporter(
     Raises:
       ValueError: for a bad argument; at export time, if ``monitor`` is not in the
         evaluation result (the message lists the available metrics).
-      TypeError: if ``serving_input_fn`` is not callable.
+      TypeError: if ``serving_input_receiver_fn`` is not callable.
 
     Example:
 
@@ -355,8 +355,10 @@ def best_exporter(
         tfest_kit.train_and_evaluate(est, train_fn, eval_fn, max_steps=1000,
                                      exporters=[exporter])
     """
-    if not callable(serving_input_fn):
-        raise TypeError(f"`serving_input_fn` must be callable. Got: {serving_input_fn!r}")
+    if not callable(serving_input_receiver_fn):
+        raise TypeError(
+            f"`serving_input_receiver_fn` must be callable. Got: {serving_input_receiver_fn!r}"
+        )
     if not isinstance(monitor, str) or not monitor:
         raise ValueError(f"`monitor` must be a metric name (str). Got: {monitor!r}")
     # Resolved here, so the metrics file of each export records "min" or "max".
@@ -365,5 +367,5 @@ def best_exporter(
     if not isinstance(name, str) or not name or os.sep in name:
         raise ValueError(f"`name` must be a non-empty directory name. Got: {name!r}")
     return _BestExporter(
-        serving_input_fn, monitor, mode, exports_to_keep, name, assets_extra, as_text
+        serving_input_receiver_fn, monitor, mode, exports_to_keep, name, assets_extra, as_text
     )

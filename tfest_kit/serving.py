@@ -114,15 +114,15 @@ def _receiver_feed_dict(receiver, feeds: Mapping[str, Any]) -> dict:
         return {next(iter(tensors.values())): next(iter(feeds.values()))}
     raise ExportMismatchError(
         f"The signature's inputs {sorted(feeds)} do not match the receiver's "
-        f"{sorted(tensors)}; is `serving_input_fn` the one the export was made with?"
+        f"{sorted(tensors)}; is `serving_input_receiver_fn` the one the export was made with?"
     )
 
 
-def _estimator_predictions(estimator, serving_input_fn, feeds: dict) -> dict:
+def _estimator_predictions(estimator, serving_input_receiver_fn, feeds: dict) -> dict:
     hook = _FeedHook()
 
     def input_fn():
-        receiver = serving_input_fn()
+        receiver = serving_input_receiver_fn()
         hook.feed_dict = _receiver_feed_dict(receiver, feeds)
         return receiver.features
 
@@ -144,7 +144,7 @@ def _estimator_predictions(estimator, serving_input_fn, feeds: dict) -> dict:
 
 def export_and_check(
     estimator: tf_estimator.Estimator,
-    serving_input_fn: Callable,
+    serving_input_receiver_fn: Callable,
     sample_features: Mapping[str, Any],
     export_dir_base: str,
     rtol: float = 1e-5,
@@ -161,7 +161,8 @@ def export_and_check(
 
     Args:
       estimator: a trained ``tf.estimator.Estimator``.
-      serving_input_fn: the ``serving_input_receiver_fn`` to export with.
+      serving_input_receiver_fn: builds the serving inputs to export with, e.g.
+        :func:`raw_receiver`'s result.
       sample_features: what a client would send, as accepted by :class:`Predictor` (for a
         parsing receiver, plain feature dicts are fine).
       export_dir_base: where to write the numbered export.
@@ -172,10 +173,13 @@ def export_and_check(
       The path of the new export.
 
     Raises:
-      TypeError: if ``estimator`` is not a ``tf.estimator.Estimator`` or the sample cannot be
-        fed to the signature.
+      TypeError: if ``estimator`` is not a ``tf.estimator.Estimator`` or
+        ``serving_input_receiver_fn`` is not callable.
+      PredictorInputError: (a ``ValueError``) if ``sample_features`` does not fit the
+        signature's inputs (names, shapes, dtypes).
       ExportMismatchError: (a ``TfestKitError``) if the outputs differ beyond the tolerance or
-        share no output name; the export is left in place for inspection.
+        share no output name, or the signature's inputs are not the receiver's; the export is
+        left in place for inspection.
 
     Example:
 
@@ -184,15 +188,17 @@ def export_and_check(
     """
     if not isinstance(estimator, tf_estimator.Estimator):
         raise TypeError(f"`estimator` must be a tf.estimator.Estimator. Got: {estimator!r}")
-    if not callable(serving_input_fn):
-        raise TypeError(f"`serving_input_fn` must be callable. Got: {serving_input_fn!r}")
-    export_dir = estimator.export_saved_model(export_dir_base, serving_input_fn)
+    if not callable(serving_input_receiver_fn):
+        raise TypeError(
+            f"`serving_input_receiver_fn` must be callable. Got: {serving_input_receiver_fn!r}"
+        )
+    export_dir = estimator.export_saved_model(export_dir_base, serving_input_receiver_fn)
     export_dir = export_dir.decode() if isinstance(export_dir, bytes) else str(export_dir)
     _, signatures = read_signatures(export_dir)
     with Predictor(export_dir, _signature_to_check(signatures)) as predictor:
         feeds = predictor.prepare(sample_features)
         served = predictor(sample_features)
-    expected = _estimator_predictions(estimator, serving_input_fn, feeds)
+    expected = _estimator_predictions(estimator, serving_input_receiver_fn, feeds)
     common = sorted(set(served) & set(expected))
     if not common:
         raise ExportMismatchError(
