@@ -171,6 +171,10 @@ def test_bert_receiver(tmp_path):
         str(tmp_path / "l"), serving.bert_receiver(6, with_label_ids=True)
     )
     assert "label_ids" in serving.Predictor(with_labels.decode()).inputs
+    # int64 ids beyond int32 would wrap around silently in the cast.
+    ids = dict(BERT, input_ids=BERT["input_ids"].astype(np.int64) + 2**31)
+    with pytest.raises(serving.PredictorInputError, match=r"'input_ids' has values outside the"):
+        predictor(ids)
 
 
 def test_image_bytes_receiver_decodes_png_and_jpeg(tmp_path):

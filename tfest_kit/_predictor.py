@@ -222,8 +222,9 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         if target.kind in "iu" and array.dtype != target and array.size:
             info = np.iinfo(target)
             if array.min() < info.min or array.max() > info.max:
-                raise ValueError(
-                    f"Input {name!r} has values outside the {target} range; {expected}"
+                raise PredictorInputError(
+                    f"Input {name!r} has values outside the {target} range; {expected}. "
+                    f"Got: values from {array.min()} to {array.max()}"
                 )
         array = array.astype(target, copy=False)
     if spec.shape.rank is not None:
@@ -521,7 +522,8 @@ class Predictor:
 
         Raises:
           PredictorInputError: (a ``ValueError``) for a missing or unknown input name, a wrong
-            shape, inputs with different batch sizes, or a signature with a sparse input.
+            shape, ragged rows, integers outside the input dtype's range, inputs with
+            different batch sizes, or a signature with a sparse input.
           TypeError: if ``features`` is not a dict or a value cannot be converted to the
             input's dtype.
         """
