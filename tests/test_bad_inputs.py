@@ -1264,6 +1264,12 @@ INPUT_CASES = [
         r"`feature_spec` must be a non-empty dict",
     ),
     case(
+        "from_tfrecord spec not a dict",
+        lambda c: inputs.from_tfrecord(c.record, ["a", "b"]),
+        TypeError,
+        r"`feature_spec` must be a non-empty dict.*Got: \['a', 'b'\]",
+    ),
+    case(
         "write_tfrecord num_shards=0",
         lambda c: inputs.write_tfrecord(
             [{"a": 1}], os.path.join(c.root, "o.tfrecord"), num_shards=0

@@ -150,6 +150,7 @@ def from_tfrecord(
       (``features`` without the label), or of ``features`` when ``label_key`` is None.
 
     Raises:
+      TypeError: ``feature_spec`` is not a dict.
       ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a bad argument.
       DataError: no file matches, a file is not TFRecord (or has another compression) or is
         truncated, or the first example lacks a feature the spec requires or stores one with
@@ -164,7 +165,8 @@ def from_tfrecord(
     _check_common(batch_size, num_epochs, shuffle_buffer)
     compression = _check_compression(compression)
     if not isinstance(feature_spec, Mapping) or not feature_spec:
-        raise ValueError(
+        error = ValueError if isinstance(feature_spec, Mapping) else TypeError
+        raise error(
             "`feature_spec` must be a non-empty dict {key: tf.io.FixedLenFeature(...) | ...}. "
             f"Got: {feature_spec!r}"
         )

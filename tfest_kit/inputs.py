@@ -425,14 +425,25 @@ def _csv_defaults(names: list[str], kinds: list[int], column_defaults: Any) -> l
                 f"`column_defaults` names columns {unknown} that are not in the data; "
                 f"columns are: {names}."
             )
-        return [column_defaults.get(n, d) for n, d in zip(names, inferred)]
-    defaults = list(column_defaults)
-    if len(defaults) != len(names):
-        raise ValueError(
-            f"`column_defaults` must have one entry per column ({len(names)}: {names}). "
-            f"Got {len(defaults)}: {defaults!r}"
-        )
+        defaults = [column_defaults.get(n, d) for n, d in zip(names, inferred)]
+    else:
+        defaults = list(column_defaults)
+        if len(defaults) != len(names):
+            raise ValueError(
+                f"`column_defaults` must have one entry per column ({len(names)}: {names}). "
+                f"Got {len(defaults)}: {defaults!r}"
+            )
+    for name, value in zip(names, defaults):
+        # Checked here, not only when the input_fn builds its graph inside train().
+        if isinstance(value, bool) or not isinstance(value, _RECORD_DEFAULT_TYPES):
+            raise TypeError(
+                f"`column_defaults` for column {name!r} must be an int, float, str or a tf "
+                f"dtype. Got: {value!r}"
+            )
     return defaults
+
+
+_RECORD_DEFAULT_TYPES = (tf2.dtypes.DType, int, np.int64, float, str, bytes)
 
 
 def _record_default(value: Any):
@@ -516,6 +527,7 @@ def from_csv(
         a file is not numeric under ``header=False``).
       ValueError: a bad argument (``column_names`` missing with ``header=False`` or repeating a
         name …); from the ``input_fn``, a ``params["batch_size"]`` that is not a positive int.
+      TypeError: a ``column_defaults`` entry that is not an int, float, str or tf dtype.
 
     Example:
 
