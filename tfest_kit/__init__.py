@@ -28,7 +28,7 @@ except ImportError:
     if sys.argv[:2] != ["-m", "doctor"]:
         raise
 else:
-    from tfest_kit.logs import quiet_by_default as _quiet_by_default
+    from tfest_kit.logs import _quiet_by_default
 
     _quiet_by_default()
 

@@ -267,6 +267,8 @@ class ProgressHook(_IntervalHook):
 
     Raises:
       ValueError: for a non-positive ``every_n_steps``, ``total_steps`` or ``batch_size``.
+      RuntimeError: when the session starts, in a training graph without a global step (as
+        the official ``StepCounterHook`` does).
 
     Example:
 

@@ -21,7 +21,7 @@ Example:
     train_fn = inputs.from_arrays({"x": x_train}, y_train, batch_size=64, num_epochs=None)
     eval_fn = inputs.from_csv("data/eval-*.csv", label_name="species", shuffle=False)
     paths = inputs.write_tfrecord(rows, "/tmp/data/train.tfrecord", num_shards=4)
-    spec = {"age": tf.io.FixedLenFeature([], tf.float32),
+    spec = {"age": tf.io.FixedLenFeature([], tf.int64),  # write_tfrecord keeps ints as int64
             "label": tf.io.FixedLenFeature([], tf.int64)}
     tfrecord_fn = inputs.from_tfrecord("/tmp/data/train.tfrecord-*", spec, "label")
     estimator.train(train_fn, max_steps=1000)

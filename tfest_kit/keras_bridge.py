@@ -146,7 +146,8 @@ def to_estimator(
         Estimator rebuilds layers from their config, which does not hold them).
         While the Estimator runs: if the features or the labels cannot be matched to the
         model's inputs / outputs.
-      TfestKitError: on Keras 3 (no ``model_to_estimator``).
+      TfestKitError: on Keras 3 (no ``model_to_estimator``), or for a model built before
+        another model was converted in this process (build or load it after that one).
 
     Example:
 

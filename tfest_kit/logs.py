@@ -218,7 +218,7 @@ def quieted(level: int = logging.WARNING) -> Iterator[None]:
         logger.setLevel(previous)
 
 
-def quiet_by_default() -> None:
+def _quiet_by_default() -> None:
     """Runs at import: deprecation warnings off, tfest_kit's own noise filtered.
 
     Handlers and levels are left alone; :func:`setup` is what configures them.

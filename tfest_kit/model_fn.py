@@ -526,9 +526,12 @@ def classifier(
         also reports ``average_loss``, the weighted mean loss (see :func:`build`).
 
     Returns:
-      ``model_fn(features, labels, mode, params)``.
+      ``model_fn(features, labels, mode, params, config)``, as from :func:`build`.
 
     Raises:
+      TypeError: at once, for a ``network_fn`` that is not callable or does not take
+        ``(features, mode, params)``, an optimizer of an unsupported type, or ``metrics``
+        that is not a list or tuple.
       ValueError: for ``num_classes`` < 2, an unknown optimizer or metric name, a bad
         ``top_k`` or schedule; when the model_fn runs, for logits that are not
         ``[batch, num_classes]`` or a missing / unreadable ``init_checkpoint`` (unless
@@ -595,9 +598,13 @@ def regressor(
         also reports ``average_loss``, the weighted mean loss (see :func:`build`).
 
     Returns:
-      ``model_fn(features, labels, mode, params)``; PREDICT gives ``"predictions"``.
+      ``model_fn(features, labels, mode, params, config)``, as from :func:`build`; PREDICT
+      gives ``"predictions"``.
 
     Raises:
+      TypeError: at once, for a ``network_fn`` that is not callable or does not take
+        ``(features, mode, params)``, an optimizer of an unsupported type, or ``metrics``
+        that is not a list or tuple.
       ValueError: for an unknown optimizer or metric name, a bad schedule or
         ``label_dimension``; when the model_fn runs, for labels that are not numeric (strings
         left unparsed) or a missing / unreadable ``init_checkpoint`` (unless model_dir has a

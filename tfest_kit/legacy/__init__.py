@@ -20,6 +20,6 @@ Example:
 from __future__ import annotations
 
 from tfest_kit.legacy._layer_norm import layer_norm
-from tfest_kit.legacy._runner import run
+from tfest_kit.legacy._runner import ScriptNotFoundError, run
 
-__all__ = ["run", "layer_norm"]
+__all__ = ["run", "layer_norm", "ScriptNotFoundError"]
