@@ -82,7 +82,7 @@ def test_int_threads_set_both_pools_and_base_config_is_copied():
         ({"seed": -1}, ValueError, "`seed`"),
         ({"save_checkpoints_steps": 0}, ValueError, "`save_checkpoints_steps`"),
         ({"save_checkpoints_steps": 5, "save_checkpoints_secs": 5}, ValueError, "not both"),
-        ({"session_config": {"a": 1}}, TypeError, "ConfigProto"),
+        ({"session_config": {"a": 1}}, TypeError, "run_config's `session_config`) must be a"),
         ({"mixed_precision": "float16"}, ValueError, "enable_mixed_precision_graph_rewrite"),
         ({"mixed_precision": "mixed_bfloat16"}, ValueError, "'bfloat16'"),
         ({"mixed_precision": True}, ValueError, "Got: True"),

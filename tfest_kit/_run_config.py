@@ -155,7 +155,8 @@ def session_config(
     inter, intra = _thread_counts(threads)
     if base is not None and not isinstance(base, tf.ConfigProto):
         raise TypeError(
-            f"`session_config` must be a tf.compat.v1.ConfigProto. Got: {type(base).__name__}"
+            "`base` (run_config's `session_config`) must be a tf.compat.v1.ConfigProto. "
+            f"Got: {type(base).__name__}"
         )
     # RunConfig parses TF_CONFIG itself and fails with a bare JSONDecodeError / KeyError.
     validate_tf_config()
