@@ -119,8 +119,8 @@ def session_config(
     xla: bool = False,
     threads: Threads = None,
     mixed_precision: Optional[str] = None,
-    base: Optional[Any] = None,
-) -> Any:
+    base: Optional[tf.ConfigProto] = None,
+) -> tf.ConfigProto:
     """Builds the ``ConfigProto`` used by :func:`run_config`, for any ``RunConfig`` or Session.
 
     Args:
@@ -199,7 +199,7 @@ def run_config(
     log_step_count_steps: Optional[int] = 100,
     keep_checkpoint_max: Optional[int] = 5,
     **kwargs: Any,
-) -> Any:
+) -> estimator.RunConfig:
     """Returns an official ``tf.estimator.RunConfig`` with thread, XLA and placement settings.
 
     Args:

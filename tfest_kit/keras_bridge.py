@@ -91,7 +91,7 @@ def to_estimator(
     custom_objects: Optional[Mapping[str, Any]] = None,
     checkpoint_format: str = "checkpoint",
     warm_start_from: Optional[Union[str, Any]] = None,
-) -> Any:
+) -> tf.estimator.Estimator:
     """Converts a compiled ``tf.keras`` model into a ``tf.estimator.Estimator``.
 
     Right after conversion the Estimator predicts what ``keras_model.predict`` does (all weights,
