@@ -323,7 +323,8 @@ def best_exporter(
     after a restart the best value so far is recovered from the earlier exports' metrics files
     and from the eval event files (``eval/`` or ``eval_<EvalSpec name>/``), so a worse model is
     not exported on the first evaluation (tensorflow issue 47396); a monitor missing from the
-    evaluation is an error, not a silent no-op.
+    evaluation is an error, not a silent no-op. Its defaults differ too: ``name="best"`` (exports
+    in ``export/best``, not ``export/best_exporter``) and ``exports_to_keep=2`` (not 5).
 
     Caveat: when the export directory holds no complete export yet, the first evaluation is
     always exported, even if the eval events show a better earlier value (there is no model to
