@@ -84,6 +84,15 @@ def test_doctor_names_the_pin_for_the_running_python():
     assert "pip install protobuf==4.25.3" in [f.fix for f in findings]
 
 
+def test_doctor_names_the_data_set_dependencies_that_break_tensorflow_datasets():
+    # README: `doctor` checks the pins below TensorFlow too; they only matter with tfds.
+    findings = _cli_doctor.check({"tensorflow-metadata": "1.16.1", "pyarrow": "18.0.0"})
+    by_name = {f.name: f for f in findings}
+    for name, pin in (("tensorflow-metadata", "1.15.0"), ("pyarrow", "17.0.0")):
+        assert not by_name[name].ok and by_name[name].optional
+        assert by_name[name].fix == f"pip install {name}=={pin}"
+
+
 def test_code_uses_nothing_newer_than_python_3_9():
     # CI runs Python 3.11 only; vermin reads the source for syntax and standard-library calls
     # 3.9 lacks (zip(strict=...), match, itertools.pairwise ...). What it cannot see, like

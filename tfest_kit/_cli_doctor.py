@@ -65,6 +65,23 @@ REQUIREMENTS = (
         why="only for recipes that download data sets",
         older_pythons=(((3, 10), "tensorflow-datasets==4.9.3"),),  # 4.9.4+ need Python 3.10
     ),
+    # tensorflow-datasets' own dependencies, whose newest releases break it under TF 2.15.
+    Requirement(
+        "tensorflow-metadata",
+        (1, 13),
+        (1, 16),
+        "tensorflow-metadata==1.15.0",
+        optional=True,
+        why="1.16+ needs protobuf 5: tensorflow_datasets fails at import",
+    ),
+    Requirement(
+        "pyarrow",
+        (10,),
+        (18,),
+        "pyarrow==17.0.0",
+        optional=True,
+        why="18+ needs NumPy 2 (tensorflow_datasets imports it)",
+    ),
     Requirement("matplotlib", (3, 5), (4,), "matplotlib==3.9.2", optional=True, why="for `plot`"),
 )
 PYTHON_RANGE = ((3, 9), (3, 12))
