@@ -29,6 +29,7 @@ _PROGRAM = textwrap.dedent(
         tf.logging.info("unique-marker-%d", 42)
         with tf.Graph().as_default():
             tf.to_int32(tf.constant(1.0))  # deprecated since TF 2.0
+            tf.layers.dense(tf.zeros([1, 2]), 1)  # Keras' UserWarning, not TensorFlow's log
 
     app.run(main, argv=sys.argv[:1])
     """
@@ -57,7 +58,8 @@ def test_without_setup_lines_are_doubled():
 def test_deprecations_shown_when_asked():
     output = _run("deprecations")
     assert output.count("unique-marker-42") == 1, output
-    assert "deprecated" in output, output
+    assert "to_int32 (from tensorflow.python.ops.math_ops) is deprecated" in output, output
+    assert "`tf.layers.dense` is deprecated" in output, output
 
 
 def test_setup_plain_python_logs_once(capsys):

@@ -23,6 +23,7 @@ import importlib.util
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Union
 
@@ -129,6 +130,14 @@ def _set_deprecation_warnings(show: bool) -> None:
 
     deprecation._PRINT_DEPRECATION_WARNINGS = show
     module_wrapper._PER_MODULE_WARNING_LIMIT = 1 if show else 0
+    # Keras' legacy `tf.layers` (TF1 code's dense, conv2d, batch_normalization ...) say the
+    # same through Python's warnings, once per call site; the newest filter wins.
+    warnings.filterwarnings(
+        "default" if show else "ignore", message=_KERAS_LEGACY_LAYER, category=UserWarning
+    )
+
+
+_KERAS_LEGACY_LAYER = r"`tf\.[\w.]+` is deprecated and will be removed in a future version"
 
 
 def setup(
@@ -145,8 +154,8 @@ def setup(
     Args:
       verbosity: ``"debug"``, ``"info"``, ``"warning"``, ``"error"``, ``"fatal"`` or a
         ``logging`` level number.
-      show_deprecations: print TensorFlow's deprecation warnings (off by default: a TF1-era
-        program otherwise prints dozens of them).
+      show_deprecations: print TensorFlow's deprecation warnings, and Keras' for the legacy
+        ``tf.layers`` (off by default: a TF1-era program otherwise prints dozens of them).
       tensorflow_info: print the INFO (and DEBUG) lines of TensorFlow, Estimator and Keras
         themselves: "Calling model_fn.", "Graph was finalized.", the whole ``RunConfig``,
         three lines per checkpoint, the official ``LoggingTensorHook``'s loss lines. With
