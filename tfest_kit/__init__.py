@@ -1,7 +1,9 @@
 """tfest_kit: a thin compatibility layer over the TensorFlow Estimator API (TensorFlow 2.15).
 
 Submodules are imported on first use, so ``import tfest_kit`` costs little more than importing
-TensorFlow itself and prints nothing.
+TensorFlow itself and prints nothing. Importing it turns TensorFlow's deprecation warnings
+(and Keras' for the legacy ``tf.layers``) off for the whole process, as :func:`logs.setup`
+does; ``logs.setup(show_deprecations=True)`` turns them back on.
 
 Example:
 
