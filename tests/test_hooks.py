@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import signal
+import types
 
 import numpy as np
 import pytest
@@ -111,6 +113,44 @@ def test_progress_hook_in_monitored_session_plain_lines(log_lines):
     assert hook.fetching_runs == 4  # nothing fetched on the 26 other steps
 
 
+class _Clock(tf.train.SessionRunHook):
+    """A fake clock for the progress hooks; put it first in the list of hooks.
+
+    The first run takes ``setup`` seconds (graph optimisation, the first batch), every other
+    run ``step`` seconds.
+    """
+
+    def __init__(self, monkeypatch, setup, step):
+        self.now, self._setup, self._step, self._runs = 1000.0, setup, step, 0
+        monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: self.now))
+
+    def after_run(self, run_context, run_values):
+        self._runs += 1
+        self.now += self._setup if self._runs == 1 else self._step
+
+
+def test_progress_rates_start_after_the_first_step_in_plain_numbers(monkeypatch, log_lines):
+    # The first line divided by the time since session creation, mostly set-up: mobilenet
+    # printed "step 1/500, 0.923 steps/sec, ETA 9m00s" for a 41 s run. And fast runs got
+    # exponents: "1.064e+04 examples/sec".
+    clock = _Clock(monkeypatch, setup=100.0, step=0.0001)
+    hook = hooks.ProgressHook(every_n_steps=10, total_steps=100000, batch_size=32)
+    _run_loop([clock, hook], steps=30)
+    lines = [re.sub(", loss = [^,]+", "", line) for line in log_lines if line.startswith("step ")]
+    later = "(0%), 10000 steps/sec, 320000 examples/sec, ETA 10s"
+    assert lines == ["step 1/100000 (0%)"] + [f"step {n}/100000 {later}" for n in (10, 20, 30)]
+    # The fallback TPUEstimator's loss line: no time for the first step either (as Estimator's
+    # LoggingTensorHook), then plain numbers.
+    del log_lines[:]
+    clock = _Clock(monkeypatch, setup=100.0, step=0.0001)
+    _run_loop([clock, progress.LossLoggingHook(every_n_steps=10, batch_size=32)], steps=10)
+    lines = [re.sub("loss = [^,]+, ", "", line) for line in log_lines if line.startswith("loss")]
+    assert lines == [
+        "step = 1",
+        "step = 10 (0.001 sec); global_step/sec: 10000, examples/sec: 320000.0",
+    ]
+
+
 def test_progress_hook_writes_plain_lines_to_the_stream_it_is_given(log_lines):
     # A stream that is not a terminal used to be ignored: the lines went to tf.logging, which
     # a TF1 script at TensorFlow's default level (WARN) does not show.
@@ -208,18 +248,43 @@ def test_progress_hook_prints_the_last_step_between_intervals(tmp_path, log_line
         "step 4/9 (44%)",
     ]
     assert "steps/sec" in lines[-1] and "loss" not in lines[-1]
+    # Stopped short of total_steps: no ETA for steps that will not run.
+    assert lines[-1].endswith(", stopped") and "ETA" not in lines[-1]
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
 
 
 def test_progress_hook_live_bar_on_a_terminal():
-    class _Tty(io.StringIO):
-        def isatty(self):
-            return True
-
     stream = _Tty()
     hook = hooks.ProgressHook(every_n_steps=5, total_steps=10, stream=stream)
     _run_loop([hook], steps=10)
     out = stream.getvalue()
     assert out.count("\r") == 3 and out.endswith("\n") and "step 10/10" in out
+
+
+def test_progress_hook_live_bar_ends_its_line_before_another_log_line():
+    # The bar is drawn without a newline; a log line printed meanwhile ran into it:
+    # "[######....] step 100/300 (33%), …, ETA 1s\x1b[KINFO:tensorflow:loss = …".
+    terminal = _Tty()
+    handler = logging.StreamHandler(terminal)
+    logger = tf2.get_logger()
+    logger.addHandler(handler)
+    try:
+        hook = hooks.ProgressHook(every_n_steps=2, total_steps=6, stream=terminal)
+        _run_loop(
+            [hook], steps=6, on_step=lambda done: done == 3 and tf.logging.warning("a-log-line")
+        )
+    finally:
+        logger.removeHandler(handler)
+    out = terminal.getvalue()
+    assert "\na-log-line\n" in out, repr(out)
+    assert out.endswith("\n") and "\n\n" not in out, repr(out)
+    # The bar goes on below the log line.
+    assert "step 6/6" in out.split("a-log-line")[1], repr(out)
+    assert not handler.filters  # nothing left behind on the handler
 
 
 def test_progress_hook_in_estimator(tmp_path, log_lines):
@@ -425,11 +490,12 @@ def test_preemption_hooks_several_at_once_and_after_a_failed_run(tmp_path, tf_lo
         assert _run_loop([first, second], steps=50, on_step=on_step) == 4
         assert first.preempted == second.preempted == signal.SIGUSR1
         assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-4")
-        # The hook without a checkpoint_dir cannot know whether the session saves at close
-        # (this loop has no CheckpointSaverHook), so it does not claim a save.
+        # The hook without a checkpoint_dir saw no checkpoint saver at work (this loop has
+        # none), so it claims no save.
         lines = [line for line in tf_log_lines if line.startswith("SIGUSR1 received")]
-        assert len(lines) == 2 and "saved " in lines[1], lines
-        assert "CheckpointSaverHook, if it has one" in lines[0], lines
+        assert lines[0] == "SIGUSR1 received: stopping after step 4", lines
+        assert lines[1].startswith("SIGUSR1 received: stopping after step 4; saved "), lines
+        assert len(lines) == 2 and lines[1].endswith("model.ckpt-4"), lines
         os.kill(os.getpid(), signal.SIGUSR1)
         assert received == [signal.SIGUSR1]
         # A run that raises never calls end(); a later signal must not be swallowed by the
@@ -441,6 +507,42 @@ def test_preemption_hooks_several_at_once_and_after_a_failed_run(tmp_path, tf_lo
         assert signal.getsignal(signal.SIGUSR1) is not signal.SIG_DFL
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+class _SignalAtStep(tf.train.SessionRunHook):
+    def __init__(self, step):
+        self._step, self._runs = step, 0
+
+    def after_run(self, run_context, run_values):
+        self._runs += 1
+        if self._runs == self._step:
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+
+@pytest.mark.parametrize("checkpoints", [True, False])
+def test_preemption_hook_in_estimator_says_in_one_line_whether_it_saves(
+    tmp_path, tf_log_lines, checkpoints
+):
+    # The line used to hedge about internals ("The session's CheckpointSaverHook, if it has
+    # one (Estimator's does unless checkpoints are off), saves it …"); and ProgressHook's
+    # last line gave an ETA for the run that was stopping.
+    steps = {"save_checkpoints_steps": 1000} if checkpoints else {"save_checkpoints_secs": None}
+    config = estimator.RunConfig(**steps)
+    est = estimator.Estimator(_model_fn, str(tmp_path), config=config, params={"lr": 0.05})
+    previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    try:
+        preemption = hooks.PreemptionHook(signals=[signal.SIGUSR1])
+        progress_hook = hooks.ProgressHook(every_n_steps=100, total_steps=50)
+        est.train(_input_fn(), max_steps=50, hooks=[_SignalAtStep(3), preemption, progress_hook])
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    lines = [line for line in tf_log_lines if line.startswith("SIGUSR1 received")]
+    saving = " and saving a checkpoint" if checkpoints else ""
+    assert lines == [f"SIGUSR1 received: stopping after step 3{saving}"], tf_log_lines
+    latest = tf.train.latest_checkpoint(str(tmp_path))
+    assert latest.endswith("model.ckpt-3") if checkpoints else latest is None, latest
+    last = [line for line in tf_log_lines if line.startswith("step ")][-1]
+    assert last.startswith("step 3/50 (6%)") and last.endswith(", stopped"), last
 
 
 @pytest.mark.parametrize("signals", [signal.SIGUSR1, "SIGUSR1", [int(signal.SIGUSR1), "SIGUSR1"]])
@@ -504,8 +606,17 @@ def test_early_stopping_in_monitored_session_and_checks(tmp_path, log_lines):
     est = estimator.Estimator(_model_fn, str(tmp_path / "model"), params={"lr": 0.0})
     hook = hooks.early_stopping(est, "loss", patience_steps=20, run_every_steps=1)
     assert os.path.isdir(est.eval_dir())  # created so the hook can ever fire
-    assert _run_loop([hook], steps=3) == 3  # no eval results yet: warns once, keeps going
-    assert sum("no eval results" in line for line in log_lines) == 1
+    records = []
+    collect = logging.Handler()
+    collect.emit = lambda record: records.append((record.levelname, record.getMessage()))
+    tf2.get_logger().addHandler(collect)
+    try:
+        assert _run_loop([hook], steps=3) == 3  # no eval results yet: says so once, goes on
+    finally:
+        tf2.get_logger().removeHandler(collect)
+    # Every fresh run starts without eval results: an info line, not a warning.
+    said = [(level, message) for level, message in records if "no eval results" in message]
+    assert [level for level, _ in said] == ["INFO"], said
     _write_eval_events(est.eval_dir(), [(0, 1.0), (10, 1.0), (20, 1.0), (30, 1.0)])
     assert _run_loop([hooks.early_stopping(est, patience_steps=20, run_every_steps=1)]) == 1
     tiny = str(tmp_path / "tiny")

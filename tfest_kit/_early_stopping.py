@@ -27,7 +27,7 @@ class _NoImprovement:
         self._min_delta = min_delta
         self._patience = patience_steps
         self._min_steps = min_steps
-        self._warned_empty = False
+        self._said_empty = False
         self._warned_elsewhere = False
         self.fired = False  # returned True: the chief's hook then stops training
 
@@ -61,14 +61,17 @@ class _NoImprovement:
     def __call__(self) -> bool:
         results = metrics_by_step(self._eval_dir)
         if not results:
-            if not self._warned_empty:
-                tf.logging.warning(
+            if not self._said_empty:
+                # Every fresh run starts this way (no evaluation can have run before the first
+                # checkpoint), so it is news, not a warning; results that go to another eval
+                # directory, the suspicious case, get a warning below.
+                tf.logging.info(
                     "early_stopping: no eval results in %s yet; training continues until the "
                     "first evaluation writes some (evaluate(), train_and_evaluate, or the "
                     "summaries of your own evaluation).",
                     self._eval_dir,
                 )
-                self._warned_empty = True
+                self._said_empty = True
             if not self._warned_elsewhere:
                 self._warn_if_elsewhere()
             return False
@@ -242,7 +245,8 @@ def early_stopping(
     predicate of ``stop_if_no_decrease_hook`` / ``stop_if_no_increase_hook``, plus:
 
     * the eval directory is created if missing (the official hook silently never fires);
-    * a warning (once) while no eval results exist yet;
+    * an info line (once) while no eval results exist yet, and a warning when another eval
+      directory (``EvalSpec(name=…)``) has them;
     * a ``ValueError`` listing the available metrics when ``monitor`` is not among them;
     * ``min_delta``: smaller changes do not count as improvement;
     * ``mode="auto"``: max when a word of the name (split at ``/``, ``_``, ``@``, ``-`` …) is

@@ -194,6 +194,15 @@ class NanGuardHook(tf.train.SessionRunHook):
         return counted if 0 <= int(fetched) - counted <= 1 else int(fetched)
 
 
+def _graph_checkpoints(graph) -> set:
+    """The checkpoints the savers of ``graph``'s ``SAVERS`` collection have written and kept."""
+    return {
+        path
+        for saver in graph.get_collection(tf.GraphKeys.SAVERS)
+        for path in getattr(saver, "last_checkpoints", [])
+    }
+
+
 def _set_aside_checkpoints_after(step: int) -> str:
     """Renames the checkpoints savers wrote after ``step`` (the weights its NaN loss updated).
 
@@ -254,6 +263,12 @@ class PreemptionHook(tf.train.SessionRunHook):
     session closes - present under Estimator unless ``RunConfig`` switches checkpoints off, and
     in ``MonitoredTrainingSession`` when it has a ``checkpoint_dir`` and a save interval.
 
+    The hook logs one line, e.g. ``SIGINT received: stopping after step 207 and saving a
+    checkpoint``. It says "saving a checkpoint" only when it saves one itself or has seen the
+    session's saver at work: a ``CheckpointSaverHook`` saves as the session starts, with the
+    saver of the graph's ``SAVERS`` collection (Estimator's default); otherwise the line says
+    nothing about a checkpoint.
+
     Caveat: Python signal handlers can only be installed from the main thread; elsewhere the
     hook logs a warning and does nothing.
 
@@ -310,6 +325,9 @@ class PreemptionHook(tf.train.SessionRunHook):
         else:
             self._is_chief = bool(self._is_chief_arg)
         self._global_step = tf.train.get_global_step()
+        self._graph = tf.get_default_graph()
+        # Saves from before this run, not evidence that this session saves.
+        self._checkpoints_before = _graph_checkpoints(self._graph)
         self._saver = None
         if self._checkpoint_dir and self._is_chief:
             # Built here because the graph is finalized once the session exists.
@@ -339,23 +357,25 @@ class PreemptionHook(tf.train.SessionRunHook):
         if self._global_step is not None:
             step = int(run_context.session.run(self._global_step))
         name = signal.Signals(self._preempted).name
+        where = "this step" if step is None else f"step {step}"
         if self._saver is not None:
             path = self._saver.save(
                 run_context.session,
                 os.path.join(self._checkpoint_dir, "model.ckpt"),
                 global_step=step,
             )
-            tf.logging.warning("%s received: saved %s; stopping at step %s.", name, path, step)
-        else:
-            # A hook cannot see the session's other hooks, so whether a CheckpointSaverHook
-            # is there to save at close is said as a condition, not as a fact.
+            tf.logging.warning("%s received: stopping after %s; saved %s", name, where, path)
+        elif _graph_checkpoints(self._graph) - self._checkpoints_before:
+            # A hook cannot see the session's other hooks, but a CheckpointSaverHook saves as
+            # the session starts and again as it closes: a checkpoint saved during this
+            # session shows that one is there.
             tf.logging.warning(
-                "%s received: stopping at step %s. The session's CheckpointSaverHook, if it "
-                "has one (Estimator's does unless checkpoints are off), saves it as the session "
-                "closes; PreemptionHook(checkpoint_dir=...) saves it itself.",
-                name,
-                step,
+                "%s received: stopping after %s and saving a checkpoint", name, where
             )
+        else:
+            # No saver seen at work: checkpoints off, a non-chief task, or a saver the hook
+            # cannot see (Scaffold(saver=…), max_to_keep=0). Claim nothing either way.
+            tf.logging.warning("%s received: stopping after %s", name, where)
         self._saved_step = step if step is not None else -1
         run_context.request_stop()
 

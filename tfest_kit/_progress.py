@@ -6,12 +6,17 @@ as much as it did on average since the last print (one, the Estimator and
 ``MonitoredTrainingSession`` contract, until a print shows otherwise, as in a GAN loop whose run
 applies two optimizers). Each print re-reads the real global step, so a model that advances the
 step differently is corrected at the next print instead of drifting.
+
+Rates are measured from the first print on: the time before it, from session creation to the
+end of the first step, is mostly set-up (graph optimisation, the first input batch), so the
+first line has no rate and no ETA.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import math
 import sys
 import time
 from typing import IO, Optional, Union
@@ -72,6 +77,20 @@ def _format_duration(secs: float) -> str:
     return f"{seconds}s"
 
 
+def _plain_number(value: float, digits: int) -> str:
+    """``value`` rounded to ``digits`` significant digits, written without an exponent.
+
+    ``%g`` switches to ``1.064e+04`` from 10^digits on; a rate reads better as ``10640``.
+    """
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    decimals = digits - 1 - math.floor(math.log10(abs(value)))
+    if decimals <= 0:
+        return f"{round(value, decimals):.0f}"
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".")
+
+
 @functools.cache
 def _warn_if_info_hidden() -> None:
     """Says once per process that progress lines are logged at a level that is not shown."""
@@ -82,6 +101,21 @@ def _warn_if_info_hidden() -> None:
             "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)), or pass "
             "ProgressHook(stream=sys.stderr)."
         )
+
+
+def _terminal_handlers() -> list:
+    """The handlers that may print to the terminal: TensorFlow's logger's and the root logger's.
+
+    The root logger's are there for records that propagate (and for absl's handler, which
+    ``tfest_kit.logs.setup`` sends TensorFlow's records to under ``absl.app.run``). Files are
+    left out: a line written to one does not touch the terminal.
+    """
+    handlers = []
+    for logger in (logging.getLogger("tensorflow"), logging.getLogger()):
+        for handler in logger.handlers:
+            if not isinstance(handler, logging.FileHandler) and handler not in handlers:
+                handlers.append(handler)
+    return handlers
 
 
 def _moves_global_step() -> bool:
@@ -123,8 +157,8 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._fetching = False
         self._last_time = None
         self._last_step = None
-        self._first_step = None
-        self._start_time = None
+        self._rate_step = None  # where the average rate for the ETA starts: the first print
+        self._rate_time = None
 
     def _find_loss(self) -> Optional[tf.Tensor]:
         return find_loss_tensor(self._loss_arg)
@@ -132,9 +166,8 @@ class _IntervalHook(tf.train.SessionRunHook):
     def after_create_session(self, session, coord) -> None:
         del coord
         self._step = 0 if self._count_runs else int(session.run(self._global_step))
-        self._first_step = self._step
         self._last_step = self._step
-        self._start_time = self._last_time = time.time()
+        self._last_time = time.time()
         self._reported_once = False
         self._steps_per_run = 1.0
         self._runs_since_report = 0
@@ -171,17 +204,34 @@ class _IntervalHook(tf.train.SessionRunHook):
         # fetch in the same run races with the increment in models that assign the step.
         return int(session.run(self._global_step))
 
-    def _report_now(self, loss: Optional[float], step: int) -> None:
+    def _report_now(self, loss: Optional[float], step: int, final: bool = False) -> None:
         now = time.time()
         steps = step - self._last_step
-        self._report(loss, step, now - self._last_time, steps)
+        # Before the first print the time since session creation is mostly set-up, not steps:
+        # a rate from it was several times too low (and the ETA as much too long).
+        elapsed = now - self._last_time if self._reported_once else None
+        self._report(loss, step, elapsed, steps, final)
+        if not self._reported_once:
+            self._rate_step, self._rate_time = step, now
         self._reported_once = True
         if steps > 0:
             self._steps_per_run = steps / self._runs_since_report
         self._runs_since_report = 0
         self._step, self._last_step, self._last_time = step, step, now
 
-    def _report(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> None:
+    def _report(
+        self, loss: Optional[float], step: int, elapsed: Optional[float], steps: int, final: bool
+    ) -> None:
+        """Prints one line.
+
+        Args:
+          loss: the loss at ``step``, or None when it was not fetched.
+          step: the global step (or the number of runs) just finished.
+          elapsed: seconds since the last print; None at the first print, where no rate is
+            measured yet.
+          steps: steps (or runs) since the last print.
+          final: the line is printed as the session ends, not after a run.
+        """
         raise NotImplementedError
 
 
@@ -199,6 +249,10 @@ class LossLoggingHook(_IntervalHook):
         Estimator's ``StepCounterHook`` does); None writes none.
       loss: the loss tensor or its name; None finds it (see :func:`find_loss_tensor`).
 
+    Attributes:
+      log_lines: print the lines (True); False writes the summaries only, for a run whose
+        other hooks print the loss already (the fallback TPUEstimator sets it).
+
     Example:
 
         hook = LossLoggingHook(every_n_steps=100, batch_size=32)
@@ -214,6 +268,12 @@ class LossLoggingHook(_IntervalHook):
         super().__init__(every_n_steps, loss)
         self._batch_size = batch_size
         self._output_dir = output_dir
+        self.log_lines = True
+
+    @property
+    def writes_summaries(self) -> bool:
+        """Whether the hook writes ``global_step/sec`` summaries (it has an ``output_dir``)."""
+        return bool(self._output_dir)
 
     def begin(self) -> None:
         super().begin()
@@ -221,20 +281,26 @@ class LossLoggingHook(_IntervalHook):
             tf.summary.FileWriterCache.get(self._output_dir) if self._output_dir else None
         )
 
-    def _report(self, loss: float, step: int, elapsed: float, steps: int) -> None:
-        if steps <= 0 or elapsed <= 0:
-            tf.logging.info("loss = %g, step = %d", loss, step)
+    def _report(
+        self, loss: float, step: int, elapsed: Optional[float], steps: int, final: bool
+    ) -> None:
+        del final  # this hook prints after runs only
+        if elapsed is None or steps <= 0 or elapsed <= 0:
+            if self.log_lines:
+                # As Estimator's LoggingTensorHook, whose first line has no time either.
+                tf.logging.info("loss = %g, step = %d", loss, step)
             return
         steps_per_sec = steps / elapsed
-        line = "loss = %g, step = %d (%.3f sec); global_step/sec: %.4g"
-        args = [loss, step, elapsed, steps_per_sec]
+        line = "loss = %g, step = %d (%.3f sec); global_step/sec: %s"
+        args = [loss, step, elapsed, _plain_number(steps_per_sec, 4)]
         values = [tf.Summary.Value(tag="global_step/sec", simple_value=steps_per_sec)]
         if self._batch_size:
             examples_per_sec = steps_per_sec * self._batch_size
             line += ", examples/sec: %.1f"
             args.append(examples_per_sec)
             values.append(tf.Summary.Value(tag="examples/sec", simple_value=examples_per_sec))
-        tf.logging.info(line, *args)
+        if self.log_lines:
+            tf.logging.info(line, *args)
         if self._writer is not None:
             self._writer.add_summary(tf.Summary(value=values), step)
 
@@ -242,12 +308,15 @@ class LossLoggingHook(_IntervalHook):
 class ProgressHook(_IntervalHook):
     """Shows step / total, loss, steps/sec, examples/sec and ETA every ``every_n_steps`` steps.
 
-    On a terminal (``stream.isatty()``) the hook redraws one live line with ``\\r``; otherwise
-    it writes one plain line per interval: to ``stream`` when one is given, else through
-    ``tf.logging`` at INFO (with a warning, once, when INFO lines are not shown). The loss is
-    fetched only on the steps that print, so the other steps cost nothing. The last step always
-    gets a line: with its loss when it is ``total_steps``; without, when training stops
-    between two intervals for another reason (data exhausted, a stop hook).
+    On a terminal (``stream.isatty()``) the hook redraws one live line with ``\\r``; a log line
+    printed meanwhile (through TensorFlow's or the root logger's handlers) first ends the bar's
+    line, so it starts a line of its own. Otherwise the hook writes one plain line per
+    interval: to ``stream`` when one is given, else through ``tf.logging`` at INFO (with a
+    warning, once, when INFO lines are not shown). The loss is fetched only on the steps that
+    print, so the other steps cost nothing. The first line (after the first step) has no rate
+    or ETA: that step's time is mostly set-up. The last step always gets a line: with its loss
+    when it is ``total_steps``; without, and ``stopped`` instead of an ETA, when training stops
+    between two intervals for another reason (data exhausted, a stop hook, Ctrl-C).
 
     In ``evaluate()`` (and ``EvalSpec(hooks=…)``) and ``predict()`` the global step does not
     move, so the hook counts batches instead (``eval batch 10/40``, ``batch 10``); the loss is
@@ -288,6 +357,7 @@ class ProgressHook(_IntervalHook):
         self._total = check_int("total_steps", total_steps, allow_none=True)
         self._batch_size = check_int("batch_size", batch_size, allow_none=True)
         self._stream_arg = stream
+        self._watched_handlers: list = []  # handlers whose records end the live bar's line
 
     def begin(self) -> None:
         self._evaluating = bool(tf.get_collection(tf.GraphKeys.EVAL_STEP))
@@ -305,8 +375,15 @@ class ProgressHook(_IntervalHook):
             self._live = bool(self._stream.isatty())
         except (AttributeError, ValueError):
             self._live = False
-        self._drawn = False
-        if not self._live and self._stream_arg is None:
+        self._bar_open = False
+        self._stop_watching()  # a run that raised never reached end()
+        if self._live:
+            # Handlers filter a record just before they print it: the moment to end the bar's
+            # line (a filter on the handler also sees records that propagate from other loggers).
+            self._watched_handlers = _terminal_handlers()
+            for handler in self._watched_handlers:
+                handler.addFilter(self._end_bar_line)
+        elif self._stream_arg is None:
             _warn_if_info_hidden()
 
     def _reaches_end(self, next_step: float) -> bool:
@@ -325,7 +402,9 @@ class ProgressHook(_IntervalHook):
             return None
         return find_loss_tensor(self._loss_arg)
 
-    def _line(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> str:
+    def _line(
+        self, loss: Optional[float], step: int, elapsed: Optional[float], steps: int, final: bool
+    ) -> str:
         unit = "batch" if self._count_runs else "step"
         label = "eval batch" if self._evaluating else unit
         parts = [f"{label} {step}/{self._total}" if self._total else f"{label} {step}"]
@@ -333,18 +412,25 @@ class ProgressHook(_IntervalHook):
             parts[0] += f" ({min(100.0, 100.0 * step / self._total):.0f}%)"
         if loss is not None:
             parts.append(f"loss = {loss:.6g}")
-        if steps > 0 and elapsed > 0:
+        if elapsed and steps > 0:
             rate = steps / elapsed
-            parts.append(f"{rate:.3g} {'batches' if self._count_runs else 'steps'}/sec")
+            per_sec = "batches/sec" if self._count_runs else "steps/sec"
+            parts.append(f"{_plain_number(rate, 3)} {per_sec}")
             if self._batch_size:
-                parts.append(f"{rate * self._batch_size:.4g} examples/sec")
-            total_rate = (step - self._first_step) / max(time.time() - self._start_time, 1e-9)
-            if self._total and total_rate > 0:
+                parts.append(f"{_plain_number(rate * self._batch_size, 4)} examples/sec")
+            total_rate = (step - self._rate_step) / max(time.time() - self._rate_time, 1e-9)
+            if self._total and total_rate > 0 and not final:
                 parts.append(f"ETA {_format_duration(max(0, self._total - step) / total_rate)}")
+        if final and self._total and step < self._total:
+            # The session ends short of total_steps (a stop was requested, the data ran out):
+            # an ETA would promise steps that will not run.
+            parts.append("stopped")
         return ", ".join(parts)
 
-    def _report(self, loss: Optional[float], step: int, elapsed: float, steps: int) -> None:
-        line = self._line(loss, step, elapsed, steps)
+    def _report(
+        self, loss: Optional[float], step: int, elapsed: Optional[float], steps: int, final: bool
+    ) -> None:
+        line = self._line(loss, step, elapsed, steps, final)
         if not self._live:
             if self._stream_arg is None:
                 tf.logging.info("%s", line)
@@ -358,7 +444,22 @@ class ProgressHook(_IntervalHook):
             line = "[" + "#" * done + "." * (width - done) + "] " + line
         self._stream.write("\r" + line + "\033[K")
         self._stream.flush()
-        self._drawn = True
+        self._bar_open = True
+
+    def _end_bar_line(self, record: Optional[logging.LogRecord] = None) -> bool:
+        """Ends the line the live bar is on, if open; as a logging filter, lets every record pass.
+
+        The bar ends without a newline so that it can be redrawn in place; a log line printed
+        then would start on the bar's line (``… ETA 1s\\x1b[KINFO:tensorflow:…``). Ending the
+        bar's line first leaves the bar as it was, on a line of its own, with the record below;
+        the next update draws a new bar under the record.
+        """
+        del record
+        if self._bar_open:
+            self._bar_open = False
+            self._stream.write("\n")
+            self._stream.flush()
+        return True
 
     def end(self, session) -> None:
         # Training that stops between two intervals (data exhausted, a stop hook, a step
@@ -366,7 +467,11 @@ class ProgressHook(_IntervalHook):
         if self._runs_since_report:
             step = self._read_step(session)
             if step > self._last_step:
-                self._report_now(None, step)
-        if self._live and self._drawn:
-            self._stream.write("\n")
-            self._stream.flush()
+                self._report_now(None, step, final=True)
+        self._stop_watching()
+        self._end_bar_line()
+
+    def _stop_watching(self) -> None:
+        for handler in self._watched_handlers:
+            handler.removeFilter(self._end_bar_line)
+        self._watched_handlers = []

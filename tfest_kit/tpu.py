@@ -5,7 +5,8 @@ unchanged: with a reachable TPU you get the official class; otherwise a
 ``tf.estimator.Estimator`` subclass that injects ``params['batch_size']``, converts
 ``TPUEstimatorSpec`` (``eval_metrics``, ``scaffold_fn``, ``host_call``, hooks) and logs
 ``loss = …, step = … (… sec)`` with examples/sec every ``log_step_count_steps`` - which stock
-``TPUEstimator(use_tpu=False)`` never does.
+``TPUEstimator(use_tpu=False)`` never does - unless a ``ProgressHook`` among the training hooks
+prints the loss already.
 
 This module also stands in for ``tf.contrib.tpu`` / ``tf.compat.v1.estimator.tpu``.
 
@@ -33,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
-from tfest_kit._progress import LossLoggingHook
+from tfest_kit._progress import LossLoggingHook, ProgressHook
 from tfest_kit._run_config import session_config
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
@@ -241,6 +242,30 @@ def _with_checkpoint_saver(spec, config, hooks=()):
     return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
 
 
+def _without_second_loss_line(spec, hooks=()):
+    """Leaves out the fallback's loss line when a ``ProgressHook`` prints the loss already.
+
+    Both lines every interval, with throughputs measured over different intervals, read as
+    two disagreeing reports. The fallback's hook stays when it writes the ``global_step/sec``
+    and ``examples/sec`` summaries (TensorBoard's curves), without its line.
+
+    Args:
+      spec: the ``EstimatorSpec`` to train with; its training hooks hold the fallback's.
+      hooks: every other hook of the run (``train(hooks=…)``, the input_fn's).
+    """
+    every = tuple(hooks) + tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
+    if not any(isinstance(hook, ProgressHook) for hook in every):
+        return spec
+    kept = []
+    for hook in spec.training_hooks:
+        if isinstance(hook, LossLoggingHook):
+            if not hook.writes_summaries:
+                continue
+            hook.log_lines = False
+        kept.append(hook)
+    return spec._replace(training_hooks=tuple(kept))
+
+
 @contextlib.contextmanager
 def _missing_batch_size_named(mode: str, unset: bool):
     """Turns ``KeyError('batch_size')`` into an error naming the constructor argument to set.
@@ -305,10 +330,14 @@ class TPUEstimator(tf_estimator.Estimator):
       ``log_step_count_steps`` (or every ``TPUConfig.iterations_per_loop`` if longer), without
       Estimator's per-step fetches and without the false "global step has not been increased"
       warnings of its ``StepCounterHook`` (which is switched off, as the official class does).
+      With a ``tfest_kit.hooks.ProgressHook`` among the training hooks (``train(hooks=…)``, a
+      ``TrainSpec``'s, the spec's), which prints the loss and throughput already, there is no
+      such line; the ``global_step/sec`` and ``examples/sec`` summaries are still written.
     * TPU-only settings (``TPUConfig`` fields other than ``iterations_per_loop``,
       ``batch_axis``, ``embedding_config_spec``) are ignored with one line naming them: a
       warning, or an info line with ``use_tpu=False``, where ignoring them was asked for.
-    * ``export_saved_model()`` writes a CPU SavedModel (one warning if ``export_to_tpu``).
+    * ``export_saved_model()`` writes a CPU SavedModel (one warning if ``export_to_tpu`` and
+      a TPU was asked for: ``use_tpu`` True or ``"auto"``).
     * Keras layers built in ``model_fn`` (``tf.layers.dense`` among them) take their initial
       weights from ``RunConfig(tf_random_seed=…)``, as under TensorFlow 1.x; Keras 2.10+
       seeds them from Python's ``random`` otherwise.
@@ -329,7 +358,8 @@ class TPUEstimator(tf_estimator.Estimator):
       predict_batch_size: batch size for ``predict()``; None as for ``train_batch_size``.
       batch_axis: TPU only.
       eval_on_tpu: TPU only (evaluation runs on CPU/GPU in the fallback).
-      export_to_tpu: TPU only; a CPU SavedModel is written instead, with a warning.
+      export_to_tpu: TPU only; a CPU SavedModel is written instead, with a warning unless
+        ``use_tpu`` is False.
       export_to_cpu: write the CPU SavedModel (off a TPU it is written regardless).
       warm_start_from: as for ``Estimator``.
       embedding_config_spec: TPU only.
@@ -447,7 +477,9 @@ class TPUEstimator(tf_estimator.Estimator):
             _MODES.PREDICT: predict_batch_size,
         }
         self._user_model_fn = model_fn
-        self._export_to_tpu = export_to_tpu
+        # With use_tpu=False a CPU SavedModel is what was asked for, whatever export_to_tpu
+        # says (it defaults to True), so only a TPU run that fell back gets the warning.
+        self._warn_cpu_export = export_to_tpu and use_tpu is not False
         self._export_warned = False
         # Graphs input_fn ran in (-> the evaluation's name): model_fn in one of them
         # is train / evaluate / predict (every replica of a distribution strategy too); anywhere
@@ -547,6 +579,9 @@ class TPUEstimator(tf_estimator.Estimator):
     ):
         # The one place where the train(hooks=…) are known; a saver hook among them replaces
         # the default one, as in Estimator. (Distribution strategies keep Estimator's own.)
+        estimator_spec = _without_second_loss_line(
+            estimator_spec, tuple(worker_hooks) + tuple(hooks)
+        )
         if self._config.train_distribute is None:
             estimator_spec = _with_checkpoint_saver(
                 estimator_spec, self._config, tuple(worker_hooks) + tuple(hooks)
@@ -591,7 +626,7 @@ class TPUEstimator(tf_estimator.Estimator):
             self._eval_name = None
 
     def _warn_export(self) -> None:
-        if self._export_to_tpu and not self._export_warned:
+        if self._warn_cpu_export and not self._export_warned:
             tf.logging.warning(
                 "export_to_tpu=True but there is no TPU: writing a CPU SavedModel only."
             )
