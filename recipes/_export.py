@@ -20,7 +20,7 @@ import numpy as np
 from tfest_kit import serving
 from tfest_kit._tf import tf
 
-__all__ = ["export_once"]
+__all__ = ["export_once", "say_exported"]
 
 # Written by the object-based saver: a description of the object graph, not a model value.
 _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -71,3 +71,18 @@ def export_once(
         return newest, True
     path = estimator.export_saved_model(export_dir_base, serving_input_receiver_fn)
     return (path.decode() if isinstance(path, bytes) else path), False
+
+
+def say_exported(export_dir: str, reused: bool = False) -> None:
+    """Prints the export line, worded the same in every recipe.
+
+    Args:
+      export_dir: the export's path.
+      reused: whether :func:`export_once` found it already there.
+
+    Example:
+      >>> say_exported("/tmp/run/export/1700000000")
+      SavedModel exported: /tmp/run/export/1700000000
+    """
+    done = "already exported from this checkpoint" if reused else "exported"
+    print(f"SavedModel {done}: {export_dir}")

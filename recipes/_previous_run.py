@@ -9,6 +9,12 @@ deep inside TensorFlow. Each recipe records the flags that matter in
 A flag the record lacks (the record of an older version of the recipe, from before the flag
 was recorded) is not compared: nothing says what that run used, and refusing the directory
 would leave no flags to resume it with.
+
+The records also say which recipe a directory belongs to. A ``--model_dir`` that holds a
+checkpoint and the record of another recipe, but none of this one, is refused: resuming it
+fails deep inside TensorFlow (missing variables, other shapes), or, worse, trains on as if it
+were this recipe's. A checkpoint without any record is not refused: it may be from a version
+of the recipe older than the records, as above.
 """
 
 from __future__ import annotations
@@ -31,6 +37,26 @@ def _flags_file(model_dir: str, recipe: str) -> str:
     return os.path.join(model_dir, f"{recipe}_flags.json")
 
 
+def _recipes_recorded(model_dir: str) -> list[str]:
+    """The recipes whose record is in ``model_dir``, sorted."""
+    suffix = "_flags.json"
+    try:
+        names = os.listdir(model_dir)
+    except OSError:  # not there yet, or not readable: nothing recorded that can be read
+        return []
+    return sorted(name[: -len(suffix)] for name in names if name.endswith(suffix))
+
+
+def _holds_checkpoint(model_dir: str, dirs: list[str]) -> bool:
+    """True if ``dirs``, ``model_dir`` or one of its sub-directories holds a checkpoint.
+
+    Sub-directories count because a recipe may keep its checkpoints there (premade_estimators
+    has one per model), where another recipe's ``checkpoint_dirs`` would not look.
+    """
+    subdirs = [entry.path for entry in os.scandir(model_dir) if entry.is_dir()]
+    return any(tf.train.latest_checkpoint(d) for d in [*dirs, model_dir, *subdirs])
+
+
 def _as_read(flags: Mapping[str, object]) -> dict:
     return json.loads(json.dumps(dict(flags)))  # tuples become lists, as the record reads back
 
@@ -47,9 +73,11 @@ def check(
     recipe: str,
     flags: Mapping[str, object],
     checkpoint_dirs: Iterable[str] | None = None,
+    flag_name: str = "model_dir",
 ) -> None:
     """Refuses ``flags`` that differ from those of the checkpoint the run would resume.
 
+    Also refuses a ``model_dir`` that holds another recipe's run (see the module docstring).
     Writes nothing, so a run refused here leaves ``model_dir`` as it was.
 
     Args:
@@ -58,18 +86,28 @@ def check(
       flags: flag name -> value (JSON-serialisable) for the flags that must not change.
       checkpoint_dirs: where the recipe's checkpoints are (default: ``model_dir``); the
         record is compared only when one of them holds a checkpoint.
+      flag_name: the recipe's flag for ``model_dir``, as the message names it.
 
     Raises:
-      PreviousRunError: if ``model_dir`` is a file, or its checkpoint was trained with other
-        values; the message names both sets and the two ways on.
+      PreviousRunError: if ``model_dir`` is a file, holds another recipe's run, or its
+        checkpoint was trained with other values; the message says what to pass instead.
 
     Example:
       >>> check("/tmp/iris", "iris_custom_estimator", {"seed": 0})
     """
     if os.path.exists(model_dir) and not os.path.isdir(model_dir):
         raise PreviousRunError(f"--model_dir must be a directory. Got: a file, {model_dir}")
+    if not os.path.isdir(model_dir):
+        return  # a new directory: nothing to resume
     path = _flags_file(model_dir, recipe)
     dirs = [model_dir] if checkpoint_dirs is None else list(checkpoint_dirs)
+    others = [name for name in _recipes_recorded(model_dir) if name != recipe]
+    if others and not os.path.isfile(path) and _holds_checkpoint(model_dir, dirs):
+        raise PreviousRunError(
+            f"--{flag_name} {model_dir} holds a run of recipe {others[-1]} (its checkpoint and "
+            f"{os.path.basename(_flags_file(model_dir, others[-1]))}), not of {recipe}; give "
+            f"another --{flag_name}"
+        )
     if not (os.path.isfile(path) and any(tf.train.latest_checkpoint(d) for d in dirs)):
         return
     with open(path) as f:

@@ -63,12 +63,17 @@ from absl import app, flags
 
 import tfest_kit
 from recipes import _flags
+from recipes import _previous_run as previous_run
 from recipes._bert import features, modeling, processors, sample_data, tokenization
+from recipes._export import say_exported
+from recipes._interrupt import Run, checkpoint_step
 from tfest_kit import cluster, hooks, logs, model_fn, serving, tpu
 from tfest_kit._tf import tf
 from tfest_kit._warm_start import resolve_checkpoint
 
 FLAGS = flags.FLAGS
+RECIPE = "bert_classifier"
+RUN = Run(RECIPE, dir_flag="output_dir")
 flags.DEFINE_string(
     "task_name", "sample", f"Task: one of {sorted(processors.PROCESSORS)} (GLUE TSV layouts)."
 )
@@ -238,6 +243,18 @@ def _examples(processor, data_dir: str):
     return tuple(found)
 
 
+def _is_local(path: str) -> bool:
+    # The flag records are plain files; a gs:// or hdfs:// output_dir has none.
+    return "://" not in path
+
+
+def _check_not_another_recipes(output_dir: Optional[str]) -> None:
+    # Another recipe's checkpoint fails to restore deep inside TensorFlow, or warm-starts
+    # nothing; its files would be overwritten by this run's.
+    if output_dir and _is_local(output_dir):
+        previous_run.check(output_dir, RECIPE, {}, flag_name="output_dir")
+
+
 def _check_trained_model(output_dir: Optional[str]) -> None:
     # Evaluating or predicting without training would silently use an untrained model, and
     # export_saved_model fails only at the very end: name the likely mistake up front.
@@ -301,9 +318,15 @@ def _resolve_settings() -> _Settings:
     tokenization.check_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     processor = processors.get_processor(FLAGS.task_name)
     # Checked before output_dir is created: a refused run leaves no empty directory behind.
+    _check_not_another_recipes(FLAGS.output_dir)
     _check_trained_model(FLAGS.output_dir)
     _check_init_checkpoint(FLAGS.output_dir)
     output_dir = _make_output_dir()
+    if _is_local(output_dir) and task.get("type") in (None, "chief", "master"):
+        # Marks the directory as this recipe's for the other recipes' check (one writer: the
+        # chief, or the single process). No flags are compared on a rerun.
+        previous_run.record(output_dir, RECIPE, {})
+    RUN.announce(output_dir)
     data_dir, vocab_file, config_file, generated = _resolve_inputs(output_dir, task)
     bert_config = modeling.BertConfig.from_json_file(config_file)
     seq_length = FLAGS.max_seq_length or (32 if generated else 128)
@@ -429,7 +452,7 @@ def _answer_one(settings: _Settings, export_base: str, example) -> None:
     answer = predictor({name: [getattr(feature, name)] for name in features.FEATURE_NAMES})
     probabilities = np.asarray(answer["probabilities"])[0]
     class_id = int(np.asarray(answer["class_ids"]).reshape(-1)[0])
-    print(f"Exported model: {export_dir}")
+    say_exported(export_dir)
     print(
         f"Predictor answer: {example.text_a!r} / {example.text_b!r} -> label "
         f"{labels[class_id]} (p={probabilities[class_id]:.3f})"
@@ -473,7 +496,10 @@ def _train_hooks(est, num_train_steps: int, with_eval: bool) -> list:
 
 
 def _train(settings: _Settings, est, eval_input_fn, receiver):
-    """Trains; returns train_and_evaluate's metrics, or None without an eval set."""
+    """Trains; returns (train_and_evaluate's metrics or None without an eval set, interrupted?).
+
+    Ctrl-C (or SIGTERM) stops training at a checkpoint and says how to resume.
+    """
     proto = est.config.session_config
     rewrite = proto.graph_options.rewrite_options if proto else None
     bfloat16 = rewrite and rewrite.auto_mixed_precision_onednn_bfloat16 == rewrite.ON
@@ -489,21 +515,25 @@ def _train(settings: _Settings, est, eval_input_fn, receiver):
     num_train_steps = settings.num_train_steps
     train_hooks = _train_hooks(est, num_train_steps, with_eval=eval_input_fn is not None)
     if eval_input_fn is None:
-        est.train(train_input_fn, max_steps=num_train_steps, hooks=train_hooks)
-        return None
+        interrupted = RUN.train(est, train_input_fn, num_train_steps, train_hooks)
+        return None, interrupted
+    interrupt = RUN.preemption_hook()
     # On a cluster the best exporter runs on the evaluator task (that is where Estimator
     # calls exporters); on one machine it runs after each evaluation in this process.
     exporters = [serving.best_exporter(receiver, "accuracy", "max")]
-    return tfest_kit.train_and_evaluate(
+    result = tfest_kit.train_and_evaluate(
         est,
         train_input_fn,
         eval_input_fn,
         max_steps=num_train_steps,
-        hooks=train_hooks,
+        hooks=[*train_hooks, interrupt],
         exporters=exporters if FLAGS.do_export else (),
         throttle_secs=0,
         start_delay_secs=0,
     )
+    if interrupt.preempted:
+        RUN.say_interrupted(checkpoint_step(settings.output_dir), num_train_steps)
+    return result, bool(interrupt.preempted)
 
 
 def _final_metrics(est, result, eval_input_fn) -> dict:
@@ -575,8 +605,14 @@ def _predict_and_answer(settings: _Settings, est, receiver, on_tpu: bool) -> Non
 def main(argv):
     del argv
     logs.setup()
+    return RUN.main(_run)
+
+
+def _run():
     try:
         settings = _resolve_settings()
+    except previous_run.PreviousRunError:
+        raise  # RUN.main says it in one line: the fix is another --output_dir, not a flag value
     except ValueError as e:
         # Every ValueError there is about a flag or a file it names (_resolve_settings builds
         # no graph and trains nothing): a usage error, not a traceback. Later ValueErrors,
@@ -592,7 +628,9 @@ def main(argv):
     result = None
     if FLAGS.do_train:
         # A ps task never returns from here; the launcher (or the cluster manager) stops it.
-        result = _train(settings, est, eval_input_fn, receiver)
+        result, interrupted = _train(settings, est, eval_input_fn, receiver)
+        if interrupted:
+            return 130
     if not est.config.is_chief:
         # Workers and the evaluator: results, predictions and the final export are the chief's.
         print(
@@ -602,7 +640,7 @@ def main(argv):
         return
     _report_metrics(settings, est, result, eval_input_fn)
     _predict_and_answer(settings, est, receiver, on_tpu)
-    print(f"output_dir: {settings.output_dir}")
+    return 0
 
 
 if __name__ == "__main__":

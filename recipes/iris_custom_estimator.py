@@ -28,7 +28,8 @@ from sklearn.model_selection import train_test_split
 
 from recipes import _flags
 from recipes import _previous_run as previous_run
-from recipes._export import export_once
+from recipes._export import export_once, say_exported
+from recipes._interrupt import Run
 from tfest_kit import inputs, logs, serving
 from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
@@ -53,6 +54,7 @@ HELD_OUT = {
     "PetalWidth": [0.5, 1.5, 2.1],
 }
 EXPECTED = ["Setosa", "Versicolor", "Virginica"]
+RUN = Run("iris_custom_estimator")
 
 
 def write_csv_files(directory: str, seed: int) -> tuple[str, str]:
@@ -104,6 +106,10 @@ def model_fn(features, labels, mode, params):
 def main(argv):
     del argv
     logs.setup()
+    return RUN.main(_run)
+
+
+def _run():
     model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="iris_custom_estimator_")
     # Another --seed splits the rows otherwise: a resumed model would be tested on rows it
     # trained on. Other --hidden_units cannot restore the checkpoint.
@@ -112,6 +118,7 @@ def main(argv):
         "iris_custom_estimator",
         {"seed": FLAGS.seed, "hidden_units": FLAGS.hidden_units},
     )
+    RUN.announce(model_dir)
     train_csv, test_csv = write_csv_files(os.path.join(model_dir, "data"), FLAGS.seed)
     print(f"Wrote {train_csv} and {test_csv}")
 
@@ -143,7 +150,8 @@ def main(argv):
     eval_fn = inputs.from_csv(
         test_csv, label_name="Species", column_defaults=defaults, batch_size=64, shuffle=False
     )
-    classifier.train(train_fn, max_steps=FLAGS.steps)
+    if RUN.train(classifier, train_fn, FLAGS.steps):
+        return 130
     result = classifier.evaluate(eval_fn)
     print(f"\nTest set accuracy: {result['accuracy']:.3f}  (loss {result['loss']:.4f})\n")
 
@@ -162,9 +170,9 @@ def main(argv):
     predictor = serving.Predictor(export_dir)
     answer = predictor({k: np.asarray(v, np.float32) for k, v in HELD_OUT.items()})
     served = [SPECIES[int(i)] for i in np.asarray(answer["class_ids"]).reshape(-1)]
-    print(f"{'Already exported' if reused else 'Exported'} to {export_dir}")
+    say_exported(export_dir, reused)
     print(f"Predictor answer: {served} (expected {EXPECTED})")
-    print(f"model_dir: {model_dir}")
+    return 0
 
 
 if __name__ == "__main__":

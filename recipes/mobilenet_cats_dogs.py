@@ -27,7 +27,6 @@ would change the model's shape or which images are held out is refused before an
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 
@@ -37,7 +36,8 @@ from absl import app, flags
 import tfest_kit
 from recipes import _flags, _pets_data
 from recipes import _previous_run as previous_run
-from recipes._export import export_once
+from recipes._export import export_once, say_exported
+from recipes._interrupt import Run
 from tfest_kit import hooks, logs, serving
 from tfest_kit._tf import tf, tf2
 from tfest_kit.keras_bridge import to_estimator
@@ -57,8 +57,21 @@ flags.DEFINE_integer("sample_per_class", 400, "Images per class in the built-in 
 flags.DEFINE_string(
     "weights", "auto", "auto | imagenet | none | PATH.h5 (MobileNetV2 no-top weights)."
 )
-flags.DEFINE_integer("image_size", 160, "Square input size in pixels.")
-flags.DEFINE_float("alpha", 1.0, "MobileNetV2 width multiplier.")
+# The defaults are those of the ImageNet weights; training from scratch (--weights=none, or
+# auto with none cached, as offline) uses the smaller _SCRATCH_SIZE / _SCRATCH_ALPHA unless
+# either flag is given, and --help has to say so.
+flags.DEFINE_integer(
+    "image_size",
+    160,
+    "Square input size in pixels (default 160 with ImageNet weights or a weights file, 96 when "
+    "training from scratch unless --alpha is given).",
+)
+flags.DEFINE_float(
+    "alpha",
+    1.0,
+    "MobileNetV2 width multiplier (default 1.0 with ImageNet weights or a weights file, 0.35 "
+    "when training from scratch unless --image_size is given).",
+)
 flags.DEFINE_integer("steps", 500, "Training steps.")
 flags.DEFINE_integer("batch_size", 32, "Batch size.")
 flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate.")
@@ -79,6 +92,7 @@ _SCRATCH_SIZE, _SCRATCH_ALPHA = 96, 0.35
 
 
 RECIPE = "mobilenet_cats_dogs"
+RUN = Run(RECIPE)
 
 
 class RecipeError(Exception):
@@ -90,14 +104,7 @@ def main(argv):
     # The recipe reports each event itself (progress, evaluation, export); TensorFlow's own
     # INFO lines would say most of them a second time, in several lines each.
     logs.setup(tensorflow_info=FLAGS.tensorflow_info)
-    try:
-        return _run()
-    except (RecipeError, previous_run.PreviousRunError) as e:
-        print(f"mobilenet_cats_dogs: error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:  # outside training (PreemptionHook handles it in train())
-        print("mobilenet_cats_dogs: interrupted", file=sys.stderr)
-        return 130
+    return RUN.main(_run, errors=(RecipeError,))
 
 
 def _run() -> int:
@@ -114,7 +121,7 @@ def _run() -> int:
     data = _choose_data(source, image_size)
     model_dir = given_dir or tempfile.mkdtemp(prefix="mobilenet_cats_dogs_")
     previous_run.record(model_dir, RECIPE, recorded)
-    print(f"model_dir: {model_dir}")
+    RUN.announce(model_dir)
     keras = tf2.keras
     model = keras.Sequential([base, keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(1)])
     model.compile(
@@ -126,21 +133,15 @@ def _run() -> int:
     progress = hooks.ProgressHook(
         FLAGS.log_every, total_steps=FLAGS.steps, batch_size=FLAGS.batch_size
     )
-    # Ctrl-C (or SIGTERM) finishes the step, saves a checkpoint there and stops cleanly, so a
-    # rerun with the same --model_dir resumes; without it up to 10 minutes of training are lost.
-    interrupt = hooks.PreemptionHook()
     started, first_step = time.time(), _global_step(model_dir)
     if first_step < FLAGS.steps:
         # Building the graph and the first step take ~10 s before the first progress line.
         _say(f"training from step {first_step} to {FLAGS.steps}")
-        est.train(data["train"], max_steps=FLAGS.steps, hooks=[progress, interrupt])
+        # Ctrl-C saves a checkpoint at that step and says how to resume: without it up to 10
+        # minutes of training are lost.
+        if RUN.train(est, data["train"], FLAGS.steps, [progress]):
+            return 130
     last_step = _global_step(model_dir)
-    if interrupt.preempted:
-        _say(
-            f"interrupted at step {last_step}/{FLAGS.steps}; checkpoint saved. To resume, rerun "
-            f"with --model_dir={model_dir} (and the same flags)"
-        )
-        return 130
     if last_step == first_step:
         _say(f"already trained to step {last_step} in {model_dir}; raise --steps to train more")
     else:
@@ -153,8 +154,7 @@ def _run() -> int:
     export_dir, reused = export_once(
         est, os.path.join(model_dir, "export"), serving.image_bytes_receiver(image_size)
     )
-    done = "already exported from this checkpoint" if reused else "exported"
-    print(f"SavedModel {done}: {export_dir}")
+    say_exported(export_dir, reused)
     _predict(serving.Predictor(export_dir), data["examples"])
     return 0
 

@@ -25,7 +25,8 @@ from sklearn.model_selection import train_test_split
 
 from recipes import _flags
 from recipes import _previous_run as previous_run
-from recipes._export import export_once
+from recipes._export import export_once, say_exported
+from recipes._interrupt import Run
 from tfest_kit import inputs, logs, serving
 from tfest_kit._tf import tf, tf2
 
@@ -42,6 +43,14 @@ _flags.register_positive("dnn_learning_rate")
 
 
 FAMILIES = ("mean", "error", "worst")
+RUN = Run("premade_estimators")
+# Each model's checkpoints in a sub-directory of --model_dir, known before any model is built
+# so that the flags can be checked first.
+SUBDIRS = {
+    "LinearClassifier": "linear",
+    "DNNClassifier": "dnn",
+    "DNNLinearCombinedClassifier": "wide_deep",
+}
 
 
 def load_data(seed: int):
@@ -89,13 +98,15 @@ def build_models(columns: list, model_dir: str, hidden_units: list, seed: int, l
 
     return {
         "LinearClassifier": tf2.estimator.LinearClassifier(
-            feature_columns=columns, model_dir=os.path.join(model_dir, "linear"), config=config
+            feature_columns=columns,
+            model_dir=os.path.join(model_dir, SUBDIRS["LinearClassifier"]),
+            config=config,
         ),
         "DNNClassifier": tf2.estimator.DNNClassifier(
             hidden_units=hidden_units,
             feature_columns=columns,
             optimizer=dnn_optimizer,
-            model_dir=os.path.join(model_dir, "dnn"),
+            model_dir=os.path.join(model_dir, SUBDIRS["DNNClassifier"]),
             config=config,
         ),
         "DNNLinearCombinedClassifier": tf2.estimator.DNNLinearCombinedClassifier(
@@ -103,7 +114,7 @@ def build_models(columns: list, model_dir: str, hidden_units: list, seed: int, l
             dnn_feature_columns=columns,
             dnn_hidden_units=hidden_units,
             dnn_optimizer=dnn_optimizer,
-            model_dir=os.path.join(model_dir, "wide_deep"),
+            model_dir=os.path.join(model_dir, SUBDIRS["DNNLinearCombinedClassifier"]),
             config=config,
         ),
     }
@@ -119,7 +130,23 @@ def print_table(results: dict) -> None:
 def main(argv):
     del argv
     logs.setup()
+    return RUN.main(_run)
+
+
+def _run():
     model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="premade_estimators_")
+    hidden_units = [int(u) for u in FLAGS.hidden_units]
+    checkpoint_dirs = [os.path.join(model_dir, subdir) for subdir in SUBDIRS.values()]
+    # Checked before any work (the three models log their RunConfig as they are built).
+    # Another --seed splits the rows otherwise: resumed models would be tested on rows they
+    # trained on. Other --hidden_units cannot restore the DNN checkpoints.
+    previous_run.check_and_record_or_exit(
+        model_dir,
+        "premade_estimators",
+        {"seed": FLAGS.seed, "hidden_units": hidden_units},
+        checkpoint_dirs=checkpoint_dirs,
+    )
+    RUN.announce(model_dir, checkpoint_dirs)
     names, (x_train, y_train), (x_test, y_test) = load_data(FLAGS.seed)
     columns = numeric_columns(x_train)
     train_fn = inputs.from_arrays(
@@ -127,19 +154,11 @@ def main(argv):
     )
     eval_fn = inputs.from_arrays(x_test, y_test, batch_size=128, shuffle=False)
 
-    hidden_units = [int(u) for u in FLAGS.hidden_units]
     models = build_models(columns, model_dir, hidden_units, FLAGS.seed, FLAGS.dnn_learning_rate)
-    # Another --seed splits the rows otherwise: resumed models would be tested on rows they
-    # trained on. Other --hidden_units cannot restore the DNN checkpoints.
-    previous_run.check_and_record_or_exit(
-        model_dir,
-        "premade_estimators",
-        {"seed": FLAGS.seed, "hidden_units": hidden_units},
-        checkpoint_dirs=[model.model_dir for model in models.values()],
-    )
     results = {}
     for name, model in models.items():
-        model.train(train_fn, max_steps=FLAGS.steps)
+        if RUN.train(model, train_fn, FLAGS.steps, name=name):
+            return 130
         results[name] = model.evaluate(eval_fn, name="test")
     print_table(results)
 
@@ -147,7 +166,8 @@ def main(argv):
     export_dir, reused = export_once(
         models[best], os.path.join(model_dir, "export"), serving.parsing_receiver(columns)
     )
-    print(f"Best by AUC: {best}; {'already exported' if reused else 'exported'} to {export_dir}")
+    print(f"Best by AUC: {best}")
+    say_exported(export_dir, reused)
 
     # The canned "predict" signature returns class ids and probabilities; the Predictor turns
     # plain feature arrays into the serialized tf.train.Examples the parsing receiver expects.
@@ -161,7 +181,7 @@ def main(argv):
     for p, c, t in zip(probabilities, class_ids, y_test[:n]):
         print(f"  {p:.3f}  {int(c)} / {int(t)}")
     print(f"Predictor agreement: {agree}/{n}")
-    print(f"model_dir: {model_dir}")
+    return 0
 
 
 if __name__ == "__main__":

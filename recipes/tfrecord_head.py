@@ -36,7 +36,8 @@ from sklearn.model_selection import train_test_split
 
 from recipes import _flags
 from recipes import _previous_run as previous_run
-from recipes._export import export_once
+from recipes._export import export_once, say_exported
+from recipes._interrupt import Run
 from tfest_kit import inputs, logs, serving
 from tfest_kit import model_fn as tfest_model_fn
 from tfest_kit._tf import tf, tf2
@@ -54,6 +55,7 @@ LABEL = "cultivar"
 COLOURS = ["pale", "medium", "deep"]
 NUM_REGIONS = 10
 ALCOHOL_BOUNDARIES = [12.0, 12.5, 13.0, 13.5, 14.0]
+RUN = Run("tfrecord_head")
 
 
 def make_rows(seed: int):
@@ -116,10 +118,15 @@ def model_fn(features, labels, mode, params):
 def main(argv):
     del argv
     logs.setup()
+    return RUN.main(_run)
+
+
+def _run():
     model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="tfrecord_head_")
     # Another --seed splits the rows otherwise: a resumed model would be tested on rows it
     # trained on.
     previous_run.check_and_record_or_exit(model_dir, "tfrecord_head", {"seed": FLAGS.seed})
+    RUN.announce(model_dir)
     data_dir = os.path.join(model_dir, "data")
     names, train_rows, test_rows = make_rows(FLAGS.seed)
     train_paths = inputs.write_tfrecord(
@@ -155,7 +162,8 @@ def main(argv):
         config=tf.estimator.RunConfig(tf_random_seed=FLAGS.seed, log_step_count_steps=200),
         params={"feature_columns": columns, "n_classes": 3, "learning_rate": FLAGS.learning_rate},
     )
-    classifier.train(train_fn, max_steps=FLAGS.steps)
+    if RUN.train(classifier, train_fn, FLAGS.steps):
+        return 130
     result = classifier.evaluate(eval_fn)
     print(
         f"\nTest accuracy: {result['accuracy']:.3f}  average loss: {result['average_loss']:.4f}\n"
@@ -164,7 +172,7 @@ def main(argv):
     export_dir, reused = export_once(
         classifier, os.path.join(model_dir, "export"), serving.parsing_receiver(columns)
     )
-    print(f"{'Already exported' if reused else 'Exported'} to {export_dir}")
+    say_exported(export_dir, reused)
 
     # Serialized tf.train.Examples, exactly as stored, go to the "examples" input as they are.
     serialized = [r.numpy() for r in tf2.data.TFRecordDataset(test_paths)]
@@ -180,7 +188,7 @@ def main(argv):
     for ids, probs, label in list(zip(class_ids, answer["probabilities"], labels))[:5]:
         print(f"  {int(ids)}: {float(probs[int(ids)]):.3f}  ({label})")
     print(f"Predictor accuracy on {len(serialized)} serialized test examples: {agreement:.3f}")
-    print(f"model_dir: {model_dir}")
+    return 0
 
 
 if __name__ == "__main__":

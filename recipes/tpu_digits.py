@@ -33,7 +33,8 @@ from sklearn.model_selection import train_test_split
 
 from recipes import _flags
 from recipes import _previous_run as previous_run
-from recipes._export import export_once
+from recipes._export import export_once, say_exported
+from recipes._interrupt import Run
 from tfest_kit import logs, serving, tpu
 from tfest_kit._tf import tf, tf2
 
@@ -64,6 +65,7 @@ flags.DEFINE_bool(
 _flags.register_positive("learning_rate")
 
 NUM_CLASSES = 10
+RUN = Run("tpu_digits")
 
 
 def load_data(seed: int):
@@ -176,10 +178,15 @@ def main(argv):
     # The fallback's loss lines and the recipe's results, without Estimator's INFO lines
     # (eleven "Evaluation [i/11]" per evaluation, the RunConfig once per TPUEstimator).
     logs.setup(tensorflow_info=FLAGS.tensorflow_info)
+    return RUN.main(_run)
+
+
+def _run():
     model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="tpu_digits_")
     # Another --seed splits the images otherwise: a resumed model would be tested on images it
     # trained on.
     previous_run.check_and_record_or_exit(model_dir, "tpu_digits", {"seed": FLAGS.seed})
+    RUN.announce(model_dir)
     x_train, x_test, y_train, y_test = load_data(FLAGS.seed)
 
     config = tpu.RunConfig(
@@ -203,7 +210,8 @@ def main(argv):
 
     forms = ["list", "dict"] if FLAGS.metric_tensors == "both" else [FLAGS.metric_tensors]
     estimator = make_estimator(forms[0])
-    estimator.train(train_input_fn(x_train, y_train), max_steps=FLAGS.steps)
+    if RUN.train(estimator, train_input_fn(x_train, y_train), FLAGS.steps):
+        return 130
     print()
     for form in forms:
         # Another estimator on the same model_dir evaluates the same checkpoint.
@@ -233,9 +241,9 @@ def main(argv):
     predictor = serving.Predictor(export_dir)
     answer = predictor({"image": x_test})
     served_accuracy = float(np.mean(np.asarray(answer["class_ids"]).reshape(-1) == y_test))
-    print(f"{'Already exported' if reused else 'Exported'} to {export_dir}")
+    say_exported(export_dir, reused)
     print(f"Predictor accuracy on {len(x_test)} test images: {served_accuracy:.4f}")
-    print(f"model_dir: {model_dir}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -14,10 +14,11 @@ import threading
 import numpy as np
 import pytest
 
+from recipes import _previous_run as previous_run
 from recipes._bert import features, modeling, processors, sample_data, tokenization
 from tests.conftest import captured_tf_log, run_program
 from tfest_kit import _run_config, model_fn
-from tfest_kit._tf import estimator, tf
+from tfest_kit._tf import estimator, tf, tf2
 
 # --- tokenisation -------------------------------------------------------------------------
 
@@ -361,6 +362,10 @@ def test_recipe_at_test_size(tmp_path, precision):
     probabilities = np.array([[float(p) for p in row.split("\t")] for row in rows])
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-4)
     assert re.search(r"Predictor answer: '.+' / '.+' -> label [01] \(p=[\d.]+\)", text), text
+    # output_dir first (named even if the run is stopped), the export line worded as in every
+    # recipe.
+    assert text.splitlines()[0] == f"output_dir: {out}" and text.count("output_dir: ") == 1
+    assert re.search(rf"^SavedModel exported: {re.escape(str(out))}/export/best/\d+$", text, re.M)
     for name in ("train.tf_record", "eval.tf_record", "predict.tf_record"):
         assert (out / name).exists()
     assert os.listdir(out / "export" / "best")
@@ -515,6 +520,19 @@ def test_recipe_without_training_needs_a_trained_output_dir(tmp_path):
     )
     assert f"and {new} has no checkpoint" in proc.stdout + proc.stderr
     assert not new.exists()
+
+
+def test_recipe_refuses_an_output_dir_holding_another_recipes_run(tmp_path):
+    tf2.train.Checkpoint(v=tf2.Variable(1.0)).save(str(tmp_path / "ckpt"))
+    previous_run.record(str(tmp_path), "mobilenet_cats_dogs", {"image_size": 96})
+    before = sorted(os.listdir(tmp_path))
+    proc = run_program(["-m", "recipes.bert_classifier", f"--output_dir={tmp_path}"], check_exit=1)
+    assert proc.stderr.strip().splitlines() == [
+        f"bert_classifier: error: --output_dir {tmp_path} holds a run of recipe "
+        "mobilenet_cats_dogs (its checkpoint and mobilenet_cats_dogs_flags.json), not of "
+        "bert_classifier; give another --output_dir"
+    ], proc.stderr
+    assert sorted(os.listdir(tmp_path)) == before
 
 
 @pytest.mark.slow

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
+import sys
 
 import pytest
 
-from tests.conftest import run_program
+from tests.conftest import ROOT, run_program
 
 pytestmark = pytest.mark.slow
 
@@ -27,6 +30,15 @@ def _exports(model_dir) -> list:
     return [d for d in os.listdir(base) if d.isdigit()]
 
 
+def _assert_model_dir_first_and_export_line(out: str, model_dir) -> None:
+    # Printed first, so that an interrupted run with a temporary model_dir still names it; and
+    # only there. The export line is worded as in every recipe.
+    assert out.splitlines()[0] == f"model_dir: {model_dir}", out
+    assert out.count("model_dir: ") == 1, out
+    export = os.path.join(model_dir, "export", _exports(model_dir)[0])
+    assert f"SavedModel exported: {export}" in out.splitlines(), out
+
+
 def test_iris_custom_estimator(tmp_path):
     proc = run_program(
         ["-m", "recipes.iris_custom_estimator", "--steps=300", f"--model_dir={tmp_path}"]
@@ -37,6 +49,7 @@ def test_iris_custom_estimator(tmp_path):
     assert len(re.findall(r'Prediction is "(\w+)" \([\d.]+%\), expected "\1"', out)) >= 2
     assert "Predictor answer: ['Setosa', 'Versicolor', 'Virginica']" in out
     assert len(_exports(tmp_path)) == 1
+    _assert_model_dir_first_and_export_line(out, tmp_path)
     # The TRAIN branch writes the accuracy summary for TensorBoard.
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path))
 
@@ -56,10 +69,11 @@ def test_premade_estimators(tmp_path):
     auc = {name: float(a) for name, _, a, _ in rows}
     assert min(accuracy.values()) >= 0.75 and max(accuracy.values()) >= 0.92, out
     assert max(auc.values()) >= 0.95, out
-    best = re.search(r"Best by AUC: (\w+);", out).group(1)
+    best = re.search(r"^Best by AUC: (\w+)$", out, re.M).group(1)
     assert auc[best] == max(auc.values())
     assert _number(r"Predictor agreement: (\d+)/5", out) >= 4
     assert len(_exports(tmp_path)) == 1
+    _assert_model_dir_first_and_export_line(out, tmp_path)
 
 
 def test_tfrecord_head(tmp_path):
@@ -70,6 +84,7 @@ def test_tfrecord_head(tmp_path):
     assert _number(r"Test accuracy: ([\d.]+)", out) >= 0.9
     assert _number(r"Predictor accuracy on 45 serialized test examples: ([\d.]+)", out) >= 0.9
     assert len(_exports(tmp_path)) == 1
+    _assert_model_dir_first_and_export_line(out, tmp_path)
 
 
 def test_tpu_digits_falls_back_and_learns(tmp_path):
@@ -86,6 +101,7 @@ def test_tpu_digits_falls_back_and_learns(tmp_path):
     served = _number(r"Predictor accuracy on 360 test images: ([\d.]+)", out)
     assert abs(served - list_form) < 0.001, out
     assert len(_exports(tmp_path)) == 1
+    _assert_model_dir_first_and_export_line(out, tmp_path)
     # Another --seed splits the images otherwise: resuming would test on trained images.
     before = sorted(os.listdir(tmp_path))
     args = ["-m", "recipes.tpu_digits", "--steps=400", "--seed=1", f"--model_dir={tmp_path}"]
@@ -145,3 +161,60 @@ def test_recipes_expand_tilde_and_report_an_unusable_model_dir_in_one_line(tmp_p
     ), proc.stderr
     assert "Traceback" not in proc.stderr
     assert not list(cwd.iterdir())  # not ./~/a_file/run
+    # Checked before any work: premade_estimators used to build its three models first and
+    # print their RunConfigs (21 lines) before this one.
+    assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_ctrl_c_stops_at_a_checkpoint_and_another_recipe_refuses_that_model_dir(tmp_path):
+    # tpu_digits stands for the recipes that used to end Ctrl-C with a 40-80 line traceback;
+    # they share the handling (recipes/_interrupt.py, tested in test_interrupt.py).
+    model_dir = tmp_path / "digits"
+    args = ["-m", "recipes.tpu_digits", "--steps=100000", "--iterations_per_loop=1"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, *args, f"--model_dir={model_dir}"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        seen = []
+        for line in proc.stderr:  # Ctrl-C once training is under way
+            seen.append(line)
+            if "loss = " in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    err = "".join(seen) + err
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    assert lines[0] == f"model_dir: {model_dir}", out  # first: named even when interrupted
+    match = re.fullmatch(
+        rf"interrupted at step (\d+)/100000; checkpoint saved. To resume, rerun with "
+        rf"--model_dir={re.escape(str(model_dir))} \(and the same flags\)",
+        lines[-1],
+    )
+    assert match, out
+    assert (model_dir / f"model.ckpt-{match.group(1)}.index").is_file()
+    assert "Test accuracy" not in out  # stops instead of going on to evaluation
+
+    # Another recipe given that model_dir refuses it in one line and writes nothing there
+    # (iris used to print 158 lines of "Key beta1_power not found in checkpoint").
+    before = sorted(os.listdir(model_dir))
+    proc = run_program(
+        ["-m", "recipes.iris_custom_estimator", f"--model_dir={model_dir}"], check_exit=1
+    )
+    assert proc.stderr.strip().splitlines() == [
+        f"iris_custom_estimator: error: --model_dir {model_dir} holds a run of recipe "
+        "tpu_digits (its checkpoint and tpu_digits_flags.json), not of iris_custom_estimator; "
+        "give another --model_dir"
+    ], proc.stderr
+    assert proc.stdout == ""
+    assert sorted(os.listdir(model_dir)) == before

@@ -361,3 +361,33 @@ def test_rerun_that_changes_the_held_out_images_is_refused(tmp_path, rerun, frag
     _assert_one_line_error(proc, "holds a checkpoint trained with --image_size=32", *fragments)
     assert sorted(os.listdir(model_dir)) == before
     assert not (tmp_path / "cache").exists()  # refused before the sample is generated
+
+
+def test_help_names_the_from_scratch_defaults_and_another_recipes_dir_is_refused(tmp_path):
+    # The default offline run trains from scratch at 96 px, alpha 0.35: --help said 160 / 1.0.
+    proc = run_program([*RECIPE, "--help"], env=_offline_env(tmp_path), check_exit=1)
+    help_text = " ".join(proc.stdout.split())
+    assert "96 when training from scratch" in help_text, proc.stdout
+    assert "0.35 when training from scratch" in help_text, proc.stdout
+
+    # An iris_custom_estimator run: this recipe used to say "already trained to step 200" of
+    # iris' checkpoint, then end in a traceback.
+    model_dir = tmp_path / "iris"
+    from recipes import _previous_run as previous_run
+    from tfest_kit._tf import tf2
+
+    tf2.train.Checkpoint(v=tf2.Variable(1.0)).save(os.path.join(model_dir, "ckpt"))
+    previous_run.record(str(model_dir), "iris_custom_estimator", {"seed": 0})
+    before = sorted(os.listdir(model_dir))
+    proc = run_program(
+        [*RECIPE, *TEST_SIZE, "--data=sample", f"--cache_dir={tmp_path / 'cache'}"]
+        + [f"--model_dir={model_dir}"],
+        env=_offline_env(tmp_path),
+        check_exit=1,
+    )
+    _assert_one_line_error(
+        proc, f"--model_dir {model_dir} holds a run of recipe iris_custom_estimator", "another"
+    )
+    assert "already trained" not in proc.stdout
+    assert sorted(os.listdir(model_dir)) == before
+    assert not (tmp_path / "cache").exists()  # refused before the sample is generated

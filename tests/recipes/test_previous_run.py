@@ -84,3 +84,26 @@ def test_a_model_dir_that_cannot_be_created_is_a_one_line_error(tmp_path):
     with pytest.raises(SystemExit) as exit_info:
         previous_run.check_and_record_or_exit(model_dir, "recipe", {"seed": 0})
     assert str(exit_info.value.code) == f"recipe: error: {error.value}"
+
+
+def test_a_model_dir_holding_another_recipes_run_is_refused(tmp_path):
+    model_dir = str(tmp_path / "other")
+    previous_run.record(model_dir, "other_recipe", {"seed": 0})
+    previous_run.check(model_dir, "recipe", {"seed": 0})  # no checkpoint: nothing to resume
+    _checkpoint(os.path.join(model_dir, "dnn"))  # in a sub-directory, as premade_estimators'
+    before = sorted(os.listdir(model_dir))
+    with pytest.raises(previous_run.PreviousRunError) as error:
+        previous_run.check(model_dir, "recipe", {"seed": 0}, flag_name="output_dir")
+    assert str(error.value) == (
+        f"--output_dir {model_dir} holds a run of recipe other_recipe (its checkpoint and "
+        "other_recipe_flags.json), not of recipe; give another --output_dir"
+    )
+    with pytest.raises(SystemExit, match="^recipe: error: --model_dir .* other_recipe"):
+        previous_run.check_and_record_or_exit(model_dir, "recipe", {"seed": 0})
+    assert sorted(os.listdir(model_dir)) == before  # no recipe_flags.json written there
+
+    # A checkpoint without any record may be from a version of the recipe older than the
+    # records: resumed, as before.
+    older = str(tmp_path / "older")
+    _checkpoint(older)
+    previous_run.check(older, "recipe", {"seed": 0})

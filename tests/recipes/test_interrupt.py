@@ -1,0 +1,96 @@
+"""The recipes' shared start and end: model_dir first, Ctrl-C and expected errors in one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+
+from recipes import _previous_run as previous_run
+from recipes._interrupt import Run
+from tfest_kit._tf import tf, tf2
+
+
+def _checkpoint(directory, step):
+    tf2.train.Checkpoint(v=tf2.Variable(1.0)).write(os.path.join(directory, f"model.ckpt-{step}"))
+    tf.train.update_checkpoint_state(str(directory), os.path.join(directory, f"model.ckpt-{step}"))
+
+
+def test_ctrl_c_outside_training_and_expected_errors_are_one_line(tmp_path, capsys):
+    run = Run("some_recipe")
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    # Before the model_dir is chosen, nothing is written: nothing to resume.
+    assert run.main(interrupted) == 130
+    assert capsys.readouterr().err == "some_recipe: interrupted\n"
+
+    run.announce(str(tmp_path))
+    assert capsys.readouterr().out == f"model_dir: {tmp_path}\n"
+    assert run.main(interrupted) == 130
+    assert capsys.readouterr().err == (
+        f"some_recipe: interrupted; to resume, rerun with --model_dir={tmp_path} (and the same "
+        "flags)\n"
+    )
+    _checkpoint(tmp_path, 40)
+    assert run.main(interrupted) == 130
+    assert "interrupted (last checkpoint: step 40); to resume" in capsys.readouterr().err
+
+    class Offline(Exception):
+        pass
+
+    def offline():
+        raise Offline("no network")
+
+    assert run.main(offline, errors=(Offline,)) == 1
+    assert capsys.readouterr().err == "some_recipe: error: no network\n"
+
+    def refused():
+        raise previous_run.PreviousRunError("--model_dir X holds a run of recipe other")
+
+    assert run.main(refused) == 1  # always an expected error
+    assert capsys.readouterr().err.startswith("some_recipe: error: --model_dir X holds")
+
+
+class _CtrlC(tf.train.SessionRunHook):
+    """Sends this process SIGINT after the 3rd step, as Ctrl-C would."""
+
+    def __init__(self):
+        self.steps = 0
+
+    def after_run(self, run_context, run_values):
+        self.steps += 1
+        if self.steps == 3:
+            signal.raise_signal(signal.SIGINT)
+
+
+def test_ctrl_c_in_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path, capsys):
+    def model_fn(features, labels, mode):
+        weight = tf.get_variable("w", [1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(features["x"] * weight - labels))
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.train.get_global_step()
+        )
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def input_fn():
+        x = np.ones([8, 1], np.float32)
+        return tf2.data.Dataset.from_tensors(({"x": x}, x)).repeat()
+
+    model_dir = str(tmp_path / "model")
+    estimator = tf.estimator.Estimator(model_fn, model_dir=model_dir)
+    run = Run("some_recipe")
+    run.announce(model_dir)
+    assert run.train(estimator, input_fn, 1000, [_CtrlC()], name="the model") is True
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"model_dir: {model_dir}",
+        "interrupted at step 3/1000 of the model; checkpoint saved. To resume, rerun with "
+        f"--model_dir={model_dir} (and the same flags)",
+    ]
+    assert estimator.latest_checkpoint().endswith("model.ckpt-3")
+    # The signal handler is put back: a second run trains on to the end.
+    assert run.train(estimator, input_fn, 5) is False
+    assert estimator.latest_checkpoint().endswith("model.ckpt-5")
