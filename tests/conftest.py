@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,35 @@ def run_program(args, *, timeout=300, env=None, cwd=None, check_exit=0):
             f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
         )
     return proc
+
+
+def interrupt_program(args, marker: str, *, env=None, timeout=120):
+    """Runs ``python ARGS…``, sends Ctrl-C (SIGINT) once a stderr line holds ``marker``.
+
+    Returns ``(returncode, stdout, stderr)``, stderr whole (the lines read before the signal
+    too).
+    """
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if marker in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        proc.kill()
+    return proc.returncode, out, "".join(seen) + err
 
 
 @pytest.fixture(autouse=True)

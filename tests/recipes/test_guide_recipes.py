@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT, run_program
+from tests.conftest import interrupt_program, run_program
 
 pytestmark = pytest.mark.slow
 
@@ -171,28 +168,9 @@ def test_ctrl_c_stops_at_a_checkpoint_and_another_recipe_refuses_that_model_dir(
     # they share the handling (recipes/_interrupt.py, tested in test_interrupt.py).
     model_dir = tmp_path / "digits"
     args = ["-m", "recipes.tpu_digits", "--steps=100000", "--iterations_per_loop=1"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, *args, f"--model_dir={model_dir}"],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        seen = []
-        for line in proc.stderr:  # Ctrl-C once training is under way
-            seen.append(line)
-            if "loss = " in line:
-                proc.send_signal(signal.SIGINT)
-                break
-        out, err = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    err = "".join(seen) + err
-    assert proc.returncode == 130, out + err
+    # Ctrl-C once training is under way.
+    returncode, out, err = interrupt_program([*args, f"--model_dir={model_dir}"], "loss = ")
+    assert returncode == 130, out + err
     assert "Traceback" not in err
     lines = out.splitlines()
     assert lines[0] == f"model_dir: {model_dir}", out  # first: named even when interrupted

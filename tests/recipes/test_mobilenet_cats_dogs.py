@@ -5,15 +5,12 @@ from __future__ import annotations
 import io
 import os
 import re
-import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import ROOT, run_program
+from tests.conftest import interrupt_program, run_program
 from tfest_kit import serving
 
 RECIPE = ["-m", "recipes.mobilenet_cats_dogs"]
@@ -213,28 +210,9 @@ def test_ctrl_c_mid_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path)
     args = [*RECIPE, "--data=sample", f"--cache_dir={tmp_path / 'cache'}"]
     args += ["--sample_per_class=16", f"--model_dir={model_dir}", *TEST_SIZE]
     args += ["--steps=100000", "--log_every=1"]
-    env = {**os.environ, **_offline_env(tmp_path), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        seen = []
-        for line in proc.stderr:  # Ctrl-C once training is under way
-            seen.append(line)
-            if "step 2/100000" in line:
-                proc.send_signal(signal.SIGINT)
-                break
-        out, err = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    err = "".join(seen) + err
-    assert proc.returncode == 130, out + err
+    # Ctrl-C once training is under way.
+    returncode, out, err = interrupt_program(args, "step 2/100000", env=_offline_env(tmp_path))
+    assert returncode == 130, out + err
     assert "Traceback" not in err
     match = re.search(r"interrupted at step (\d+)/100000; checkpoint saved", out)
     assert match and f"--model_dir={model_dir}" in out, out + err
