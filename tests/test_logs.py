@@ -200,3 +200,30 @@ def test_logging_goes_on_after_the_stderr_it_last_used_is_closed(monkeypatch):
         monkeypatch.undo()
         logs.setup("warning")
     assert "after-marker" in now.getvalue()
+
+
+# StepCounterHook's warning, as tensorflow/python/training/basic_session_run_hooks.py words it.
+_NOT_INCREASED = (
+    "It seems that global step (tf.train.get_global_step) has not been increased. Current "
+    "value (could be stable): %s vs previous value: %s. You could increase the global step by "
+    "passing tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize."
+)
+
+
+def test_a_raced_global_step_warning_is_dropped_a_stuck_step_is_not():
+    from tfest_kit._tf import tf2
+
+    logger = tf2.get_logger()
+    assert any(isinstance(f, logs._RacedGlobalStepFilter) for f in logger.filters)
+    fresh = logs._RacedGlobalStepFilter()  # the installed one remembers this process's runs
+    shown = [
+        (stale, previous)
+        for stale, previous in [(76, 76), (351, 351), (0, 0), (0, 0), (5, 4), (0, 0)]
+        if fresh.filter(
+            logger.makeRecord(
+                "tensorflow", logging.WARNING, "", 0, _NOT_INCREASED, (stale, previous), None
+            )
+        )
+    ]
+    # A race reads each value twice once; a step stuck at 0 is read again and again.
+    assert shown == [(0, 0), (5, 4), (0, 0)]
