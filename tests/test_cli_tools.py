@@ -311,6 +311,17 @@ def test_plot_writes_png_into_model_dir(trained, tmp_path, capsys, monkeypatch):
     assert _png_size(out)[0] >= 600
 
 
+def test_plot_draws_a_keras_models_loss_1_as_the_training_loss():
+    # Estimator's loss summary is "loss_1" in to_estimator's graphs (Keras has an op "loss").
+    keras_run = {"loss_1": [(1, 0.7), (101, 0.6)], "global_step/sec": [(101, 900.0)]}
+    assert _cli_plot._with_loss_named_loss(keras_run) == {
+        "loss": [(1, 0.7), (101, 0.6)],
+        "global_step/sec": [(101, 900.0)],
+    }
+    both = {"loss": [(1, 0.5)], "loss_1": [(1, 0.2)]}  # a real "loss" stays, and so does loss_1
+    assert _cli_plot._with_loss_named_loss(both) == both
+
+
 def _snapshot(root):
     return sorted(
         (os.path.relpath(os.path.join(d, f), root), os.stat(os.path.join(d, f)).st_mtime_ns)

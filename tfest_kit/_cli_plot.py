@@ -113,6 +113,27 @@ def _series(model_dir: str) -> tuple[dict, dict]:
     return train, evals
 
 
+def _with_loss_named_loss(train: dict) -> dict:
+    """Renames Estimator's training-loss tag to ``loss`` where the graph made it ``loss_1``.
+
+    Estimator writes its ``loss`` summary under the name the graph gives it, and a model that
+    already has an op named ``loss`` (every ``keras_bridge.to_estimator`` model) gets
+    ``loss_1``: drawn apart from the eval loss, under a name nobody chose.
+    """
+    if "loss" in train:
+        return train
+    numbered = sorted(
+        (int(tag[len("loss_") :]), tag)
+        for tag in train
+        if tag.startswith("loss_") and tag[len("loss_") :].isdigit()
+    )
+    if not numbered:
+        return train
+    renamed = dict(train)
+    renamed["loss"] = renamed.pop(numbered[0][1])
+    return renamed
+
+
 def plot(model_dir: str, out: Optional[str] = None) -> str:
     """Draws training loss and eval metrics over steps to a PNG.
 
@@ -139,6 +160,7 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
     plt = _pyplot()
     _check_out(out)
     train, evals = _series(model_dir)
+    train = _with_loss_named_loss(train)
     if not train and not any(evals.values()):
         raise FileNotFoundError(
             f"plot: no scalar summaries in {model_dir!r} or its eval*/ directories. "
