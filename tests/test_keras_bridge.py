@@ -170,6 +170,10 @@ def test_bad_checkpoint_format_and_model_type():
         to_estimator(_sequential(), checkpoint_format="h5")
     with pytest.raises(TypeError, match="must be a tf.keras.Model"):
         to_estimator(object())
+    # model_to_estimator's order (keras_model, keras_model_path, custom_objects, model_dir):
+    # a ported call is refused rather than read as (model_dir, config, ...).
+    with pytest.raises(TypeError, match="positional argument"):
+        to_estimator(_sequential(), None, {"swishy": swishy}, "/tmp/model")
 
 
 def swishy(x):

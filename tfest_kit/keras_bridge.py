@@ -87,6 +87,7 @@ def check_keras_version(version: str) -> None:
 def to_estimator(
     keras_model: Any,
     model_dir: Optional[str] = None,
+    *,
     config: Optional[Any] = None,
     custom_objects: Optional[Mapping[str, Any]] = None,
     checkpoint_format: str = "checkpoint",
@@ -115,7 +116,9 @@ def to_estimator(
         starts from freshly initialised ones).
       model_dir: where checkpoints go; a new temporary directory when it and
         ``config.model_dir`` are both unset.
-      config: a ``tf.estimator.RunConfig``.
+      config: a ``tf.estimator.RunConfig``. It and the arguments after it are keyword-only:
+        the official ``model_to_estimator`` takes ``keras_model_path`` and ``custom_objects``
+        in these places, so a call ported from it would pass them as something else.
       custom_objects: ``{name: object}`` for custom activations, layers, losses … used by the
         model, as for ``tf.keras.models.load_model``.
       checkpoint_format: ``"checkpoint"`` (object-based, the default) or ``"saver"``.
