@@ -78,10 +78,18 @@ def test_full_mode_interleaves_variants_in_fresh_processes(tmp_path):
 
 
 def test_quick_mode_runs_one_process_per_repetition(tmp_path):
-    _harness.run_benchmarks([_THIS], repeats=2, quick=True, workdir=str(tmp_path), log=str)
+    lines = []
+    _harness.run_benchmarks([_THIS], repeats=2, quick=True, workdir=str(tmp_path), log=lines.append)
     order = _order(tmp_path)
     assert [v for v, _ in order] == ["fast", "slow", "broken", "slow", "broken", "fast"]
     assert len({pid for _, pid in order}) == 2
+    # Only the first variant of each process carries the process's set-up in its wall time.
+    timed = [line.strip() for line in lines if " s wall" in line]
+    assert [line.split(":")[0] for line in timed if "set-up" in line] == [
+        f"{_THIS}/fast",
+        f"{_THIS}/slow",
+    ]
+    assert len(timed) == 6
 
 
 def test_plan_puts_isolated_cases_first_in_quick_mode():
