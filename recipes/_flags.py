@@ -12,7 +12,7 @@ from typing import Optional
 
 from absl import flags
 
-__all__ = ["define_path", "register_layer_sizes", "register_positive"]
+__all__ = ["define_path", "define_tensorflow_info", "register_layer_sizes", "register_positive"]
 
 # The flags the functions below define belong to the recipe that calls them, not to this
 # module: --helpshort and the help printed with a usage error list only the main module's.
@@ -55,6 +55,28 @@ def define_path(
         help_text,
         flag_values=flag_values,
         serializer=flags.ArgumentSerializer(),
+    )
+
+
+def define_tensorflow_info(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Defines ``--tensorflow_info`` (off): also print TensorFlow's own INFO lines.
+
+    The recipes print their progress (tfest_kit's ``ProgressHook`` or the TPU fallback's loss
+    line) and results; TensorFlow's INFO lines would add the ``RunConfig`` (seven lines per
+    Estimator), "Calling model_fn." and three lines per checkpoint. Pass the flag's value to
+    ``tfest_kit.logs.setup(tensorflow_info=...)``.
+
+    Args:
+      flag_values: where to define it (absl's global ``FLAGS`` by default).
+
+    Example:
+      >>> define_tensorflow_info()
+    """
+    flags.DEFINE_bool(
+        "tensorflow_info",
+        False,
+        "Also print TensorFlow's own INFO lines (model_fn calls, the RunConfig, checkpoint saves).",
+        flag_values=flag_values,
     )
 
 

@@ -88,6 +88,13 @@ class Run:
         return bool(interrupt.preempted)
 
     @staticmethod
+    def progress_hook(max_steps: int, batch_size: int) -> hooks.ProgressHook:
+        """About ten progress lines over the run: the recipes hide TensorFlow's INFO lines."""
+        return hooks.ProgressHook(
+            every_n_steps=max(1, max_steps // 10), total_steps=max_steps, batch_size=batch_size
+        )
+
+    @staticmethod
     def preemption_hook() -> hooks.PreemptionHook:
         """The hook for a recipe that calls ``train`` itself (through train_and_evaluate)."""
         # Ctrl-C (or SIGTERM) finishes the step, saves a checkpoint there and stops cleanly, so

@@ -41,6 +41,7 @@ flags.DEFINE_integer("batch_size", 32, "Training batch size.", lower_bound=1)
 flags.DEFINE_list("hidden_units", ["16", "16"], "Units of the two hidden layers.")
 flags.DEFINE_float("learning_rate", 0.05, "Adam learning rate.")
 flags.DEFINE_integer("seed", 0, "Seed of the train/test split and of the weights.")
+_flags.define_tensorflow_info()
 _flags.register_layer_sizes("hidden_units")
 _flags.register_positive("learning_rate")
 
@@ -105,7 +106,7 @@ def model_fn(features, labels, mode, params):
 
 def main(argv):
     del argv
-    logs.setup()
+    logs.setup(tensorflow_info=FLAGS.tensorflow_info)
     return RUN.main(_run)
 
 
@@ -150,7 +151,8 @@ def _run():
     eval_fn = inputs.from_csv(
         test_csv, label_name="Species", column_defaults=defaults, batch_size=64, shuffle=False
     )
-    if RUN.train(classifier, train_fn, FLAGS.steps):
+    progress = RUN.progress_hook(FLAGS.steps, FLAGS.batch_size)
+    if RUN.train(classifier, train_fn, FLAGS.steps, [progress]):
         return 130
     result = classifier.evaluate(eval_fn)
     print(f"\nTest set accuracy: {result['accuracy']:.3f}  (loss {result['loss']:.4f})\n")

@@ -80,11 +80,7 @@ flags.DEFINE_float("eval_fraction", 0.2, "Held-out fraction of an image folder /
 flags.DEFINE_integer("log_every", 50, "Progress line every N steps.")
 flags.DEFINE_integer("num_predict", 4, "Held-out images sent to the exported model.")
 _flags.define_path("model_dir", None, "Checkpoints and exports (default: a new temp dir).")
-flags.DEFINE_bool(
-    "tensorflow_info",
-    False,
-    "Also print TensorFlow's own INFO lines (model_fn calls, the RunConfig, checkpoint saves).",
-)
+_flags.define_tensorflow_info()
 
 _IMAGENET_SIZES = (96, 128, 160, 192, 224)
 _IMAGENET_ALPHAS = (0.35, 0.5, 0.75, 1.0, 1.3, 1.4)

@@ -38,6 +38,7 @@ flags.DEFINE_list("hidden_units", ["32", "16"], "Hidden layers of the DNN models
 flags.DEFINE_float("dnn_learning_rate", 0.01, "Adam learning rate of the DNN parts.")
 flags.DEFINE_integer("seed", 0, "Seed of the train/test split and of the weights.")
 flags.DEFINE_integer("num_queries", 5, "Held-out rows sent to the exported model.", lower_bound=1)
+_flags.define_tensorflow_info()
 _flags.register_layer_sizes("hidden_units")
 _flags.register_positive("dnn_learning_rate")
 
@@ -129,7 +130,7 @@ def print_table(results: dict) -> None:
 
 def main(argv):
     del argv
-    logs.setup()
+    logs.setup(tensorflow_info=FLAGS.tensorflow_info)
     return RUN.main(_run)
 
 
@@ -157,7 +158,9 @@ def _run():
     models = build_models(columns, model_dir, hidden_units, FLAGS.seed, FLAGS.dnn_learning_rate)
     results = {}
     for name, model in models.items():
-        if RUN.train(model, train_fn, FLAGS.steps, name=name):
+        progress = RUN.progress_hook(FLAGS.steps, FLAGS.batch_size)
+        print(f"training {name}", flush=True)
+        if RUN.train(model, train_fn, FLAGS.steps, [progress], name=name):
             return 130
         results[name] = model.evaluate(eval_fn, name="test")
     print_table(results)

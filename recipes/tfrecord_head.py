@@ -49,6 +49,7 @@ flags.DEFINE_integer("batch_size", 32, "Training batch size.", lower_bound=1)
 flags.DEFINE_integer("num_shards", 4, "TFRecord shards for the training set.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 0.01, "Adam learning rate.")
 flags.DEFINE_integer("seed", 0, "Seed of the split and of the weights.")
+_flags.define_tensorflow_info()
 _flags.register_positive("learning_rate")
 
 LABEL = "cultivar"
@@ -117,7 +118,7 @@ def model_fn(features, labels, mode, params):
 
 def main(argv):
     del argv
-    logs.setup()
+    logs.setup(tensorflow_info=FLAGS.tensorflow_info)
     return RUN.main(_run)
 
 
@@ -162,7 +163,8 @@ def _run():
         config=tf.estimator.RunConfig(tf_random_seed=FLAGS.seed, log_step_count_steps=200),
         params={"feature_columns": columns, "n_classes": 3, "learning_rate": FLAGS.learning_rate},
     )
-    if RUN.train(classifier, train_fn, FLAGS.steps):
+    progress = RUN.progress_hook(FLAGS.steps, FLAGS.batch_size)
+    if RUN.train(classifier, train_fn, FLAGS.steps, [progress]):
         return 130
     result = classifier.evaluate(eval_fn)
     print(

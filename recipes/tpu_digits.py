@@ -57,11 +57,7 @@ flags.DEFINE_enum(
     "Pass metric_fn's tensors as a list, a dict, or evaluate once with each.",
 )
 flags.DEFINE_integer("seed", 0, "Seed of the split and of the weights.")
-flags.DEFINE_bool(
-    "tensorflow_info",
-    False,
-    "Also print TensorFlow's own INFO lines (model_fn calls, the RunConfig, checkpoint saves).",
-)
+_flags.define_tensorflow_info()
 _flags.register_positive("learning_rate")
 
 NUM_CLASSES = 10

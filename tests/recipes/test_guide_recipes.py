@@ -49,6 +49,9 @@ def test_iris_custom_estimator(tmp_path):
     _assert_model_dir_first_and_export_line(out, tmp_path)
     # The TRAIN branch writes the accuracy summary for TensorBoard.
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(tmp_path))
+    # Progress from ProgressHook; TensorFlow's own INFO lines only with --tensorflow_info.
+    assert re.search(r"step 300/300 \(100%\), loss = ", proc.stderr), proc.stderr
+    assert "Calling model_fn" not in proc.stderr and "Using config" not in proc.stderr
 
 
 def test_premade_estimators(tmp_path):
@@ -69,6 +72,9 @@ def test_premade_estimators(tmp_path):
     best = re.search(r"^Best by AUC: (\w+)$", out, re.M).group(1)
     assert auc[best] == max(auc.values())
     assert _number(r"Predictor agreement: (\d+)/5", out) >= 4
+    # Each model's progress under its name, without the three RunConfig dumps.
+    assert out.count("training ") == 3 and proc.stderr.count("step 150/150 (100%)") == 3
+    assert "Using config" not in proc.stderr, proc.stderr
     assert len(_exports(tmp_path)) == 1
     _assert_model_dir_first_and_export_line(out, tmp_path)
 
