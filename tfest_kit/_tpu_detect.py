@@ -119,6 +119,8 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
 
     Unlike the official class, ``tpu=None`` without ``TPU_NAME`` never contacts the GCE metadata
     server: it looks at local devices only (a TPU VM gets the official resolver for ``"local"``).
+    It is a function under the class's name, so ``isinstance(r, TPUClusterResolver)`` does not
+    work: test ``r.master()`` (``""`` without a TPU) instead.
 
     Args:
       tpu: TPU name or ``grpc://host:port`` address (or a list of one, as the official class
@@ -192,7 +194,8 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
     """The official ``tf.compat.v1.tpu.CrossShardOptimizer`` on a TPU, ``opt`` itself otherwise.
 
     Off a TPU there are no shards to reduce across, and the official wrapper's
-    ``cross_replica_sum`` cannot run on CPU, so the optimizer is returned unchanged.
+    ``cross_replica_sum`` cannot run on CPU, so the optimizer is returned unchanged. It is a
+    function under the class's name: ``isinstance(o, CrossShardOptimizer)`` does not work.
 
     Args:
       opt: a ``tf.compat.v1.train.Optimizer``.
