@@ -122,7 +122,7 @@ class _Clock(tf.train.SessionRunHook):
 
     def __init__(self, monkeypatch, setup, step):
         self.now, self._setup, self._step, self._runs = 1000.0, setup, step, 0
-        monkeypatch.setattr(progress, "time", types.SimpleNamespace(time=lambda: self.now))
+        monkeypatch.setattr(progress, "time", types.SimpleNamespace(monotonic=lambda: self.now))
 
     def after_run(self, run_context, run_values):
         self._runs += 1
@@ -138,7 +138,9 @@ def test_progress_rates_start_after_the_first_step_in_plain_numbers(monkeypatch,
     _run_loop([clock, hook], steps=30)
     lines = [re.sub(", loss = [^,]+", "", line) for line in log_lines if line.startswith("step ")]
     later = "(0%), 10000 steps/sec, 320000 examples/sec, ETA 10s"
-    assert lines == ["step 1/100000 (0%)"] + [f"step {n}/100000 {later}" for n in (10, 20, 30)]
+    assert lines == ["step 1/100000 (0%)"] + [f"step {n}/100000 {later}" for n in (10, 20, 30)] + [
+        "step 30/100000 (0%), stopped"  # the loop ended there, short of total_steps
+    ]
     # The fallback TPUEstimator's loss line: no time for the first step either (as Estimator's
     # LoggingTensorHook), then plain numbers.
     del log_lines[:]
@@ -520,9 +522,7 @@ class _SignalAtStep(tf.train.SessionRunHook):
 
 
 @pytest.mark.parametrize("checkpoints", [True, False])
-def test_preemption_hook_in_estimator_says_in_one_line_whether_it_saves(
-    tmp_path, tf_log_lines, checkpoints
-):
+def test_preemption_hook_in_estimator_says_it_in_one_line(tmp_path, tf_log_lines, checkpoints):
     # The line used to hedge about internals ("The session's CheckpointSaverHook, if it has
     # one (Estimator's does unless checkpoints are off), saves it …"); and ProgressHook's
     # last line gave an ETA for the run that was stopping.
@@ -537,12 +537,30 @@ def test_preemption_hook_in_estimator_says_in_one_line_whether_it_saves(
     finally:
         signal.signal(signal.SIGUSR1, previous)
     lines = [line for line in tf_log_lines if line.startswith("SIGUSR1 received")]
-    saving = " and saving a checkpoint" if checkpoints else ""
-    assert lines == [f"SIGUSR1 received: stopping after step 3{saving}"], tf_log_lines
+    assert lines == ["SIGUSR1 received: stopping after step 3"], tf_log_lines
     latest = tf.train.latest_checkpoint(str(tmp_path))
     assert latest.endswith("model.ckpt-3") if checkpoints else latest is None, latest
     last = [line for line in tf_log_lines if line.startswith("step ")][-1]
     assert last.startswith("step 3/50 (6%)") and last.endswith(", stopped"), last
+
+
+def test_preemption_hook_resuming_without_checkpoints_claims_no_save(tmp_path, tf_log_lines):
+    # Restoring model.ckpt-2 lists it among the saver's checkpoints, though nothing is saved:
+    # the line claims no save (the hook cannot tell), and none happens.
+    estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.05}).train(
+        _input_fn(), max_steps=2
+    )
+    config = estimator.RunConfig(save_checkpoints_secs=None)
+    est = estimator.Estimator(_model_fn, str(tmp_path), config=config, params={"lr": 0.05})
+    previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    try:
+        preemption = hooks.PreemptionHook(signals=[signal.SIGUSR1])
+        est.train(_input_fn(), max_steps=50, hooks=[_SignalAtStep(3), preemption])
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    lines = [line for line in tf_log_lines if line.startswith("SIGUSR1 received")]
+    assert lines == ["SIGUSR1 received: stopping after step 5"], tf_log_lines
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-2")
 
 
 @pytest.mark.parametrize("signals", [signal.SIGUSR1, "SIGUSR1", [int(signal.SIGUSR1), "SIGUSR1"]])

@@ -194,15 +194,6 @@ class NanGuardHook(tf.train.SessionRunHook):
         return counted if 0 <= int(fetched) - counted <= 1 else int(fetched)
 
 
-def _graph_checkpoints(graph) -> set:
-    """The checkpoints the savers of ``graph``'s ``SAVERS`` collection have written and kept."""
-    return {
-        path
-        for saver in graph.get_collection(tf.GraphKeys.SAVERS)
-        for path in getattr(saver, "last_checkpoints", [])
-    }
-
-
 def _set_aside_checkpoints_after(step: int) -> str:
     """Renames the checkpoints savers wrote after ``step`` (the weights its NaN loss updated).
 
@@ -263,11 +254,9 @@ class PreemptionHook(tf.train.SessionRunHook):
     session closes - present under Estimator unless ``RunConfig`` switches checkpoints off, and
     in ``MonitoredTrainingSession`` when it has a ``checkpoint_dir`` and a save interval.
 
-    The hook logs one line, e.g. ``SIGINT received: stopping after step 207 and saving a
-    checkpoint``. It says "saving a checkpoint" only when it saves one itself or has seen the
-    session's saver at work: a ``CheckpointSaverHook`` saves as the session starts, with the
-    saver of the graph's ``SAVERS`` collection (Estimator's default); otherwise the line says
-    nothing about a checkpoint.
+    The hook logs one line: ``SIGINT received: stopping after step 207``, with ``; saved PATH``
+    when it saved the checkpoint itself (``checkpoint_dir``). The session's
+    ``CheckpointSaverHook`` logs its own save.
 
     Caveat: Python signal handlers can only be installed from the main thread; elsewhere the
     hook logs a warning and does nothing.
@@ -325,9 +314,6 @@ class PreemptionHook(tf.train.SessionRunHook):
         else:
             self._is_chief = bool(self._is_chief_arg)
         self._global_step = tf.train.get_global_step()
-        self._graph = tf.get_default_graph()
-        # Saves from before this run, not evidence that this session saves.
-        self._checkpoints_before = _graph_checkpoints(self._graph)
         self._saver = None
         if self._checkpoint_dir and self._is_chief:
             # Built here because the graph is finalized once the session exists.
@@ -365,16 +351,11 @@ class PreemptionHook(tf.train.SessionRunHook):
                 global_step=step,
             )
             tf.logging.warning("%s received: stopping after %s; saved %s", name, where, path)
-        elif _graph_checkpoints(self._graph) - self._checkpoints_before:
-            # A hook cannot see the session's other hooks, but a CheckpointSaverHook saves as
-            # the session starts and again as it closes: a checkpoint saved during this
-            # session shows that one is there.
-            tf.logging.warning(
-                "%s received: stopping after %s and saving a checkpoint", name, where
-            )
         else:
-            # No saver seen at work: checkpoints off, a non-chief task, or a saver the hook
-            # cannot see (Scaffold(saver=…), max_to_keep=0). Claim nothing either way.
+            # Whether the session's CheckpointSaverHook (Estimator's, unless checkpoints are
+            # off) saves as it closes, a hook cannot tell: the savers' lists also hold what
+            # was restored, and file times are in whole seconds. So the line claims nothing;
+            # the saver hook logs its own "Saving checkpoints for N".
             tf.logging.warning("%s received: stopping after %s", name, where)
         self._saved_step = step if step is not None else -1
         run_context.request_stop()

@@ -167,7 +167,7 @@ class _IntervalHook(tf.train.SessionRunHook):
         del coord
         self._step = 0 if self._count_runs else int(session.run(self._global_step))
         self._last_step = self._step
-        self._last_time = time.time()
+        self._last_time = time.monotonic()
         self._reported_once = False
         self._steps_per_run = 1.0
         self._runs_since_report = 0
@@ -205,7 +205,7 @@ class _IntervalHook(tf.train.SessionRunHook):
         return int(session.run(self._global_step))
 
     def _report_now(self, loss: Optional[float], step: int, final: bool = False) -> None:
-        now = time.time()
+        now = time.monotonic()
         steps = step - self._last_step
         # Before the first print the time since session creation is mostly set-up, not steps:
         # a rate from it was several times too low (and the ETA as much too long).
@@ -412,13 +412,13 @@ class ProgressHook(_IntervalHook):
             parts[0] += f" ({min(100.0, 100.0 * step / self._total):.0f}%)"
         if loss is not None:
             parts.append(f"loss = {loss:.6g}")
-        if elapsed and steps > 0:
+        if elapsed is not None and elapsed > 0 and steps > 0:
             rate = steps / elapsed
             per_sec = "batches/sec" if self._count_runs else "steps/sec"
             parts.append(f"{_plain_number(rate, 3)} {per_sec}")
             if self._batch_size:
                 parts.append(f"{_plain_number(rate * self._batch_size, 4)} examples/sec")
-            total_rate = (step - self._rate_step) / max(time.time() - self._rate_time, 1e-9)
+            total_rate = (step - self._rate_step) / max(time.monotonic() - self._rate_time, 1e-9)
             if self._total and total_rate > 0 and not final:
                 parts.append(f"ETA {_format_duration(max(0, self._total - step) / total_rate)}")
         if final and self._total and step < self._total:
@@ -468,6 +468,10 @@ class ProgressHook(_IntervalHook):
             step = self._read_step(session)
             if step > self._last_step:
                 self._report_now(None, step, final=True)
+        elif self._reported_once and self._total and self._last_step < self._total:
+            # The stop came right after a printed step, whose line has an ETA for steps that
+            # will not run: say where it stopped.
+            self._report(None, self._last_step, None, 0, True)
         self._stop_watching()
         self._end_bar_line()
 
