@@ -25,7 +25,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator
-from typing import Union
+from typing import Optional, Union
 
 from tfest_kit._tf import tf2
 
@@ -127,12 +127,14 @@ class _RacedGlobalStepFilter(logging.Filter):
     value twice, and the hook tells a correct model_fn to increment the step (four times in
     one 500-step run of the iris recipe; in to_estimator's models too). Such a race reports
     each value once. A model_fn that really never increments the step reports the same value
-    run after run: the first report of a value is dropped, a second one passes.
+    run after run: the first report of a value is dropped, the next one of that value passes.
+    Only the last dropped value is kept: a later run (premade_estimators trains three models in
+    one process) may race at a step an earlier one raced at.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self._dropped: set[int] = set()
+        self._last_dropped: Optional[int] = None
 
     def filter(self, record: logging.LogRecord) -> bool:
         if "has not been increased" not in str(record.msg):
@@ -142,9 +144,9 @@ class _RacedGlobalStepFilter(logging.Filter):
             stale, previous = (int(a) for a in args)
         except (TypeError, ValueError):
             return True
-        if stale != previous or stale in self._dropped:
+        if stale != previous or stale == self._last_dropped:
             return True
-        self._dropped.add(stale)
+        self._last_dropped = stale
         return False
 
 
