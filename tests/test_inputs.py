@@ -290,6 +290,17 @@ def test_from_csv_refuses_a_numeric_column_with_a_few_other_fields(tmp_path):
     # A default of another type is named when the builder is called, not at the first batch.
     with pytest.raises(TypeError, match=r"`column_defaults` for column 'x' must be.*Got: \[0\.0\]"):
         inputs.from_csv(str(path), label_name="label", na_value="NA", column_defaults={"x": [0.0]})
+    # A column select_columns leaves out is not read: its default is not checked.
+    fn = inputs.from_csv(
+        str(path),
+        label_name="label",
+        select_columns=["x"],
+        na_value="NA",
+        column_defaults=[0.0, None, "", 0],
+        shuffle=False,
+    )
+    [(feats, labels)] = _batches(fn())
+    assert sorted(feats) == ["x"] and labels.tolist() == [0, 1, 0, 1]
 
     many = tmp_path / "many.csv"
     many.write_text("v,label\n1,0\n?,1\n2,0\n-,1\n?,0\n3,1\n4,0\n5,1\n")

@@ -433,14 +433,18 @@ def _csv_defaults(names: list[str], kinds: list[int], column_defaults: Any) -> l
                 f"`column_defaults` must have one entry per column ({len(names)}: {names}). "
                 f"Got {len(defaults)}: {defaults!r}"
             )
-    for name, value in zip(names, defaults):
-        # Checked here, not only when the input_fn builds its graph inside train().
-        if isinstance(value, bool) or not isinstance(value, _RECORD_DEFAULT_TYPES):
-            raise TypeError(
-                f"`column_defaults` for column {name!r} must be an int, float, str or a tf "
-                f"dtype. Got: {value!r}"
-            )
     return defaults
+
+
+def _check_record_defaults(names: list[str], defaults: list[Any], indices: list[int]) -> None:
+    # The columns read, checked when the builder is called, not only when the input_fn builds
+    # its graph inside train(); a column select_columns leaves out may hold anything.
+    for i in indices:
+        if isinstance(defaults[i], bool) or not isinstance(defaults[i], _RECORD_DEFAULT_TYPES):
+            raise TypeError(
+                f"`column_defaults` for column {names[i]!r} must be an int, float, str or a tf "
+                f"dtype. Got: {defaults[i]!r}"
+            )
 
 
 _RECORD_DEFAULT_TYPES = (tf2.dtypes.DType, int, np.int64, float, str, bytes)
@@ -561,6 +565,7 @@ def from_csv(
     if label_name is not None and label_name not in wanted:
         wanted.append(label_name)
     indices = sorted(names.index(c) for c in wanted)
+    _check_record_defaults(names, defaults, indices)
     if column_defaults is None:
         user_set: set[int] = set()
     elif isinstance(column_defaults, Mapping):
