@@ -723,3 +723,17 @@ def test_layers_initial_weights_follow_tf_random_seed(tmp_path):
     first, again, other = initial_logits(5, "a"), initial_logits(5, "b"), initial_logits(6, "c")
     np.testing.assert_array_equal(first, again)
     assert not np.allclose(first, other)
+
+
+def test_a_progress_hook_that_only_the_chief_runs_leaves_the_workers_their_loss_line():
+    # On the other tasks the spec's training_chief_hooks do not run: a ProgressHook there
+    # prints nothing, so the fallback's own loss line must stay.
+    import collections
+
+    from tfest_kit import _progress
+
+    spec_type = collections.namedtuple("Spec", ["training_hooks", "training_chief_hooks"])
+    loss_line = _progress.LossLoggingHook(every_n_steps=10)
+    spec = spec_type((loss_line,), (hooks.ProgressHook(every_n_steps=10),))
+    assert tpu._without_second_loss_line(spec, (), is_chief=True).training_hooks == ()
+    assert tpu._without_second_loss_line(spec, (), is_chief=False).training_hooks == (loss_line,)

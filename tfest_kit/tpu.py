@@ -242,7 +242,7 @@ def _with_checkpoint_saver(spec, config, hooks=()):
     return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
 
 
-def _without_second_loss_line(spec, hooks=()):
+def _without_second_loss_line(spec, hooks=(), is_chief=True):
     """Leaves out the fallback's loss line when a ``ProgressHook`` prints the loss already.
 
     Both lines every interval, with throughputs measured over different intervals, read as
@@ -252,8 +252,11 @@ def _without_second_loss_line(spec, hooks=()):
     Args:
       spec: the ``EstimatorSpec`` to train with; its training hooks hold the fallback's.
       hooks: every other hook of the run (``train(hooks=…)``, the input_fn's).
+      is_chief: whether this task runs the spec's ``training_chief_hooks`` (a ProgressHook
+        among them prints nothing on the other tasks).
     """
-    every = tuple(hooks) + tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
+    chief_hooks = tuple(spec.training_chief_hooks) if is_chief else ()
+    every = tuple(hooks) + tuple(spec.training_hooks) + chief_hooks
     if not any(isinstance(hook, ProgressHook) for hook in every):
         return spec
     kept = []
@@ -580,7 +583,7 @@ class TPUEstimator(tf_estimator.Estimator):
         # The one place where the train(hooks=…) are known; a saver hook among them replaces
         # the default one, as in Estimator. (Distribution strategies keep Estimator's own.)
         estimator_spec = _without_second_loss_line(
-            estimator_spec, tuple(worker_hooks) + tuple(hooks)
+            estimator_spec, tuple(worker_hooks) + tuple(hooks), self._config.is_chief
         )
         if self._config.train_distribute is None:
             estimator_spec = _with_checkpoint_saver(
