@@ -103,9 +103,24 @@ class Run:
         return hooks.PreemptionHook()
 
     def say_interrupted(
-        self, step: Optional[int], max_steps: Optional[int], name: Optional[str] = None
+        self,
+        step: Optional[int],
+        max_steps: Optional[int],
+        name: Optional[str] = None,
+        saves: bool = True,
     ) -> None:
-        """Prints the one line for training stopped by Ctrl-C: the step and how to resume."""
+        """Prints the one line for training stopped by Ctrl-C: the step and how to resume.
+
+        Args:
+          step: the step of the newest checkpoint.
+          max_steps: the step training was going to.
+          name: the model's name, for a recipe that trains several.
+          saves: whether this process saves checkpoints (False for a cluster's other tasks:
+            the chief saves them, and the newest one is not this task's step).
+        """
+        if not saves:
+            print(f"interrupted; to resume, {self.resume_hint()}", flush=True)
+            return
         of = f" of {name}" if name else ""
         total = f"/{max_steps}" if max_steps else ""
         print(

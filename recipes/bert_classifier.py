@@ -532,7 +532,9 @@ def _train(settings: _Settings, est, eval_input_fn, receiver):
         start_delay_secs=0,
     )
     if interrupt.preempted:
-        RUN.say_interrupted(checkpoint_step(settings.output_dir), num_train_steps)
+        RUN.say_interrupted(
+            checkpoint_step(settings.output_dir), num_train_steps, saves=est.config.is_chief
+        )
     return result, bool(interrupt.preempted)
 
 

@@ -37,6 +37,11 @@ def test_ctrl_c_outside_training_and_expected_errors_are_one_line(tmp_path, caps
     _checkpoint(tmp_path, 40)
     assert run.main(interrupted) == 130
     assert "interrupted (last checkpoint: step 40); to resume" in capsys.readouterr().err
+    # A cluster's other task saves nothing: the newest checkpoint is not its step.
+    run.say_interrupted(40, 100, saves=False)
+    assert capsys.readouterr().out == (
+        f"interrupted; to resume, rerun with --model_dir={tmp_path} (and the same flags)\n"
+    )
 
     class Offline(Exception):
         pass
