@@ -37,9 +37,9 @@ import tfest_kit
 from recipes import _flags, _pets_data
 from recipes import _previous_run as previous_run
 from recipes._export import export_once, say_exported
-from recipes._interrupt import Run
+from recipes._interrupt import Run, checkpoint_step
 from tfest_kit import hooks, logs, serving
-from tfest_kit._tf import tf, tf2
+from tfest_kit._tf import tf2
 from tfest_kit.keras_bridge import to_estimator
 
 FLAGS = flags.FLAGS
@@ -129,7 +129,7 @@ def _run() -> int:
     progress = hooks.ProgressHook(
         FLAGS.log_every, total_steps=FLAGS.steps, batch_size=FLAGS.batch_size
     )
-    started, first_step = time.time(), _global_step(model_dir)
+    started, first_step = time.time(), checkpoint_step(model_dir) or 0
     if first_step < FLAGS.steps:
         # Building the graph and the first step take ~10 s before the first progress line.
         _say(f"training from step {first_step} to {FLAGS.steps}")
@@ -137,7 +137,7 @@ def _run() -> int:
         # minutes of training are lost.
         if RUN.train(est, data["train"], FLAGS.steps, [progress]):
             return 130
-    last_step = _global_step(model_dir)
+    last_step = checkpoint_step(model_dir) or 0
     if last_step == first_step:
         _say(f"already trained to step {last_step} in {model_dir}; raise --steps to train more")
     else:
@@ -160,13 +160,6 @@ def _config(model_dir: str):
     # ProgressHook prints the loss, speed and ETA; the Estimator's own loss and step/sec
     # lines (None turns them off, including the one at step 0) would repeat them.
     return config.replace(log_step_count_steps=None)
-
-
-def _global_step(model_dir: str) -> int:
-    # Estimator names its checkpoints model.ckpt-STEP; the variable's own name depends on the
-    # checkpoint format to_estimator chose.
-    checkpoint = tf.train.latest_checkpoint(model_dir)
-    return int(checkpoint.rsplit("-", 1)[1]) if checkpoint else 0
 
 
 def _fmt(value) -> str:
