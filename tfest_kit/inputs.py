@@ -452,21 +452,16 @@ _RECORD_DEFAULT_TYPES = (tf2.dtypes.DType, int, np.int64, float, str, bytes)
 
 def _record_default(value: Any):
     # Defaults given as dtypes make the column required; plain values make it optional.
+    # _check_record_defaults has refused every other type (bool among them) already.
     if isinstance(value, tf2.dtypes.DType):
         return value
-    if isinstance(value, bool):
-        raise TypeError(
-            f"CSV column defaults must be int, float, str or a tf dtype. Got: {value!r}"
-        )
     if isinstance(value, np.int64):
         return tf2.constant([value], tf2.int64)
     if isinstance(value, int):
         return tf2.constant([value], tf2.int32)
     if isinstance(value, float):
         return tf2.constant([value], tf2.float32)
-    if isinstance(value, (str, bytes)):
-        return tf2.constant([value], tf2.string)
-    raise TypeError(f"CSV column defaults must be int, float, str or a tf dtype. Got: {value!r}")
+    return tf2.constant([value], tf2.string)
 
 
 def from_csv(
