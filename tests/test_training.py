@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
 import numpy as np
 import pytest
 
 import tfest_kit
-from tfest_kit import serving, training
+from tfest_kit import hooks, serving, training
+from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._tf import estimator, tf
 
 RNG = np.random.RandomState(1)
@@ -225,3 +227,89 @@ def test_training_that_runs_out_of_data_before_max_steps_says_so(tmp_path, tf_lo
     )
     assert metrics["global_step"] == 20
     assert not [line for line in tf_log_lines if "before max_steps" in line]
+
+
+def _exports(model_dir, name):
+    base = os.path.join(model_dir, "export", name)
+    return sorted(os.listdir(base)) if os.path.isdir(base) else []
+
+
+def test_early_stop_still_makes_the_final_export(tmp_path, tf_log_lines):
+    # Estimator passes is_the_final_export=True only at max_steps, which an early stop never
+    # reaches: a FinalExporter exported nothing.
+    model_dir = str(tmp_path / "model")
+    est = _estimator(model_dir)
+    receiver = serving.raw_receiver({"x": (tf.float32, [3])})
+    # "examples" is 260 at every evaluation: no improvement, a stop after 20 steps of patience.
+    stop = hooks.early_stopping(est, "examples", mode="min", patience_steps=20, run_every_steps=5)
+    exporters = [
+        estimator.FinalExporter("final", receiver),
+        estimator.LatestExporter("latest", receiver, exports_to_keep=None),
+    ]
+    metrics = tfest_kit.train_and_evaluate(
+        est,
+        _train_input_fn,
+        _eval_input_fn,
+        max_steps=400,
+        hooks=[stop],
+        exporters=exporters,
+        throttle_secs=0,
+    )
+    step = metrics["global_step"]
+    assert stop.stopped_early and step < 400
+    [final] = _exports(model_dir, "final")
+    logits = serving.Predictor(os.path.join(model_dir, "export", "final", final))({"x": X[:5]})
+    predicted = est.predict(
+        lambda: tf.data.Dataset.from_tensor_slices({"x": X[:5]}).batch(5),
+        checkpoint_path=os.path.join(model_dir, f"model.ckpt-{step}"),
+    )
+    np.testing.assert_allclose(
+        logits["logits"], [p["logits"] for p in predicted], rtol=1e-5, atol=1e-6
+    )
+    # An exporter that exported the final checkpoint already is not asked twice.
+    assert len(_exports(model_dir, "latest")) == len(metrics_by_step(est.eval_dir()))
+    assert [line for line in tf_log_lines if "makes the final export" in line] == [
+        f"Training stopped early at global step {step}: exporter 'final' makes the final export"
+    ]
+
+
+class _SignalAtStep(estimator.SessionRunHook):
+    def __init__(self, step):
+        self._step, self._runs = step, 0
+
+    def after_run(self, run_context, run_values):
+        self._runs += 1
+        if self._runs == self._step:
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+
+def test_preempted_training_skips_the_final_evaluation(tmp_path, tf_log_lines):
+    # Estimator evaluated (and exported) the checkpoint a SIGTERM stopped training at before
+    # train_and_evaluate returned: with a large eval set, past a preemption's grace period.
+    model_dir = str(tmp_path / "model")
+    est = _estimator(model_dir)
+    receiver = serving.raw_receiver({"x": (tf.float32, [3])})
+    preemption = hooks.PreemptionHook(signals="SIGUSR1")
+    previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    try:
+        metrics = tfest_kit.train_and_evaluate(
+            est,
+            _train_input_fn,
+            _eval_input_fn,
+            max_steps=400,
+            hooks=[_SignalAtStep(25), preemption],
+            exporters=estimator.LatestExporter("latest", receiver),
+            throttle_secs=0,
+        )
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert preemption.preempted == signal.SIGUSR1
+    assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-25")
+    assert sorted(metrics_by_step(est.eval_dir())) == [20]
+    assert metrics["global_step"] == 20 and metrics["examples"] == len(X)
+    assert len(_exports(model_dir, "latest")) == 1
+    assert [line for line in tf_log_lines if "interrupted" in line] == [
+        "Training interrupted at global step 25: its checkpoint is not evaluated (the resumed "
+        "run evaluates the ones that follow); newest eval metrics: step 20"
+    ]
+    assert not [line for line in tf_log_lines if line.startswith("Final eval metrics")]

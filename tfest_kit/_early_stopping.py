@@ -275,7 +275,9 @@ def early_stopping(
     workers stop when told. Estimator's evaluator job exits by itself only at ``max_steps``;
     run through ``tfest_kit.train_and_evaluate``, it also exits once it has evaluated the
     checkpoint an early stop ended training at (the chief records that step in
-    ``model_dir/stopped_early.json``).
+    ``model_dir/stopped_early.json``), and there as on one machine that checkpoint gets the
+    final export (``is_the_final_export=True``, which the official call passes only at
+    ``max_steps``).
 
     Args:
       estimator: the ``tf.estimator.Estimator`` being trained (its ``eval_dir()`` is read and

@@ -83,5 +83,6 @@ from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
 
 # Estimator's train_and_evaluate machinery, for its one extension point with no public name:
-# the evaluator's continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)).
+# the continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)), which
+# decides before and after each evaluation, locally and on the evaluator task.
 from tensorflow_estimator.python.estimator import training as estimator_training  # noqa: E402

@@ -27,6 +27,7 @@ import numpy as np
 
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
+from tfest_kit._exporters import _BestExporter
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import estimator_training, tf
@@ -149,7 +150,8 @@ class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
     records the step its training ended at (``_STOPPED_EARLY_FILE``); the evaluator ends
     once it has evaluated a checkpoint at that step or later. The chief deletes the record
     of an earlier run when it starts; one the evaluator reads before that (a step not above
-    the checkpoint that existed when the evaluator started) is ignored.
+    the checkpoint that existed when the evaluator started) is ignored. ``ended_at`` is the
+    step evaluated last when it ended so, else None.
     """
 
     def __init__(self, model_dir: str) -> None:
@@ -157,6 +159,7 @@ class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
         start = saved_step(model_dir)
         self._start_step = -1 if start is None else start
         self._evaluated = -1
+        self.ended_at: Optional[int] = None
 
     def after_eval(self, eval_result) -> bool:
         if eval_result.status == estimator_training._EvalStatus.EVALUATED:
@@ -168,14 +171,108 @@ class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
             "Training stopped early at global step %d, which is evaluated: the evaluator ends",
             stop_step,
         )
+        self.ended_at = self._evaluated
         return False
 
 
-def _run(estimator, train_spec, eval_spec):
-    """``tf.estimator.train_and_evaluate``; an evaluator task also ends after an early stop."""
+class _NoEvalAfterPreemption(estimator_training._ContinuousEvalListener):
+    """Local training: no evaluation once a ``PreemptionHook`` among the hooks has fired.
+
+    Estimator evaluates (and exports) the final checkpoint however training ended. After a
+    SIGTERM that evaluation can outlast the grace period, and after Ctrl-C it delays the
+    exit; the resumed run evaluates the checkpoints that follow.
+    """
+
+    def __init__(self, train_hooks: list) -> None:
+        self._train_hooks = train_hooks
+
+    def before_eval(self) -> bool:
+        return not _preempted(self._train_hooks)
+
+
+def _preempted(train_hooks: list) -> bool:
+    return any(getattr(hook, "preempted", None) for hook in train_hooks)
+
+
+def _stopped_early(train_hooks: list) -> bool:
+    return any(getattr(hook, "stopped_early", False) for hook in train_hooks)
+
+
+class _FinalAfterEarlyStop(tf_estimator.Exporter):
+    """An exporter that is asked once more, as the final export, after an early stop.
+
+    Estimator passes ``is_the_final_export=True`` only with a checkpoint at ``max_steps``,
+    which training stopped early never reaches: a ``FinalExporter`` then exported nothing.
+    The wrapper remembers its newest call; :meth:`export_as_final` repeats it with the flag
+    set when that call was for the checkpoint training ended with and exported nothing.
+    Exporters that ignore the flag (``LatestExporter``, ``BestExporter``, tfest_kit's
+    ``best_exporter``) are never asked twice.
+    """
+
+    def __init__(self, exporter: tf_estimator.Exporter) -> None:
+        self.exporter = exporter
+        self._last_call: Optional[dict] = None
+        self._last_result = None
+
+    @property
+    def name(self) -> str:
+        return self.exporter.name
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        self._last_call = dict(
+            estimator=estimator,
+            export_path=export_path,
+            checkpoint_path=checkpoint_path,
+            eval_result=eval_result,
+            is_the_final_export=is_the_final_export,
+        )
+        self._last_result = self.exporter.export(**self._last_call)
+        return self._last_result
+
+    def export_as_final(self, step: int) -> None:
+        """Repeats the export of ``step`` as the final one if it exported nothing."""
+        call = self._last_call
+        if (
+            call is None
+            or call["is_the_final_export"]
+            or self._last_result is not None
+            or isinstance(self.exporter, _FLAG_IGNORED_BY)
+            or (call["eval_result"] or {}).get(tf.GraphKeys.GLOBAL_STEP) != step
+        ):
+            return
+        tf.logging.info(
+            "Training stopped early at global step %d: exporter %r makes the final export",
+            step,
+            self.name,
+        )
+        self.export(**{**call, "is_the_final_export": True})
+
+
+# Exporters whose export does not depend on is_the_final_export.
+_FLAG_IGNORED_BY = (tf_estimator.LatestExporter, tf_estimator.BestExporter, _BestExporter)
+
+
+def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Optional[int]]:
+    """``tf.estimator.train_and_evaluate`` with the listeners above.
+
+    Returns:
+      What the official call returns, and the step training stopped early at when this
+      process evaluated it (locally, or as the evaluator), else None.
+    """
     config = estimator.config
-    if config.task_type != "evaluator" or getattr(config, "_distribute_coordinator_mode", None):
-        return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    if getattr(config, "_distribute_coordinator_mode", None):
+        return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec), None
+    if not config.cluster_spec and config.task_type != "evaluator":
+        listener = _NoEvalAfterPreemption(train_hooks)
+        result = estimator_training._TrainingExecutor(
+            estimator, train_spec, eval_spec, continuous_eval_listener=listener
+        ).run()
+        metrics = result[0]
+        if _stopped_early(train_hooks) and not _preempted(train_hooks) and metrics:
+            return result, int(metrics[tf.GraphKeys.GLOBAL_STEP])
+        return result, None
+    if config.task_type != "evaluator":
+        return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec), None
     if config.task_id > 0:  # the official check, before anything runs
         raise ValueError(
             "For distributed training, there can only be one `evaluator` task (with task id "
@@ -185,7 +282,7 @@ def _run(estimator, train_spec, eval_spec):
     executor = estimator_training._TrainingExecutor(
         estimator, train_spec, eval_spec, continuous_eval_listener=listener
     )
-    return executor.run()
+    return executor.run(), listener.ended_at
 
 
 def _plain(value: Any) -> Any:
@@ -209,9 +306,15 @@ def latest_eval_metrics(eval_dir: str) -> dict:
 
         latest_eval_metrics(est.eval_dir())["loss"]
     """
+    metrics = _newest_metrics(eval_dir)
+    if not metrics:
+        tf.logging.warning("No eval metrics found in %s", eval_dir)
+    return metrics
+
+
+def _newest_metrics(eval_dir: str) -> dict:
     by_step = metrics_by_step(eval_dir)
     if not by_step:
-        tf.logging.warning("No eval metrics found in %s", eval_dir)
         return {}
     step = max(by_step)
     return {**by_step[step], "global_step": step}
@@ -249,7 +352,15 @@ def train_and_evaluate(
     locally or, when ``TF_CONFIG`` names a cluster, as this process's task (chief, worker,
     ps, evaluator). Evaluations happen on checkpoints (``RunConfig.save_checkpoints_steps``
     / ``_secs``) at most every ``throttle_secs``; the last checkpoint is always evaluated
-    and passed to the exporters with ``is_the_final_export=True``.
+    and passed to the exporters with ``is_the_final_export=True``, also after an early stop
+    (where the official call passes False, so a ``FinalExporter`` exported nothing: here an
+    exporter that exported nothing for that checkpoint is asked again as the final export).
+
+    After a ``tfest_kit.hooks.PreemptionHook`` among ``hooks`` stopped training (SIGTERM,
+    Ctrl-C), the checkpoint it stopped at is not evaluated or exported, so the program can
+    exit within a preemption's grace period; the newest metrics in the eval directory are
+    returned (``{}`` if there are none), and the resumed run evaluates later checkpoints.
+    An evaluation already running when the signal arrives finishes first.
 
     Caveat: in a distributed run only the evaluator computes metrics; the official call
     returns ``None`` on every task. Here the chief, workers and the evaluator then return the
@@ -280,7 +391,8 @@ def train_and_evaluate(
       eval_name: ``EvalSpec`` name; metrics go to ``model_dir/eval_<name>``.
 
     Returns:
-      The final evaluation metrics as plain Python numbers, including ``"global_step"``.
+      The final evaluation metrics as plain Python numbers, including ``"global_step"``
+      (after a preemption: the newest ones found, see above).
 
     Raises:
       TypeError: if ``estimator`` is not an Estimator, an input_fn is not callable, or a
@@ -305,7 +417,9 @@ def train_and_evaluate(
     eval_steps = check_int("eval_steps", eval_steps, allow_none=True)
     train_hooks = _as_list("hooks", hooks, tf_estimator.SessionRunHook)
     evaluation_hooks = _as_list("eval_hooks", eval_hooks, tf_estimator.SessionRunHook)
-    exporter_list = _as_list("exporters", exporters, tf_estimator.Exporter)
+    exporter_list = [
+        _FinalAfterEarlyStop(e) for e in _as_list("exporters", exporters, tf_estimator.Exporter)
+    ]
     if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
         raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
@@ -328,12 +442,25 @@ def train_and_evaluate(
     if distributed_chief:
         # An earlier run's record would end this run's evaluator at that step.
         _forget_early_stop(estimator.model_dir)
-    result = _run(estimator, train_spec, eval_spec)
-    stopped_early = any(getattr(hook, "stopped_early", False) for hook in train_hooks)
+    result, early_stop_step = _run(estimator, train_spec, eval_spec, train_hooks)
+    stopped_early = _stopped_early(train_hooks)
     if distributed_chief and stopped_early:
         _record_early_stop(estimator.model_dir)
+    if early_stop_step is not None:
+        for exporter in exporter_list:
+            exporter.export_as_final(early_stop_step)
+    preempted = _preempted(train_hooks)
     metrics = result[0] if isinstance(result, tuple) else None
-    if metrics is None and isinstance(result, tuple):
+    if preempted and isinstance(result, tuple):
+        # The final checkpoint was not evaluated (_NoEvalAfterPreemption).
+        metrics = _newest_metrics(estimator.eval_dir(eval_name))
+        tf.logging.info(
+            "Training interrupted at global step %s: its checkpoint is not evaluated (the "
+            "resumed run evaluates the ones that follow); newest eval metrics: step %s",
+            saved_step(estimator.model_dir),
+            metrics.get("global_step", "none"),
+        )
+    elif metrics is None and isinstance(result, tuple):
         # Local run whose checkpoint was already at max_steps: nothing was trained or evaluated.
         tf.logging.info("Training was already complete; evaluating the last checkpoint")
         metrics = estimator.evaluate(
@@ -347,7 +474,6 @@ def train_and_evaluate(
         )
         metrics = latest_eval_metrics(estimator.eval_dir(eval_name))
     metrics = {k: _plain(v) for k, v in metrics.items()}
-    preempted = any(getattr(hook, "preempted", None) for hook in train_hooks)
     if (
         isinstance(result, tuple)
         and not preempted
@@ -377,5 +503,6 @@ def train_and_evaluate(
             final_step,
             max_steps,
         )
-    _log_metrics(metrics)
+    if not preempted:
+        _log_metrics(metrics)
     return metrics

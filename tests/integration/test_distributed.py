@@ -100,6 +100,17 @@ def _check_evaluator_ended_by_itself(output: str, model_dir: str) -> None:
     # After the early stop, not at max_steps: the official evaluator would wait forever.
     step = tf.train.load_checkpoint(model_dir).get_tensor("global_step")
     assert f"Training stopped early at global step {step}, which is evaluated" in output, output
+    # The final exporter made the final export, of the checkpoint training ended with.
+    assert (
+        f"Training stopped early at global step {step}: exporter 'final' makes the final export"
+        in "\n".join(_lines(output, "evaluator:0"))
+    ), output
+    final_base = os.path.join(model_dir, "export", "final")
+    final = max(e for e in os.listdir(final_base) if e.isdigit())  # newest: a run may resume
+    exported = tf.train.load_checkpoint(os.path.join(final_base, final, "variables", "variables"))
+    trained = tf.train.load_checkpoint(model_dir)
+    for name in ("w", "b"):
+        assert (exported.get_tensor(name) == trained.get_tensor(name)).all(), name
     assert "the evaluator still runs" not in output, output
 
 

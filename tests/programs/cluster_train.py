@@ -122,7 +122,11 @@ def main() -> int:
         eval_input_fn,
         max_steps=args.max_steps,
         hooks=[pace, stopper],
-        exporters=[serving.best_exporter(receiver, monitor="loss", mode="min")],
+        exporters=[
+            serving.best_exporter(receiver, monitor="loss", mode="min"),
+            # Never exported at all after an early stop before tfest_kit asked it again.
+            estimator.FinalExporter("final", receiver),
+        ],
         throttle_secs=1,
         start_delay_secs=0,
     )
