@@ -693,6 +693,14 @@ RUN_CASES = [
         r"checkpoint .* that does not fit this model.*dense/kernel.*\[4, 2\].*\[4, 3\]",
     ),
     case(
+        "evaluate: checkpoint_path of a model with other variables",
+        lambda c: _estimator(c, _other_network, sub="no_checkpoint").evaluate(
+            _good_input_fn, steps=1, checkpoint_path=tf.train.latest_checkpoint(c.model_dir)
+        ),
+        ValueError,
+        r"`checkpoint_path` '.*model.ckpt-2' does not fit this model.*hidden/kernel",
+    ),
+    case(
         # Estimator's own message was "Key beta1_power not found in checkpoint".
         "checkpoint trained with another optimizer",
         lambda c: _estimator(c, model_dir=_trained_with_sgd(c)).train(_good_input_fn, steps=1),
@@ -728,6 +736,23 @@ RUN_CASES = [
 @pytest.mark.parametrize("call, error, pattern", RUN_CASES)
 def test_estimator_runs(ctx, call, error, pattern):
     _check(ctx, call, error, pattern)
+
+
+def test_a_checkpoint_path_is_checked_instead_of_model_dirs_latest(ctx, tmp_path):
+    # model_dir holds another model's checkpoint; evaluate / predict / export restore the
+    # checkpoint_path given, which fits. The check used to read model_dir's and refuse all three.
+    other = str(tmp_path / "other")
+    _estimator(ctx, _other_network, model_dir=other).train(_good_input_fn, steps=1)
+    est = _estimator(ctx, model_dir=other)
+    checkpoint = tf.train.latest_checkpoint(ctx.model_dir)
+    expected = ctx.estimator.evaluate(_good_input_fn, steps=2)
+    assert est.evaluate(_good_input_fn, steps=2, checkpoint_path=checkpoint) == expected
+    rows = est.predict(lambda: inputs.from_arrays({"x": X[:3]})(), checkpoint_path=checkpoint)
+    assert len(list(rows)) == 3
+    export = est.export_saved_model(
+        str(tmp_path / "export"), _receiver(), checkpoint_path=checkpoint
+    )
+    assert os.path.exists(os.path.join(export.decode(), "saved_model.pb"))
 
 
 # ------------------------------------------------------------------------ train_and_evaluate

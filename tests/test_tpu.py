@@ -302,6 +302,38 @@ def test_export_saved_model_writes_cpu_model(trained, tmp_path, captured_log):
     assert out["class_ids"].shape == (3,)
 
 
+def test_checkpoint_path_of_this_model_in_another_models_model_dir(trained, tmp_path):
+    # As the official class: evaluate / predict / export restore the checkpoint_path given,
+    # whatever model_dir holds; a check of model_dir's latest refused all three.
+    est, rec, _ = trained
+    other = str(tmp_path / "other")
+
+    def other_model_fn(features, labels, mode):
+        loss = tf.reduce_mean(tf.layers.dense(features["x"], 1, name="other"))
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    x, y = _data()
+    estimator.Estimator(other_model_fn, other).train(
+        lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(8), max_steps=1
+    )
+    here = _estimator(other, _Recorder(), use_tpu=False)
+    checkpoint = est.latest_checkpoint()
+    metrics = here.evaluate(_make_input_fn(rec, repeat=False), checkpoint_path=checkpoint)
+    assert metrics == est.evaluate(_make_input_fn(rec, repeat=False))
+    rows = here.predict(_make_input_fn(rec, repeat=False), checkpoint_path=checkpoint)
+    assert len(list(rows)) == N
+
+    def serving_input_fn():
+        x = tf.placeholder(tf.float32, [None, 4], name="x")
+        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    path = here.export_saved_model(
+        str(tmp_path / "export"), serving_input_fn, checkpoint_path=checkpoint
+    )
+    assert os.path.exists(os.path.join(path.decode(), "saved_model.pb"))
+
+
 def test_scaffold_fn_init_from_checkpoint_and_dict_metrics(trained, tmp_path):
     est, _, _ = trained
     rec = _Recorder()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -382,10 +383,38 @@ def _optimizer_state(name: str, trainable_names: set) -> bool:
     )
 
 
+# The source file of Estimator's methods, to find their frames on the stack.
+_ESTIMATOR_SOURCE = tf.estimator.Estimator.predict.__code__.co_filename
+
+
+def _checkpoint_estimator_restores(latest: Optional[str]) -> Optional[str]:
+    """The checkpoint the Estimator method that called the model_fn restores, or None.
+
+    ``evaluate``, ``predict`` and the exports restore their ``checkpoint_path`` argument, or
+    model_dir's latest checkpoint without one, and Estimator resolves that into a local
+    ``checkpoint_path`` before it calls the model_fn; nothing hands it to the model_fn, so it
+    is read from that frame. ``train`` has no such local: it restores model_dir's latest.
+    """
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == _ESTIMATOR_SOURCE and "checkpoint_path" in frame.f_locals:
+            path = frame.f_locals["checkpoint_path"]
+            if not path:  # nothing to restore: Estimator initializes the variables
+                return None
+            if tf.io.gfile.isdir(path):  # a directory's latest, as the export takes it
+                return tf.train.latest_checkpoint(path)
+            return path
+        frame = frame.f_back
+    return latest
+
+
 def check_model_dir(
     model_dir: Optional[str], scaffold: Any = None, variables: Optional[Mapping[str, Any]] = None
 ) -> None:
-    """Raises when ``model_dir``'s latest checkpoint does not fit the graph's variables.
+    """Raises when the checkpoint Estimator restores does not fit the graph's variables.
+
+    That checkpoint is ``model_dir``'s latest, or the ``checkpoint_path`` given to
+    ``evaluate`` / ``predict`` / ``export_saved_model``.
 
     Call it from a model_fn once the graph's variables exist.  Estimator would restore that
     checkpoint: a missing variable fails with a long ``NotFoundError`` and a variable of
@@ -417,8 +446,13 @@ def check_model_dir(
             if getattr(var, "_save_slice_info", None) is None
         }
     prefix = tf.train.latest_checkpoint(model_dir)
-    if prefix is None:
+    restored = _checkpoint_estimator_restores(prefix)
+    if restored is None:
         return
+    # Another checkpoint than model_dir's latest: evaluate / predict / export with
+    # checkpoint_path=… (the model_dir may even hold another model's).
+    named = restored != prefix
+    prefix = restored
     try:
         shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     except Exception:  # noqa: BLE001 - an unreadable checkpoint is Estimator's to report
@@ -448,6 +482,12 @@ def check_model_dir(
             problems.append(f"shapes differ: {', '.join(differ[:10])}")
         if missing:
             problems.append(f"not in the checkpoint: {', '.join(missing[:10])}")
+        if named:
+            raise ValueError(
+                f"`checkpoint_path` {prefix!r} does not fit this model: {'; '.join(problems)}. "
+                "Pass a checkpoint of this model, or check that the features (input_fn or "
+                "serving receiver) are those it was trained on."
+            )
         raise ValueError(
             f"`model_dir` {model_dir!r} holds a checkpoint ({prefix}) that does not fit this "
             f"model: {'; '.join(problems)}. If the model changed, use a new model_dir (to "
