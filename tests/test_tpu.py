@@ -682,6 +682,24 @@ def test_on_a_tpu_config_none_or_a_plain_run_config_reach_the_official_class(
     assert settings == (model_dir, 7, 2) and est.config.tf_random_seed == 3
 
 
+@pytest.mark.parametrize("use_tpu", [False, 0, 0.0, np.False_, None])
+def test_use_tpu_that_is_false_keeps_the_fallback_on_a_tpu_host(model_dir, monkeypatch, use_tpu):
+    # 0 from an int flag or a config file, or np.False_, compared with `is False`, asked for
+    # the TPU; the official class reads `if use_tpu:`. The TPU is simulated as above.
+    from tfest_kit import _tpu_detect
+
+    monkeypatch.setattr(_tpu_detect, "_local_tpu", lambda: True)
+    monkeypatch.setitem(_tpu_detect._state, "official_estimator_built", False)
+    with captured_tf_log(logging.WARNING) as lines:
+        est = tpu.TPUEstimator(
+            _make_model_fn(_Recorder()),
+            config=tpu.RunConfig(model_dir=model_dir, tpu_config=tpu.TPUConfig(num_shards=8)),
+            use_tpu=use_tpu,
+        )
+    assert type(est) is tpu.TPUEstimator
+    assert not lines, lines  # ignoring TPU-only settings was asked for: an INFO line
+
+
 _MIRRORED_PROGRAM = """
 import sys
 import numpy as np

@@ -110,9 +110,25 @@ def _own_cluster_address(config) -> Optional[str]:
         return None
 
 
+def _use_tpu_arg(use_tpu) -> Union[bool, str]:
+    """``use_tpu`` as True, False or ``"auto"``.
+
+    Anything but a string counts by its truth value, as in the official class: ``0`` from an
+    int flag, ``np.False_`` or ``None`` mean no TPU (compared with ``is False`` they asked
+    for one). A string other than ``"auto"`` (``"false"`` from a config file) is refused:
+    the official class would take any non-empty one for True.
+    """
+    if isinstance(use_tpu, str):
+        if use_tpu != "auto":
+            raise ValueError(
+                f'`use_tpu` must be True, False or "auto" (a bool, not a string). Got: {use_tpu!r}'
+            )
+        return use_tpu
+    return bool(use_tpu)
+
+
 def _wants_official(use_tpu, config) -> bool:
-    if use_tpu not in (True, False, "auto"):
-        raise ValueError(f'`use_tpu` must be True, False or "auto". Got: {use_tpu!r}')
+    use_tpu = _use_tpu_arg(use_tpu)
     if use_tpu is False:
         return False
     cluster = getattr(config, "cluster", None)
@@ -354,7 +370,9 @@ class TPUEstimator(tf_estimator.Estimator):
         official class takes a ``tpu.RunConfig`` only, a plain one is turned into a
         ``tpu.RunConfig`` with the same settings and the default ``TPUConfig``.
       params: dict of hyper-parameters.
-      use_tpu: True, False or ``"auto"`` (True falls back too, with an info line).
+      use_tpu: True, False or ``"auto"`` (True falls back too, with an info line). Other
+        values count by their truth value, as in the official class (``0``, ``None``: no
+        TPU); a string other than ``"auto"`` is refused.
       train_batch_size: global batch size for ``train()``; None is fine for an ``input_fn``
         and ``model_fn`` that do not read ``params['batch_size']``.
       eval_batch_size: batch size for ``evaluate()``; None as for ``train_batch_size``.
@@ -422,6 +440,7 @@ class TPUEstimator(tf_estimator.Estimator):
         export_saved_model_api_version: Any = 1,
     ) -> None:
         del eval_on_tpu  # evaluation always runs where training does in the fallback
+        use_tpu = _use_tpu_arg(use_tpu)
         model_fn_args(model_fn)
         if params is not None and not isinstance(params, Mapping):
             # The official class requires a dict too (and fails on `k in params` otherwise).
