@@ -46,9 +46,7 @@ flags.DEFINE_integer("steps", 1000, "Training steps.", lower_bound=1)
 flags.DEFINE_integer("train_batch_size", 64, "Global training batch size.", lower_bound=1)
 flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.", lower_bound=1)
 flags.DEFINE_integer("predict_batch_size", 16, "Prediction batch size.", lower_bound=1)
-flags.DEFINE_integer(
-    "iterations_per_loop", 100, "Steps per TPU loop (and per loss line).", lower_bound=1
-)
+flags.DEFINE_integer("iterations_per_loop", 100, "Steps per TPU loop.", lower_bound=1)
 flags.DEFINE_float("learning_rate", 2e-3, "Adam learning rate.")
 flags.DEFINE_enum(
     "metric_tensors",

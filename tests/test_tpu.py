@@ -118,7 +118,9 @@ def _estimator(model_dir, rec, params=None, use_tpu="auto", **config_kw):
         model_dir=model_dir,
         log_step_count_steps=5,
         save_summary_steps=5,
-        tpu_config=tpu.TPUConfig(iterations_per_loop=2, num_shards=8),
+        # Longer than log_step_count_steps: the loss is still logged every 5 steps (BERT's
+        # 1000 steps per loop once left a fine-tuning run one loss line).
+        tpu_config=tpu.TPUConfig(iterations_per_loop=10, num_shards=8),
         **config_kw,
     )
     return tpu.TPUEstimator(
