@@ -168,7 +168,7 @@ def test_progress_hook_writes_plain_lines_to_the_stream_it_is_given(log_lines):
 def test_progress_hook_says_once_when_its_lines_would_not_be_shown(caplog):
     logger = logging.getLogger("tensorflow")
     level = logger.level
-    progress._warn_if_info_hidden.cache_clear()
+    progress._WARNED_INFO_HIDDEN.clear()
     try:
         logger.setLevel(logging.WARNING)
         with caplog.at_level(logging.WARNING, logger="tensorflow"):
@@ -176,7 +176,7 @@ def test_progress_hook_says_once_when_its_lines_would_not_be_shown(caplog):
             _run_loop([hooks.ProgressHook(every_n_steps=5)], steps=5)
     finally:
         logger.setLevel(level)
-        progress._warn_if_info_hidden.cache_clear()
+        progress._WARNED_INFO_HIDDEN.clear()
     warnings = [r.getMessage() for r in caplog.records if "ProgressHook: output" in r.getMessage()]
     assert len(warnings) == 1 and "logs.setup()" in warnings[0] and "stream=" in warnings[0]
 

@@ -14,7 +14,6 @@ first line has no rate and no ETA.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import sys
@@ -91,16 +90,21 @@ def _plain_number(value: float, digits: int) -> str:
     return text.rstrip("0").rstrip(".")
 
 
-@functools.cache
-def _warn_if_info_hidden() -> None:
-    """Says once per process that progress lines are logged at a level that is not shown."""
-    if not logging.getLogger("tensorflow").isEnabledFor(logging.INFO):
-        tf.logging.warning(
-            "ProgressHook: output is not a terminal and TensorFlow's INFO lines are not shown, "
-            "so progress lines will not appear. Call tfest_kit.logs.setup() (or "
-            "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)), or pass "
-            "ProgressHook(stream=sys.stderr)."
-        )
+# The warnings _warn_if_info_hidden gave, each once per process.
+_WARNED_INFO_HIDDEN: set = set()
+
+_FIX_INFO_HIDDEN = (
+    "Call tfest_kit.logs.setup() (or "
+    "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO))"
+)
+
+
+def _warn_if_info_hidden(message: str) -> None:
+    """Logs ``message`` once per process if TensorFlow's INFO lines are not shown."""
+    if message in _WARNED_INFO_HIDDEN or logging.getLogger("tensorflow").isEnabledFor(logging.INFO):
+        return
+    _WARNED_INFO_HIDDEN.add(message)
+    tf.logging.warning(message)
 
 
 def _terminal_handlers() -> list:
@@ -280,6 +284,13 @@ class LossLoggingHook(_IntervalHook):
         self._writer = (
             tf.summary.FileWriterCache.get(self._output_dir) if self._output_dir else None
         )
+        if self.log_lines:
+            # TensorFlow shows WARNING and up by default: the fallback TPUEstimator's promised
+            # loss lines would not appear, without a word.
+            _warn_if_info_hidden(
+                "Loss lines (LossLoggingHook, which tfest_kit's TPUEstimator adds) will not "
+                f"appear: TensorFlow's INFO lines are not shown. {_FIX_INFO_HIDDEN}."
+            )
 
     def _report(
         self, loss: float, step: int, elapsed: Optional[float], steps: int, final: bool
@@ -384,7 +395,11 @@ class ProgressHook(_IntervalHook):
             for handler in self._watched_handlers:
                 handler.addFilter(self._end_bar_line)
         elif self._stream_arg is None:
-            _warn_if_info_hidden()
+            _warn_if_info_hidden(
+                "ProgressHook: output is not a terminal and TensorFlow's INFO lines are not "
+                f"shown, so progress lines will not appear. {_FIX_INFO_HIDDEN}, or pass "
+                "ProgressHook(stream=sys.stderr)."
+            )
 
     def _reaches_end(self, next_step: float) -> bool:
         # The last step gets its line, with its loss, also between two intervals.
