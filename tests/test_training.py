@@ -313,3 +313,52 @@ def test_preempted_training_skips_the_final_evaluation(tmp_path, tf_log_lines):
         "run evaluates the ones that follow); newest eval metrics: step 20"
     ]
     assert not [line for line in tf_log_lines if line.startswith("Final eval metrics")]
+
+
+class _SignalAtEvalBatch(estimator.SessionRunHook):
+    """Sends SIGUSR1 at the given batch of the given evaluation; counts the batches run."""
+
+    def __init__(self, evaluation, batch):
+        self._evaluation, self._batch = evaluation, batch
+        self.evaluations, self.batches = 0, 0
+
+    def begin(self):
+        self.evaluations += 1
+        self.batches = 0
+
+    def after_run(self, run_context, run_values):
+        self.batches += 1
+        if (self.evaluations, self.batches) == (self._evaluation, self._batch):
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+
+def test_a_signal_during_an_evaluation_stops_it(tmp_path, tf_log_lines):
+    # Locally the evaluations run inside train(), where the training hooks do not: Ctrl-C
+    # waited for the whole eval set (130 batches here) before anything stopped.
+    model_dir = str(tmp_path / "model")
+    est = _estimator(model_dir)
+    preemption = hooks.PreemptionHook(signals="SIGUSR1")
+    in_eval = _SignalAtEvalBatch(evaluation=2, batch=3)
+    previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    try:
+        metrics = tfest_kit.train_and_evaluate(
+            est,
+            _train_input_fn,
+            _eval_input_fn,
+            max_steps=400,
+            hooks=[preemption],
+            eval_hooks=[in_eval],
+            throttle_secs=0,
+        )
+        # The handler the hook replaced is back (the run ended in an exception, not end()).
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert preemption.preempted == signal.SIGUSR1
+    assert (in_eval.evaluations, in_eval.batches) == (2, 3)
+    assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-40")
+    assert sorted(metrics_by_step(est.eval_dir())) == [20]  # the second one not written
+    assert metrics["global_step"] == 20
+    assert "SIGUSR1 received during an evaluation: stopped it; training stopped at step 40" in (
+        tf_log_lines
+    )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Iterable
 from typing import Any, Callable, Optional
 
@@ -28,6 +29,7 @@ import numpy as np
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._exporters import _BestExporter
+from tfest_kit._guards import PreemptionHook
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import estimator_training, tf
@@ -194,6 +196,27 @@ def _preempted(train_hooks: list) -> bool:
     return any(getattr(hook, "preempted", None) for hook in train_hooks)
 
 
+class _EvaluationInterrupted(Exception):
+    """A training ``PreemptionHook``'s signal arrived during an evaluation."""
+
+
+class _StopEvalOnPreemption(tf_estimator.SessionRunHook):
+    """Ends an evaluation once a ``PreemptionHook`` among the training hooks has its signal.
+
+    Locally, Estimator evaluates inside ``train()``, after a checkpoint is saved, where the
+    training hooks do not run: Ctrl-C did nothing until the whole eval set was done. The
+    evaluation is abandoned by an exception (its metrics are not written, no exporter runs);
+    the checkpoint it was evaluating is saved already.
+    """
+
+    def __init__(self, train_hooks: list) -> None:
+        self._train_hooks = train_hooks
+
+    def after_run(self, run_context, run_values) -> None:
+        if _preempted(self._train_hooks):
+            raise _EvaluationInterrupted()
+
+
 def _stopped_early(train_hooks: list) -> bool:
     return any(getattr(hook, "stopped_early", False) for hook in train_hooks)
 
@@ -285,6 +308,25 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
     return executor.run(), listener.ended_at
 
 
+def _say_evaluation_interrupted(train_hooks: list, model_dir: str) -> None:
+    """Logs the signal that stopped an evaluation; puts back the signal handlers.
+
+    The exception skipped the hooks' ``end()``, where a ``PreemptionHook`` puts back the
+    handlers it replaced (and its own line is logged by the training step that never came).
+    """
+    names = []
+    for hook in train_hooks:
+        if getattr(hook, "preempted", None):
+            names.append(signal.Signals(hook.preempted).name)
+        if isinstance(hook, PreemptionHook):
+            hook.end(None)
+    tf.logging.warning(
+        "%s received during an evaluation: stopped it; training stopped at step %s",
+        names[0] if names else "A signal",
+        saved_step(model_dir),
+    )
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
@@ -360,7 +402,8 @@ def train_and_evaluate(
     Ctrl-C), the checkpoint it stopped at is not evaluated or exported, so the program can
     exit within a preemption's grace period; the newest metrics in the eval directory are
     returned (``{}`` if there are none), and the resumed run evaluates later checkpoints.
-    An evaluation already running when the signal arrives finishes first.
+    An evaluation running when the signal arrives stops at its next batch, without writing
+    its metrics (locally Estimator evaluates inside ``train()``, where the hook cannot act).
 
     Caveat: in a distributed run only the evaluator computes metrics; the official call
     returns ``None`` on every task. Here the chief, workers and the evaluator then return the
@@ -425,7 +468,7 @@ def train_and_evaluate(
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config()
 
-    evaluation_hooks.append(_EvalGuard(eval_steps))
+    evaluation_hooks += [_EvalGuard(eval_steps), _StopEvalOnPreemption(train_hooks)]
     start_step = saved_step(estimator.model_dir)
 
     train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
@@ -442,7 +485,11 @@ def train_and_evaluate(
     if distributed_chief:
         # An earlier run's record would end this run's evaluator at that step.
         _forget_early_stop(estimator.model_dir)
-    result, early_stop_step = _run(estimator, train_spec, eval_spec, train_hooks)
+    try:
+        result, early_stop_step = _run(estimator, train_spec, eval_spec, train_hooks)
+    except _EvaluationInterrupted:
+        result, early_stop_step = (None, None), None  # as a local run returns
+        _say_evaluation_interrupted(train_hooks, estimator.model_dir)
     stopped_early = _stopped_early(train_hooks)
     if distributed_chief and stopped_early:
         _record_early_stop(estimator.model_dir)
