@@ -395,8 +395,9 @@ def train_and_evaluate(
     ps, evaluator). Evaluations happen on checkpoints (``RunConfig.save_checkpoints_steps``
     / ``_secs``) at most every ``throttle_secs``; the last checkpoint is always evaluated
     and passed to the exporters with ``is_the_final_export=True``, also after an early stop
-    (where the official call passes False, so a ``FinalExporter`` exported nothing: here an
-    exporter that exported nothing for that checkpoint is asked again as the final export).
+    by ``tfest_kit.hooks.early_stopping`` (where the official call passes False, so a
+    ``FinalExporter`` exported nothing: here an exporter that exported nothing for that
+    checkpoint is asked again as the final export).
 
     After a ``tfest_kit.hooks.PreemptionHook`` among ``hooks`` stopped training (SIGTERM,
     Ctrl-C), the checkpoint it stopped at is not evaluated or exported, so the program can
