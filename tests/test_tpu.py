@@ -236,6 +236,22 @@ def test_evaluate_with_eval_metrics_list(trained):
     assert rec.model_fn[estimator.ModeKeys.EVAL] == EVAL_BS
 
 
+def test_evaluate_refuses_eval_data_that_never_ends_or_is_empty(trained):
+    # Estimator.evaluate read a repeat()ed Dataset forever with steps=None, and reported
+    # loss 0.0 for an empty one, without a word.
+    est, rec, _ = trained
+    with pytest.raises(ValueError, match=r"`input_fn` repeats forever.*pass `steps=N`"):
+        est.evaluate(_make_input_fn(rec, repeat=True))
+    assert est.evaluate(_make_input_fn(rec, repeat=True), steps=2)["global_step"] == 30
+
+    def empty_input_fn(params):
+        x, y = _data()
+        return tf.data.Dataset.from_tensor_slices(({"x": x[:0]}, y[:0])).batch(4)
+
+    with pytest.raises(ValueError, match=r"`input_fn` yielded no batch"):
+        est.evaluate(empty_input_fn)
+
+
 def test_eval_metrics_tensors_that_do_not_match_metric_fn_are_named(model_dir):
     def metric_fn(labels, logits):
         return {"accuracy": tf.metrics.accuracy(labels, tf.argmax(logits, 1))}

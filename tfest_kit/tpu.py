@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
+from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._progress import LossLoggingHook, ProgressHook
 from tfest_kit._run_config import session_config
 from tfest_kit._tf import estimator as tf_estimator
@@ -625,10 +626,17 @@ class TPUEstimator(tf_estimator.Estimator):
             )
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
-        """As ``Estimator.evaluate``; ``params['batch_size'] = eval_batch_size``."""
+        """As ``Estimator.evaluate``; ``params['batch_size'] = eval_batch_size``.
+
+        Unlike ``Estimator.evaluate``, it raises a ``ValueError`` where the official loop would
+        read a ``repeat()``ed Dataset forever (``steps=None``) or report zeros for no data.
+        """
         # Estimator does not hand the name on to the graph it builds; host_call summaries of
         # this evaluation go to eval_dir(name).
         self._eval_name = name
+        hooks = list(hooks or ())
+        if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
+            hooks.append(EvalGuard(steps, "steps", "input_fn"))
         try:
             return super().evaluate(
                 input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name

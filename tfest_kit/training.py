@@ -28,6 +28,7 @@ import numpy as np
 
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
+from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._exporters import _BestExporter
 from tfest_kit._guards import PreemptionHook
 from tfest_kit._saved_step import saved_step
@@ -44,52 +45,6 @@ def _as_list(name: str, value: Any, kind: type) -> list:
     if bad:
         raise TypeError(f"`{name}` must hold {kind.__name__} instances. Got: {bad!r}")
     return items
-
-
-class _EvalGuard(tf_estimator.SessionRunHook):
-    """Fails an evaluation that would run forever or that ran no batch (its metrics: zeros).
-
-    Args:
-      eval_steps: the ``EvalSpec`` steps; with None the evaluation runs until the data ends.
-    """
-
-    def __init__(self, eval_steps: Optional[int]) -> None:
-        self._eval_steps = eval_steps
-
-    def begin(self) -> None:
-        self._batches = 0
-        self._cardinalities = []
-        if self._eval_steps is None:
-            # Estimator feeds a returned Dataset through an initializable iterator (MakeIterator);
-            # the official loop would read a repeat()ed one forever, with no error and no log.
-            self._cardinalities = [
-                tf.raw_ops.DatasetCardinality(input_dataset=op.inputs[0])
-                for op in tf.get_default_graph().get_operations()
-                if op.type == "MakeIterator"
-            ]
-
-    def after_create_session(self, session, coord) -> None:
-        if not self._cardinalities:
-            return
-        if tf.data.experimental.INFINITE_CARDINALITY in session.run(self._cardinalities):
-            raise ValueError(
-                "`eval_input_fn` repeats forever (its Dataset has infinite cardinality, e.g. "
-                "`.repeat()` or `num_epochs=None`) and `eval_steps=None` evaluates until the data "
-                "ends, so the evaluation would never finish. Do not repeat the eval data (e.g. "
-                "`num_epochs=1`), or pass `eval_steps=N` batches. Got: eval_steps=None and an "
-                "infinite eval Dataset"
-            )
-
-    def after_run(self, run_context, run_values) -> None:
-        self._batches += 1
-
-    def end(self, session) -> None:
-        if self._batches == 0:
-            raise ValueError(
-                "`eval_input_fn` yielded no batch: the evaluation ran on nothing and would "
-                "report zeros. Check that the eval data is not empty (files, filters, "
-                "`take()`). Got: 0 batches"
-            )
 
 
 # Fewest seconds an evaluator task waits between evaluations.
@@ -469,7 +424,10 @@ def train_and_evaluate(
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config()
 
-    evaluation_hooks += [_EvalGuard(eval_steps), _StopEvalOnPreemption(train_hooks)]
+    evaluation_hooks += [
+        EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
+        _StopEvalOnPreemption(train_hooks),
+    ]
     start_step = saved_step(estimator.model_dir)
 
     train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
