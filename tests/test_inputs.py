@@ -562,3 +562,60 @@ def test_estimator_trains_from_csv_and_passes_params(tmp_path):
     est.train(train_fn, steps=20)
     assert seen == [16]  # static batch dimension from params + drop_remainder
     assert est.get_variable_value("global_step") == 20
+
+
+# --------------------------------------------------------------------------- several files
+
+
+def _class_shards(tmp_path, kind, classes=4, rows=64):
+    """One file per class, rows numbered across the files: file c holds rows c*rows …."""
+    paths = []
+    for c in range(classes):
+        ids = range(c * rows, (c + 1) * rows)
+        if kind == "csv":
+            path = tmp_path / f"part-{c}.csv"
+            path.write_text("id,label\n" + "".join(f"{i},{c}\n" for i in ids))
+            paths.append(str(path))
+        else:
+            rows_c = [{"id": i, "label": c} for i in ids]
+            paths.append(inputs.write_tfrecord(rows_c, tmp_path / f"part-{c}.tfrecord")[0])
+    return paths
+
+
+_ID_SPEC = {
+    "id": tf.io.FixedLenFeature([], tf.int64),
+    "label": tf.io.FixedLenFeature([], tf.int64),
+}
+
+
+def _build(kind, paths, **kw):
+    if kind == "csv":
+        return inputs.from_csv(paths, label_name="label", **kw)
+    return inputs.from_tfrecord(paths, _ID_SPEC, "label", **kw)
+
+
+@pytest.mark.parametrize("kind", ["csv", "tfrecord"])
+def test_shuffling_mixes_files_in_an_order_the_seed_fixes(tmp_path, kind):
+    # from_tfrecord read the files one after another (TFRecordDataset's AUTOTUNE in TF 2.15):
+    # with a file per class, the batches held one class each. from_csv's parallel reads came
+    # back in a different order each time, whatever the seed.
+    paths = _class_shards(tmp_path, kind)
+    fn = _build(kind, paths, shuffle=True, seed=7, shuffle_buffer=16, batch_size=16)
+    first = _batches(fn())
+    classes_per_batch = [len(set(labels.tolist())) for _, labels in first[:8]]
+    assert min(classes_per_batch) >= 2, classes_per_batch
+    assert sorted(np.concatenate([f["id"] for f, _ in first]).tolist()) == list(range(256))
+    for _ in range(3):
+        again = _batches(fn())
+        assert all((a[0]["id"] == b[0]["id"]).all() for a, b in zip(first, again))
+
+
+@pytest.mark.parametrize("kind", ["csv", "tfrecord"])
+def test_without_shuffling_files_are_read_in_the_order_given(tmp_path, kind):
+    # from_csv interleaved the files' rows (0, 64, 128, 192, 1, …): predictions no longer
+    # followed the rows.
+    paths = _class_shards(tmp_path, kind)
+    fn = _build(kind, paths[::-1], shuffle=False, batch_size=50)
+    ids = np.concatenate([f["id"] for f, _ in _batches(fn())]).tolist()
+    expected = [i for c in reversed(range(4)) for i in range(c * 64, (c + 1) * 64)]
+    assert ids == expected

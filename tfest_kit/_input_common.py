@@ -58,6 +58,40 @@ def _shuffle_repeat(ds, shuffle: bool, buffer: int, num_epochs: Optional[int], s
     return ds.repeat(num_epochs)
 
 
+# Files read at once while shuffling: enough for the shuffle buffer to mix several shards.
+_FILES_AT_ONCE = 8
+
+
+def _read_files(
+    files: list[str],
+    read: Callable[[Any], Any],
+    shuffle: bool,
+    seed: Optional[int],
+    files_at_once: Optional[int] = None,
+):
+    """The records of ``files``, each read by ``read(path)`` into a Dataset.
+
+    Shuffling: files in a shuffled order, up to ``files_at_once`` (default 8) read at once and
+    interleaved, so that the shuffle buffer mixes several shards (files of one class each
+    gave batches of one class), in an order a ``seed`` fixes. Not shuffling: one file after
+    another in the order given, so that predictions line up with the files' rows, unless
+    ``files_at_once`` says otherwise.
+    """
+    paths = tf2.data.Dataset.from_tensor_slices(files)
+    if shuffle:
+        paths = paths.shuffle(len(files), seed=seed)
+    if files_at_once is None:
+        files_at_once = _FILES_AT_ONCE if shuffle else 1
+    cycle = max(1, min(files_at_once, len(files)))
+    return paths.interleave(
+        read,
+        cycle_length=cycle,
+        num_parallel_calls=AUTOTUNE if cycle > 1 else None,
+        # Parallel reads may come back in any order, unless a seed asked for one.
+        deterministic=not shuffle or seed is not None,
+    )
+
+
 def _describe_dir(directory: str) -> str:
     if not directory:
         directory = "."

@@ -19,6 +19,7 @@ from tfest_kit._input_common import (
     _batch_size,
     _check_common,
     _glob,
+    _read_files,
     _shuffle_repeat,
 )
 from tfest_kit._tf import tf, tf2
@@ -137,7 +138,9 @@ def from_tfrecord(
         ``tf.feature_column.make_parse_example_spec(columns)`` plus the label's entry.
       label_key: the key of ``feature_spec`` to return as the label, or None for features only.
       compression: None, ``"GZIP"`` or ``"ZLIB"`` (as written by :func:`write_tfrecord`).
-      num_parallel_reads: files read at once (``AUTOTUNE`` by default).
+      num_parallel_reads: files read at once and interleaved; by default (``AUTOTUNE``) up
+        to 8 when shuffling, so that the shuffle buffer mixes several shards, else one file
+        after another in the order given (predictions follow the files' records).
       batch_size: examples per batch unless ``params["batch_size"]`` is given.
       shuffle: shuffle files and records (use False for evaluation and prediction).
       num_epochs: passes over the data; None repeats forever.
@@ -190,11 +193,13 @@ def from_tfrecord(
         return feats, label
 
     def input_fn(params=None):
-        paths = tf2.data.Dataset.from_tensor_slices(files)
-        if shuffle:
-            paths = paths.shuffle(len(files), seed=seed)
-        ds = tf2.data.TFRecordDataset(
-            paths, compression_type=compression or "", num_parallel_reads=num_parallel_reads
+        ds = _read_files(
+            files,
+            lambda path: tf2.data.TFRecordDataset(path, compression_type=compression or ""),
+            shuffle,
+            seed,
+            # TFRecordDataset's own AUTOTUNE read the files one after another (TF 2.15).
+            None if num_parallel_reads in (None, AUTOTUNE) else num_parallel_reads,
         )
         ds = _shuffle_repeat(ds, shuffle, buffer, num_epochs, seed)
         ds = ds.batch(_batch_size(params, batch_size), drop_remainder=drop_remainder)

@@ -49,6 +49,7 @@ from tfest_kit._input_common import (
     _batch_size,
     _check_common,
     _glob,
+    _read_files,
     _shuffle_repeat,
 )
 from tfest_kit._tf import tf2
@@ -506,7 +507,9 @@ def from_csv(
       na_value: a string that stands for a missing value.
       compression: None, ``"GZIP"`` or ``"ZLIB"``.
       batch_size: examples per batch unless ``params["batch_size"]`` is given.
-      shuffle: shuffle files and rows (use False for evaluation and prediction).
+      shuffle: shuffle files and rows, reading up to 8 files at once (use False for
+        evaluation and prediction: files are then read one after another in the order given,
+        so predictions follow their rows).
       num_epochs: passes over the data; None repeats forever.
       shuffle_buffer: shuffle buffer size (default 10,000 rows).
       drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
@@ -580,9 +583,6 @@ def from_csv(
 
     def input_fn(params=None):
         record_defaults = [_record_default(defaults[i]) for i in indices]
-        paths = tf2.data.Dataset.from_tensor_slices(files)
-        if shuffle:
-            paths = paths.shuffle(len(files), seed=seed)
 
         def read(path):
             return tf2.data.experimental.CsvDataset(
@@ -595,12 +595,7 @@ def from_csv(
                 select_cols=indices,
             )
 
-        ds = paths.interleave(
-            read,
-            cycle_length=min(len(files), 8),
-            num_parallel_calls=AUTOTUNE,
-            deterministic=not shuffle,
-        )
+        ds = _read_files(files, read, shuffle, seed)
         ds = _shuffle_repeat(ds, shuffle, buffer, num_epochs, seed)
         ds = ds.batch(_batch_size(params, batch_size), drop_remainder=drop_remainder)
         ds = ds.map(to_dict, num_parallel_calls=AUTOTUNE)
