@@ -301,6 +301,13 @@ def test_from_csv_refuses_a_numeric_column_with_a_few_other_fields(tmp_path):
     )
     [(feats, labels)] = _batches(fn())
     assert sorted(feats) == ["x"] and labels.tolist() == [0, 1, 0, 1]
+    # NumPy scalars count as the Python ones (np.float32 and np.int32 were refused).
+    numpy_defaults = {"x": np.float32(-1), "y": "", "label": np.int32(0)}
+    fn = inputs.from_csv(
+        str(path), label_name="label", na_value="NA", column_defaults=numpy_defaults, shuffle=False
+    )
+    [(feats, labels)] = _batches(fn())
+    assert feats["x"].tolist() == [1.5, -1.0, 2.5, 3.5] and labels.dtype == np.int32
 
     many = tmp_path / "many.csv"
     many.write_text("v,label\n1,0\n?,1\n2,0\n-,1\n?,0\n3,1\n4,0\n5,1\n")

@@ -121,6 +121,7 @@ def _glob(file_pattern: FilePattern, argument: str = "file_pattern") -> list[str
             f"Got: {file_pattern!r}"
         )
     files: list[str] = []
+    seen: set[str] = set()  # a list's `in` made 20,000 shards take seconds
     for pattern in patterns:
         matched = sorted(tf2.io.gfile.glob(pattern))
         if not matched:
@@ -131,7 +132,10 @@ def _glob(file_pattern: FilePattern, argument: str = "file_pattern") -> list[str
         for match in matched:
             if tf2.io.gfile.isdir(match):
                 raise _directory_error(argument, pattern, match, matched)
-        files.extend(m for m in matched if m not in files)
+        for match in matched:
+            if match not in seen:
+                seen.add(match)
+                files.append(match)
     return files
 
 

@@ -444,11 +444,11 @@ def _check_record_defaults(names: list[str], defaults: list[Any], indices: list[
         if isinstance(defaults[i], bool) or not isinstance(defaults[i], _RECORD_DEFAULT_TYPES):
             raise TypeError(
                 f"`column_defaults` for column {names[i]!r} must be an int, float, str or a tf "
-                f"dtype. Got: {defaults[i]!r}"
+                f"dtype. Got: {defaults[i]!r} ({type(defaults[i]).__name__})"
             )
 
 
-_RECORD_DEFAULT_TYPES = (tf2.dtypes.DType, int, np.int64, float, str, bytes)
+_RECORD_DEFAULT_TYPES = (tf2.dtypes.DType, int, np.integer, float, np.floating, str, bytes)
 
 
 def _record_default(value: Any):
@@ -456,12 +456,14 @@ def _record_default(value: Any):
     # _check_record_defaults has refused every other type (bool among them) already.
     if isinstance(value, tf2.dtypes.DType):
         return value
-    if isinstance(value, np.int64):
-        return tf2.constant([value], tf2.int64)
+    if isinstance(value, np.integer):
+        # The column's width follows the NumPy type's: int64 (and uint32 / uint64) need int64.
+        wide = value.dtype.itemsize > 4 or (value.dtype.kind == "u" and value.dtype.itemsize == 4)
+        return tf2.constant([int(value)], tf2.int64 if wide else tf2.int32)
     if isinstance(value, int):
         return tf2.constant([value], tf2.int32)
-    if isinstance(value, float):
-        return tf2.constant([value], tf2.float32)
+    if isinstance(value, (float, np.floating)):
+        return tf2.constant([float(value)], tf2.float32)
     return tf2.constant([value], tf2.string)
 
 
