@@ -626,3 +626,12 @@ def test_without_shuffling_files_are_read_in_the_order_given(tmp_path, kind):
     ids = np.concatenate([f["id"] for f, _ in _batches(fn())]).tolist()
     expected = [i for c in reversed(range(4)) for i in range(c * 64, (c + 1) * 64)]
     assert ids == expected
+
+
+@pytest.mark.parametrize("dtype", [tf.int32, tf.float64])
+def test_from_tfrecord_names_a_dtype_examples_cannot_hold(tmp_path, dtype):
+    # It failed inside train(): "Value passed to parameter 'dense_defaults' has DataType int32".
+    path = inputs.write_tfrecord(ROWS, tmp_path / "data.tfrecord")[0]
+    spec = {**SPEC, "age": tf.io.FixedLenFeature([], dtype)}
+    with pytest.raises(ValueError, match=rf"'age' asks for {dtype.name}.*tf\.int64, tf\.float32"):
+        inputs.from_tfrecord(path, spec, "label")

@@ -154,7 +154,8 @@ def from_tfrecord(
 
     Raises:
       TypeError: ``feature_spec`` is not a dict.
-      ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a bad argument.
+      ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a dtype other than
+        ``tf.int64`` / ``tf.float32`` / ``tf.string`` in it, a bad argument.
       DataError: no file matches, a file is not TFRecord (or has another compression) or is
         truncated, or the first example lacks a feature the spec requires or stores one with
         another type or number of values.
@@ -180,6 +181,15 @@ def from_tfrecord(
             f"feature_spec[{label_key!r}] = tf.io.FixedLenFeature([], tf.int64)."
         )
     spec = dict(feature_spec)
+    for key, config in spec.items():
+        dtype = getattr(config, "dtype", None)
+        if dtype is not None and tf2.as_dtype(dtype) not in _LIST_OF_DTYPE:
+            # parse_example refuses it only inside train(), naming `dense_defaults`.
+            raise ValueError(
+                f"`feature_spec` {key!r} asks for {tf2.as_dtype(dtype).name}, which a "
+                "tf.train.Example cannot hold: ask for tf.int64, tf.float32 or tf.string (and "
+                f"cast in the model_fn). Got: {config!r}"
+            )
     files = _glob(file_pattern)
     _check_spec_against_data(files, spec, compression)
     check_complete(files, compression)
