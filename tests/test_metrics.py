@@ -124,6 +124,25 @@ def test_confusion_matrix_accumulates():
     np.testing.assert_allclose(got, expected, rtol=1e-9)
 
 
+def test_a_scalar_weight_counts_for_every_example():
+    # tf.compat.v1.metrics take one; these failed: "Shapes (4,) and (1,) are incompatible".
+    labels, predictions, _, _ = _data(seed=3)
+    got = _stream(
+        lambda **t: metrics.f1(num_classes=NUM_CLASSES, average="weighted", weights=2.0, **t),
+        {"labels": labels, "predictions": predictions},
+        shapes={"labels": (tf.int64, [None]), "predictions": (tf.int64, [None])},
+    )
+    expected = _sklearn("f1", labels, predictions, "weighted", None)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    matrix = _stream(
+        lambda **t: metrics.confusion_matrix(num_classes=NUM_CLASSES, weights=0.5, **t),
+        {"labels": labels, "predictions": predictions},
+        shapes={"labels": (tf.int64, [None]), "predictions": (tf.int64, [None])},
+    )
+    expected = skm.confusion_matrix(labels, predictions, labels=range(NUM_CLASSES)) * 0.5
+    np.testing.assert_allclose(matrix, expected)
+
+
 @pytest.mark.parametrize("k", [1, 2, 3])
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 def test_recall_at_k_matches_numpy(k, weighted):

@@ -111,6 +111,9 @@ def _streaming_confusion_matrix(labels, predictions, num_classes, weights):
     labels = _flat(labels, "labels", tf.int64)
     predictions = _class_ids(predictions)
     if weights is not None:
+        weights = tf.convert_to_tensor(weights)
+        if weights.shape.rank == 0:  # one weight for every example, as tf.compat.v1.metrics allow
+            weights = tf.fill(tf.shape(labels), tf.cast(weights, tf.float64))
         weights = _flat(weights, "weights", tf.float64)
     total = _metric_variable([num_classes, num_classes], tf.float64, "total_confusion_matrix")
     batch = tf.math.confusion_matrix(
@@ -198,7 +201,8 @@ def confusion_matrix(
       labels: int tensor of true class ids, shape ``[batch]`` or ``[batch, 1]``.
       predictions: int tensor of predicted class ids, same shape as ``labels``.
       num_classes: number of classes (>= 2); ids must lie in ``[0, num_classes)``.
-      weights: optional per-example weights, shape ``[batch]`` or ``[batch, 1]``.
+      weights: optional per-example weights, shape ``[batch]`` or ``[batch, 1]``, or one
+        scalar for all.
       metrics_collections: collections to add ``value_op`` to.
       updates_collections: collections to add ``update_op`` to.
       name: variable scope name (default ``"confusion_matrix"``).
@@ -232,7 +236,8 @@ _SCORE_DOC = """Streaming multi-class {what}, averaged ``"micro"``, ``"macro"`` 
       num_classes: number of classes (>= 2); ids must lie in ``[0, num_classes)``.
       average: ``"macro"`` (the default, as the model_fn builders' bare ``"{metric}"``),
         ``"micro"`` or ``"weighted"`` (see the module docstring).
-      weights: optional per-example weights, shape ``[batch]`` or ``[batch, 1]``.
+      weights: optional per-example weights, shape ``[batch]`` or ``[batch, 1]``, or one
+        scalar for all.
       metrics_collections: collections to add ``value_op`` to.
       updates_collections: collections to add ``update_op`` to.
       name: variable scope name (default ``"{metric}"``).
@@ -351,7 +356,8 @@ def recall_at_k(
       labels: int tensor of true class ids, shape ``[batch]`` or ``[batch, 1]``.
       logits_or_probs: float tensor ``[batch, num_classes]`` of scores (any monotonic scale).
       k: how many top classes count as a hit (1 <= k <= num_classes).
-      weights: optional per-example weights, shape ``[batch]`` or ``[batch, 1]``.
+      weights: optional per-example weights, shape ``[batch]`` or ``[batch, 1]``, or one
+        scalar for all.
       metrics_collections: collections to add ``value_op`` to.
       updates_collections: collections to add ``update_op`` to.
       name: variable scope name (default ``"recall_at_<k>"``).
