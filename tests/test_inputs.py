@@ -112,6 +112,43 @@ def test_params_batch_size_is_checked_like_the_argument(tmp_path):
         est.train(fn, steps=1)
 
 
+def test_large_arrays_stay_out_of_the_graph_and_checkpoints(tmp_path, monkeypatch):
+    # In the graph, 40 MB of arrays made a 99 MB graph.pbtxt, a 166 MB events file and a
+    # 40 MB .meta per checkpoint. Above the limit (set low here) they are looked up by row.
+    from tfest_kit._tf import estimator
+
+    rng = np.random.RandomState(0)
+    x = rng.randn(4000, 64).astype(np.float32)  # 1 MB
+    y = (x[:, 0] > 0).astype(np.int64)
+    words = np.array([f"w{i}" for i in range(4000)])
+
+    def order(fn):
+        return [b[1].tolist() for b in _batches(fn())][:3]
+
+    embedded = inputs.from_arrays({"x": x, "w": words}, y, batch_size=16, seed=3)
+    monkeypatch.setattr(inputs, "_EMBEDDED_ARRAYS_LIMIT", 100_000)
+    looked_up = inputs.from_arrays({"x": x, "w": words}, y, batch_size=16, seed=3)
+    assert order(looked_up) == order(embedded)  # the same rows in the same order
+    first = inputs.from_arrays({"x": x, "w": words}, y, batch_size=8, shuffle=False)
+    feats, labels = _batches(first())[0]
+    assert feats["w"].tolist() == [f"w{i}".encode() for i in range(8)]
+    np.testing.assert_array_equal(feats["x"], x[:8])
+
+    def model_fn(features, labels, mode):
+        logits = tf.layers.dense(features["x"], 2)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.AdamOptimizer(0.05).minimize(loss, tf.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    model_dir = tmp_path / "model"
+    est = estimator.Estimator(model_fn, str(model_dir))
+    train_fn = inputs.from_arrays({"x": x}, y, batch_size=32, num_epochs=None, seed=0)
+    est.train(train_fn, max_steps=50)
+    assert est.evaluate(inputs.from_arrays({"x": x}, y, shuffle=False))["loss"] < 0.3
+    meta = model_dir / "model.ckpt-50.meta"
+    assert meta.stat().st_size < x.nbytes // 10, meta.stat().st_size
+
+
 # --------------------------------------------------------------------------- from_csv
 
 CSV = "sepal,petal,kind,species\n5.1,1.4,a,0\n4.9,1.3,b,1\n6.2,4.5,a,2\n5.8,,b,1\n"

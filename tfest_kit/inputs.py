@@ -131,7 +131,10 @@ def from_arrays(
 
     The replacement for the removed ``tf.compat.v1.estimator.inputs.numpy_input_fn`` and
     ``pandas_input_fn``. ``float64`` arrays are fed as ``float32``; object arrays of strings as
-    ``tf.string``.
+    ``tf.string``. Arrays of up to 16 MB in all become part of the graph; larger ones stay
+    in this process's memory and are read a batch at a time through ``tf.numpy_function``
+    (in the graph, Estimator would copy them into every checkpoint's ``.meta`` file), so
+    their ``input_fn`` runs only where it was built, not on a remote TPU host.
 
     Args:
       features: a dict ``{name: array}``, a pandas DataFrame (one feature per column) or a single
@@ -188,14 +191,42 @@ def from_arrays(
     num_rows = next(iter(lengths.values()))
     buffer = shuffle_buffer or min(num_rows, _DEFAULT_SHUFFLE_BUFFER)
 
+    data = feats if label_array is None else (feats, label_array)
+    embed = sum(array.nbytes for array in tf2.nest.flatten(data)) <= _EMBEDDED_ARRAYS_LIMIT
+
     def input_fn(params=None):
-        data = feats if label_array is None else (feats, label_array)
-        ds = tf2.data.Dataset.from_tensor_slices(data)
+        if embed:
+            ds = tf2.data.Dataset.from_tensor_slices(data)
+        else:
+            ds = tf2.data.Dataset.range(num_rows)  # row numbers, looked up batch by batch
         ds = _shuffle_repeat(ds, shuffle, buffer, num_epochs, seed)
         ds = ds.batch(_batch_size(params, batch_size), drop_remainder=drop_remainder)
+        if not embed:
+            ds = ds.map(lambda rows: _rows_of(data, rows), num_parallel_calls=AUTOTUNE)
         return ds.prefetch(AUTOTUNE)
 
     return input_fn
+
+
+# Arrays up to this many bytes in all become constants of the input_fn's graph; Estimator
+# writes that graph into graph.pbtxt, the events file and every checkpoint's .meta (40 MB of
+# data made 300 MB of files), and a graph cannot exceed 2 GB. Larger arrays stay in this
+# process and are looked up a batch at a time, as numpy_input_fn's feeding did.
+_EMBEDDED_ARRAYS_LIMIT = 16 << 20
+
+
+def _rows_of(data: Any, rows):
+    """``data``'s rows numbered by the tensor ``rows``, read from the NumPy arrays in Python."""
+    arrays = tf2.nest.flatten(data)
+    looked_up = tf2.numpy_function(
+        lambda index: [array[index] for array in arrays],
+        [rows],
+        [tf2.as_dtype(np.bytes_ if array.dtype.kind == "U" else array.dtype) for array in arrays],
+        stateful=False,
+    )
+    for tensor, array in zip(looked_up, arrays):
+        tensor.set_shape(rows.shape.concatenate(array.shape[1:]))
+    return tf2.nest.pack_sequence_as(data, looked_up)
 
 
 # --------------------------------------------------------------------------- CSV
