@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
+import warnings
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -660,7 +663,10 @@ def test_without_shuffling_files_are_read_in_the_order_given(tmp_path, kind):
     # followed the rows.
     paths = _class_shards(tmp_path, kind)
     fn = _build(kind, paths[::-1], shuffle=False, batch_size=50)
-    ids = np.concatenate([f["id"] for f, _ in _batches(fn())]).tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "`deterministic` argument has no effect" per call
+        dataset = fn()
+    ids = np.concatenate([f["id"] for f, _ in _batches(dataset)]).tolist()
     expected = [i for c in reversed(range(4)) for i in range(c * 64, (c + 1) * 64)]
     assert ids == expected
 
@@ -672,3 +678,21 @@ def test_from_tfrecord_names_a_dtype_examples_cannot_hold(tmp_path, dtype):
     spec = {**SPEC, "age": tf.io.FixedLenFeature([], dtype)}
     with pytest.raises(ValueError, match=rf"'age' asks for {dtype.name}.*tf\.int64, tf\.float32"):
         inputs.from_tfrecord(path, spec, "label")
+
+
+@pytest.mark.parametrize(
+    "data, compression, fix",
+    [
+        (gzip.compress(b"a,b\n1,2\n"), None, "it is GZIP-compressed: pass compression='GZIP'"),
+        (b"a,b\n1,2\n", "GZIP", "check that it is GZIP-compressed, or pass compression=None"),
+        (b"a,b\n1,2\n", "ZLIB", "check that it is ZLIB-compressed, or pass compression=None"),
+        (zlib.compress(b"a,b\n1,2\n"), "GZIP", "check that it is GZIP-compressed"),
+        ("a,b\nK\u00f8ln,2\n".encode("latin-1"), None, "not UTF-8 text: save it as UTF-8"),
+    ],
+)
+def test_from_csv_names_a_file_it_cannot_read_and_the_fix(tmp_path, data, compression, fix):
+    # gzip's BadGzipFile, zlib.error and UnicodeDecodeError came out bare, naming no file.
+    path = tmp_path / "data.csv"
+    path.write_bytes(data)
+    with pytest.raises(inputs.DataError, match=rf"data\.csv: cannot read it .*{re.escape(fix)}"):
+        inputs.from_csv(str(path), label_name="b", compression=compression)

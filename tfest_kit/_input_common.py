@@ -83,10 +83,12 @@ def _read_files(
     if files_at_once is None:
         files_at_once = _FILES_AT_ONCE if shuffle else 1
     cycle = max(1, min(files_at_once, len(files)))
+    if cycle == 1:
+        return paths.interleave(read, cycle_length=1)
     return paths.interleave(
         read,
         cycle_length=cycle,
-        num_parallel_calls=AUTOTUNE if cycle > 1 else None,
+        num_parallel_calls=AUTOTUNE,
         # Parallel reads may come back in any order, unless a seed asked for one.
         deterministic=not shuffle or seed is not None,
     )

@@ -237,8 +237,46 @@ def _open_text(path: str, compression: Optional[str]):
         return gzip.open(tf2.io.gfile.GFile(path, "rb"), "rt", newline="")
     if compression == "ZLIB":
         raw = tf2.io.gfile.GFile(path, "rb").read()
-        return io.StringIO(zlib.decompress(raw).decode("utf-8"), newline="")
+        try:
+            return io.StringIO(zlib.decompress(raw).decode("utf-8"), newline="")
+        except _READ_ERRORS as error:
+            raise _unreadable(path, compression, error) from error
     return tf2.io.gfile.GFile(path, "r")
+
+
+# What reading a file with the wrong compression or encoding raises, from gzip, zlib or codecs.
+_READ_ERRORS = (OSError, EOFError, zlib.error, UnicodeDecodeError)
+
+
+class _ReadErrorsNamed:
+    """A text file's lines; a read error becomes a DataError naming the file and the fix."""
+
+    def __init__(self, handle, path: str, compression: Optional[str]) -> None:
+        self._handle, self._path, self._compression = handle, path, compression
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._handle)
+        except _READ_ERRORS as error:
+            raise _unreadable(self._path, self._compression, error) from error
+
+
+def _unreadable(path: str, compression: Optional[str], error: Exception) -> DataError:
+    """A DataError for a CSV file that cannot be read as text with ``compression``."""
+    with tf2.io.gfile.GFile(path, "rb") as raw:
+        start = raw.read(2)
+    if start == b"\x1f\x8b" and compression != "GZIP":
+        fix = "it is GZIP-compressed: pass compression='GZIP'"
+    elif compression is not None:
+        fix = f"check that it is {compression}-compressed, or pass compression=None"
+    elif isinstance(error, UnicodeDecodeError):
+        fix = "it is not UTF-8 text: save it as UTF-8"
+    else:
+        fix = "check that it is a CSV text file"
+    return DataError(f"{path}: cannot read it (compression={compression!r}): {fix}. ({error})")
 
 
 _INT32, _INT64, _FLOAT, _STRING = range(4)  # column kinds, in the order they widen
@@ -315,7 +353,7 @@ def _scan_csv(
     kinds: Optional[list[int]] = None
     for path in files:
         with _open_text(path, compression) as handle:
-            reader = csv.reader(handle, delimiter=delim)
+            reader = csv.reader(_ReadErrorsNamed(handle, path, compression), delimiter=delim)
             if header:
                 head = next(reader, None)
                 if head is None:
