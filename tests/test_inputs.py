@@ -696,3 +696,31 @@ def test_from_csv_names_a_file_it_cannot_read_and_the_fix(tmp_path, data, compre
     path.write_bytes(data)
     with pytest.raises(inputs.DataError, match=rf"data\.csv: cannot read it .*{re.escape(fix)}"):
         inputs.from_csv(str(path), label_name="b", compression=compression)
+
+
+@pytest.mark.parametrize(
+    "value, error, match",
+    [
+        (None, TypeError, r"Row 1, feature 'age' is None \(a missing value\?\).*Leave the key out"),
+        ([[1, 2], [3]], TypeError, r"Row 1, feature 'age': nested lists of different lengths"),
+        (2**63, ValueError, r"Row 1, feature 'age': 9223372036854775808 is outside int64"),
+    ],
+)
+def test_write_tfrecord_names_the_row_and_feature_of_a_value_it_cannot_write(
+    tmp_path, value, error, match
+):
+    # They were "mixed value types", NumPy's "inhomogeneous shape" and protobuf's bare "Value
+    # out of range", none naming the row or the feature.
+    rows = [{"age": 30}, {"age": value}]
+    with pytest.raises(error, match=match):
+        inputs.write_tfrecord(rows, tmp_path / "data.tfrecord")
+
+
+def test_write_tfrecord_warns_when_floats_round_large_ints(tmp_path, tf_log_lines):
+    inputs.write_tfrecord([{"id": 2**53 + 1}, {"id": 0.5}], tmp_path / "a.tfrecord")
+    [warning] = [line for line in tf_log_lines if "2**24" in line]
+    assert "feature 'id'" in warning and "9007199254740993" in warning
+    tf_log_lines.clear()
+    inputs.write_tfrecord([{"id": 2**53 + 1}, {"id": 7}], tmp_path / "b.tfrecord")  # ints only
+    inputs.write_tfrecord([{"id": 1000}, {"id": 0.5}], tmp_path / "c.tfrecord")  # exact
+    assert not [line for line in tf_log_lines if "2**24" in line]

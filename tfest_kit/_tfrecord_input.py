@@ -222,16 +222,39 @@ def from_tfrecord(
 _KIND_NAMES = {0: "int64", 1: "float", 2: "bytes"}
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
     """Returns (kind, flat list of values); kind None for an empty list."""
-    values = np.asarray(value)
-    if values.dtype == object and values.ndim > 0:
-        values = np.asarray(list(values.ravel()))
+    where = f"Row {row}, feature {key!r}"
+    if value is None:
+        raise TypeError(
+            f"{where} is None (a missing value?): a tf.train.Example has no missing values. "
+            "Leave the key out of that row (the reader's default_value then fills it) or write "
+            "a value."
+        )
+    try:
+        values = np.asarray(value)
+        if values.dtype == object and values.ndim > 0:
+            values = np.asarray(list(values.ravel()))
+    except ValueError as error:  # NumPy: "inhomogeneous shape"
+        raise TypeError(
+            f"{where}: nested lists of different lengths; a feature is one list of values "
+            f"(flatten it, or write one feature per inner list). Got: {value!r}"
+        ) from error
     flat = values.ravel().tolist() if values.ndim else [values.item()]
     if values.size == 0:
         return None, []
     if values.dtype.kind in "biu":
-        return 0, [int(v) for v in flat]
+        ints = [int(v) for v in flat]
+        outside = [v for v in ints if not _INT64_MIN <= v <= _INT64_MAX]
+        if outside:
+            raise ValueError(
+                f"{where}: {outside[0]} is outside int64, the only integer type a "
+                "tf.train.Example holds; write it as a string (bytes_list) or scale it."
+            )
+        return 0, ints
     if values.dtype.kind == "f":
         return 1, [float(v) for v in flat]
     if values.dtype.kind in "SUO":
@@ -239,7 +262,7 @@ def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
         for v in flat:
             if not isinstance(v, (str, bytes)):
                 raise TypeError(
-                    f"Row {row}, feature {key!r}: mixed value types; expected numbers or strings. "
+                    f"{where}: mixed value types; expected numbers or strings (no None). "
                     f"Got: {value!r}"
                 )
             out.append(v.encode("utf-8") if isinstance(v, str) else v)
@@ -278,6 +301,7 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
                 kinds[key] = max(seen, kind)
             entry[str(key)] = (kind, values)
         converted.append(entry)
+    _warn_inexact_floats(converted, kinds)
     serialized = []
     for entry in converted:
         feature = {
@@ -286,6 +310,34 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
         example = tf2.train.Example(features=tf2.train.Features(feature=feature))
         serialized.append(example.SerializeToString())
     return serialized
+
+
+# float32, which a float_list holds, has every integer only up to 2**24.
+_FLOAT32_EXACT_INTS = 2**24
+
+
+def _warn_inexact_floats(converted: list[dict], kinds: dict[str, int]) -> None:
+    """Warns about int values a key's float_list (it also holds floats) cannot hold exactly."""
+    for key, kind in kinds.items():
+        if kind != 1:
+            continue
+        big = [
+            v
+            for entry in converted
+            if entry.get(key, (None,))[0] == 0
+            for v in entry[key][1]
+            if abs(v) > _FLOAT32_EXACT_INTS
+        ]
+        if big:
+            tf.logging.warning(
+                "write_tfrecord: feature %r holds floats in some rows, so all its values are "
+                "written as float32, which holds integers exactly only up to 2**24; %d int "
+                "value(s) are larger (e.g. %d) and are rounded. Write ids as ints only, or as "
+                "strings.",
+                key,
+                len(big),
+                big[0],
+            )
 
 
 def write_tfrecord(
@@ -299,7 +351,8 @@ def write_tfrecord(
 
     Each value's type decides its feature: ints and bools → ``int64_list``, floats →
     ``float_list``, ``str`` / ``bytes`` → ``bytes_list``; lists and arrays give multi-valued
-    features. A key whose values are ints in some rows and floats in others is written as floats.
+    features. A key whose values are ints in some rows and floats in others is written as floats
+    (float32: a warning names ints above 2**24, which it rounds).
     Rows are dealt round-robin over the shards.
 
     Args:
@@ -313,9 +366,10 @@ def write_tfrecord(
       The paths written, in shard order.
 
     Raises:
-      ValueError: ``num_shards`` < 1 or a bad ``compression``.
-      TypeError: a row that is not a dict, a value of an unsupported type, or a key holding
-        numbers in some rows and strings in others.
+      ValueError: ``num_shards`` < 1, a bad ``compression``, or an int outside int64.
+      TypeError: a row that is not a dict, a value of an unsupported type (None among them),
+        nested lists of different lengths, or a key holding numbers in some rows and strings
+        in others.
 
     Example:
 
