@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 
 from recipes import _previous_run as previous_run
 from recipes._interrupt import Run
+from tests.conftest import ROOT
 from tfest_kit._tf import tf, tf2
 
 
@@ -99,3 +103,18 @@ def test_ctrl_c_in_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path, 
     # The signal handler is put back: a second run trains on to the end.
     assert run.train(estimator, input_fn, 5) is False
     assert estimator.latest_checkpoint().endswith("model.ckpt-5")
+
+
+def test_ctrl_c_while_a_recipe_imports_tensorflow_is_one_line(tmp_path):
+    # Before main runs, KeyboardInterrupt came out of the import machinery: a 50-line traceback.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "recipes.iris_custom_estimator", f"--model_dir={tmp_path}"]
+    proc = subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(1.0)  # importing TensorFlow takes seconds
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert err == "iris_custom_estimator: interrupted\n", err
+    assert out == "" and proc.returncode == -signal.SIGINT
+    assert not os.listdir(tmp_path)
