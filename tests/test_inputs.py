@@ -123,7 +123,7 @@ def test_large_arrays_stay_out_of_the_graph_and_checkpoints(tmp_path, monkeypatc
     rng = np.random.RandomState(0)
     x = rng.randn(4000, 64).astype(np.float32)  # 1 MB
     y = (x[:, 0] > 0).astype(np.int64)
-    words = np.array([f"w{i}" for i in range(4000)])
+    words = np.array([f"w{i}" for i in range(3999)] + ["Köln"])  # and not only ASCII
 
     def order(fn):
         return [b[1].tolist() for b in _batches(fn())][:3]
@@ -136,6 +136,8 @@ def test_large_arrays_stay_out_of_the_graph_and_checkpoints(tmp_path, monkeypatc
     feats, labels = _batches(first())[0]
     assert feats["w"].tolist() == [f"w{i}".encode() for i in range(8)]
     np.testing.assert_array_equal(feats["x"], x[:8])
+    every = _batches(inputs.from_arrays({"x": x, "w": words}, batch_size=1000, shuffle=False)())
+    assert every[-1]["w"][-2:].tolist() == [b"w3998", "Köln".encode()]
 
     def model_fn(features, labels, mode):
         logits = tf.layers.dense(features["x"], 2)

@@ -215,11 +215,27 @@ def from_arrays(
 _EMBEDDED_ARRAYS_LIMIT = 16 << 20
 
 
-def _rows_of(data: Any, rows):
-    """``data``'s rows numbered by the tensor ``rows``, read from the NumPy arrays in Python."""
+def _rows_of(data: Any, rows: Any) -> Any:
+    """``data``'s rows numbered by the tensor ``rows``, read from the NumPy arrays in Python.
+
+    Args:
+      data: the features dict, or ``(features, labels)``, of NumPy arrays.
+      rows: an int64 tensor of row numbers (one batch).
+
+    Returns:
+      The same structure of tensors, holding those rows.
+    """
     arrays = tf2.nest.flatten(data)
+
+    def look_up(index):
+        # numpy_function turns str arrays into bytes as ASCII: encode them as UTF-8 first.
+        return [
+            np.char.encode(array[index], "utf-8") if array.dtype.kind == "U" else array[index]
+            for array in arrays
+        ]
+
     looked_up = tf2.numpy_function(
-        lambda index: [array[index] for array in arrays],
+        look_up,
         [rows],
         [tf2.as_dtype(np.bytes_ if array.dtype.kind == "U" else array.dtype) for array in arrays],
         stateful=False,
