@@ -660,6 +660,23 @@ def test_shuffling_mixes_files_in_an_order_the_seed_fixes(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ["csv", "tfrecord"])
+def test_without_a_seed_runconfigs_graph_seed_fixes_the_order(tmp_path, kind):
+    # Under Estimator the usual seed is RunConfig(tf_random_seed=…), the graph's: parallel
+    # reads allowed out of order gave another order in every graph.
+    fn = _build(kind, _class_shards(tmp_path, kind), shuffle=True, batch_size=16)
+
+    def order():
+        with tf.Graph().as_default():
+            tf.set_random_seed(42)
+            batch = tf.data.make_one_shot_iterator(fn()).get_next()
+            with tf.Session() as session:
+                return [session.run(batch)[1].tolist() for _ in range(6)]
+
+    first = order()
+    assert all(order() == first for _ in range(3))
+
+
+@pytest.mark.parametrize("kind", ["csv", "tfrecord"])
 def test_without_shuffling_files_are_read_in_the_order_given(tmp_path, kind):
     # from_csv interleaved the files' rows (0, 64, 128, 192, 1, …): predictions no longer
     # followed the rows.

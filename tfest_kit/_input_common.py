@@ -68,12 +68,12 @@ def _read_files(
     shuffle: bool,
     seed: Optional[int],
     files_at_once: Optional[int] = None,
-):
-    """The records of ``files``, each read by ``read(path)`` into a Dataset.
+) -> Any:
+    """A Dataset of the records of ``files``, each read by ``read(path)`` into a Dataset.
 
     Shuffling: files in a shuffled order, up to ``files_at_once`` (default 8) read at once and
     interleaved, so that the shuffle buffer mixes several shards (files of one class each
-    gave batches of one class), in an order a ``seed`` fixes. Not shuffling: one file after
+    gave batches of one class), in an order a seed fixes. Not shuffling: one file after
     another in the order given, so that predictions line up with the files' rows, unless
     ``files_at_once`` says otherwise.
     """
@@ -85,13 +85,9 @@ def _read_files(
     cycle = max(1, min(files_at_once, len(files)))
     if cycle == 1:
         return paths.interleave(read, cycle_length=1)
-    return paths.interleave(
-        read,
-        cycle_length=cycle,
-        num_parallel_calls=AUTOTUNE,
-        # Parallel reads may come back in any order, unless a seed asked for one.
-        deterministic=not shuffle or seed is not None,
-    )
+    # Deterministic (tf.data's default, which tf.data.Options can change): the order is then
+    # the shuffles', which a seed fixes, an op seed or RunConfig(tf_random_seed=…)'s.
+    return paths.interleave(read, cycle_length=cycle, num_parallel_calls=AUTOTUNE)
 
 
 def _describe_dir(directory: str) -> str:
