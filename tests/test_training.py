@@ -359,6 +359,36 @@ def test_a_signal_during_an_evaluation_stops_it(tmp_path, tf_log_lines):
     assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-40")
     assert sorted(metrics_by_step(est.eval_dir())) == [20]  # the second one not written
     assert metrics["global_step"] == 20
-    assert "SIGUSR1 received during an evaluation: stopped it; training stopped at step 40" in (
-        tf_log_lines
-    )
+    assert [line for line in tf_log_lines if "step 40" in line and "evaluat" in line] == [
+        "SIGUSR1 received during an evaluation, which stopped; training stopped at global step "
+        "40: its checkpoint is not evaluated (the resumed run evaluates the ones that follow); "
+        "newest eval metrics: step 20"
+    ]
+
+
+def test_a_signal_during_the_final_evaluation_lets_it_make_the_final_export(tmp_path):
+    # Skipped, the final export would never be made: the resumed run finds training complete
+    # and only evaluates.
+    model_dir = str(tmp_path / "model")
+    est = _estimator(model_dir)
+    receiver = serving.raw_receiver({"x": (tf.float32, [3])})
+    preemption = hooks.PreemptionHook(signals="SIGUSR1")
+    in_eval = _SignalAtEvalBatch(evaluation=2, batch=3)
+    previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    try:
+        metrics = tfest_kit.train_and_evaluate(
+            est,
+            _train_input_fn,
+            _eval_input_fn,
+            max_steps=40,
+            hooks=[preemption],
+            eval_hooks=[in_eval],
+            exporters=estimator.FinalExporter("final", receiver),
+            throttle_secs=0,
+        )
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert preemption.preempted == signal.SIGUSR1
+    assert in_eval.batches == 130  # the whole eval set
+    assert metrics["global_step"] == 40 and metrics["examples"] == len(X)
+    assert len(_exports(model_dir, "final")) == 1

@@ -137,18 +137,31 @@ class _NoEvalAfterPreemption(estimator_training._ContinuousEvalListener):
 
     Estimator evaluates (and exports) the final checkpoint however training ended. After a
     SIGTERM that evaluation can outlast the grace period, and after Ctrl-C it delays the
-    exit; the resumed run evaluates the checkpoints that follow.
+    exit; the resumed run evaluates the checkpoints that follow. A checkpoint at
+    ``max_steps`` is evaluated and exported all the same: no run would follow to do it.
+
+    Args:
+      train_hooks: the training hooks, among which the ``PreemptionHook``s.
+      model_dir: the Estimator's model_dir.
+      max_steps: the step training goes to.
     """
 
-    def __init__(self, train_hooks: list) -> None:
+    def __init__(self, train_hooks: list, model_dir: str, max_steps: int) -> None:
         self._train_hooks = train_hooks
+        self._model_dir = model_dir
+        self._max_steps = max_steps
 
     def before_eval(self) -> bool:
-        return not _preempted(self._train_hooks)
+        return not _preempted(self._train_hooks) or _at_max_steps(self._model_dir, self._max_steps)
 
 
 def _preempted(train_hooks: list) -> bool:
     return any(getattr(hook, "preempted", None) for hook in train_hooks)
+
+
+def _at_max_steps(model_dir: str, max_steps: int) -> bool:
+    step = saved_step(model_dir)
+    return step is not None and step >= max_steps
 
 
 class _EvaluationInterrupted(Exception):
@@ -161,14 +174,25 @@ class _StopEvalOnPreemption(tf_estimator.SessionRunHook):
     Locally, Estimator evaluates inside ``train()``, after a checkpoint is saved, where the
     training hooks do not run: Ctrl-C did nothing until the whole eval set was done. The
     evaluation is abandoned by an exception (its metrics are not written, no exporter runs);
-    the checkpoint it was evaluating is saved already.
+    the checkpoint it was evaluating is saved already. The evaluation of a checkpoint at
+    ``max_steps`` goes on: it makes the final export, which no later run would make.
+
+    Args:
+      train_hooks: the training hooks, among which the ``PreemptionHook``s.
+      model_dir: the Estimator's model_dir, whose latest checkpoint is being evaluated.
+      max_steps: the step training goes to.
     """
 
-    def __init__(self, train_hooks: list) -> None:
+    def __init__(self, train_hooks: list, model_dir: str, max_steps: int) -> None:
         self._train_hooks = train_hooks
+        self._model_dir = model_dir
+        self._max_steps = max_steps
+
+    def begin(self) -> None:
+        self._final = _at_max_steps(self._model_dir, self._max_steps)
 
     def after_run(self, run_context, run_values) -> None:
-        if _preempted(self._train_hooks):
+        if not self._final and _preempted(self._train_hooks):
             raise _EvaluationInterrupted()
 
 
@@ -241,7 +265,7 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
     if getattr(config, "_distribute_coordinator_mode", None):
         return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec), None
     if not config.cluster_spec and config.task_type != "evaluator":
-        listener = _NoEvalAfterPreemption(train_hooks)
+        listener = _NoEvalAfterPreemption(train_hooks, estimator.model_dir, train_spec.max_steps)
         result = estimator_training._TrainingExecutor(
             estimator, train_spec, eval_spec, continuous_eval_listener=listener
         ).run()
@@ -263,11 +287,11 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
     return executor.run(), listener.ended_at
 
 
-def _say_evaluation_interrupted(train_hooks: list, model_dir: str) -> None:
-    """Logs the signal that stopped an evaluation; puts back the signal handlers.
+def _release_preemption_hooks(train_hooks: list) -> Optional[str]:
+    """Puts back the signal handlers; returns the name of the signal received, if any.
 
-    The exception skipped the hooks' ``end()``, where a ``PreemptionHook`` puts back the
-    handlers it replaced (and its own line is logged by the training step that never came).
+    The exception that stopped an evaluation skipped the hooks' ``end()``, where a
+    ``PreemptionHook`` puts back the handlers it replaced.
     """
     names = []
     for hook in train_hooks:
@@ -275,11 +299,7 @@ def _say_evaluation_interrupted(train_hooks: list, model_dir: str) -> None:
             names.append(signal.Signals(hook.preempted).name)
         if isinstance(hook, PreemptionHook):
             hook.end(None)
-    tf.logging.warning(
-        "%s received during an evaluation: stopped it; training stopped at step %s",
-        names[0] if names else "A signal",
-        saved_step(model_dir),
-    )
+    return names[0] if names else None
 
 
 def _plain(value: Any) -> Any:
@@ -351,15 +371,20 @@ def train_and_evaluate(
     / ``_secs``) at most every ``throttle_secs``; the last checkpoint is always evaluated
     and passed to the exporters with ``is_the_final_export=True``, also after an early stop
     by ``tfest_kit.hooks.early_stopping`` (where the official call passes False, so a
-    ``FinalExporter`` exported nothing: here an exporter that exported nothing for that
-    checkpoint is asked again as the final export).
+    ``FinalExporter`` exported nothing): an exporter that skipped that checkpoint (returned
+    None, which the ``Exporter`` contract reserves for a skipped export) is called for it
+    once more, as the final export. ``LatestExporter``, ``BestExporter`` and
+    ``serving.best_exporter`` ignore the flag and are not called again.
 
-    After a ``tfest_kit.hooks.PreemptionHook`` among ``hooks`` stopped training (SIGTERM,
-    Ctrl-C), the checkpoint it stopped at is not evaluated or exported, so the program can
-    exit within a preemption's grace period; the newest metrics in the eval directory are
-    returned (``{}`` if there are none), and the resumed run evaluates later checkpoints.
-    An evaluation running when the signal arrives stops at its next batch, without writing
-    its metrics (locally Estimator evaluates inside ``train()``, where the hook cannot act).
+    After a ``tfest_kit.hooks.PreemptionHook`` among ``hooks`` stopped local training
+    (SIGTERM, Ctrl-C), the checkpoint it stopped at is not evaluated or exported, so the
+    program can exit within a preemption's grace period; the newest metrics in the eval
+    directory are returned (``{}`` if there are none), and the resumed run evaluates later
+    checkpoints. An evaluation running when the signal arrives stops at its next batch,
+    without writing its metrics (locally Estimator evaluates inside ``train()``, where the
+    hook cannot act). A checkpoint at ``max_steps`` is still evaluated and exported: no
+    later run would make its final export. (On a cluster the evaluator task evaluates every
+    checkpoint whatever the chief received.)
 
     Caveat: in a distributed run only the evaluator computes metrics; the official call
     returns ``None`` on every task. Here the chief, workers and the evaluator then return the
@@ -426,7 +451,7 @@ def train_and_evaluate(
 
     evaluation_hooks += [
         EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
-        _StopEvalOnPreemption(train_hooks),
+        _StopEvalOnPreemption(train_hooks, estimator.model_dir, max_steps),
     ]
     start_step = saved_step(estimator.model_dir)
 
@@ -444,26 +469,41 @@ def train_and_evaluate(
     if distributed_chief:
         # An earlier run's record would end this run's evaluator at that step.
         _forget_early_stop(estimator.model_dir)
+    interrupted_evaluation = None  # the signal that stopped an evaluation
     try:
         result, early_stop_step = _run(estimator, train_spec, eval_spec, train_hooks)
     except _EvaluationInterrupted:
         result, early_stop_step = (None, None), None  # as a local run returns
-        _say_evaluation_interrupted(train_hooks, estimator.model_dir)
+        interrupted_evaluation = _release_preemption_hooks(train_hooks) or "A signal"
     stopped_early = _stopped_early(train_hooks)
     if distributed_chief and stopped_early:
         _record_early_stop(estimator.model_dir)
     if early_stop_step is not None:
         for exporter in exporter_list:
             exporter.export_as_final(early_stop_step)
-    preempted = _preempted(train_hooks)
     metrics = result[0] if isinstance(result, tuple) else None
-    if preempted and isinstance(result, tuple):
-        # The final checkpoint was not evaluated (_NoEvalAfterPreemption).
+    last_step = saved_step(estimator.model_dir)
+    # Stopped by a signal before its last checkpoint was evaluated (_NoEvalAfterPreemption,
+    # _StopEvalOnPreemption): a checkpoint at max_steps is evaluated all the same.
+    preempted = (
+        _preempted(train_hooks)
+        and isinstance(result, tuple)
+        and (metrics or {}).get(tf.GraphKeys.GLOBAL_STEP) != last_step
+    )
+    if preempted:
         metrics = _newest_metrics(estimator.eval_dir(eval_name))
-        tf.logging.info(
-            "Training interrupted at global step %s: its checkpoint is not evaluated (the "
-            "resumed run evaluates the ones that follow); newest eval metrics: step %s",
-            saved_step(estimator.model_dir),
+        log, what = tf.logging.info, "Training interrupted"
+        if interrupted_evaluation:
+            log = tf.logging.warning
+            what = (
+                f"{interrupted_evaluation} received during an evaluation, which stopped; "
+                "training stopped"
+            )
+        log(
+            "%s at global step %s: its checkpoint is not evaluated (the resumed run evaluates "
+            "the ones that follow); newest eval metrics: step %s",
+            what,
+            last_step,
             metrics.get("global_step", "none"),
         )
     elif metrics is None and isinstance(result, tuple):
