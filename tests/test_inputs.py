@@ -350,6 +350,19 @@ def test_from_csv_refuses_a_numeric_column_with_a_few_other_fields(tmp_path):
     )
     [(feats, labels)] = _batches(fn())
     assert feats["x"].tolist() == [1.5, -1.0, 2.5, 3.5] and labels.dtype == np.int32
+    # An int default is as wide as it needs to be; one no integer column holds is named.
+    with pytest.raises(ValueError, match=r"column 'label' is outside int64.*float or a string"):
+        inputs.from_csv(
+            str(path), label_name="label", column_defaults={"label": np.uint64(2**64 - 1)}
+        )
+    fn = inputs.from_csv(
+        str(path),
+        label_name="label",
+        na_value="NA",
+        column_defaults={"y": "", "label": 2**40},
+        shuffle=False,
+    )
+    assert _batches(fn())[0][1].dtype == np.int64
 
     many = tmp_path / "many.csv"
     many.write_text("v,label\n1,0\n?,1\n2,0\n-,1\n?,0\n3,1\n4,0\n5,1\n")
@@ -723,6 +736,8 @@ def test_from_csv_names_a_file_it_cannot_read_and_the_fix(tmp_path, data, compre
         (None, TypeError, r"Row 1, feature 'age' is None \(a missing value\?\).*Leave the key out"),
         ([[1, 2], [3]], TypeError, r"Row 1, feature 'age': nested lists of different lengths"),
         (2**63, ValueError, r"Row 1, feature 'age': 9223372036854775808 is outside int64"),
+        ([1, 2**64], ValueError, r"Row 1, feature 'age': 1 is outside int64|2\*\*64|1844674"),
+        (-(2**63) - 1, ValueError, r"Row 1, feature 'age': -9223372036854775809 is outside"),
     ],
 )
 def test_write_tfrecord_names_the_row_and_feature_of_a_value_it_cannot_write(
@@ -742,4 +757,5 @@ def test_write_tfrecord_warns_when_floats_round_large_ints(tmp_path, tf_log_line
     tf_log_lines.clear()
     inputs.write_tfrecord([{"id": 2**53 + 1}, {"id": 7}], tmp_path / "b.tfrecord")  # ints only
     inputs.write_tfrecord([{"id": 1000}, {"id": 0.5}], tmp_path / "c.tfrecord")  # exact
+    inputs.write_tfrecord([{"id": 2**24 + 2}, {"id": 0.5}], tmp_path / "d.tfrecord")  # exact too
     assert not [line for line in tf_log_lines if "2**24" in line]

@@ -258,6 +258,12 @@ def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
     if values.dtype.kind == "f":
         return 1, [float(v) for v in flat]
     if values.dtype.kind in "SUO":
+        big = [v for v in flat if isinstance(v, int) and not isinstance(v, bool)]
+        if big and len(big) == len(flat):  # ints NumPy holds in no integer type
+            raise ValueError(
+                f"{where}: {big[0]} is outside int64, the only integer type a "
+                "tf.train.Example holds; write it as a string (bytes_list) or scale it."
+            )
         out = []
         for v in flat:
             if not isinstance(v, (str, bytes)):
@@ -312,7 +318,7 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
     return serialized
 
 
-# float32, which a float_list holds, has every integer only up to 2**24.
+# float32, which a float_list holds, has every integer only up to 2**24 (some above too).
 _FLOAT32_EXACT_INTS = 2**24
 
 
@@ -326,14 +332,13 @@ def _warn_inexact_floats(converted: list[dict], kinds: dict[str, int]) -> None:
             for entry in converted
             if entry.get(key, (None,))[0] == 0
             for v in entry[key][1]
-            if abs(v) > _FLOAT32_EXACT_INTS
+            if abs(v) > _FLOAT32_EXACT_INTS and int(np.float32(v)) != v
         ]
         if big:
             tf.logging.warning(
                 "write_tfrecord: feature %r holds floats in some rows, so all its values are "
-                "written as float32, which holds integers exactly only up to 2**24; %d int "
-                "value(s) are larger (e.g. %d) and are rounded. Write ids as ints only, or as "
-                "strings.",
+                "written as float32, which holds every integer only up to 2**24; %d int "
+                "value(s) are rounded (e.g. %d). Write ids as ints only, or as strings.",
                 key,
                 len(big),
                 big[0],

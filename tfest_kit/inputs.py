@@ -526,14 +526,26 @@ def _check_record_defaults(names: list[str], defaults: list[Any], indices: list[
     # The columns read, checked when the builder is called, not only when the input_fn builds
     # its graph inside train(); a column select_columns leaves out may hold anything.
     for i in indices:
-        if isinstance(defaults[i], bool) or not isinstance(defaults[i], _RECORD_DEFAULT_TYPES):
+        if isinstance(defaults[i], (bool, np.bool_)) or not isinstance(
+            defaults[i], _RECORD_DEFAULT_TYPES
+        ):
             raise TypeError(
                 f"`column_defaults` for column {names[i]!r} must be an int, float, str or a tf "
                 f"dtype. Got: {defaults[i]!r} ({type(defaults[i]).__name__})"
             )
+        if (
+            isinstance(defaults[i], (int, np.integer))
+            and not _INT64_MIN <= defaults[i] <= _INT64_MAX
+        ):
+            raise ValueError(
+                f"`column_defaults` for column {names[i]!r} is outside int64, the widest integer "
+                f"column: pass a float or a string default. Got: {defaults[i]!r}"
+            )
 
 
 _RECORD_DEFAULT_TYPES = (tf2.dtypes.DType, int, np.integer, float, np.floating, str, bytes)
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _record_default(value: Any):
@@ -546,7 +558,8 @@ def _record_default(value: Any):
         wide = value.dtype.itemsize > 4 or (value.dtype.kind == "u" and value.dtype.itemsize == 4)
         return tf2.constant([int(value)], tf2.int64 if wide else tf2.int32)
     if isinstance(value, int):
-        return tf2.constant([value], tf2.int32)
+        wide = not _INT32_MIN <= value <= _INT32_MAX
+        return tf2.constant([value], tf2.int64 if wide else tf2.int32)
     if isinstance(value, (float, np.floating)):
         return tf2.constant([float(value)], tf2.float32)
     return tf2.constant([value], tf2.string)
