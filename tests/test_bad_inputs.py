@@ -698,7 +698,8 @@ RUN_CASES = [
             _good_input_fn, steps=1, checkpoint_path=tf.train.latest_checkpoint(c.model_dir)
         ),
         ValueError,
-        r"`checkpoint_path` '.*model.ckpt-2' does not fit this model.*hidden/kernel",
+        r"restores, '.*model.ckpt-2' \(the `checkpoint_path` given.*does not fit this model"
+        r".*hidden/kernel",
     ),
     case(
         # Estimator's own message was "Key beta1_power not found in checkpoint".

@@ -484,9 +484,10 @@ def check_model_dir(
             problems.append(f"not in the checkpoint: {', '.join(missing[:10])}")
         if named:
             raise ValueError(
-                f"`checkpoint_path` {prefix!r} does not fit this model: {'; '.join(problems)}. "
-                "Pass a checkpoint of this model, or check that the features (input_fn or "
-                "serving receiver) are those it was trained on."
+                f"The checkpoint Estimator restores, {prefix!r} (the `checkpoint_path` given, "
+                f"or warm_start_from's when model_dir has none), does not fit this model: "
+                f"{'; '.join(problems)}. Pass a checkpoint of this model, or check that the "
+                "features (input_fn or serving receiver) are those it was trained on."
             )
         raise ValueError(
             f"`model_dir` {model_dir!r} holds a checkpoint ({prefix}) that does not fit this "

@@ -625,11 +625,29 @@ class TPUEstimator(tf_estimator.Estimator):
                 input_fn, mode=mode, params=params, config=self.config, input_context=input_context
             )
 
-    def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+    def evaluate(
+        self,
+        input_fn: Callable,
+        steps: Optional[int] = None,
+        hooks: Optional[list] = None,
+        checkpoint_path: Optional[str] = None,
+        name: Optional[str] = None,
+    ) -> dict:
         """As ``Estimator.evaluate``; ``params['batch_size'] = eval_batch_size``.
 
-        Unlike ``Estimator.evaluate``, it raises a ``ValueError`` where the official loop would
-        read a ``repeat()``ed Dataset forever (``steps=None``) or report zeros for no data.
+        Args:
+          input_fn: the evaluation ``input_fn`` (``params['batch_size']`` is set).
+          steps: batches to evaluate; None evaluates until the data ends.
+          hooks: evaluation ``SessionRunHook``s.
+          checkpoint_path: the checkpoint to evaluate; None: model_dir's latest.
+          name: the evaluation's name (metrics go to ``eval_dir(name)``).
+
+        Returns:
+          The metrics, as ``Estimator.evaluate`` returns them.
+
+        Raises:
+          ValueError: unlike ``Estimator.evaluate``, where the official loop would read a
+            ``repeat()``ed Dataset forever (``steps=None``) or report zeros for no data.
         """
         # Estimator does not hand the name on to the graph it builds; host_call summaries of
         # this evaluation go to eval_dir(name).
