@@ -746,8 +746,9 @@ def test_a_checkpoint_path_is_checked_instead_of_model_dirs_latest(ctx, tmp_path
     _estimator(ctx, _other_network, model_dir=other).train(_good_input_fn, steps=1)
     est = _estimator(ctx, model_dir=other)
     checkpoint = tf.train.latest_checkpoint(ctx.model_dir)
-    expected = ctx.estimator.evaluate(_good_input_fn, steps=2)
-    assert est.evaluate(_good_input_fn, steps=2, checkpoint_path=checkpoint) == expected
+    in_order = inputs.from_arrays({"x": X}, Y, batch_size=8, shuffle=False)
+    expected = ctx.estimator.evaluate(in_order)
+    assert est.evaluate(in_order, checkpoint_path=checkpoint) == pytest.approx(expected)
     rows = est.predict(lambda: inputs.from_arrays({"x": X[:3]})(), checkpoint_path=checkpoint)
     assert len(list(rows)) == 3
     export = est.export_saved_model(

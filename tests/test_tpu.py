@@ -169,24 +169,19 @@ def test_loss_is_logged_once_per_interval_without_false_warnings(trained):
     assert len(ignored) == 1 and "TPUConfig.num_shards" in ignored[0], ignored
 
 
-def test_loss_lines_that_would_not_be_shown_are_announced_once(model_dir, caplog):
+def test_loss_lines_that_would_not_be_shown_are_announced_once(model_dir):
     # TensorFlow shows WARNING and up by default: the fallback printed nothing, and said nothing.
     from tfest_kit import _progress
 
-    logger = logging.getLogger("tensorflow")
-    level = logger.level
     _progress._WARNED_INFO_HIDDEN.clear()
     rec = _Recorder()
     try:
-        logger.setLevel(logging.WARNING)
-        with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        with captured_tf_log(logging.WARNING) as messages:  # INFO hidden
             est = _estimator(model_dir, rec, use_tpu=False)
             est.train(_make_input_fn(rec, repeat=True), max_steps=2)
             est.train(_make_input_fn(rec, repeat=True), max_steps=4)
     finally:
-        logger.setLevel(level)
         _progress._WARNED_INFO_HIDDEN.clear()
-    messages = [r.getMessage() for r in caplog.records]
     assert [m for m in messages if "Loss lines" in m] == [
         "Loss lines (LossLoggingHook, which tfest_kit's TPUEstimator adds) will not appear: "
         "TensorFlow's INFO lines are not shown. Call tfest_kit.logs.setup() (or "
