@@ -283,12 +283,13 @@ class _SignalAtStep(estimator.SessionRunHook):
             os.kill(os.getpid(), signal.SIGUSR1)
 
 
-def test_preempted_training_skips_the_final_evaluation(tmp_path, tf_log_lines):
-    # Estimator evaluated (and exported) the checkpoint a SIGTERM stopped training at before
-    # train_and_evaluate returned: with a large eval set, past a preemption's grace period.
-    model_dir = str(tmp_path / "model")
+def _run_with_sigusr1(model_dir, max_steps, sender, *, in_eval=False, exporters=()):
+    """train_and_evaluate with a PreemptionHook for SIGUSR1 and ``sender``, a hook that sends it.
+
+    Returns:
+      (estimator, metrics, the SIGUSR1 handler in place when train_and_evaluate returned).
+    """
     est = _estimator(model_dir)
-    receiver = serving.raw_receiver({"x": (tf.float32, [3])})
     preemption = hooks.PreemptionHook(signals="SIGUSR1")
     previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     try:
@@ -296,14 +297,26 @@ def test_preempted_training_skips_the_final_evaluation(tmp_path, tf_log_lines):
             est,
             _train_input_fn,
             _eval_input_fn,
-            max_steps=400,
-            hooks=[_SignalAtStep(25), preemption],
-            exporters=estimator.LatestExporter("latest", receiver),
+            max_steps=max_steps,
+            hooks=[preemption] if in_eval else [sender, preemption],
+            eval_hooks=[sender] if in_eval else [],
+            exporters=exporters,
             throttle_secs=0,
         )
+        handler = signal.getsignal(signal.SIGUSR1)
     finally:
         signal.signal(signal.SIGUSR1, previous)
     assert preemption.preempted == signal.SIGUSR1
+    return est, metrics, handler
+
+
+def test_preempted_training_skips_the_final_evaluation(tmp_path, tf_log_lines):
+    # Estimator evaluated (and exported) the checkpoint a SIGTERM stopped training at before
+    # train_and_evaluate returned: with a large eval set, past a preemption's grace period.
+    model_dir = str(tmp_path / "model")
+    receiver = serving.raw_receiver({"x": (tf.float32, [3])})
+    latest = estimator.LatestExporter("latest", receiver)
+    est, metrics, _ = _run_with_sigusr1(model_dir, 400, _SignalAtStep(25), exporters=latest)
     assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-25")
     assert sorted(metrics_by_step(est.eval_dir())) == [20]
     assert metrics["global_step"] == 20 and metrics["examples"] == len(X)
@@ -336,25 +349,10 @@ def test_a_signal_during_an_evaluation_stops_it(tmp_path, tf_log_lines):
     # Locally the evaluations run inside train(), where the training hooks do not: Ctrl-C
     # waited for the whole eval set (130 batches here) before anything stopped.
     model_dir = str(tmp_path / "model")
-    est = _estimator(model_dir)
-    preemption = hooks.PreemptionHook(signals="SIGUSR1")
     in_eval = _SignalAtEvalBatch(evaluation=2, batch=3)
-    previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    try:
-        metrics = tfest_kit.train_and_evaluate(
-            est,
-            _train_input_fn,
-            _eval_input_fn,
-            max_steps=400,
-            hooks=[preemption],
-            eval_hooks=[in_eval],
-            throttle_secs=0,
-        )
-        # The handler the hook replaced is back (the run ended in an exception, not end()).
-        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
-    assert preemption.preempted == signal.SIGUSR1
+    est, metrics, handler = _run_with_sigusr1(model_dir, 400, in_eval, in_eval=True)
+    # The handler the hook replaced is back (the run ended in an exception, not end()).
+    assert handler == signal.SIG_IGN
     assert (in_eval.evaluations, in_eval.batches) == (2, 3)
     assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-40")
     assert sorted(metrics_by_step(est.eval_dir())) == [20]  # the second one not written
@@ -370,25 +368,10 @@ def test_a_signal_during_the_final_evaluation_lets_it_make_the_final_export(tmp_
     # Skipped, the final export would never be made: the resumed run finds training complete
     # and only evaluates.
     model_dir = str(tmp_path / "model")
-    est = _estimator(model_dir)
     receiver = serving.raw_receiver({"x": (tf.float32, [3])})
-    preemption = hooks.PreemptionHook(signals="SIGUSR1")
     in_eval = _SignalAtEvalBatch(evaluation=2, batch=3)
-    previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    try:
-        metrics = tfest_kit.train_and_evaluate(
-            est,
-            _train_input_fn,
-            _eval_input_fn,
-            max_steps=40,
-            hooks=[preemption],
-            eval_hooks=[in_eval],
-            exporters=estimator.FinalExporter("final", receiver),
-            throttle_secs=0,
-        )
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
-    assert preemption.preempted == signal.SIGUSR1
+    final = estimator.FinalExporter("final", receiver)
+    _, metrics, _ = _run_with_sigusr1(model_dir, 40, in_eval, in_eval=True, exporters=final)
     assert in_eval.batches == 130  # the whole eval set
     assert metrics["global_step"] == 40 and metrics["examples"] == len(X)
     assert len(_exports(model_dir, "final")) == 1
