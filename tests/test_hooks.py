@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import captured_tf_log
+from tests.signal_hooks import SignalAtStep
 from tfest_kit import TfestKitError, hooks
 from tfest_kit import _progress as progress
 from tfest_kit._metric_direction import higher_is_better
@@ -511,16 +512,6 @@ def test_preemption_hooks_several_at_once_and_after_a_failed_run(tmp_path, tf_lo
         signal.signal(signal.SIGUSR1, previous)
 
 
-class _SignalAtStep(tf.train.SessionRunHook):
-    def __init__(self, step):
-        self._step, self._runs = step, 0
-
-    def after_run(self, run_context, run_values):
-        self._runs += 1
-        if self._runs == self._step:
-            os.kill(os.getpid(), signal.SIGUSR1)
-
-
 @pytest.mark.parametrize("checkpoints", [True, False])
 def test_preemption_hook_in_estimator_says_it_in_one_line(tmp_path, tf_log_lines, checkpoints):
     # The line used to hedge about internals ("The session's CheckpointSaverHook, if it has
@@ -533,7 +524,7 @@ def test_preemption_hook_in_estimator_says_it_in_one_line(tmp_path, tf_log_lines
     try:
         preemption = hooks.PreemptionHook(signals=[signal.SIGUSR1])
         progress_hook = hooks.ProgressHook(every_n_steps=100, total_steps=50)
-        est.train(_input_fn(), max_steps=50, hooks=[_SignalAtStep(3), preemption, progress_hook])
+        est.train(_input_fn(), max_steps=50, hooks=[SignalAtStep(3), preemption, progress_hook])
     finally:
         signal.signal(signal.SIGUSR1, previous)
     lines = [line for line in tf_log_lines if line.startswith("SIGUSR1 received")]
@@ -555,7 +546,7 @@ def test_preemption_hook_resuming_without_checkpoints_claims_no_save(tmp_path, t
     previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     try:
         preemption = hooks.PreemptionHook(signals=[signal.SIGUSR1])
-        est.train(_input_fn(), max_steps=50, hooks=[_SignalAtStep(3), preemption])
+        est.train(_input_fn(), max_steps=50, hooks=[SignalAtStep(3), preemption])
     finally:
         signal.signal(signal.SIGUSR1, previous)
     lines = [line for line in tf_log_lines if line.startswith("SIGUSR1 received")]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tfest_kit
+from tests.signal_hooks import SignalAtStep
 from tfest_kit import hooks, serving, training
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._tf import estimator, tf
@@ -273,16 +274,6 @@ def test_early_stop_still_makes_the_final_export(tmp_path, tf_log_lines):
     ]
 
 
-class _SignalAtStep(estimator.SessionRunHook):
-    def __init__(self, step):
-        self._step, self._runs = step, 0
-
-    def after_run(self, run_context, run_values):
-        self._runs += 1
-        if self._runs == self._step:
-            os.kill(os.getpid(), signal.SIGUSR1)
-
-
 def _run_with_sigusr1(model_dir, max_steps, sender, *, in_eval=False, exporters=()):
     """train_and_evaluate with a PreemptionHook for SIGUSR1 and ``sender``, a hook that sends it.
 
@@ -316,7 +307,7 @@ def test_preempted_training_skips_the_final_evaluation(tmp_path, tf_log_lines):
     model_dir = str(tmp_path / "model")
     receiver = serving.raw_receiver({"x": (tf.float32, [3])})
     latest = estimator.LatestExporter("latest", receiver)
-    est, metrics, _ = _run_with_sigusr1(model_dir, 400, _SignalAtStep(25), exporters=latest)
+    est, metrics, _ = _run_with_sigusr1(model_dir, 400, SignalAtStep(25), exporters=latest)
     assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-25")
     assert sorted(metrics_by_step(est.eval_dir())) == [20]
     assert metrics["global_step"] == 20 and metrics["examples"] == len(X)
