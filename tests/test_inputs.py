@@ -297,6 +297,22 @@ def test_from_csv_column_empty_in_the_rows_read_is_float(tmp_path):
     assert feats["x"].dtype == np.int32 and len(labels) == 151
 
 
+def test_from_csv_refuses_a_mostly_missing_numeric_column(tmp_path):
+    # Numbers and one missing-value marker is a numeric column with gaps, however many: read as
+    # strings, it failed far from the file ("Pack Op have types [string, float32]").
+    path = tmp_path / "data.csv"
+    path.write_text("age,code,label\nNA,a,0\nNA,b,1\n31.5,7,0\nNA,c,1\n")
+    with pytest.raises(
+        inputs.DataError, match=r"data\.csv:2: column 'age' holds numbers but also 'NA' .*3 non"
+    ):
+        inputs.from_csv(str(path), label_name="label")
+    fn = inputs.from_csv(str(path), label_name="label", na_value="NA", shuffle=False)
+    [(feats, _)] = _batches(fn())
+    assert feats["age"].dtype == np.float32 and feats["age"].tolist() == [0.0, 0.0, 31.5, 0.0]
+    # Other text with a few numbers is still a string column.
+    assert feats["code"].tolist() == [b"a", b"b", b"7", b"c"]
+
+
 def test_from_csv_rejects_files_whose_headers_differ(tmp_path):
     (tmp_path / "a.csv").write_text("x,y,label\n1,2,0\n")
     (tmp_path / "b.csv").write_text("y,x,label\n3,4,1\n")  # same width, columns swapped

@@ -446,12 +446,25 @@ def _is_text_default(default: Any) -> bool:
     return isinstance(default, (str, bytes))
 
 
+# The missing-value markers pandas reads as NaN by default (``nan`` parses as a float here), and
+# the "?" of the UCI datasets.
+_MISSING_MARKERS = frozenset(
+    ["#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA"]
+    + ["NULL", "None", "n/a", "null", "?"]
+)
+
+
 def _numbers_with_stray_text(text: _ColumnText, header: bool) -> bool:
     """Tells whether an inferred column is numeric but for a few fields (or a header line)."""
     if not text.numbers or not text.texts:
         return False
     # header=False on a file with a header: its field is a numeric column's only text.
     if not header and text.only_first_rows:
+        return True
+    # Numbers and one missing-value marker, however often it occurs, is a numeric column with
+    # gaps (a mostly-"NA" column read as strings fails far from the file).
+    # (``tokens`` holds every distinct text while there are fewer than five.)
+    if len(text.tokens) == 1 and next(iter(text.tokens)).strip() in _MISSING_MARKERS:
         return True
     # A string column may hold a few numbers ("7" among city names); mostly numbers means bad
     # fields in a numeric column.
@@ -471,7 +484,8 @@ def _check_numeric_columns(
     Inferred, such a column would become a string column and fail far from the file, where
     the model stacks it with numbers ("Pack Op have types [string, float32]"); with a numeric
     ``column_defaults`` entry CsvDataset itself fails at the first batch, naming no file.
-    A column of mostly non-numeric fields stays a string column.
+    A column of mostly non-numeric fields stays a string column, unless they are all one
+    missing-value marker ("NA", "?", "NULL"...).
     """
     for col in indices:
         name, text = names[col], texts[col]
@@ -591,8 +605,10 @@ def from_csv(
     types are inferred (int32, int64 beyond its range, float32, string; empty and ``na_value``
     fields are ignored, and a column with no other value is float32) unless
     ``column_defaults`` gives them. A column of mostly numbers with a few other fields
-    (``"NA"``, ``"?"``, ``"1,000"``) is refused rather than read as strings, and so are
-    non-numeric fields in a column that ``column_defaults`` gives a numeric type.
+    (``"NA"``, ``"?"``, ``"1,000"``), or of numbers and one missing-value marker however often
+    it occurs (``"NA"``, ``"?"``, ``"NULL"``), is refused rather than read as strings (the error
+    says to pass ``na_value``), and so are non-numeric fields in a column that
+    ``column_defaults`` gives a numeric type.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train-*.csv"``).
