@@ -2,5 +2,6 @@
 
 Run ``python -m benchmarks [--quick] [--cases a,b] [--repeats N]``; see ``benchmarks/_harness.py``
 for how cases are run and ``benchmarks/cases/`` for what each one measures. Results go to
-``benchmarks/results/latest.md`` and ``latest.json`` (``quick.*`` for ``--quick``).
+``benchmarks/results/latest.md`` and ``latest.json`` from a run of every case without errors,
+``quick.*`` for ``--quick`` and ``partial.*`` for any other run.
 """

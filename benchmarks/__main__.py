@@ -4,12 +4,18 @@ Example:
 
     python -m benchmarks                          # full run -> benchmarks/results/latest.md
     python -m benchmarks --quick                  # < 3 min smoke run -> results/quick.md
-    python -m benchmarks --cases mlp,serving --repeats 5
+    python -m benchmarks --cases mlp,serving --repeats 5   # -> results/partial.md
+
+Only a run of every case in which no variant failed writes ``latest``; a subset of the cases,
+or a run with errors, writes ``partial`` so that it never replaces the last complete results.
+Exit status: 1 when any variant raised, returned bad metrics or timed out; 0 otherwise, even
+when goals FAIL (a goal not met is a result, not a failure of the run).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sys
@@ -23,7 +29,8 @@ _RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 def _case_list(text: str) -> list:
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    # Repeated names would run a case twice as often and list its goals twice: keep the first.
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
     unknown = [n for n in names if n not in _harness.CASE_NAMES]
     if not names or unknown:
         raise argparse.ArgumentTypeError(
@@ -40,6 +47,47 @@ def _repeats(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"--repeats must be an int >= 1. Got: {text!r}")
     return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"--timeout must be a positive, finite number of seconds. Got: {text!r}"
+        )
+    return value
+
+
+def _check_out_dir(parser: argparse.ArgumentParser, out_dir: str) -> None:
+    """Creates ``out_dir`` and checks a file can be written there, before a run of minutes."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        parser.error(
+            f"--out-dir {out_dir!r} is a file, not a directory; pass a directory (one that "
+            "does not exist yet is created)"
+        )
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        # A real write, not os.access: access() says yes to root even where writes fail.
+        with tempfile.TemporaryFile(dir=out_dir):
+            pass
+    except OSError as e:
+        parser.error(
+            f"--out-dir {out_dir!r} cannot be created or written to ({e.strerror or e}); "
+            "choose another --out-dir or fix its permissions"
+        )
+
+
+def _stem(args: argparse.Namespace, results: _harness.Results) -> str:
+    """The report's file name stem: only a complete, error-free full run replaces latest.*."""
+    if args.stem:
+        return args.stem
+    if args.quick:
+        return "quick"
+    complete = set(args.cases) == set(_harness.CASE_NAMES) and not results.errors
+    return "latest" if complete else "partial"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,19 +115,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="where <stem>.md and <stem>.json go (default benchmarks/results)",
     )
     parser.add_argument(
-        "--stem", default=None, help="file name stem (default latest, or quick with --quick)"
+        "--stem",
+        default=None,
+        help="file name stem (default: quick with --quick; latest for a run of every case "
+        "without errors; partial otherwise)",
     )
     parser.add_argument(
         "--workdir", default=None, help="scratch directory to keep (default: a temp dir)"
     )
     parser.add_argument(
-        "--timeout", type=float, default=900.0, help="seconds per child process (default 900)"
+        "--timeout", type=_seconds, default=900.0, help="seconds per child process (default 900)"
     )
     return parser
 
 
 def main(argv: Optional[list] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_out_dir(parser, args.out_dir)
     if args.repeats < 3:
         print(f"note: --repeats {args.repeats} < 3; medians of fewer than 3 runs are fragile")
     start = time.time()
@@ -106,13 +159,18 @@ def main(argv: Optional[list] = None) -> int:
         "quick": args.quick,
         "seconds": time.time() - start,
     }
-    stem = args.stem or ("quick" if args.quick else "latest")
+    stem = _stem(args, results)
     md_path, json_path = _harness.write_report(
         results, goals, machine, settings, args.out_dir, stem
     )
     with open(md_path) as f:
         print(f.read())
     print(f"wrote {md_path} and {json_path}")
+    if stem == "partial":
+        why = "with errors" if results.errors else "of some cases only"
+        print(
+            f"not latest.*: a run {why} writes partial.*, so latest.* stays the last complete run"
+        )
     return 1 if results.errors else 0
 
 

@@ -12,17 +12,26 @@ variant) gets its own process, so graph state, thread pools and caches never lea
 variants. ``--quick`` runs one process per repetition (importing TensorFlow costs 5-15 s a
 process): the ``isolate`` case (cold start) first, with only its quick variant, then every
 other case's variants in turn.
+
+A child's record is checked against the case's metric names (finite numbers only) before it
+counts; a variant that returns something else is reported as an error. Once every process has
+finished, a case's ``finish`` hook may derive metrics from the whole run (BERT-tiny's share of
+the matmul rate divides by the best matmul rate measured in any of its processes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import importlib
 import json
+import math
+import numbers
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -39,6 +48,7 @@ __all__ = [
     "Context",
     "Goal",
     "Results",
+    "metric_problem",
     "load_case",
     "run_benchmarks",
     "render_markdown",
@@ -59,6 +69,7 @@ class Metric:
     unit: str
     higher_is_better: bool = True
     compare: bool = True  # show a ratio against the baseline variant
+    derived: bool = False  # computed by the case's ``finish`` hook in the parent, not by run()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +85,10 @@ class Context:
 class Case:
     """A benchmark case: several variants measured by one ``run(variant, ctx)`` function.
 
-    ``run`` returns ``{metric name: value}`` (metrics a variant does not have are left out).
+    ``run`` returns ``{metric name: value}`` (metrics a variant does not have are left out),
+    every value a finite number. ``finish(results, key)``, if given, runs in the parent once
+    every process of the run has finished: it may add the values of ``derived`` metrics and
+    returns lines of notes for the report (``key`` is the name the case was run under).
     """
 
     name: str
@@ -85,6 +99,7 @@ class Case:
     run: Callable[[str, Context], dict]
     isolate: bool = False
     quick_variants: Optional[tuple] = None
+    finish: Optional[Callable[[Results, str], list]] = None
 
     def metric(self, name: str) -> Metric:
         for metric in self.metrics:
@@ -97,6 +112,33 @@ class Case:
         return [m.name for m in self.metrics]
 
 
+def metric_problem(case: Case, metrics: Any, *, derived: bool = False) -> Optional[str]:
+    """What is wrong with ``metrics`` as one measurement of ``case``, or None if nothing is.
+
+    ``derived``: whether the case's derived metrics may be in it (only its ``finish`` hook
+    adds them; a child's ``run`` must not).
+    """
+    names = [m.name for m in case.metrics if derived or not m.derived]
+    if not isinstance(metrics, dict) or not metrics:
+        return (
+            f"run() must return a non-empty dict {{metric name: number}} with metrics from "
+            f"{names}. Got: {metrics!r}"[:500]
+        )
+    unknown = [name for name in metrics if name not in names]
+    if unknown:
+        return f"run() returned unknown metric(s) {unknown}; case {case.name!r} measures {names}"
+    bad = {
+        name: value
+        for name, value in metrics.items()
+        if isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    }
+    if bad:
+        return f"run() returned values that are not finite numbers: {bad!r}"[:500]
+    return None
+
+
 class Results:
     """All values measured, keyed by (case, metric, variant); medians and ratios on demand."""
 
@@ -104,8 +146,13 @@ class Results:
         self.cases = cases
         self.values: dict[tuple, list] = {}
         self.errors: list[dict] = []
+        self.notes: list[str] = []  # shown under the table: how derived figures were made
 
     def add(self, case: str, variant: str, metrics: dict) -> None:
+        """Records one measurement; raises ValueError if it is not valid for the case."""
+        problem = metric_problem(self.cases[case], metrics, derived=True)
+        if problem:
+            raise ValueError(f"{case}/{variant}: {problem}")
         for name, value in metrics.items():
             self.values.setdefault((case, name, variant), []).append(float(value))
 
@@ -114,12 +161,19 @@ class Results:
         return statistics.median(values) if values else None
 
     def ratio(self, case: str, metric: str, variant: str, baseline: str) -> Optional[float]:
-        """How many times better ``variant`` is than ``baseline`` (> 1 = better)."""
+        """How many times better ``variant`` is than ``baseline`` (> 1 = better).
+
+        None only when either was not measured. A measured 0 is a result: it gives 0, or
+        infinity on the other side of the division (nan when both are 0), and goals judge it.
+        """
         value, base = self.median(case, metric, variant), self.median(case, metric, baseline)
-        if value is None or base is None or value == 0 or base == 0:
+        if value is None or base is None:
             return None
         higher = self.cases[case].metric(metric).higher_is_better
-        return value / base if higher else base / value
+        numerator, denominator = (value, base) if higher else (base, value)
+        if denominator == 0:
+            return math.nan if numerator == 0 else math.copysign(math.inf, numerator)
+        return numerator / denominator
 
     def rows(self) -> list[dict]:
         rows = []
@@ -159,27 +213,63 @@ class Goal:
     check: Callable[[Results], tuple]
 
 
+_FORMAT = re.compile(r"(?P<before>[^{}]*)\{:\.(?P<digits>\d+)(?P<kind>[fg%])\}(?P<after>[^{}]*)")
+
+
+def _parse_format(fmt: str) -> re.Match:
+    match = _FORMAT.fullmatch(fmt)
+    if match is None:
+        raise ValueError(
+            "fmt must hold exactly one field {:.Nf}, {:.Ng} or {:.N%} (text around it is "
+            f"kept). Got: {fmt!r}"
+        )
+    return match
+
+
+def _agreeing_text(value: float, fmt: re.Match, passes: Callable[[float], bool]) -> str:
+    """``value`` in ``fmt``, with digits added until the shown number gets the value's verdict.
+
+    Rounding 0.9996 to "1×" beside a "≥ 1.0×" goal, or 0.5996 to "60%" beside "≥ 60%", would
+    show a passing number next to FAIL.
+    """
+    kind, verdict = fmt["kind"], passes(value)
+    for digits in range(int(fmt["digits"]), int(fmt["digits"]) + 15):
+        number = format(value, f".{digits}{kind}")
+        shown = float(number.rstrip("%")) / (100 if kind == "%" else 1)
+        if passes(shown) == verdict:
+            break
+    return f"{fmt['before']}{number}{fmt['after']}"
+
+
 def ratio_goal(text, case, metric, variant, baseline, at_least) -> Goal:
     """A goal "variant is at least ``at_least`` × baseline" on one metric."""
+    fmt = _parse_format("{:.3g}×")
 
     def check(results: Results):
         ratio = results.ratio(case, metric, variant, baseline)
         if ratio is None:
             return "not measured", None
-        return f"{ratio:.3g}×", ratio >= at_least
+
+        def passes(number):
+            return number >= at_least
+
+        return _agreeing_text(ratio, fmt, passes), passes(ratio)
 
     return Goal(text, check)
 
 
 def value_goal(text, case, metric, variant, *, at_least=None, at_most=None, fmt="{:.3g}") -> Goal:
-    """A goal on the median of one metric."""
+    """A goal on the median of one metric; ``fmt`` as ``"{:.2f} s"`` (f, g or % formats)."""
+    parsed = _parse_format(fmt)
+
+    def passes(number):
+        return (at_least is None or number >= at_least) and (at_most is None or number <= at_most)
 
     def check(results: Results):
         value = results.median(case, metric, variant)
         if value is None:
             return "not measured", None
-        ok = (at_least is None or value >= at_least) and (at_most is None or value <= at_most)
-        return fmt.format(value), ok
+        return _agreeing_text(value, parsed, passes), passes(value)
 
     return Goal(text, check)
 
@@ -216,10 +306,18 @@ def _worker(argv: list) -> int:
             record: dict[str, Any] = {"case": case_name, "variant": variant}
             start = time.perf_counter()
             try:
-                record["metrics"] = case.run(variant, ctx)
+                metrics = case.run(variant, ctx)
             except Exception as e:  # noqa: BLE001 - one broken variant must not hide the rest
                 traceback.print_exc()
                 record["error"] = f"{type(e).__name__}: {e}"[:500]
+            else:
+                # Checked here as well as in the parent: a NumPy float32 or an object would
+                # otherwise break json.dumps and lose the records of the variants after it.
+                problem = metric_problem(case, metrics)
+                if problem:
+                    record["error"] = problem
+                else:
+                    record["metrics"] = {name: float(value) for name, value in metrics.items()}
             record["seconds"] = time.perf_counter() - start
             print(RESULT_PREFIX + json.dumps(record), flush=True)
     return 0
@@ -288,27 +386,40 @@ def _spawn(jobs: list, workdir: str, quick: bool, timeout: float, log) -> list[d
             text=True,
             timeout=timeout,
         )
+        stdout, stderr = proc.stdout, proc.stderr
+        ended = f"child exited {proc.returncode}"
+        failed = proc.returncode != 0
     except subprocess.TimeoutExpired as e:
-        return [
-            {"case": c, "variant": v, "error": f"timed out after {timeout:.0f} s ({e.cmd[-6:]})"}
-            for c, vs in jobs
-            for v in vs
-        ]
+        # The variants that finished before the timeout printed their records: keep them.
+        stdout, stderr = _text(e.stdout), _text(e.stderr)
+        ended = f"timed out: the child was stopped after {timeout:g} s (--timeout)"
+        failed = True
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    records = [
-        json.loads(line[len(RESULT_PREFIX) :])
-        for line in proc.stdout.splitlines()
-        if line.startswith(RESULT_PREFIX)
-    ]
+    records = _records(stdout)
     done = {(r["case"], r["variant"]) for r in records}
     missing = [(c, v) for c, vs in jobs for v in vs if (c, v) not in done]
-    if proc.returncode != 0 or missing or any("error" in r for r in records):
-        log(f"  child exited {proc.returncode}; stderr tail:\n{proc.stderr[-3000:]}")
+    if failed or missing or any("error" in r for r in records):
+        log(f"  {ended}; stderr tail:\n{stderr[-3000:]}")
     for case, variant in missing:
-        records.append(
-            {"case": case, "variant": variant, "error": f"child exited {proc.returncode}"}
-        )
+        records.append({"case": case, "variant": variant, "error": ended})
+    return records
+
+
+def _text(output) -> str:
+    """A child's partial output from ``TimeoutExpired``: bytes, text or None."""
+    if output is None:
+        return ""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output
+
+
+def _records(stdout: str) -> list[dict]:
+    records = []
+    for line in stdout.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            # A line cut short by the timeout's kill: that variant counts as missing.
+            with contextlib.suppress(json.JSONDecodeError):
+                records.append(json.loads(line[len(RESULT_PREFIX) :]))
     return records
 
 
@@ -365,17 +476,35 @@ def run_benchmarks(
             records = _spawn(jobs, workdir, quick, timeout, log)
             log(f"[{repeat + 1}/{repeats}] {label} ({time.time() - start:.1f} s)")
             for i, record in enumerate(records):
-                # The first variant in a process also pays its one-time set-up (imports, Keras
-                # and TensorFlow initialisation): its wall time is not the variant's speed.
-                first = " (with the process's set-up)" if i == 0 and len(records) > 1 else ""
-                seconds = record.get("seconds", 0)
-                log(f"    {record['case']}/{record['variant']}: {seconds:.1f} s wall{first}")
-                if "error" in record:
-                    log(f"  ERROR {record['case']}/{record['variant']}: {record['error']}")
-                    results.errors.append({**record, "repeat": repeat})
-                else:
-                    results.add(record["case"], record["variant"], record["metrics"])
+                _take(results, record, repeat, first=i == 0 and len(records) > 1, log=log)
+    for key, case in cases.items():
+        if case.finish is None:
+            continue
+        try:
+            results.notes += [f"{key}: {note}" for note in case.finish(results, key)]
+        except Exception as e:  # noqa: BLE001 - the measurements themselves are still good
+            log(f"  ERROR {key}: finish hook failed:\n{traceback.format_exc()}")
+            error = f"finish hook: {type(e).__name__}: {e}"[:500]
+            results.errors.append({"case": key, "variant": "(all)", "error": error})
     return results
+
+
+def _take(results: Results, record: dict, repeat: int, *, first: bool, log) -> None:
+    """Logs one child record and adds its metrics to ``results``, or its error."""
+    case, variant = record["case"], record["variant"]
+    if "seconds" in record:  # a variant a timeout stopped has no time of its own
+        # The first variant in a process also pays its one-time set-up (imports, Keras and
+        # TensorFlow initialisation): its wall time is not the variant's speed.
+        setup = " (with the process's set-up)" if first else ""
+        log(f"    {case}/{variant}: {record['seconds']:.1f} s wall{setup}")
+    error = record.get("error")
+    if error is None:
+        error = metric_problem(results.cases[case], record.get("metrics"))
+    if error:
+        log(f"  ERROR {case}/{variant}: {error}")
+        results.errors.append({**record, "error": error, "repeat": repeat})
+    else:
+        results.add(case, variant, record["metrics"])
 
 
 def _fmt(value: Optional[float]) -> str:
@@ -424,15 +553,19 @@ def render_markdown(results: Results, goals: list[dict], machine: dict, settings
             f"| {row['case']} | {row['metric']} | {variant} | {_fmt(row['median'])} | "
             f"{_fmt(row['min'])} | {_fmt(row['max'])} | {row['n']} | {row['unit']} | {ratio} |"
         )
+    if results.notes:
+        lines += [""] + [f"- {note}" for note in results.notes]
     lines += ["", "## Goals", "", "| goal | measured | status |", "|---|---:|---|"]
     lines += [f"| {g['goal']} | {g['measured']} | {g['status']} |" for g in goals]
     if results.errors:
         lines += ["", "## Errors", ""]
-        lines += [
-            f"- repeat {e['repeat'] + 1}, {e['case']}/{e['variant']}: {e['error']}"
-            for e in results.errors
-        ]
+        lines += [f"- {_when(e)}, {e['case']}/{e['variant']}: {e['error']}" for e in results.errors]
     return "\n".join(lines) + "\n"
+
+
+def _when(error: dict) -> str:
+    repeat = error.get("repeat")
+    return "after the run" if repeat is None else f"repeat {repeat + 1}"
 
 
 def write_report(
@@ -451,6 +584,7 @@ def write_report(
                 "machine": machine,
                 "settings": settings,
                 "results": results.rows(),
+                "notes": results.notes,
                 "goals": evaluated,
                 "errors": results.errors,
             },

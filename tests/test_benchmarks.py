@@ -1,9 +1,10 @@
-"""The benchmark harness on a trivial case (``tests/trivial_benchmark_case.py``, whose benchmark
-children start without TensorFlow).
+"""The benchmark harness on trivial cases (``tests/trivial_benchmark_case.py`` and
+``tests/bench_*_case.py``, whose benchmark children start without TensorFlow).
 
 Times are never asserted on; the tests check the machinery: fresh processes, interleaving,
-aggregation, ratios, the Markdown/JSON report, goals and error reporting. The last test runs
-the step profiler (``benchmarks.profile_step``) on the real BERT-tiny model.
+aggregation, ratios, the Markdown/JSON report, goals and error reporting, timeouts, checks of
+the command line and of what a case returns, and BERT-tiny's share of the matmul rate. The
+last tests run the step profiler (``benchmarks.profile_step``) on the real BERT-tiny model.
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ import pytest
 
 from benchmarks import __main__ as bench_main
 from benchmarks import _harness
+from tests import bench_bad_metrics_case as bad_case
+from tests import bench_timeout_case as timeout_case
 from tests import trivial_benchmark_case as trivial_case
 from tests.conftest import run_program
 from tfest_kit import _run_config
 from tfest_kit._tf import TF_VERSION
 
 _THIS = trivial_case.__name__
+_TIMEOUT = timeout_case.__name__
+_BAD = bad_case.__name__
 GOALS = trivial_case.GOALS
 
 
@@ -130,6 +135,243 @@ def test_cli_checks_its_arguments(capsys):
 def test_cli_help_runs_as_a_program():
     proc = run_program(["-m", "benchmarks", "--help"], timeout=60)
     assert "--quick" in proc.stdout and "--repeats" in proc.stdout
+
+
+def _results_of(case_module, values: dict) -> _harness.Results:
+    """``Results`` for ``case_module`` holding ``{(metric, variant): [values]}``."""
+    key = case_module.__name__
+    results = _harness.Results({key: case_module.CASE})
+    for (metric, variant), numbers in values.items():
+        results.values[(key, metric, variant)] = list(numbers)
+    return results
+
+
+def _results_check(goal, values: dict):
+    """``goal.check`` on the trivial case with one value per ``{(metric, variant): value}``."""
+    return goal.check(_results_of(trivial_case, {key: [v] for key, v in values.items()}))
+
+
+def test_bert_tiny_share_divides_by_the_best_matmul_rate_of_the_run():
+    from benchmarks.cases import _bert_tiny_shape, bert_tiny
+
+    results = _harness.Results({"bert_tiny": bert_tiny.CASE})
+    # The tfest_kit process measured its matmul while the machine was busy (100 GFLOP/s).
+    for variant, examples_per_sec, gflops in (
+        ("tfest_kit", 700.0, 100.0),
+        ("session", 700.0, 200.0),
+        ("keras", 600.0, 190.0),
+    ):
+        results.add("bert_tiny", variant, {"examples_per_sec": examples_per_sec})
+        results.add("bert_tiny", variant, {"matmul_gflops": gflops})
+    notes = bert_tiny.finish(results, "bert_tiny")
+    share = _bert_tiny_shape.matmul_flops() * 700.0 / 200e9
+    # Every process against the run's best rate: the busy one gains nothing from its load.
+    assert results.values[("bert_tiny", "matmul_fraction", "tfest_kit")] == [pytest.approx(share)]
+    assert results.values[("bert_tiny", "matmul_fraction", "session")] == [pytest.approx(share)]
+    assert notes == [
+        "matmul rate: max of 3 measurements in this run, 200 GFLOP/s (min 100); matmul_fraction "
+        "divides by it (each measurement is the faster of one just before and one just after a "
+        "variant's training)"
+    ]
+    share_goal = bert_tiny.GOALS[-1]
+    assert share_goal.check(results) == (f"{share:.0%}", share >= 0.6)
+    # A child may not report the share itself: only the parent knows the whole run's rates.
+    problem = _harness.metric_problem(
+        bert_tiny.CASE, {"examples_per_sec": 700.0, "matmul_fraction": 0.9}
+    )
+    assert "unknown metric(s) ['matmul_fraction']" in problem
+    # The parent computes the share without TensorFlow (it never imports it).
+    program = (
+        "import sys; from benchmarks import _harness; from benchmarks.cases import bert_tiny; "
+        "r = _harness.Results({'bert_tiny': bert_tiny.CASE}); "
+        "r.add('bert_tiny', 'session', {'examples_per_sec': 1.0, 'matmul_gflops': 2.0}); "
+        "print(bert_tiny.finish(r, 'bert_tiny')); assert 'tensorflow' not in sys.modules"
+    )
+    assert "max of 1 measurements" in run_program(["-c", program], timeout=60).stdout
+
+
+def test_the_harness_runs_the_finish_hook_and_reports_its_notes(tmp_path):
+    results = _harness.run_benchmarks(
+        [_BAD], repeats=1, quick=True, workdir=str(tmp_path), log=lambda line: None
+    )
+    assert results.values[(_BAD, "doubled", "good")] == [4.0]
+    assert results.notes == [f"{_BAD}: doubled 1 good speed(s)"]
+    machine = _harness.machine_info()
+    settings = {"command": "", "repeats": 1, "quick": True, "seconds": 1.0, "cases": [_BAD]}
+    md_path, json_path = _harness.write_report(
+        results, [], machine, settings, str(tmp_path / "out"), "x"
+    )
+    with open(md_path) as f:
+        assert f"\n- {_BAD}: doubled 1 good speed(s)\n" in f.read()
+    with open(json_path) as f:
+        assert json.load(f)["notes"] == results.notes
+
+
+def test_a_measured_zero_is_judged_not_reported_as_not_measured():
+    results = _results_of(
+        trivial_case,
+        {
+            ("speed", "fast"): [0.0],
+            ("speed", "slow"): [2.0],
+            ("latency", "fast"): [0.0],
+            ("latency", "slow"): [3.0],
+        },
+    )
+    assert results.ratio(_THIS, "speed", "fast", "slow") == 0.0
+    assert results.ratio(_THIS, "speed", "slow", "fast") == float("inf")
+    # Lower is better: a latency of 0 s beats any other.
+    assert results.ratio(_THIS, "latency", "fast", "slow") == float("inf")
+    assert GOALS[0].check(results) == ("0×", False)  # fast ≥ 1.5× slow
+    evaluated = _harness.evaluate_goals(results, GOALS)
+    assert [g["status"] for g in evaluated] == ["FAIL", "FAIL", "PASS", "N/A"]
+    both_zero = _results_of(trivial_case, {("speed", "fast"): [0.0], ("speed", "slow"): [0.0]})
+    assert GOALS[0].check(both_zero) == ("nan×", False)
+    # Only a value that is missing is "not measured".
+    assert GOALS[0].check(_results_of(trivial_case, {("speed", "slow"): [2.0]})) == (
+        "not measured",
+        None,
+    )
+
+
+def test_shown_numbers_agree_with_the_verdict():
+    ratio_goal = _harness.ratio_goal("fast ≥ 1.0× slow", _THIS, "speed", "fast", "slow", 1.0)
+    share_goal = _harness.value_goal(
+        "share ≥ 60%", _THIS, "speed", "fast", at_least=0.6, fmt="{:.0%}"
+    )
+    time_goal = _harness.value_goal(
+        "latency ≤ 0.5 s", _THIS, "latency", "fast", at_most=0.5, fmt="{:.2f} s"
+    )
+
+    def speeds(fast, slow=1.0):
+        return {("speed", "fast"): fast, ("speed", "slow"): slow}
+
+    # Rounded to 3 digits these would read "1×", "60%" and "0.50 s" beside FAIL.
+    assert _results_check(ratio_goal, speeds(0.9996)) == ("0.9996×", False)
+    assert _results_check(share_goal, speeds(0.5996)) == ("59.96%", False)
+    assert _results_check(time_goal, {("latency", "fast"): 0.5004}) == ("0.5004 s", False)
+    # Numbers that already agree with their verdict keep their usual digits.
+    assert _results_check(ratio_goal, speeds(1.0004)) == ("1×", True)
+    assert _results_check(ratio_goal, speeds(0.9)) == ("0.9×", False)
+    assert _results_check(share_goal, speeds(0.6)) == ("60%", True)
+    assert _results_check(share_goal, speeds(0.6049)) == ("60%", True)
+    assert _results_check(time_goal, {("latency", "fast"): 0.4996}) == ("0.50 s", True)
+    with pytest.raises(ValueError, match=r"fmt must hold exactly one field .* Got: '\{\} s'"):
+        _harness.value_goal("bad", _THIS, "latency", "fast", at_most=1.0, fmt="{} s")
+
+
+def test_a_timeout_keeps_the_variants_that_finished(tmp_path):
+    lines = []
+    results = _harness.run_benchmarks(
+        [_TIMEOUT], repeats=1, quick=True, workdir=str(tmp_path), timeout=3, log=lines.append
+    )
+    assert results.values[(_TIMEOUT, "speed", "done")] == [1.0]
+    assert [(e["variant"], e["error"]) for e in results.errors] == [
+        ("sleepy", "timed out: the child was stopped after 3 s (--timeout)")
+    ]
+    log = "\n".join(lines)
+    assert "sleepy variant: going to sleep" in log  # the stderr tail of the stopped child
+    assert f"{_TIMEOUT}/done: " in log and f"{_TIMEOUT}/sleepy: 0.0 s wall" not in log
+    assert not [line for line in lines if "sleepy" in line and " s wall" in line]
+
+
+def test_invalid_metric_records_become_errors(tmp_path):
+    lines = []
+    results = _harness.run_benchmarks(
+        [_BAD], repeats=1, quick=True, workdir=str(tmp_path), log=lines.append
+    )
+    assert results.values[(_BAD, "speed", "good")] == [2.0]
+    assert {key[2] for key in results.values} == {"good"}
+    errors = {e["variant"]: e["error"] for e in results.errors}
+    assert set(errors) == set(bad_case.RETURNS) - {"good"}
+    assert "run() must return a non-empty dict {metric name: number}" in errors["empty"]
+    assert "Got: {}" in errors["empty"] and "Got: [2.0]" in errors["not_a_dict"]
+    for variant in ("none", "nan", "infinite", "text"):
+        assert "not finite numbers" in errors[variant], variant
+    assert "unknown metric(s) ['sped']; case 'bad_metrics' measures ['speed']" in errors["unknown"]
+    assert "unknown metric(s) ['doubled']" in errors["derived"]
+    assert any(line.startswith(f"  ERROR {_BAD}/none: ") for line in lines)
+    # The parent checks too, whatever a child printed: a None used to crash the whole run.
+    record = {"case": _BAD, "variant": "none", "metrics": {"speed": None}, "seconds": 0.1}
+    _harness._take(results, record, 0, first=False, log=lines.append)
+    assert "not finite numbers: {'speed': None}" in results.errors[-1]["error"]
+    with pytest.raises(ValueError, match="not finite numbers"):
+        results.add(_BAD, "good", {"speed": float("nan")})
+
+
+def test_timeout_must_be_a_positive_finite_number(capsys):
+    parser = bench_main.build_parser()
+    for text in ("0", "-1", "nan", "inf", "-inf", "soon", ""):
+        with pytest.raises(SystemExit):
+            parser.parse_args([f"--timeout={text}"])
+        err = capsys.readouterr().err
+        assert f"--timeout must be a positive, finite number of seconds. Got: {text!r}" in err
+    assert parser.parse_args(["--timeout", "2.5"]).timeout == 2.5
+
+
+def _fake_runs(monkeypatch, errors=()):
+    """Replaces the measurements in ``bench_main.main`` with an empty run; returns its calls."""
+    calls = []
+
+    def run_benchmarks(case_names, **kwargs):
+        calls.append(list(case_names))
+        results = _harness.Results({n: _harness.load_case(n).CASE for n in case_names})
+        results.errors += list(errors)
+        return results
+
+    monkeypatch.setattr(_harness, "run_benchmarks", run_benchmarks)
+    return calls
+
+
+def test_out_dir_is_checked_before_the_run(tmp_path, monkeypatch, capsys):
+    calls = _fake_runs(monkeypatch)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for out_dir, message in (
+        (a_file, f"--out-dir {str(a_file)!r} is a file, not a directory"),
+        (a_file / "sub", f"--out-dir {str(a_file / 'sub')!r} cannot be created or written to"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            bench_main.main(["--cases", "mlp", "--out-dir", str(out_dir)])
+        assert info.value.code == 2
+        assert message in capsys.readouterr().err
+    assert calls == []  # nothing was measured
+    # A directory that does not exist yet is created.
+    assert bench_main.main(["--cases", "mlp", "--out-dir", str(tmp_path / "new" / "dir")]) == 0
+    assert (tmp_path / "new" / "dir" / "partial.md").is_file()
+
+
+def test_only_a_complete_run_without_errors_writes_latest(tmp_path, monkeypatch, capsys):
+    _fake_runs(monkeypatch)
+    out = tmp_path / "out"
+    assert bench_main.main(["--cases", "mlp,serving", "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out / 'partial.md'} and {out / 'partial.json'}" in printed
+    assert "a run of some cases only writes partial.*" in printed
+    assert sorted(os.listdir(out)) == ["partial.json", "partial.md"]
+    assert bench_main.main(["--out-dir", str(out)]) == 0
+    assert f"wrote {out / 'latest.md'}" in capsys.readouterr().out
+    assert bench_main.main(["--quick", "--cases", "mlp", "--out-dir", str(out)]) == 0
+    assert (out / "quick.md").is_file()
+    assert bench_main.main(["--cases", "mlp", "--stem", "mine", "--out-dir", str(out)]) == 0
+    assert (out / "mine.md").is_file()
+    # Every case, but a variant failed: not the results to replace latest.* with. Exit 1.
+    os.remove(out / "partial.md")
+    _fake_runs(monkeypatch, errors=[{"case": "mlp", "variant": "keras", "error": "x", "repeat": 0}])
+    assert bench_main.main(["--out-dir", str(out)]) == 1
+    assert "a run with errors writes partial.*" in capsys.readouterr().out
+    assert (out / "partial.md").is_file()
+
+
+def test_repeated_case_names_run_and_list_goals_once(tmp_path, monkeypatch, capsys):
+    parser = bench_main.build_parser()
+    assert parser.parse_args(["--cases", "mlp,serving,mlp"]).cases == ["mlp", "serving"]
+    calls = _fake_runs(monkeypatch)
+    assert bench_main.main(["--cases", "mlp,mlp", "--out-dir", str(tmp_path)]) == 0
+    assert calls == [["mlp"]]
+    with open(tmp_path / "partial.md") as f:
+        text = f.read()
+    for goal in _harness.load_case("mlp").GOALS:
+        assert text.count(f"| {goal.text} |") == 1
 
 
 def test_profile_step_breaks_a_bert_tiny_step_down_by_op_type():

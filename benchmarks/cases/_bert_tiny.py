@@ -2,34 +2,18 @@
 
 2 layers, hidden 128, 2 heads, feed-forward 512, sequence 64, no dropout (so every variant
 does exactly the same arithmetic). Both versions have the same matmuls; :func:`matmul_flops`
-counts them for the "fraction of the machine's matmul rate" figure.
+(from :mod:`benchmarks.cases._bert_tiny_shape`, which needs no TensorFlow) counts them for the
+"fraction of the machine's matmul rate" figure.
 """
 
 from __future__ import annotations
 
 import math
 
+from benchmarks.cases._bert_tiny_shape import CONFIG, matmul_flops
 from tfest_kit._tf import tf, tf2
 
 __all__ = ["CONFIG", "encoder_logits", "keras_model", "matmul_flops"]
-
-CONFIG = {
-    "vocab_size": 1000,
-    "hidden": 128,
-    "layers": 2,
-    "heads": 2,
-    "intermediate": 512,
-    "seq_len": 64,
-    "num_classes": 2,
-}
-
-
-def matmul_flops(config: dict = CONFIG, training: bool = True) -> float:
-    """Float32 multiply-add FLOPs per example in the matmuls (training = 3 × forward)."""
-    s, h, f = config["seq_len"], config["hidden"], config["intermediate"]
-    per_layer = 4 * 2 * s * h * h + 2 * 2 * s * s * h + 2 * 2 * s * h * f
-    forward = config["layers"] * per_layer + 2 * h * h + 2 * h * config["num_classes"]
-    return forward * (3 if training else 1)
 
 
 def _init():
