@@ -1579,7 +1579,7 @@ MISC_CASES = [
         "run_config unknown keyword",
         lambda c: run_config(save_every=10),
         TypeError,
-        r"RunConfig does not take.*save_every",
+        r"got 'save_every', which tf\.estimator\.RunConfig does not take",
     ),
     case(
         "run_config session_config not a proto",

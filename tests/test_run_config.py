@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
 import pytest
 
 import tfest_kit
+from tests.conftest import run_program
 from tfest_kit import _run_config
-from tfest_kit._tf import estimator, tf
+from tfest_kit._tf import estimator, tf, tf2
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _thread_pools_made():
+    # The configs built here would otherwise size this test process's thread pools (threads=1
+    # would slow every later test); their effect is tested in a process of its own.
+    tf2.config.list_logical_devices()
 
 
 def _model_fn(features, labels, mode):
@@ -287,3 +296,66 @@ def test_session_config_in_a_cluster_keeps_device_filters(monkeypatch, tf_log_li
     assert not [line for line in tf_log_lines if "TF_CONFIG" in line]
     tfest_kit.run_config(threads=1)
     assert len([line for line in tf_log_lines if "TF_CONFIG environment variable" in line]) == 1
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_threads_size_the_pools_estimator_training_uses(tmp_path):
+    # Estimator.train runs an op before its Session exists, and that op made the process's
+    # intra-op pool with the default size: the ConfigProto's count changed nothing.
+    counts = {}
+    for intra in (1, 7):
+        proc = run_program(
+            ["tests/programs/thread_pools.py", str(tmp_path / str(intra)), str(intra)]
+        )
+        [line] = [line for line in proc.stdout.splitlines() if line.startswith("THREADS ")]
+        counts[intra] = int(line.split()[1])
+        # The second config's count cannot take effect any more: a warning says so.
+        assert f"intra_op={intra + 1} cannot take effect" in proc.stderr
+        assert "call tfest_kit.run_config / session_config before" in proc.stderr
+    assert counts[7] - counts[1] == 6, counts
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        # RunConfig's own message named no argument: "'>=' not supported between 'str' and 'int'".
+        ({"save_summary_steps": "10"}, ValueError, "`save_summary_steps` must be an int >= 0"),
+        ({"session_creation_timeout_secs": "60"}, ValueError, "`session_creation_timeout_secs`"),
+        ({"keep_checkpoint_every_n_hours": 0}, ValueError, "`keep_checkpoint_every_n_hours`"),
+        # 0 saved no checkpoint at all, without a word.
+        ({"save_checkpoints_secs": 0}, ValueError, "`save_checkpoints_secs` must be a number > 0"),
+        ({"save_checkpoint_steps": 10}, TypeError, "Did you mean 'save_checkpoints_steps'?"),
+        ({"iterations_per_loop": 10}, TypeError, "use tfest_kit.tpu.RunConfig(iterations_per_loop"),
+        # Accepted, it failed inside train(): "'str' object has no attribute 'extended'".
+        ({"train_distribute": "mirrored"}, TypeError, "`train_distribute` must be a tf.distribute"),
+        ({"xla": 1}, TypeError, "Got: 1 (int)"),
+    ],
+)
+def test_runconfig_arguments_are_named_before_any_work(kwargs, error, fragment):
+    with pytest.raises(error) as info:
+        tfest_kit.run_config(**kwargs)
+    assert fragment in str(info.value)
+
+
+def test_numpy_bool_xla_is_taken():
+    proto = tfest_kit.run_config(xla=np.bool_(True)).session_config
+    assert proto.graph_options.optimizer_options.global_jit_level == tf.OptimizerOptions.ON_1
+
+
+def test_a_cluster_of_workers_only_needs_a_strategy(monkeypatch):
+    # The official multi-worker Estimator set-up: workers only, MultiWorkerMirroredStrategy.
+    cluster = {"worker": ["127.0.0.1:2221", "127.0.0.1:2222"]}
+    monkeypatch.setenv(
+        "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}})
+    )
+    with pytest.raises(ValueError, match=r"exactly one 'chief'.*train_distribute=tf\.distribute"):
+        tfest_kit.run_config()
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    config = tfest_kit.run_config(train_distribute=strategy, threads=2)
+    official = estimator.RunConfig(train_distribute=strategy)
+    assert (config.task_type, config.task_id) == (official.task_type, official.task_id)
+    # No device filters: the strategy sets the cluster's devices up, as with RunConfig's own.
+    assert not config.session_config.device_filters
+    assert config.session_config.intra_op_parallelism_threads == 2
+    # session_config() cannot know the strategy: it leaves the check to RunConfig.
+    assert not tfest_kit.session_config().device_filters

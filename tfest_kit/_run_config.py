@@ -8,9 +8,15 @@ class, so everything that takes a ``RunConfig`` keeps working.
 
 from __future__ import annotations
 
+import difflib
+import inspect
+import math
+import numbers
 import os
 import sys
 from typing import Any, Optional, Union
+
+import numpy as np
 
 from tfest_kit._checks import check_int, is_int_at_least
 from tfest_kit._tf import estimator, tf, tf2
@@ -23,16 +29,18 @@ __all__ = ["run_config", "session_config"]
 _NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "avx_ne_convert"})
 
 Threads = Union[int, tuple[int, int], None]
+# The graph-mode (compat.v1) and TF2 strategy base classes: Estimator takes either.
+_STRATEGY_TYPES = (tf.distribute.Strategy, tf2.distribute.Strategy)
 
 
 def _thread_counts(threads: Threads) -> tuple[int, int]:
-    """Returns (inter_op, intra_op); 0 means TensorFlow's default (one per core)."""
+    """Returns (inter_op, intra_op); 0 leaves that count as it is (by default one per core)."""
     if threads is None:
         return 0, 0
     if isinstance(threads, tuple) and len(threads) == 2:
         inter, intra = threads
-        inter = check_int("threads[0]", inter, 0, hint="inter-op threads, 0 = default")
-        intra = check_int("threads[1]", intra, 0, hint="intra-op threads, 0 = default")
+        inter = check_int("threads[0]", inter, 0, hint="inter-op threads, 0 = leave as is")
+        intra = check_int("threads[1]", intra, 0, hint="intra-op threads, 0 = leave as is")
         return inter, intra
     if not is_int_at_least(threads, 1):
         raise ValueError(
@@ -43,17 +51,21 @@ def _thread_counts(threads: Threads) -> tuple[int, int]:
     return int(threads), int(threads)
 
 
-def _estimator_default_session_config() -> Any:
+def _estimator_default_session_config(cluster_device_filters: bool) -> Any:
     """The ``ConfigProto`` ``tf.estimator`` uses when ``RunConfig`` is given none.
 
     In a between-graph ``TF_CONFIG`` cluster that is RunConfig's own, with device filters so
     that each task talks only to the ps tasks (a missing worker then does not stall the
-    others' sessions). Elsewhere it is tensorflow_estimator's
-    ``run_config.get_default_session_config``: one Grappler pass instead of TensorFlow's two.
-    Replacing it with a bare ``ConfigProto`` measured 3 % slower BERT-tiny training steps here.
+    others' sessions); ``cluster_device_filters=False`` leaves them out, as RunConfig does
+    when a distribution strategy sets the cluster's devices up. Elsewhere it is
+    tensorflow_estimator's ``run_config.get_default_session_config``: one Grappler pass
+    instead of TensorFlow's two. Replacing it with a bare ``ConfigProto`` measured 3 % slower
+    BERT-tiny training steps here.
     """
-    with quieted():  # a second "TF_CONFIG environment variable: …" line would be a duplicate
-        proto = estimator.RunConfig().session_config
+    proto = None
+    if cluster_device_filters:
+        with quieted():  # a second "TF_CONFIG environment variable: …" line would be a duplicate
+            proto = estimator.RunConfig().session_config
     if proto is not None:
         return proto
     proto = tf.ConfigProto(allow_soft_placement=True)
@@ -96,6 +108,52 @@ def _bfloat16_problem() -> Optional[str]:
 _warned: set = set()
 
 
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        tf2.get_logger().warning(message)
+
+
+# The inter-op count this process's first Session was configured with through tfest_kit.
+_first_inter_op: list = []
+
+
+def _size_thread_pools(inter: int, intra: int) -> None:
+    """Makes ``threads`` hold for the process, as far as TensorFlow still allows it.
+
+    TensorFlow 2.15 makes one CPU intra-op pool per process, when it first runs an op, and
+    every Session shares it; ``Estimator.train`` runs an op (it reads the global step through
+    ``tf.cond``) before its Session exists, so a ConfigProto's intra-op count changed nothing.
+    The count is therefore also given to TensorFlow's process-wide setting while that is still
+    open. Sessions share one inter-op pool too, made by the first Session. A count that can no
+    longer take effect is named in a warning rather than silently ignored.
+    """
+    when = (
+        "call tfest_kit.run_config / session_config before TensorFlow runs anything (or "
+        "train in a new process)"
+    )
+    if intra:
+        try:
+            tf2.config.threading.set_intra_op_parallelism_threads(intra)
+        except RuntimeError:  # TensorFlow has run an op: its pool keeps the size it was made with
+            made = tf2.config.threading.get_intra_op_parallelism_threads()
+            if made != intra:
+                made_with = f"{made} threads" if made else "one thread per core"
+                _warn_once(
+                    f"threads: this process's intra-op pool already exists ({made_with}), so "
+                    f"intra_op={intra} cannot take effect; {when}."
+                )
+    if inter:
+        if not _first_inter_op:
+            _first_inter_op.append(inter)
+        if _first_inter_op[0] != inter:
+            _warn_once(
+                f"threads: inter_op={inter} cannot take effect once a Session has run in this "
+                "process: Sessions share the inter-op pool of the first one, set up here with "
+                f"inter_op={_first_inter_op[0]}; {when}."
+            )
+
+
 def _check_mixed_precision(mixed_precision: Optional[str]) -> bool:
     """Validates ``mixed_precision``; warns (once) where it would be ignored or slow."""
     if mixed_precision is None:
@@ -108,9 +166,8 @@ def _check_mixed_precision(mixed_precision: Optional[str]) -> bool:
             "which adds the loss scaling float16 gradients need."
         )
     problem = _bfloat16_problem()
-    if problem and problem not in _warned:
-        _warned.add(problem)
-        tf2.get_logger().warning(problem)
+    if problem:
+        _warn_once(problem)
     return True
 
 
@@ -125,18 +182,23 @@ def session_config(
 
     Args:
       xla: turn on XLA JIT compilation (``global_jit_level = ON_1``).
-      threads: ``None``, an int for both thread pools, or ``(inter_op, intra_op)``.
+      threads: ``None``, an int for both thread pools, or ``(inter_op, intra_op)``; as in
+        :func:`run_config`, the counts are also given to the process (TensorFlow shares its
+        pools between Sessions).
       mixed_precision: ``None`` (float32) or ``"bfloat16"``: see :func:`run_config`.
       base: an existing ``tf.compat.v1.ConfigProto`` to start from (copied, not changed);
         ``None`` starts from the one ``tf.estimator`` would use (in a ``TF_CONFIG`` cluster,
         with RunConfig's device filters).
 
     Returns:
-      A new ``tf.compat.v1.ConfigProto`` with ``allow_soft_placement`` on.
+      A new ``tf.compat.v1.ConfigProto`` with ``allow_soft_placement`` on, whatever ``base``
+      says (without it a model_fn that pins an op to a GPU fails on a CPU-only machine).
 
     Raises:
       TypeError: if ``base`` is not a ConfigProto or ``xla`` is not a bool.
-      ValueError: if ``threads``, ``mixed_precision`` or ``TF_CONFIG`` is malformed.
+      ValueError: if ``threads``, ``mixed_precision`` or ``TF_CONFIG`` is malformed (a
+        cluster of workers only is accepted here: ``RunConfig`` refuses it unless a
+        ``train_distribute`` strategy runs it).
 
     Example:
 
@@ -149,8 +211,21 @@ def session_config(
             session_config=tfest_kit.session_config(mixed_precision="bfloat16"),
         )
     """
-    if not isinstance(xla, bool):
-        raise TypeError(f"`xla` must be True or False. Got: {xla!r}")
+    # RunConfig parses TF_CONFIG itself and fails with a bare JSONDecodeError / KeyError. The
+    # strategy that makes a cluster of workers only valid is given to RunConfig, not here.
+    cluster = validate_tf_config(workers_only_allowed=True).get("cluster", {})
+    return _session_config(xla, threads, mixed_precision, base, set(cluster) != {"worker"})
+
+
+def _session_config(
+    xla: bool,
+    threads: Threads,
+    mixed_precision: Optional[str],
+    base: Any,
+    cluster_device_filters: bool,
+) -> Any:
+    if not isinstance(xla, (bool, np.bool_)):
+        raise TypeError(f"`xla` must be True or False. Got: {xla!r} ({type(xla).__name__})")
     bfloat16 = _check_mixed_precision(mixed_precision)
     inter, intra = _thread_counts(threads)
     if base is not None and not isinstance(base, tf.ConfigProto):
@@ -158,12 +233,13 @@ def session_config(
             "`base` (run_config's `session_config`) must be a tf.compat.v1.ConfigProto. "
             f"Got: {type(base).__name__}"
         )
-    # RunConfig parses TF_CONFIG itself and fails with a bare JSONDecodeError / KeyError.
-    validate_tf_config()
     proto = tf.ConfigProto()
-    proto.CopyFrom(_estimator_default_session_config() if base is None else base)
+    if base is None:
+        base = _estimator_default_session_config(cluster_device_filters)
+    proto.CopyFrom(base)
     # Without soft placement a model_fn that pins an op to a GPU fails on a CPU-only machine.
     proto.allow_soft_placement = True
+    _size_thread_pools(inter, intra)
     if inter:
         proto.inter_op_parallelism_threads = inter
     if intra:
@@ -210,7 +286,12 @@ def run_config(
         BERT-tiny training measured 25-30 % slower on CPU here (``benchmarks/``).
       threads: ``None`` keeps TensorFlow's default (one thread per core in each pool); an int
         sets both ``inter_op_parallelism_threads`` and ``intra_op_parallelism_threads``; a
-        tuple ``(inter_op, intra_op)`` sets them separately (0 = default).
+        tuple ``(inter_op, intra_op)`` sets them separately (0 leaves one as it is: the
+        default, or what ``session_config`` says). TensorFlow makes these pools once per
+        process and shares them between Sessions, and ``Estimator.train`` makes the intra-op
+        pool before its Session exists, so the intra-op count is also set for the process
+        (``tf.config.threading``): call this before TensorFlow runs anything. A count that
+        can no longer take effect (the pools exist with other sizes) is named in a warning.
       mixed_precision: ``None`` trains in float32. ``"bfloat16"`` turns on oneDNN's
         automatic mixed precision (Grappler's ``auto_mixed_precision_onednn_bfloat16``):
         matmuls and most element-wise ops on the CPU run in bfloat16, while variables,
@@ -232,7 +313,10 @@ def run_config(
         RunConfig.
       **kwargs: any other ``tf.estimator.RunConfig`` argument (``save_summary_steps``,
         ``train_distribute`` …). A ``session_config`` given here is the starting point the
-        settings above are applied to.
+        settings above are applied to; ``allow_soft_placement`` is turned on in it whatever
+        it says (without it a model_fn that pins an op to a GPU fails on a CPU-only
+        machine). With ``train_distribute``, a ``TF_CONFIG`` cluster of workers only is
+        accepted, as for ``MultiWorkerMirroredStrategy``.
 
     Returns:
       A ``tf.estimator.RunConfig``; its ``session_config`` carries the settings on top of
@@ -240,11 +324,14 @@ def run_config(
       ``TF_CONFIG`` cluster also its device filters).
 
     Raises:
-      ValueError: if a count is not a positive int, ``seed`` and ``tf_random_seed`` differ,
-        ``threads`` or ``mixed_precision`` is malformed, or ``TF_CONFIG`` is (see
+      ValueError: if a count is not a positive int, ``save_checkpoints_secs`` (or another
+        duration) is not a number > 0, ``seed`` and ``tf_random_seed`` differ, ``threads``
+        or ``mixed_precision`` is malformed, or ``TF_CONFIG`` is (see
         ``tfest_kit.cluster.validate_tf_config``).
-      TypeError: if ``xla`` is not a bool, ``session_config`` is not a ConfigProto, or a
-        keyword is not a RunConfig argument.
+      TypeError: if ``xla`` is not a bool, ``session_config`` is not a ConfigProto,
+        ``train_distribute`` / ``eval_distribute`` is not a strategy, or a keyword is not a
+        RunConfig argument (the error suggests the nearest name, or ``tfest_kit.tpu.RunConfig``
+        for TPUEstimator's arguments).
 
     Example:
 
@@ -253,6 +340,7 @@ def run_config(
         config = tfest_kit.run_config(model_dir="/tmp/model", threads=(2, 4), seed=0)
         estimator = tf.estimator.Estimator(model_fn, config=config)
     """
+    _check_run_config_keywords(kwargs)
     seed = _seed(seed, kwargs.pop("tf_random_seed", None))
     save_checkpoints_steps = check_int(
         "save_checkpoints_steps", save_checkpoints_steps, allow_none=True
@@ -268,22 +356,82 @@ def run_config(
     keep_checkpoint_max = check_int(
         "keep_checkpoint_max", keep_checkpoint_max, 0, allow_none=True, hint="None or 0 keeps all"
     )
+    strategies = [kwargs.get(k) for k in ("train_distribute", "eval_distribute")]
+    distributed = kwargs.get("experimental_distribute") is not None or any(strategies)
+    # A strategy runs a cluster of workers only, and sets the cluster's devices up itself.
+    validate_tf_config(workers_only_allowed=distributed)
     base = kwargs.pop("session_config", None)
-    proto = session_config(xla=xla, threads=threads, mixed_precision=mixed_precision, base=base)
+    proto = _session_config(xla, threads, mixed_precision, base, not distributed)
     if save_checkpoints_steps is not None:
         # Passing None explicitly would switch time-based checkpoints off as well.
         kwargs["save_checkpoints_steps"] = save_checkpoints_steps
-    try:
-        config = estimator.RunConfig(
-            model_dir=model_dir,
-            tf_random_seed=seed,
-            session_config=base,
-            log_step_count_steps=log_step_count_steps,
-            keep_checkpoint_max=keep_checkpoint_max,
-            **kwargs,
-        )
-    except TypeError as e:
-        raise TypeError(
-            f"run_config() got an argument tf.estimator.RunConfig does not take: {e}"
-        ) from e
+    config = estimator.RunConfig(
+        model_dir=model_dir,
+        tf_random_seed=seed,
+        session_config=base,
+        log_step_count_steps=log_step_count_steps,
+        keep_checkpoint_max=keep_checkpoint_max,
+        **kwargs,
+    )
     return config.replace(session_config=proto)
+
+
+# Arguments of TPUEstimator's RunConfig (and its TPUConfig) that tf.estimator's does not take.
+_TPU_RUN_CONFIG_ARGS = frozenset(
+    ["tpu_config", "master", "evaluation_master", "cluster", "iterations_per_loop", "num_shards"]
+)
+
+
+def _positive(name: str, value: Any, hint: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
+        raise ValueError(f"`{name}` must be a number > 0 ({hint}). Got: {value!r}")
+
+
+def _check_run_config_keywords(kwargs: dict) -> None:
+    """Names a keyword RunConfig does not take, or a value of the wrong kind, before any work.
+
+    RunConfig's own errors name neither the argument ("'>=' not supported between instances
+    of 'str' and 'int'"), and ``save_checkpoints_secs=0`` silently saved no checkpoint at all.
+    """
+    known = [p for p in inspect.signature(estimator.RunConfig.__init__).parameters if p != "self"]
+    for name in kwargs:
+        if name in known:
+            continue
+        if name in _TPU_RUN_CONFIG_ARGS:
+            fix = (
+                " It is an argument of TPUEstimator's RunConfig: use tfest_kit.tpu.RunConfig("
+                f"{name}=…, session_config=tfest_kit.session_config(…)) for TPUEstimator."
+            )
+        else:
+            close = difflib.get_close_matches(name, known, n=1)
+            fix = f" Did you mean {close[0]!r}?" if close else f" It takes: {', '.join(known)}."
+        raise TypeError(
+            f"run_config() got {name!r}, which tf.estimator.RunConfig does not take.{fix}"
+        )
+    if kwargs.get("save_checkpoints_secs") is not None:
+        _positive(
+            "save_checkpoints_secs",
+            kwargs["save_checkpoints_secs"],
+            "None, with no save_checkpoints_steps, saves no checkpoints",
+        )
+    for name, hint in (
+        ("keep_checkpoint_every_n_hours", "hours"),
+        ("session_creation_timeout_secs", "seconds"),
+    ):
+        if kwargs.get(name) is not None:
+            _positive(name, kwargs[name], hint)
+    check_int(
+        "save_summary_steps",
+        kwargs.get("save_summary_steps"),
+        0,
+        allow_none=True,
+        hint="0 or None: no summaries",
+    )
+    for name in ("train_distribute", "eval_distribute"):
+        strategy = kwargs.get(name)
+        if strategy is not None and not isinstance(strategy, _STRATEGY_TYPES):
+            raise TypeError(
+                f"`{name}` must be a tf.distribute strategy (e.g. "
+                "tf.distribute.MirroredStrategy()) or None. "
+                f"Got: {strategy!r} ({type(strategy).__name__})"
+            )

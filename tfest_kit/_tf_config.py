@@ -92,7 +92,7 @@ def _check_address(where: str, address: Any) -> str:
     return address
 
 
-def _check_cluster(cluster: Any) -> dict:
+def _check_cluster(cluster: Any, workers_only_allowed: bool) -> dict:
     if not isinstance(cluster, Mapping):
         raise ValueError(
             "TF_CONFIG 'cluster' must be an object mapping task types to lists of "
@@ -134,11 +134,15 @@ def _check_cluster(cluster: Any) -> dict:
             "TF_CONFIG 'cluster' has both 'chief' and 'master' (TF1's name for the chief); "
             f"keep only 'chief'. Got: cluster = {_shown(cluster)}"
         )
-    if len(cluster.get(chief_type, [])) != 1:
+    chiefs = len(cluster.get(chief_type, []))
+    # MultiWorkerMirroredStrategy makes worker 0 the chief of a cluster of workers only.
+    workers_only = chiefs == 0 and set(cluster) == {"worker"}
+    if chiefs != 1 and not (workers_only and workers_only_allowed):
         raise ValueError(
             f"TF_CONFIG 'cluster' must have exactly one {chief_type!r} task: the chief trains, "
-            "writes checkpoints and summaries (a worker-only cluster is not an Estimator "
-            f"cluster). Got: cluster = {_shown(cluster)}"
+            "writes checkpoints and summaries (a cluster of workers only needs "
+            "RunConfig(train_distribute=tf.distribute.experimental."
+            f"MultiWorkerMirroredStrategy())). Got: cluster = {_shown(cluster)}"
         )
     return dict(cluster)
 
@@ -211,18 +215,24 @@ def _check_task(task: Any, cluster: Mapping) -> dict:
     return {**task, "index": index}
 
 
-def validate_tf_config(tf_config: Union[str, Mapping[str, Any], None] = None) -> dict:
+def validate_tf_config(
+    tf_config: Union[str, Mapping[str, Any], None] = None, *, workers_only_allowed: bool = False
+) -> dict:
     """Parses and checks a ``TF_CONFIG`` before TensorFlow acts on it.
 
     Checks what ``tf.estimator.RunConfig`` needs and some things it lets through into a hang:
     valid JSON, known top-level keys, known task types (``chief``, ``worker``, ``ps`` in the
     cluster; ``master`` accepted as TF1's name for the chief; ``evaluator`` only as a task
-    type), exactly one chief, ``"host:port"`` addresses with integer ports, no address used
-    twice, and a task whose type is in the cluster and whose index is in range.
+    type), exactly one chief (or workers only, if allowed), ``"host:port"`` addresses with
+    integer ports, no address used twice, and a task whose type is in the cluster and whose
+    index is in range.
 
     Args:
       tf_config: the JSON text, an already parsed dict, or None to read the ``TF_CONFIG``
         environment variable.
+      workers_only_allowed: accept a cluster of workers only, without a chief, as
+        ``RunConfig(train_distribute=MultiWorkerMirroredStrategy())`` runs it (worker 0 acts
+        as the chief); without a strategy Estimator needs a chief.
 
     Returns:
       The parsed config as a new dict (task index normalised to an int); ``{}`` when
@@ -248,7 +258,7 @@ def validate_tf_config(tf_config: Union[str, Mapping[str, Any], None] = None) ->
             f"TF_CONFIG has unknown top-level keys {unknown}; expected some of "
             f"{list(_TOP_LEVEL_KEYS)}.{hints} Got: {_shown(config)}"
         )
-    cluster = _check_cluster(config.get("cluster", {}))
+    cluster = _check_cluster(config.get("cluster", {}), workers_only_allowed)
     if "task" in config:
         config["task"] = _check_task(config["task"], cluster)
     elif cluster:

@@ -447,7 +447,7 @@ def train_and_evaluate(
     if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
         raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
-    validate_tf_config()
+    validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
 
     evaluation_hooks += [
         EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
