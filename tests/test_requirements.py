@@ -55,6 +55,8 @@ def test_each_supported_python_gets_one_exact_set(python):
         "pillow",
         "pytest",
         "pytest-timeout",
+        "pytest-xdist",
+        "execnet",
         "ruff",
     } <= set(pins)
 
