@@ -116,6 +116,18 @@ def test_bad_configs_raise_value_error_naming_the_problem(value, expected):
     assert expected in str(info.value)
 
 
+def test_a_cluster_of_workers_only_is_for_a_strategy():
+    # TensorFlow's multi-worker tutorial: MultiWorkerMirroredStrategy, no chief.
+    workers = {"cluster": {"worker": ["h:1", "h:2"]}, "task": {"type": "worker", "index": 1}}
+    with pytest.raises(ValueError, match=r"exactly one 'chief'.*MultiWorkerMirroredStrategy"):
+        cluster.validate_tf_config(workers)
+    assert cluster.validate_tf_config(workers, workers_only_allowed=True) == workers
+    # A ps task still needs a chief, strategy or not.
+    with_ps = {"cluster": {"worker": ["h:1"], "ps": ["h:2"]}, "task": {"type": "ps", "index": 0}}
+    with pytest.raises(ValueError, match="exactly one 'chief'"):
+        cluster.validate_tf_config(with_ps, workers_only_allowed=True)
+
+
 def test_bad_env_var_is_reported(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}, "task": ')
     with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
