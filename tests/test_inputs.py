@@ -737,6 +737,15 @@ def test_from_tfrecord_names_a_dtype_examples_cannot_hold(tmp_path, dtype):
         (zlib.compress(b"a,b\n1,2\n"), "GZIP", "check that it is GZIP-compressed"),
         ("a,b\nK\u00f8ln,2\n".encode("latin-1"), None, "not UTF-8 text: save it as UTF-8"),
     ],
+    # Named: gzip data holds its time of compression, and every xdist worker must collect the
+    # same test ids.
+    ids=[
+        "gzip-read-as-text",
+        "text-read-as-gzip",
+        "text-read-as-zlib",
+        "zlib-read-as-gzip",
+        "latin-1",
+    ],
 )
 def test_from_csv_names_a_file_it_cannot_read_and_the_fix(tmp_path, data, compression, fix):
     # gzip's BadGzipFile, zlib.error and UnicodeDecodeError came out bare, naming no file.
