@@ -218,7 +218,62 @@ def test_every_optimizer_name_trains(name):
         )
         with tf.train.MonitoredSession() as sess:
             losses = [sess.run([spec.train_op, spec.loss])[1] for _ in range(5)]
+            step = sess.run(tf.train.get_global_step())
     assert losses[-1] < losses[0], (name, losses)
+    assert step == 5, (name, step)  # one increment per step, neither none nor two
+
+
+class _StepLeftAloneOptimizer(tf.train.GradientDescentOptimizer):
+    """Takes `global_step` and leaves it alone, as BERT's AdamWeightDecayOptimizer does."""
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        return super().apply_gradients(grads_and_vars, name=name)
+
+
+def test_an_optimizer_that_leaves_the_global_step_alone_still_counts_steps(tmp_path):
+    # BERT's create_optimizer adds the increment its optimizer leaves out: without it the step
+    # stayed at 0, the warm-up never started, and max_steps was never reached.
+    est = estimator.Estimator(
+        mf.classifier(
+            network, NUM_CLASSES, optimizer=_StepLeftAloneOptimizer, warmup_steps=2, decay_steps=50
+        ),
+        model_dir=str(tmp_path),
+    )
+    with captured_tf_log() as lines:
+        est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=50)  # 8 batches, then the data ends
+    assert est.get_variable_value("global_step") == 8
+    assert any("_StepLeftAloneOptimizer does not increment the global step" in x for x in lines)
+
+
+def test_regularization_losses_are_in_the_loss():
+    # Official heads add REGULARIZATION_LOSSES to the loss; the builders dropped them.
+    built = []
+
+    def regularized(features, mode, params):
+        hidden = tf.layers.dense(
+            features["x"],
+            5,
+            kernel_initializer=tf.ones_initializer(),
+            kernel_regularizer=lambda w: 0.5 * tf.reduce_sum(w),  # 0.5 * 20 ones = 10
+        )
+        logits = tf.layers.dense(
+            hidden,
+            NUM_CLASSES,
+            kernel_initializer=tf.ones_initializer(),
+            kernel_regularizer=lambda w: 2.0 * tf.reduce_sum(w),  # 2 * 15 ones = 30
+        )
+        built.append(logits)
+        return logits
+
+    for mode in (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL):
+        with tf.Graph().as_default():
+            tf.train.get_or_create_global_step()
+            spec = _call(mf.classifier(regularized, NUM_CLASSES), mode)
+            with tf.train.MonitoredSession() as sess:
+                loss, logits = sess.run([spec.loss, built[-1]])
+        log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        cross_entropy = -log_probs[np.arange(8), Y_EVAL[:8]].mean()
+        assert loss == pytest.approx(cross_entropy + 40.0, rel=1e-5), mode
 
 
 def test_tpu_spec_returns_tpu_estimator_spec(trained):
@@ -249,7 +304,7 @@ def test_tpu_spec_returns_tpu_estimator_spec(trained):
             if mode == estimator.ModeKeys.EVAL:
                 metric_fn, tensors = spec.eval_metrics
                 assert isinstance(tensors, dict) and set(tensors) == {"labels", "outputs"}
-                assert set(metric_fn(**tensors)) == {"accuracy", "f1"}
+                assert set(metric_fn(**tensors)) == {"accuracy", "f1", "average_loss"}
             if mode == estimator.ModeKeys.TRAIN:
                 assert spec.train_op is not None
             if mode == estimator.ModeKeys.PREDICT:
@@ -291,7 +346,10 @@ def test_weighted_evaluation_reports_the_weighted_mean_loss(trained):
 
         result = weighted.evaluate(eval_fn)
         assert result["average_loss"] == pytest.approx(expected, rel=1e-5)
-    assert "average_loss" not in est.evaluate(input_fn(X_EVAL, Y_EVAL))
+    # Unweighted, it is the mean over examples: "loss" counts the last batch of 15 as one of 25.
+    unweighted = est.evaluate(input_fn(X_EVAL, Y_EVAL, batch_size=25))
+    assert unweighted["average_loss"] == pytest.approx(per_example.mean(), rel=1e-5)
+    assert unweighted["loss"] != pytest.approx(per_example.mean(), rel=1e-4)
 
 
 def test_weighted_regressor_average_loss_is_the_weighted_mse():
@@ -339,12 +397,52 @@ def test_weighted_regressor_average_loss_is_the_weighted_mse():
             {"optimizer": tf.train.GradientDescentOptimizer(0.1), "warmup_steps": 5},
             "`warmup_steps`.*Optimizer instance",
         ),
+        # The instance trains at 0.1: the 0.5 was ignored, and logged as the rate.
+        (
+            {"optimizer": tf.train.GradientDescentOptimizer(0.1), "learning_rate": 0.5},
+            r"`learning_rate`.*instance trains with its own rate\. Drop learning_rate=0\.5",
+        ),
     ],
 )
 def test_bad_builder_arguments_raise_at_once(kwargs, match):
     kwargs = {"num_classes": NUM_CLASSES, **kwargs}
     with pytest.raises(ValueError, match=match):
         mf.classifier(network, **kwargs)
+
+
+def test_regressor_metrics_name_what_a_regressor_has():
+    # It said "'auc' needs num_classes == 2", as if a regressor could have two classes.
+    with pytest.raises(ValueError, match=r"`metrics` entries must be among \['mse'"):
+        mf.regressor(network, metrics=("auc",))
+
+
+@pytest.mark.parametrize(
+    "labels, match",
+    [
+        (["a", "b"], r"map class names to ids in the input_fn.*Got: dtype string"),
+        ([0.0, 1.0], r"cast them in the input_fn: tf\.cast\(labels, tf\.int64\).*float32"),
+    ],
+)
+def test_labels_of_another_dtype_are_named_with_the_fix(labels, match):
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=match):
+        features = {"x": tf.constant(X_EVAL[:2])}
+        mf.classifier(network, NUM_CLASSES)(features, tf.constant(labels), "train", {})
+
+
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        # A bare UnimplementedError from the cast, at the first step.
+        (["1", "2"], r"`weight_key` 'w' must be a numeric feature.*Got: dtype string"),
+        # TF's "weights can not be broadcast", naming no feature.
+        ([[1.0, 2.0], [3.0, 4.0]], r"`weight_key` 'w' must have shape \[batch\].*\(2, 2\)"),
+    ],
+)
+def test_weight_features_of_another_kind_are_named(weights, match):
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=match):
+        features = {"x": tf.constant(X_EVAL[:2]), "w": tf.constant(weights)}
+        model_fn = mf.classifier(network, NUM_CLASSES, weight_key="w")
+        model_fn(features, tf.constant(Y_EVAL[:2]), "train", {})
 
 
 def _first_graph_build(model_fn, model_dir=None):
@@ -524,7 +622,7 @@ def test_binary_auc_and_float_labels():
         spec = model_fn(
             {"x": tf.constant(X_EVAL[:8])}, tf.constant(Y_EVAL[:8] % 2), estimator.ModeKeys.EVAL
         )
-        assert set(spec.eval_metric_ops) == {"auc", "accuracy"}
+        assert set(spec.eval_metric_ops) == {"auc", "accuracy", "average_loss"}
         with pytest.raises(ValueError, match="`labels` must be integer.*float32"):
             model_fn({"x": tf.constant(X_EVAL[:8])}, tf.zeros([8]), estimator.ModeKeys.EVAL)
 

@@ -64,7 +64,7 @@ def check_metric_names(metrics: Sequence[str], accepted: Sequence[str], num_clas
                     f"Got: k={k}"
                 )
             known = True
-        if name == "auc" and num_classes != 2:
+        if name == "auc" and "auc" in accepted and num_classes != 2:
             raise ValueError(
                 f"`metrics` entry 'auc' needs num_classes == 2. Got: num_classes={num_classes}"
             )
@@ -91,16 +91,14 @@ def _flat_labels(labels, dtype, num_columns: int):
 
 
 def _average_loss(example_losses: Callable, weights) -> dict:
-    """``{"average_loss": …}``, the weighted mean loss over the eval set, when there are weights.
+    """``{"average_loss": …}``, the (weighted) mean loss per example over the eval set.
 
-    ``example_losses()`` builds the per-example losses, only when there are weights.
+    ``example_losses()`` builds the per-example losses.
 
     Estimator's ``loss`` is the mean of the batches' losses, each reduced as TF1 losses are
-    (weighted sum / number of non-zero weights): it grows with the weights' scale and counts
-    a padded last batch as much as a full one. The canned heads report this metric for that.
+    (weighted sum / number of non-zero weights): it counts a short last batch as much as a full
+    one, and grows with the weights' scale. The canned heads report this metric for that.
     """
-    if weights is None:
-        return {}
     return {"average_loss": tf.metrics.mean(example_losses(), weights=weights)}
 
 
@@ -122,8 +120,13 @@ def classifier_parts(num_classes: int, metrics: Sequence[str], top_k) -> dict[st
     def labels_fn(labels):
         labels = _flat_labels(labels, tf.int64, 1)
         if not labels.dtype.is_integer:
+            fix = (
+                "map class names to ids in the input_fn (e.g. with tf.lookup.StaticHashTable)"
+                if labels.dtype == tf.string
+                else "cast them in the input_fn: tf.cast(labels, tf.int64)"
+            )
             raise ValueError(
-                "`labels` must be integer class ids in [0, num_classes). "
+                f"`labels` must be integer class ids in [0, num_classes); {fix}. "
                 f"Got: dtype {labels.dtype.name}"
             )
         labels = tf.reshape(tf.cast(labels, tf.int32), [-1])

@@ -102,7 +102,7 @@ OPTIMIZERS: dict[str, Callable[..., tf.train.Optimizer]] = {
 
 
 def check_schedule(learning_rate, warmup_steps, decay_steps) -> None:
-    """Raises ValueError for a non-positive rate or negative / inconsistent step counts."""
+    """Raises ValueError for a negative rate or negative / inconsistent step counts."""
     check_number("learning_rate", learning_rate)
     check_int("warmup_steps", warmup_steps, 0)
     check_int("decay_steps", decay_steps, allow_none=True)
@@ -113,8 +113,14 @@ def check_schedule(learning_rate, warmup_steps, decay_steps) -> None:
         )
 
 
-def check_optimizer(optimizer: OptimizerArg, warmup_steps: int, decay_steps) -> None:
-    """Raises ValueError/TypeError for an unknown name or an instance combined with a schedule."""
+def check_optimizer(
+    optimizer: OptimizerArg, warmup_steps: int, decay_steps, learning_rate: Optional[float] = None
+) -> None:
+    """Raises ValueError/TypeError for an unknown name or an instance combined with a schedule.
+
+    An instance with a ``learning_rate`` is refused too: the instance's own rate is the one it
+    trains with, and the other would be silently ignored.
+    """
     if isinstance(optimizer, str):
         if optimizer.lower() not in OPTIMIZERS:
             raise ValueError(
@@ -122,6 +128,13 @@ def check_optimizer(optimizer: OptimizerArg, warmup_steps: int, decay_steps) -> 
                 f"or a callable learning_rate -> Optimizer. Got: {optimizer!r}"
             )
     elif isinstance(optimizer, tf.train.Optimizer):
+        if learning_rate is not None:
+            raise ValueError(
+                "`learning_rate` needs `optimizer` as a name or as a callable learning_rate -> "
+                "Optimizer; an Optimizer instance trains with its own rate. Drop "
+                f"learning_rate={learning_rate!r} or pass the optimizer by name. Got: "
+                f"optimizer={optimizer!r}"
+            )
         if warmup_steps or decay_steps is not None:
             raise ValueError(
                 "`warmup_steps` / `decay_steps` need `optimizer` as a name or as a callable "

@@ -9,13 +9,20 @@ BERT-style schedule, eval metrics, predictions, export signatures and warm start
   regressor: ``"predictions"`` (``[batch, label_dimension]``).
 * EVAL — the loss plus the named metrics (see :data:`CLASSIFIER_METRICS`).
 * TRAIN — ``optimizer`` by name or instance; ``warmup_steps`` / ``decay_steps`` give BERT's
-  linear warm-up then linear decay to 0 (:func:`learning_rate_schedule`). Each step also runs
+  linear warm-up then linear decay to 0 (:func:`learning_rate_schedule`). An optimizer that
+  leaves the global step alone (BERT's own ``AdamWeightDecayOptimizer``) gets the increment
+  from the train op, as BERT's ``create_optimizer`` adds it. The loss, in TRAIN and EVAL,
+  includes ``REGULARIZATION_LOSSES``, as the official heads do: ``tf.compat.v1.layers`` put
+  their regularizers' losses there; for ``tf.keras`` layers, whose ``losses`` stay on the
+  layer, the network_fn adds them (``tf.compat.v1.add_to_collection(
+  tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES, loss)`` for each). Each step also runs
   ``UPDATE_OPS`` and the updates Keras layers keep out of it (``BatchNormalization``'s moving
   averages), which a hand-written model_fn must add itself.
 * PREDICT carries ``export_outputs``: ``"serving_default"`` and ``"predict"`` (all prediction
-  keys) plus ``"classification"`` (or ``"regression"``).  Classification/regression signatures
-  need a receiver with a single string input (serialized ``tf.train.Example``); with other
-  receivers Estimator leaves them out and keeps the predict signatures.
+  keys) plus ``"classification"`` (or, for one regression output, ``"regression"``).
+  Classification/regression signatures need a receiver with a single string input (serialized
+  ``tf.train.Example``); with other receivers Estimator leaves them out and keeps the predict
+  signatures.
 * ``tpu_spec=True`` returns ``TPUEstimatorSpec`` with ``eval_metrics=(metric_fn, tensors)`` and
   the warm start inside ``scaffold_fn``, for ``TPUEstimator`` (or ``tfest_kit.tpu``).
 * Keras layers the network builds take their initial weights from ``RunConfig.tf_random_seed``;
@@ -54,7 +61,7 @@ from tfest_kit._schedules import (
     learning_rate_schedule,
     make_optimizer,
 )
-from tfest_kit._tf import estimator, tf
+from tfest_kit._tf import estimator, tf, tf2
 from tfest_kit._tpu_spec import call_model_fn, model_fn_args
 
 __all__ = [
@@ -134,8 +141,9 @@ def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_no
     opt = make_optimizer(optimizer, lr)
     if cross_shard:
         opt = tf.tpu.CrossShardOptimizer(opt)
-    else:
-        # Summaries inside a TPU model_fn need a host_call; off the TPU they are free.
+    elif not isinstance(optimizer, tf.train.Optimizer):
+        # Summaries inside a TPU model_fn need a host_call; off the TPU they are free. An
+        # Optimizer instance has a rate of its own, which `lr` is not.
         tf.summary.scalar("learning_rate", lr)
     grads_and_vars = opt.compute_gradients(loss)
     grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
@@ -148,9 +156,22 @@ def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_no
         grads, variables = zip(*grads_and_vars)
         grads, _ = tf.clip_by_global_norm(list(grads), clip_norm)
         grads_and_vars = list(zip(grads, variables))
+    graph = tf.get_default_graph()
+    first_op = len(graph.get_operations())
     # Batch-norm moving averages and similar live in UPDATE_OPS.
     with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-        return opt.apply_gradients(grads_and_vars, global_step=global_step)
+        train_op = opt.apply_gradients(grads_and_vars, global_step=global_step)
+    if any(global_step.op in (t.op for t in op.inputs) for op in graph.get_operations()[first_op:]):
+        return train_op
+    # BERT's AdamWeightDecayOptimizer (optimization.py) takes `global_step` and leaves it alone:
+    # its create_optimizer adds the increment. Without one, training never reaches max_steps.
+    tf2.get_logger().info(
+        "%s does not increment the global step; the train op does it once per step, as BERT's "
+        "create_optimizer does.",
+        type(opt).__name__,
+    )
+    with tf.control_dependencies([train_op]):
+        return tf.group(train_op, global_step.assign_add(1), name="train_op")
 
 
 def build(
@@ -163,7 +184,7 @@ def build(
     labels_fn: Optional[Callable] = None,
     export_outputs_fn: Optional[Callable] = None,
     optimizer: OptimizerArg = "adam",
-    learning_rate: float = 1e-3,
+    learning_rate: Optional[float] = None,
     warmup_steps: int = 0,
     decay_steps: Optional[int] = None,
     clip_norm: Optional[float] = None,
@@ -195,7 +216,8 @@ def build(
         ``"serving_default"`` and ``"predict"`` PredictOutputs.
       optimizer: a name in :data:`OPTIMIZERS`, a ``tf.compat.v1.train.Optimizer`` or a callable
         ``learning_rate_tensor -> Optimizer``.
-      learning_rate: peak learning rate.
+      learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance, which
+        has its own.
       warmup_steps: steps of linear warm-up from 0.
       decay_steps: step at which the rate has decayed linearly to 0 (None: no decay).
       clip_norm: clip gradients to this global norm (BERT uses 1.0); None for no clipping.
@@ -206,9 +228,10 @@ def build(
         variable whose name and shape match the checkpoint (with a warning naming the map to
         pass when the checkpoint holds most of the others under another scope).
       weight_key: name of a feature holding per-example weights for loss and metrics. The
-        classifier and regressor heads then also report ``average_loss``, the weighted mean
-        loss over the eval set (``loss`` is Estimator's mean of per-batch losses, which grows
-        with the weights' scale): monitor it when the weights are not 0 / 1.
+        classifier and regressor heads report ``average_loss``, the (weighted) mean loss per
+        example over the eval set, as the canned heads do (``loss`` is Estimator's mean of
+        per-batch losses, which counts a short last batch as a full one and grows with the
+        weights' scale): monitor it when the weights are not 0 / 1.
       tpu_spec: return ``TPUEstimatorSpec`` (``eval_metrics``, ``scaffold_fn``) instead of
         ``EstimatorSpec``.
 
@@ -246,8 +269,9 @@ def build(
             continue
         _check_callable(value, name)
         _check_signature(value, name, arguments)
+    check_optimizer(optimizer, warmup_steps, decay_steps, learning_rate)
+    learning_rate = 1e-3 if learning_rate is None else learning_rate
     check_schedule(learning_rate, warmup_steps, decay_steps)
-    check_optimizer(optimizer, warmup_steps, decay_steps)
     if clip_norm is not None and not clip_norm > 0:
         raise ValueError(f"`clip_norm` must be None or > 0. Got: {clip_norm!r}")
     if assignment_map is not None and init_checkpoint is None:
@@ -325,8 +349,12 @@ def build(
                 raise ValueError(
                     f"`weight_key` {weight_key!r} is not a feature. Got features: {available}"
                 )
-            weights = tf.reshape(tf.cast(features[weight_key], tf.float32), [-1])
+            weights = _weights(features[weight_key], weight_key)
         loss = loss_fn(labels, outputs, weights)
+        # tf.compat.v1.layers' regularizers; the official heads add them in TRAIN and EVAL.
+        regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
+        if regularization:
+            loss = loss + tf.add_n(regularization, name="regularization_loss")
 
         if mode == ModeKeys.EVAL:
             if check_dir:
@@ -356,6 +384,22 @@ def build(
 _UPDATE_OP_TYPES = frozenset(
     {"AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd"}
 )
+
+
+def _weights(weights, weight_key: str):
+    """The ``[batch]`` float32 weights of ``features[weight_key]``, or an error naming it."""
+    if weights.dtype == tf.string or weights.dtype == tf.bool:
+        raise ValueError(
+            f"`weight_key` {weight_key!r} must be a numeric feature (one weight per example); "
+            f"cast or parse it in the input_fn. Got: dtype {weights.dtype.name}"
+        )
+    rank = weights.shape.rank
+    if rank is not None and (rank > 2 or (rank == 2 and weights.shape[1] not in (1, None))):
+        raise ValueError(
+            f"`weight_key` {weight_key!r} must have shape [batch] or [batch, 1], one weight per "
+            f"example. Got: shape {weights.shape}"
+        )
+    return tf.reshape(tf.cast(weights, tf.float32), [-1])
 
 
 def _run_layer_updates(network_ops: list) -> None:
@@ -489,7 +533,7 @@ def classifier(
     num_classes: int,
     *,
     optimizer: OptimizerArg = "adam",
-    learning_rate: float = 1e-3,
+    learning_rate: Optional[float] = None,
     warmup_steps: int = 0,
     decay_steps: Optional[int] = None,
     init_checkpoint: Optional[str] = None,
@@ -508,7 +552,8 @@ def classifier(
       optimizer: a name in :data:`OPTIMIZERS` (``"adam"``, ``"adamw"`` — BERT's
         AdamWeightDecay —, ``"sgd"``, ``"momentum"``, ``"adagrad"``, ``"rmsprop"``), a
         ``tf.compat.v1.train.Optimizer``, or a callable ``learning_rate -> Optimizer``.
-      learning_rate: peak learning rate.
+      learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance, which
+        has its own.
       warmup_steps: steps of linear warm-up from 0 (BERT's ``num_warmup_steps``).
       decay_steps: step at which the rate has decayed linearly to 0 (BERT's
         ``num_train_steps``); None for no decay.
@@ -522,8 +567,8 @@ def classifier(
       top_k: also predict the ``top_k`` most likely classes and their probabilities.
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
       clip_norm: clip gradients to this global norm; None for no clipping.
-      weight_key: feature holding per-example weights for loss and metrics; evaluation then
-        also reports ``average_loss``, the weighted mean loss (see :func:`build`).
+      weight_key: feature holding per-example weights for loss and metrics; evaluation's
+        ``average_loss`` is then the weighted mean loss (see :func:`build`).
 
     Returns:
       ``model_fn(features, labels, mode, params, config)``, as from :func:`build`.
@@ -567,7 +612,7 @@ def regressor(
     network_fn: NetworkFn,
     *,
     optimizer: OptimizerArg = "adam",
-    learning_rate: float = 1e-3,
+    learning_rate: Optional[float] = None,
     warmup_steps: int = 0,
     decay_steps: Optional[int] = None,
     init_checkpoint: Optional[str] = None,
@@ -584,7 +629,8 @@ def regressor(
       network_fn: ``network_fn(features, mode, params) -> [batch, label_dimension]`` (or
         ``[batch]`` when ``label_dimension`` is 1).
       optimizer: as for :func:`classifier`.
-      learning_rate: peak learning rate.
+      learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance, which
+        has its own.
       warmup_steps: steps of linear warm-up from 0.
       decay_steps: step at which the rate has decayed linearly to 0; None for no decay.
       init_checkpoint: checkpoint prefix or directory to warm-start from, read only while
@@ -594,8 +640,8 @@ def regressor(
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
       label_dimension: number of regression targets per example.
       clip_norm: clip gradients to this global norm; None for no clipping.
-      weight_key: feature holding per-example weights for loss and metrics; evaluation then
-        also reports ``average_loss``, the weighted mean loss (see :func:`build`).
+      weight_key: feature holding per-example weights for loss and metrics; evaluation's
+        ``average_loss`` is then the weighted mean loss (see :func:`build`).
 
     Returns:
       ``model_fn(features, labels, mode, params, config)``, as from :func:`build`; PREDICT
