@@ -230,6 +230,30 @@ class _StepLeftAloneOptimizer(tf.train.GradientDescentOptimizer):
         return super().apply_gradients(grads_and_vars, name=name)
 
 
+class _StepReadingOptimizer(_StepLeftAloneOptimizer):
+    """Reads the global step while applying gradients (a lazy rate), and leaves it alone."""
+
+    def __init__(self, learning_rate):
+        def rate():
+            step = tf.cast(tf.train.get_global_step(), tf.float32)
+            return learning_rate / (1.0 + step)
+
+        super().__init__(rate)
+
+
+def test_a_read_of_the_global_step_is_not_taken_for_its_increment():
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        spec = _call(
+            mf.classifier(network, NUM_CLASSES, optimizer=_StepReadingOptimizer),
+            estimator.ModeKeys.TRAIN,
+        )
+        with tf.train.MonitoredSession() as sess:
+            for _ in range(3):
+                sess.run(spec.train_op)
+            assert sess.run(tf.train.get_global_step()) == 3
+
+
 def test_an_optimizer_that_leaves_the_global_step_alone_still_counts_steps(tmp_path):
     # BERT's create_optimizer adds the increment its optimizer leaves out: without it the step
     # stayed at 0, the warm-up never started, and max_steps was never reached.
@@ -443,6 +467,25 @@ def test_weight_features_of_another_kind_are_named(weights, match):
         features = {"x": tf.constant(X_EVAL[:2]), "w": tf.constant(weights)}
         model_fn = mf.classifier(network, NUM_CLASSES, weight_key="w")
         model_fn(features, tf.constant(Y_EVAL[:2]), "train", {})
+
+
+def test_ragged_weights_are_named_and_a_bool_mask_is_taken():
+    model_fn = mf.classifier(network, NUM_CLASSES, weight_key="w")
+    with tf.Graph().as_default():
+        ragged = {"x": tf.constant(X_EVAL[:2]), "w": tf.ragged.constant([[1.0], [2.0, 3.0]])}
+        with pytest.raises(ValueError, match=r"`weight_key` 'w' must be a dense tensor.*Ragged"):
+            model_fn(ragged, tf.constant(Y_EVAL[:2]), "train", {})
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        mask = {"x": tf.constant(X_EVAL[:2]), "w": tf.constant([True, False])}
+        spec = model_fn(mask, tf.constant(Y_EVAL[:2]), "eval", {})
+        with tf.train.MonitoredSession() as sess:
+            sess.run(spec.eval_metric_ops["average_loss"][1])
+            average, logits = sess.run(
+                [spec.eval_metric_ops["average_loss"][0], spec.predictions["logits"]]
+            )
+    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    assert average == pytest.approx(-log_probs[0, Y_EVAL[0]], rel=1e-5)  # the first one only
 
 
 def _first_graph_build(model_fn, model_dir=None):

@@ -311,6 +311,7 @@ def test_threads_size_the_pools_estimator_training_uses(tmp_path):
         counts[intra] = int(line.split()[1])
         # The second config's count cannot take effect any more: a warning says so.
         assert f"intra_op={intra + 1} cannot take effect" in proc.stderr
+        assert proc.stderr.count("cannot take effect") == 1  # not for the pool's own size
         assert "call tfest_kit.run_config / session_config before" in proc.stderr
     assert counts[7] - counts[1] == 6, counts
 
@@ -351,6 +352,9 @@ def test_a_cluster_of_workers_only_needs_a_strategy(monkeypatch):
     with pytest.raises(ValueError, match=r"exactly one 'chief'.*train_distribute=tf\.distribute"):
         tfest_kit.run_config()
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    # Only a training strategy makes it valid; RunConfig's own message named no fix.
+    with pytest.raises(ValueError, match=r"exactly one 'chief'.*train_distribute=tf\.distribute"):
+        tfest_kit.run_config(eval_distribute=strategy)
     config = tfest_kit.run_config(train_distribute=strategy, threads=2)
     official = estimator.RunConfig(train_distribute=strategy)
     assert (config.task_type, config.task_id) == (official.task_type, official.task_id)

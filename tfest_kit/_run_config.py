@@ -8,6 +8,7 @@ class, so everything that takes a ``RunConfig`` keeps working.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import math
@@ -114,8 +115,11 @@ def _warn_once(message: str) -> None:
         tf2.get_logger().warning(message)
 
 
-# The inter-op count this process's first Session was configured with through tfest_kit.
-_first_inter_op: list = []
+def _default_thread_count() -> int:
+    """The size TensorFlow gives a pool left at 0: one thread per CPU this process may use."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _size_thread_pools(inter: int, intra: int) -> None:
@@ -124,33 +128,25 @@ def _size_thread_pools(inter: int, intra: int) -> None:
     TensorFlow 2.15 makes one CPU intra-op pool per process, when it first runs an op, and
     every Session shares it; ``Estimator.train`` runs an op (it reads the global step through
     ``tf.cond``) before its Session exists, so a ConfigProto's intra-op count changed nothing.
-    The count is therefore also given to TensorFlow's process-wide setting while that is still
-    open. Sessions share one inter-op pool too, made by the first Session. A count that can no
-    longer take effect is named in a warning rather than silently ignored.
+    The counts are therefore also given to TensorFlow's process-wide settings while those are
+    still open, and an intra-op count that can no longer take effect is named in a warning.
+    (Sessions also share the inter-op pool the first Session made; that one tfest_kit cannot
+    see, so a later inter-op count goes by without a word.)
     """
-    when = (
-        "call tfest_kit.run_config / session_config before TensorFlow runs anything (or "
-        "train in a new process)"
-    )
-    if intra:
-        try:
-            tf2.config.threading.set_intra_op_parallelism_threads(intra)
-        except RuntimeError:  # TensorFlow has run an op: its pool keeps the size it was made with
-            made = tf2.config.threading.get_intra_op_parallelism_threads()
-            if made != intra:
-                made_with = f"{made} threads" if made else "one thread per core"
-                _warn_once(
-                    f"threads: this process's intra-op pool already exists ({made_with}), so "
-                    f"intra_op={intra} cannot take effect; {when}."
-                )
     if inter:
-        if not _first_inter_op:
-            _first_inter_op.append(inter)
-        if _first_inter_op[0] != inter:
+        with contextlib.suppress(RuntimeError):  # TensorFlow has run an op: too late
+            tf2.config.threading.set_inter_op_parallelism_threads(inter)
+    if not intra:
+        return
+    try:
+        tf2.config.threading.set_intra_op_parallelism_threads(intra)
+    except RuntimeError:  # TensorFlow has run an op: its pool keeps the size it was made with
+        made = tf2.config.threading.get_intra_op_parallelism_threads() or _default_thread_count()
+        if made != intra:
             _warn_once(
-                f"threads: inter_op={inter} cannot take effect once a Session has run in this "
-                "process: Sessions share the inter-op pool of the first one, set up here with "
-                f"inter_op={_first_inter_op[0]}; {when}."
+                f"threads: this process's intra-op pool already exists ({made} threads), so "
+                f"intra_op={intra} cannot take effect; call tfest_kit.run_config / "
+                "session_config before TensorFlow runs anything (or train in a new process)."
             )
 
 
@@ -289,9 +285,10 @@ def run_config(
         tuple ``(inter_op, intra_op)`` sets them separately (0 leaves one as it is: the
         default, or what ``session_config`` says). TensorFlow makes these pools once per
         process and shares them between Sessions, and ``Estimator.train`` makes the intra-op
-        pool before its Session exists, so the intra-op count is also set for the process
-        (``tf.config.threading``): call this before TensorFlow runs anything. A count that
-        can no longer take effect (the pools exist with other sizes) is named in a warning.
+        pool before its Session exists, so the counts are also set for the process
+        (``tf.config.threading``): call this before TensorFlow runs anything. An intra-op
+        count that can no longer take effect (the pool exists with another size) is named in
+        a warning; a later inter-op count than the first Session's has no effect either.
       mixed_precision: ``None`` trains in float32. ``"bfloat16"`` turns on oneDNN's
         automatic mixed precision (Grappler's ``auto_mixed_precision_onednn_bfloat16``):
         matmuls and most element-wise ops on the CPU run in bfloat16, while variables,
@@ -358,8 +355,11 @@ def run_config(
     )
     strategies = [kwargs.get(k) for k in ("train_distribute", "eval_distribute")]
     distributed = kwargs.get("experimental_distribute") is not None or any(strategies)
-    # A strategy runs a cluster of workers only, and sets the cluster's devices up itself.
-    validate_tf_config(workers_only_allowed=distributed)
+    # A training strategy runs a cluster of workers only; any strategy sets the cluster's
+    # devices up itself (no device filters below).
+    experimental = kwargs.get("experimental_distribute")
+    training_strategy = strategies[0] or getattr(experimental, "train_distribute", None)
+    validate_tf_config(workers_only_allowed=training_strategy is not None)
     base = kwargs.pop("session_config", None)
     proto = _session_config(xla, threads, mixed_precision, base, not distributed)
     if save_checkpoints_steps is not None:

@@ -161,7 +161,7 @@ def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_no
     # Batch-norm moving averages and similar live in UPDATE_OPS.
     with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
         train_op = opt.apply_gradients(grads_and_vars, global_step=global_step)
-    if any(global_step.op in (t.op for t in op.inputs) for op in graph.get_operations()[first_op:]):
+    if any(_writes(op, global_step) for op in graph.get_operations()[first_op:]):
         return train_op
     # BERT's AdamWeightDecayOptimizer (optimization.py) takes `global_step` and leaves it alone:
     # its create_optimizer adds the increment. Without one, training never reaches max_steps.
@@ -386,9 +386,26 @@ _UPDATE_OP_TYPES = frozenset(
 )
 
 
+# Ops that may change a variable given as an input: assignments, and the control flow
+# (tf.cond / tf.while_loop) an increment may sit in. A read (ReadVariableOp) is none of them.
+_WRITE_OP_TYPES = frozenset(
+    {"AssignAddVariableOp", "AssignVariableOp", "AssignAdd", "Assign"}
+    | {"If", "StatelessIf", "While", "StatelessWhile"}
+)
+
+
+def _writes(op, variable) -> bool:
+    return op.type in _WRITE_OP_TYPES and any(t.op is variable.op for t in op.inputs)
+
+
 def _weights(weights, weight_key: str):
     """The ``[batch]`` float32 weights of ``features[weight_key]``, or an error naming it."""
-    if weights.dtype == tf.string or weights.dtype == tf.bool:
+    if not isinstance(weights, tf.Tensor):
+        raise ValueError(
+            f"`weight_key` {weight_key!r} must be a dense tensor, one weight per example; "
+            f"make it one in the input_fn. Got: {type(weights).__name__}"
+        )
+    if weights.dtype == tf.string:
         raise ValueError(
             f"`weight_key` {weight_key!r} must be a numeric feature (one weight per example); "
             f"cast or parse it in the input_fn. Got: dtype {weights.dtype.name}"

@@ -1,8 +1,9 @@
 """Trains a tiny Estimator with ``run_config(threads=(1, INTRA))`` and prints its thread count.
 
-Prints ``THREADS n`` (the process's threads once the training session exists), then builds a
-second config with another intra-op count, which can no longer take effect (its warning goes
-to stderr). TensorFlow's thread pools are per process, hence a program of its own.
+Prints ``THREADS n`` (the process's threads once the training session exists), then builds
+a config with the same counts and one with another intra-op count, which can no longer take
+effect (its warning goes to stderr). TensorFlow's thread pools are per process, hence a
+program of its own.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def _input_fn():
 def main(model_dir: str, intra: int) -> None:
     config = tfest_kit.run_config(model_dir=model_dir, threads=(1, intra))
     estimator.Estimator(_model_fn, config=config).train(_input_fn, hooks=[_CountThreads()])
+    tfest_kit.run_config(threads=(1, intra))  # the pool's own size: nothing to say
     tfest_kit.run_config(threads=(1, intra + 1))
 
 
