@@ -8,10 +8,23 @@ TensorFlow and no NumPy here: NumPy's scalars are recognised through :mod:`numbe
 from __future__ import annotations
 
 import argparse
+import difflib
 import numbers
+from collections.abc import Sequence
 from typing import Any, Optional, Union
 
-__all__ = ["check_int", "check_number", "is_int_at_least", "positive_int_arg"]
+__all__ = ["check_int", "check_number", "did_you_mean", "is_int_at_least", "positive_int_arg"]
+
+
+def did_you_mean(name: Any, choices: Sequence[str]) -> str:
+    """``" Did you mean 'x'?"`` for the choice nearest to a misspelt ``name``, else ``""``.
+
+    Example:
+
+        raise ValueError(f"unknown key {key!r}.{did_you_mean(key, KEYS)}")
+    """
+    close = difflib.get_close_matches(str(name), choices, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def is_int_at_least(value: Any, minimum: int) -> bool:

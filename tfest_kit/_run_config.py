@@ -9,7 +9,6 @@ class, so everything that takes a ``RunConfig`` keeps working.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import inspect
 import math
 import numbers
@@ -19,7 +18,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from tfest_kit._checks import check_int, is_int_at_least
+from tfest_kit._checks import check_int, did_you_mean, is_int_at_least
 from tfest_kit._tf import estimator, tf, tf2
 from tfest_kit._tf_config import validate_tf_config
 from tfest_kit.logs import quieted
@@ -353,12 +352,13 @@ def run_config(
     keep_checkpoint_max = check_int(
         "keep_checkpoint_max", keep_checkpoint_max, 0, allow_none=True, hint="None or 0 keeps all"
     )
-    strategies = [kwargs.get(k) for k in ("train_distribute", "eval_distribute")]
-    distributed = kwargs.get("experimental_distribute") is not None or any(strategies)
+    train, evaluate, experimental = (
+        kwargs.get(k) for k in ("train_distribute", "eval_distribute", "experimental_distribute")
+    )
     # A training strategy runs a cluster of workers only; any strategy sets the cluster's
     # devices up itself (no device filters below).
-    experimental = kwargs.get("experimental_distribute")
-    training_strategy = strategies[0] or getattr(experimental, "train_distribute", None)
+    distributed = any(x is not None for x in (train, evaluate, experimental))
+    training_strategy = train or getattr(experimental, "train_distribute", None)
     validate_tf_config(workers_only_allowed=training_strategy is not None)
     base = kwargs.pop("session_config", None)
     proto = _session_config(xla, threads, mixed_precision, base, not distributed)
@@ -403,8 +403,7 @@ def _check_run_config_keywords(kwargs: dict) -> None:
                 f"{name}=…, session_config=tfest_kit.session_config(…)) for TPUEstimator."
             )
         else:
-            close = difflib.get_close_matches(name, known, n=1)
-            fix = f" Did you mean {close[0]!r}?" if close else f" It takes: {', '.join(known)}."
+            fix = did_you_mean(name, known) or f" It takes: {', '.join(known)}."
         raise TypeError(
             f"run_config() got {name!r}, which tf.estimator.RunConfig does not take.{fix}"
         )

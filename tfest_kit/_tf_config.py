@@ -6,14 +6,13 @@ Kept apart from :mod:`tfest_kit.cluster` so that lower layers (``training``) can
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
-from tfest_kit._checks import is_int_at_least
+from tfest_kit._checks import did_you_mean, is_int_at_least
 
 __all__ = ["CLUSTER_TASK_TYPES", "TASK_TYPES", "validate_tf_config"]
 
@@ -39,11 +38,6 @@ _MAX_SHOWN = 300
 def _shown(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=repr)
     return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN] + "…"
-
-
-def _suggest(name: Any, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(str(name), choices, n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _parse(tf_config: Union[str, Mapping[str, Any], None]) -> dict:
@@ -109,7 +103,7 @@ def _check_cluster(cluster: Any, workers_only_allowed: bool) -> dict:
         if task_type not in CLUSTER_TASK_TYPES:
             raise ValueError(
                 f"TF_CONFIG 'cluster' has an unknown task type {task_type!r}; expected some of "
-                f"{list(CLUSTER_TASK_TYPES)}.{_suggest(task_type, CLUSTER_TASK_TYPES)} "
+                f"{list(CLUSTER_TASK_TYPES)}.{did_you_mean(task_type, CLUSTER_TASK_TYPES)} "
                 f"Got: cluster = {_shown(cluster)}"
             )
         if isinstance(addresses, str) or not isinstance(addresses, Sequence):
@@ -192,7 +186,7 @@ def _check_task(task: Any, cluster: Mapping) -> dict:
         reason = "is not in the cluster" if known else "is not a task type"
         raise ValueError(
             f"TF_CONFIG task.type {task_type!r} {reason}; expected one of {allowed}."
-            f"{'' if known else _suggest(task_type, TASK_TYPES)} "
+            f"{'' if known else did_you_mean(task_type, TASK_TYPES)} "
             f"Got: task = {_shown(dict(task))}, cluster = {_shown(dict(cluster))}"
         )
     if task_type == "evaluator" and "master" in cluster:
@@ -253,7 +247,7 @@ def validate_tf_config(
     config = _parse(tf_config)
     unknown = [key for key in config if key not in _TOP_LEVEL_KEYS]
     if unknown:
-        hints = "".join(_suggest(key, _TOP_LEVEL_KEYS) for key in unknown)
+        hints = "".join(did_you_mean(key, _TOP_LEVEL_KEYS) for key in unknown)
         raise ValueError(
             f"TF_CONFIG has unknown top-level keys {unknown}; expected some of "
             f"{list(_TOP_LEVEL_KEYS)}.{hints} Got: {_shown(config)}"
