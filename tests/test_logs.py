@@ -62,6 +62,51 @@ def test_deprecations_shown_when_asked():
     assert "`tf.layers.dense` is deprecated" in output, output
 
 
+def test_setup_keeps_the_root_loggers_log_file(tmp_path):
+    # basicConfig(filename=…) before TensorFlow: TensorFlow's lines reached the file only by
+    # propagating, which setup() turns off; after it the file got none of them.
+    program = textwrap.dedent(
+        """
+        import logging, sys
+        logging.basicConfig(filename=sys.argv[1], level=logging.INFO)
+        from tfest_kit import logs
+        from tfest_kit._tf import tf
+        logs.setup()
+        tf.logging.info("after-setup-marker")
+        tf.logging.debug("debug-marker")
+        """
+    )
+    path = tmp_path / "train.log"
+    proc = run_program(["-c", program, str(path)], timeout=120)
+    in_file = path.read_text()
+    assert in_file.count("after-setup-marker") == 1, in_file
+    assert proc.stderr.count("after-setup-marker") == 1, proc.stderr  # the terminal too, once
+    assert "debug-marker" not in in_file + proc.stderr
+
+
+def test_setup_follows_absls_verbosity_flag():
+    # setup() forced INFO, so `--verbosity=-1` (absl's WARNING) still printed every INFO line.
+    program = textwrap.dedent(
+        """
+        import sys
+        from absl import app
+        from tfest_kit import logs
+        from tfest_kit._tf import tf
+
+        def main(argv):
+            logs.setup()
+            tf.logging.info("info-marker")
+            tf.logging.warning("warning-marker")
+
+        app.run(main)
+        """
+    )
+    quiet = run_program(["-c", program, "--verbosity=-1"], timeout=120)
+    assert "info-marker" not in quiet.stderr and "warning-marker" in quiet.stderr, quiet.stderr
+    default = run_program(["-c", program], timeout=120)
+    assert "info-marker" in default.stderr, default.stderr  # no flag: INFO, as before
+
+
 def test_setup_plain_python_logs_once(capsys):
     logger = logs.setup("info")
     try:
@@ -81,7 +126,7 @@ def test_setup_sets_level_and_is_idempotent():
     logs.setup("warning")
 
 
-@pytest.mark.parametrize("bad", ["loud", "", None, 1.5, True])
+@pytest.mark.parametrize("bad", ["loud", "", 1.5, True])
 def test_bad_verbosity_names_argument(bad):
     with pytest.raises(ValueError, match="`verbosity` must be"):
         logs.setup(bad)

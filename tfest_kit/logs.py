@@ -67,11 +67,25 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dirs)
 
 
-class _OneRouteHandler(logging.Handler):
-    """Sends each ``tensorflow`` record to absl's handler when absl is active, else to stderr.
+def _to_terminal(handler: logging.Handler) -> bool:
+    """Whether ``handler`` prints to the terminal: a stream handler on stderr or stdout."""
+    return (
+        isinstance(handler, logging.StreamHandler)
+        and not isinstance(handler, logging.FileHandler)
+        and getattr(handler, "stream", None)
+        in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)
+    )
 
-    Deciding per record (rather than once in :func:`setup`) keeps lines single whether
-    ``setup()`` runs before or after ``absl.app.run`` installs its handler.
+
+class _OneRouteHandler(logging.Handler):
+    """Sends each ``tensorflow`` record to the terminal once, and to the root's other handlers.
+
+    The terminal route is absl's handler when absl is active, else the root logger's own
+    terminal handler (``logging.basicConfig()``), else a plain one on stderr. The root logger's
+    other handlers (a ``FileHandler`` from ``basicConfig(filename=…)``, a test's capture) get
+    the record as propagation would have given it to them. Deciding per record (rather than
+    once in :func:`setup`) keeps lines single whether ``setup()`` runs before or after
+    ``absl.app.run`` installs its handler.
     """
 
     def __init__(self, tensorflow_info: bool = True) -> None:
@@ -92,15 +106,20 @@ class _OneRouteHandler(logging.Handler):
         return super().filter(record)
 
     def emit(self, record: logging.LogRecord) -> None:
-        handler = _absl_handler()
-        if handler is not None:
-            handler.handle(record)
-        else:
+        root_handlers = logging.getLogger().handlers
+        terminal = _absl_handler() or next(filter(_to_terminal, root_handlers), None)
+        if terminal is None:
             # Resolve sys.stderr per record so pytest's capture and redirections see it. Not
             # through setStream(): it flushes the stream it replaces, which may be closed by
             # then (a redirection that ended), and the error would reach the logging call.
             self._plain.stream = sys.stderr
-            self._plain.handle(record)
+            terminal = self._plain
+        routes = [terminal] + [
+            h for h in root_handlers if h is not terminal and not _to_terminal(h)
+        ]
+        for handler in routes:
+            if record.levelno >= handler.level:  # as propagation checks it
+                handler.handle(record)
 
 
 class _OwnModelFnParamsFilter(logging.Filter):
@@ -173,8 +192,24 @@ def _set_deprecation_warnings(show: bool) -> None:
 _KERAS_LEGACY_LAYER = r"`tf\.[\w.]+` is deprecated and will be removed in a future version"
 
 
+def _absl_verbosity() -> Optional[int]:
+    """The ``logging`` level of absl's ``--verbosity`` flag, if the command line gave one."""
+    absl_flags = sys.modules.get("absl.flags")
+    if absl_flags is None or "verbosity" not in absl_flags.FLAGS:
+        return None
+    flag = absl_flags.FLAGS["verbosity"]
+    if not absl_flags.FLAGS.is_parsed() or not flag.present:
+        return None
+    from absl.logging import converter
+
+    # absl's own rule: -1 WARNING, 0 INFO, 1 DEBUG, and each level above 1 one step below.
+    if flag.value <= converter.ABSL_DEBUG:
+        return converter.absl_to_standard(flag.value)
+    return logging.DEBUG - (flag.value - 1)
+
+
 def setup(
-    verbosity: Union[str, int] = "info",
+    verbosity: Union[str, int, None] = None,
     show_deprecations: bool = False,
     tensorflow_info: bool = True,
 ) -> logging.Logger:
@@ -182,11 +217,13 @@ def setup(
 
     Safe to call any number of times, before or after ``absl.app.run``. Handlers a program
     added to the ``tensorflow`` logger (a ``FileHandler`` …) stay; plain ``StreamHandler``s
-    (TensorFlow's own terminal output) are replaced.
+    (TensorFlow's own terminal output) are replaced. The root logger's handlers other than
+    the terminal's (``logging.basicConfig(filename=…)``) still get TensorFlow's lines.
 
     Args:
       verbosity: ``"debug"``, ``"info"``, ``"warning"``, ``"error"``, ``"fatal"`` or a
-        ``logging`` level number.
+        ``logging`` level number. None: the level of absl's ``--verbosity`` flag when the
+        command line gives one (``app.run`` parsed it), else ``"info"``.
       show_deprecations: print TensorFlow's deprecation warnings, and Keras' for the legacy
         ``tf.layers`` (off by default: a TF1-era program otherwise prints dozens of them).
       tensorflow_info: print the INFO (and DEBUG) lines of TensorFlow, Estimator and Keras
@@ -209,6 +246,9 @@ def setup(
         logs.setup("info")
         logs.setup(tensorflow_info=False)  # progress from ProgressHook, not Estimator's lines
     """
+    if verbosity is None:
+        absl_level = _absl_verbosity()
+        verbosity = "info" if absl_level is None else absl_level
     if isinstance(verbosity, str):
         if verbosity.lower() not in LEVELS:
             raise ValueError(
