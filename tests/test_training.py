@@ -193,6 +193,25 @@ def test_bad_arguments_are_rejected(tmp_path, kwargs, error, match):
         training.train_and_evaluate(est, _train_input_fn, _eval_input_fn, **kwargs)
 
 
+def test_one_hook_object_in_both_hook_lists_is_refused(tmp_path):
+    # Local evaluations run inside the training session: a shared ProgressHook's training
+    # lines turned into "eval batch 5/30 … ETA 0s".
+    from tfest_kit.hooks import ProgressHook
+
+    est = _estimator(str(tmp_path))
+    progress = ProgressHook(every_n_steps=5)
+    with pytest.raises(ValueError, match="same ProgressHook object.*separate instance"):
+        training.train_and_evaluate(
+            est,
+            _train_input_fn,
+            _eval_input_fn,
+            max_steps=10,
+            hooks=[progress],
+            eval_hooks=[progress],
+        )
+    assert not os.path.exists(os.path.join(str(tmp_path), "checkpoint"))  # before any work
+
+
 def test_estimator_must_be_an_estimator():
     with pytest.raises(TypeError, match="estimator.*Got: 'model'"):
         training.train_and_evaluate("model", _train_input_fn, _eval_input_fn, max_steps=10)

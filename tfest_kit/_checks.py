@@ -13,7 +13,27 @@ import numbers
 from collections.abc import Sequence
 from typing import Any, Optional, Union
 
-__all__ = ["check_int", "check_number", "did_you_mean", "is_int_at_least", "positive_int_arg"]
+__all__ = [
+    "check_bool",
+    "check_int",
+    "check_number",
+    "did_you_mean",
+    "is_int_at_least",
+    "positive_int_arg",
+]
+
+
+def check_bool(name: str, value: Any, more: str = "") -> bool:
+    """Returns ``value`` if it is a bool; TypeError otherwise (``"no"`` would be truthy).
+
+    Example:
+
+        fail = check_bool("fail", fail)      # TypeError: `fail` must be True or False. Got: 'no'
+    """
+    if not isinstance(value, bool):
+        alternatives = f"True, False {more}" if more else "True or False"
+        raise TypeError(f"`{name}` must be {alternatives}. Got: {value!r}")
+    return value
 
 
 def did_you_mean(name: Any, choices: Sequence[str]) -> str:

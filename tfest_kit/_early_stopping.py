@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Optional
 
 from tfest_kit import logs
-from tfest_kit._checks import check_int, check_number
+from tfest_kit._checks import check_bool, check_int, check_number
 from tfest_kit._eval_events import eval_dirs, metrics_by_step
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
+from tfest_kit._tf_config import is_chief_task
 
 __all__ = ["early_stopping"]
 
@@ -75,28 +77,32 @@ class _NoImprovement:
             if not self._warned_elsewhere:
                 self._warn_if_elsewhere()
             return False
+        steps = [step for step in results if step >= self._min_steps]
+        if steps and not any(self._monitor in results[step] for step in steps):
+            raise ValueError(
+                f"early_stopping: `monitor` {self._monitor!r} is not among the eval metrics "
+                f"in {self._eval_dir} at step {steps[-1]}. Available: "
+                f"{sorted(results[steps[-1]])}."
+            )
+        # Evaluations from before the metric existed (a metric added when resuming) are
+        # skipped, not an error: they would make the model_dir unusable with this monitor.
+        steps = [step for step in steps if self._monitor in results[step]]
         best = best_step = None
-        for step, metrics in results.items():
-            if step < self._min_steps:
-                continue
-            if self._monitor not in metrics:
-                raise ValueError(
-                    f"early_stopping: `monitor` {self._monitor!r} is not among the eval metrics "
-                    f"in {self._eval_dir} at step {step}. Available: {sorted(metrics)}."
-                )
-            value = metrics[self._monitor]
-            if best is None or self._better(value, best):
+        for step in steps:
+            value = results[step][self._monitor]
+            # A NaN is never an improvement (as in Keras' EarlyStopping): as the first value it
+            # would be a best that nothing beats, and stop a run that improves after it.
+            if not math.isnan(value) and (best is None or self._better(value, best)):
                 best, best_step = value, step
-            if step - best_step >= self._patience:
+            since = step - (steps[0] if best_step is None else best_step)
+            if since >= self._patience:
                 tf.logging.info(
-                    'early_stopping: no %s of more than %g in "%s" for %d steps (best %g at '
-                    "step %d); stopping.",
+                    'early_stopping: no %s of more than %g in "%s" for %d steps (%s); ' "stopping.",
                     "increase" if self._higher else "decrease",
                     self._min_delta,
                     self._monitor,
-                    step - best_step,
-                    best,
-                    best_step,
+                    since,
+                    "no value but NaN" if best is None else f"best {best:g} at step {best_step}",
                 )
                 self.fired = True
                 return True
@@ -126,7 +132,23 @@ def _stand_in_estimator(config, model_dir: str):
         )
 
 
-def _stop_flag_out_of_checkpoints() -> tf.Variable:
+def _single_process_config() -> tf_estimator.RunConfig:
+    """A chief's ``RunConfig`` whatever ``TF_CONFIG`` says, for the chief's stand-in Estimator.
+
+    Outside an Estimator the caller has already decided this task is the chief (``is_chief``
+    may overrule ``TF_CONFIG``, whose ps-and-workers cluster RunConfig refuses); the official
+    factory only reads ``is_chief`` and ``train_distribute`` from it. RunConfig has no
+    argument for that: it reads the environment, so ``TF_CONFIG`` is hidden while it does.
+    """
+    saved = os.environ.pop("TF_CONFIG", None)
+    try:
+        return tf_estimator.RunConfig()
+    finally:
+        if saved is not None:
+            os.environ["TF_CONFIG"] = saved
+
+
+def _stop_flag_out_of_checkpoints(summed: bool = False) -> tf.Variable:
     """The official hooks' ``signal_early_stopping/STOP`` flag, created first in no collection.
 
     The official hooks create it as a *global* variable, so it is saved with the model: a
@@ -139,6 +161,9 @@ def _stop_flag_out_of_checkpoints() -> tf.Variable:
     before the hooks' ``begin()``, would not initialise it, and the session would never
     become ready. On a cluster the device function of the graph puts it on a ps task, where
     the chief's stop reaches the workers, as the official flag does.
+
+    With ``summed`` it is the multi-worker hook's flag instead: an int32 that every worker
+    adds its vote to, summed across the workers (created under the strategy, in ``begin()``).
     """
     if tf.train.get_global_step() is None:
         # The official hook would fail at its first check with a TypeError about None.
@@ -148,29 +173,37 @@ def _stop_flag_out_of_checkpoints() -> tf.Variable:
             "global_step = tf.compat.v1.train.get_or_create_global_step(), and pass it to "
             "optimizer.minimize(loss, global_step=global_step)"
         )
+    # The official hooks' own arguments but for `collections`; they then reuse it by name.
+    kind = (
+        {
+            "dtype": tf.int32,
+            "initializer": tf.initializers.constant(0),
+            "synchronization": tf.VariableSynchronization.ON_WRITE,
+            "aggregation": tf.VariableAggregation.SUM,
+        }
+        if summed
+        else {"dtype": tf.bool, "initializer": tf.initializers.constant(False)}
+    )
     with tf.variable_scope("signal_early_stopping", values=[], reuse=tf.AUTO_REUSE):
-        return tf.get_variable(
-            "STOP",
-            shape=[],
-            dtype=tf.bool,
-            initializer=tf.initializers.constant(False),
-            collections=[],
-            trainable=False,
-        )
+        return tf.get_variable("STOP", shape=[], collections=[], trainable=False, **kind)
 
 
 class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
     """Runs the official (chief's) early-stopping hook with its flag kept out of checkpoints.
 
     See :func:`_stop_flag_out_of_checkpoints`; this hook initialises the flag once the
-    session exists, before the official hook can set it. ``stopped_early`` says whether the
+    session exists, before the official hook can set it (under a multi-worker strategy on
+    every worker, each of which runs the official hook). ``stopped_early`` says whether the
     official hook stopped training (``tfest_kit.train_and_evaluate`` then tells the
     evaluator).
     """
 
-    def __init__(self, hook: tf.train.SessionRunHook, predicate: _NoImprovement) -> None:
+    def __init__(
+        self, hook: tf.train.SessionRunHook, predicate: _NoImprovement, summed: bool = False
+    ) -> None:
         self._hook = hook
         self._predicate = predicate
+        self._summed = summed
         self._init_flag = None
 
     @property
@@ -178,7 +211,7 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
         return self._predicate.fired
 
     def begin(self) -> None:
-        flag = _stop_flag_out_of_checkpoints()
+        flag = _stop_flag_out_of_checkpoints(self._summed)
         # Built here: the graph is final by after_create_session, and under a distribution
         # strategy the flag is a distributed variable whose initializer is a new group op.
         self._init_flag = flag.initializer
@@ -238,6 +271,7 @@ def early_stopping(
     run_every_steps: Optional[int] = None,
     run_every_secs: Optional[float] = 60,
     eval_dir: Optional[str] = None,
+    is_chief: Optional[bool] = None,
 ) -> tf.train.SessionRunHook:
     """Returns a hook that stops training when an eval metric stops improving.
 
@@ -255,8 +289,11 @@ def early_stopping(
     * a single-machine ``train_distribute`` (e.g. ``MirroredStrategy``) is no longer treated as
       multi-worker;
     * its stop flag is kept out of checkpoints, so a model_dir trained without early stopping
-      can be resumed with it (on one machine or a cluster), and on a cluster the workers of a
-      run after an early stop no longer stop at their first step.
+      can be resumed with it (on one machine or a cluster, ``MultiWorkerMirroredStrategy``
+      included), and on a cluster the workers of a run after an early stop no longer stop at
+      their first step;
+    * NaN values never count as an improvement, and evaluations from before ``monitor``
+      existed (a metric added when resuming) are skipped.
 
     Example:
 
@@ -268,8 +305,13 @@ def early_stopping(
 
     In a hand-written ``MonitoredTrainingSession`` loop, pass ``estimator=None`` and the
     ``eval_dir`` your evaluation writes to: scalar summaries tagged ``monitor`` at the global
-    step, in event files (``tf.compat.v1.summary.FileWriter(eval_dir)``), which is what
-    ``Estimator.evaluate`` writes. The loop needs a global step.
+    step, in event files (``tf.compat.v1.summary.FileWriter(eval_dir)``, which is what
+    ``Estimator.evaluate`` writes, or ``tf.summary.scalar`` under a
+    ``tf.summary.create_file_writer(eval_dir)``). The loop needs a global step. On a cluster,
+    pass the ``is_chief`` you give ``MonitoredTrainingSession``.
+
+    Under ``MultiWorkerMirroredStrategy`` every worker runs the check and their votes are
+    summed, so all of them must check at the same steps: pass ``run_every_steps``.
 
     Caveat: as with the official hook, in a distributed run the chief decides and the other
     workers stop when told. Estimator's evaluator job exits by itself only at ``max_steps``;
@@ -289,8 +331,12 @@ def early_stopping(
       patience_steps: stop after this many global steps without improvement.
       min_steps: ignore evaluations before this global step.
       run_every_steps: check every this many steps (then ``run_every_secs`` is ignored).
-      run_every_secs: check at most every this many seconds.
+      run_every_secs: check at most every this many seconds (not under a multi-worker
+        strategy).
       eval_dir: read this directory instead of ``estimator.eval_dir()``.
+      is_chief: with ``estimator=None``, whether this task is the chief (the one whose check
+        stops the others); None reads ``TF_CONFIG`` (without one: the chief). With an
+        Estimator its ``RunConfig`` says so.
 
     Returns:
       A ``tf.compat.v1.train.SessionRunHook`` for ``train()`` or a ``TrainSpec``.
@@ -298,8 +344,9 @@ def early_stopping(
     Raises:
       TypeError: if ``estimator`` is neither a ``tf.estimator.Estimator`` nor None.
       ValueError: for a bad ``mode``, ``min_delta``, ``patience_steps`` or interval, for
-        ``estimator=None`` without ``eval_dir``, and (when the session starts) if the graph
-        has no global step.
+        ``estimator=None`` without ``eval_dir``, for ``is_chief`` with an Estimator or a
+        ``TF_CONFIG`` that does not say which task is the chief, and (when the session
+        starts) if the graph has no global step.
     """
     if estimator is None:
         if not eval_dir:
@@ -308,9 +355,18 @@ def early_stopping(
                 "directory your evaluation writes its summaries to, or pass the Estimator. "
                 "Got: eval_dir=None"
             )
-        estimator_config = tf_estimator.RunConfig()  # chief or not, from TF_CONFIG
+        chief = is_chief_task("early_stopping") if is_chief is None else is_chief
+        check_bool("is_chief", chief, "or None")
+        estimator_config = None
     elif isinstance(estimator, tf_estimator.Estimator):
+        if is_chief is not None:
+            raise ValueError(
+                "early_stopping: `is_chief` is for estimator=None (a hand-written loop); an "
+                "Estimator's RunConfig says whether this task is the chief. Leave it out. "
+                f"Got: is_chief={is_chief!r}"
+            )
         estimator_config = estimator.config
+        chief = estimator_config.is_chief
     else:
         raise TypeError(
             "`estimator` must have type `tf.estimator.Estimator`, or be None with `eval_dir` "
@@ -323,8 +379,17 @@ def early_stopping(
     patience_steps = check_int("patience_steps", patience_steps)
     min_steps = check_int("min_steps", min_steps, 0)
     run_every_steps = check_int("run_every_steps", run_every_steps, allow_none=True)
+    strategy = estimator_config.train_distribute if estimator_config else None
+    multi_worker = strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER)
     if run_every_steps is not None:
         run_every_secs = None
+    elif multi_worker:
+        # The official message ("run_every_secs should not be set") blamed the default of 60.
+        raise ValueError(
+            f"early_stopping under {type(strategy).__name__}: every worker runs the check and "
+            "the votes are summed, so they must check at the same steps. Pass "
+            "run_every_steps=…, e.g. your save_checkpoints_steps."
+        )
     elif run_every_secs is None or run_every_secs <= 0:
         raise ValueError(
             "Set `run_every_steps` (int >= 1) or `run_every_secs` (> 0). "
@@ -332,9 +397,7 @@ def early_stopping(
         )
     eval_dir = eval_dir or estimator.eval_dir()
     tf.gfile.MakeDirs(eval_dir)
-    strategy = estimator_config.train_distribute
-    multi_worker = strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER)
-    if not multi_worker and not estimator_config.is_chief:
+    if not multi_worker and not chief:
         # Only the chief evaluates the predicate; the official non-chief hook is replaced.
         return _StopWhenTheChiefSays()
     predicate = _NoImprovement(
@@ -343,11 +406,9 @@ def early_stopping(
     hook = tf_estimator.experimental.make_early_stopping_hook(
         _dispatch_estimator(estimator)
         if estimator is not None
-        else _stand_in_estimator(estimator_config, eval_dir),
+        else _stand_in_estimator(_single_process_config(), eval_dir),
         predicate,
         run_every_secs=run_every_secs,
         run_every_steps=run_every_steps,
     )
-    if multi_worker:
-        return hook  # the official one: its flag is a variable summed over the workers
-    return _StopFlagOutOfCheckpoints(hook, predicate)
+    return _StopFlagOutOfCheckpoints(hook, predicate, summed=multi_worker)

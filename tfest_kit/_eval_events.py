@@ -35,8 +35,34 @@ def eval_dirs(model_dir: str) -> list[str]:
     ]
 
 
+def _scalar(value) -> float | None:
+    """A summary value's number: a TF1 ``simple_value`` or a TF2 ``tf.summary.scalar`` tensor.
+
+    TF2's summaries (Keras' TensorBoard callback, ``tf.summary.scalar`` under a
+    ``create_file_writer``) store a rank-0 tensor instead of a ``simple_value``; tensors of
+    other plugins (text, histograms, images) are not scalars and are left out.
+    """
+    if value.HasField("simple_value"):
+        return value.simple_value
+    if not value.HasField("tensor"):
+        return None
+    if value.metadata.plugin_data.plugin_name not in ("", "scalars"):
+        return None
+    try:
+        array = tf.make_ndarray(value.tensor)
+    except (TypeError, ValueError):
+        return None
+    # The same test as the plot command's reader: one number of a numeric type.
+    if array.size != 1 or array.dtype.kind not in "fiu":
+        return None
+    return float(array.reshape(()))
+
+
 def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
     """Returns ``{step: {tag: value}}`` for the scalar summaries in ``eval_dir``, by step.
+
+    Both TF1 summaries (``simple_value``, what ``Estimator.evaluate`` writes) and TF2 ones
+    (``tf.summary.scalar``) are read.
 
     Files are read in name order and a later value for the same step and tag wins. A torn last
     record (the evaluator may be appending to the file right now) ends that file's reading.
@@ -58,8 +84,9 @@ def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
         try:
             for event in tf.train.summary_iterator(path):
                 for value in event.summary.value:
-                    if value.HasField("simple_value"):
-                        by_step.setdefault(int(event.step), {})[value.tag] = value.simple_value
+                    number = _scalar(value)
+                    if number is not None:
+                        by_step.setdefault(int(event.step), {})[value.tag] = number
         except tf.errors.DataLossError as e:
             tf.logging.debug("Eval events: stopped reading %s at a torn record: %s", path, e)
     return dict(sorted(by_step.items()))

@@ -11,22 +11,16 @@ import threading
 from collections.abc import Sequence
 from typing import Optional, Union
 
+from tfest_kit._checks import check_bool
 from tfest_kit._errors import TfestKitError
 from tfest_kit._progress import find_loss_tensor
-from tfest_kit._tf import estimator, tf
+from tfest_kit._tf import tf
+from tfest_kit._tf_config import is_chief_task
 
 __all__ = ["NanGuardHook", "NanLossError", "PreemptionHook"]
 
 
 SignalArg = Union[int, str, signal.Signals]
-
-
-def _check_bool(name: str, value, more: str = "") -> bool:
-    """Returns ``value`` if it is a bool; TypeError otherwise (``"no"`` would be truthy)."""
-    if not isinstance(value, bool):
-        alternatives = f"True, False {more}" if more else "True or False"
-        raise TypeError(f"`{name}` must be {alternatives}. Got: {value!r}")
-    return value
 
 
 # Signals Python cannot install a handler for.
@@ -133,7 +127,7 @@ class NanGuardHook(tf.train.SessionRunHook):
 
     def __init__(self, loss=None, fail: bool = True) -> None:
         self._loss_arg = loss
-        self._fail = _check_bool("fail", fail)
+        self._fail = check_bool("fail", fail)
 
     def begin(self) -> None:
         self._loss = find_loss_tensor(self._loss_arg)
@@ -293,7 +287,7 @@ class PreemptionHook(tf.train.SessionRunHook):
         # handlers are installed.
         self._signals = _check_signals(signals)
         if is_chief is not None:
-            _check_bool("is_chief", is_chief, "or None")
+            check_bool("is_chief", is_chief, "or None")
         self._is_chief_arg = is_chief
         self._preempted: Optional[int] = None
         self._session = None
@@ -310,7 +304,7 @@ class PreemptionHook(tf.train.SessionRunHook):
         self._saved_step = None
         self._session = None
         if self._is_chief_arg is None:
-            self._is_chief = "TF_CONFIG" not in os.environ or estimator.RunConfig().is_chief
+            self._is_chief = is_chief_task("PreemptionHook")
         else:
             self._is_chief = bool(self._is_chief_arg)
         self._global_step = tf.train.get_global_step()

@@ -20,6 +20,8 @@ import sys
 import time
 from typing import IO, Optional, Union
 
+import numpy as np
+
 from tfest_kit._checks import check_int
 from tfest_kit._tf import tf
 
@@ -157,6 +159,15 @@ class _IntervalHook(tf.train.SessionRunHook):
                 "tf.compat.v1.train.get_or_create_global_step() before building the train op."
             )
         self._loss = self._find_loss()
+        if self._loss is not None and self._loss.shape.rank not in (None, 0):
+            # float() of a per-example loss failed at the first printed step, with NumPy's
+            # "only length-1 arrays can be converted", and stopped training.
+            raise ValueError(
+                f"{type(self).__name__} shows a scalar loss, but {self._loss.name} has shape "
+                f"{self._loss.shape}: a per-example loss (tf.losses.*(reduction=NONE) puts one "
+                f"in tf.GraphKeys.LOSSES). Pass {type(self).__name__}(loss=tf.reduce_mean(…)) "
+                "or the loss you minimize."
+            )
         self._step = None  # predicted global step after the last run
         self._fetching = False
         self._last_time = None
@@ -198,7 +209,7 @@ class _IntervalHook(tf.train.SessionRunHook):
         if not self._fetching:
             self._step += self._steps_per_run
             return
-        loss = None if self._loss is None else float(run_values.results)
+        loss = None if self._loss is None else float(np.mean(run_values.results))
         self._report_now(loss, self._read_step(run_context.session))
 
     def _read_step(self, session) -> int:
@@ -401,6 +412,21 @@ class ProgressHook(_IntervalHook):
                 "ProgressHook(stream=sys.stderr)."
             )
 
+    def after_create_session(self, session, coord) -> None:
+        super().after_create_session(session, coord)
+        if self._total and not self._count_runs and self._step >= self._total:
+            # train(steps=N) on a model_dir with a checkpoint: the lines would read
+            # "step 1030/1000 (100%), ETA 0s" all the way.
+            tf.logging.warning(
+                "ProgressHook: training starts at step %d, already at total_steps=%d, so the "
+                "percentage and ETA mean nothing. total_steps is the global step training "
+                "ends at: with train(steps=N) pass total_steps=%d + N, or call "
+                "train(max_steps=…) instead.",
+                self._step,
+                self._total,
+                self._step,
+            )
+
     def _reaches_end(self, next_step: float) -> bool:
         # The last step gets its line, with its loss, also between two intervals.
         return self._total is not None and self._step < self._total <= next_step
@@ -424,7 +450,10 @@ class ProgressHook(_IntervalHook):
         label = "eval batch" if self._evaluating else unit
         parts = [f"{label} {step}/{self._total}" if self._total else f"{label} {step}"]
         if self._total:
-            parts[0] += f" ({min(100.0, 100.0 * step / self._total):.0f}%)"
+            percent = round(100 * step / self._total)
+            # Rounded as tqdm does, but step 995 of 1000 is not 100 % done.
+            percent = min(percent, 99) if step < self._total else 100
+            parts[0] += f" ({percent}%)"
         if loss is not None:
             parts.append(f"loss = {loss:.6g}")
         if elapsed is not None and elapsed > 0 and steps > 0:

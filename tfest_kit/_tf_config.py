@@ -14,7 +14,7 @@ from typing import Any, Union
 
 from tfest_kit._checks import did_you_mean, is_int_at_least
 
-__all__ = ["CLUSTER_TASK_TYPES", "TASK_TYPES", "validate_tf_config"]
+__all__ = ["CLUSTER_TASK_TYPES", "TASK_TYPES", "is_chief_task", "validate_tf_config"]
 
 # Jobs that may appear in "cluster" (``master`` is TF1's name for the chief).
 CLUSTER_TASK_TYPES = ("chief", "master", "worker", "ps")
@@ -261,3 +261,30 @@ def validate_tf_config(
             f'e.g. "task": {{"type": "worker", "index": 0}}. Got: {_shown(config)}'
         )
     return config
+
+
+def is_chief_task(where: str) -> bool:
+    """Whether ``TF_CONFIG`` makes this process the chief (True without a cluster).
+
+    For hooks that run outside an Estimator (a ``MonitoredTrainingSession`` loop), where no
+    ``RunConfig`` says it. A TF1 cluster of ps and workers has no chief task: its loop makes
+    worker 0 the chief itself (``is_chief=task_index == 0``), and so must the caller here.
+
+    Args:
+      where: the caller, for the error message (``"early_stopping"``).
+
+    Raises:
+      ValueError: for an invalid ``TF_CONFIG`` (see :func:`validate_tf_config`), or a cluster
+        without a ``chief`` task, naming the ``is_chief`` argument as the fix.
+    """
+    cluster = _parse(None).get("cluster") or {}
+    if isinstance(cluster, Mapping) and cluster and not {"chief", "master"} & set(cluster):
+        raise ValueError(
+            f"{where}: TF_CONFIG's cluster has no 'chief' task, so it does not say which task "
+            "is the chief. Pass is_chief=… (True on one task, e.g. worker 0, False on the "
+            "others: the is_chief you give MonitoredTrainingSession). Got: cluster = "
+            f"{_shown(cluster)}"
+        )
+    config = validate_tf_config()
+    task_type = config.get("task", {}).get("type")
+    return not config.get("cluster") or task_type in ("chief", "master")

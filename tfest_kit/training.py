@@ -424,7 +424,8 @@ def train_and_evaluate(
       ValueError: for ``max_steps`` / ``eval_steps`` that are not positive ints or negative
         seconds; when ``train_input_fn`` (locally) or ``eval_input_fn`` yields no batch, or
         ``eval_input_fn`` returns a Dataset that repeats forever and ``eval_steps`` is None;
-        for a malformed ``TF_CONFIG`` (see ``tfest_kit.cluster.validate_tf_config``).
+        for a malformed ``TF_CONFIG`` (see ``tfest_kit.cluster.validate_tf_config``); for one
+        hook object in both ``hooks`` and ``eval_hooks``.
 
     Example:
 
@@ -446,6 +447,17 @@ def train_and_evaluate(
     ]
     if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
         raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
+    shared = [hook for hook in train_hooks if any(hook is e for e in evaluation_hooks)]
+    if shared:
+        # Locally, evaluations run inside the training session: a hook in both lists starts
+        # its evaluation (begin(), ...) while its training run is still going, and the two
+        # overwrite each other's state (a ProgressHook's training lines turned into eval
+        # batches).
+        raise ValueError(
+            f"The same {type(shared[0]).__name__} object is in both `hooks` and `eval_hooks`. "
+            "Pass a separate instance to each, e.g. eval_hooks=[ProgressHook(…)] next to "
+            "hooks=[ProgressHook(…)]."
+        )
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
 
