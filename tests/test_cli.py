@@ -325,3 +325,34 @@ def test_read_signatures_matches_the_loaded_model_from_a_binary_or_text_graph(ex
     (text_copy / "saved_model.pb").unlink()
     (text_copy / "saved_model.pbtxt").write_text(text_format.MessageToString(saved_model))
     assert serving.read_signatures(str(text_copy))[1] == signatures
+
+
+def test_predict_says_how_to_fix_instances_for_a_parsing_export(exports, tmp_path, capsys):
+    row = X[0].tolist()
+    # Objects with different keys: which instance, which keys, and how to send no values.
+    uneven = _write(tmp_path, "uneven.json", {"instances": [{"x": row}, {"x": row, "s": "a"}]})
+    code, _, err = _main(["predict", exports["parsing"], "--json", uneven], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "instance 1 lacks [] and adds ['s'], compared with instance 0" in err
+    assert 'a feature an instance has no values for is sent empty, e.g. "s": []' in err
+    code, _, err = _main(["predict", exports["raw"], "--json", uneven], capsys)
+    assert code == 2 and "instance 1 lacks [] and adds ['s']" in err and "sent empty" not in err
+    with pytest.raises(cli_predict.RequestError, match=r"instance 2 lacks \['s'\] and adds \[\]"):
+        cli_predict.features_from_request(
+            {"instances": [{"x": 1, "s": 2}, {"x": 1, "s": 2}, {"x": 1}]}, ["x", "s"]
+        )
+    # Plain values against a parsing export were refused as "must hold strings or bytes".
+    plain = _write(tmp_path, "plain.json", {"instances": X[:2].tolist()})
+    code, _, err = _main(["predict", exports["parsing"], "--json", plain], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert 'send objects naming the features, e.g. {"x": [...]}, or b64-encoded serialized' in err
+
+
+def test_predict_points_to_the_request_for_its_unknown_signature_name(exports, tmp_path, capsys):
+    # The hint said "Pass one of them as --signature" though the name came from the request.
+    body = {"signature_name": "classify", "instances": X[:1].tolist()}
+    code, _, err = _main(
+        ["predict", exports["raw"], "--json", _write(tmp_path, "r.json", body)], capsys
+    )
+    assert code == 2 and "Available signatures: ['serving_default']" in err
+    assert 'Pass one of them as "signature_name" in the request' in err and "--signature" not in err

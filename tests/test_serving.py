@@ -598,3 +598,116 @@ def test_predictor_loads_an_export_with_a_sparse_input_and_refuses_to_feed_it(x_
     np.testing.assert_allclose(
         got["logits"], _predict(x_model, {"x": X})["logits"], rtol=1e-5, atol=1e-5
     )
+
+
+def _receiver_shapes(receiver):
+    with tf.Graph().as_default():
+        return {k: t.shape.as_list() for k, t in receiver().receiver_tensors.items()}
+
+
+def test_raw_receiver_takes_a_fixed_batch_size_as_the_batch(x_model, tmp_path):
+    # batch(8, drop_remainder=True), which TPUs need, gives shapes [8, 4]: the 8 became part
+    # of each example ([None, 8, 4]) and only predict failed, with a wrong hint.
+    from tfest_kit import inputs
+
+    fixed = tf2.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat().batch(8, True)
+    receiver = serving.raw_receiver(fixed)
+    path = serving.export_and_check(x_model, receiver, {"x": X[:3]}, str(tmp_path))
+    predictor = serving.Predictor(path)
+    assert predictor.inputs["x"].shape.as_list() == [None, 4]
+    want = _predict(x_model, {"x": X})
+    np.testing.assert_allclose(predictor({"x": X})["logits"], want["logits"], atol=1e-5)
+    from_arrays = inputs.from_arrays({"x": X}, Y, batch_size=8, drop_remainder=True)
+    for spec in (fixed.element_spec, from_arrays()):
+        assert _receiver_shapes(serving.raw_receiver(spec)) == {"x": [None, 4]}
+    # Unbatched datasets and specs of one example keep their documented reading.
+    unbatched = tf2.data.Dataset.from_tensor_slices(({"x": X}, Y))
+    assert _receiver_shapes(serving.raw_receiver(unbatched)) == {"x": [None, 4]}
+    one_example = {"x": tf2.TensorSpec([4], tf.float32)}
+    assert _receiver_shapes(serving.raw_receiver(one_example)) == {"x": [None, 4]}
+    # Features alone with a known leading size may be a batch of 8 or examples of 8 values.
+    features_only = tf2.data.Dataset.from_tensor_slices({"x": X}).batch(8, True)
+    with pytest.raises(ValueError, match=r"Pass \(dtype, shape\) per feature.*\(8, 4\)"):
+        serving.raw_receiver(features_only)
+
+
+def test_predictor_feeds_plain_features_to_a_v1_parse_example_export(tmp_path):
+    # Exports older than ParseExampleV2 (the tf.contrib.predictor case) parse with ParseExample,
+    # whose keys are separate inputs: plain features were refused ("missing: ['examples']").
+    path = str(tmp_path / "1")
+    with tf.Graph().as_default() as graph, tf.Session(graph=graph) as session:
+        examples = tf.placeholder(tf.string, [None], name="input_example_tensor")
+        parsed = tf.raw_ops.ParseExample(
+            serialized=examples,
+            names=tf.constant([], tf.string),
+            sparse_keys=[tf.constant("tags")],
+            dense_keys=[tf.constant("x"), tf.constant("i")],
+            dense_defaults=[tf.constant([], tf.float32), tf.constant(7, tf.int64)],
+            sparse_types=[tf.string],
+            dense_shapes=[[4], []],
+        )
+        x, i = parsed.dense_values
+        rows = tf.cast(parsed.sparse_indices[0][:, 0], tf.int32)  # one per tag
+        count = tf.math.bincount(rows, minlength=tf.size(i))
+        y = tf.reduce_sum(x, 1) + tf.cast(i, tf.float32) + 100.0 * tf.cast(count, tf.float32)
+        builder = tf.saved_model.builder.SavedModelBuilder(path)
+        signature = tf.saved_model.signature_def_utils.predict_signature_def(
+            {"examples": examples}, {"y": y}
+        )
+        builder.add_meta_graph_and_variables(
+            session, ["serve"], signature_def_map={"serving_default": signature}
+        )
+        builder.save()
+    with serving.Predictor(path) as predictor:
+        assert predictor.parses_examples
+        got = predictor({"x": X[:3], "i": [1, [], 3], "tags": [["a", "b"], [], ["c"]]})
+        np.testing.assert_allclose(got["y"], X[:3].sum(1) + [201, 7, 103], rtol=1e-5)
+        with pytest.raises(
+            serving.PredictorInputError, match=r"features \['i', 'tags', 'x'\].*missing: \['x'\]"
+        ):
+            predictor({"i": [1]})
+
+
+def test_predictor_refuses_numbers_the_input_or_example_cannot_hold(x_model, tmp_path):
+    # uint64 2**63 + 5 was stored as a negative int64 and 1e300 as inf in a float32 feature
+    # (nan probabilities); an empty list for an integer input was refused as float64.
+    est = estimator.Estimator(_logits_model_fn, model_dir=x_model.model_dir)
+    raw = est.export_saved_model(
+        str(tmp_path / "raw"), serving.raw_receiver({"x": (tf.float32, [4]), "i": (tf.int64, [])})
+    )
+    spec = {
+        "x": tf.io.FixedLenFeature([4], tf.float32),
+        "i": tf.io.FixedLenFeature([], tf.int64),
+    }
+    parsing = est.export_saved_model(str(tmp_path / "parsing"), serving.parsing_receiver(spec))
+    huge = np.array([[1e300, 1.0, 2.0, 3.0]])
+    with serving.Predictor(raw) as predictor:
+        with pytest.raises(
+            serving.PredictorInputError, match=r"'x' has values outside the float32 range.*1e\+300"
+        ):
+            predictor({"x": huge, "i": [1]})
+        assert predictor({"x": np.zeros((0, 4)), "i": []})["logits"].shape == (0, 2)
+        # inf is a float32 value, not an overflow.
+        assert np.isinf(predictor({"x": [[np.inf, 0, 0, 0]], "i": [1]})["logits"]).all()
+    with serving.Predictor(parsing) as predictor:
+        with pytest.raises(
+            serving.PredictorInputError,
+            match=r"'i' of example 1 has values outside the int64 range.*9223372036854775813",
+        ):
+            predictor({"x": X[:2], "i": np.array([1, 2**63 + 5], np.uint64)})
+        with pytest.raises(
+            serving.PredictorInputError, match=r"'x' of example 0 has values outside the float32"
+        ):
+            predictor({"x": huge, "i": [1]})
+        assert predictor({"x": np.zeros((0, 4)), "i": []})["logits"].shape == (0, 2)
+
+
+@pytest.mark.parametrize(
+    "monitor, higher",
+    [("acc1", True), ("acc5", True), ("map50", True), ("mAP50-95", True), ("mse2", False)],
+)
+def test_best_exporter_auto_mode_reads_names_with_a_numeric_suffix(monitor, higher):
+    # Top-k and IoU-threshold suffixes hid the metric: acc1 and map50 were minimised.
+    from tfest_kit._metric_direction import higher_is_better
+
+    assert higher_is_better(monitor, "auto", "best_exporter") is higher

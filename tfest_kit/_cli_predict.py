@@ -64,19 +64,25 @@ def _decode(value: Any, name: str, instance: Optional[int] = None) -> Any:
     return value
 
 
-def features_from_request(request: Any, input_names: list[str]) -> dict:
+def features_from_request(
+    request: Any, input_names: list[str], example_features: Optional[list[str]] = None
+) -> dict:
     """Turns a TF Serving REST request body into a dict of columns for :class:`Predictor`.
 
     Args:
       request: the parsed JSON.
       input_names: the signature's input names (used when instances are plain values).
+      example_features: the features a signature that parses ``tf.train.Example``s reads, for
+        the messages; None for a signature that takes no examples.
 
     Returns:
       Input (or feature) name -> list of per-instance values.
 
     Raises:
       RequestError: if the body has neither or both of ``instances`` and ``inputs``, mixes
-        row shapes, or holds a ``{"b64": ...}`` value that is not base64.
+        row shapes, gives objects with different keys, gives plain values (other than
+        serialized examples) for a parsing signature, or holds a ``{"b64": ...}`` value that
+        is not base64.
     """
     if not isinstance(request, dict) or not ({"instances", "inputs"} & set(request)):
         raise RequestError(
@@ -104,17 +110,43 @@ def features_from_request(request: Any, input_names: list[str]) -> dict:
     rows_are_objects = [isinstance(i, dict) and set(i) != {"b64"} for i in instances]
     if all(rows_are_objects):
         keys = set(instances[0])
-        if any(set(i) != keys for i in instances):
-            raise RequestError('Every object in "instances" must have the same keys')
+        for index, row in enumerate(instances):
+            if set(row) != keys:
+                raise RequestError(_keys_message(index, row, keys, example_features))
         return {k: [_decode(row[k], k, i) for i, row in enumerate(instances)] for k in sorted(keys)}
     if any(rows_are_objects):
         raise RequestError('"instances" mixes objects and plain values')
+    if example_features is not None and not all(isinstance(r, (str, dict)) for r in instances):
+        # The one input is "examples": numbers would only be refused as "not strings".
+        name = example_features[0] if example_features else "x"
+        raise RequestError(
+            f"The signature parses tf.train.Examples with features {example_features}: send "
+            f'objects naming the features, e.g. {{"{name}": [...]}}, or b64-encoded '
+            'serialized tf.train.Examples ({"b64": "..."}). '
+            f"Got: {instances[0]!r:.60}"
+        )
     if len(input_names) != 1:
         raise RequestError(
             f"The signature has inputs {input_names}: each instance must be an object "
             "naming them"
         )
     return {input_names[0]: [_decode(row, input_names[0], i) for i, row in enumerate(instances)]}
+
+
+def _keys_message(index: int, row: dict, keys: set, example_features: Optional[list[str]]) -> str:
+    missing, extra = sorted(keys - set(row)), sorted(set(row) - keys)
+    message = (
+        f'Every object in "instances" must have the same keys: instance {index} lacks '
+        f"{missing} and adds {extra}, compared with instance 0"
+    )
+    if example_features is not None:
+        name = (missing or extra)[0]
+        message += (
+            "; the signature parses tf.train.Examples, so a feature an instance has no values "
+            f'for is sent empty, e.g. "{name}": [] (a multi-valued feature, or one parsed with a '
+            "default value, which it then gets)"
+        )
+    return message
 
 
 def _jsonable(value: Any, binary: bool = False) -> Any:
@@ -251,13 +283,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"predict: {e}", file=sys.stderr)
         return 1
     except ValueError as e:
-        # An unknown --signature: the message lists the ones the export has.
-        hint = ". Pass one of them as --signature" if "Available signatures" in str(e) else ""
+        # An unknown signature: the message lists the ones the export has.
+        hint = ""
+        if "Available signatures" in str(e):
+            # The name came from --signature or else from the request: point to where it was.
+            where = (
+                "--signature" if args.signature is not None else '"signature_name" in the request'
+            )
+            hint = f". Pass one of them as {where}"
         print(f"predict: {e}{hint}", file=sys.stderr)
         return 2
     with predictor:
         try:
-            features = features_from_request(request, list(predictor.inputs))
+            # The parsed features are the ones to name in messages about the request.
+            parsed = sorted(predictor._examples.keys) if predictor.parses_examples else None
+            features = features_from_request(request, list(predictor.inputs), parsed)
             outputs = predictor(features)
         except (ValueError, TypeError) as e:
             print(f"predict: {e}", file=sys.stderr)

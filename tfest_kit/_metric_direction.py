@@ -33,10 +33,14 @@ def _name_words(monitor: str) -> set:
     """Returns the words of a metric name, split at everything but letters and digits.
 
     Adjacent words are also joined, so ``f_1``, ``f1_score`` and ``top_5`` read as ``f1``,
-    ``f1score`` and ``top5``.
+    ``f1score`` and ``top5``; and each word is also read without trailing digits, so ``acc1``,
+    ``map50`` (``mAP50-95``) and ``mse2`` read as ``acc``, ``map`` and ``mse`` too.
     """
     words = [word for word in re.split(r"[^0-9a-z]+", monitor.lower()) if word]
-    return set(words) | {a + b for a, b in zip(words, words[1:])}
+    joined = set(words) | {a + b for a, b in zip(words, words[1:])}
+    # A top-k or IoU-threshold suffix (acc5, map50) still names the metric; a word of digits
+    # alone ("95") strips to nothing.
+    return joined | ({w.rstrip("0123456789") for w in joined} - {""})
 
 
 def higher_is_better(monitor: str, mode: str, who: str) -> bool:

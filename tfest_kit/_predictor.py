@@ -213,7 +213,8 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         target = np.dtype(dtype.as_numpy_dtype)
         kind = array.dtype.kind
         allowed = {"f": "fiu", "c": "fiuc", "i": "iu", "u": "iu", "b": "b"}.get(target.kind, "")
-        if kind not in allowed:
+        # No values, nothing to convert unsafely: [] is float64 to NumPy, whatever it stands for.
+        if kind not in allowed and array.size:
             raise TypeError(
                 f"Input {name!r} has dtype {array.dtype}, which cannot be safely converted; "
                 f"{expected}. Got: {_short(value)}"
@@ -222,11 +223,15 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         if target.kind in "iu" and array.dtype != target and array.size:
             info = np.iinfo(target)
             if array.min() < info.min or array.max() > info.max:
-                raise PredictorInputError(
-                    f"Input {name!r} has values outside the {target} range; {expected}. "
-                    f"Got: values from {array.min()} to {array.max()}"
-                )
-        array = array.astype(target, copy=False)
+                raise _range_error(f"Input {name!r}", target, array, expected)
+        if target.kind == "f" and array.dtype != target:
+            with np.errstate(over="ignore"):  # refused below, with the input's name
+                converted = array.astype(target)
+        else:
+            converted = array.astype(target, copy=False)
+        if _overflowed(array, converted):
+            raise _range_error(f"Input {name!r}", target, array, expected)
+        array = converted
     if spec.shape.rank is not None:
         want = spec.shape.as_list()
         if array.ndim != len(want) or any(
@@ -242,6 +247,28 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
                 f"{hint}"
             )
     return array
+
+
+def _overflowed(array: np.ndarray, converted: np.ndarray) -> bool:
+    """Whether finite values became inf in a float conversion (1e300 as float32, say).
+
+    Only a conversion that made an inf is checked further, so the common case costs one scan.
+    """
+    if converted.dtype.kind != "f" or array.dtype == converted.dtype or not array.size:
+        return False
+    if not np.isinf(converted).any():
+        return False
+    return bool((np.isinf(converted) & np.isfinite(array.astype(np.float64))).any())
+
+
+def _range_error(what: str, target: np.dtype, array: np.ndarray, expected: str):
+    """The PredictorInputError for values that ``target`` cannot hold."""
+    if array.dtype.kind == "f":
+        array = array[np.isfinite(array)]  # inf and nan are not what is out of range
+    return PredictorInputError(
+        f"{what} has values outside the {target} range; {expected}. "
+        f"Got: values from {array.min()} to {array.max()}"
+    )
 
 
 def _short(value: Any) -> str:
@@ -276,27 +303,38 @@ class _ExampleBuilder:
     def find(cls, session, graph, input_tensor) -> Optional[_ExampleBuilder]:
         for op in input_tensor.consumers():
             if op.type == "ParseExampleV2":
-                sparse = session.run(op.inputs[2])
-                dense = session.run(op.inputs[3])
-                ragged = session.run(op.inputs[4])
-                num_dense = len(dense)
-                defaults = op.inputs[5 : 5 + num_dense]
-                keys = {}
-                for k, t in zip(sparse, op.get_attr("sparse_types")):
-                    keys[k.decode()] = tf.as_dtype(t)
-                for k, t in zip(ragged, op.get_attr("ragged_value_types")):
-                    keys[k.decode()] = tf.as_dtype(t)
-                required = set()
-                shapes = {}
-                dense_shapes = op.get_attr("dense_shapes")
-                for k, t, d, shape in zip(dense, op.get_attr("Tdense"), defaults, dense_shapes):
-                    keys[k.decode()] = tf.as_dtype(t)
-                    if d.shape.num_elements() == 0:
-                        required.add(k.decode())
-                    shape = tf.TensorShape(shape)
-                    if shape.is_fully_defined():
-                        shapes[k.decode()] = shape.as_list()
-                return cls(keys, required, shapes)
+                # Inputs: serialized, names, sparse_keys, dense_keys, ragged_keys (each one
+                # string tensor), dense_defaults[Ndense].
+                sparse, dense, ragged = session.run(list(op.inputs[2:5]))
+                defaults = op.inputs[5 : 5 + len(dense)]
+                ragged_types = op.get_attr("ragged_value_types")
+            elif op.type == "ParseExample":
+                # The v1 op of older exports: one scalar input per key. Inputs: serialized,
+                # names, sparse_keys[Nsparse], dense_keys[Ndense], dense_defaults[Ndense].
+                num_sparse, num_dense = op.get_attr("Nsparse"), op.get_attr("Ndense")
+                keys_end = 2 + num_sparse + num_dense
+                sparse = session.run(list(op.inputs[2 : 2 + num_sparse]))
+                dense = session.run(list(op.inputs[2 + num_sparse : keys_end]))
+                defaults = op.inputs[keys_end : keys_end + num_dense]
+                ragged, ragged_types = [], []
+            else:
+                continue
+            keys = {}
+            for k, t in zip(sparse, op.get_attr("sparse_types")):
+                keys[k.decode()] = tf.as_dtype(t)
+            for k, t in zip(ragged, ragged_types):
+                keys[k.decode()] = tf.as_dtype(t)
+            required = set()
+            shapes = {}
+            dense_shapes = op.get_attr("dense_shapes")
+            for k, t, d, shape in zip(dense, op.get_attr("Tdense"), defaults, dense_shapes):
+                keys[k.decode()] = tf.as_dtype(t)
+                if d.shape.num_elements() == 0:
+                    required.add(k.decode())
+                shape = tf.TensorShape(shape)
+                if shape.is_fully_defined():
+                    shapes[k.decode()] = shape.as_list()
+            return cls(keys, required, shapes)
         return None
 
     def build(self, features: Mapping, where: str) -> np.ndarray:
@@ -324,11 +362,11 @@ class _ExampleBuilder:
         for i in range(count):
             example = tf.train.Example()
             for key, values in features.items():
-                self._fill(example.features.feature[key], key, values[i], i)
+                self._fill(example, key, values[i], i)
             serialized[i] = example.SerializeToString()
         return serialized
 
-    def _fill(self, feature, key: str, value: Any, index: int) -> None:
+    def _fill(self, example, key: str, value: Any, index: int) -> None:
         dtype = self.keys[key]
         try:
             flat = np.asarray(value, dtype=object if dtype == tf.string else None).ravel()
@@ -338,23 +376,40 @@ class _ExampleBuilder:
                 f"flat list of values (or an array of the parsed shape). Got: {_short(value)}"
             ) from e
         shape = self.shapes.get(key)
+        if shape is not None and not flat.size and key not in self.required:
+            # No values for a feature parsed with a default: left out of the example, so that
+            # the parser gives the default (a present but empty feature is an error to it).
+            return
+        feature = example.features.feature[key]
         if shape is not None and flat.size != int(np.prod(shape)):
             raise PredictorInputError(
                 f"Feature {key!r} is parsed with shape {shape}, but example {index} holds "
                 f"{flat.size} value(s): give one entry per example (wrap one example in a "
                 f"list). Got: {_short(value)}"
             )
+        # A tf.train.Example holds floats as float32 and integers as int64: a value they
+        # cannot hold would be stored as inf or wrapped around, not refused.
+        what = f"Feature {key!r} of example {index}"
+        expected = f"it is parsed as {dtype.name}"
         try:
             if dtype == tf.string:
                 feature.bytes_list.value.extend(_to_bytes(v) for v in flat)
             elif dtype.is_floating:
-                feature.float_list.value.extend(flat.astype(np.float32).tolist())
+                with np.errstate(over="ignore"):  # refused below, with the feature's name
+                    converted = flat.astype(np.float32)
+                if flat.dtype.kind in "iuf" and _overflowed(flat, converted):
+                    raise _range_error(what, np.dtype(np.float32), flat, expected)
+                feature.float_list.value.extend(converted.tolist())
             else:
                 # An example without values ([] of a VarLenFeature) is float64 to NumPy.
                 if flat.size and flat.dtype.kind not in "iub":
                     raise TypeError(flat.dtype)
+                if flat.size and flat.dtype.kind == "u" and flat.max() > np.iinfo(np.int64).max:
+                    raise _range_error(what, np.dtype(np.int64), flat, expected)
                 feature.int64_list.value.extend(flat.astype(np.int64).tolist())
         except (TypeError, ValueError) as e:
+            if isinstance(e, PredictorInputError):
+                raise
             raise TypeError(
                 f"Feature {key!r} is parsed as {dtype.name}; cannot store {_short(value)} in a "
                 f"tf.train.Example ({e})"
@@ -367,9 +422,11 @@ class Predictor:
     Replaces the removed ``tf.contrib.predictor``. Inputs are checked against the signature
     (names, dtypes, shapes) with an error that names the input and what it expected; Python
     ints/floats are converted to the signature's dtype when safe (float64 -> float32,
-    int64 -> int32 within range). For a signature that parses serialized ``tf.train.Example``s
-    (:func:`parsing_receiver`), plain feature dicts are accepted and serialized here, a
-    multi-valued (``VarLenFeature``) feature as a list of values per example. Large inputs are
+    int64 -> int32 within range); values the dtype cannot hold (1e300 as float32) are refused.
+    For a signature that parses serialized ``tf.train.Example``s (:func:`parsing_receiver`, or
+    the v1 ``ParseExample`` op of older exports), plain feature dicts are accepted and
+    serialized here, a multi-valued (``VarLenFeature``) feature as a list of values per
+    example; an empty list for a feature parsed with a default gives the default. Large inputs are
     run in batches of ``batch_size`` and the outputs concatenated; a rank-0 input (a threshold,
     say) is not batched and goes whole to every batch. A signature with a ``SparseTensor``
     input (a ``sparse_placeholder`` in the receiver) loads but cannot be called: its input is
@@ -522,8 +579,9 @@ class Predictor:
 
         Raises:
           PredictorInputError: (a ``ValueError``) for a missing or unknown input name, a wrong
-            shape, ragged rows, integers outside the input dtype's range, inputs with
-            different batch sizes, or a signature with a sparse input.
+            shape, ragged rows, numbers outside the range of the input's dtype (or of a
+            tf.train.Example's int64 / float32), inputs with different batch sizes, or a
+            signature with a sparse input.
           TypeError: if ``features`` is not a dict or a value cannot be converted to the
             input's dtype.
         """

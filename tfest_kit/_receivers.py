@@ -76,9 +76,13 @@ def _pair_shape(name: str, value: Any) -> list:
         ) from e
 
 
-def _spec_from_tensor_spec(spec: tf2.TensorSpec) -> tuple[tf2.DType, list]:
-    # An element_spec whose first dimension is unknown comes from a batched dataset: that
-    # dimension is the batch. Otherwise the spec describes one example and gets a batch axis.
+def _spec_from_tensor_spec(spec: tf2.TensorSpec, batched: Optional[bool]) -> tuple[tf2.DType, list]:
+    """(dtype, per-example shape) of an element_spec entry.
+
+    ``batched`` says whether the dataset's leading dimension is the batch (see
+    :func:`_element_spec_is_batched`); None, for a dict of specs alone, takes an unknown leading
+    dimension as the batch and any other shape as one example.
+    """
     shape = spec.shape
     if shape.rank is None:
         raise ValueError(
@@ -86,27 +90,70 @@ def _spec_from_tensor_spec(spec: tf2.TensorSpec) -> tuple[tf2.DType, list]:
             f"Got: {spec}"
         )
     dims = shape.as_list()
-    if dims and dims[0] is None:
+    if batched or (batched is None and dims and dims[0] is None):
         dims = dims[1:]
     return spec.dtype, dims
 
 
+def _element_spec_is_batched(features: Mapping, labels: Any) -> bool:
+    """Whether the element_spec ``(features, labels)`` of a dataset has a leading batch axis.
+
+    ``batch`` gives every component the same leading dimension: None, or the batch size with
+    ``drop_remainder=True`` (which TPUs require). A scalar component means no batch axis.
+
+    Raises:
+      ValueError: if the leading dimensions do not say whether there is a batch axis.
+    """
+    components = [*features.values(), *tf2.nest.flatten(labels)]
+    shapes = [
+        c.shape
+        for c in components
+        if isinstance(c, tf2.TypeSpec) and getattr(c, "shape", None) is not None
+    ]
+    shapes = [s for s in shapes if s.rank is not None]
+    if not shapes or any(s.rank == 0 for s in shapes):
+        return False
+    leading = {s.as_list()[0] for s in shapes}
+    if leading == {None}:
+        return True
+    if None not in leading and len(leading) > 1:
+        return False  # a batch axis would be shared: these are one example's shapes
+    if len(leading) == 1 and labels is not None:
+        return True  # batch(n, drop_remainder=True)
+    # Features alone with one known leading size (a batch of n, or examples of n values
+    # each), or unknown and known leading sizes mixed.
+    described = {name: str(getattr(c, "shape", c)) for name, c in features.items()}
+    raise ValueError(
+        "`spec` is a dataset element_spec whose shapes do not say which dimension is the "
+        "batch: a leading dimension of known size may be a batch size (batch(n, "
+        "drop_remainder=True)) or part of one example's shape. Pass (dtype, shape) per "
+        "feature, shape without the batch dimension, e.g. {'x': (tf.float32, [4])}. "
+        f"Got feature shapes: {described}"
+    )
+
+
 def _normalise_raw_spec(spec: Any) -> dict[str, tuple[tf2.DType, list]]:
-    if isinstance(spec, tf2.data.Dataset):
+    from_dataset = isinstance(spec, tf2.data.Dataset)
+    if from_dataset:
         spec = spec.element_spec
+    labels = None
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], Mapping):
-        spec = spec[0]  # a (features, labels) element_spec
+        spec, labels = spec  # a (features, labels) element_spec
+        from_dataset = True
     if not isinstance(spec, Mapping) or not spec:
         raise TypeError(
             "`spec` must be a non-empty dict of name -> (dtype, shape), a dataset (or its "
             f"element_spec) yielding a features dict, or a dict of example arrays. Got: {spec!r}"
         )
+    # A dict of TensorSpecs alone keeps its documented reading (an unknown leading dimension
+    # is the batch): it cannot tell a fixed batch from one example's shape.
+    batched = _element_spec_is_batched(spec, labels) if from_dataset else None
     result = {}
     for name, value in spec.items():
         if not isinstance(name, str):
             raise TypeError(f"`spec` keys must be feature names (str). Got: {name!r}")
         if isinstance(value, tf2.TensorSpec):
-            result[name] = _spec_from_tensor_spec(value)
+            result[name] = _spec_from_tensor_spec(value, batched)
         elif _is_dtype_shape_pair(value):
             result[name] = (tf.as_dtype(value[0]), _pair_shape(name, value))
         elif isinstance(value, (tf2.Tensor, tf2.Variable)):
@@ -162,7 +209,11 @@ def raw_receiver(spec: Any) -> ReceiverFn:
           per example); ``dtype`` may be a name, and an int ``shape`` ``n`` means ``[n]``;
         * a ``tf.data.Dataset`` or its ``element_spec`` yielding a features dict (or
           ``(features, labels)``): a leading unknown dimension is taken as the batch, any
-          other shape as one example;
+          other shape as one example. For a dataset yielding ``(features, labels)``, a
+          leading dimension of known size shared by every feature and the labels is taken
+          as the batch too (``batch(n, drop_remainder=True)``, as TPUs need); a dataset of
+          features alone with such a dimension is refused, as it may be either. A dataset
+          with a scalar feature or label is unbatched: all its shapes are one example's;
         * a dict of example data (NumPy arrays, lists or tensors) whose first axis runs over
           examples, e.g. the arrays you train on; float64 arrays give float32 inputs, as
           :func:`tfest_kit.inputs.from_arrays` feeds them.
@@ -172,7 +223,8 @@ def raw_receiver(spec: Any) -> ReceiverFn:
 
     Raises:
       TypeError: if ``spec`` is none of the above.
-      ValueError: if a ``tf.TensorSpec`` has unknown rank.
+      ValueError: if a ``tf.TensorSpec`` has unknown rank, or a dataset's shapes do not say
+        which dimension is the batch (pass ``(dtype, shape)`` per feature then).
 
     Example:
 
