@@ -143,6 +143,49 @@ def test_multi_output_metric_objects_keep_their_keras_names_across_evaluations(t
     assert set(est.evaluate(input_fn)) == keras_names
 
 
+def test_metrics_compiled_by_class_name_keep_their_keras_names(tmp_path):
+    # Graph-mode Keras kept the string ("AUC", "cls_AUC"); model.evaluate reports "auc".
+    inputs = keras.Input((4,), name="inputs")
+    hidden = keras.layers.Dense(4, activation="relu")(inputs)
+    model = keras.Model(
+        inputs,
+        [keras.layers.Dense(1, name="cls")(hidden), keras.layers.Dense(2, name="reg")(hidden)],
+    )
+    model.compile(
+        keras.optimizers.legacy.Adam(0.01),
+        loss={"cls": keras.losses.BinaryCrossentropy(from_logits=True), "reg": "mse"},
+        metrics={"cls": ["accuracy", "AUC"], "reg": ["MeanSquaredError", "mae"]},
+    )
+    labels = {"cls": Y, "reg": X[:, :2]}
+    keras_names = set(model.evaluate(X, labels, verbose=0, return_dict=True))
+    est = to_estimator(model, model_dir=str(tmp_path))
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices((X, labels)).batch(32)
+
+    assert set(est.evaluate(input_fn)) == keras_names - {"cls_loss", "reg_loss"} | {"global_step"}
+    assert {"cls_auc", "reg_mean_squared_error", "reg_mae"} <= keras_names
+
+
+def test_weighted_metrics_reported_unweighted_are_warned_about(tmp_path, tf_log_lines):
+    # Estimator runs the first of graph-mode Keras' two updates, the one with weight 1.
+    model = _named()
+    loss = keras.losses.BinaryCrossentropy(from_logits=True)
+    model.compile(
+        keras.optimizers.legacy.Adam(0.01), loss, metrics=["accuracy"], weighted_metrics=["mse"]
+    )
+    est = to_estimator(model, model_dir=str(tmp_path))
+    assert any("weighted_metrics ['mse']" in line and "unweighted" in line for line in tf_log_lines)
+
+    def evaluate(weights):
+        features = {"feats": X, "sample_weights": weights}
+        return est.evaluate(lambda: tf.data.Dataset.from_tensor_slices((features, Y)).batch(64))
+
+    ones, twos = evaluate(np.ones(len(X), "float32")), evaluate(np.full(len(X), 2.0, "float32"))
+    assert twos["loss"] == pytest.approx(2 * ones["loss"], rel=1e-5)
+    assert twos["mse"] == pytest.approx(ones["mse"], rel=1e-5)  # as the warning says
+
+
 def test_input_name_mismatch_is_one_readable_error(tmp_path):
     est = to_estimator(_multi_input(), model_dir=str(tmp_path))
     with pytest.raises(ValueError) as info:
@@ -223,6 +266,26 @@ def test_warm_start_from_a_path_keeps_batch_norm_statistics_not_the_global_step(
     assert again.latest_checkpoint().endswith("model.ckpt-1")  # a warm start, not a resume
 
 
+def test_warm_start_from_save_weights_matches_automatically_named_layers(tmp_path):
+    # Estimator looked the values up by the names saved (dense/kernel); the model built again
+    # has dense_2/kernel: "did not contain values for all variables" at the first predict.
+    def build(units=8):
+        layers = [keras.layers.Dense(units, activation="relu", input_shape=(4,))]
+        layers += [keras.layers.BatchNormalization(), keras.layers.Dense(1)]
+        return _compile(keras.Sequential(layers))
+
+    old = build()
+    expected = _fit_a_little(old, X)
+    old.save_weights(str(tmp_path / "weights" / "ckpt"))
+    path = str(tmp_path / "weights" / "ckpt")
+    est = to_estimator(build(), model_dir=str(tmp_path / "a"), warm_start_from=path)
+    np.testing.assert_allclose(_predict(est, X), expected, rtol=1e-5, atol=1e-5)
+    est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=1)
+    assert est.latest_checkpoint().endswith("model.ckpt-1")
+    with pytest.raises(ValueError, match=r"`warm_start_from` does not hold .*another shape"):
+        to_estimator(build(units=16), model_dir=str(tmp_path / "b"), warm_start_from=path)
+
+
 def test_converting_again_uses_the_new_weights_until_training_has_started(tmp_path):
     # The official converter keeps model_dir/keras/ of an earlier conversion: the second
     # Estimator predicted with the first model's weights.  (Each model is built after the
@@ -282,6 +345,22 @@ def test_model_built_before_an_earlier_conversion_is_one_readable_error(tmp_path
     # Inside a graph of the caller's the missing private name is another one.
     with tf.Graph().as_default(), pytest.raises(TfestKitError, match="built before another"):
         to_estimator(third, model_dir=str(tmp_path / "c"))
+
+
+def test_converting_the_same_model_again_says_how_to_keep_its_weights(tmp_path):
+    # It was told to rebuild the model after the earlier conversion, losing its weights.
+    model = _functional()  # auto-named layers: the rebuilt model's names differ
+    expected = _fit_a_little(model, X)
+    first = to_estimator(model, model_dir=str(tmp_path / "a"))
+    with pytest.raises(TfestKitError, match=r"already converted .*save_weights\(path\)"):
+        to_estimator(model, model_dir=str(tmp_path / "b"))
+    np.testing.assert_allclose(_predict(first, X), expected, rtol=1e-5, atol=1e-5)
+    # What the message advises keeps every weight.
+    model.save_weights(str(tmp_path / "weights" / "ckpt"))
+    rebuilt = _functional()
+    rebuilt.load_weights(str(tmp_path / "weights" / "ckpt"))
+    est = to_estimator(rebuilt, model_dir=str(tmp_path / "b"))
+    np.testing.assert_allclose(_predict(est, X), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_subclassed_model_with_object_checkpoints_says_use_saver(tmp_path):
@@ -345,6 +424,73 @@ def test_sample_weights_reach_the_keras_loss(build, features, tmp_path):
     assert loss(np.full(len(X), 2.0, "float32")) == pytest.approx(2 * unweighted, rel=1e-5)
 
 
+@pytest.mark.parametrize(
+    "features",
+    [{"feats": X, "sample_weights": Y[:, 0]}, {"features": X, "sample_weights": Y[:, 0]}],
+    ids=["extra-key", "official"],
+)
+def test_predict_ignores_sample_weights(features, tmp_path):
+    # The official model_fn compiled the weights into PREDICT's uncompiled clone:
+    # AttributeError "'Functional' object has no attribute '_training_endpoints'".
+    model = _named()
+    expected = model.predict(X, verbose=0)
+    est = to_estimator(model, model_dir=str(tmp_path))
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices((features, Y)).batch(16)
+
+    predicted = np.stack([row["logit"] for row in est.predict(input_fn)])
+    np.testing.assert_allclose(predicted, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_train_or_evaluate_without_labels_is_one_readable_error(tmp_path):
+    # Keras' label placeholder was fed nothing: a 4,000-character graph error at 'y_target'.
+    est = to_estimator(_named(), model_dir=str(tmp_path))
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices({"feats": X}).repeat().batch(16)
+
+    for method in (est.train, est.evaluate):
+        with pytest.raises(ValueError) as info:
+            method(input_fn, steps=1)
+        message = str(info.value)
+        assert f"passed to {method.__name__} yields no labels" in message
+        assert "must yield (features, labels)" in message and len(message) < 400
+    assert est.latest_checkpoint() is None
+
+
+def test_dict_inputs_and_outputs_take_their_dict_keys(tmp_path):
+    # The Estimator knew only the layer names ("age_feature", "dense_s"); Keras takes the keys.
+    def build(loss):
+        inputs = {"age": keras.Input((2,), name="age_feature"), "city": keras.Input((2,))}
+        hidden = keras.layers.Concatenate()([inputs["age"], inputs["city"]])
+        hidden = keras.layers.Dense(4)(hidden)
+        outputs = {"score": keras.layers.Dense(1, name="dense_s")(hidden)}
+        outputs["aux"] = keras.layers.Dense(1, name="dense_a")(hidden)
+        model = keras.Model(inputs, outputs)
+        model.compile(keras.optimizers.legacy.SGD(0.1), loss)
+        return model
+
+    model = build("mse")
+    features, labels = {"age": X[:, :2], "city": X[:, 2:]}, {"score": Y, "aux": 1 - Y}
+    expected = model.predict(features, verbose=0)
+    keras_loss = model.evaluate(features, labels, batch_size=64, verbose=0, return_dict=True)
+    est = to_estimator(model, model_dir=str(tmp_path / "a"))
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices((features, labels)).batch(64)
+
+    rows = list(est.predict(input_fn))
+    for key, name in (("score", "dense_s"), ("aux", "dense_a")):
+        predicted = np.stack([row[name] for row in rows])
+        np.testing.assert_allclose(predicted, expected[key], rtol=1e-5, atol=1e-5)
+    assert est.evaluate(input_fn)["loss"] == pytest.approx(keras_loss["loss"], rel=1e-5)
+
+    # A loss dict keyed like the outputs died inside the converter ("Unknown entries").
+    with pytest.raises(ValueError, match=r"loss keyed by its output dict's keys \['aux', 'sc"):
+        to_estimator(build({"score": "mse", "aux": "mae"}), model_dir=str(tmp_path / "b"))
+
+
 def test_label_keys_not_matching_the_outputs_are_one_readable_error(tmp_path):
     inp = keras.Input((4,), name="feats")
     hidden = keras.layers.Dense(4)(inp)
@@ -402,6 +548,18 @@ def test_rerun_to_the_same_max_steps_trains_nothing(tmp_path, checkpoint_format,
     assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-8")
     with pytest.raises(ValueError, match="Can not provide both steps and max_steps"):
         est.train(train_fn, steps=1, max_steps=8)
+
+
+def test_numpy_integer_max_steps_is_not_trained_past(tmp_path):
+    # Only a Python int was checked: np.int64(3) restarted on a model_dir at step 3 and
+    # trained to step 4.
+    def train_fn():
+        return tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16)
+
+    est = to_estimator(_sequential(), model_dir=str(tmp_path))
+    est.train(train_fn, max_steps=np.int64(3))
+    est.train(train_fn, max_steps=np.int64(3))
+    assert est.latest_checkpoint().endswith("model.ckpt-3")
 
 
 @pytest.mark.parametrize("checkpoint_format", ["checkpoint", "saver"])

@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 import os
 import re
 import tempfile
 import time
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
@@ -110,6 +112,10 @@ def to_estimator(
     ones).  Once it has one, the Estimator resumes from that checkpoint and the Keras weights
     are not used: pass a new ``model_dir`` to start from this model's weights.
 
+    Caveat: ``weighted_metrics`` are reported unweighted by ``evaluate`` (the loss is
+    weighted), or not at all without ``metrics=``; ``to_estimator`` warns when the model has
+    any.
+
     Args:
       keras_model: a compiled ``tf.keras.Model``: Sequential, functional, or subclassed (only
         with ``checkpoint_format="saver"``; its weights are not carried over, the Estimator
@@ -125,11 +131,13 @@ def to_estimator(
       warm_start_from: a checkpoint path, SavedModel directory or
         ``tf.estimator.WarmStartSettings`` used instead of the Keras weights.  From a path,
         every model variable is warm-started (BatchNormalization statistics and frozen layers
-        too), the global step and the optimizer's variables are not.  Estimator exports from
-        a checkpoint in ``model_dir`` or else restores the whole graph from this path, which
-        fails ("Could not load all requested variables") for a ``save_weights`` checkpoint:
-        train before ``export_saved_model``, or ``keras_model.load_weights(path)`` before
-        converting instead of passing the path here.
+        too), the global step and the optimizer's variables are not; an object-based
+        checkpoint (``save_weights``) whose variable names differ (layers named
+        automatically) is matched by the model's structure, as ``load_weights`` does.
+        Estimator exports from a checkpoint in ``model_dir`` or else restores the whole graph
+        from this path, which fails ("Could not load all requested variables") for a
+        ``save_weights`` checkpoint: train before ``export_saved_model``, or
+        ``keras_model.load_weights(path)`` before converting instead of passing the path here.
 
     Returns:
       A ``tf.estimator.Estimator`` whose ``input_fn``s may yield features as a dict, a tuple /
@@ -137,20 +145,26 @@ def to_estimator(
       2-tuple from an ``input_fn`` as ``(features, labels)``, so tuple features always travel
       as ``((a, b), labels)``, also for ``predict`` (which ignores the labels).  Keras sample
       weights travel as in the official converter, ``{"features": <any of those>,
-      "sample_weights": w}``, or as one more key ``"sample_weights"`` of a features dict.
+      "sample_weights": w}``, or as one more key ``"sample_weights"`` of a features dict
+      (``predict`` ignores them).  A model built with a dict of inputs / outputs takes features
+      and labels keyed by that dict's keys or by the Input / output layers' names; a tuple
+      follows the sorted keys, and ``predict`` keys its results by the output layers' names.
 
     Raises:
       TypeError: if ``keras_model`` is not a ``tf.keras.Model``.
       ValueError: if the model is not compiled, ``checkpoint_format`` is unknown (or
         ``"checkpoint"`` for a subclassed model), ``warm_start_from`` is a path without a
-        checkpoint, a custom object the model uses is missing from ``custom_objects``, the
-        optimizer has no ``tf.keras.optimizers.legacy`` version (``AdamW``), or a
-        preprocessing layer's vocabulary / bin boundaries came from ``adapt()`` (the
-        Estimator rebuilds layers from their config, which does not hold them).
+        checkpoint (or an object-based checkpoint without this model's weights), a custom
+        object the model uses is missing from ``custom_objects``, the optimizer has no
+        ``tf.keras.optimizers.legacy`` version (``AdamW``), a loss or metrics dict is keyed by
+        a dict output's keys that are not its layers' names, or a preprocessing layer's
+        vocabulary / bin boundaries came from ``adapt()`` (the Estimator rebuilds layers from
+        their config, which does not hold them).
         While the Estimator runs: if the features or the labels cannot be matched to the
-        model's inputs / outputs.
-      TfestKitError: on Keras 3 (no ``model_to_estimator``), or for a model built before
-        another model was converted in this process (build or load it after that one).
+        model's inputs / outputs, or ``train`` / ``evaluate`` get features without labels.
+      TfestKitError: on Keras 3 (no ``model_to_estimator``), for a model built before
+        another model was converted in this process (build or load it after that one), or
+        for a model converted before (save_weights, rebuild, load_weights, convert that).
 
     Example:
 
@@ -200,19 +214,25 @@ def to_estimator(
 
     _check_optimizer(keras_model.optimizer)
     _check_preprocessing_state(keras_model)
+    _warn_unweighted_metrics(keras_model)
+    _check_loss_keys(keras_model)
+    from_path = isinstance(warm_start_from, (str, bytes, os.PathLike))
     if warm_start_from is not None:
         warm_start_from = _all_model_variables(warm_start_from)  # checked before writing anything
     _set_aside_stale_keras_checkpoint(model_dir, config)
     keep_metric_names = _metric_names_keeper(keras_model)
     keep_metric_names()
     official = _convert(keras_model, model_dir, config, custom_objects, checkpoint_format)
-    if warm_start_from is None:
-        keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
-        if keras_ckpt:
-            # A list (not the official ".*" string) also matches non-trainable variables.
-            warm_start_from = tf.estimator.WarmStartSettings(
-                ckpt_to_initialize_from=keras_ckpt, vars_to_warm_start=[".*"]
-            )
+    _CONVERTED.add(keras_model)
+    keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
+    resuming = tf.train.latest_checkpoint(official.model_dir) is not None  # no warm start then
+    if from_path and keras_ckpt and not resuming:
+        warm_start_from = _matched_by_structure(warm_start_from, keras_ckpt)
+    elif warm_start_from is None and keras_ckpt:
+        # A list (not the official ".*" string) also matches non-trainable variables.
+        warm_start_from = tf.estimator.WarmStartSettings(
+            ckpt_to_initialize_from=keras_ckpt, vars_to_warm_start=[".*"]
+        )
     # The raw Keras model_fn, not the public `official.model_fn` wrapper: that one goes through
     # the official Estimator's _call_model_fn, which would log "Calling model_fn" a second time.
     raw_model_fn = getattr(official, "_model_fn", None)
@@ -245,7 +265,7 @@ def _skip_training_already_done(est) -> None:
         # The official train checks its arguments and the task type first; leave those to it.
         if (
             steps is None
-            and isinstance(max_steps, int)
+            and isinstance(max_steps, numbers.Integral)  # np.int64 too
             and max_steps > 0
             and est.config.task_type not in ("evaluator", "ps")
         ):
@@ -284,6 +304,34 @@ def _check_optimizer(optimizer) -> None:
             "legacy optimizers only. Compile with one of them, e.g. "
             "tf.keras.optimizers.legacy.Adam (for AdamW's decoupled weight decay, add an L2 "
             "penalty to the loss or use a model_fn builder with your own optimizer)."
+        )
+
+
+def _warn_unweighted_metrics(keras_model) -> None:
+    """Warns that the Estimator reports ``weighted_metrics`` without the sample weights.
+
+    Graph-mode Keras builds each weighted metric twice, first with a default weight of 1 and
+    then with the ``sample_weights`` of the features, and Estimator runs the first update of
+    a metric only: the loss is weighted, those metrics are not (and without ``metrics=`` the
+    official model_fn reports none of them). Rebuilding them is not this wrapper's to do
+    (Estimator and Keras own both halves), so it says so once, here.
+    """
+    try:
+        weighted = keras_model._get_compile_args().get("weighted_metrics")
+    except AttributeError:
+        return
+    names = [
+        getattr(m, "name", None) or getattr(m, "__name__", m) for m in tf.nest.flatten(weighted)
+    ]
+    if names:
+        tf.logging.warning(
+            "to_estimator: `keras_model` was compiled with weighted_metrics %s; the "
+            "Estimator's evaluate reports them unweighted even when the features carry "
+            "sample_weights (only the loss is weighted), and not at all for a model compiled "
+            "without metrics=. Compile them as metrics= to make that explicit, or evaluate "
+            "weighted metrics with keras_model.evaluate(..., sample_weight=...) before "
+            "converting.",
+            [str(name) for name in names],
         )
 
 
@@ -389,6 +437,53 @@ def _all_model_variables(warm_start_from):
     )
 
 
+def _matched_by_structure(settings, keras_ckpt: str):
+    """Warm-starts from an object-based checkpoint by the model's structure, if names differ.
+
+    Estimator finds an object-based checkpoint's values by the variable names they were saved
+    under (``dense/kernel``), but a model built again in one process gets other automatic
+    layer names (``dense_4/kernel``), and the warm start failed at the first ``train`` /
+    ``predict``. ``keras_model.load_weights`` matches by the model's structure
+    (``layer_with_weights-0/kernel/…``) instead; so does this, reading the keys of this
+    model's variables from the Keras checkpoint the converter wrote (``keras_ckpt``).
+
+    Raises:
+      ValueError: naming ``warm_start_from`` if the checkpoint lacks some of the model's
+        weights or holds them with other shapes.
+    """
+    # The reader Estimator's own warm start uses for object-based checkpoints.
+    from tensorflow.python.training.saver import object_graph_key_mapping
+
+    path = settings.ckpt_to_initialize_from
+    prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
+    try:
+        saved_names = object_graph_key_mapping(prefix)
+        ours = object_graph_key_mapping(keras_ckpt)
+    except tf.errors.NotFoundError:
+        return settings  # a name-based checkpoint: warm-started by name, as Estimator does
+    model = {name: key for name, key in ours.items() if re.match(_MODEL_VARIABLES, f"{name}:0")}
+    if all(name in saved_names for name in model):
+        return settings
+    saved_shapes = dict(tf.train.list_variables(prefix))
+    our_shapes = dict(tf.train.list_variables(keras_ckpt))
+    missing = sorted(key for key in model.values() if key not in saved_shapes)
+    other_shape = sorted(
+        f"{key} (checkpoint {saved_shapes[key]}, model {our_shapes[key]})"
+        for key in model.values()
+        if key in saved_shapes and list(saved_shapes[key]) != list(our_shapes[key])
+    )
+    if missing or other_shape:
+        problems = [f"missing {missing[:5]}"] if missing else []
+        problems += [f"of another shape {other_shape[:5]}"] if other_shape else []
+        raise ValueError(
+            "`warm_start_from` does not hold this model's weights, neither under their "
+            "variable names nor by the model's structure (as keras_model.load_weights "
+            f"matches them): {'; '.join(problems)}. Got: {path!r}. Pass a checkpoint of the "
+            "same architecture (keras_model.save_weights or an Estimator model_dir of it)."
+        )
+    return settings._replace(var_name_to_prev_var_name=model)
+
+
 def _check_checkpoint(path: str) -> None:
     """Raises a ValueError naming ``warm_start_from`` unless ``path`` reads as a checkpoint."""
     if path.lower().endswith((".h5", ".hdf5", ".keras")):
@@ -416,6 +511,9 @@ def _check_checkpoint(path: str) -> None:
 
 # The attributes an eager-built model lacks once an earlier conversion went to graph mode.
 _BUILT_BEFORE_A_CONVERSION = ("_compile_time_distribution_strategy", "_v1_compile_was_called")
+# Models converted in this process: converting one again fails like a model built before a
+# conversion, but rebuilding it (what that message advises) would lose its weights.
+_CONVERTED: weakref.WeakSet = weakref.WeakSet()
 
 
 def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
@@ -436,6 +534,16 @@ def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
         # user's tf.Graph().as_default() it is "_v1_compile_was_called").
         if not any(name in str(e) for name in _BUILT_BEFORE_A_CONVERSION):
             raise
+        if keras_model in _CONVERTED:
+            raise TfestKitError(
+                f"`keras_model` {keras_model.name!r} was already converted by an earlier "
+                "to_estimator call in this process, which switched Keras to graph mode: Keras "
+                "can no longer read this model's weights to convert it again. Keep using the "
+                "first Estimator (it trains, evaluates and predicts any number of times), or, "
+                "for a new model_dir, keras_model.save_weights(path), then build and compile "
+                "the model again, call new_model.load_weights(path) and "
+                f"to_estimator(new_model, ...). Got: {type(e).__name__}: {e}"
+            ) from e
         # Keras cannot read the weights of a model built in eager mode once an earlier
         # conversion in this process has switched it to graph mode.
         raise TfestKitError(
@@ -514,10 +622,28 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
     """Wraps the official model_fn so features / labels reach it keyed the way Keras wants."""
     input_names = list(getattr(keras_model, "input_names", None) or [])
     output_names = list(getattr(keras_model, "output_names", None) or [])
+    metric_names = _keras_metric_names(keras_model)
+    input_keys = _dict_keys_to_names(getattr(keras_model, "_nested_inputs", None), input_names)
+    output_keys = _dict_keys_to_names(getattr(keras_model, "_nested_outputs", None), output_names)
 
     def model_fn(features, labels, mode, config):
         keep_metric_names()
         features, sample_weights = _split_sample_weights(features, input_names)
+        features = _keyed_by_names(features, input_keys)
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            # The official model_fn compiles the weights into the loss, which PREDICT's
+            # uncompiled clone lacks ("no attribute '_training_endpoints'"); predictions
+            # do not depend on them.
+            sample_weights = None
+        elif labels is None:
+            # Otherwise Keras feeds its label placeholder nothing: a 4,000-character graph
+            # error at node 'y_target'.
+            method = "train" if mode == tf.estimator.ModeKeys.TRAIN else "evaluate"
+            raise ValueError(
+                f"The input_fn passed to {method} yields no labels: it must yield (features, "
+                "labels), e.g. tf.data.Dataset.from_tensor_slices((x, y)), with the labels of "
+                f"the Keras model's outputs {output_names}. Got: features only."
+            )
         if input_names:
             features = _adapt_features(features, input_names)
         elif isinstance(keras_model, tf2.keras.Sequential) and isinstance(features, Mapping):
@@ -527,7 +653,7 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
             # official model_fn take the weights for one more feature and drop them.
             features = {_FEATURES_KEY: features, _SAMPLE_WEIGHTS_KEY: sample_weights}
         if isinstance(labels, Mapping) and output_names:
-            labels = _adapt_labels(dict(labels), output_names)
+            labels = _adapt_labels(dict(_keyed_by_names(labels, output_keys)), output_names)
         with warnings.catch_warnings():
             for message in _NOISY_WARNINGS:
                 warnings.filterwarnings("ignore", message=message)
@@ -550,9 +676,106 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
             # session's saver in this collection (NanGuardHook sets aside what it saved after
             # a NaN step), and Estimator adds none of its own when the Scaffold has one.
             tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
+        if spec.eval_metric_ops and metric_names:
+            spec = spec._replace(
+                eval_metric_ops=_renamed(spec.eval_metric_ops, metric_names, output_names)
+            )
         return spec
 
     return model_fn
+
+
+def _dict_keys_to_names(nested, names: list[str]) -> dict:
+    """``{dict key: input / output name}`` for a model built with a dict of inputs / outputs.
+
+    Keras' own ``fit`` / ``predict`` take such a model's data keyed by the dict's keys, the
+    official model_fn only by the names of the Input / output layers; both orders are the
+    flattened (sorted-key) order.
+    """
+    if not isinstance(nested, Mapping) or len(nested) != len(names):
+        return {}
+    keys = tf.nest.flatten({key: key for key in nested})
+    return {key: name for key, name in zip(keys, names) if key != name}
+
+
+def _keyed_by_names(values, keys_to_names: dict):
+    """``values`` with the model's dict keys replaced by the layer names they stand for."""
+    if not keys_to_names or not isinstance(values, Mapping):
+        return values
+    names = set(keys_to_names.values())
+    if any(key in names for key in values):
+        return values  # already keyed by the layer names
+    return {keys_to_names.get(key, key): value for key, value in values.items()}
+
+
+def _check_loss_keys(keras_model) -> None:
+    """Refuses a loss / metrics dict keyed by a dict output's keys, not its layers' names.
+
+    Raises:
+      ValueError: naming the keys and the output layers' names ("Unknown entries in loss
+        dictionary" from inside the converter otherwise).
+    """
+    output_names = list(getattr(keras_model, "output_names", None) or [])
+    keys = _dict_keys_to_names(getattr(keras_model, "_nested_outputs", None), output_names)
+    try:
+        compiled = keras_model._get_compile_args()
+    except AttributeError:
+        return
+    for argument in ("loss", "metrics", "weighted_metrics", "loss_weights"):
+        value = compiled.get(argument)
+        if isinstance(value, Mapping) and any(key in keys for key in value):
+            raise ValueError(
+                f"`keras_model` was compiled with {argument} keyed by its output dict's keys "
+                f"{sorted(map(str, value))}, but the Estimator's graph-mode Keras knows the "
+                f"outputs only by their layers' names {output_names}. Name each output layer "
+                'like its key (e.g. Dense(1, name="score")) and convert that model.'
+            )
+
+
+def _keras_metric_names(keras_model) -> dict:
+    """``{compiled string: Keras' name}`` for the string metrics Keras reports under another name.
+
+    Keras names a metric given as a class name by the object it makes (``"AUC"`` ->
+    ``"auc"``, ``"MeanSquaredError"`` -> ``"mean_squared_error"``), while the Estimator's
+    graph-mode Keras keeps the string: ``early_stopping`` / ``best_exporter`` watching the
+    name ``model.evaluate`` reports did not find it.
+    """
+    try:
+        compiled = keras_model._get_compile_args()
+    except AttributeError:
+        return {}
+    names = {}
+    for metrics in (compiled.get("metrics"), compiled.get("weighted_metrics")):
+        for metric in tf.nest.flatten(metrics):
+            # Keras turns these into functions named by the string, as graph mode does.
+            if not isinstance(metric, str) or metric.lower() in (
+                "accuracy",
+                "acc",
+                "crossentropy",
+                "ce",
+            ):
+                continue
+            try:
+                made = tf2.keras.metrics.get(metric)
+            except (ValueError, TypeError):
+                continue
+            if isinstance(made, tf2.keras.metrics.Metric) and made.name != metric:
+                names[metric] = made.name
+    return names
+
+
+def _renamed(metric_ops: Mapping, metric_names: dict, output_names: list[str]) -> dict:
+    """``metric_ops`` keyed as Keras reports them (also ``<output>_<name>`` for many outputs)."""
+    renamed = {}
+    for key, value in metric_ops.items():
+        new = metric_names.get(key)
+        for output in output_names if new is None and len(output_names) > 1 else ():
+            rest = key[len(output) + 1 :] if key.startswith(f"{output}_") else None
+            if rest in metric_names:
+                new = f"{output}_{metric_names[rest]}"
+                break
+        renamed[key if new is None or new in metric_ops else new] = value
+    return renamed
 
 
 def _checkpoint_keys(saver) -> dict:
