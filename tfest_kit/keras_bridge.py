@@ -36,13 +36,12 @@ import numbers
 import os
 import re
 import tempfile
-import time
 import warnings
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
-from tfest_kit import _warm_start, logs
+from tfest_kit import _keras_metrics, _keras_warm_start, _warm_start, logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import tf, tf2
@@ -55,9 +54,6 @@ _INSTALL = "pip install tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2
 _FEATURES_KEY = "features"
 _SAMPLE_WEIGHTS_KEY = "sample_weights"
 _CHECKPOINT_FORMATS = ("checkpoint", "saver")
-# Matched against graph variable names ("dense/kernel:0"): every variable but the global step
-# and the Keras optimizer's slots and hyper-parameters, which it creates under "training/".
-_MODEL_VARIABLES = r"(?!global_step:|training/)"
 # Keras 2 prints these from inside the official model_fn on every call; they say nothing the
 # user can act on (the estimator path has to set the learning phase).
 _NOISY_WARNINGS = (r".*set_learning_phase.*", r".*Model\.state_updates.*")
@@ -214,20 +210,22 @@ def to_estimator(
 
     _check_optimizer(keras_model.optimizer)
     _check_preprocessing_state(keras_model)
-    _warn_unweighted_metrics(keras_model)
+    _keras_metrics.warn_unweighted_metrics(keras_model)
     _check_loss_keys(keras_model)
     from_path = isinstance(warm_start_from, (str, bytes, os.PathLike))
     if warm_start_from is not None:
-        warm_start_from = _all_model_variables(warm_start_from)  # checked before writing anything
-    _set_aside_stale_keras_checkpoint(model_dir, config)
-    keep_metric_names = _metric_names_keeper(keras_model)
+        warm_start_from = _keras_warm_start.all_model_variables(
+            warm_start_from
+        )  # checked before writing anything
+    _keras_warm_start.set_aside_stale_keras_checkpoint(model_dir, config)
+    keep_metric_names = _keras_metrics.metric_names_keeper(keras_model)
     keep_metric_names()
     official = _convert(keras_model, model_dir, config, custom_objects, checkpoint_format)
     _CONVERTED.add(keras_model)
     keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
     resuming = tf.train.latest_checkpoint(official.model_dir) is not None  # no warm start then
     if from_path and keras_ckpt and not resuming:
-        warm_start_from = _matched_by_structure(warm_start_from, keras_ckpt)
+        warm_start_from = _keras_warm_start.matched_by_structure(warm_start_from, keras_ckpt)
     elif warm_start_from is None and keras_ckpt:
         # A list (not the official ".*" string) also matches non-trainable variables.
         warm_start_from = tf.estimator.WarmStartSettings(
@@ -307,34 +305,6 @@ def _check_optimizer(optimizer) -> None:
         )
 
 
-def _warn_unweighted_metrics(keras_model) -> None:
-    """Warns that the Estimator reports ``weighted_metrics`` without the sample weights.
-
-    Graph-mode Keras builds each weighted metric twice, first with a default weight of 1 and
-    then with the ``sample_weights`` of the features, and Estimator runs the first update of
-    a metric only: the loss is weighted, those metrics are not (and without ``metrics=`` the
-    official model_fn reports none of them). Rebuilding them is not this wrapper's to do
-    (Estimator and Keras own both halves), so it says so once, here.
-    """
-    try:
-        weighted = keras_model._get_compile_args().get("weighted_metrics")
-    except AttributeError:
-        return
-    names = [
-        getattr(m, "name", None) or getattr(m, "__name__", m) for m in tf.nest.flatten(weighted)
-    ]
-    if names:
-        tf.logging.warning(
-            "to_estimator: `keras_model` was compiled with weighted_metrics %s; the "
-            "Estimator's evaluate reports them unweighted even when the features carry "
-            "sample_weights (only the loss is weighted), and not at all for a model compiled "
-            "without metrics=. Compile them as metrics= to make that explicit, or evaluate "
-            "weighted metrics with keras_model.evaluate(..., sample_weight=...) before "
-            "converting.",
-            [str(name) for name in names],
-        )
-
-
 def _check_preprocessing_state(keras_model) -> None:
     """Refuses preprocessing layers whose adapted state the Estimator would not have.
 
@@ -373,140 +343,6 @@ def _check_preprocessing_state(keras_model) -> None:
             f"{consequence}. Build the layer with {kind}({argument}, …) before the model, or "
             "move this preprocessing into the input_fn."
         )
-
-
-def _set_aside_stale_keras_checkpoint(model_dir: Optional[str], config: Optional[Any]) -> None:
-    """Moves ``model_dir/keras`` of an earlier conversion aside when no training has started.
-
-    The official converter writes the Keras weights to ``model_dir/keras`` only if no checkpoint
-    is there yet, so converting again (after more ``fit``, ``load_weights``, or a re-run of a
-    script that stopped before the first Estimator checkpoint) would warm-start the old weights.
-    Once ``model_dir`` holds an Estimator checkpoint, Estimator resumes from it and ignores any
-    warm start, so ``keras/`` is left alone.  It is renamed, not deleted: those weights may be
-    the only copy of the earlier model.  In a cluster only the chief moves it: its session
-    initialises the variables, and the other tasks may be reading it while they build their
-    graphs.
-    """
-    config_dir = getattr(config, "model_dir", None)
-    if model_dir and config_dir and os.fspath(model_dir) != os.fspath(config_dir):
-        return  # the converter refuses two different model_dirs; nothing may be removed first
-    model_dir = os.fspath(model_dir or config_dir)
-    keras_dir = os.path.join(model_dir, "keras")
-    if tf.train.latest_checkpoint(keras_dir) is None or tf.train.latest_checkpoint(model_dir):
-        return
-    if not (config or tf.estimator.RunConfig()).is_chief:
-        return
-    stamped = f"{keras_dir}-replaced-{time.strftime('%Y%m%d-%H%M%S')}"
-    aside, suffix = stamped, 1
-    while tf.io.gfile.exists(aside):  # converted twice within a second
-        aside, suffix = f"{stamped}-{suffix}", suffix + 1
-    tf.logging.warning(
-        "to_estimator: %s holds the Keras weights of an earlier conversion and %s no "
-        "Estimator checkpoint yet; moved it to %s so that the Estimator starts from this "
-        "model's weights.",
-        keras_dir,
-        model_dir,
-        aside,
-    )
-    tf.io.gfile.rename(keras_dir, aside)
-
-
-def _all_model_variables(warm_start_from):
-    """Turns a warm-start path into settings that also cover the non-trainable weights.
-
-    Estimator reads a bare path as ``vars_to_warm_start=".*"``, which matches only trainable
-    variables: BatchNormalization statistics and frozen layers would start from their
-    initialisers.  The global step and the optimizer's variables (under ``training/``) stay
-    fresh, as in an official warm start.  ``WarmStartSettings`` are the caller's choice and
-    pass through unchanged.
-
-    Raises:
-      ValueError: if the path holds no checkpoint (Estimator would fail only in ``train``, with
-        "Expected binary or unicode string, got None" for a directory).
-    """
-    if isinstance(warm_start_from, bytes):
-        warm_start_from = warm_start_from.decode()
-    if not isinstance(warm_start_from, (str, os.PathLike)):
-        return warm_start_from
-    path = os.fspath(warm_start_from)
-    if tf.io.gfile.exists(os.path.join(path, "variables", "variables.index")):
-        path = os.path.join(path, "variables", "variables")  # a SavedModel, as Estimator reads it
-    _check_checkpoint(path)
-    return tf.estimator.WarmStartSettings(
-        ckpt_to_initialize_from=path, vars_to_warm_start=[_MODEL_VARIABLES]
-    )
-
-
-def _matched_by_structure(settings, keras_ckpt: str):
-    """Warm-starts from an object-based checkpoint by the model's structure, if names differ.
-
-    Estimator finds an object-based checkpoint's values by the variable names they were saved
-    under (``dense/kernel``), but a model built again in one process gets other automatic
-    layer names (``dense_4/kernel``), and the warm start failed at the first ``train`` /
-    ``predict``. ``keras_model.load_weights`` matches by the model's structure
-    (``layer_with_weights-0/kernel/…``) instead; so does this, reading the keys of this
-    model's variables from the Keras checkpoint the converter wrote (``keras_ckpt``).
-
-    Raises:
-      ValueError: naming ``warm_start_from`` if the checkpoint lacks some of the model's
-        weights or holds them with other shapes.
-    """
-    # The reader Estimator's own warm start uses for object-based checkpoints.
-    from tensorflow.python.training.saver import object_graph_key_mapping
-
-    path = settings.ckpt_to_initialize_from
-    prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
-    try:
-        saved_names = object_graph_key_mapping(prefix)
-        ours = object_graph_key_mapping(keras_ckpt)
-    except tf.errors.NotFoundError:
-        return settings  # a name-based checkpoint: warm-started by name, as Estimator does
-    model = {name: key for name, key in ours.items() if re.match(_MODEL_VARIABLES, f"{name}:0")}
-    if all(name in saved_names for name in model):
-        return settings
-    saved_shapes = dict(tf.train.list_variables(prefix))
-    our_shapes = dict(tf.train.list_variables(keras_ckpt))
-    missing = sorted(key for key in model.values() if key not in saved_shapes)
-    other_shape = sorted(
-        f"{key} (checkpoint {saved_shapes[key]}, model {our_shapes[key]})"
-        for key in model.values()
-        if key in saved_shapes and list(saved_shapes[key]) != list(our_shapes[key])
-    )
-    if missing or other_shape:
-        problems = [f"missing {missing[:5]}"] if missing else []
-        problems += [f"of another shape {other_shape[:5]}"] if other_shape else []
-        raise ValueError(
-            "`warm_start_from` does not hold this model's weights, neither under their "
-            "variable names nor by the model's structure (as keras_model.load_weights "
-            f"matches them): {'; '.join(problems)}. Got: {path!r}. Pass a checkpoint of the "
-            "same architecture (keras_model.save_weights or an Estimator model_dir of it)."
-        )
-    return settings._replace(var_name_to_prev_var_name=model)
-
-
-def _check_checkpoint(path: str) -> None:
-    """Raises a ValueError naming ``warm_start_from`` unless ``path`` reads as a checkpoint."""
-    if path.lower().endswith((".h5", ".hdf5", ".keras")):
-        raise ValueError(
-            "`warm_start_from` must be a TensorFlow checkpoint or SavedModel; a Keras "
-            f"{os.path.splitext(path)[1]} file is neither. Got: {path!r}. Load it into the model "
-            "first (keras_model.load_weights(path)), then call to_estimator(keras_model) without "
-            "warm_start_from: the Estimator starts from the model's weights."
-        )
-    if tf.io.gfile.isdir(path) and tf.train.latest_checkpoint(path) is None:
-        raise ValueError(
-            "`warm_start_from` is a directory without a checkpoint or a SavedModel. Got: "
-            f"{path!r}, which contains {sorted(tf.io.gfile.listdir(path))[:10]}. Pass a model_dir "
-            "with a `checkpoint` file, a checkpoint prefix (.../model.ckpt-100) or a SavedModel."
-        )
-    try:
-        tf.train.load_checkpoint(path)
-    except Exception as error:  # noqa: BLE001 - re-raised as the user's argument error
-        first_line = (str(error).splitlines() or [""])[0]
-        raise ValueError(
-            "`warm_start_from` could not be read as a TensorFlow checkpoint. Got: "
-            f"{path!r} ({type(error).__name__}: {first_line})"
-        ) from error
 
 
 # The attributes an eager-built model lacks once an earlier conversion went to graph mode.
@@ -589,40 +425,11 @@ def _missing_object_name(message: str) -> Optional[str]:
     return None
 
 
-def _metric_names_keeper(keras_model) -> Callable[[], None]:
-    """Returns a function that gives each clone of ``keras_model`` the compiled metrics' names.
-
-    Keras clones the model on every model_fn call and compiles the clone with copies of the
-    metrics it finds in ``keras_model._get_compile_args()``; the first clone freezes that
-    method to return one dict, and writes its own copies (already renamed
-    ``<output>_<name>`` for a multi-output model) into it. So each evaluation of a
-    multi-output model prefixed a metric object's name once more (``cls_cls_auc``, then
-    ``cls_cls_cls_auc`` …), and ``early_stopping`` / ``best_exporter`` lost the key they
-    watch. Calling the returned function before each clone hands Keras a fresh dict of the
-    metrics as compiled.
-    """
-    try:
-        as_compiled = keras_model._get_compile_args()
-    except AttributeError:
-        # Not Keras 2.15's Model, or one built before an earlier conversion switched Keras to
-        # graph mode (the conversion then fails with its own message): nothing to keep.
-        return lambda: None
-
-    def fresh_compile_args(user_metrics: bool = True) -> dict:
-        del user_metrics  # the clone asks for the user's metrics, as compiled
-        return dict(as_compiled)
-
-    def keep() -> None:
-        keras_model._get_compile_args = fresh_compile_args
-
-    return keep
-
-
 def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
     """Wraps the official model_fn so features / labels reach it keyed the way Keras wants."""
     input_names = list(getattr(keras_model, "input_names", None) or [])
     output_names = list(getattr(keras_model, "output_names", None) or [])
-    metric_names = _keras_metric_names(keras_model)
+    metric_names = _keras_metrics.keras_metric_names(keras_model)
     input_keys = _dict_keys_to_names(getattr(keras_model, "_nested_inputs", None), input_names)
     output_keys = _dict_keys_to_names(getattr(keras_model, "_nested_outputs", None), output_names)
 
@@ -678,7 +485,9 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
             tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
         if spec.eval_metric_ops and metric_names:
             spec = spec._replace(
-                eval_metric_ops=_renamed(spec.eval_metric_ops, metric_names, output_names)
+                eval_metric_ops=_keras_metrics.renamed_metric_ops(
+                    spec.eval_metric_ops, metric_names, output_names
+                )
             )
         return spec
 
@@ -730,52 +539,6 @@ def _check_loss_keys(keras_model) -> None:
                 f"outputs only by their layers' names {output_names}. Name each output layer "
                 'like its key (e.g. Dense(1, name="score")) and convert that model.'
             )
-
-
-def _keras_metric_names(keras_model) -> dict:
-    """``{compiled string: Keras' name}`` for the string metrics Keras reports under another name.
-
-    Keras names a metric given as a class name by the object it makes (``"AUC"`` ->
-    ``"auc"``, ``"MeanSquaredError"`` -> ``"mean_squared_error"``), while the Estimator's
-    graph-mode Keras keeps the string: ``early_stopping`` / ``best_exporter`` watching the
-    name ``model.evaluate`` reports did not find it.
-    """
-    try:
-        compiled = keras_model._get_compile_args()
-    except AttributeError:
-        return {}
-    names = {}
-    for metrics in (compiled.get("metrics"), compiled.get("weighted_metrics")):
-        for metric in tf.nest.flatten(metrics):
-            # Keras turns these into functions named by the string, as graph mode does.
-            if not isinstance(metric, str) or metric.lower() in (
-                "accuracy",
-                "acc",
-                "crossentropy",
-                "ce",
-            ):
-                continue
-            try:
-                made = tf2.keras.metrics.get(metric)
-            except (ValueError, TypeError):
-                continue
-            if isinstance(made, tf2.keras.metrics.Metric) and made.name != metric:
-                names[metric] = made.name
-    return names
-
-
-def _renamed(metric_ops: Mapping, metric_names: dict, output_names: list[str]) -> dict:
-    """``metric_ops`` keyed as Keras reports them (also ``<output>_<name>`` for many outputs)."""
-    renamed = {}
-    for key, value in metric_ops.items():
-        new = metric_names.get(key)
-        for output in output_names if new is None and len(output_names) > 1 else ():
-            rest = key[len(output) + 1 :] if key.startswith(f"{output}_") else None
-            if rest in metric_names:
-                new = f"{output}_{metric_names[rest]}"
-                break
-        renamed[key if new is None or new in metric_ops else new] = value
-    return renamed
 
 
 def _checkpoint_keys(saver) -> dict:
