@@ -356,3 +356,24 @@ def test_predict_points_to_the_request_for_its_unknown_signature_name(exports, t
     )
     assert code == 2 and "Available signatures: ['serving_default']" in err
     assert 'Pass one of them as "signature_name" in the request' in err and "--signature" not in err
+
+
+def test_predict_names_both_ways_to_pick_a_signature_when_the_default_is_missing(tmp_path, capsys):
+    # Neither --signature nor "signature_name": the hint blamed the request for the default.
+    path = str(tmp_path / "1")
+    with tf.Graph().as_default() as graph, tf.Session(graph=graph) as session:
+        x = tf.placeholder(tf.float32, [None], name="x")
+        signature = tf.saved_model.signature_def_utils.predict_signature_def({"x": x}, {"y": 2 * x})
+        builder = tf.saved_model.builder.SavedModelBuilder(path)
+        builder.add_meta_graph_and_variables(
+            session, ["serve"], signature_def_map={"foo": signature}
+        )
+        builder.save()
+    body = {"instances": [1.0, 2.0]}
+    code, _, err = _main(["predict", path, "--json", _write(tmp_path, "r.json", body)], capsys)
+    assert code == 2 and "Available signatures: ['foo']" in err
+    assert 'Pass one of them as --signature (or "signature_name" in the request)' in err
+    code, out, _ = _main(
+        ["predict", path, "--signature", "foo", "--json", _write(tmp_path, "r.json", body)], capsys
+    )
+    assert code == 0 and json.loads(out)["predictions"] == [2.0, 4.0]

@@ -617,6 +617,20 @@ def test_progress_hook_refuses_a_per_example_loss_before_training(log_lines):
             tf.train.MonitoredTrainingSession(hooks=[hook], log_step_count_steps=None)
 
 
+def test_progress_hook_shows_a_loss_of_one_element(log_lines):
+    # A [1]-shaped loss (reduce_sum(..., keepdims=True)) is one number: shown, not refused.
+    def loss_of_shape_1():
+        return tf.reduce_sum(tf.square(tf.get_variable("v", [2])), keepdims=True)
+
+    with tf.Graph().as_default():
+        _, train_op, _ = _graph()
+        hook = hooks.ProgressHook(every_n_steps=2, total_steps=2, loss=loss_of_shape_1())
+        with tf.train.MonitoredTrainingSession(hooks=[hook], log_step_count_steps=None) as sess:
+            sess.run(train_op)
+            sess.run(train_op)
+    assert [line for line in log_lines if line.startswith("step 2/2") and "loss = " in line]
+
+
 def test_progress_hook_warns_when_training_starts_past_total_steps(tmp_path, log_lines):
     # train(steps=N) twice with total_steps=N: the second run printed "step 30/20 (100%),
     # ETA 0s" without a word.
@@ -900,6 +914,21 @@ def test_early_stopping_skips_evaluations_from_before_the_metric_existed(tmp_pat
         None, "accuracy", patience_steps=100, run_every_steps=1, eval_dir=eval_dir
     )
     assert _run_loop([hook], steps=5) == 1
+
+
+def test_early_stopping_names_a_monitor_that_later_evaluations_lack(tmp_path):
+    # A metric renamed when resuming ("AUC" -> "auc"): the old evaluations alone were read,
+    # so the patience never ran out, without a word.
+    eval_dir = str(tmp_path / "eval")
+    _write_eval_events(eval_dir, [(100, 0.6), (200, 0.7)], metric="AUC")
+    _write_eval_events(eval_dir, [(300, 0.7), (400, 0.7), (900, 0.7)], metric="auc")
+    hook = hooks.early_stopping(
+        None, "AUC", patience_steps=500, run_every_steps=1, eval_dir=eval_dir
+    )
+    with pytest.raises(
+        ValueError, match=r"'AUC' is not among the eval metrics.*step 900.*\['auc'\]"
+    ):
+        _run_loop([hook], steps=5)
 
 
 def test_early_stopping_reads_tf2_scalar_summaries(tmp_path):

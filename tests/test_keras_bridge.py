@@ -176,6 +176,12 @@ def test_weighted_metrics_reported_unweighted_are_warned_about(tmp_path, tf_log_
     )
     est = to_estimator(model, model_dir=str(tmp_path))
     assert any("weighted_metrics ['mse']" in line and "unweighted" in line for line in tf_log_lines)
+    # A model without weighted_metrics converts without a word about them.
+    del tf_log_lines[:]
+    plain = _named()
+    plain.compile(keras.optimizers.legacy.Adam(0.01), loss, metrics=["accuracy"])
+    to_estimator(plain, model_dir=str(tmp_path / "plain"))
+    assert not [line for line in tf_log_lines if "compiled with weighted_metrics" in line]
 
     def evaluate(weights):
         features = {"feats": X, "sample_weights": weights}
@@ -489,6 +495,20 @@ def test_dict_inputs_and_outputs_take_their_dict_keys(tmp_path):
     # A loss dict keyed like the outputs died inside the converter ("Unknown entries").
     with pytest.raises(ValueError, match=r"loss keyed by its output dict's keys \['aux', 'sc"):
         to_estimator(build({"score": "mse", "aux": "mae"}), model_dir=str(tmp_path / "b"))
+
+
+def test_dict_input_keys_that_name_other_input_layers_follow_the_dict(tmp_path):
+    # Keys {"a", "b"} for Input layers named "b" and "a": the features went to the layers of
+    # the same name, swapped, where Keras follows the dict's keys.
+    inputs = {"a": keras.Input((1,), name="b"), "b": keras.Input((1,), name="a")}
+    joined = keras.layers.Concatenate()([inputs["a"], inputs["b"] * 0.0])
+    output = keras.layers.Dense(1, name="out", kernel_initializer="ones", use_bias=False)(joined)
+    model = keras.Model(inputs, output)
+    model.compile(keras.optimizers.legacy.SGD(0.1), "mse")
+    features = {"a": X[:, :1], "b": 10 * X[:, 1:2]}
+    expected = model.predict(features, verbose=0)
+    est = to_estimator(model, model_dir=str(tmp_path))
+    np.testing.assert_allclose(_predict(est, features), expected, rtol=1e-5)
 
 
 def test_label_keys_not_matching_the_outputs_are_one_readable_error(tmp_path):

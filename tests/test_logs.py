@@ -62,26 +62,41 @@ def test_deprecations_shown_when_asked():
     assert "`tf.layers.dense` is deprecated" in output, output
 
 
-def test_setup_keeps_the_root_loggers_log_file(tmp_path):
+_ROOT_HANDLERS_PROGRAM = textwrap.dedent(
+    """
+    import logging, sys
+    logging.basicConfig(filename=sys.argv[1], level=logging.INFO)
+    if sys.argv[2] == "console":
+        class Console(logging.Handler):  # a console of another library, e.g. rich's
+            def emit(self, record):
+                sys.stderr.write("CONSOLE " + record.getMessage() + "\\n")
+        logging.getLogger().addHandler(Console())
+    from tfest_kit import logs
+    from tfest_kit._tf import estimator, tf
+    logs.setup(tensorflow_info=sys.argv[2] != "tensorflow_info_off")
+    tf.logging.info("after-setup-marker")
+    tf.logging.debug("debug-marker")
+    # TensorFlow's own INFO line, "Using config: …"
+    estimator.Estimator(lambda features, labels, mode: None, sys.argv[1] + ".model")
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["plain", "console", "tensorflow_info_off"])
+def test_setup_keeps_the_root_loggers_handlers(tmp_path, mode):
     # basicConfig(filename=…) before TensorFlow: TensorFlow's lines reached the file only by
     # propagating, which setup() turns off; after it the file got none of them.
-    program = textwrap.dedent(
-        """
-        import logging, sys
-        logging.basicConfig(filename=sys.argv[1], level=logging.INFO)
-        from tfest_kit import logs
-        from tfest_kit._tf import tf
-        logs.setup()
-        tf.logging.info("after-setup-marker")
-        tf.logging.debug("debug-marker")
-        """
-    )
     path = tmp_path / "train.log"
-    proc = run_program(["-c", program, str(path)], timeout=120)
+    proc = run_program(["-c", _ROOT_HANDLERS_PROGRAM, str(path), mode], timeout=120)
     in_file = path.read_text()
     assert in_file.count("after-setup-marker") == 1, in_file
-    assert proc.stderr.count("after-setup-marker") == 1, proc.stderr  # the terminal too, once
+    # The terminal too, once: through the root's console handler when it has one.
+    assert proc.stderr.count("after-setup-marker") == 1, proc.stderr
+    assert ("CONSOLE after-setup-marker" in proc.stderr) == (mode == "console")
     assert "debug-marker" not in in_file + proc.stderr
+    # tensorflow_info=False leaves TensorFlow's own INFO lines out of the terminal, not the file.
+    assert "Using config" in in_file, in_file
+    assert ("Using config" in proc.stderr) == (mode != "tensorflow_info_off"), proc.stderr
 
 
 def test_setup_follows_absls_verbosity_flag():

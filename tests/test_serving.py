@@ -618,17 +618,21 @@ def test_raw_receiver_takes_a_fixed_batch_size_as_the_batch(x_model, tmp_path):
     want = _predict(x_model, {"x": X})
     np.testing.assert_allclose(predictor({"x": X})["logits"], want["logits"], atol=1e-5)
     from_arrays = inputs.from_arrays({"x": X}, Y, batch_size=8, drop_remainder=True)
-    for spec in (fixed.element_spec, from_arrays()):
-        assert _receiver_shapes(serving.raw_receiver(spec)) == {"x": [None, 4]}
-    # Unbatched datasets and specs of one example keep their documented reading.
-    unbatched = tf2.data.Dataset.from_tensor_slices(({"x": X}, Y))
-    assert _receiver_shapes(serving.raw_receiver(unbatched)) == {"x": [None, 4]}
+    features_only = tf2.data.Dataset.from_tensor_slices({"x": X}).batch(8, True).prefetch(1)
+    for dataset in (from_arrays(), features_only):
+        assert _receiver_shapes(serving.raw_receiver(dataset)) == {"x": [None, 4]}
+    # Unbatched datasets and specs of one example keep their documented reading, also when
+    # every shape starts with the same size: regression arrays of shape (n, 1).
+    for labels in (Y, Y.reshape(-1, 1).astype(np.float32)):
+        unbatched = tf2.data.Dataset.from_tensor_slices(({"x": X}, labels))
+        assert _receiver_shapes(serving.raw_receiver(unbatched)) == {"x": [None, 4]}
+    column = tf2.data.Dataset.from_tensor_slices(({"x": X[:, :1]}, Y.reshape(-1, 1)))
+    assert _receiver_shapes(serving.raw_receiver(column)) == {"x": [None, 1]}
+    assert _receiver_shapes(serving.raw_receiver(column.batch(8))) == {"x": [None, 1]}
     one_example = {"x": tf2.TensorSpec([4], tf.float32)}
     assert _receiver_shapes(serving.raw_receiver(one_example)) == {"x": [None, 4]}
-    # Features alone with a known leading size may be a batch of 8 or examples of 8 values.
-    features_only = tf2.data.Dataset.from_tensor_slices({"x": X}).batch(8, True)
-    with pytest.raises(ValueError, match=r"Pass \(dtype, shape\) per feature.*\(8, 4\)"):
-        serving.raw_receiver(features_only)
+    unbatched_after = tf2.data.Dataset.from_tensor_slices({"x": X}).batch(8, True).unbatch()
+    assert _receiver_shapes(serving.raw_receiver(unbatched_after)) == {"x": [None, 4]}
 
 
 def test_predictor_feeds_plain_features_to_a_v1_parse_example_export(tmp_path):

@@ -286,10 +286,13 @@ def run(args: argparse.Namespace) -> int:
         # An unknown signature: the message lists the ones the export has.
         hint = ""
         if "Available signatures" in str(e):
-            # The name came from --signature or else from the request: point to where it was.
-            where = (
-                "--signature" if args.signature is not None else '"signature_name" in the request'
-            )
+            # Point to where the name came from: --signature, the request, or the default.
+            if args.signature is not None:
+                where = "--signature"
+            elif named is not None:
+                where = '"signature_name" in the request'
+            else:  # the default, serving_default, which this export lacks
+                where = '--signature (or "signature_name" in the request)'
             hint = f". Pass one of them as {where}"
         print(f"predict: {e}{hint}", file=sys.stderr)
         return 2

@@ -78,15 +78,21 @@ class _NoImprovement:
                 self._warn_if_elsewhere()
             return False
         steps = [step for step in results if step >= self._min_steps]
-        if steps and not any(self._monitor in results[step] for step in steps):
+        having = [step for step in steps if self._monitor in results[step]]
+        # Evaluations from before the metric existed (a metric added when resuming) are
+        # skipped: they would make the model_dir unusable with this monitor. One without it
+        # after that (a renamed metric) would leave the patience never running out.
+        first = having[0] if having else None
+        lacking = [
+            s for s in steps if first is None or (s > first and self._monitor not in results[s])
+        ]
+        if lacking:
             raise ValueError(
                 f"early_stopping: `monitor` {self._monitor!r} is not among the eval metrics "
-                f"in {self._eval_dir} at step {steps[-1]}. Available: "
-                f"{sorted(results[steps[-1]])}."
+                f"in {self._eval_dir} at step {lacking[-1]}. Available: "
+                f"{sorted(results[lacking[-1]])}."
             )
-        # Evaluations from before the metric existed (a metric added when resuming) are
-        # skipped, not an error: they would make the model_dir unusable with this monitor.
-        steps = [step for step in steps if self._monitor in results[step]]
+        steps = having
         best = best_step = None
         for step in steps:
             value = results[step][self._monitor]

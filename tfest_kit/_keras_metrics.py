@@ -35,7 +35,9 @@ def warn_unweighted_metrics(keras_model) -> None:
     except AttributeError:
         return
     names = [
-        getattr(m, "name", None) or getattr(m, "__name__", m) for m in tf.nest.flatten(weighted)
+        getattr(m, "name", None) or getattr(m, "__name__", m)
+        for m in tf.nest.flatten(weighted)
+        if m is not None  # flatten(None) is [None]: a model compiled without any
     ]
     if names:
         tf.logging.warning(

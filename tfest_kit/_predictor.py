@@ -496,7 +496,9 @@ class Predictor:
         if signature not in self._signature_defs:
             raise ValueError(
                 f"`signature` {signature!r} is not in {self.export_dir}. "
-                f"Available signatures: {sorted(self._signature_defs)}"
+                # TF2's "__saved_model_init_op" is a signature only in name: it runs no model.
+                f"Available signatures: "
+                f"{sorted(k for k in self._signature_defs if k != '__saved_model_init_op')}"
             )
         self.signature = signature
         sig = self._signature_defs[signature]

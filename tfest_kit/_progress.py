@@ -159,7 +159,7 @@ class _IntervalHook(tf.train.SessionRunHook):
                 "tf.compat.v1.train.get_or_create_global_step() before building the train op."
             )
         self._loss = self._find_loss()
-        if self._loss is not None and self._loss.shape.rank not in (None, 0):
+        if self._loss is not None and self._loss.shape.num_elements() not in (None, 1):
             # float() of a per-example loss failed at the first printed step, with NumPy's
             # "only length-1 arrays can be converted", and stopped training.
             raise ValueError(

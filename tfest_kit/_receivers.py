@@ -79,9 +79,8 @@ def _pair_shape(name: str, value: Any) -> list:
 def _spec_from_tensor_spec(spec: tf2.TensorSpec, batched: Optional[bool]) -> tuple[tf2.DType, list]:
     """(dtype, per-example shape) of an element_spec entry.
 
-    ``batched`` says whether the dataset's leading dimension is the batch (see
-    :func:`_element_spec_is_batched`); None, for a dict of specs alone, takes an unknown leading
-    dimension as the batch and any other shape as one example.
+    ``batched`` True: the leading dimension is the batch (see :func:`_ends_in_a_fixed_batch`);
+    None: an unknown leading dimension is the batch and any other shape is one example's.
     """
     shape = spec.shape
     if shape.rank is None:
@@ -95,59 +94,41 @@ def _spec_from_tensor_spec(spec: tf2.TensorSpec, batched: Optional[bool]) -> tup
     return spec.dtype, dims
 
 
-def _element_spec_is_batched(features: Mapping, labels: Any) -> bool:
-    """Whether the element_spec ``(features, labels)`` of a dataset has a leading batch axis.
+def _ends_in_a_fixed_batch(dataset: tf2.data.Dataset) -> bool:
+    """Whether ``dataset`` is batched with ``drop_remainder=True`` (as TPUs need).
 
-    ``batch`` gives every component the same leading dimension: None, or the batch size with
-    ``drop_remainder=True`` (which TPUs require). A scalar component means no batch axis.
-
-    Raises:
-      ValueError: if the leading dimensions do not say whether there is a batch axis.
+    Its element_spec then gives the batch size, not None, as the leading dimension, which is
+    otherwise read as one example's first axis (``[None, 8, 4]`` was exported for batches of
+    8). tf.data keeps no public record of the batching; the transformations' Python objects
+    do, so they are read defensively: a pipeline they do not describe keeps the reading by
+    shape.
     """
-    components = [*features.values(), *tf2.nest.flatten(labels)]
-    shapes = [
-        c.shape
-        for c in components
-        if isinstance(c, tf2.TypeSpec) and getattr(c, "shape", None) is not None
-    ]
-    shapes = [s for s in shapes if s.rank is not None]
-    if not shapes or any(s.rank == 0 for s in shapes):
-        return False
-    leading = {s.as_list()[0] for s in shapes}
-    if leading == {None}:
-        return True
-    if None not in leading and len(leading) > 1:
-        return False  # a batch axis would be shared: these are one example's shapes
-    if len(leading) == 1 and labels is not None:
-        return True  # batch(n, drop_remainder=True)
-    # Features alone with one known leading size (a batch of n, or examples of n values
-    # each), or unknown and known leading sizes mixed.
-    described = {name: str(getattr(c, "shape", c)) for name, c in features.items()}
-    raise ValueError(
-        "`spec` is a dataset element_spec whose shapes do not say which dimension is the "
-        "batch: a leading dimension of known size may be a batch size (batch(n, "
-        "drop_remainder=True)) or part of one example's shape. Pass (dtype, shape) per "
-        "feature, shape without the batch dimension, e.g. {'x': (tf.float32, [4])}. "
-        f"Got feature shapes: {described}"
-    )
+    for _ in range(1000):  # a pipeline is a chain of transformations, not a cycle
+        name = type(dataset).__name__
+        if "Unbatch" in name or "Rebatch" in name:
+            return False
+        drop_remainder = getattr(dataset, "_drop_remainder", None)
+        if drop_remainder is not None and "Batch" in name:
+            return bool(tf2.get_static_value(drop_remainder))
+        dataset = getattr(dataset, "_input_dataset", None)
+        if dataset is None:
+            return False
+    return False
 
 
 def _normalise_raw_spec(spec: Any) -> dict[str, tuple[tf2.DType, list]]:
-    from_dataset = isinstance(spec, tf2.data.Dataset)
-    if from_dataset:
+    # None: read each shape by itself (an unknown leading dimension is the batch).
+    batched = None
+    if isinstance(spec, tf2.data.Dataset):
+        batched = True if _ends_in_a_fixed_batch(spec) else None
         spec = spec.element_spec
-    labels = None
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], Mapping):
-        spec, labels = spec  # a (features, labels) element_spec
-        from_dataset = True
+        spec = spec[0]  # a (features, labels) element_spec
     if not isinstance(spec, Mapping) or not spec:
         raise TypeError(
             "`spec` must be a non-empty dict of name -> (dtype, shape), a dataset (or its "
             f"element_spec) yielding a features dict, or a dict of example arrays. Got: {spec!r}"
         )
-    # A dict of TensorSpecs alone keeps its documented reading (an unknown leading dimension
-    # is the batch): it cannot tell a fixed batch from one example's shape.
-    batched = _element_spec_is_batched(spec, labels) if from_dataset else None
     result = {}
     for name, value in spec.items():
         if not isinstance(name, str):
@@ -209,11 +190,9 @@ def raw_receiver(spec: Any) -> ReceiverFn:
           per example); ``dtype`` may be a name, and an int ``shape`` ``n`` means ``[n]``;
         * a ``tf.data.Dataset`` or its ``element_spec`` yielding a features dict (or
           ``(features, labels)``): a leading unknown dimension is taken as the batch, any
-          other shape as one example. For a dataset yielding ``(features, labels)``, a
-          leading dimension of known size shared by every feature and the labels is taken
-          as the batch too (``batch(n, drop_remainder=True)``, as TPUs need); a dataset of
-          features alone with such a dimension is refused, as it may be either. A dataset
-          with a scalar feature or label is unbatched: all its shapes are one example's;
+          other shape as one example; a dataset batched with ``drop_remainder=True`` (as
+          TPUs need), whose leading dimension is the batch size, has it taken as the batch
+          too (pass the dataset itself: its ``element_spec`` alone does not say so);
         * a dict of example data (NumPy arrays, lists or tensors) whose first axis runs over
           examples, e.g. the arrays you train on; float64 arrays give float32 inputs, as
           :func:`tfest_kit.inputs.from_arrays` feeds them.
@@ -223,8 +202,7 @@ def raw_receiver(spec: Any) -> ReceiverFn:
 
     Raises:
       TypeError: if ``spec`` is none of the above.
-      ValueError: if a ``tf.TensorSpec`` has unknown rank, or a dataset's shapes do not say
-        which dimension is the batch (pass ``(dtype, shape)`` per feature then).
+      ValueError: if a ``tf.TensorSpec`` has unknown rank.
 
     Example:
 

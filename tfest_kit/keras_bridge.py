@@ -512,8 +512,11 @@ def _keyed_by_names(values, keys_to_names: dict):
     if not keys_to_names or not isinstance(values, Mapping):
         return values
     names = set(keys_to_names.values())
-    if any(key in names for key in values):
-        return values  # already keyed by the layer names
+    # A key that is the layer name of another input, and not a dict key, means the values are
+    # keyed by the layer names. Otherwise the dict's keys win, as in Keras' own fit / predict:
+    # with keys {"a", "b"} naming layers "b", "a", {"a": …} goes to the layer named "b".
+    if any(key in names and key not in keys_to_names for key in values):
+        return values
     return {keys_to_names.get(key, key): value for key, value in values.items()}
 
 

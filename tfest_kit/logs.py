@@ -67,25 +67,33 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dirs)
 
 
-def _to_terminal(handler: logging.Handler) -> bool:
-    """Whether ``handler`` prints to the terminal: a stream handler on stderr or stdout."""
-    return (
-        isinstance(handler, logging.StreamHandler)
-        and not isinstance(handler, logging.FileHandler)
-        and getattr(handler, "stream", None)
-        in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)
-    )
+def _prints_to_terminal(handler: logging.Handler) -> bool:
+    """Whether ``handler`` prints to the terminal, as opposed to a file, a buffer or a queue.
+
+    A ``StreamHandler`` does when its stream is stderr or stdout (a ``FileHandler`` or a
+    test's ``StringIO`` capture does not). Of the other kinds, ``logging``'s own send
+    elsewhere (a queue, a socket, syslog, memory) and a ``NullHandler`` prints nothing, while
+    other libraries' handlers (absl's, rich's ``RichHandler``) are consoles.
+    """
+    if isinstance(handler, logging.NullHandler):
+        return False
+    if isinstance(handler, logging.StreamHandler):
+        return not isinstance(handler, logging.FileHandler) and getattr(
+            handler, "stream", None
+        ) in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)
+    return type(handler).__module__ != "logging.handlers"
 
 
 class _OneRouteHandler(logging.Handler):
     """Sends each ``tensorflow`` record to the terminal once, and to the root's other handlers.
 
     The terminal route is absl's handler when absl is active, else the root logger's own
-    terminal handler (``logging.basicConfig()``), else a plain one on stderr. The root logger's
-    other handlers (a ``FileHandler`` from ``basicConfig(filename=…)``, a test's capture) get
-    the record as propagation would have given it to them. Deciding per record (rather than
-    once in :func:`setup`) keeps lines single whether ``setup()`` runs before or after
-    ``absl.app.run`` installs its handler.
+    terminal handlers (``logging.basicConfig()``, a ``RichHandler``), else a plain one on
+    stderr. The root logger's handlers that write elsewhere (a ``FileHandler`` from
+    ``basicConfig(filename=…)``, a test's capture) get every record, as propagation would have
+    given it to them; the INFO lines ``tensorflow_info=False`` leaves out skip the terminal
+    only. Deciding per record (rather than once in :func:`setup`) keeps lines single whether
+    ``setup()`` runs before or after ``absl.app.run`` installs its handler.
     """
 
     def __init__(self, tensorflow_info: bool = True) -> None:
@@ -95,29 +103,32 @@ class _OneRouteHandler(logging.Handler):
         self._left_out = () if tensorflow_info else _package_dirs(_TENSORFLOW_PACKAGES)
         self._is_left_out: dict[str, bool] = {}  # by source file: a few dozen at most
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING and self._left_out:
-            left_out = self._is_left_out.get(record.pathname)
-            if left_out is None:
-                left_out = os.path.realpath(record.pathname).startswith(self._left_out)
-                self._is_left_out[record.pathname] = left_out
-            if left_out:
-                return False
-        return super().filter(record)
+    def _leaves_out(self, record: logging.LogRecord) -> bool:
+        """Whether the terminal leaves ``record`` out (TensorFlow's INFO, tensorflow_info off)."""
+        if record.levelno >= logging.WARNING or not self._left_out:
+            return False
+        left_out = self._is_left_out.get(record.pathname)
+        if left_out is None:
+            left_out = os.path.realpath(record.pathname).startswith(self._left_out)
+            self._is_left_out[record.pathname] = left_out
+        return left_out
 
     def emit(self, record: logging.LogRecord) -> None:
         root_handlers = logging.getLogger().handlers
-        terminal = _absl_handler() or next(filter(_to_terminal, root_handlers), None)
-        if terminal is None:
+        absl = _absl_handler()
+        terminals = [absl] if absl else [h for h in root_handlers if _prints_to_terminal(h)]
+        if not terminals:
             # Resolve sys.stderr per record so pytest's capture and redirections see it. Not
             # through setStream(): it flushes the stream it replaces, which may be closed by
             # then (a redirection that ended), and the error would reach the logging call.
             self._plain.stream = sys.stderr
-            terminal = self._plain
-        routes = [terminal] + [
-            h for h in root_handlers if h is not terminal and not _to_terminal(h)
+            terminals = [self._plain]
+        elsewhere = [
+            h
+            for h in root_handlers
+            if not _prints_to_terminal(h) and not isinstance(h, logging.NullHandler)
         ]
-        for handler in routes:
+        for handler in elsewhere if self._leaves_out(record) else terminals + elsewhere:
             if record.levelno >= handler.level:  # as propagation checks it
                 handler.handle(record)
 
