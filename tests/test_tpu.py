@@ -496,6 +496,21 @@ def test_tpu_only_settings_are_a_warning_only_when_a_tpu_was_wanted(model_dir, u
             assert len(ignored) == 1 and "TPUConfig.num_shards" in ignored[0], lines
 
 
+def test_a_wanted_tpu_that_is_not_here_is_one_warning(model_dir, monkeypatch):
+    # "No TPU found" was an INFO line: at TensorFlow's default level a TF1 script asking for a
+    # TPU was told nothing about where it ran.
+    monkeypatch.setattr(tpu, "_said_no_tpu_found", [False])
+    config = tpu.RunConfig(model_dir=model_dir, tpu_config=tpu.TPUConfig(num_shards=8))
+    with captured_tf_log(logging.WARNING) as lines:
+        tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=True)
+    [line] = lines
+    assert line.startswith("No TPU found: TPUEstimator runs as a tf.estimator.Estimator")
+    assert "ignoring TPU-only settings: TPUConfig.num_shards" in line
+    with captured_tf_log(logging.WARNING) as lines:  # a TPUEstimator per evaluation, say
+        tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=True)
+    assert [line.split(":")[0] for line in lines] == ["No TPU"]  # the settings, not "found"
+
+
 class _CountingListener(estimator.CheckpointSaverListener):
     def __init__(self):
         self.steps = []

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import functools
 import json
 import os
 import weakref
@@ -309,10 +308,26 @@ def _with_between_graph_defaults(config):
     return config.replace(session_config=session_config())
 
 
-@functools.cache
-def _say_no_tpu_found() -> None:
-    # Once per process: programs build a TPUEstimator per evaluation or per export too.
-    tf.logging.info("No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU.")
+# Whether "No TPU found" was said: once per process, as programs build a TPUEstimator per
+# evaluation or per export too.
+_said_no_tpu_found = [False]
+
+
+def _say_no_tpu_found(ignored: list[str]) -> bool:
+    """Warns, once per process, that a TPU was asked for and none is here; False if said before.
+
+    A warning, not an INFO line: TensorFlow shows only warnings by default, and a TF1 script
+    that asks for a TPU learns nothing else about where it runs. The TPU-only settings that go
+    unused are named in the same line.
+    """
+    if _said_no_tpu_found[0]:
+        return False
+    _said_no_tpu_found[0] = True
+    unused = f"; ignoring TPU-only settings: {', '.join(sorted(ignored))}" if ignored else ""
+    tf.logging.warning(
+        "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.", unused
+    )
+    return True
 
 
 class TPUEstimator(tf_estimator.Estimator):
@@ -465,8 +480,6 @@ class TPUEstimator(tf_estimator.Estimator):
                 "`config` must be a tfest_kit.tpu.RunConfig or tf.estimator.RunConfig. "
                 f"Got: {type(config).__name__}"
             )
-        if use_tpu is True:
-            _say_no_tpu_found()
         ignored = _ignored_tpu_settings(config, batch_axis, embedding_config_spec)
         if config.master and "TF_CONFIG" not in os.environ:
             # The master is the TPU that did not resolve; a session on it would hang.
@@ -474,7 +487,9 @@ class TPUEstimator(tf_estimator.Estimator):
             config = copy.copy(config)
             config._master = ""  # not replaceable through RunConfig.replace
             config._evaluation_master = ""
-        if ignored:
+        # A TPU was asked for: the first such warning also names the unused settings.
+        said_both = use_tpu is True and _say_no_tpu_found(ignored)
+        if ignored and not said_both:
             # BERT-style scripts set num_shards etc. whatever use_tpu says: with use_tpu=False
             # ignoring them is what was asked for, not something to warn about.
             log = tf.logging.info if use_tpu is False else tf.logging.warning
