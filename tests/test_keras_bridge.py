@@ -116,9 +116,8 @@ def test_evaluate_has_keras_metric_names_and_training_lowers_loss(tmp_path):
     assert after["loss"] < before["loss"]
 
 
-def test_multi_output_metric_objects_keep_their_keras_names_across_evaluations(tmp_path):
-    # Keras clones the model on each model_fn call; the official converter let each clone
-    # prefix a metric object's name once more: cls_cls_auc, then cls_cls_cls_auc.
+def _classifier_and_regressor(metrics):
+    """A compiled model with two outputs, "cls" (one logit) and "reg" (two values)."""
     inputs = keras.Input((4,), name="inputs")
     hidden = keras.layers.Dense(4, activation="relu")(inputs)
     model = keras.Model(
@@ -128,7 +127,16 @@ def test_multi_output_metric_objects_keep_their_keras_names_across_evaluations(t
     model.compile(
         keras.optimizers.legacy.Adam(0.01),
         loss={"cls": keras.losses.BinaryCrossentropy(from_logits=True), "reg": "mse"},
-        metrics={"cls": ["accuracy", keras.metrics.AUC(name="auc")], "reg": ["mae"]},
+        metrics=metrics,
+    )
+    return model
+
+
+def test_multi_output_metric_objects_keep_their_keras_names_across_evaluations(tmp_path):
+    # Keras clones the model on each model_fn call; the official converter let each clone
+    # prefix a metric object's name once more: cls_cls_auc, then cls_cls_cls_auc.
+    model = _classifier_and_regressor(
+        {"cls": ["accuracy", keras.metrics.AUC(name="auc")], "reg": ["mae"]}
     )
     est = to_estimator(model, model_dir=str(tmp_path))
     labels = {"cls": Y.reshape(-1, 1), "reg": X[:, :2]}
@@ -145,16 +153,8 @@ def test_multi_output_metric_objects_keep_their_keras_names_across_evaluations(t
 
 def test_metrics_compiled_by_class_name_keep_their_keras_names(tmp_path):
     # Graph-mode Keras kept the string ("AUC", "cls_AUC"); model.evaluate reports "auc".
-    inputs = keras.Input((4,), name="inputs")
-    hidden = keras.layers.Dense(4, activation="relu")(inputs)
-    model = keras.Model(
-        inputs,
-        [keras.layers.Dense(1, name="cls")(hidden), keras.layers.Dense(2, name="reg")(hidden)],
-    )
-    model.compile(
-        keras.optimizers.legacy.Adam(0.01),
-        loss={"cls": keras.losses.BinaryCrossentropy(from_logits=True), "reg": "mse"},
-        metrics={"cls": ["accuracy", "AUC"], "reg": ["MeanSquaredError", "mae"]},
+    model = _classifier_and_regressor(
+        {"cls": ["accuracy", "AUC"], "reg": ["MeanSquaredError", "mae"]}
     )
     labels = {"cls": Y, "reg": X[:, :2]}
     keras_names = set(model.evaluate(X, labels, verbose=0, return_dict=True))
