@@ -6,10 +6,14 @@ scripts run through ``python -m tfest_kit.legacy`` in subprocesses.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
+import os
 import re
 import sys
 import textwrap
+import traceback
 
 import numpy as np
 import pytest
@@ -18,9 +22,10 @@ from tests.conftest import ROOT, run_program
 from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy import _layer_norm, layer_norm
 from tfest_kit.legacy.__main__ import main as legacy_main
+from tfest_kit.legacy._contrib import CONTRIB_REPLACEMENTS, LAYERS_REPLACEMENTS
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
-from tfest_kit.legacy._shim import COMPAT_V1, SHIM, Report
+from tfest_kit.legacy._shim import COMPAT_V1, MISSING, SHIM, Report
 
 
 def _np_layer_norm(x, gamma, beta, epsilon=1e-12, axes=(-1,)):
@@ -153,12 +158,24 @@ def test_unknown_symbols_name_themselves_and_the_runner():
         message = str(info.value)
         assert message.startswith(f"{symbol} is not provided by the legacy runner")
     with pytest.raises(AttributeError, match="it provides: tpu .*layers.layer_norm"):
-        _ = ns.contrib.slim
+        _ = ns.contrib.learn
 
 
 def _write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text))
+
+
+@contextlib.contextmanager
+def _on_sys_path(*dirs):
+    # The scope changes how user modules run, never where they are found: they must be on
+    # sys.path, as run() puts the script's directory there.
+    sys.path[:0] = [str(d) for d in dirs]
+    try:
+        yield
+    finally:
+        for d in dirs:
+            sys.path.remove(str(d))
 
 
 def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
@@ -189,14 +206,9 @@ def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
     _write(installed / "legacy_installed_pkg" / "sub.py", "import tensorflow as tf\n")
     report = Report()
     ns = build_namespace(report)
-    sys.path[:0] = [str(other), str(installed)]
-    try:
-        with Scope(str(user), ns, report) as scope:
-            helper = importlib.import_module("legacy_helper_a")
-            from_function = helper.import_inside_function()
-    finally:
-        sys.path.remove(str(other))
-        sys.path.remove(str(installed))
+    with _on_sys_path(user, other, installed), Scope(str(user), ns, report) as scope:
+        helper = importlib.import_module("legacy_helper_a")
+        from_function = helper.import_inside_function()
     assert scope._finder not in sys.meta_path
     assert helper.tf is ns and helper.tf1 is ns and from_function is ns
     assert helper.legacy_helper_b.tensorflow is ns
@@ -214,11 +226,238 @@ def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
 def test_scope_import_errors_carry_the_runner_message(tmp_path):
     _write(tmp_path / "legacy_helper_c.py", "from tensorflow.contrib import foo\n")
     _write(tmp_path / "legacy_helper_d.py", "import tensorflow.contrib.bar.baz\n")
-    with Scope(str(tmp_path), build_namespace(Report())):
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         with pytest.raises(ImportError, match=r"^tf\.contrib\.foo is not provided by the legacy"):
             importlib.import_module("legacy_helper_c")
         with pytest.raises(ModuleNotFoundError, match=r"^tf\.contrib\.bar is not provided"):
             importlib.import_module("legacy_helper_d")
+
+
+# One per spelling: `from tensorflow.<module> import …` used to give TF2's module, whose Adam
+# has no get_updates and whose backend has no set_session.
+_SUBMODULE_SPELLINGS = [
+    ("import tensorflow.keras.backend as got", lambda ns: ns.keras.backend),
+    ("from tensorflow.keras import backend as got", lambda ns: ns.keras.backend),
+    ("from tensorflow.keras.optimizers import Adam as got", lambda ns: ns.keras.optimizers.Adam),
+    ("from tensorflow.keras.layers import Dense as got", lambda ns: ns.keras.layers.Dense),
+    ("from tensorflow.summary import FileWriter as got", lambda ns: ns.summary.FileWriter),
+    ("from tensorflow.train import AdamOptimizer as got", lambda ns: ns.train.AdamOptimizer),
+]
+
+
+@pytest.mark.parametrize(
+    "index", range(len(_SUBMODULE_SPELLINGS)), ids=[s for s, _ in _SUBMODULE_SPELLINGS]
+)
+def test_tensorflow_submodule_imports_give_the_stand_in_objects(tmp_path, index):
+    statement, expected = _SUBMODULE_SPELLINGS[index]
+    name = f"legacy_spelling_{index}"
+    _write(tmp_path / f"{name}.py", statement + "\n")
+    ns = build_namespace(Report())
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), ns):
+        got = importlib.import_module(name).got
+    assert got is expected(ns)
+    # The TF1 objects (tf.compat.v1), not TF2's.
+    if "backend" in statement:
+        assert got.set_session is tf.keras.backend.set_session
+    if "Adam " in statement:
+        assert got is tf.keras.optimizers.Adam and hasattr(got, "get_updates")
+    if "FileWriter" in statement:
+        assert got is tf.summary.FileWriter
+    if "AdamOptimizer" in statement:
+        assert got is tf.train.AdamOptimizer
+
+
+def test_tensorflow_implementation_packages_stay_real_imports(tmp_path):
+    _write(
+        tmp_path / "legacy_helper_real.py",
+        """
+        from tensorflow.python.ops import math_ops
+        from tensorflow.core.protobuf import config_pb2
+        import tensorflow.python.framework.ops as framework_ops
+        """,
+    )
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+        helper = importlib.import_module("legacy_helper_real")
+    assert helper.math_ops is sys.modules["tensorflow.python.ops.math_ops"]
+    assert helper.config_pb2 is sys.modules["tensorflow.core.protobuf.config_pb2"]
+    assert helper.framework_ops is sys.modules["tensorflow.python.framework.ops"]
+
+
+def test_keras_fit_with_optimizer_imported_from_tensorflow_keras(tmp_path):
+    # compile/fit in TF1 graph mode calls Adam.get_updates, which TF2's Adam has not.
+    script = tmp_path / "kfit.py"
+    _write(
+        script,
+        """
+        import json
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.keras.optimizers import Adam
+        from tensorflow.keras import layers, models
+
+        rng = np.random.RandomState(0)
+        x = rng.rand(64, 3).astype("float32")
+        y = x @ np.array([[1.0], [-2.0], [0.5]], dtype="float32")
+        model = models.Sequential([layers.Dense(1, input_shape=(3,))])
+        model.compile(Adam(0.1), "mse")
+        history = model.fit(x, y, epochs=30, batch_size=16, verbose=0)
+        print(json.dumps({"graph": not tf.executing_eagerly(),
+                          "optimizer": type(model.optimizer).__module__,
+                          "loss": history.history["loss"]}))
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(script)], timeout=120)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["graph"] is True
+    assert result["optimizer"].endswith("optimizers.legacy.adam"), result
+    assert result["loss"][-1] < result["loss"][0] * 0.1, result
+
+
+_TRAIN_PY = """
+import json
+import sys
+import legacy_pp_lib
+import legacy_installed_lib
+from mylib import model
+
+print(json.dumps({
+    "argv": sys.argv[1:],
+    "row": model.normalised_row(),
+    "pythonpath_lib_is_tf1": hasattr(legacy_pp_lib.tf, "contrib"),
+    "installed_lib_is_tf1": hasattr(legacy_installed_lib.tf, "contrib"),
+}))
+"""
+
+
+def _write_project(tmp_path):
+    """A TF1 project: scripts/train.py using mylib (beside scripts/), a PYTHONPATH lib, an
+    installed lib; returns (project dir, PYTHONPATH entries)."""
+    proj, shared = tmp_path / "proj", tmp_path / "shared"
+    installed = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    _write(proj / "mylib" / "__init__.py", "")
+    _write(
+        proj / "mylib" / "model.py",
+        """
+        import numpy as np
+        import tensorflow as tf
+
+        def normalised_row():
+            x = tf.placeholder(tf.float32, [None, 4])
+            y = tf.contrib.layers.layer_norm(x, begin_norm_axis=-1)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                return sess.run(y, {x: np.array([[1.0, 2.0, 3.0, 4.0]])})[0].tolist()
+        """,
+    )
+    _write(proj / "scripts" / "train.py", _TRAIN_PY)
+    _write(shared / "legacy_pp_lib.py", "import tensorflow as tf\n")
+    _write(installed / "legacy_installed_lib.py", "import tensorflow as tf\n")
+    return proj, os.pathsep.join([str(shared), str(installed)])
+
+
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_project_modules_on_cwd_and_pythonpath_get_the_stand_in(tmp_path, how):
+    proj, pythonpath = _write_project(tmp_path)
+    target = ["scripts/train.py"] if how == "script" else ["-m", "scripts.train"]
+    proc = run_program(
+        ["-m", "tfest_kit.legacy", *target, "--flag=1"],
+        cwd=proj,
+        env={"PYTHONPATH": os.pathsep.join([str(ROOT), pythonpath])},
+        timeout=120,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["argv"] == ["--flag=1"]
+    row = np.array(result["row"])
+    np.testing.assert_allclose([row.mean(), row.std()], [0.0, 1.0], atol=1e-4)
+    assert result["pythonpath_lib_is_tf1"] is True
+    # A library installed under site-packages keeps the real TensorFlow 2.
+    assert result["installed_lib_is_tf1"] is False
+
+
+def test_contrib_replacements_are_named_and_exist():
+    ns = build_namespace(Report())
+    cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items()]
+    cases += [(ns.contrib.layers, n, text) for n, text in LAYERS_REPLACEMENTS.items()]
+    for module, name, text in cases:
+        with pytest.raises(AttributeError) as info:
+            getattr(module, name)
+        message = str(info.value)
+        assert message.endswith(f"Replace it in the script with {text}."), message
+        assert "no such symbol" not in message and "neither" not in message
+        # Every tf.… replacement is there for a TF1 script (whose tf is tf.compat.v1).
+        for target in re.findall(r"\btf(?:\.\w+)+", text):
+            if not target.startswith("tf.contrib."):
+                value = tf
+                for part in target.split(".")[1:]:
+                    value = getattr(value, part)
+    from tfest_kit import serving
+
+    assert callable(serving.Predictor)
+    for get, replacement in [
+        (lambda: ns.contrib.predictor, "tfest_kit.serving.Predictor(export_dir)"),
+        (lambda: ns.contrib.framework, "tf.train.get_or_create_global_step"),
+        (lambda: ns.contrib.layers.xavier_initializer, "tf.glorot_uniform_initializer()"),
+        (lambda: ns.contrib.layers.variance_scaling_initializer, "tf.variance_scaling_init"),
+        (lambda: ns.contrib.layers.l2_regularizer, "tf.keras.regularizers.l2(scale / 2)"),
+        (lambda: ns.contrib.distribute, "tf.distribute.MirroredStrategy"),
+        (lambda: ns.contrib.rnn, "LSTMCell -> tf.nn.rnn_cell.LSTMCell"),
+        (lambda: ns.contrib.metrics, "streaming_accuracy -> tf.metrics.accuracy"),
+        (lambda: ns.contrib.slim, "the tf_slim package"),
+    ]:
+        with pytest.raises(AttributeError, match=re.escape(replacement)):
+            get()
+
+
+def test_contrib_import_errors_print_the_message_once(tmp_path):
+    _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import predictor\n")
+    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.rnn\n")
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+        for name in ("legacy_helper_pred", "legacy_helper_rnn"):
+            with pytest.raises(ImportError) as info:
+                importlib.import_module(name)
+            assert info.value.__cause__ is None and info.value.__suppress_context__
+            printed = "".join(traceback.format_exception(info.value))
+            assert printed.count("is not provided by the legacy runner") == 1, printed
+
+
+def test_report_lists_missing_names_first():
+    report = Report()
+    ns = build_namespace(report)
+    ns.logging.info("x")
+    _ = ns.contrib.data.map_and_batch
+    with pytest.raises(AttributeError):
+        ns.contrib.layers.xavier_initializer()
+    with pytest.raises(AttributeError):
+        _ = ns.contrib.foo
+    assert report.names(MISSING) == ["tf.contrib.layers.xavier_initializer", "tf.contrib.foo"]
+    lines = report.format("rep.py").splitlines()
+    assert lines[0] == "tfest_kit.legacy report for rep.py: 2 TF1 symbols used."
+    assert lines[1].startswith("Not provided: migrate first (2;")
+    assert re.fullmatch(
+        r"  tf\.contrib\.layers\.xavier_initializer +->  tf\.glorot_uniform_initializer\(\).*",
+        lines[2],
+    )
+    assert lines[3].strip() == "tf.contrib.foo"
+    assert lines[4].startswith("Served by the legacy shim (1;")
+
+
+def test_report_of_a_failing_script_names_the_symbol_it_failed_on(tmp_path):
+    script = tmp_path / "rep.py"
+    _write(
+        script,
+        """
+        import tensorflow as tf
+        tf.logging.info("x")
+        init = tf.contrib.layers.xavier_initializer()
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", "--report", str(script)], check_exit=1)
+    report = proc.stdout
+    missing, rest = report.split("Served by the legacy shim")
+    assert "Not provided: migrate first (1;" in missing, report
+    assert "tf.contrib.layers.xavier_initializer  ->  tf.glorot_uniform_initializer()" in missing
+    assert "tf.logging.info" in rest, report
+    assert proc.stderr.count("is not provided by the legacy runner") == 1, proc.stderr
 
 
 def test_cli_usage_errors(tmp_path, capsys):
@@ -229,7 +468,17 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert legacy_main(["--verbose", "x.py"]) == 2
     assert "unknown runner option '--verbose'" in capsys.readouterr().err
     assert legacy_main([str(tmp_path / "missing.py")]) == 2
-    assert "must be an existing .py file. Got:" in capsys.readouterr().err
+    assert "must be an existing .py file (for a module, use" in capsys.readouterr().err
+    assert legacy_main(["--report", "-m"]) == 2
+    assert "-m needs a MODULE" in capsys.readouterr().err
+    assert legacy_main(["-m", "legacy_no_such_package.train", "--x"]) == 2
+    err = capsys.readouterr().err
+    assert "`module` must be importable from the current directory" in err
+    assert "no module named 'legacy_no_such_package'" in err
+    assert legacy_main(["-m", "scripts/train.py"]) == 2
+    assert "must be a dotted module name" in capsys.readouterr().err
+    assert legacy_main(["--help"]) == 0
+    assert "-m MODULE" in capsys.readouterr().out
 
 
 def test_script_errors_keep_their_traceback_and_tf1_log_level(tmp_path):

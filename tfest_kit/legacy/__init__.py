@@ -1,17 +1,22 @@
 """Run TF1-era scripts unchanged on TensorFlow 2.15: ``python -m tfest_kit.legacy SCRIPT.py``.
 
-``import tensorflow as tf`` in the script, and in modules imported from the script's
-directory, gives a TF1 namespace: ``tf.compat.v1`` (graph mode, ``Dimension.value``) plus the
-``tf.contrib`` pieces fine-tuning scripts use (``tpu``, ``cluster_resolver``, ``data``,
-``layers.layer_norm``), with the TPU classes backed by ``tfest_kit.tpu`` so a script asking
-for a TPU on a machine without one falls back to CPU/GPU with one warning.  TensorFlow's own
-modules and third-party code keep the real ``tensorflow``.  Names the runner does not provide
-raise ``AttributeError`` saying so; ``--report`` lists what was served so you can migrate.
+``import tensorflow as tf`` (and ``from tensorflow.keras.optimizers import Adam``,
+``from tensorflow.train import …`` …) in the script, and in the modules it imports from its
+directory, the current directory and ``PYTHONPATH`` (not site-packages), gives a TF1
+namespace: ``tf.compat.v1`` (graph mode, ``Dimension.value``) plus the ``tf.contrib`` pieces
+fine-tuning scripts use (``tpu``, ``cluster_resolver``, ``data``, ``layers.layer_norm``),
+with the TPU classes backed by ``tfest_kit.tpu`` so a script asking for a TPU on a machine
+without one falls back to CPU/GPU with one warning.  TensorFlow's own modules and installed
+libraries keep the real ``tensorflow``.  Names the runner does not provide raise
+``AttributeError`` saying so and naming the replacement where one is known
+(``tf.contrib.layers.xavier_initializer`` → ``tf.glorot_uniform_initializer``); ``--report``
+lists those first, then what was served, so you can migrate.
 
 Example:
 
     python -m tfest_kit.legacy run_classifier.py --task_name=MRPC --do_train=true ...
     python -m tfest_kit.legacy --report run_classifier.py ...
+    python -m tfest_kit.legacy -m scripts.train --steps=100     # from the project root
 
     from tfest_kit import legacy
     legacy.run("run_classifier.py", ["--do_train=true"], report=True)
@@ -20,6 +25,6 @@ Example:
 from __future__ import annotations
 
 from tfest_kit.legacy._layer_norm import layer_norm
-from tfest_kit.legacy._runner import ScriptNotFoundError, run
+from tfest_kit.legacy._runner import ScriptNotFoundError, run, run_module
 
-__all__ = ["run", "layer_norm", "ScriptNotFoundError"]
+__all__ = ["run", "run_module", "layer_norm", "ScriptNotFoundError"]

@@ -10,6 +10,11 @@
   ``tf.compat.v1.data.experimental``;
 - ``tf.contrib.layers.layer_norm``: :func:`tfest_kit.legacy.layer_norm`.
 
+Other ``tf.contrib`` pieces with a known TensorFlow 2.15 (or tfest_kit, or PyPI) home are not
+served: the error a script gets names the replacement (:data:`CONTRIB_REPLACEMENTS`,
+:data:`LAYERS_REPLACEMENTS`), since their arguments or defaults differ and the script should
+say what it means.
+
 Example:
 
     contrib = build_contrib(Report())
@@ -25,7 +30,14 @@ from tfest_kit._tf import tf
 from tfest_kit.legacy._layer_norm import layer_norm
 from tfest_kit.legacy._shim import SHIM, Entry, Report, ShimModule
 
-__all__ = ["build_contrib", "tpu_module", "cluster_resolver_module", "TPU_NAMES"]
+__all__ = [
+    "build_contrib",
+    "tpu_module",
+    "cluster_resolver_module",
+    "TPU_NAMES",
+    "CONTRIB_REPLACEMENTS",
+    "LAYERS_REPLACEMENTS",
+]
 
 TPU_NAMES = ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")
 
@@ -34,6 +46,65 @@ _CONTRIB_PROVIDES = (
     "InputPipelineConfig, CrossShardOptimizer), cluster_resolver.TPUClusterResolver, "
     "data (tf.data.experimental), layers.layer_norm. "
 )
+
+# tf.contrib.<name> -> what to write instead; every `tf.…` named here is in tf.compat.v1
+# (checked by tests/test_legacy.py).
+CONTRIB_REPLACEMENTS = {
+    "predictor": (
+        "tfest_kit.serving.Predictor: `tf.contrib.predictor.from_saved_model(export_dir)` "
+        "becomes `tfest_kit.serving.Predictor(export_dir)`, called the same way with a dict "
+        "of inputs"
+    ),
+    "framework": (
+        "tf.train: tf.contrib.framework.get_or_create_global_step -> "
+        "tf.train.get_or_create_global_step, get_global_step -> tf.train.get_global_step, "
+        "list_variables -> tf.train.list_variables, load_variable -> tf.train.load_variable"
+    ),
+    "distribute": (
+        "tf.distribute: tf.contrib.distribute.MirroredStrategy -> "
+        "tf.distribute.MirroredStrategy, OneDeviceStrategy -> tf.distribute.OneDeviceStrategy"
+    ),
+    "rnn": (
+        "tf.nn.rnn_cell: tf.contrib.rnn.LSTMCell -> tf.nn.rnn_cell.LSTMCell, BasicLSTMCell -> "
+        "tf.nn.rnn_cell.BasicLSTMCell, GRUCell -> tf.nn.rnn_cell.GRUCell, BasicRNNCell -> "
+        "tf.nn.rnn_cell.BasicRNNCell, MultiRNNCell -> tf.nn.rnn_cell.MultiRNNCell, "
+        "DropoutWrapper -> tf.nn.rnn_cell.DropoutWrapper, LSTMStateTuple -> "
+        "tf.nn.rnn_cell.LSTMStateTuple, static_rnn -> tf.nn.static_rnn"
+    ),
+    "metrics": (
+        "tf.metrics: tf.contrib.metrics.streaming_accuracy -> tf.metrics.accuracy, "
+        "streaming_mean -> tf.metrics.mean, streaming_auc -> tf.metrics.auc, "
+        "streaming_precision -> tf.metrics.precision, streaming_recall -> tf.metrics.recall"
+    ),
+    "slim": "the tf_slim package (`pip install tf-slim`, then `import tf_slim as slim`)",
+}
+
+# tf.contrib.layers.<name> -> what to write instead.
+LAYERS_REPLACEMENTS = {
+    "xavier_initializer": (
+        "tf.glorot_uniform_initializer() (xavier_initializer(uniform=False) -> "
+        "tf.glorot_normal_initializer())"
+    ),
+    "xavier_initializer_conv2d": (
+        "tf.glorot_uniform_initializer() (xavier_initializer_conv2d(uniform=False) -> "
+        "tf.glorot_normal_initializer())"
+    ),
+    "variance_scaling_initializer": (
+        "tf.variance_scaling_initializer (arguments renamed: factor -> scale, "
+        "mode='FAN_IN' -> mode='fan_in', uniform=True -> distribution='uniform', "
+        "uniform=False -> distribution='truncated_normal')"
+    ),
+    "l2_regularizer": (
+        "tf.keras.regularizers.l2(scale / 2) (l2_regularizer(scale) added "
+        "scale * sum(w**2) / 2; tf.keras.regularizers.l2(l) adds l * sum(w**2))"
+    ),
+    "l1_regularizer": "tf.keras.regularizers.l1(scale) (same penalty)",
+    "fully_connected": (
+        "tf.layers.dense(inputs, num_outputs, activation=tf.nn.relu) (tf.layers.dense has "
+        "no activation by default; fully_connected used tf.nn.relu)"
+    ),
+    "flatten": "tf.layers.flatten",
+}
 
 
 def _from_tfest_tpu(name: str) -> Callable[[], Any]:
@@ -111,7 +182,8 @@ def build_contrib(report: Report) -> ShimModule:
 
     Returns:
       A module with ``tpu``, ``cluster_resolver``, ``data`` and ``layers``; any other name
-      raises ``AttributeError`` saying the legacy runner does not provide it.
+      raises ``AttributeError`` saying the legacy runner does not provide it, with its
+      replacement when :data:`CONTRIB_REPLACEMENTS` has one.
     """
     entries = {
         "tpu": Entry(lambda: tpu_module("tf.contrib.tpu", report, cross_shard=True), None),
@@ -140,8 +212,15 @@ def build_contrib(report: Report) -> ShimModule:
                     )
                 },
                 provides="Of tf.contrib.layers it provides layer_norm. ",
+                replacements=LAYERS_REPLACEMENTS,
             ),
             None,
         ),
     }
-    return ShimModule("tf.contrib", report, entries=entries, provides=_CONTRIB_PROVIDES)
+    return ShimModule(
+        "tf.contrib",
+        report,
+        entries=entries,
+        provides=_CONTRIB_PROVIDES,
+        replacements=CONTRIB_REPLACEMENTS,
+    )

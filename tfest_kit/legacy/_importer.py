@@ -1,22 +1,29 @@
-"""Scopes the TF1 stand-in to the user's code: the script and modules from its directory.
+"""Scopes the TF1 stand-in to the user's code: the script and the project's own modules.
 
 Replacing ``sys.modules['tensorflow']`` would hand the stand-in to TensorFlow's own modules
 too (tensorflow_estimator's ``canned/rnn.py`` does ``import tensorflow as tf`` when it is
 first imported, possibly mid-run).  Instead, user code runs with its own ``__builtins__``
-whose ``__import__`` answers ``tensorflow`` (and ``tensorflow.contrib…``,
-``tensorflow.compat.v1…``, …) with the stand-in; every other module keeps Python's import.
+whose ``__import__`` answers ``tensorflow`` and ``tensorflow.<name>…`` for every public
+``<name>`` of the stand-in (``tensorflow.contrib…``, ``tensorflow.compat.v1…``,
+``tensorflow.keras.optimizers``, ``tensorflow.train`` …) with the stand-in; TensorFlow's
+implementation packages (``tensorflow.python…``, see ``REAL_PACKAGES``) are imported for real.
+Every other module keeps Python's import.
 
 - The script gets those builtins through ``runpy.run_path(init_globals=…)``.
-- Modules whose source lies under the script's directory are loaded by a ``sys.meta_path``
-  finder that puts the same builtins into their namespace before running them.  Functions
-  defined there keep them, so imports inside functions are scoped as well.
+- User modules are loaded by a ``sys.meta_path`` finder that puts the same builtins into their
+  namespace before running them.  Functions defined there keep them, so imports inside
+  functions are scoped as well.  A user module is a Python source file that the ordinary
+  import finds (the finder never changes *which* file is imported) under one of the scope's
+  roots: the script's directory, the current directory, ``PYTHONPATH`` entries (see
+  :func:`user_code_roots`), but not under a ``site-packages``/``dist-packages`` directory nor
+  in the standard library: installed libraries keep the real ``tensorflow``.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
 
 Example:
 
-    scope = Scope("/path/to/scripts", build_namespace(Report()))
+    scope = Scope(user_code_roots("/path/to/scripts"), build_namespace(Report()))
     with scope:
         runpy.run_path(script, init_globals={"__builtins__": scope.builtins},
                        run_name="__main__")
@@ -25,22 +32,71 @@ Example:
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib.abc
 import importlib.machinery
 import os
 import sys
+import sysconfig
 import types
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from tfest_kit.legacy._namespace import VIRTUAL_ROOTS
+from tfest_kit.legacy._namespace import REAL_PACKAGES
 from tfest_kit.legacy._shim import PRIVATE, Report
 
-__all__ = ["Scope"]
+__all__ = ["Scope", "user_code_roots"]
 
 # Never scope our own package, even when a script sits in a directory that contains it.
 _NEVER_SCOPED = ("tfest_kit",)
 _INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+
+
+@functools.cache
+def _system_dirs() -> tuple[str, ...]:
+    # The standard library and the interpreter's own site-packages: never user code, even
+    # when a root (cwd=/, say) contains them.
+    paths = sysconfig.get_paths()
+    keys = ("stdlib", "platstdlib", "purelib", "platlib")
+    return tuple(sorted({os.path.realpath(paths[k]) for k in keys if paths.get(k)}))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _installed(path: str) -> bool:
+    return bool(_INSTALLED_DIRS.intersection(path.split(os.sep))) or any(
+        _inside(path, d) for d in _system_dirs()
+    )
+
+
+def user_code_roots(first: Optional[str] = None) -> list[str]:
+    """Returns the directories whose modules are user code: ``first``, cwd, ``PYTHONPATH``.
+
+    A TF1 project often keeps its library beside the scripts (``mylib/`` next to
+    ``scripts/train.py``, run from the project root or with the root on ``PYTHONPATH``);
+    those modules need the stand-in as much as the script does.
+
+    Args:
+      first: the script's directory, if any.
+
+    Returns:
+      Real paths of ``first``, the current directory and the ``PYTHONPATH`` entries, in that
+      order, without duplicates, missing directories, ``site-packages``/``dist-packages``
+      directories and the standard library.
+    """
+    candidates = [first] if first else []
+    candidates.append(os.getcwd())
+    candidates += os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    roots: list[str] = []
+    for candidate in candidates:
+        if not candidate:
+            continue
+        real = os.path.realpath(candidate)
+        if os.path.isdir(real) and not _installed(real) and real not in roots:
+            roots.append(real)
+    return roots
 
 
 class _ScopedLoader(importlib.machinery.SourceFileLoader):
@@ -55,21 +111,29 @@ class _ScopedLoader(importlib.machinery.SourceFileLoader):
         super().exec_module(module)
 
 
-class _ScriptDirFinder(importlib.abc.MetaPathFinder):
-    """Finds Python source modules under ``root`` and loads them with :class:`_ScopedLoader`."""
+class _UserCodeFinder(importlib.abc.MetaPathFinder):
+    """Loads Python source modules under ``roots`` with :class:`_ScopedLoader`.
 
-    def __init__(self, root: str, scoped_builtins: dict) -> None:
-        self._root = root
+    It finds modules as ``PathFinder`` does (``sys.path`` order, or the package's
+    ``__path__``), so it only changes how a user module is run, never which file is imported.
+    """
+
+    def __init__(self, roots: Sequence[str], scoped_builtins: dict) -> None:
+        self._roots = tuple(roots)
         self._builtins = scoped_builtins
 
     def _under_root(self, path: str) -> bool:
         real = os.path.realpath(path)
-        if not (real == self._root or real.startswith(self._root + os.sep)):
+        if any(_inside(real, d) for d in _system_dirs()):
             return False
-        # Installed packages under the script's directory (a project .venv inside a BERT
-        # clone) are third-party code, which keeps the real tensorflow.
-        inner = os.path.relpath(real, self._root).split(os.sep)
-        return not _INSTALLED_DIRS.intersection(inner)
+        for root in self._roots:
+            if _inside(real, root):
+                # Installed packages under a root (a project .venv inside a BERT clone) are
+                # third-party code, which keeps the real tensorflow.
+                inner = os.path.relpath(real, root).split(os.sep)
+                if not _INSTALLED_DIRS.intersection(inner):
+                    return True
+        return False
 
     def find_spec(
         self,
@@ -79,10 +143,9 @@ class _ScriptDirFinder(importlib.abc.MetaPathFinder):
     ) -> Optional[importlib.machinery.ModuleSpec]:
         if fullname.partition(".")[0] in _NEVER_SCOPED:
             return None
-        search = [self._root] if path is None else [p for p in path if self._under_root(p)]
-        if not search:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, search, target)
+        if path is not None and not any(self._under_root(p) for p in path):
+            return None  # a submodule of a package outside the roots: the common case, fast
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if (
             spec is None
             or type(spec.loader) is not importlib.machinery.SourceFileLoader
@@ -94,10 +157,12 @@ class _ScriptDirFinder(importlib.abc.MetaPathFinder):
 
 
 class Scope:
-    """Makes ``import tensorflow`` in user code under ``root`` return ``namespace``.
+    """Makes ``import tensorflow`` in user code under ``roots`` return ``namespace``.
 
     Args:
-      root: the script's directory; modules whose source is under it are user code.
+      roots: a directory or directories (see :func:`user_code_roots`); modules whose source
+        is under one of them, and not under a ``site-packages`` directory there, are user code.
+        Only modules found on ``sys.path`` (or in a package's ``__path__``) are loaded.
       namespace: the TF1 stand-in (see :func:`tfest_kit.legacy._namespace.build_namespace`).
       report: when given, imports of TensorFlow's private modules (``tensorflow.python…``)
         from user code are recorded in it.
@@ -107,20 +172,25 @@ class Scope:
 
     Example:
 
-        with Scope(script_dir, namespace) as scope:
+        with Scope([script_dir], namespace) as scope:
             exec(code, {"__builtins__": scope.builtins, "__name__": "__main__"})
     """
 
     def __init__(
-        self, root: str, namespace: types.ModuleType, report: Optional[Report] = None
+        self,
+        roots: Union[str, Sequence[str]],
+        namespace: types.ModuleType,
+        report: Optional[Report] = None,
     ) -> None:
-        self.root = os.path.realpath(root)
+        roots = [roots] if isinstance(roots, str) else list(roots)
+        self.roots = [os.path.realpath(r) for r in roots]
         self.namespace = namespace
         self._report = report
         self._import = builtins.__import__
         self.builtins = dict(builtins.__dict__)
         self.builtins["__import__"] = self._scoped_import
-        self._finder = _ScriptDirFinder(self.root, self.builtins)
+        self._finder = _UserCodeFinder(self.roots, self.builtins)
+        self._public: Optional[frozenset[str]] = None
 
     def __enter__(self) -> Scope:
         sys.meta_path.insert(0, self._finder)
@@ -130,8 +200,19 @@ class Scope:
         if self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
 
+    def _in_stand_in(self, top: str) -> bool:
+        if top.startswith("_") or top in REAL_PACKAGES:
+            return False
+        if self._public is None:
+            # dir(), not getattr(): probing must not record names in the report.
+            self._public = frozenset(dir(self.namespace))
+        return top in self._public
+
     def resolve(self, name: str) -> Optional[types.ModuleType]:
-        """Returns the stand-in for module ``name`` (``tensorflow.contrib.tpu`` …), else None.
+        """Returns the stand-in for module ``name`` (``tensorflow.keras.optimizers`` …), else None.
+
+        ``None`` means "import it for real": names outside ``tensorflow`` and TensorFlow's
+        implementation packages (``tensorflow.python…``, see ``REAL_PACKAGES``).
 
         Raises:
           ModuleNotFoundError: for a name under the stand-in that it does not provide
@@ -140,14 +221,16 @@ class Scope:
         parts = name.split(".")
         if parts[0] != "tensorflow":
             return None
-        if len(parts) > 1 and parts[1] not in VIRTUAL_ROOTS:
+        if len(parts) > 1 and not self._in_stand_in(parts[1]):
             return None
         module = self.namespace
         for part in parts[1:]:
             try:
                 module = getattr(module, part)
             except AttributeError as e:
-                raise ModuleNotFoundError(str(e), name=name) from e
+                # `from None`: the message is already complete; a chained AttributeError
+                # would print it twice.
+                raise ModuleNotFoundError(str(e), name=name) from None
         return module
 
     def _scoped_import(
@@ -177,5 +260,5 @@ class Scope:
                 getattr(module, item)
             except AttributeError as e:
                 # `from x import y` would otherwise replace our message with a generic one.
-                raise ImportError(str(e), name=name) from e
+                raise ImportError(str(e), name=name) from None
         return module

@@ -29,11 +29,27 @@ from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy._contrib import build_contrib, cluster_resolver_module, tpu_module
 from tfest_kit.legacy._shim import COMPAT_V1, Entry, Report, ShimModule
 
-__all__ = ["build_namespace", "VIRTUAL_ROOTS"]
+__all__ = ["build_namespace", "REAL_PACKAGES"]
 
-# Top-level names under which `import tensorflow.<name>…` resolves inside the stand-in;
-# every other `tensorflow.*` import (tensorflow.python…, tensorflow.keras…) is the real module.
-VIRTUAL_ROOTS = frozenset({"contrib", "compat", "estimator", "distribute"})
+# TensorFlow's implementation packages: `import tensorflow.<name>…` stays the real import for
+# these (tensorflow.python.ops…, tensorflow.core.protobuf…; tensorflow.lite.python…), and for
+# names starting with "_".  Every other `tensorflow.<name>` the stand-in has (keras, train,
+# summary, layers, nn, contrib, compat …) resolves inside it, so `from tensorflow.keras.optimizers
+# import Adam` is `tf.keras.optimizers.Adam`, the TF1 one.
+REAL_PACKAGES = frozenset(
+    {
+        "python",
+        "core",
+        "compiler",
+        "lite",
+        "tools",
+        "tsl",
+        "include",
+        "security",
+        "dtensor",
+        "xla_aot_runtime_src",
+    }
+)
 
 
 def build_namespace(report: Report) -> ShimModule:

@@ -1,26 +1,31 @@
-"""Runs a TF1-era script as ``__main__`` inside the scoped TF1 stand-in."""
+"""Runs a TF1-era script (or ``-m`` module) as ``__main__`` inside the scoped TF1 stand-in."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import runpy
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import IO, Optional
+from importlib.machinery import PathFinder
+from typing import IO, Callable, Optional
 
 from tfest_kit import logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf
-from tfest_kit.legacy._importer import Scope
+from tfest_kit.legacy._importer import Scope, user_code_roots
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._shim import Report
 
-__all__ = ["run", "enable_tf1_behavior", "ScriptNotFoundError"]
+__all__ = ["run", "run_module", "enable_tf1_behavior", "ScriptNotFoundError"]
+
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 class ScriptNotFoundError(TfestKitError, ValueError):
-    """The script to run is not an existing ``.py`` file."""
+    """The script to run is not an existing ``.py`` file, or the module is not importable."""
 
 
 def enable_tf1_behavior() -> None:
@@ -51,6 +56,45 @@ def _exit_status(exit_: SystemExit) -> int:
     return 1
 
 
+def _run_scoped(
+    main: Callable[[Scope], None],
+    *,
+    argv: Sequence[str],
+    path_entry: str,
+    roots: Sequence[str],
+    name: str,
+    report: bool,
+    report_stream: Optional[IO[str]],
+) -> int:
+    # What run() and run_module() share: TF1 behaviour, sys.argv/sys.path as `python` sets
+    # them, the scope, the exit status and the report.
+    # One route per log line, at TF1's default WARN level: scripts that want INFO (BERT's
+    # loss lines) call tf.logging.set_verbosity themselves, as they did on TF 1.x.
+    logs.setup("warning")
+    enable_tf1_behavior()
+    served = Report()
+    old_argv = sys.argv
+    sys.argv = [name, *argv]
+    sys.path.insert(0, path_entry)
+    status = 0
+    try:
+        with Scope(roots, build_namespace(served), served) as scope:
+            main(scope)
+    except SystemExit as exit_:
+        status = _exit_status(exit_)
+    except ScriptNotFoundError:
+        report = False  # nothing ran: a report would only repeat the error
+        raise
+    finally:
+        sys.argv = old_argv
+        if sys.path and sys.path[0] == path_entry:
+            del sys.path[0]
+        if report:
+            stream = report_stream or sys.stdout
+            print(served.format(os.path.basename(name)), file=stream, flush=True)
+    return status
+
+
 def run(
     script: str,
     argv: Sequence[str] = (),
@@ -67,11 +111,17 @@ def run(
     ``tf.logging.set_verbosity`` as it did there).  absl flags are process-global: run one
     script per process.
 
+    The stand-in is given to the script and to the modules it imports from its directory,
+    the current directory and ``PYTHONPATH`` entries (a ``mylib`` package beside
+    ``scripts/``); libraries under ``site-packages`` and the standard library keep the real
+    TensorFlow 2.
+
     Args:
       script: path of the ``.py`` file to run.
       argv: the script's command-line flags.
-      report: print, once at the end (also when the script fails), which TF1 symbols were
-        served by the shim and which came from ``tf.compat.v1``.
+      report: print, once at the end (also when the script fails), which TF1 symbols the
+        script asked for and did not get, which were served by the shim and which came from
+        ``tf.compat.v1``.
       report_stream: where the report goes; default ``sys.stdout``.
 
     Returns:
@@ -87,29 +137,98 @@ def run(
     """
     path = os.path.abspath(script)
     if not path.endswith(".py") or not os.path.isfile(path):
-        raise ScriptNotFoundError(f"`script` must be an existing .py file. Got: {script!r}")
-    # One route per log line, at TF1's default WARN level: scripts that want INFO (BERT's
-    # loss lines) call tf.logging.set_verbosity themselves, as they did on TF 1.x.
-    logs.setup("warning")
-    enable_tf1_behavior()
-    served = Report()
+        raise ScriptNotFoundError(
+            f"`script` must be an existing .py file (for a module, use run_module or "
+            f"`-m MODULE`). Got: {script!r}"
+        )
     # As `python script.py` does for sys.path[0]: a symlinked script imports its modules
     # (modeling.py beside run_classifier.py) from where the file really is.
     script_dir = os.path.dirname(os.path.realpath(path))
-    old_argv = sys.argv
-    sys.argv = [path, *argv]
-    sys.path.insert(0, script_dir)
-    status = 0
-    try:
-        with Scope(script_dir, build_namespace(served), served) as scope:
-            runpy.run_path(path, init_globals={"__builtins__": scope.builtins}, run_name="__main__")
-    except SystemExit as exit_:
-        status = _exit_status(exit_)
-    finally:
-        sys.argv = old_argv
-        if sys.path and sys.path[0] == script_dir:
-            del sys.path[0]
-        if report:
-            stream = report_stream or sys.stdout
-            print(served.format(os.path.basename(path)), file=stream, flush=True)
-    return status
+
+    def main(scope: Scope) -> None:
+        runpy.run_path(path, init_globals={"__builtins__": scope.builtins}, run_name="__main__")
+
+    return _run_scoped(
+        main,
+        argv=argv,
+        path_entry=script_dir,
+        roots=user_code_roots(script_dir),
+        name=path,
+        report=report,
+        report_stream=report_stream,
+    )
+
+
+def run_module(
+    module: str,
+    argv: Sequence[str] = (),
+    *,
+    report: bool = False,
+    report_stream: Optional[IO[str]] = None,
+) -> int:
+    """Runs ``module`` as ``__main__``, as ``python -m module`` would, with the TF1 stand-in.
+
+    The current directory goes first on ``sys.path`` (as with ``python -m``), so
+    ``run_module("scripts.train")`` from a project root finds ``scripts/train.py`` and the
+    project's ``mylib``; both get the stand-in, as in :func:`run`.
+
+    Args:
+      module: dotted module name, e.g. ``"scripts.train"``; a package runs its ``__main__``.
+      argv: the module's command-line flags.
+      report: as for :func:`run`.
+      report_stream: where the report goes; default ``sys.stdout``.
+
+    Returns:
+      The module's exit status.
+
+    Raises:
+      ScriptNotFoundError: (a ``ValueError``) if ``module`` is not a module name or no such
+        module is found on ``sys.path``.
+
+    Example:
+
+        from tfest_kit import legacy
+        status = legacy.run_module("scripts.train", ["--steps=100"])
+    """
+    if not isinstance(module, str) or not _MODULE_NAME.fullmatch(module):
+        raise ScriptNotFoundError(
+            f"`module` must be a dotted module name such as 'scripts.train'. Got: {module!r}"
+        )
+    cwd = os.getcwd()
+
+    def not_found(detail: str) -> ScriptNotFoundError:
+        return ScriptNotFoundError(
+            f"`module` must be importable from the current directory ({cwd}) or PYTHONPATH, "
+            f"as for `python -m`: {detail}. Got: {module!r}"
+        )
+
+    # The top-level package is looked up without importing it, so a typo fails before the
+    # process is switched to TF1 behaviour.
+    top = module.partition(".")[0]
+    if top not in sys.modules and PathFinder.find_spec(top, [cwd, *sys.path]) is None:
+        raise not_found(f"no module named {top!r}")
+
+    def main(scope: Scope) -> None:
+        # Found inside the scope: a parent package's __init__ may import tensorflow too.
+        try:
+            spec = importlib.util.find_spec(module)
+        except ImportError as e:  # a parent package is missing (or failed to import)
+            raise not_found(str(e)) from e
+        if spec is None:
+            raise not_found(f"no module named {module!r}")
+        runpy.run_module(
+            module,
+            init_globals={"__builtins__": scope.builtins},
+            run_name="__main__",
+            alter_sys=True,
+        )
+
+    return _run_scoped(
+        main,
+        argv=argv,
+        path_entry=cwd,
+        roots=user_code_roots(),
+        name=module,
+        report=report,
+        report_stream=report_stream,
+    )

@@ -24,11 +24,13 @@ import types
 from collections.abc import Sequence
 from typing import Any, Callable, NamedTuple, Optional
 
-__all__ = ["SHIM", "COMPAT_V1", "PRIVATE", "Entry", "Report", "ShimModule"]
+__all__ = ["SHIM", "COMPAT_V1", "PRIVATE", "MISSING", "Entry", "Report", "ShimModule"]
 
 SHIM = "shim"
 COMPAT_V1 = "compat.v1"
 PRIVATE = "private"
+# Asked for but not provided: the script failed on it (or probed for it with getattr).
+MISSING = "missing"
 
 
 class Entry(NamedTuple):
@@ -59,7 +61,14 @@ class Report:
         self._used: dict[str, tuple[str, str]] = {}
 
     def add(self, name: str, kind: str, hint: str) -> None:
-        """Records that ``name`` was served; ``kind`` is :data:`SHIM` or :data:`COMPAT_V1`."""
+        """Records that ``name`` was asked for.
+
+        Args:
+          name: the TF1 name, e.g. ``"tf.contrib.tpu.TPUEstimator"``.
+          kind: :data:`SHIM`, :data:`COMPAT_V1`, :data:`PRIVATE`, or :data:`MISSING` for a
+            name the runner does not provide.
+          hint: where the name lives now; for :data:`MISSING`, its replacement or ``""``.
+        """
         self._used.setdefault(name, (kind, hint))
 
     def names(self, kind: Optional[str] = None) -> list[str]:
@@ -67,11 +76,21 @@ class Report:
         return [n for n, (k, _) in self._used.items() if kind is None or k == kind]
 
     def format(self, script: str) -> str:
-        """Returns the report as text, one section per kind."""
+        """Returns the report as text, one section per kind; names not provided come first."""
+        missing = [(n, h) for n, (k, h) in self._used.items() if k == MISSING]
         shim = [(n, h) for n, (k, h) in self._used.items() if k == SHIM]
         compat = sorted(n for n, (k, _) in self._used.items() if k == COMPAT_V1)
         private = sorted(n for n, (k, _) in self._used.items() if k == PRIVATE)
-        lines = [f"tfest_kit.legacy report for {script}: {len(self._used)} TF1 symbols used."]
+        used = len(self._used) - len(missing)
+        lines = [f"tfest_kit.legacy report for {script}: {used} TF1 symbols used."]
+        if missing:
+            # What the script stopped on: the first thing to migrate.
+            lines.append(
+                f"Not provided: migrate first ({len(missing)}; the runner has no stand-in, "
+                "the script got AttributeError/ImportError):"
+            )
+            width = max(len(n) for n, _ in missing)
+            lines += [f"  {n:<{width}}  ->  {h}" if h else f"  {n}" for n, h in missing]
         if shim:
             lines.append(
                 f"Served by the legacy shim ({len(shim)}; TensorFlow 2.15 has no such name, "
@@ -113,10 +132,15 @@ class ShimModule(types.ModuleType):
         ``"tensorflow"`` so that ``import tensorflow.python.x as y`` finds loaded submodules.
       private_prefix: when set, a name found nowhere else is looked up as an already imported
         module ``private_prefix + "." + name`` (``tf.python`` → ``tensorflow.python``).
+      replacements: for names this module does not provide but that have a known
+        replacement, the text naming it (``"tf.glorot_uniform_initializer()"``); it goes into
+        the error message and the report.
 
     Raises:
       AttributeError: on access to a name neither the entries nor the fallbacks have; the
-        message names the symbol and says that the legacy runner does not provide it.
+        message names the symbol, says that the legacy runner does not provide it and names
+        its replacement when ``replacements`` has one.  The name is recorded in the report as
+        :data:`MISSING` first.
 
     Example:
 
@@ -135,6 +159,7 @@ class ShimModule(types.ModuleType):
         provides: str = "",
         module_name: Optional[str] = None,
         private_prefix: Optional[str] = None,
+        replacements: Optional[dict[str, str]] = None,
     ) -> None:
         super().__init__(module_name or display)
         # Stored under a dunder name so it never shadows a TensorFlow name.
@@ -146,10 +171,12 @@ class ShimModule(types.ModuleType):
             provides,
             display,
             private_prefix,
+            dict(replacements or {}),
         )
 
     def __getattr__(self, name: str) -> Any:
-        report, entries, fallbacks, kind, provides, display, private = self.__dict__["__shim__"]
+        shim = self.__dict__["__shim__"]
+        report, entries, fallbacks, kind, provides, display, private, replacements = shim
         if name in entries:
             entry = entries[name]
             value = entry.factory()
@@ -183,9 +210,17 @@ class ShimModule(types.ModuleType):
             report.add(f"{display}.{name}", PRIVATE, f"{private}.{name}")
             self.__dict__[name] = module
             return module
+        replacement = replacements.get(name, "")
+        if not name.startswith("_"):
+            report.add(f"{display}.{name}", MISSING, replacement)
+        if replacement:
+            raise AttributeError(
+                f"{display}.{name} is not provided by the legacy runner (tfest_kit.legacy). "
+                f"Replace it in the script with {replacement}."
+            )
         raise AttributeError(
             f"{display}.{name} is not provided by the legacy runner (tfest_kit.legacy): "
-            f"TensorFlow 2.15 has no such symbol and the runner has no stand-in for it. "
+            f"neither its stand-ins nor tf.compat.v1 have it. "
             f"{provides}Replace it in the script with its TensorFlow 2 equivalent."
         )
 
