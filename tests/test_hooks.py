@@ -617,6 +617,28 @@ def test_progress_hook_refuses_a_per_example_loss_before_training(log_lines):
             tf.train.MonitoredTrainingSession(hooks=[hook], log_step_count_steps=None)
 
 
+def test_progress_hook_prints_one_line_per_interval_when_other_workers_move_the_step(log_lines):
+    # On a cluster each run moves the shared global step by this worker's step plus the
+    # others': a predicted crossing printed at 1698 and again at 1701.
+    moves = np.random.RandomState(0).randint(1, 4, size=3000)  # 1 to 3 steps per run
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        tf.add_to_collection(tf.GraphKeys.LOSSES, tf.constant(1.0))
+        move = tf.placeholder(tf.int64, [])
+        train_op = tf.assign_add(step, move)
+        stop = tf.train.StopAtStepHook(last_step=3000)
+        hook = hooks.ProgressHook(every_n_steps=100)
+        with tf.train.MonitoredSession(hooks=[hook, stop]) as sess:
+            for n in moves:
+                if sess.should_stop():
+                    break
+                sess.run(train_op, {move: n})
+    steps = [int(line.split()[1].rstrip(",")) for line in log_lines if line.startswith("step ")]
+    intervals = [s // 100 for s in steps[1:]]  # the first line is the first step's
+    assert intervals == sorted(set(intervals)), steps  # never two lines in one interval
+    assert len(intervals) >= 28, steps
+
+
 def test_progress_hook_shows_a_loss_of_one_element(log_lines):
     # A [1]-shaped loss (reduce_sum(..., keepdims=True)) is one number: shown, not refused.
     def loss_of_shape_1():

@@ -209,8 +209,20 @@ class _IntervalHook(tf.train.SessionRunHook):
         if not self._fetching:
             self._step += self._steps_per_run
             return
+        step = self._read_step(run_context.session)
+        due = (
+            step // self._every_n > self._last_step // self._every_n
+            or (self._report_first and not self._reported_once)
+            or self._reaches_end(step)
+        )
+        if not due:
+            # The prediction crossed a multiple of every_n_steps, the step did not (on a
+            # cluster other workers move it too): printing here and again once it crosses
+            # gave two lines a few steps apart ("step 1698", "step 1701").
+            self._step = step
+            return
         loss = None if self._loss is None else float(np.mean(run_values.results))
-        self._report_now(loss, self._read_step(run_context.session))
+        self._report_now(loss, step)
 
     def _read_step(self, session) -> int:
         if self._count_runs:
