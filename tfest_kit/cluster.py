@@ -17,7 +17,9 @@ and names the offending part.
         python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster
 
 It exits with the chief's status, stops every task on Ctrl-C or when the chief fails, and shuts
-the parameter servers (which otherwise serve forever) down once training is done.
+the parameter servers (which otherwise serve forever) down once training is done. TensorFlow's
+task servers listen on every network interface, not only loopback, and run what any client
+sends them: run a cluster on a trusted network or behind a firewall.
 
 Example:
 
@@ -49,7 +51,7 @@ __all__ = [
 ]
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+def free_ports(count: int, host: str = "") -> list[int]:
     """Returns ``count`` distinct TCP ports that are free on ``host`` right now.
 
     All sockets stay open until every port is picked, so the ports differ; another program may
@@ -57,7 +59,9 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
     Args:
       count: how many ports.
-      host: the address to bind, loopback by default.
+      host: the address to bind; by default every interface, which is where TensorFlow's
+        task servers listen whatever address ``TF_CONFIG`` gives them (a port free on
+        loopback alone may be taken on another interface).
 
     Returns:
       A list of port numbers.
@@ -91,7 +95,8 @@ def cluster_spec(
       chief: number of chief tasks; must be 1 (an Estimator cluster has exactly one).
       workers: number of (non-chief) worker tasks.
       ps: number of parameter-server tasks.
-      host: the address every task listens on (loopback by default).
+      host: the address ``TF_CONFIG`` gives every task (loopback by default). TensorFlow's
+        servers listen on every interface whatever it is; the ports are free on all of them.
 
     Returns:
       ``{"chief": ["127.0.0.1:PORT"], "worker": [...], "ps": [...]}`` with free ports; empty
@@ -113,7 +118,7 @@ def cluster_spec(
         "worker": check_int("workers", workers, 0),
         "ps": check_int("ps", ps, 0),
     }
-    ports = iter(free_ports(sum(counts.values()), host))
+    ports = iter(free_ports(sum(counts.values())))
     return {job: [f"{host}:{next(ports)}" for _ in range(n)] for job, n in counts.items() if n}
 
 
