@@ -331,6 +331,8 @@ def test_evaluator_gets_a_bounded_grace_period():
     assert local.run(timeout=60, evaluator_grace_secs=1) == 0
     assert time.monotonic() - start < 20
     assert "still runs 1s after the chief" in out.getvalue()
+    # Tasks without a shared model_dir leave the evaluator waiting for a checkpoint too.
+    assert "every task was given the same model_dir" in out.getvalue()
 
 
 def test_stop_kills_grandchildren_and_tasks_ignoring_sigterm():

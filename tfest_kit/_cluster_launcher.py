@@ -344,7 +344,9 @@ class LocalCluster:
                 f"[launcher] the evaluator still runs {evaluator_grace_secs}s after the chief "
                 "finished; stopping it (it exits by itself once it has evaluated the final "
                 "checkpoint: at max_steps, or after an early stop through "
-                "tfest_kit.train_and_evaluate; raise --evaluator-grace above throttle_secs)"
+                "tfest_kit.train_and_evaluate; raise --evaluator-grace above throttle_secs, "
+                "and check that every task was given the same model_dir: an evaluator that "
+                "sees no checkpoint waits for one)"
             )
         failed = self._failed_tasks()
         if failed:
