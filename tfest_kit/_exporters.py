@@ -17,6 +17,7 @@ import numpy as np
 from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_events import eval_dirs, metrics_by_step
+from tfest_kit._evaluator import export_unless_vanished
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._tf import estimator, tf
 
@@ -254,7 +255,16 @@ class _BestExporter(estimator.Exporter):
                 checkpoint_path,
             )
             return None
-        result = self._export(estimator, export_path, checkpoint_path, eval_result, value)
+        # Checked again while exporting: the chief can delete the checkpoint after the check
+        # above, and the export then fails in restoring it.
+        result = export_unless_vanished(
+            lambda: self._export(estimator, export_path, checkpoint_path, eval_result, value),
+            self._name,
+            export_path,
+            checkpoint_path,
+        )
+        if result is None:
+            return None
         tf.logging.info(
             "Best exporter %r: %s improved %s -> %.6g; exported %s",
             self._name,
@@ -328,7 +338,10 @@ def best_exporter(
 
     Caveat: when the export directory holds no complete export yet, the first evaluation is
     always exported, even if the eval events show a better earlier value (there is no model to
-    keep otherwise). Exports are made on the evaluator (or the chief in local mode) only.
+    keep otherwise). Exports are made on the evaluator (or the chief in local mode) only. On a
+    cluster the chief may delete the checkpoint (``RunConfig(keep_checkpoint_max=…)``) before
+    or while it is exported: that export is skipped with a warning, and its value does not
+    become the best.
 
     Args:
       serving_input_receiver_fn: builds the serving inputs, e.g. :func:`raw_receiver`'s result.

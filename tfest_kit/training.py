@@ -29,6 +29,7 @@ import numpy as np
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._eval_guard import EvalGuard
+from tfest_kit._evaluator import TaskExecutor, export_unless_vanished
 from tfest_kit._exporters import _BestExporter
 from tfest_kit._guards import PreemptionHook
 from tfest_kit._saved_step import saved_step
@@ -228,7 +229,13 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
             eval_result=eval_result,
             is_the_final_export=is_the_final_export,
         )
-        self._last_result = self.exporter.export(**self._last_call)
+        # An exporter whose checkpoint the chief deleted meanwhile skips it with a warning.
+        self._last_result = export_unless_vanished(
+            lambda: self.exporter.export(**self._last_call),
+            self.name,
+            export_path,
+            checkpoint_path,
+        )
         return self._last_result
 
     def export_as_final(self, step: int) -> None:
@@ -273,17 +280,17 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
         if _stopped_early(train_hooks) and not _preempted(train_hooks) and metrics:
             return result, int(metrics[tf.GraphKeys.GLOBAL_STEP])
         return result, None
+    # As the official call runs a cluster task, through TaskExecutor: its evaluator skips a
+    # checkpoint the chief deleted under it instead of ending, and logs its waits once.
     if config.task_type != "evaluator":
-        return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec), None
+        return TaskExecutor(estimator, train_spec, eval_spec).run(), None
     if config.task_id > 0:  # the official check, before anything runs
         raise ValueError(
             "For distributed training, there can only be one `evaluator` task (with task id "
             f"0).  Given task id {config.task_id}"
         )
     listener = _EndAfterEarlyStop(estimator.model_dir)
-    executor = estimator_training._TrainingExecutor(
-        estimator, train_spec, eval_spec, continuous_eval_listener=listener
-    )
+    executor = TaskExecutor(estimator, train_spec, eval_spec, continuous_eval_listener=listener)
     return executor.run(), listener.ended_at
 
 
@@ -335,6 +342,13 @@ def _newest_metrics(eval_dir: str) -> dict:
         return {}
     step = max(by_step)
     return {**by_step[step], "global_step": step}
+
+
+_UNSHARED_MODEL_DIR = (
+    ". Every task of the cluster (chief, workers, ps, evaluator) must use the same model_dir, "
+    "on a file system they all share (e.g. gs://… or NFS): the evaluator writes its metrics "
+    "there. If it does, the evaluator has not finished an evaluation yet."
+)
 
 
 def _log_metrics(metrics: dict) -> None:
@@ -395,7 +409,12 @@ def train_and_evaluate(
     ``tfest_kit.hooks.early_stopping``), the checkpoint training ended with: the official
     evaluator would wait for ``max_steps`` forever. If training was already complete (the
     checkpoint is at ``max_steps``), the last checkpoint is evaluated once more so metrics are
-    still returned (exporters are not called then).
+    still returned (exporters are not called then). The chief deletes all but the newest
+    ``RunConfig(keep_checkpoint_max=…)`` checkpoints (default 5); one deleted while the
+    evaluator was evaluating or exporting it is skipped with a warning (the official evaluator
+    ended there): raise ``keep_checkpoint_max`` if the warning comes. Every task must use the
+    same ``model_dir`` on a file system they all share; a chief that finds no eval metrics at
+    the end says so.
 
     Args:
       estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. tfest_kit's TPUEstimator).
@@ -426,6 +445,9 @@ def train_and_evaluate(
         ``eval_input_fn`` returns a Dataset that repeats forever and ``eval_steps`` is None;
         for a malformed ``TF_CONFIG`` (see ``tfest_kit.cluster.validate_tf_config``); for one
         hook object in both ``hooks`` and ``eval_hooks``.
+      TfestKitError: on a cluster task whose gRPC server cannot start (its port in
+        ``TF_CONFIG`` in use, or a host that is not this machine); the message names the task
+        and its address.
 
     Example:
 
@@ -525,12 +547,21 @@ def train_and_evaluate(
             eval_input_fn, steps=eval_steps, hooks=evaluation_hooks, name=eval_name
         )
     elif metrics is None:
+        eval_dir = estimator.eval_dir(eval_name)
         tf.logging.info(
             "Distributed task %r: reading the newest eval metrics from %s",
             estimator.config.task_type,
-            estimator.eval_dir(eval_name),
+            eval_dir,
         )
-        metrics = latest_eval_metrics(estimator.eval_dir(eval_name))
+        metrics = _newest_metrics(eval_dir)
+        if not metrics:
+            # A chief that trained to the end while its eval dir stayed empty usually does
+            # not share model_dir with the evaluator, which writes the metrics there.
+            tf.logging.warning(
+                "No eval metrics found in %s%s",
+                eval_dir,
+                _UNSHARED_MODEL_DIR if distributed_chief else "",
+            )
     metrics = {k: _plain(v) for k, v in metrics.items()}
     if (
         isinstance(result, tuple)
