@@ -21,6 +21,7 @@ import pytest
 from tfest_kit import serving, training
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_events import metrics_by_step
+from tfest_kit._evaluator import export_unless_vanished
 from tfest_kit._exporters import METRICS_FILE, complete_exports
 from tfest_kit._tf import estimator, tf, tf2
 
@@ -213,6 +214,37 @@ def test_an_error_while_the_checkpoint_exists_is_not_skipped(trained, tmp_path, 
         _evaluate(chief, monkeypatch, exporters=[serving.best_exporter(receiver, "accuracy")])
 
 
+def test_an_error_about_an_older_missing_checkpoint_is_not_skipped(trained, tmp_path, monkeypatch):
+    # An error naming another, absent file of model_dir (an --init_checkpoint the chief's
+    # rotation deleted) was taken for the evaluated checkpoint's: a warning, then the same
+    # checkpoint was retried on every turn, forever.
+    chief = _Chief(trained, tmp_path)
+    chief.advance()  # ckpt-20 is complete and the one evaluated
+    missing = os.path.join(chief.model_dir, "model.ckpt-5")
+
+    def fail():
+        raise tf.errors.NotFoundError(
+            None, None, f"Failed to find any matching files for {missing}"
+        )
+
+    with pytest.raises(tf.errors.NotFoundError, match="model.ckpt-5"):
+        _evaluate(chief, monkeypatch, eval_hooks=[_AtBegin(fail)])
+
+
+def test_a_skipped_export_removes_its_temp_directory_on_any_file_system():
+    # shutil left gs:// temp-* directories, each a full copy of the variables, behind.
+    base = "ram://bucket/skipped_export"
+    export_path = base + "/export/best"
+    tf.gfile.MakeDirs(export_path)
+
+    def export():
+        tf.gfile.MakeDirs(export_path + "/temp-1700000000/variables")
+        raise ValueError(f"The passed save_path is not a valid checkpoint: {base}/model.ckpt-10")
+
+    assert export_unless_vanished(export, "best", export_path, base + "/model.ckpt-10") is None
+    assert tf.gfile.ListDirectory(export_path) == []
+
+
 class _AdvanceLater(estimator.SessionRunHook):
     """After the first evaluation, the chief saves its next checkpoint ``secs`` later."""
 
@@ -242,7 +274,9 @@ def test_the_evaluator_says_once_that_it_waits_for_a_checkpoint(
     # evaluator's turns, once a second, for as long as the chief trained: here one after
     # each of the two evaluations at most.
     assert len(_lines(tf_log_lines, "before starting next eval run")) <= 2, tf_log_lines
-    assert _lines(tf_log_lines, "No new checkpoint ready") == []
+    # TensorFlow's own warning, once every 10 minutes at most, is the sign of life of a
+    # waiting evaluator at TensorFlow's default level.
+    assert len(_lines(tf_log_lines, "No new checkpoint ready")) <= 1, tf_log_lines
     waiting = _lines(tf_log_lines, "Evaluator: waiting for a new checkpoint")
     assert len(waiting) == 1, tf_log_lines
     assert "model.ckpt-10" in waiting[0]
@@ -285,3 +319,31 @@ def test_a_chief_without_eval_metrics_says_model_dir_must_be_shared(
     assert len(warnings) == 1, tf_log_lines
     assert "must use the same model_dir" in warnings[0]
     assert "gs://" in warnings[0]
+
+
+def test_a_restarted_best_exporter_ignores_the_value_of_a_skipped_export(trained, tmp_path):
+    # After a restart the best so far came from the eval history too, which holds the value
+    # of an evaluation whose export was skipped (its checkpoint deleted): every later, exported
+    # improvement on the real best was then refused.
+    chief = _Chief(trained, tmp_path)
+    est = _estimator(chief.model_dir)
+    with tf.Graph().as_default():
+        writer = tf.summary.FileWriter(os.path.join(chief.model_dir, "eval"))
+        for step, accuracy in [(10, 0.8), (20, 0.9), (30, 0.85)]:
+            value = tf.Summary.Value(tag="accuracy", simple_value=accuracy)
+            writer.add_summary(tf.Summary(value=[value]), step)
+        writer.close()
+    export_path = str(tmp_path / "best")
+    exporter = serving.best_exporter(RECEIVER, monitor="accuracy", mode="max")
+    assert exporter.export(
+        est, export_path, chief.ckpt_10, {"accuracy": 0.8, "global_step": 10}, False
+    )
+    gone = os.path.join(chief.model_dir, "model.ckpt-20")
+    assert (
+        exporter.export(est, export_path, gone, {"accuracy": 0.9, "global_step": 20}, False) is None
+    )
+    chief.advance()  # a checkpoint to export for step 30
+    restarted = serving.best_exporter(RECEIVER, monitor="accuracy", mode="max")
+    result = {"accuracy": 0.85, "global_step": 30}
+    assert restarted.export(est, export_path, chief.ckpt_20, result, False)
+    assert len(complete_exports(export_path)) == 2

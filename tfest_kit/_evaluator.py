@@ -13,10 +13,10 @@ its address from ``TF_CONFIG``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
-import shutil
 import time
 from typing import Any, Callable, Optional
 
@@ -57,6 +57,17 @@ def vanished_checkpoint(
     return next((path for path in named if not _checkpoint_exists(path)), None)
 
 
+def _step(path: str) -> int:
+    return int(path.rsplit("-", 1)[1])
+
+
+def _not_older(path: str, newest: Optional[str]) -> bool:
+    """Whether checkpoint ``path`` is the turn's newest (or a later one), not an older file."""
+    if newest is None:
+        return True
+    return os.path.dirname(path) == os.path.dirname(newest) and _step(path) >= _step(newest)
+
+
 def _temp_dirs(export_path: str) -> set[str]:
     if not tf.gfile.IsDirectory(export_path):
         return set()
@@ -89,7 +100,8 @@ def export_unless_vanished(
         ):
             raise
         for path in sorted(_temp_dirs(export_path) - before):
-            shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(tf.errors.NotFoundError):
+                tf.gfile.DeleteRecursively(path)  # gs:// too, where shutil sees nothing
         tf.logging.warning(
             "Exporter %r: checkpoint %s was deleted while it was being exported; this export is "
             "skipped (%s). %s",
@@ -101,16 +113,17 @@ def export_unless_vanished(
         return None
 
 
-# The parts of TensorFlow's evaluator messages that come on every turn of its loop.
-_EVERY_TURN = ("before starting next eval run", "No new checkpoint ready for evaluation")
+# TensorFlow's evaluator message that comes on every turn of its loop.
+_EVERY_TURN = "before starting next eval run"
 
 
 class _QuietWaits(logging.Filter):
-    """Drops TensorFlow's per-turn evaluator messages while no new checkpoint has come.
+    """Drops TensorFlow's per-turn "Waiting … secs before starting next eval run" while waiting.
 
-    "No new checkpoint ready for evaluation" (a warning after each evaluation, then every 10
-    minutes) is replaced by the one line ``_NoteWaits`` logs; "Waiting … secs before starting
-    next eval run" is kept only after an evaluation, where it says how long the evaluator rests.
+    It is kept after an evaluation, where it says how long the evaluator rests. TensorFlow's
+    "No new checkpoint ready for evaluation" warning is kept: it comes at most every 10
+    minutes, and at TensorFlow's default level it is the sign of life of an evaluator waiting
+    for a chief that may be gone.
     """
 
     def __init__(self) -> None:
@@ -119,9 +132,7 @@ class _QuietWaits(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.msg if isinstance(record.msg, str) else ""
-        if _EVERY_TURN[1] in text:
-            return False
-        return not (self.waiting and _EVERY_TURN[0] in text)
+        return not (self.waiting and _EVERY_TURN in text)
 
 
 class _NoteWaits(estimator_training._ContinuousEvalListener):
@@ -158,9 +169,10 @@ class TaskExecutor(estimator_training._TrainingExecutor):
     """``tf.estimator``'s executor of a cluster task, for ``train_and_evaluate``.
 
     The same as the official one, except that: the evaluator skips a checkpoint deleted
-    while it was being evaluated (see the module docstring; one warning per checkpoint, and
-    the turn is throttled as the official loop throttles one) and logs its waits once; a gRPC
-    server that cannot start raises ``TfestKitError`` naming the task and its address.
+    while it was being evaluated (see the module docstring; one warning, the turn throttled as
+    the official loop throttles one, and the error raised if the same checkpoint is missing
+    again) and logs its waits once; a gRPC server that cannot start raises ``TfestKitError``
+    naming the task and its address.
 
     Args:
       estimator: the Estimator.
@@ -190,23 +202,27 @@ class TaskExecutor(estimator_training._TrainingExecutor):
 
     def _execute_evaluator_once(self, evaluator, continuous_eval_listener, throttle_secs):
         start = time.time()
+        # The turn evaluates the newest checkpoint (or one the chief writes meanwhile): only
+        # its vanishing is skipped, not an error about any other file (an --init_checkpoint).
+        newest = self._estimator.latest_checkpoint()
         try:
             return super()._execute_evaluator_once(
                 evaluator, continuous_eval_listener, throttle_secs
             )
         except (tf.errors.NotFoundError, ValueError) as e:
             path = vanished_checkpoint(e, self._estimator.model_dir)
-            if path is None:
+            if path is None or not _not_older(path, newest) or path in self._vanished:
+                # The same checkpoint again: the checkpoint state names files that are gone
+                # for good, which no later turn will fix.
                 raise
-            if path not in self._vanished:  # a half-deleted newest one is tried each turn
-                self._vanished.add(path)
-                tf.logging.warning(
-                    "Evaluator: checkpoint %s was deleted while it was being evaluated; it is "
-                    "skipped and the next checkpoint is evaluated (%s). %s",
-                    path,
-                    type(e).__name__,
-                    _KEEP_MORE,
-                )
+            self._vanished.add(path)
+            tf.logging.warning(
+                "Evaluator: checkpoint %s was deleted while it was being evaluated; it is "
+                "skipped and the next checkpoint is evaluated (%s). %s",
+                path,
+                type(e).__name__,
+                _KEEP_MORE,
+            )
             # As the official loop throttles a turn; with no result it then goes on.
             time.sleep(max(0.0, throttle_secs - (time.time() - start)))
             return None, False

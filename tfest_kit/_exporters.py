@@ -184,6 +184,20 @@ class _BestExporter(estimator.Exporter):
             metrics = _read_export_metrics(path)
             if metrics and metrics.get("monitor") == self._monitor:
                 values.append(_scalar(metrics.get("value")))
+        if any(v is not None for v in values):
+            # Its own exports say what was exported. An evaluation whose export was skipped
+            # (its checkpoint deleted first) is in the eval history with a better value, which
+            # would have kept every later, exported improvement out.
+            self._best = self._best_of(values)
+            tf.logging.info(
+                "Best exporter %r: best %s so far = %s (from %d earlier exports)",
+                self._name,
+                self._monitor,
+                self._best,
+                len(exports),
+            )
+            return
+        # Exports without their metrics (the official BestExporter's): the eval history says.
         current = _scalar(eval_result[self._monitor])
         step = eval_result.get("global_step")
         step = None if step is None else int(np.asarray(step))
