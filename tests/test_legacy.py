@@ -374,6 +374,38 @@ def test_project_modules_on_cwd_and_pythonpath_get_the_stand_in(tmp_path, how):
     assert result["installed_lib_is_tf1"] is False
 
 
+def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path):
+    # The script's own directory was dropped as installed code: the script got TF1 and the
+    # modeling.py beside it the real TensorFlow 2 (and no tf.contrib).
+    toolkit = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "toolkit"
+    _write(toolkit / "modeling.py", "import tensorflow as tf\nTF1 = hasattr(tf, 'contrib')\n")
+    _write(
+        toolkit / "run.py",
+        """
+        import tensorflow as tf
+        import modeling
+        print("TF1", hasattr(tf, "contrib"), modeling.TF1)
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(toolkit / "run.py")], timeout=120)
+    assert "TF1 True True" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_failing_import_inside_a_module_run_with_m_keeps_its_traceback_and_report(tmp_path):
+    # It was reported as "`module` must be importable …" with no traceback and no report.
+    _write(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import slim\n")
+    _write(tmp_path / "pkg" / "train.py", "print('trained')\n")
+    proc = run_program(
+        ["-m", "tfest_kit.legacy", "--report", "-m", "pkg.train"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(ROOT)},
+        timeout=120,
+        check_exit=1,
+    )
+    assert "Traceback" in proc.stderr and "must be importable" not in proc.stderr, proc.stderr
+    assert "Not provided: migrate first" in proc.stdout and "tf.contrib.slim" in proc.stdout
+
+
 def test_contrib_replacements_are_named_and_exist():
     ns = build_namespace(Report())
     cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items()]
@@ -397,7 +429,7 @@ def test_contrib_replacements_are_named_and_exist():
         (lambda: ns.contrib.predictor, "tfest_kit.serving.Predictor(export_dir)"),
         (lambda: ns.contrib.framework, "tf.train.get_or_create_global_step"),
         (lambda: ns.contrib.layers.xavier_initializer, "tf.glorot_uniform_initializer()"),
-        (lambda: ns.contrib.layers.variance_scaling_initializer, "tf.variance_scaling_init"),
+        (lambda: ns.contrib.layers.variance_scaling_initializer, "initializer(scale=2.0)"),
         (lambda: ns.contrib.layers.l2_regularizer, "tf.keras.regularizers.l2(scale / 2)"),
         (lambda: ns.contrib.distribute, "tf.distribute.MirroredStrategy"),
         (lambda: ns.contrib.rnn, "LSTMCell -> tf.nn.rnn_cell.LSTMCell"),

@@ -90,7 +90,9 @@ LAYERS_REPLACEMENTS = {
         "tf.glorot_normal_initializer())"
     ),
     "variance_scaling_initializer": (
-        "tf.variance_scaling_initializer (arguments renamed: factor -> scale, "
+        "tf.variance_scaling_initializer(scale=2.0) for the default call (contrib's factor "
+        "defaulted to 2.0, He initialisation; tf's scale defaults to 1.0; arguments renamed: "
+        "factor -> scale, "
         "mode='FAN_IN' -> mode='fan_in', uniform=True -> distribution='uniform', "
         "uniform=False -> distribution='truncated_normal')"
     ),

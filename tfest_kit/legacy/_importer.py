@@ -84,12 +84,13 @@ def user_code_roots(first: Optional[str] = None) -> list[str]:
     Returns:
       Real paths of ``first``, the current directory and the ``PYTHONPATH`` entries, in that
       order, without duplicates, missing directories, ``site-packages``/``dist-packages``
-      directories and the standard library.
+      directories and the standard library (but for ``first``: a script run from an installed
+      package still gives its sibling modules the stand-in, as it always did).
     """
-    candidates = [first] if first else []
-    candidates.append(os.getcwd())
-    candidates += os.environ.get("PYTHONPATH", "").split(os.pathsep)
     roots: list[str] = []
+    if first and os.path.isdir(first):
+        roots.append(os.path.realpath(first))
+    candidates = [os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     for candidate in candidates:
         if not candidate:
             continue
@@ -124,15 +125,20 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
 
     def _under_root(self, path: str) -> bool:
         real = os.path.realpath(path)
-        if any(_inside(real, d) for d in _system_dirs()):
-            return False
+        in_system_dirs = any(_inside(real, d) for d in _system_dirs())
         for root in self._roots:
-            if _inside(real, root):
-                # Installed packages under a root (a project .venv inside a BERT clone) are
-                # third-party code, which keeps the real tensorflow.
-                inner = os.path.relpath(real, root).split(os.sep)
-                if not _INSTALLED_DIRS.intersection(inner):
-                    return True
+            if not _inside(real, root):
+                continue
+            # Installed packages under a root (a project .venv inside a BERT clone) are
+            # third-party code, which keeps the real tensorflow.
+            inner = os.path.relpath(real, root).split(os.sep)
+            if _INSTALLED_DIRS.intersection(inner):
+                continue
+            # The standard library and site-packages are never user code (cwd=/ holds them),
+            # except below a root that is itself installed: the directory of a script run
+            # from an installed package, given on purpose.
+            if not in_system_dirs or _installed(root):
+                return True
         return False
 
     def find_spec(

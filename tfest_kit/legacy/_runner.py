@@ -212,8 +212,11 @@ def run_module(
         # Found inside the scope: a parent package's __init__ may import tensorflow too.
         try:
             spec = importlib.util.find_spec(module)
-        except ImportError as e:  # a parent package is missing (or failed to import)
-            raise not_found(str(e)) from e
+        except ModuleNotFoundError as e:
+            parents = {module.rsplit(".", i)[0] for i in range(module.count(".") + 1)}
+            if e.name not in parents:
+                raise  # an import inside the user's package: its traceback and the report
+            raise not_found(f"no module named {e.name!r}") from e
         if spec is None:
             raise not_found(f"no module named {module!r}")
         runpy.run_module(
