@@ -71,8 +71,12 @@ class Run:
         max_steps: int,
         train_hooks: Sequence = (),
         name: Optional[str] = None,
+        more: str = "raise --steps to train more",
     ) -> bool:
         """``estimator.train`` that stops cleanly on Ctrl-C; True (after saying so) if it did.
+
+        First says where training starts, or that there is nothing to train (see
+        :meth:`say_start`); then trains nothing in the second case.
 
         Args:
           estimator: the Estimator to train.
@@ -80,12 +84,44 @@ class Run:
           max_steps: the step to train to.
           train_hooks: other hooks for ``train``.
           name: the model's name in the message, for a recipe that trains several.
+          more: how to train further once ``max_steps`` is reached (the recipe's flag).
         """
+        if not self.say_start(estimator.model_dir, max_steps, name, more):
+            return False
         interrupt = self.preemption_hook()
         estimator.train(input_fn, max_steps=max_steps, hooks=[*train_hooks, interrupt])
         if interrupt.preempted:
             self.say_interrupted(checkpoint_step(estimator.model_dir), max_steps, name)
         return bool(interrupt.preempted)
+
+    @staticmethod
+    def say_start(
+        model_dir: str,
+        max_steps: int,
+        name: Optional[str] = None,
+        more: str = "raise --steps to train more",
+    ) -> bool:
+        """Says whether a run starts, resumes or has nothing to train; True if it trains.
+
+        Prints ``training [NAME] from step S to N`` (S is the step of the newest checkpoint
+        in ``model_dir``, 0 without one), or ``[NAME ]already trained to step S in DIR; MORE``
+        when S has reached ``max_steps``: a rerun with the same ``--model_dir`` otherwise
+        resumed, or trained nothing, without a word.
+
+        Args:
+          model_dir: where the model's checkpoints are.
+          max_steps: the step training goes to.
+          name: the model's name, for a recipe that trains several.
+          more: how to train further, e.g. ``raise --steps to train more``.
+        """
+        step = checkpoint_step(model_dir) or 0
+        if step >= max_steps:
+            who = f"{name} " if name else ""
+            print(f"{who}already trained to step {step} in {model_dir}; {more}", flush=True)
+            return False
+        of = f" {name}" if name else ""
+        print(f"training{of} from step {step} to {max_steps}", flush=True)
+        return True
 
     @staticmethod
     def progress_hook(max_steps: int, batch_size: int) -> hooks.ProgressHook:

@@ -161,6 +161,9 @@ def split(paths: list, labels: list, eval_fraction: float) -> tuple[tuple, tuple
     A class with fewer than k files still gives its last one to evaluation (if it has two),
     so that a small folder is evaluated on both classes.
 
+    The held-out files alternate cat, dog, cat, … (the rest of the larger class last), so
+    that ``--eval_steps=N`` (the first N batches, read in order) scores both classes.
+
     Raises:
       ValueError: if no file can be held out (one file per class).
     """
@@ -180,7 +183,16 @@ def split(paths: list, labels: list, eval_fraction: float) -> tuple[tuple, tuple
             "too few images to hold any out for evaluation: each class needs at least 2. "
             f"Got: {labels.count(0)} cat and {labels.count(1)} dog images"
         )
-    return train, held_out
+    return train, _interleaved(*held_out)
+
+
+def _interleaved(paths: list, labels: list) -> tuple[list, list]:
+    """``paths`` (cats first, then dogs) reordered cat, dog, cat, …; the extra ones last."""
+    by_class = [[p for p, lab in zip(paths, labels) if lab == label] for label in (0, 1)]
+    pairs = []
+    for i in range(max(map(len, by_class))):
+        pairs += [(members[i], label) for label, members in enumerate(by_class) if i < len(members)]
+    return [p for p, _ in pairs], [lab for _, lab in pairs]
 
 
 def _load(path, label, image_size: int):

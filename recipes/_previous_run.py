@@ -96,7 +96,7 @@ def check(
       >>> check("/tmp/iris", "iris_custom_estimator", {"seed": 0})
     """
     if os.path.exists(model_dir) and not os.path.isdir(model_dir):
-        raise PreviousRunError(f"--model_dir must be a directory. Got: a file, {model_dir}")
+        raise PreviousRunError(f"--{flag_name} must be a directory. Got: a file, {model_dir}")
     if not os.path.isdir(model_dir):
         return  # a new directory: nothing to resume
     path = _flags_file(model_dir, recipe)
@@ -116,9 +116,9 @@ def check(
     # See the module docstring: flags added to the record since that run are not compared.
     if previous != {k: v for k, v in current.items() if k in previous}:
         raise PreviousRunError(
-            f"--model_dir {model_dir} holds a checkpoint trained with {_spell(previous)}; "
+            f"--{flag_name} {model_dir} holds a checkpoint trained with {_spell(previous)}; "
             f"this run has {_spell(flags)}. Pass those flags to resume it, or give a new "
-            "--model_dir"
+            f"--{flag_name}"
         )
 
 

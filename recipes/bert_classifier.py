@@ -74,6 +74,20 @@ from tfest_kit._warm_start import resolve_checkpoint
 FLAGS = flags.FLAGS
 RECIPE = "bert_classifier"
 RUN = Run(RECIPE, dir_flag="output_dir")
+# model_fn.classifier's metrics, and the two losses every evaluation reports: Estimator's
+# mean of the batch losses and the head's mean over the examples.
+_METRICS = ("accuracy", "f1")
+_EVAL_METRICS = (*_METRICS, "average_loss", "loss")
+
+
+class RecipeError(Exception):
+    """A flag value, or flags that do not fit together: one line and exit status 1.
+
+    Raised before anything is written (absl's ``app.UsageError`` printed the module's whole
+    help, ~130 lines, after the error).
+    """
+
+
 flags.DEFINE_string(
     "task_name", "sample", f"Task: one of {sorted(processors.PROCESSORS)} (GLUE TSV layouts)."
 )
@@ -180,14 +194,42 @@ class _Settings:
         return bool(self.task)
 
 
-def _resolve_inputs(output_dir: str, task: dict):
-    """Returns (data_dir, vocab_file, bert_config_file, generated) for the flags."""
+def _uses_generated_task() -> bool:
+    """True for the built-in task; checks the data flags first, writing nothing.
+
+    Raises:
+      RecipeError: for data flags that do not fit together or a task missing some.
+    """
     if FLAGS.task_name.lower() == "sample" and not FLAGS.data_dir:
         if FLAGS.vocab_file or FLAGS.bert_config_file:
-            raise app.UsageError(
+            raise RecipeError(
                 "--vocab_file / --bert_config_file need --data_dir (the built-in task generates "
                 "its own). Got: data_dir unset"
             )
+        return True
+    missing = [
+        f"--{name}"
+        for name in ("data_dir", "vocab_file", "bert_config_file")
+        if not FLAGS[name].value
+    ]
+    if missing:
+        raise RecipeError(
+            f"--task_name={FLAGS.task_name} needs {', '.join(missing)} (or use "
+            "--task_name=sample without data flags for the built-in task)."
+        )
+    return False
+
+
+def _bert_config(generated: bool) -> modeling.BertConfig:
+    """The model's config, read (or, for the built-in task, made) before anything is written."""
+    if generated:  # what write_sample_task writes into bert_config.json
+        return sample_data.sample_config(len(sample_data.sample_vocab()))
+    return modeling.BertConfig.from_json_file(FLAGS.bert_config_file)
+
+
+def _resolve_inputs(output_dir: str, task: dict, generated: bool):
+    """Returns (data_dir, vocab_file) for the flags; writes the built-in task if used."""
+    if generated:
         sample_dir = os.path.join(output_dir, "sample_data")
         if task:
             # write_sample_task rewrites its files in place; one directory per task keeps a
@@ -201,23 +243,8 @@ def _resolve_inputs(output_dir: str, task: dict):
             seed=FLAGS.seed,
         )
         tf.logging.info("Built-in sample task written to %s", generated_task.data_dir)
-        return (
-            generated_task.data_dir,
-            generated_task.vocab_file,
-            generated_task.bert_config_file,
-            True,
-        )
-    missing = [
-        f"--{name}"
-        for name in ("data_dir", "vocab_file", "bert_config_file")
-        if not FLAGS[name].value
-    ]
-    if missing:
-        raise app.UsageError(
-            f"--task_name={FLAGS.task_name} needs {', '.join(missing)} (or use "
-            "--task_name=sample without data flags for the built-in task)."
-        )
-    return FLAGS.data_dir, FLAGS.vocab_file, FLAGS.bert_config_file, False
+        return generated_task.data_dir, generated_task.vocab_file
+    return FLAGS.data_dir, FLAGS.vocab_file
 
 
 def _examples(processor, data_dir: str):
@@ -235,7 +262,7 @@ def _examples(processor, data_dir: str):
     for split, needed, read, off in splits:
         examples = read(data_dir) if needed else None
         if examples == []:
-            raise app.UsageError(
+            raise RecipeError(
                 f"{split}.tsv in {data_dir} has no examples: add some, or turn off the stages "
                 f"that read it ({off}). Got: 0 {split} examples"
             )
@@ -261,7 +288,7 @@ def _check_trained_model(output_dir: Optional[str]) -> None:
     if FLAGS.do_train or (output_dir and tf.train.latest_checkpoint(output_dir)):
         return
     where = f"{output_dir} has no checkpoint" if output_dir else "none was given"
-    raise app.UsageError(
+    raise RecipeError(
         f"--nodo_train needs a trained model in --output_dir, and {where}: point --output_dir "
         "at the directory of a training run, or add --do_train. Got: --nodo_train"
     )
@@ -276,6 +303,33 @@ def _check_init_checkpoint(output_dir: Optional[str]) -> None:
     resolve_checkpoint(FLAGS.init_checkpoint)  # ValueError naming the path and what it lacks
 
 
+def _check_early_stopping() -> None:
+    # A misspelt metric used to fail in the first evaluation, after the TFRecord caches were
+    # written and training had started; without evaluation the hook was silently left out.
+    if FLAGS.early_stopping_metric not in _EVAL_METRICS:
+        raise RecipeError(
+            f"--early_stopping_metric must be one of {', '.join(_EVAL_METRICS)} (the metrics "
+            f"evaluation reports). Got: {FLAGS.early_stopping_metric!r}"
+        )
+    if FLAGS.early_stopping_patience_steps and not FLAGS.do_eval:
+        raise RecipeError(
+            "--early_stopping_patience_steps needs evaluation to watch a metric: drop --nodo_eval"
+            " or set --early_stopping_patience_steps=0. Got: --early_stopping_patience_steps="
+            f"{FLAGS.early_stopping_patience_steps} --nodo_eval"
+        )
+
+
+def _check_seq_length(bert_config: modeling.BertConfig, generated: bool) -> int:
+    """Returns --max_seq_length or its default for the data, checked against the config."""
+    seq_length = FLAGS.max_seq_length or (32 if generated else 128)
+    if seq_length > bert_config.max_position_embeddings:
+        raise RecipeError(
+            f"--max_seq_length must be at most max_position_embeddings "
+            f"({bert_config.max_position_embeddings}). Got: {seq_length}"
+        )
+    return seq_length
+
+
 def _make_output_dir() -> str:
     """Returns --output_dir (or a new temporary directory), created if needed."""
     output_dir = FLAGS.output_dir or tempfile.mkdtemp(prefix="bert_classifier_")
@@ -283,7 +337,7 @@ def _make_output_dir() -> str:
         tf.io.gfile.makedirs(output_dir)
     except (OSError, tf.errors.OpError) as e:
         reason = e.message if isinstance(e, tf.errors.OpError) else (e.strerror or str(e))
-        raise app.UsageError(
+        raise RecipeError(
             f"cannot create --output_dir {output_dir}: {reason}. Give a directory that can be "
             "created and written to"
         ) from e
@@ -305,7 +359,7 @@ def _resolve_settings() -> _Settings:
     """Checks the flags and resolves them, data-dependent defaults included, for this run.
 
     Raises:
-      app.UsageError: for flags that do not fit together or an --output_dir that cannot be
+      RecipeError: for flags that do not fit together or an --output_dir that cannot be
         created; checked before anything is written.
       ValueError: for a flag value or a file it names that cannot be used (task name, config,
         vocabulary, TSV files, warm-start checkpoint).
@@ -314,10 +368,14 @@ def _resolve_settings() -> _Settings:
     task = cluster.validate_tf_config().get("task") or {}
     _check_cluster_flags(task)
     if not any((FLAGS.do_train, FLAGS.do_eval, FLAGS.do_predict, FLAGS.do_export)):
-        raise app.UsageError("At least one of --do_train/--do_eval/--do_predict/--do_export.")
+        raise RecipeError("At least one of --do_train/--do_eval/--do_predict/--do_export.")
     tokenization.check_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     processor = processors.get_processor(FLAGS.task_name)
+    _check_early_stopping()
     # Checked before output_dir is created: a refused run leaves no empty directory behind.
+    generated = _uses_generated_task()
+    bert_config = _bert_config(generated)
+    seq_length = _check_seq_length(bert_config, generated)
     _check_not_another_recipes(FLAGS.output_dir)
     _check_trained_model(FLAGS.output_dir)
     _check_init_checkpoint(FLAGS.output_dir)
@@ -327,16 +385,18 @@ def _resolve_settings() -> _Settings:
         # chief, or the single process). No flags are compared on a rerun.
         previous_run.record(output_dir, RECIPE, {})
     RUN.announce(output_dir)
-    data_dir, vocab_file, config_file, generated = _resolve_inputs(output_dir, task)
-    bert_config = modeling.BertConfig.from_json_file(config_file)
-    seq_length = FLAGS.max_seq_length or (32 if generated else 128)
-    if seq_length > bert_config.max_position_embeddings:
-        raise app.UsageError(
-            f"--max_seq_length must be at most max_position_embeddings "
-            f"({bert_config.max_position_embeddings}). Got: {seq_length}"
-        )
+    data_dir, vocab_file = _resolve_inputs(output_dir, task, generated)
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=FLAGS.do_lower_case)
     from_scratch = generated and not FLAGS.init_checkpoint
+    if from_scratch and FLAGS.do_train:
+        # Said as mobilenet_cats_dogs says it trains without ImageNet weights: a user who
+        # expected a pre-trained BERT learns why the accuracy is what it is.
+        print(
+            f"model: a generated tiny BERT ({bert_config.num_hidden_layers} layers, hidden "
+            f"{bert_config.hidden_size}, {bert_config.num_attention_heads} heads) trained from "
+            "scratch (the built-in task without --init_checkpoint)",
+            flush=True,
+        )
     train_examples, dev_examples, test_examples = _examples(processor, data_dir)
     num_train_steps, warmup_steps, save_steps = _train_schedule(train_examples, generated)
     return _Settings(
@@ -368,7 +428,7 @@ def _classifier_model_fn(settings: _Settings):
         decay_steps=settings.num_train_steps,
         clip_norm=1.0,
         init_checkpoint=FLAGS.init_checkpoint,
-        metrics=("accuracy", "f1"),
+        metrics=_METRICS,
         weight_key="is_real_example",
         tpu_spec=True,
     )
@@ -442,7 +502,13 @@ def _predict(settings: _Settings, est, examples, on_tpu: bool) -> str:
     return path
 
 
-def _answer_one(settings: _Settings, export_base: str, example) -> None:
+def _exports(output_dir: str) -> set[str]:
+    """The exports under ``output_dir/export`` (best and final), as normalised paths."""
+    found = tf.io.gfile.glob(os.path.join(output_dir, "export", "*", "*"))
+    return {os.path.normpath(path) for path in found}
+
+
+def _answer_one(settings: _Settings, export_base: str, example, exports_before: set) -> None:
     export_dir = serving.latest_export(export_base)
     labels = settings.labels
     feature = features.convert_single_example(
@@ -452,7 +518,8 @@ def _answer_one(settings: _Settings, export_base: str, example) -> None:
     answer = predictor({name: [getattr(feature, name)] for name in features.FEATURE_NAMES})
     probabilities = np.asarray(answer["probabilities"])[0]
     class_id = int(np.asarray(answer["class_ids"]).reshape(-1)[0])
-    say_exported(export_dir)
+    # The best exporter exports only a better model: a rerun may answer from an earlier one.
+    say_exported(export_dir, reused=os.path.normpath(export_dir) in exports_before)
     print(
         f"Predictor answer: {example.text_a!r} / {example.text_b!r} -> label "
         f"{labels[class_id]} (p={probabilities[class_id]:.3f})"
@@ -464,12 +531,12 @@ def _check_cluster_flags(task: dict) -> None:
         return
     where = f"TF_CONFIG names task {task['type']}:{task['index']}"
     if not FLAGS.output_dir:
-        raise app.UsageError(
+        raise RecipeError(
             f"{where}: every task of a cluster needs the same --output_dir (a shared directory "
             "or gs:// bucket). Got: --output_dir unset"
         )
     if FLAGS.do_train and not FLAGS.do_eval:
-        raise app.UsageError(
+        raise RecipeError(
             f"{where}: training in a cluster runs through train_and_evaluate, which needs "
             "--do_eval. Got: --do_train --nodo_eval"
         )
@@ -514,9 +581,12 @@ def _train(settings: _Settings, est, eval_input_fn, receiver):
     )
     num_train_steps = settings.num_train_steps
     train_hooks = _train_hooks(est, num_train_steps, with_eval=eval_input_fn is not None)
+    more = "raise --num_train_epochs to train more"
     if eval_input_fn is None:
-        interrupted = RUN.train(est, train_input_fn, num_train_steps, train_hooks)
+        interrupted = RUN.train(est, train_input_fn, num_train_steps, train_hooks, more=more)
         return None, interrupted
+    if not settings.distributed:  # a cluster's tasks would each say it
+        RUN.say_start(settings.output_dir, num_train_steps, more=more)
     interrupt = RUN.preemption_hook()
     # On a cluster the best exporter runs on the evaluator task (that is where Estimator
     # calls exporters); on one machine it runs after each evaluation in this process.
@@ -593,21 +663,26 @@ def _export_for_answer(settings: _Settings, est, receiver) -> str:
     return final
 
 
-def _predict_and_answer(settings: _Settings, est, receiver, on_tpu: bool) -> None:
-    """Writes test_results.tsv and answers one test example from an export (chief only)."""
+def _predict_and_answer(
+    settings: _Settings, est, receiver, on_tpu: bool, exports_before: set
+) -> None:
+    """Writes test_results.tsv and answers one test example from an export (chief only).
+
+    ``exports_before``: the exports there were before this run (see :func:`_exports`).
+    """
     test_examples = settings.test_examples
     if FLAGS.do_predict:
         path = _predict(settings, est, test_examples, on_tpu)
         print(f"Wrote {len(test_examples)} predictions to {path}")
     if FLAGS.do_export:
         export_base = _export_for_answer(settings, est, receiver)
-        _answer_one(settings, export_base, test_examples[0])
+        _answer_one(settings, export_base, test_examples[0], exports_before)
 
 
 def main(argv):
     del argv
     logs.setup()
-    return RUN.main(_run)
+    return RUN.main(_run, errors=(RecipeError,))
 
 
 def _run():
@@ -617,9 +692,9 @@ def _run():
         raise  # RUN.main says it in one line: the fix is another --output_dir, not a flag value
     except ValueError as e:
         # Every ValueError there is about a flag or a file it names (_resolve_settings builds
-        # no graph and trains nothing): a usage error, not a traceback. Later ValueErrors,
-        # from inside TensorFlow, keep theirs.
-        raise app.UsageError(str(e)) from e
+        # no graph and trains nothing): one line, not a traceback. Later ValueErrors, from
+        # inside TensorFlow, keep theirs.
+        raise RecipeError(str(e)) from e
     est = _estimator(_classifier_model_fn(settings), settings)
     on_tpu = not isinstance(est, tpu.TPUEstimator)  # the official class on a real TPU
     receiver = serving.bert_receiver(settings.seq_length)
@@ -627,6 +702,7 @@ def _run():
     if FLAGS.do_eval:
         eval_input_fn = _eval_input_fn(settings, settings.dev_examples, on_tpu)
 
+    exports_before = _exports(settings.output_dir)
     result = None
     if FLAGS.do_train:
         # A ps task never returns from here; the launcher (or the cluster manager) stops it.
@@ -641,7 +717,7 @@ def _run():
         )
         return
     _report_metrics(settings, est, result, eval_input_fn)
-    _predict_and_answer(settings, est, receiver, on_tpu)
+    _predict_and_answer(settings, est, receiver, on_tpu, exports_before)
     return 0
 
 

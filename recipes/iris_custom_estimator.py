@@ -59,10 +59,20 @@ RUN = Run("iris_custom_estimator")
 
 
 def write_csv_files(directory: str, seed: int) -> tuple[str, str]:
-    """Writes Iris as train.csv (80 %) and test.csv (20 %, stratified) with a header line."""
+    """Writes Iris as train.csv (80 %) and test.csv (20 %, stratified) with a header line.
+
+    The ``HELD_OUT`` flowers are left out of both files: the predictions asked about them
+    are of flowers the model has not seen.
+    """
     data = load_iris()
+    held_out = np.array([HELD_OUT[name] for name in COLUMNS[:-1]]).T  # one row per flower
+    keep = ~np.any(np.all(np.isclose(data.data[:, None, :], held_out[None]), axis=2), axis=1)
     x_train, x_test, y_train, y_test = train_test_split(
-        data.data, data.target, test_size=0.2, stratify=data.target, random_state=seed
+        data.data[keep],
+        data.target[keep],
+        test_size=0.2,
+        stratify=data.target[keep],
+        random_state=seed,
     )
     os.makedirs(directory, exist_ok=True)
     paths = []

@@ -130,17 +130,14 @@ def _run() -> int:
         FLAGS.log_every, total_steps=FLAGS.steps, batch_size=FLAGS.batch_size
     )
     started, first_step = time.time(), checkpoint_step(model_dir) or 0
-    if first_step < FLAGS.steps:
-        # Building the graph and the first step take ~10 s before the first progress line.
-        _say(f"training from step {first_step} to {FLAGS.steps}")
-        # Ctrl-C saves a checkpoint at that step and says how to resume: without it up to 10
-        # minutes of training are lost.
-        if RUN.train(est, data["train"], FLAGS.steps, [progress]):
-            return 130
+    # Says "training from step S to N" first (building the graph and the first step take
+    # ~10 s before the first progress line), or "already trained to step N". Ctrl-C saves a
+    # checkpoint at that step and says how to resume: without it up to 10 minutes of training
+    # are lost.
+    if RUN.train(est, data["train"], FLAGS.steps, [progress]):
+        return 130
     last_step = checkpoint_step(model_dir) or 0
-    if last_step == first_step:
-        _say(f"already trained to step {last_step} in {model_dir}; raise --steps to train more")
-    else:
+    if last_step != first_step:
         _say(
             f"trained {last_step - first_step} steps (to step {last_step}) in "
             f"{time.time() - started:.0f} s"
@@ -333,7 +330,8 @@ def _folder_data(image_dir: str, image_size: int) -> dict:
     names = [os.path.relpath(path, image_dir) for path in found.skipped[:5]]
     more = len(found.skipped) - len(names)
     listed = ": " + ", ".join(names) + (f" and {more} more" if more else "") if names else ""
-    print(f"skipped {len(found.skipped)} corrupted images{listed}")
+    if found.skipped:  # "skipped 0 corrupted images" would only be noise
+        print(f"skipped {len(found.skipped)} corrupted images{listed}")
     _say(f"images: {len(train[0])} for training, {len(held_out[0])} held out ({image_dir})")
     make = _pets_data.folder_input_fn
     size = {"image_size": image_size, "batch_size": FLAGS.batch_size}

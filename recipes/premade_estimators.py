@@ -159,7 +159,7 @@ def _run():
     results = {}
     for name, model in models.items():
         progress = RUN.progress_hook(FLAGS.steps, FLAGS.batch_size)
-        print(f"training {name}", flush=True)
+        # Says "training NAME from step S to N", or that NAME is already trained that far.
         if RUN.train(model, train_fn, FLAGS.steps, [progress], name=name):
             return 130
         results[name] = model.evaluate(eval_fn, name="test")

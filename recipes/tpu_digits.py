@@ -200,6 +200,9 @@ def _run():
             train_batch_size=FLAGS.train_batch_size,
             eval_batch_size=FLAGS.eval_batch_size,
             predict_batch_size=FLAGS.predict_batch_size,
+            # The Predictor below loads the CPU graph of the export; a TPU graph beside it
+            # would be unused, and without a TPU asking for one warned on every run.
+            export_to_tpu=False,
         )
 
     forms = ["list", "dict"] if FLAGS.metric_tensors == "both" else [FLAGS.metric_tensors]

@@ -594,3 +594,74 @@ def test_recipe_expands_tilde_in_its_file_and_directory_flags(tmp_path):
     assert "(--nodo_predict --nodo_export). Got: 0 test examples" in output
     assert tf.train.latest_checkpoint(str(home / "out")) is None  # stopped before training
     assert (home / "out").is_dir() and not list(cwd.iterdir())
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        # Used to fail in the first evaluation (a 25-frame traceback), after the caches.
+        (
+            ["--early_stopping_metric=acc", "--early_stopping_patience_steps=5"],
+            "--early_stopping_metric must be one of accuracy, f1, average_loss, loss (the "
+            "metrics evaluation reports). Got: 'acc'",
+        ),
+        # Early stopping used to be dropped without a word.
+        (
+            ["--early_stopping_patience_steps=5", "--nodo_eval"],
+            "--early_stopping_patience_steps needs evaluation to watch a metric: drop "
+            "--nodo_eval or set --early_stopping_patience_steps=0. Got: "
+            "--early_stopping_patience_steps=5 --nodo_eval",
+        ),
+        # Used to print ~130 lines (the module's help) and leave the flags record behind.
+        (
+            ["--task_name=mrpc"],
+            "--task_name=mrpc needs --data_dir, --vocab_file, --bert_config_file (or use "
+            "--task_name=sample without data flags for the built-in task).",
+        ),
+        # Used to write sample_data/ (424 KB) and the flags record first.
+        (
+            ["--max_seq_length=1000"],
+            "--max_seq_length must be at most max_position_embeddings (128). Got: 1000",
+        ),
+    ],
+)
+def test_recipe_refuses_bad_flags_in_one_line_before_writing(tmp_path, args, message):
+    temp = tmp_path / "tmp"  # where a default --output_dir would be made
+    temp.mkdir()
+    # The default (temporary) output_dir for every case; a given one too where the sample
+    # data used to be written first. Each run is a process importing TensorFlow.
+    given = [f"--output_dir={tmp_path / 'out'}"]
+    for output_dir in ([], given) if "--max_seq_length=1000" in args else ([],):
+        proc = run_program(
+            ["-m", "recipes.bert_classifier", *output_dir, *args],
+            env={"TMPDIR": str(temp)},
+            check_exit=1,
+        )
+        assert proc.stderr.strip().splitlines() == [
+            f"bert_classifier: error: {message}"
+        ], proc.stderr
+        assert proc.stdout == ""
+        assert not (tmp_path / "out").exists() and not list(temp.iterdir())
+
+
+@pytest.mark.slow
+def test_recipe_rerun_says_it_has_nothing_to_train_and_reuses_the_export(tmp_path):
+    out = tmp_path / "run"
+    args = ["-m", "recipes.bert_classifier", f"--output_dir={out}", *_CLUSTER_SIZE]
+    args += ["--nodo_predict"]
+    proc = run_program(args)
+    lines = proc.stdout.splitlines()
+    assert lines[1].startswith("model: a generated tiny BERT (2 layers, hidden 64, 2 heads)")
+    assert "trained from scratch" in lines[1]
+    assert "training from step 0 to 20" in lines, proc.stdout
+    exported = [line for line in lines if line.startswith("SavedModel ")]
+    assert len(exported) == 1 and exported[0].startswith("SavedModel exported: "), proc.stdout
+    export_dir = exported[0].split(": ", 1)[1]
+    # The rerun trains nothing and the best exporter exports nothing: it said "exported".
+    proc = run_program(args)
+    lines = proc.stdout.splitlines()
+    assert (
+        f"already trained to step 20 in {out}; raise --num_train_epochs to train more" in lines
+    ), proc.stdout
+    assert f"SavedModel already exported from this checkpoint: {export_dir}" in lines
+    assert not any(line.startswith("training from") for line in lines), proc.stdout

@@ -52,6 +52,34 @@ def test_iris_custom_estimator(tmp_path):
     # Progress from ProgressHook; TensorFlow's own INFO lines only with --tensorflow_info.
     assert re.search(r"step 300/300 \(100%\), loss = ", proc.stderr), proc.stderr
     assert "Calling model_fn" not in proc.stderr and "Using config" not in proc.stderr
+    assert "training from step 0 to 300" in out.splitlines(), out
+    # A rerun says there is nothing to train (it said nothing), and reuses the export.
+    proc = run_program(
+        ["-m", "recipes.iris_custom_estimator", "--steps=300", f"--model_dir={tmp_path}"]
+    )
+    lines = proc.stdout.splitlines()
+    assert f"already trained to step 300 in {tmp_path}; raise --steps to train more" in lines
+    assert not any(line.startswith("training ") for line in lines), proc.stdout
+    assert any(line.startswith("SavedModel already exported") for line in lines), proc.stdout
+
+
+def test_iris_csv_files_leave_out_the_three_held_out_flowers(tmp_path):
+    # The flowers the recipe predicts "unseen" used to be in the files (2 train, 1 test).
+    # In a subprocess: importing a recipe defines its absl flags in this process.
+    script = (
+        "import sys; from recipes.iris_custom_estimator import write_csv_files; "
+        "write_csv_files(sys.argv[1], int(sys.argv[2]))"
+    )
+    held_out = [(5.1, 3.3, 1.7, 0.5), (5.9, 3.0, 4.2, 1.5), (6.9, 3.1, 5.4, 2.1)]
+    for seed in (0, 1):
+        run_program(["-c", script, str(tmp_path / str(seed)), str(seed)])
+        rows = {}
+        for name in ("train.csv", "test.csv"):
+            lines = (tmp_path / str(seed) / name).read_text().splitlines()[1:]
+            rows[name] = [tuple(float(v) for v in line.split(",")[:4]) for line in lines]
+        assert len(rows["test.csv"]) == 30 and len(rows["train.csv"]) == 117
+        for flower in held_out:
+            assert flower not in rows["train.csv"] + rows["test.csv"], (seed, flower)
 
 
 def test_premade_estimators(tmp_path):
@@ -74,9 +102,21 @@ def test_premade_estimators(tmp_path):
     assert _number(r"Predictor agreement: (\d+)/5", out) >= 4
     # Each model's progress under its name, without the three RunConfig dumps.
     assert out.count("training ") == 3 and proc.stderr.count("step 150/150 (100%)") == 3
+    assert "training LinearClassifier from step 0 to 150" in out.splitlines(), out
     assert "Using config" not in proc.stderr, proc.stderr
     assert len(_exports(tmp_path)) == 1
     _assert_model_dir_first_and_export_line(out, tmp_path)
+    # A rerun trains nothing: it used to say "training LinearClassifier" all the same.
+    proc = run_program(
+        ["-m", "recipes.premade_estimators", "--steps=150", f"--model_dir={tmp_path}"]
+    )
+    assert "training " not in proc.stdout, proc.stdout
+    for name, subdir in (("LinearClassifier", "linear"), ("DNNClassifier", "dnn")):
+        line = (
+            f"{name} already trained to step 150 in {tmp_path / subdir}; raise --steps to "
+            "train more"
+        )
+        assert line in proc.stdout.splitlines(), proc.stdout
 
 
 def test_tfrecord_head(tmp_path):
@@ -86,6 +126,11 @@ def test_tfrecord_head(tmp_path):
     assert len([s for s in shards if s.startswith("train.tfrecord-")]) == 4
     assert _number(r"Test accuracy: ([\d.]+)", out) >= 0.9
     assert _number(r"Predictor accuracy on 45 serialized test examples: ([\d.]+)", out) >= 0.9
+    # write_tfrecord's INFO lines say what was written; the recipe's own line repeated them.
+    assert "write_tfrecord: 133 examples in 4 file(s)" in proc.stderr, proc.stderr
+    assert "write_tfrecord: 45 examples in 2 file(s)" in proc.stderr, proc.stderr
+    assert "Wrote " not in out, out
+    assert "training from step 0 to 300" in out.splitlines(), out
     assert len(_exports(tmp_path)) == 1
     _assert_model_dir_first_and_export_line(out, tmp_path)
 
@@ -94,6 +139,9 @@ def test_tpu_digits_falls_back_and_learns(tmp_path):
     proc = run_program(["-m", "recipes.tpu_digits", "--steps=300", f"--model_dir={tmp_path}"])
     out, log = proc.stdout, proc.stderr
     assert log.count("No TPU found") == 1, log  # one line, though it builds three
+    # Warned on every run, though no TPU export was asked for.
+    assert "export_to_tpu" not in log, log
+    assert "training from step 0 to 300" in out.splitlines(), out
     assert len(re.findall(r"loss = [\d.]+, step = \d+", log)) >= 2, log
     # eval_metrics as (metric_fn, [labels, logits]) and as (metric_fn, {"labels", "logits"}).
     list_form = _number(r"Test accuracy on 360 images: ([\d.]+) .*as a list", out)

@@ -96,12 +96,21 @@ def test_ctrl_c_in_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path, 
     out = capsys.readouterr().out.splitlines()
     assert out == [
         f"model_dir: {model_dir}",
+        "training the model from step 0 to 1000",
         "interrupted at step 3/1000 of the model; checkpoint saved. To resume, rerun with "
         f"--model_dir={model_dir} (and the same flags)",
     ]
     assert estimator.latest_checkpoint().endswith("model.ckpt-3")
-    # The signal handler is put back: a second run trains on to the end.
+    # The signal handler is put back: a second run trains on to the end, and says it resumes.
     assert run.train(estimator, input_fn, 5) is False
+    assert estimator.latest_checkpoint().endswith("model.ckpt-5")
+    assert capsys.readouterr().out == "training from step 3 to 5\n"
+    # Nothing left to train: said in one line (the recipes used to say nothing, or "training
+    # LinearClassifier"), and nothing is trained.
+    assert run.train(estimator, input_fn, 4, name="the model", more="raise --n") is False
+    assert capsys.readouterr().out == (
+        f"the model already trained to step 5 in {model_dir}; raise --n\n"
+    )
     assert estimator.latest_checkpoint().endswith("model.ckpt-5")
 
 

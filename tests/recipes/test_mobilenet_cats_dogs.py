@@ -116,6 +116,24 @@ def test_images_folder_skips_corrupted_files(tmp_path):
     assert len(predictions) == 2 and "true: cat" in predictions[0]
 
 
+@pytest.mark.slow
+def test_clean_folder_says_nothing_about_skipping_and_a_rerun_has_nothing_to_train(tmp_path):
+    image_dir, model_dir = tmp_path / "pets", tmp_path / "run"
+    for folder, colour in (("cats", (230, 140, 50)), ("dogs", (90, 60, 30))):
+        (image_dir / folder).mkdir(parents=True)
+        for i in range(5):
+            (image_dir / folder / f"{i}.jpg").write_bytes(_jpeg(colour))
+    args = [*RECIPE, "--data=images", f"--image_dir={image_dir}", *TEST_SIZE, "--steps=2"]
+    args.append(f"--model_dir={model_dir}")
+    proc = run_program(args, env=_offline_env(tmp_path))
+    assert "skipped" not in proc.stdout, proc.stdout  # was "skipped 0 corrupted images"
+    assert "training from step 0 to 2" in proc.stdout.splitlines(), proc.stdout
+    proc = run_program(args, env=_offline_env(tmp_path))
+    lines = proc.stdout.splitlines()
+    assert f"already trained to step 2 in {model_dir}; raise --steps to train more" in lines
+    assert not any(line.startswith("training ") for line in lines), proc.stdout
+
+
 def test_bad_flag_is_one_line_without_traceback(tmp_path):
     proc = run_program([*RECIPE, "--data=nope"], env=_offline_env(tmp_path), check_exit=None)
     _assert_one_line_error(proc, "--data")
@@ -244,6 +262,26 @@ def test_small_folder_holds_out_one_image_per_class():
     paths = [f"c{i}" for i in range(10)] + ["d0"]
     _, held_out = _pets_data.split(paths, [0] * 10 + [1], eval_fraction=0.2)
     assert held_out == (["c4", "c9"], [0, 0])
+
+
+def test_held_out_images_alternate_classes_so_the_first_batches_score_both():
+    # The held-out list used to hold every cat before every dog, and evaluation reads it in
+    # order: --eval_steps=2 scored only cats (accuracy 1.0 for a model answering "cat").
+    from recipes import _pets_data
+
+    paths = [f"c{i}" for i in range(100)] + [f"d{i}" for i in range(60)]
+    labels = [0] * 100 + [1] * 60
+    batch_size = 8
+    train, held_out = _pets_data.split(paths, labels, eval_fraction=0.2)
+    assert set(held_out[1][: 2 * batch_size]) == {0, 1}
+    assert held_out[1][:4] == [0, 1, 0, 1]
+    assert held_out[0][:2] == ["c4", "d4"]
+    # Still every image once, and the same files as before, in either list.
+    assert sorted(held_out[0]) == sorted(
+        [f"c{i}" for i in range(4, 100, 5)] + [f"d{i}" for i in range(4, 60, 5)]
+    )
+    assert sorted(train[0] + held_out[0]) == sorted(paths)
+    assert all(p[0] == "cd"[y] for p, y in zip(*held_out))
 
 
 def test_one_image_per_class_is_too_few_to_evaluate():

@@ -107,3 +107,21 @@ def test_a_model_dir_holding_another_recipes_run_is_refused(tmp_path):
     older = str(tmp_path / "older")
     _checkpoint(older)
     previous_run.check(older, "recipe", {"seed": 0})
+
+
+def test_messages_name_the_recipes_own_directory_flag(tmp_path):
+    # bert_classifier's directory flag is --output_dir; two messages said --model_dir.
+    model_dir = str(tmp_path / "out")
+    previous_run.record(model_dir, "recipe", {"seed": 0})
+    _checkpoint(model_dir)
+    with pytest.raises(previous_run.PreviousRunError) as error:
+        previous_run.check(model_dir, "recipe", {"seed": 1}, flag_name="output_dir")
+    assert str(error.value) == (
+        f"--output_dir {model_dir} holds a checkpoint trained with --seed=0; this run has "
+        "--seed=1. Pass those flags to resume it, or give a new --output_dir"
+    )
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    with pytest.raises(previous_run.PreviousRunError) as error:
+        previous_run.check(str(a_file), "recipe", {"seed": 0}, flag_name="output_dir")
+    assert str(error.value) == f"--output_dir must be a directory. Got: a file, {a_file}"
