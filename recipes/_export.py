@@ -73,16 +73,21 @@ def export_once(
     return (path.decode() if isinstance(path, bytes) else path), False
 
 
-def say_exported(export_dir: str, reused: bool = False) -> None:
+def say_exported(export_dir: str, reused: bool = False, earlier_best: bool = False) -> None:
     """Prints the export line, worded the same in every recipe.
 
     Args:
       export_dir: the export's path.
       reused: whether :func:`export_once` found it already there.
+      earlier_best: the export is a best exporter's from an earlier run, whose checkpoint
+        may be older than this run's (this run's model was not better).
 
     Example:
       >>> say_exported("/tmp/run/export/1700000000")
       SavedModel exported: /tmp/run/export/1700000000
     """
-    done = "already exported from this checkpoint" if reused else "exported"
-    print(f"SavedModel {done}: {export_dir}")
+    if earlier_best:
+        done = "(the best so far, exported by an earlier run)"
+    else:
+        done = "already exported from this checkpoint:" if reused else "exported:"
+    print(f"SavedModel {done} {export_dir}")

@@ -217,6 +217,16 @@ def _uses_generated_task() -> bool:
             f"--task_name={FLAGS.task_name} needs {', '.join(missing)} (or use "
             "--task_name=sample without data flags for the built-in task)."
         )
+    absent = [
+        f"--{name}={FLAGS[name].value}"
+        for name, exists in (
+            ("data_dir", tf.io.gfile.isdir(FLAGS.data_dir)),
+            ("vocab_file", tf.io.gfile.exists(FLAGS.vocab_file)),
+        )
+        if not exists
+    ]
+    if absent:  # a typo, checked before output_dir and its flags record are written
+        raise RecipeError(f"{' and '.join(absent)}: no such directory or file.")
     return False
 
 
@@ -519,7 +529,7 @@ def _answer_one(settings: _Settings, export_base: str, example, exports_before: 
     probabilities = np.asarray(answer["probabilities"])[0]
     class_id = int(np.asarray(answer["class_ids"]).reshape(-1)[0])
     # The best exporter exports only a better model: a rerun may answer from an earlier one.
-    say_exported(export_dir, reused=os.path.normpath(export_dir) in exports_before)
+    say_exported(export_dir, earlier_best=os.path.normpath(export_dir) in exports_before)
     print(
         f"Predictor answer: {example.text_a!r} / {example.text_b!r} -> label "
         f"{labels[class_id]} (p={probabilities[class_id]:.3f})"

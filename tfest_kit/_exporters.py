@@ -131,9 +131,9 @@ class _BestExporter(estimator.Exporter):
 
     The official ``tf.estimator.BestExporter`` always exports on its first call after a restart
     (tensorflow issue 47396), compares only ``loss`` and reads only ``eval/``. This exporter
-    recovers the best value so far from the metrics file stored in each previous export and
-    from the eval event files of whichever ``eval``/``eval_<name>`` directory holds this
-    evaluation.
+    recovers the best value so far from the metrics file stored in each previous export, or,
+    when no export has one (the official exporter's), from the eval event files of whichever
+    ``eval``/``eval_<name>`` directory holds this evaluation.
     """
 
     def __init__(
@@ -345,7 +345,8 @@ def best_exporter(
 
     Unlike ``tf.estimator.BestExporter``: any metric can be monitored, in either direction;
     after a restart the best value so far is recovered from the earlier exports' metrics files
-    and from the eval event files (``eval/`` or ``eval_<EvalSpec name>/``), so a worse model is
+    (or, when no export has one, from the eval event files in ``eval/`` or
+    ``eval_<EvalSpec name>/``), so a worse model is
     not exported on the first evaluation (tensorflow issue 47396); a monitor missing from the
     evaluation is an error, not a silent no-op. Its defaults differ too: ``name="best"`` (exports
     in ``export/best``, not ``export/best_exporter``) and ``exports_to_keep=2`` (not 5).

@@ -618,6 +618,17 @@ def test_recipe_expands_tilde_in_its_file_and_directory_flags(tmp_path):
             "--task_name=mrpc needs --data_dir, --vocab_file, --bert_config_file (or use "
             "--task_name=sample without data flags for the built-in task).",
         ),
+        # A typo'd path used to leave output_dir and its flags record behind.
+        (
+            [
+                "--task_name=mrpc",
+                "--data_dir=/nonexistent_dir",
+                "--vocab_file=/nonexistent.txt",
+                "--bert_config_file=/nonexistent.json",
+            ],
+            "--data_dir=/nonexistent_dir and --vocab_file=/nonexistent.txt: no such directory "
+            "or file.",
+        ),
         # Used to write sample_data/ (424 KB) and the flags record first.
         (
             ["--max_seq_length=1000"],
@@ -663,5 +674,6 @@ def test_recipe_rerun_says_it_has_nothing_to_train_and_reuses_the_export(tmp_pat
     assert (
         f"already trained to step 20 in {out}; raise --num_train_epochs to train more" in lines
     ), proc.stdout
-    assert f"SavedModel already exported from this checkpoint: {export_dir}" in lines
+    # Not "from this checkpoint": a best export may be of an older one than the run's.
+    assert f"SavedModel (the best so far, exported by an earlier run) {export_dir}" in lines
     assert not any(line.startswith("training from") for line in lines), proc.stdout

@@ -71,6 +71,17 @@ def _installed(path: str) -> bool:
     )
 
 
+def _inside_a_package(root: str) -> bool:
+    """Whether ``root`` is a folder below site-packages (a script's package), not one itself.
+
+    A script run from ``site-packages/toolkit/`` gives its siblings the stand-in; one run from
+    ``site-packages/`` itself must not give it to every installed package.
+    """
+    parts = root.split(os.sep)
+    below = [i for i, part in enumerate(parts) if part in _INSTALLED_DIRS]
+    return bool(below) and below[-1] < len(parts) - 1 and root not in _system_dirs()
+
+
 def user_code_roots(first: Optional[str] = None) -> list[str]:
     """Returns the directories whose modules are user code: ``first``, cwd, ``PYTHONPATH``.
 
@@ -137,7 +148,7 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
             # The standard library and site-packages are never user code (cwd=/ holds them),
             # except below a root that is itself installed: the directory of a script run
             # from an installed package, given on purpose.
-            if not in_system_dirs or _installed(root):
+            if not in_system_dirs or _inside_a_package(root):
                 return True
         return False
 
