@@ -562,6 +562,8 @@ def test_recipe_reports_unusable_flag_values_without_a_traceback(tmp_path, args,
     home.mkdir()
     cwd.mkdir()  # where an unexpanded "~/…" would go
     (home / "a_file").write_text("")
+    (home / "data").mkdir()  # the data flags that exist, beside a config file that does not
+    (home / "vocab.txt").write_text("")
     proc = run_program(
         ["-m", "recipes.bert_classifier", f"--output_dir={tmp_path / 'out'}", *args],
         env={"HOME": str(home)},  # "~" as the shell leaves it after "--flag="
