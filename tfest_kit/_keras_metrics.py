@@ -9,16 +9,29 @@ uses these helpers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Callable
+from typing import Callable, Optional
 
 from tfest_kit._tf import tf, tf2
 
 __all__ = [
+    "compile_args",
     "keras_metric_names",
     "metric_names_keeper",
     "renamed_metric_ops",
     "warn_unweighted_metrics",
 ]
+
+
+def compile_args(keras_model) -> Optional[dict]:
+    """The arguments ``keras_model`` was compiled with (Keras' private record), or None.
+
+    None for a model that is not Keras 2.15's, or one built before an earlier conversion
+    switched Keras to graph mode (the conversion then fails with its own message).
+    """
+    try:
+        return keras_model._get_compile_args()
+    except AttributeError:
+        return None
 
 
 def warn_unweighted_metrics(keras_model) -> None:
@@ -30,10 +43,8 @@ def warn_unweighted_metrics(keras_model) -> None:
     official model_fn reports none of them). Rebuilding them is not this wrapper's to do
     (Estimator and Keras own both halves), so it says so once, here.
     """
-    try:
-        weighted = keras_model._get_compile_args().get("weighted_metrics")
-    except AttributeError:
-        return
+    compiled = compile_args(keras_model)
+    weighted = compiled.get("weighted_metrics") if compiled else None
     names = [
         getattr(m, "name", None) or getattr(m, "__name__", m)
         for m in tf.nest.flatten(weighted)
@@ -63,11 +74,8 @@ def metric_names_keeper(keras_model) -> Callable[[], None]:
     watch. Calling the returned function before each clone hands Keras a fresh dict of the
     metrics as compiled.
     """
-    try:
-        as_compiled = keras_model._get_compile_args()
-    except AttributeError:
-        # Not Keras 2.15's Model, or one built before an earlier conversion switched Keras to
-        # graph mode (the conversion then fails with its own message): nothing to keep.
+    as_compiled = compile_args(keras_model)
+    if as_compiled is None:
         return lambda: None
 
     def fresh_compile_args(user_metrics: bool = True) -> dict:
@@ -88,9 +96,8 @@ def keras_metric_names(keras_model) -> dict:
     graph-mode Keras keeps the string: ``early_stopping`` / ``best_exporter`` watching the
     name ``model.evaluate`` reports did not find it.
     """
-    try:
-        compiled = keras_model._get_compile_args()
-    except AttributeError:
+    compiled = compile_args(keras_model)
+    if compiled is None:
         return {}
     names = {}
     for metrics in (compiled.get("metrics"), compiled.get("weighted_metrics")):

@@ -529,9 +529,8 @@ def _check_loss_keys(keras_model) -> None:
     """
     output_names = list(getattr(keras_model, "output_names", None) or [])
     keys = _dict_keys_to_names(getattr(keras_model, "_nested_outputs", None), output_names)
-    try:
-        compiled = keras_model._get_compile_args()
-    except AttributeError:
+    compiled = _keras_metrics.compile_args(keras_model)
+    if compiled is None:
         return
     for argument in ("loss", "metrics", "weighted_metrics", "loss_weights"):
         value = compiled.get(argument)
