@@ -188,16 +188,22 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._runs_since_report = 0
 
     def before_run(self, run_context):
-        next_step = self._step + self._steps_per_run
-        self._fetching = (
-            # The run crosses a multiple of every_n_steps (lands on it when a run is one step).
-            next_step // self._every_n > self._step // self._every_n
-            or (self._report_first and not self._reported_once)
-            or self._reaches_end(next_step)
-        )
+        # Predicted from the step the last run ended at; after_run checks the step it reads.
+        self._fetching = self._due(self._step + self._steps_per_run, self._step)
         if self._fetching and self._loss is not None:
             return tf.train.SessionRunArgs(self._loss)
         return None
+
+    def _due(self, step: float, since: float) -> bool:
+        """Whether ``step`` gets a line: the first, the last, or past a multiple of every_n_steps.
+
+        The multiple is counted from ``since`` (runs of one step land on it).
+        """
+        return (
+            step // self._every_n > since // self._every_n
+            or (self._report_first and not self._reported_once)
+            or self._reaches_end(step)
+        )
 
     def _reaches_end(self, next_step: float) -> bool:
         """Whether the coming run is predicted to be the last one; the base class knows none."""
@@ -210,12 +216,7 @@ class _IntervalHook(tf.train.SessionRunHook):
             self._step += self._steps_per_run
             return
         step = self._read_step(run_context.session)
-        due = (
-            step // self._every_n > self._last_step // self._every_n
-            or (self._report_first and not self._reported_once)
-            or self._reaches_end(step)
-        )
-        if not due:
+        if not self._due(step, self._last_step):
             # The prediction crossed a multiple of every_n_steps, the step did not (on a
             # cluster other workers move it too): printing here and again once it crosses
             # gave two lines a few steps apart ("step 1698", "step 1701").
