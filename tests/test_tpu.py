@@ -789,12 +789,13 @@ print("BATCH_SIZES", seen)
 
 
 @pytest.mark.slow
-def test_every_replica_of_a_distribution_strategy_gets_the_batch_size(model_dir, tmp_path):
-    # MirroredStrategy calls model_fn once per replica after one input_fn call.
+def test_every_replica_of_a_distribution_strategy_gets_its_share_of_the_batch(model_dir, tmp_path):
+    # MirroredStrategy calls model_fn once per replica after one input_fn call. As on a TPU's
+    # cores, train_batch_size is the global batch: each replica takes a batch of 4.
     script = tmp_path / "mirrored.py"
     script.write_text(_MIRRORED_PROGRAM)
     out = run_program([str(script), model_dir], timeout=120).stdout
-    assert "BATCH_SIZES [8, 8]" in out, out
+    assert "BATCH_SIZES [4, 4]" in out, out
 
 
 def test_tpu_given_as_a_list_of_one_address_resolves_like_the_official_class(monkeypatch):

@@ -180,9 +180,30 @@ class _RacedGlobalStepFilter(logging.Filter):
         return False
 
 
+class _RepeatedReduceLineFilter(logging.Filter):
+    """Passes MirroredStrategy's "Reduce to … then broadcast to …" once per process.
+
+    ``ReductionToOneDevice`` (how CPU replicas, ``run_config(cpu_replicas=…)``, sum their
+    gradients) says it at every reduction it builds: three lines per training graph, up to
+    ten per process, each saying the same thing.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Reduce to ") or "then broadcast to" not in str(
+            record.msg
+        ):
+            return True
+        said, self._said = self._said, True
+        return not said
+
+
 def _install_filters() -> None:
     logger = tf2.get_logger()
-    for kind in (_OwnModelFnParamsFilter, _RacedGlobalStepFilter):
+    for kind in (_OwnModelFnParamsFilter, _RacedGlobalStepFilter, _RepeatedReduceLineFilter):
         if not any(isinstance(f, kind) for f in logger.filters):
             logger.addFilter(kind())
 
@@ -195,12 +216,16 @@ def _set_deprecation_warnings(show: bool) -> None:
     module_wrapper._PER_MODULE_WARNING_LIMIT = 1 if show else 0
     # Keras' legacy `tf.layers` (TF1 code's dense, conv2d, batch_normalization ...) say the
     # same through Python's warnings, once per call site; the newest filter wins.
-    warnings.filterwarnings(
-        "default" if show else "ignore", message=_KERAS_LEGACY_LAYER, category=UserWarning
-    )
+    for message in (_KERAS_LEGACY_LAYER, _GRAPH_MODE_DATASET_OPTIONS):
+        warnings.filterwarnings(
+            "default" if show else "ignore", message=message, category=UserWarning
+        )
 
 
 _KERAS_LEGACY_LAYER = r"`tf\.[\w.]+` is deprecated and will be removed in a future version"
+# tf.data's note that a graph-mode Dataset.options() may be stale, said whenever a
+# distribution strategy (run_config(cpu_replicas=…)) reads a training input's options.
+_GRAPH_MODE_DATASET_OPTIONS = r"To make it possible to preserve tf\.data options"
 
 
 def _absl_verbosity() -> Optional[int]:

@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional, Union
 from tfest_kit._checks import check_int
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._progress import LossLoggingHook, ProgressHook
+from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._run_config import session_config
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
@@ -245,6 +246,40 @@ def _with_checkpoint_saver(spec, config, hooks=()):
     return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
 
 
+def _with_loss_line(spec, config, every_n_steps: int, batch_size: Optional[int]):
+    """Adds the fallback's ``LossLoggingHook`` (the loss line stock TPUEstimator lacks)."""
+    # Summaries from the chief only, as Estimator writes global_step/sec: every worker
+    # writing into model_dir would show TensorBoard several curves as one.
+    writes = config.save_summary_steps and config.is_chief
+    hook = LossLoggingHook(
+        every_n_steps=every_n_steps,
+        batch_size=batch_size,
+        output_dir=config.model_dir if writes else None,
+        loss=spec.loss,
+    )
+    return spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
+
+
+def _replicas(config, mode: str) -> int:
+    """How many replicas share one step's batch in ``mode`` (1 without a strategy)."""
+    strategy = {_MODES.TRAIN: config.train_distribute, _MODES.EVAL: config.eval_distribute}
+    strategy = strategy.get(mode)
+    return strategy.num_replicas_in_sync if strategy is not None else 1
+
+
+def _check_replica_batch_sizes(config, batch_sizes: dict) -> None:
+    """Refuses a batch size a distribution strategy's replicas cannot share equally."""
+    for mode, batch_size in batch_sizes.items():
+        replicas = _replicas(config, mode)
+        if batch_size is not None and batch_size % replicas:
+            name = _BATCH_ARG[mode]
+            raise ValueError(
+                f"`{name}` is the global batch size, shared by the {replicas} replicas of the "
+                f"distribution strategy (params['batch_size'] is each one's share): make it a "
+                f"multiple of {replicas}. Got: {name}={batch_size}"
+            )
+
+
 def _without_second_loss_line(spec, hooks=(), is_chief=True):
     """Leaves out the fallback's loss line when a ``ProgressHook`` prints the loss already.
 
@@ -341,7 +376,9 @@ class TPUEstimator(tf_estimator.Estimator):
     * ``params['batch_size']`` is the train / eval / predict batch size of the mode, in
       ``model_fn`` and in ``input_fn`` (``input_fn`` may also take no ``params``); as in the
       official class, there is no such key when that batch size is None, and reading it then
-      raises a ``ValueError`` naming the argument to set;
+      raises a ``ValueError`` naming the argument to set. Under a distribution strategy
+      (``tfest_kit.run_config(cpu_replicas=N)``, ``train_distribute``) each replica gets its
+      share of the global batch size, as each TPU core does;
       ``params['use_tpu']`` is False; ``params`` may not contain ``batch_size`` or ``context``.
     * A ``TPUEstimatorSpec`` becomes an ``EstimatorSpec``: ``eval_metrics`` (tensors as list or
       dict) -> ``eval_metric_ops``; ``scaffold_fn`` is called (``init_from_checkpoint`` inside
@@ -377,7 +414,8 @@ class TPUEstimator(tf_estimator.Estimator):
         values count by their truth value, as in the official class (``0``, ``None``: no
         TPU); a string other than ``"auto"`` is refused.
       train_batch_size: global batch size for ``train()``; None is fine for an ``input_fn``
-        and ``model_fn`` that do not read ``params['batch_size']``.
+        and ``model_fn`` that do not read ``params['batch_size']``. With a
+        ``train_distribute`` strategy it must be a multiple of its replica count.
       eval_batch_size: batch size for ``evaluate()``; None as for ``train_batch_size``.
       predict_batch_size: batch size for ``predict()``; None as for ``train_batch_size``.
       batch_axis: TPU only.
@@ -503,6 +541,7 @@ class TPUEstimator(tf_estimator.Estimator):
             _MODES.EVAL: eval_batch_size,
             _MODES.PREDICT: predict_batch_size,
         }
+        _check_replica_batch_sizes(config, self._batch_sizes)
         self._user_model_fn = model_fn
         # With use_tpu=False a CPU SavedModel is what was asked for, whatever export_to_tpu
         # says (it defaults to True), so only a TPU run that fell back gets the warning.
@@ -546,6 +585,16 @@ class TPUEstimator(tf_estimator.Estimator):
     def predict_batch_size(self) -> Optional[int]:
         return self._batch_sizes[_MODES.PREDICT]
 
+    def _replica_batch_size(self, mode: str) -> Optional[int]:
+        """``params['batch_size']`` in ``mode``: the global batch size over the strategy's replicas.
+
+        As on a TPU, where each core gets ``train_batch_size / num_shards``: every replica of
+        a distribution strategy takes a batch of its own from the input pipeline.
+        """
+        batch_size = self._batch_sizes[mode]
+        replicas = _replicas(self._config, mode)
+        return batch_size // replicas if batch_size is not None else None
+
     def _make_model_fn(self) -> Callable:
         user_model_fn = self._user_model_fn
 
@@ -556,7 +605,7 @@ class TPUEstimator(tf_estimator.Estimator):
             is_export = graph not in self._input_graphs
             params = dict(params)
             if not is_export and self._batch_sizes.get(mode) is not None:
-                params["batch_size"] = self._batch_sizes[mode]
+                params["batch_size"] = self._replica_batch_size(mode)
             # Always False, as the official class sets it off a TPU: TF1 scripts pass
             # params={"use_tpu": FLAGS.use_tpu}, and a model_fn that believes it would build
             # TPU-only ops (CrossShardOptimizer's CrossReplicaSum) that fail on CPU/GPU.
@@ -586,17 +635,12 @@ class TPUEstimator(tf_estimator.Estimator):
                 summary_dir = os.path.join(summary_dir, "eval_" + name if name else "eval")
             spec = to_estimator_spec(spec, mode, summary_dir)
             check_model_dir(config.model_dir, spec.scaffold)
-            if mode == _MODES.TRAIN and self._log_every:
-                # Summaries from the chief only, as Estimator writes global_step/sec: every
-                # worker writing into model_dir would show TensorBoard several curves as one.
-                writes = config.save_summary_steps and config.is_chief
-                hook = LossLoggingHook(
-                    every_n_steps=self._log_every,
-                    batch_size=self._batch_sizes[_MODES.TRAIN],
-                    output_dir=config.model_dir if writes else None,
-                    loss=spec.loss,
+            if mode == _MODES.TRAIN and self._log_every and config.train_distribute is None:
+                # (With a strategy: in _train_with_estimator_spec, where the loss is all
+                # replicas' rather than this one's.)
+                spec = _with_loss_line(
+                    spec, config, self._log_every, self._batch_sizes[_MODES.TRAIN]
                 )
-                spec = spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
             return spec
 
         return model_fn
@@ -604,6 +648,12 @@ class TPUEstimator(tf_estimator.Estimator):
     def _train_with_estimator_spec(
         self, estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
     ):
+        if self._log_every and self._config.train_distribute is not None:
+            # Here, not in model_fn: this spec's loss is the replicas' together (Estimator
+            # reduces it), while model_fn sees one replica's.
+            estimator_spec = _with_loss_line(
+                estimator_spec, self._config, self._log_every, self._batch_sizes[_MODES.TRAIN]
+            )
         # The one place where the train(hooks=…) are known; a saver hook among them replaces
         # the default one, as in Estimator. (Distribution strategies keep Estimator's own.)
         estimator_spec = _without_second_loss_line(
@@ -613,6 +663,10 @@ class TPUEstimator(tf_estimator.Estimator):
             estimator_spec = _with_checkpoint_saver(
                 estimator_spec, self._config, tuple(worker_hooks) + tuple(hooks)
             )
+        else:
+            check = ReplicaSyncCheckHook(self._config.train_distribute)
+            hooks_with_check = tuple(estimator_spec.training_hooks) + (check,)
+            estimator_spec = estimator_spec._replace(training_hooks=hooks_with_check)
         return super()._train_with_estimator_spec(
             estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
         )
@@ -631,7 +685,7 @@ class TPUEstimator(tf_estimator.Estimator):
             self._eval_name if mode == _MODES.EVAL else None
         )
         params = self.params  # Estimator's property: a copy
-        batch_size = self._batch_sizes[mode]
+        batch_size = self._replica_batch_size(mode)
         if batch_size is not None:  # the official class leaves the key out otherwise
             params["batch_size"] = batch_size
         # The input pipeline goes where Estimator puts it.

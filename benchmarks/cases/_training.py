@@ -3,6 +3,8 @@
 * ``tfest_kit``: ``tfest_kit.tpu.TPUEstimator(use_tpu=False)``, the fallback, loss logging on;
 * ``tfest_kit_bf16``: the same with ``tfest_kit.session_config(mixed_precision="bfloat16")``
   (oneDNN's bfloat16 rewrite; variables stay float32);
+* ``tfest_kit_replicas``: the fallback with ``tfest_kit.run_config(cpu_replicas=…)``, one
+  float32 replica per core sharing the batch (each op on one thread);
 * ``estimator``: ``tf.estimator.Estimator`` with the same model_fn (EstimatorSpec);
 * ``stock_tpu``: ``tf.compat.v1.estimator.tpu.TPUEstimator(use_tpu=False)``;
 * ``keras``: ``model.fit`` on the same network written with Keras layers;
@@ -19,6 +21,7 @@ processes, and the median ignores them.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from typing import Callable
@@ -29,7 +32,15 @@ from tfest_kit._tf import estimator, tf, tf2
 
 __all__ = ["VARIANTS", "train_throughput", "train_op", "matmul_gflops"]
 
-VARIANTS = ("tfest_kit", "tfest_kit_bf16", "estimator", "stock_tpu", "keras", "session")
+VARIANTS = (
+    "tfest_kit",
+    "tfest_kit_bf16",
+    "tfest_kit_replicas",
+    "estimator",
+    "stock_tpu",
+    "keras",
+    "session",
+)
 _EXAMPLES = 512
 
 
@@ -57,6 +68,11 @@ def _data(features_fn: Callable, seed: int = 0):
 def _dataset(features, labels, batch_size):
     ds = tf2.data.Dataset.from_tensor_slices((features, labels)).repeat()
     return ds.batch(batch_size, drop_remainder=True).prefetch(tf2.data.AUTOTUNE)
+
+
+def cpu_cores() -> int:
+    """The cores this process may run on: ``tfest_kit_replicas`` trains one replica on each."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def _estimator_model_fn(logits_fn: Callable, learning_rate: float, tpu_spec: bool):
@@ -115,16 +131,20 @@ def train_throughput(
             use_tpu=False,
             train_batch_size=batch_size,
         )
-    elif variant in ("tfest_kit", "tfest_kit_bf16"):
+    elif variant in ("tfest_kit", "tfest_kit_bf16", "tfest_kit_replicas"):
         import tfest_kit
         from tfest_kit import tpu
 
         if variant == "tfest_kit_bf16":
             common["session_config"] = tfest_kit.session_config(mixed_precision="bfloat16")
+        if variant == "tfest_kit_replicas":
+            # A plain RunConfig (the fallback takes one): the strategy is one of its fields.
+            replicas = max(n for n in range(1, cpu_cores() + 1) if batch_size % n == 0)
+            config = tfest_kit.run_config(cpu_replicas=replicas, **common)
+        else:
+            config = tpu.RunConfig(**common)
         model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
-        est = tpu.TPUEstimator(
-            model_fn, config=tpu.RunConfig(**common), use_tpu=False, train_batch_size=batch_size
-        )
+        est = tpu.TPUEstimator(model_fn, config=config, use_tpu=False, train_batch_size=batch_size)
     elif variant == "session":
         return _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size)
     else:
