@@ -425,7 +425,7 @@ def test_profile_step_measures_other_shapes_and_rejects_bad_ones(capsys):
 )
 def test_profile_step_and_the_training_case_run_bfloat16():
     from benchmarks import profile_step
-    from benchmarks.cases import _bert_tiny, _training, bert_tiny
+    from benchmarks.cases import bert_tiny
 
     small = {"warmup": 1, "timed": 2, "traced": 1, "batch": 8, "hidden": 64}
     float32 = profile_step.profile(**small)
@@ -433,8 +433,15 @@ def test_profile_step_and_the_training_case_run_bfloat16():
     # The rewrite casts into and out of bfloat16 around the matmuls.
     assert bfloat16["op_count"].get("Cast", 0) > float32["op_count"].get("Cast", 0) + 10
     assert "tfest_kit_bf16" in bert_tiny.CASE.variants
-    rate = _training.train_throughput(
-        "tfest_kit_bf16",
+    assert _small_bert_tiny_throughput("tfest_kit_bf16") > 0
+
+
+def _small_bert_tiny_throughput(variant: str) -> float:
+    """``variant``'s examples/sec over a few BERT-tiny steps of batch 4 (that it trains)."""
+    from benchmarks.cases import _bert_tiny, _training, bert_tiny
+
+    return _training.train_throughput(
+        variant,
         logits_fn=lambda features: _bert_tiny.encoder_logits(features["input_ids"]),
         keras_fn=_bert_tiny.keras_model,
         features_fn=bert_tiny._features,
@@ -442,4 +449,23 @@ def test_profile_step_and_the_training_case_run_bfloat16():
         warmup=2,
         steps=3,
     )
-    assert rate > 0
+
+
+def test_the_training_case_runs_cpu_replicas_outside_quick_mode():
+    from benchmarks.cases import bert_tiny
+
+    assert "tfest_kit_replicas" in bert_tiny.CASE.variants
+    # --quick runs every variant in one process; this one would set the others' threads.
+    assert "tfest_kit_replicas" not in bert_tiny.CASE.quick_variants
+    _thread_pools_made()
+    assert _small_bert_tiny_throughput("tfest_kit_replicas") > 0
+
+
+def _thread_pools_made() -> None:
+    """Runs an op, so cpu_replicas finds this test process's pools made and leaves them be.
+
+    Otherwise it would give every later test in the process one thread per op.
+    """
+    from tfest_kit._tf import tf2
+
+    tf2.constant(1.0) + 1.0
