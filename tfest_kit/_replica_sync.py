@@ -2,10 +2,11 @@
 
 ``MirroredStrategy`` keeps one copy of each variable per replica. ``tf.compat.v1.train``
 optimizers sum the replicas' gradients and update every copy alike; a train op that assigns
-variables itself (BERT's ``AdamWeightDecayOptimizer``, a hand-written SGD step) updates each
-replica's own copy with that replica's gradient, silently: the copies drift apart and the
-checkpoint keeps one of them. ``run_config(cpu_replicas=…)`` makes such a set-up easy to
-reach, so the fallback ``TPUEstimator`` checks the copies once, after the first step.
+variables itself (the ``AdamWeightDecayOptimizer`` of BERT's ``optimization.py``, a
+hand-written SGD step) updates each replica's own copy with that replica's gradient,
+silently: the copies drift apart and the checkpoint keeps one of them.
+``run_config(cpu_replicas=…)`` makes such a set-up easy to reach, so the fallback
+``TPUEstimator`` checks the copies once, after the first step.
 """
 
 from __future__ import annotations

@@ -391,10 +391,9 @@ def run_config(
     Raises:
       ValueError: if a count is not a positive int, ``cpu_replicas`` comes with
         ``train_distribute``, an intra-op count other than 1 or a ``TF_CONFIG`` cluster,
-        ``save_checkpoints_secs`` (or another
-        duration) is not a number > 0, ``seed`` and ``tf_random_seed`` differ, ``threads``
-        or ``mixed_precision`` is malformed, or ``TF_CONFIG`` is (see
-        ``tfest_kit.cluster.validate_tf_config``).
+        ``save_checkpoints_secs`` (or another duration) is not a number > 0, ``seed`` and
+        ``tf_random_seed`` differ, ``threads`` or ``mixed_precision`` is malformed, or
+        ``TF_CONFIG`` is (see ``tfest_kit.cluster.validate_tf_config``).
       TypeError: if ``xla`` is not a bool, ``session_config`` is not a ConfigProto,
         ``train_distribute`` / ``eval_distribute`` is not a strategy, or a keyword is not a
         RunConfig argument (the error suggests the nearest name, or ``tfest_kit.tpu.RunConfig``
