@@ -344,17 +344,24 @@ _TEST_SIZE = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+@pytest.mark.parametrize("precision", ["float32", "bfloat16", "float32 replicas"])
 def test_recipe_at_test_size(tmp_path, precision):
     if precision == "bfloat16" and _run_config._bfloat16_problem():
         pytest.skip(_run_config._bfloat16_problem())
     out = tmp_path / "run"
     args = [f"--output_dir={out}", f"--{'' if precision == 'bfloat16' else 'no'}bfloat16"]
+    # Two float32 replicas, 16 of the 32 examples each (run_config(cpu_replicas=2)).
+    args += ["--cpu_replicas=2"] if precision == "float32 replicas" else []
     proc = run_program(["-m", "recipes.bert_classifier", *args, *_TEST_SIZE])
     text = proc.stdout
-    precision_named = "bfloat16 mixed precision" if precision == "bfloat16" else "float32"
+    precision_named = {
+        "float32": "float32",
+        "bfloat16": "bfloat16 mixed precision",
+        "float32 replicas": "float32, 2 CPU replicas",
+    }[precision]
     log = proc.stderr
     assert re.search(rf"Training: .*, learning rate [\d.e-]+, {precision_named}\n", log), log
+    assert "cannot take effect" not in log  # one thread per op, set before TensorFlow ran
     accuracy = float(re.search(r"Eval accuracy: ([\d.]+)", text).group(1))
     assert accuracy >= 0.75, text
     rows = (out / "test_results.tsv").read_text().splitlines()
@@ -630,6 +637,11 @@ def test_recipe_expands_tilde_in_its_file_and_directory_flags(tmp_path):
             ],
             "--data_dir=/nonexistent_dir and --vocab_file=/nonexistent.txt: no such directory "
             "or file.",
+        ),
+        (
+            ["--cpu_replicas=3"],
+            "--train_batch_size must be a multiple of --cpu_replicas: each replica trains on "
+            "its share. Got: --train_batch_size=32 --cpu_replicas=3",
         ),
         # Used to write sample_data/ (424 KB) and the flags record first.
         (
