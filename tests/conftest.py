@@ -119,6 +119,18 @@ def captured_tf_log(level=logging.INFO):
 
 
 @pytest.fixture
+def tf_thread_pools_made():
+    """Runs an op, so that ``cpu_replicas`` finds the test process's thread pools made.
+
+    It then leaves them be (with a warning), instead of giving every later test in the
+    process one thread per op.
+    """
+    from tfest_kit._tf import tf2
+
+    tf2.constant(1.0) + 1.0
+
+
+@pytest.fixture
 def tf_log_lines():
     """The messages TensorFlow's logger prints during the test, as a list of strings."""
     with captured_tf_log() as lines:

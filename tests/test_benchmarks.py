@@ -451,21 +451,10 @@ def _small_bert_tiny_throughput(variant: str) -> float:
     )
 
 
-def test_the_training_case_runs_cpu_replicas_outside_quick_mode():
+def test_the_training_case_runs_cpu_replicas_outside_quick_mode(tf_thread_pools_made):
     from benchmarks.cases import bert_tiny
 
     assert "tfest_kit_replicas" in bert_tiny.CASE.variants
     # --quick runs every variant in one process; this one would set the others' threads.
     assert "tfest_kit_replicas" not in bert_tiny.CASE.quick_variants
-    _thread_pools_made()
     assert _small_bert_tiny_throughput("tfest_kit_replicas") > 0
-
-
-def _thread_pools_made() -> None:
-    """Runs an op, so cpu_replicas finds this test process's pools made and leaves them be.
-
-    Otherwise it would give every later test in the process one thread per op.
-    """
-    from tfest_kit._tf import tf2
-
-    tf2.constant(1.0) + 1.0

@@ -1,6 +1,6 @@
 """``tfest_kit.run_config(cpu_replicas=N)``: float32 replicas on the CPU's cores.
 
-In the test process TensorFlow's intra-op pool exists already (the fixture below makes sure),
+In the test process TensorFlow's intra-op pool exists already (``tf_thread_pools_made``),
 so ``cpu_replicas`` warns that its one-thread-per-op setting cannot take effect; the
 arithmetic checked here does not depend on it. ``test_a_fresh_process_gets_one_thread_per_op``
 checks the thread side.
@@ -19,13 +19,7 @@ from tests.conftest import captured_tf_log, run_program
 from tfest_kit import serving, tpu
 from tfest_kit._tf import tf, tf2
 
-
-@pytest.fixture(autouse=True)
-def _thread_pools_made():
-    # An op first: cpu_replicas then finds this test process's pools made and leaves them
-    # be, instead of giving every later test in the process one thread per op.
-    tf2.constant(1.0) + 1.0
-
+pytestmark = pytest.mark.usefixtures("tf_thread_pools_made")
 
 _X = np.random.RandomState(0).normal(size=(64, 4)).astype(np.float32)
 _Y = np.random.RandomState(1).randint(0, 3, 64).astype(np.int32)

@@ -176,8 +176,6 @@ def _cpu_replica_threads(cpu_replicas: Optional[int], threads: Threads, kwargs: 
             "cluster: use tfest_kit.cluster.multi_worker_strategy() (or no strategy) there. "
             f"Got: cpu_replicas={cpu_replicas!r}"
         )
-    # Now: building the strategy makes TensorFlow's devices, and with them the intra-op pool.
-    _size_thread_pools(inter, 1)
     if tf2.config.list_physical_devices("GPU"):
         _warn_once(
             "cpu_replicas places every replica on the CPU, and this machine has a GPU: for "

@@ -193,9 +193,8 @@ class _RepeatedReduceLineFilter(logging.Filter):
         self._said = False
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not str(record.msg).startswith("Reduce to ") or "then broadcast to" not in str(
-            record.msg
-        ):
+        message = str(record.msg)
+        if not (message.startswith("Reduce to ") and "then broadcast to" in message):
             return True
         said, self._said = self._said, True
         return not said

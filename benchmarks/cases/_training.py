@@ -21,7 +21,6 @@ processes, and the median ignores them.
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from typing import Callable
@@ -68,11 +67,6 @@ def _data(features_fn: Callable, seed: int = 0):
 def _dataset(features, labels, batch_size):
     ds = tf2.data.Dataset.from_tensor_slices((features, labels)).repeat()
     return ds.batch(batch_size, drop_remainder=True).prefetch(tf2.data.AUTOTUNE)
-
-
-def cpu_cores() -> int:
-    """The cores this process may run on: ``tfest_kit_replicas`` trains one replica on each."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def _estimator_model_fn(logits_fn: Callable, learning_rate: float, tpu_spec: bool):
@@ -134,12 +128,15 @@ def train_throughput(
     elif variant in ("tfest_kit", "tfest_kit_bf16", "tfest_kit_replicas"):
         import tfest_kit
         from tfest_kit import tpu
+        from tfest_kit._run_config import _default_thread_count
 
         if variant == "tfest_kit_bf16":
             common["session_config"] = tfest_kit.session_config(mixed_precision="bfloat16")
         if variant == "tfest_kit_replicas":
             # A plain RunConfig (the fallback takes one): the strategy is one of its fields.
-            replicas = max(n for n in range(1, cpu_cores() + 1) if batch_size % n == 0)
+            # One replica per core this process may use, as many as divide the batch.
+            cores = _default_thread_count()
+            replicas = max(n for n in range(1, cores + 1) if batch_size % n == 0)
             config = tfest_kit.run_config(cpu_replicas=replicas, **common)
         else:
             config = tpu.RunConfig(**common)
