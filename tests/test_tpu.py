@@ -487,6 +487,7 @@ def test_tpu_only_settings_are_a_warning_only_when_a_tpu_was_wanted(model_dir, u
         ),
     )
     for shown in ("INFO", "WARNING"):
+        tpu._said_ignored.clear()  # said once per process: here, once per level shown
         with captured_tf_log(getattr(logging, shown)) as lines:
             tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=use_tpu)
         ignored = [line for line in lines if "ignoring TPU-only settings" in line]
@@ -508,7 +509,24 @@ def test_a_wanted_tpu_that_is_not_here_is_one_warning(model_dir, monkeypatch):
     assert "ignoring TPU-only settings: TPUConfig.num_shards" in line
     with captured_tf_log(logging.WARNING) as lines:  # a TPUEstimator per evaluation, say
         tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=True)
-    assert [line.split(":")[0] for line in lines] == ["No TPU"]  # the settings, not "found"
+    assert not lines, lines  # both were said, for these settings, by the first one
+
+
+def test_unused_tpu_settings_are_named_once_per_process_each(model_dir):
+    # A program that builds a TPUEstimator per evaluation or export repeated the line each time.
+    def build(**tpu_config):
+        config = tpu.RunConfig(model_dir=model_dir, tpu_config=tpu.TPUConfig(**tpu_config))
+        tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu="auto")
+
+    with captured_tf_log(logging.WARNING) as lines:
+        build(num_shards=8)
+        build(num_shards=8)
+        build(num_shards=8, per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V2)
+        build(num_shards=8)
+    ignored = [line for line in lines if "ignoring TPU-only settings" in line]
+    assert len(ignored) == 2, lines  # one per set of settings
+    assert ignored[0].endswith("TPUConfig.num_shards."), ignored
+    assert "per_host_input_for_training" in ignored[1], ignored
 
 
 class _CountingListener(estimator.CheckpointSaverListener):

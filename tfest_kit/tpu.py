@@ -343,9 +343,10 @@ def _with_between_graph_defaults(config):
     return config.replace(session_config=session_config())
 
 
-# Whether "No TPU found" was said: once per process, as programs build a TPUEstimator per
-# evaluation or per export too.
+# Whether "No TPU found" was said, and which unused settings were named: once per process,
+# as programs build a TPUEstimator per evaluation or per export too.
 _said_no_tpu_found = [False]
+_said_ignored: set[tuple[bool, tuple[str, ...]]] = set()  # (as a warning?, settings)
 
 
 def _say_no_tpu_found(ignored: list[str]) -> bool:
@@ -358,6 +359,7 @@ def _say_no_tpu_found(ignored: list[str]) -> bool:
     if _said_no_tpu_found[0]:
         return False
     _said_no_tpu_found[0] = True
+    _said_ignored.add((True, tuple(sorted(ignored))))
     unused = f"; ignoring TPU-only settings: {', '.join(sorted(ignored))}" if ignored else ""
     tf.logging.warning(
         "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.", unused
@@ -393,8 +395,9 @@ class TPUEstimator(tf_estimator.Estimator):
       ``TrainSpec``'s, the spec's), which prints the loss and throughput already, there is no
       such line; the ``global_step/sec`` and ``examples/sec`` summaries are still written.
     * TPU-only settings (``TPUConfig`` fields other than ``iterations_per_loop``,
-      ``batch_axis``, ``embedding_config_spec``) are ignored with one line naming them: a
-      warning, or an info line with ``use_tpu=False``, where ignoring them was asked for.
+      ``batch_axis``, ``embedding_config_spec``) are ignored with one line naming them, once
+      per process for the same settings: a warning, or an info line with ``use_tpu=False``,
+      where ignoring them was asked for.
     * ``export_saved_model()`` writes a CPU SavedModel (one warning if ``export_to_tpu`` and
       a TPU was asked for: ``use_tpu`` True or ``"auto"``).
     * Keras layers built in ``model_fn`` (``tf.layers.dense`` among them) take their initial
@@ -527,10 +530,12 @@ class TPUEstimator(tf_estimator.Estimator):
             config._evaluation_master = ""
         # A TPU was asked for: the first such warning also names the unused settings.
         said_both = use_tpu is True and _say_no_tpu_found(ignored)
-        if ignored and not said_both:
-            # BERT-style scripts set num_shards etc. whatever use_tpu says: with use_tpu=False
-            # ignoring them is what was asked for, not something to warn about.
-            log = tf.logging.info if use_tpu is False else tf.logging.warning
+        # BERT-style scripts set num_shards etc. whatever use_tpu says: with use_tpu=False
+        # ignoring them is what was asked for, not something to warn about.
+        said = (use_tpu is not False, tuple(sorted(ignored)))
+        if ignored and not said_both and said not in _said_ignored:
+            _said_ignored.add(said)
+            log = tf.logging.warning if use_tpu is not False else tf.logging.info
             log("No TPU: ignoring TPU-only settings: %s.", ", ".join(sorted(ignored)))
         config = _with_between_graph_defaults(config)
         # Every log_step_count_steps, whatever iterations_per_loop says: off a TPU there is no
