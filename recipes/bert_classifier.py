@@ -399,6 +399,9 @@ def _resolve_settings() -> _Settings:
     _check_not_another_recipes(FLAGS.output_dir)
     _check_trained_model(FLAGS.output_dir)
     _check_init_checkpoint(FLAGS.output_dir)
+    # The user's TSV files are read before output_dir is made too (an empty one is refused);
+    # the built-in task is written into output_dir, so it is read after.
+    examples = None if generated else _examples(processor, FLAGS.data_dir)
     output_dir = _make_output_dir()
     if _is_local(output_dir) and task.get("type") in (None, "chief", "master"):
         # Marks the directory as this recipe's for the other recipes' check (one writer: the
@@ -417,7 +420,7 @@ def _resolve_settings() -> _Settings:
             "scratch (the built-in task without --init_checkpoint)",
             flush=True,
         )
-    train_examples, dev_examples, test_examples = _examples(processor, data_dir)
+    train_examples, dev_examples, test_examples = examples or _examples(processor, data_dir)
     num_train_steps, warmup_steps, save_steps = _train_schedule(train_examples, generated)
     return _Settings(
         task=task,
