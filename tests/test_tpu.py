@@ -569,6 +569,56 @@ def test_checkpoints_saved_on_schedule_by_the_fallbacks_saver_hook(model_dir):
     assert est.get_variable_value("global_step") == 30
 
 
+def test_fallback_makes_one_session_run_per_step_where_estimator_makes_two(tmp_path, monkeypatch):
+    # Estimator's own CheckpointSaverHook runs the session again after every step to read
+    # global_step (25-30 % of a small model's step); the fallback's is told one run is one step.
+    # Counted below the hooks, at the Session itself, where that extra run shows.
+    from tensorflow.python.client import session as session_lib
+
+    runs = []
+    real_run = session_lib.BaseSession.run
+
+    def counting_run(self, *args, **kwargs):
+        runs.append(1)
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(session_lib.BaseSession, "run", counting_run)
+    steps, params = 40, {"lr": 0.5}
+    # Logs, summaries and checkpoints only at the start and end: what is left grows per step.
+    cadence = dict(log_step_count_steps=1000, save_summary_steps=1000, save_checkpoints_steps=1000)
+
+    def estimator_model_fn(features, labels, mode, params):
+        params = dict(params, batch_size=TRAIN_BS)
+        return _make_model_fn(_Recorder())(features, labels, mode, params).as_estimator_spec()
+
+    plain = estimator.Estimator(
+        estimator_model_fn,
+        config=estimator.RunConfig(model_dir=str(tmp_path / "plain"), **cadence),
+        params=params,
+    )
+    fallback = tpu.TPUEstimator(
+        _make_model_fn(_Recorder()),
+        config=tpu.RunConfig(model_dir=str(tmp_path / "fallback"), **cadence),
+        params=params,
+        use_tpu=False,
+        train_batch_size=TRAIN_BS,
+    )
+    batches = _make_input_fn(_Recorder(), repeat=True)
+
+    def input_fn(params):
+        return batches(dict(params, batch_size=TRAIN_BS), None)
+
+    counts = {}
+    for name, est in (("plain", plain), ("fallback", fallback)):
+        del runs[:]
+        est.train(input_fn, steps=steps)
+        assert est.get_variable_value("global_step") == steps
+        counts[name] = len(runs)
+    # Both also run the session to set up, save and log: a few runs, not one per step.
+    assert steps < counts["fallback"] < steps + 20, counts
+    assert counts["plain"] > 2 * steps, counts
+
+
 def test_users_checkpoint_saver_hook_replaces_the_default_one(model_dir):
     # As in Estimator: a CheckpointSaverHook given to train() is the only one that saves.
     rec = _Recorder()
