@@ -299,7 +299,8 @@ def run(args: argparse.Namespace) -> int:
     with predictor:
         try:
             # The parsed features are the ones to name in messages about the request.
-            parsed = sorted(predictor._examples.keys) if predictor.parses_examples else None
+            parsed = predictor.example_features
+            parsed = None if parsed is None else sorted(parsed)
             features = features_from_request(request, list(predictor.inputs), parsed)
             outputs = predictor(features)
         except (ValueError, TypeError) as e:

@@ -565,6 +565,15 @@ class Predictor:
         """Whether the signature takes serialized ``tf.train.Example``s."""
         return self._examples is not None
 
+    @property
+    def example_features(self) -> Optional[dict[str, tf2.DType]]:
+        """For a parsing signature, the features it reads from each example, by name.
+
+        Those are the names a plain feature dict passes instead of serialized examples;
+        ``None`` for a signature that takes no ``tf.train.Example`` protos.
+        """
+        return None if self._examples is None else dict(self._examples.keys)
+
     def signatures(self) -> dict[str, dict]:
         """Every signature: ``{name: {"method": str, "inputs": {...}, "outputs": {...}}}``."""
         return _signature_specs(self._signature_defs)
