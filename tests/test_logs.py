@@ -99,6 +99,32 @@ def test_setup_keeps_the_root_loggers_handlers(tmp_path, mode):
     assert ("Using config" in proc.stderr) == (mode != "tensorflow_info_off"), proc.stderr
 
 
+_PYTEST_LIVE_LOG_TEST = textwrap.dedent(
+    """
+    from tfest_kit import logs
+    from tfest_kit._tf import tf
+
+    def test_lines():
+        logs.setup()
+        tf.logging.info("live-info-marker")
+        tf.logging.warning("live-warning-marker")
+    """
+)
+
+
+@pytest.mark.parametrize("capture", ["-s", "--capture=fd"])
+def test_pytest_live_logs_print_each_line_once(tmp_path, capture):
+    # pytest --log-cli-level=INFO prints records through its own handler on the root logger;
+    # with -s, setup()'s plain stderr handler printed each of them a second time.
+    (tmp_path / "test_live.py").write_text(_PYTEST_LIVE_LOG_TEST)
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", capture]
+    args += ["--log-cli-level=INFO", str(tmp_path / "test_live.py")]
+    proc = run_program(args, timeout=120, cwd=tmp_path)
+    output = proc.stdout + proc.stderr
+    assert output.count("live-info-marker") == 1, output
+    assert output.count("live-warning-marker") == 1, output
+
+
 def test_setup_follows_absls_verbosity_flag():
     # setup() forced INFO, so `--verbosity=-1` (absl's WARNING) still printed every INFO line.
     program = textwrap.dedent(

@@ -71,12 +71,17 @@ def _prints_to_terminal(handler: logging.Handler) -> bool:
     """Whether ``handler`` prints to the terminal, as opposed to a file, a buffer or a queue.
 
     A ``StreamHandler`` does when its stream is stderr or stdout (a ``FileHandler`` or a
-    test's ``StringIO`` capture does not). Of the other kinds, ``logging``'s own send
-    elsewhere (a queue, a socket, syslog, memory) and a ``NullHandler`` prints nothing, while
-    other libraries' handlers (absl's, rich's ``RichHandler``) are consoles.
+    test's ``StringIO`` capture does not), and so does pytest's live-log handler. Of the other
+    kinds, ``logging``'s own send elsewhere (a queue, a socket, syslog, memory) and a
+    ``NullHandler`` prints nothing, while other libraries' handlers (absl's, rich's
+    ``RichHandler``) are consoles.
     """
     if isinstance(handler, logging.NullHandler):
         return False
+    if type(handler).__name__ == "_LiveLoggingStreamHandler":
+        # pytest --log-cli-level: its terminal writer prints the line (with `-s` the plain
+        # stderr handler printed it a second time).
+        return True
     if isinstance(handler, logging.StreamHandler):
         return not isinstance(handler, logging.FileHandler) and getattr(
             handler, "stream", None
