@@ -448,7 +448,8 @@ def test_contrib_import_errors_print_the_message_once(tmp_path):
             with pytest.raises(ImportError) as info:
                 importlib.import_module(name)
             assert info.value.__cause__ is None and info.value.__suppress_context__
-            printed = "".join(traceback.format_exception(info.value))
+            error = info.value  # format_exception(error) alone is Python 3.10+
+            printed = "".join(traceback.format_exception(type(error), error, error.__traceback__))
             assert printed.count("is not provided by the legacy runner") == 1, printed
 
 
