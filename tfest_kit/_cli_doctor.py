@@ -1,8 +1,9 @@
 """``python -m tfest_kit doctor``: are the installed versions the ones tfest_kit needs?
 
 Prints Python and package versions next to the supported range, the devices TensorFlow sees,
-whether the CPU has bfloat16 instructions, and the ``pip install`` line that fixes whatever
-does not fit. Exits 0 when everything required fits, 1 otherwise.
+whether the CPU has bfloat16 instructions, the cores ``run_config(cpu_replicas=N)`` could use
+without a GPU, and the ``pip install`` line that fixes whatever does not fit. Exits 0 when
+everything required fits, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -199,6 +200,20 @@ def _bfloat16() -> str:
     )
 
 
+def _cpu_replicas(devices: list) -> Optional[str]:
+    """One line: can ``run_config(cpu_replicas=N)`` help here? None with a GPU or one core."""
+    from tfest_kit import _run_config
+
+    cores = _run_config._default_thread_count()
+    if cores < 2 or any(device_type == "GPU" for device_type, _ in devices):
+        return None
+    return (
+        f"cpu replicas: this process may use {cores} cores; run_config(cpu_replicas=N), "
+        f"N <= {cores}, may train models with small matrices faster, one float32 replica per "
+        "core (measure yours)"
+    )
+
+
 def report(
     findings: list, devices: list, device_error: Optional[str], notes: Sequence[str] = ()
 ) -> tuple[str, int]:
@@ -261,7 +276,8 @@ def run(args: argparse.Namespace) -> int:
     findings = check()
     devices, error = _devices()
     # Without a working TensorFlow the bfloat16 check would only repeat the devices error.
-    text, code = report(findings, devices, error, [] if error else [_bfloat16()])
+    notes = [] if error else [_bfloat16(), _cpu_replicas(devices)]
+    text, code = report(findings, devices, error, [note for note in notes if note])
     print(text)
     sys.stdout.flush()
     return code
