@@ -27,19 +27,11 @@ from typing import Callable
 
 import numpy as np
 
+from benchmarks.cases import TRAINING_VARIANTS
 from tfest_kit._tf import estimator, tf, tf2
 
-__all__ = ["VARIANTS", "train_throughput", "train_op", "matmul_gflops"]
+__all__ = ["train_throughput", "train_op", "matmul_gflops"]
 
-VARIANTS = (
-    "tfest_kit",
-    "tfest_kit_bf16",
-    "tfest_kit_replicas",
-    "estimator",
-    "stock_tpu",
-    "keras",
-    "session",
-)
 _EXAMPLES = 512
 
 
@@ -145,7 +137,7 @@ def train_throughput(
     elif variant == "session":
         return _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size)
     else:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+        raise ValueError(f"unknown variant {variant!r}; expected one of {TRAINING_VARIANTS}")
     est.train(input_fn, steps=total, hooks=[timer])
     return _rate(timer.times, warmup, total, batch_size)
 

@@ -14,6 +14,7 @@ in float32 with ``cpu_replicas`` (one replica per core, the batch shared between
 from __future__ import annotations
 
 from benchmarks._harness import Case, Context, Metric, Results, ratio_goal, value_goal
+from benchmarks.cases import TRAINING_VARIANTS
 from benchmarks.cases._bert_tiny_shape import matmul_flops
 
 BATCH = 32
@@ -81,24 +82,14 @@ def finish(results: Results, key: str) -> list:
     ]
 
 
-_VARIANTS = (
-    "tfest_kit",
-    "tfest_kit_bf16",
-    "tfest_kit_replicas",
-    "estimator",
-    "stock_tpu",
-    "keras",
-    "session",
-)
-
 CASE = Case(
     name="bert_tiny",
     title="BERT-tiny-like classifier training (2 layers, hidden 128, 2 heads, seq 64, batch 32)",
-    variants=_VARIANTS,
+    variants=TRAINING_VARIANTS,
     baseline="estimator",
     # --quick runs every variant in one process, and cpu_replicas sets the process's thread
     # pool: it would change the variants measured after it.
-    quick_variants=tuple(v for v in _VARIANTS if v != "tfest_kit_replicas"),
+    quick_variants=tuple(v for v in TRAINING_VARIANTS if v != "tfest_kit_replicas"),
     metrics=(
         Metric("examples_per_sec", "examples/s"),
         Metric("matmul_fraction", "of the run's best 1024³ matmul rate", derived=True),
