@@ -43,7 +43,6 @@ Example:
 
 from __future__ import annotations
 
-import dis
 import inspect
 import re
 from collections.abc import Mapping, Sequence
@@ -467,6 +466,33 @@ class _Features(dict):
         raise _MissingFeature(key)
 
 
+class _NameOnSequence(TypeError):
+    """A lookup by name on features that are a tuple or list (``features["x"]``)."""
+
+
+class _FeatureTuple(tuple):
+    """Tuple features as the network sees them: a lookup by name is told apart.
+
+    Python's own error ("tuple indices must be integers or slices, not str") names neither the
+    tuple nor the key; raised here, the lookup is known to be on the features. Still a
+    ``TypeError``, and indexing by position, slicing and iterating are a tuple's.
+    """
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            raise _NameOnSequence(key)
+        return super().__getitem__(key)
+
+
+class _FeatureList(list):
+    """List features as the network sees them; see :class:`_FeatureTuple`."""
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            raise _NameOnSequence(key)
+        return super().__getitem__(key)
+
+
 # The end of TensorFlow's error for ``tensor["x"]``: "... are valid indices, got 'x'".
 _NAME_AS_INDEX = re.compile(r"valid indices, got ('[^']*'|\"[^\"]*\")$")
 
@@ -483,6 +509,10 @@ def _call_network(network_fn: Callable, features, mode, params):
     is_mapping = isinstance(features, Mapping)
     if is_mapping:
         features = _Features(features)
+    elif type(features) is tuple:  # not a namedtuple, whose fields the network may read
+        features = _FeatureTuple(features)
+    elif type(features) is list:
+        features = _FeatureList(features)
     try:
         return network_fn(features, mode, params)
     except _MissingFeature as error:
@@ -490,14 +520,15 @@ def _call_network(network_fn: Callable, features, mode, params):
             f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
             f"receiver) does not provide. Got features: {sorted(map(str, features))}"
         ) from error
+    except _NameOnSequence as error:
+        key = error.args[0]
+        kind = "tuple" if isinstance(features, tuple) else "list"
+        raise TypeError(
+            f"`network_fn` looked up feature {key!r}, but the input_fn yields a "
+            f"{kind} of {len(features)} features, not a dict of features; "
+            f"yield ({{{key!r}: x, ...}}, y) (inputs.from_arrays does)"
+        ) from error
     except TypeError as error:
-        key = _name_looked_up_on(error, features) if isinstance(features, (tuple, list)) else None
-        if key is not None:
-            raise TypeError(
-                f"`network_fn` looked up feature {key!r}, but the input_fn yields a "
-                f"{type(features).__name__} of {len(features)} features, not a dict of features; "
-                f"yield ({{{key!r}: x, ...}}, y) (inputs.from_arrays does)"
-            ) from error
         match = _NAME_AS_INDEX.search(str(error))
         if is_mapping or not tf.is_tensor(features) or match is None:
             raise
@@ -507,33 +538,6 @@ def _call_network(network_fn: Callable, features, mode, params):
             f"not a dict of features; yield ({{{key}: x}}, y) (inputs.from_arrays does). "
             f"Got: a {features.dtype.name} tensor of shape {_heads._shape(features)}"
         ) from error
-
-
-def _name_looked_up_on(error: TypeError, features) -> Optional[str]:
-    """The name in ``features["name"]`` when that lookup on the tuple or list raised ``error``.
-
-    Python's message ("tuple indices must be integers or slices, not str") names neither the
-    tuple nor the key, and the network may index tuples of its own. So the instruction that
-    raised is read: a subscript of a constant string on a variable that holds ``features``.
-    Anything else (another tuple, a computed key) gives None and the error stays as it was.
-    """
-    if not re.fullmatch(r"(tuple|list) indices must be integers or slices, not str", str(error)):
-        return None
-    traceback = error.__traceback__
-    while traceback.tb_next is not None:
-        traceback = traceback.tb_next
-    frame = traceback.tb_frame
-    instructions = [i for i in dis.get_instructions(frame.f_code) if i.opname != "CACHE"]
-    at = next((n for n, i in enumerate(instructions) if i.offset == traceback.tb_lasti), 0)
-    if at < 2 or instructions[at].opname != "BINARY_SUBSCR":
-        return None
-    container, key = instructions[at - 2], instructions[at - 1]
-    holds_features = container.opname in ("LOAD_FAST", "LOAD_DEREF", "LOAD_NAME") and (
-        frame.f_locals.get(container.argval) is features
-    )
-    if holds_features and key.opname == "LOAD_CONST" and isinstance(key.argval, str):
-        return key.argval
-    return None
 
 
 def _tensors_metric_fn(metric_fn: Callable) -> Callable:
