@@ -702,6 +702,18 @@ RUN_CASES = [
         r".*hidden/kernel",
     ),
     case(
+        # Checked where Estimator restores it: the saver is handed the path.
+        "predict: checkpoint_path of a model with other variables",
+        lambda c: list(
+            _estimator(c, _other_network, sub="no_checkpoint").predict(
+                inputs.from_arrays({"x": X[:3]}),
+                checkpoint_path=tf.train.latest_checkpoint(c.model_dir),
+            )
+        ),
+        ValueError,
+        r"checkpoint_path.*does not fit.*hidden/kernel",
+    ),
+    case(
         # Estimator's own message was "Key beta1_power not found in checkpoint".
         "checkpoint trained with another optimizer",
         lambda c: _estimator(c, model_dir=_trained_with_sgd(c)).train(_good_input_fn, steps=1),

@@ -337,7 +337,7 @@ def build(
 
         if mode == ModeKeys.PREDICT:
             if check_dir:
-                _warm_start.check_model_dir(config.model_dir)
+                _warm_start.check_model_dir(config.model_dir, mode=mode)
             return _spec(tpu_spec, predictions=predictions, **common)
 
         labels = labels_fn(labels) if labels_fn is not None else labels
@@ -357,7 +357,7 @@ def build(
 
         if mode == ModeKeys.EVAL:
             if check_dir:
-                _warm_start.check_model_dir(config.model_dir)
+                _warm_start.check_model_dir(config.model_dir, mode=mode)
             eval_metrics = None
             if metric_fn is not None:
                 tensors = {"labels": labels, "outputs": outputs}
@@ -373,7 +373,7 @@ def build(
             loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard
         )
         if check_dir:
-            _warm_start.check_model_dir(config.model_dir)
+            _warm_start.check_model_dir(config.model_dir, mode=mode)
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
     return model_fn

@@ -639,7 +639,7 @@ class TPUEstimator(tf_estimator.Estimator):
                 name = self._input_graphs.get(graph)
                 summary_dir = os.path.join(summary_dir, "eval_" + name if name else "eval")
             spec = to_estimator_spec(spec, mode, summary_dir)
-            check_model_dir(config.model_dir, spec.scaffold)
+            check_model_dir(config.model_dir, spec.scaffold, mode=mode)
             if mode == _MODES.TRAIN and self._log_every and config.train_distribute is None:
                 # (With a strategy: in _train_with_estimator_spec, where the loss is all
                 # replicas' rather than this one's.)
