@@ -701,6 +701,24 @@ RUN_CASES = [
         r"model.ckpt-2.*checkpoint_path.*does not fit.*hidden/kernel",
     ),
     case(
+        "export: checkpoint_path of a model with other variables",
+        lambda c: _estimator(c, _other_network, sub="no_checkpoint").export_saved_model(
+            os.path.join(c.root, "other_export"),
+            _receiver(),
+            checkpoint_path=tf.train.latest_checkpoint(c.model_dir),
+        ),
+        ValueError,
+        r"checkpoint_path.*does not fit.*hidden/kernel",
+    ),
+    case(
+        "export: a model_dir of a wider model",
+        lambda c: _estimator(
+            c, _wider_network, 3, model_dir=_copy_trained(c, "wider_export")
+        ).export_saved_model(os.path.join(c.root, "wider_export_out"), _receiver()),
+        ValueError,
+        r"`model_dir`.*does not fit.*dense/kernel.*\[4, 2\].*\[4, 3\]",
+    ),
+    case(
         # Checked where Estimator restores it: the saver is handed the path.
         "predict: checkpoint_path of a model with other variables",
         lambda c: list(

@@ -18,6 +18,7 @@ __all__ = [
     "warm_start",
     "check_model_dir",
     "FitCheckingSaver",
+    "with_saver",
 ]
 
 # (checkpoint, (name, shape, warm-started) per variable) listed in full by this process.
@@ -421,7 +422,7 @@ def check_model_dir(
     scaffold: Any = None,
     variables: Optional[Mapping[str, Any]] = None,
     mode: Optional[str] = None,
-) -> None:
+) -> Optional[FitCheckingSaver]:
     """Raises when the checkpoint Estimator restores does not fit the graph's variables.
 
     Call it from a model_fn once the graph's variables exist.  Estimator would restore that
@@ -436,8 +437,8 @@ def check_model_dir(
     Training restores model_dir's latest checkpoint, which is checked at once. ``evaluate``,
     ``predict`` and the exports may restore a ``checkpoint_path`` given to them instead: for
     ``mode`` EVAL or PREDICT a :class:`FitCheckingSaver` goes into the ``SAVERS`` collection
-    and checks the checkpoint it restores (an export restores with a ``Saver`` of its own,
-    and reports a checkpoint that does not fit with Estimator's message).
+    and checks the checkpoint it restores. It is returned: an export restores with the spec's
+    ``Scaffold.saver`` alone, so for PREDICT put it there (:func:`with_saver`).
 
     Args:
       model_dir: the Estimator's model_dir; None skips the check.
@@ -447,27 +448,49 @@ def check_model_dir(
         for EVAL and PREDICT); default: the graph's global variables under their own names.
       mode: the ``tf.estimator.ModeKeys`` the model_fn runs for; None: TRAIN.
 
+    Returns:
+      The :class:`FitCheckingSaver` put into the ``SAVERS`` collection, or None.
+
     Raises:
       ValueError: naming the variables that differ, the checkpoint and the likely causes.
     """
     if not model_dir or tf.distribute.has_strategy():
-        return
+        return None
     if variables is None:
         if getattr(scaffold, "saver", None) is not None or tf.get_collection(tf.GraphKeys.SAVERS):
-            return
+            return None
         variables = _graph_variables()
         if mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
-            # Estimator's own default for these modes (Scaffold.finalize builds it), checking.
+            # Estimator's own default for these modes, checking. Built now for PREDICT: an
+            # export does not finalize the Scaffold (which builds a deferred one).
             saver = FitCheckingSaver(
-                model_dir, variables, sharded=True, allow_empty=True, defer_build=True
+                model_dir,
+                variables,
+                sharded=True,
+                allow_empty=True,
+                defer_build=mode == tf.estimator.ModeKeys.EVAL,
             )
             tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
-            return
+            return saver
     elif mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
-        return
+        return None
     prefix = tf.train.latest_checkpoint(model_dir)
     if prefix is not None:
         _check_fits(model_dir, prefix, variables)
+    return None
+
+
+def with_saver(scaffold: Any, saver: Any) -> Any:
+    """``scaffold`` (None: a new ``Scaffold``) with ``saver``, the rest copied.
+
+    Args:
+      scaffold: a ``tf.compat.v1.train.Scaffold`` or None.
+      saver: the ``Saver`` to restore and save with.
+
+    Returns:
+      A ``tf.compat.v1.train.Scaffold``.
+    """
+    return tf.train.Scaffold(saver=saver, copy_from_scaffold=scaffold)
 
 
 def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> None:

@@ -336,8 +336,13 @@ def build(
         check_dir = config is not None and not (tpu_spec and params.get("use_tpu"))
 
         if mode == ModeKeys.PREDICT:
-            if check_dir:
-                _warm_start.check_model_dir(config.model_dir, mode=mode)
+            saver = _warm_start.check_model_dir(config.model_dir, mode=mode) if check_dir else None
+            if saver is not None:
+                # An export restores with the Scaffold's saver only, not the SAVERS collection.
+                inner = common["scaffold_fn"]
+                common["scaffold_fn"] = lambda: _warm_start.with_saver(
+                    inner() if inner else None, saver
+                )
             return _spec(tpu_spec, predictions=predictions, **common)
 
         labels = labels_fn(labels) if labels_fn is not None else labels
