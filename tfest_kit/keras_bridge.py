@@ -41,7 +41,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from tfest_kit import _keras_metrics, _keras_warm_start, _warm_start, logs
+from tfest_kit import _keras_metrics, _keras_warm_start, _model_dir, _warm_start, logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import tf, tf2
@@ -245,7 +245,26 @@ def to_estimator(
         )
     if checkpoint_format == "checkpoint":
         _skip_training_already_done(est)
+    _guard_training(est)
     return est
+
+
+def _guard_training(est) -> None:
+    """Wraps ``est.train`` in ``_model_dir.training``: one writer, an intact checkpoint."""
+    official_train = est.train
+
+    @functools.wraps(official_train)
+    def train(input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        with _model_dir.training(est) as counter:
+            return official_train(
+                input_fn,
+                hooks=[*(hooks or ()), counter],
+                steps=steps,
+                max_steps=max_steps,
+                saving_listeners=saving_listeners,
+            )
+
+    est.train = train
 
 
 def _skip_training_already_done(est) -> None:

@@ -32,8 +32,10 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
+from tfest_kit import _model_dir
 from tfest_kit._checks import check_int
 from tfest_kit._eval_guard import EvalGuard
+from tfest_kit._heads import label_errors
 from tfest_kit._progress import LossLoggingHook, ProgressHook
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._run_config import session_config
@@ -699,6 +701,30 @@ class TPUEstimator(tf_estimator.Estimator):
                 input_fn, mode=mode, params=params, config=self.config, input_context=input_context
             )
 
+    def train(
+        self,
+        input_fn: Callable,
+        hooks: Optional[list] = None,
+        steps: Optional[int] = None,
+        max_steps: Optional[int] = None,
+        saving_listeners: Optional[list] = None,
+    ) -> TPUEstimator:
+        """As ``Estimator.train``, guarding model_dir (see ``tfest_kit._model_dir.training``).
+
+        Raises:
+          TfestKitError: another process trains into model_dir (``ModelDirLockedError``);
+            model_dir holds checkpoint files but none is intact; the disk filled up.
+          NanLossError: the loss became NaN (naming the step and a finite checkpoint).
+        """
+        with _model_dir.training(self) as counter:
+            return super().train(
+                input_fn,
+                hooks=[*(hooks or ()), counter],
+                steps=steps,
+                max_steps=max_steps,
+                saving_listeners=saving_listeners,
+            )
+
     def evaluate(
         self,
         input_fn: Callable,
@@ -730,9 +756,10 @@ class TPUEstimator(tf_estimator.Estimator):
         if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
             hooks.append(EvalGuard(steps, "steps", "input_fn"))
         try:
-            return super().evaluate(
-                input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
-            )
+            with label_errors():
+                return super().evaluate(
+                    input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
+                )
         finally:
             self._eval_name = None
 

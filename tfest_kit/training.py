@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tfest_kit import _model_dir
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._eval_guard import EvalGuard
@@ -483,13 +484,47 @@ def train_and_evaluate(
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
 
+    with _model_dir.training(estimator) as step_counter:
+        return _train_and_evaluate(
+            estimator,
+            train_input_fn,
+            eval_input_fn,
+            max_steps,
+            eval_steps,
+            train_hooks,
+            evaluation_hooks,
+            exporter_list,
+            step_counter,
+            start_delay_secs,
+            throttle_secs,
+            eval_name,
+        )
+
+
+def _train_and_evaluate(
+    estimator,
+    train_input_fn,
+    eval_input_fn,
+    max_steps,
+    eval_steps,
+    train_hooks,
+    evaluation_hooks,
+    exporter_list,
+    step_counter,
+    start_delay_secs,
+    throttle_secs,
+    eval_name,
+) -> dict:
+    """train_and_evaluate once its arguments are checked and model_dir is ready to train into."""
     evaluation_hooks += [
         EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
         _StopEvalOnPreemption(train_hooks, estimator.model_dir, max_steps),
     ]
     start_step = saved_step(estimator.model_dir)
 
-    train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
+    train_spec = tf_estimator.TrainSpec(
+        train_input_fn, max_steps=max_steps, hooks=[*train_hooks, step_counter]
+    )
     eval_spec = tf_estimator.EvalSpec(
         eval_input_fn,
         steps=eval_steps,
