@@ -43,6 +43,7 @@ from typing import Any, Optional, Union
 
 from tfest_kit import _keras_metrics, _keras_warm_start, _model_dir, _warm_start, logs
 from tfest_kit._errors import TfestKitError
+from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import tf, tf2
 
@@ -245,12 +246,16 @@ def to_estimator(
         )
     if checkpoint_format == "checkpoint":
         _skip_training_already_done(est)
-    _guard_training(est)
+    _guard(est)
     return est
 
 
-def _guard_training(est) -> None:
-    """Wraps ``est.train`` in ``_model_dir.training``: one writer, an intact checkpoint."""
+def _guard(est) -> None:
+    """``est.train`` in ``_model_dir.training`` (one writer, an intact checkpoint); an EvalGuard.
+
+    ``est.evaluate`` gets the ``EvalGuard`` TPUEstimator.evaluate adds: no endless read of a
+    ``repeat()``ed input, and a line now and then while an input of unknown length goes on.
+    """
     official_train = est.train
 
     @functools.wraps(official_train)
@@ -265,6 +270,18 @@ def _guard_training(est) -> None:
             )
 
     est.train = train
+    official_evaluate = est.evaluate
+
+    @functools.wraps(official_evaluate)
+    def evaluate(input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+        hooks = list(hooks or ())
+        if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
+            hooks.append(EvalGuard(steps, "steps", "input_fn"))
+        return official_evaluate(
+            input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
+        )
+
+    est.evaluate = evaluate
 
 
 def _skip_training_already_done(est) -> None:
