@@ -125,7 +125,10 @@ def checkpoint_damage(prefix: str) -> Optional[str]:
     missing = [i for i in range(count) if i not in shards]
     if missing:
         return f"its data shard {missing[0]} of {count} is missing"
-    size = sum(tf.io.gfile.stat(path).length for _, path in shards.values())
+    try:
+        size = sum(tf.io.gfile.stat(path).length for _, path in shards.values())
+    except tf.errors.NotFoundError:  # deleted since the listing (keep_checkpoint_max)
+        return "its data file is missing"
     if size < expected:
         return f"its data is truncated ({size} bytes, the index needs at least {expected})"
     return None
