@@ -46,6 +46,7 @@ from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import tf, tf2
+from tfest_kit._tf_config import check_tf_config_json
 
 __all__ = ["to_estimator", "check_keras_version"]
 
@@ -205,6 +206,7 @@ def to_estimator(
             'over). Got: checkpoint_format="checkpoint". Pass checkpoint_format="saver", or '
             "build the model with keras.Input and the functional API to keep its weights."
         )
+    check_tf_config_json()  # the converter's RunConfig() would raise a bare JSONDecodeError
     if model_dir is None and (config is None or config.model_dir is None):
         model_dir = tempfile.mkdtemp(prefix="tfest_kit_keras_")
         tf.logging.info("to_estimator: using temporary model_dir %s", model_dir)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import json
 import os
 import weakref
 from collections.abc import Mapping
@@ -41,6 +40,7 @@ from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._run_config import session_config
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
+from tfest_kit._tf_config import check_tf_config_json
 from tfest_kit._tpu_detect import (
     CrossShardOptimizer,
     NoTPUClusterResolver,
@@ -70,9 +70,29 @@ __all__ = [
 ]
 
 TPUEstimatorSpec = tf_estimator.tpu.TPUEstimatorSpec
-RunConfig = tf_estimator.tpu.RunConfig
 TPUConfig = tf_estimator.tpu.TPUConfig
 InputPipelineConfig = tf_estimator.tpu.InputPipelineConfig
+
+
+class RunConfig(tf_estimator.tpu.RunConfig):
+    """The official ``tf.compat.v1.estimator.tpu.RunConfig``, naming a malformed ``TF_CONFIG``.
+
+    The official class parses the ``TF_CONFIG`` environment variable and lets a bare
+    ``JSONDecodeError`` through; here the ``ValueError`` names the variable and the JSON error.
+    Everything else is the official class (a subclass, accepted wherever it is).
+
+    Raises:
+      ValueError: when ``TF_CONFIG`` is set but not a JSON object.
+
+    Example:
+
+        config = tpu.RunConfig(model_dir="/tmp/run", save_checkpoints_steps=100)
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        check_tf_config_json()
+        super().__init__(*args, **kwargs)
+
 
 # The official TPUEstimator reserves these params keys ('use_tpu' is set but not reserved,
 # for compatibility with model_fns that read it).
@@ -142,14 +162,8 @@ def _wants_official(use_tpu, config) -> bool:
 
 
 def _default_run_config():
-    """``RunConfig()``, with a clear error for a TF_CONFIG that is not JSON."""
-    try:
-        return RunConfig()
-    except json.JSONDecodeError as e:  # RunConfig parses $TF_CONFIG without saying so
-        raise ValueError(
-            f"TF_CONFIG is not valid JSON: {e}. Fix or unset the TF_CONFIG environment "
-            f"variable. Got: {os.environ.get('TF_CONFIG', '')[:300]!r}"
-        ) from e
+    """``RunConfig()`` (a TF_CONFIG that is not JSON is named by RunConfig below)."""
+    return RunConfig()
 
 
 # Every argument a plain RunConfig takes (the rest, master and cluster, both read from
@@ -184,7 +198,8 @@ def _official_config(config):
     """
     if config is None:
         return _default_run_config()
-    if isinstance(config, RunConfig) or not isinstance(config, tf_estimator.RunConfig):
+    official = tf_estimator.tpu.RunConfig
+    if isinstance(config, official) or not isinstance(config, tf_estimator.RunConfig):
         return config
     # RunConfig keeps each replaceable `name` as `_name` (what its replace() relies on); not
     # every one has a public property.
