@@ -134,8 +134,8 @@ def checkpoint_damage(prefix: str) -> Optional[str]:
     return None
 
 
-def _read_state(model_dir: str) -> tuple[Optional[str], Optional[str]]:
-    """The checkpoint the ``checkpoint`` state file names, and why there is none."""
+def _read_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]]:
+    """The ``checkpoint`` state file: the latest checkpoint, all listed, why there is none."""
     from tfest_kit import logs
 
     try:
@@ -143,15 +143,14 @@ def _read_state(model_dir: str) -> tuple[Optional[str], Optional[str]]:
         with logs.quieted(logging.ERROR):
             state = tf.train.get_checkpoint_state(model_dir)
     except (ValueError, tf.errors.OpError) as e:  # an empty file: "Invalid checkpoint state"
-        return None, f"the `checkpoint` state file is unreadable ({e})"
+        return None, [], f"the `checkpoint` state file is unreadable ({e})"
     if state is None:
         if tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
-            return None, "the `checkpoint` state file is unreadable (not a CheckpointState)"
-        return None, "there is no `checkpoint` state file"
-    path = state.model_checkpoint_path
-    if not os.path.isabs(path) and "://" not in path:
-        path = os.path.join(model_dir, path)
-    return path, None
+            return None, [], "the `checkpoint` state file is unreadable (not a CheckpointState)"
+        return None, [], "there is no `checkpoint` state file"
+    # (get_checkpoint_state has joined relative entries onto model_dir.)
+    listed = [os.path.normpath(p) for p in state.all_model_checkpoint_paths]
+    return os.path.normpath(state.model_checkpoint_path), listed, None
 
 
 def _checkpoints_on_disk(model_dir: str) -> list[str]:
@@ -193,7 +192,7 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
 
         recover_checkpoint_state("/tmp/run")  # "/tmp/run/model.ckpt-60", after a warning
     """
-    named, state_problem = _read_state(model_dir)
+    named, listed_before, state_problem = _read_state(model_dir)
     if named is not None:
         damage = checkpoint_damage(named)
         if damage is None:
@@ -214,7 +213,7 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
         return None
     damaged = {prefix: checkpoint_damage(prefix) for prefix in on_disk}
     intact = [prefix for prefix in on_disk if damaged[prefix] is None]
-    listed = "; ".join(
+    damaged_text = "; ".join(
         f"{os.path.basename(p)}: {why}" for p, why in damaged.items() if why is not None
     )
     if not intact:
@@ -224,16 +223,20 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
             if any(name.startswith(os.path.basename(p) + ".") for p in on_disk)
         )
         raise TfestKitError(
-            f"model_dir {model_dir} holds checkpoint files but no intact checkpoint ({listed}), "
-            "so training cannot resume, and starting from step 0 would overwrite them. To "
-            "start afresh, delete (or move away) these files, or train into another model_dir: "
-            f"{', '.join(files)}. To resume, restore a checkpoint's files from a copy."
+            f"model_dir {model_dir} holds checkpoint files but no intact checkpoint "
+            f"({damaged_text}), so training cannot resume, and starting from step 0 would "
+            "overwrite them. To start afresh, delete (or move away) these files, or train into "
+            f"another model_dir: {', '.join(files)}. To resume, restore a checkpoint's files "
+            "from a copy."
         )
     chosen = intact[0]
+    # Only what the state file listed before stays listed: the saver deletes the oldest listed
+    # checkpoints beyond keep_checkpoint_max, and must not take ones it never listed.
+    kept = [p for p in reversed(intact[1:]) if os.path.normpath(p) in listed_before]
     tf.train.update_checkpoint_state(
         model_dir,
         os.path.basename(chosen),
-        all_model_checkpoint_paths=[os.path.basename(p) for p in reversed(intact)],
+        all_model_checkpoint_paths=[os.path.basename(p) for p in [*kept, chosen]],
     )
     tf.logging.warning(
         "model_dir %s: %s. Resuming from %s (step %d), the newest intact checkpoint, which "
@@ -243,7 +246,7 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
         os.path.basename(chosen),
         _step(chosen),
         # Left in place: training overwrites them when it reaches their step.
-        f". Damaged: {listed}" if listed else "",
+        f". Damaged: {damaged_text}" if damaged_text else "",
     )
     return chosen
 
