@@ -401,6 +401,12 @@ def train_and_evaluate(
     later run would make its final export. (On a cluster the evaluator task evaluates every
     checkpoint whatever the chief received.)
 
+    Before training, the chief (or the only process) takes model_dir's writer lock and
+    resumes from the newest intact checkpoint where the ``checkpoint`` state file is unreadable
+    or names a damaged one, with one warning (see docs/model_dir.md). With
+    ``eval_steps=None`` and an eval input of unknown length (a generator), a warning after
+    100, 1,000, … batches says the input has not ended yet.
+
     Caveat: in a distributed run only the evaluator computes metrics; the official call
     returns ``None`` on every task. Here the chief, workers and the evaluator then return the
     newest metrics found in the eval directory (possibly from an earlier checkpoint than the
@@ -448,7 +454,11 @@ def train_and_evaluate(
         hook object in both ``hooks`` and ``eval_hooks``.
       TfestKitError: on a cluster task whose gRPC server cannot start (its port in
         ``TF_CONFIG`` in use, or a host that is not this machine); the message names the task
-        and its address.
+        and its address. Also when another process trains into ``model_dir``, when it holds
+        checkpoint files of which none is intact, or when the disk fills during a save (see
+        docs/model_dir.md).
+      NanLossError: the loss became NaN (``tfest_kit.hooks.NanLossError``), naming the step
+        and the newest checkpoint with finite weights.
 
     Example:
 
