@@ -35,6 +35,8 @@ import socket
 from collections.abc import Iterator
 from typing import Optional
 
+import numpy as np
+
 from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf
 
@@ -57,8 +59,8 @@ _STEP = re.compile(r"-(\d+)$")
 _DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
 # NanGuardHook sets aside the checkpoints of diverged weights under this prefix.
 _SET_ASIDE = "diverged-"
-# Tensors whose bytes in the data file the index's shape and dtype do not tell.
-_UNSIZED = {tf.string, tf.variant, tf.resource}
+# Tensors whose bytes in the data file neither the index nor a cheap read tell.
+_UNSIZED = {tf.variant, tf.resource}
 
 
 class ModelDirLockedError(TfestKitError):
@@ -82,9 +84,11 @@ def checkpoint_damage(prefix: str) -> Optional[str]:
     """Why the checkpoint ``prefix`` cannot be restored, or None when it looks intact.
 
     Cheap enough for every ``train()``: it reads the ``.index`` (the table of every tensor's
-    dtype and shape, not the tensors) and the sizes of the data shards. A garbled index, a
-    missing shard and a data file shorter than the fixed-size tensors the index lists are
-    found; a truncation inside the last string tensor is not.
+    dtype and shape), the string tensors (an object-based checkpoint's object graph, a few
+    KB; TF1 checkpoints have none), and the sizes of the data shards, but not the numeric
+    tensors. A garbled index, a missing shard and data files shorter than the tensors the
+    index lists are found; a truncation by less than a string tensor's few bytes of length
+    prefix and checksum is not.
 
     Args:
       prefix: a checkpoint path such as ``model_dir/model.ckpt-100``.
@@ -111,14 +115,16 @@ def checkpoint_damage(prefix: str) -> Optional[str]:
         match = _DATA.match(name)
         if match and match.group(1) == base:
             shards[int(match.group(2))] = (int(match.group(3)), os.path.join(directory, name))
-    expected = 0
+    expected = 0  # the fewest bytes the data shards hold together
     for name, shape in shapes.items():
         dtype = dtypes[name]
-        if dtype not in _UNSIZED:
-            count = 1
-            for dim in shape:
-                count *= dim
-            expected += count * dtype.size
+        if dtype == tf.string:
+            try:
+                expected += sum(len(value) for value in np.asarray(reader.get_tensor(name)).flat)
+            except (tf.errors.OpError, IndexError, ValueError) as e:  # "Read less bytes …"
+                return f"its data is truncated or garbled ({name}: {e})"
+        elif dtype not in _UNSIZED:
+            expected += int(np.prod(shape, dtype=np.int64)) * dtype.size
     if not shards:
         return "its .data file is missing" if expected else None
     count = max(total for total, _ in shards.values())
@@ -393,8 +399,6 @@ class _StepCounter(tf.train.SessionRunHook):
 
 def _newest_finite_checkpoint(model_dir: str) -> tuple[Optional[str], Optional[str]]:
     """(the newest checkpoint whose float tensors are all finite, the latest one)."""
-    import numpy as np
-
     latest = tf.train.latest_checkpoint(model_dir)
     for prefix in _checkpoints_on_disk(model_dir):
         if checkpoint_damage(prefix) is not None:
