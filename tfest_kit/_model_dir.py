@@ -181,7 +181,9 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
     The fast path (a readable state file naming an intact checkpoint) reads the state file
     and that checkpoint's index. Otherwise the newest intact ``*-<step>`` checkpoint in
     ``model_dir`` is chosen, one warning names it and the damaged ones, and the state file is
-    rewritten to list the intact ones with it as the latest. Damaged files stay where they are
+    rewritten (atomically, by ``tf.train.update_checkpoint_state``) with it as the latest,
+    listing besides it only the intact checkpoints the old state file listed: the saver's
+    ``keep_checkpoint_max`` clean-up deletes listed ones. Damaged files stay where they are
     (training overwrites a checkpoint of the same step when it reaches it).
 
     Args:
