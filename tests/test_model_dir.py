@@ -321,3 +321,10 @@ def test_disk_full_while_saving_names_the_directory_and_the_intact_checkpoint(sm
     for name in reader.get_variable_to_shape_map():
         reader.get_tensor(name)
     assert reader.get_tensor("global_step") >= 10
+
+
+def test_read_only_model_dir_is_named_before_anything_is_built(small_disk):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    model_dir = str(small_disk / "model")
+    with pytest.raises(TfestKitError, match="Cannot write into model_dir.*Read-only file system"):
+        _estimator(model_dir).train(_input_fn, max_steps=5)

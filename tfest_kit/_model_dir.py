@@ -307,6 +307,7 @@ def writer_lock(model_dir: str) -> Iterator[None]:
 
     Raises:
       ModelDirLockedError: another process holds the lock; the message names it.
+      TfestKitError: ``model_dir`` cannot be created or written (read-only, no permission).
 
     Example:
 
@@ -316,7 +317,6 @@ def writer_lock(model_dir: str) -> Iterator[None]:
     if fcntl is None or "://" in model_dir:
         yield
         return
-    os.makedirs(model_dir, exist_ok=True)
     key = os.path.realpath(model_dir)
     if key in _held:
         _held[key][1] += 1
@@ -326,7 +326,15 @@ def writer_lock(model_dir: str) -> Iterator[None]:
             _held[key][1] -= 1
         return
     path = os.path.join(model_dir, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.makedirs(model_dir, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        # Training would fail there too, with a longer message, once the graph is built.
+        raise TfestKitError(
+            f"Cannot write into model_dir {model_dir}: {e.strerror} ({e.filename}). Training "
+            "writes its checkpoints there: pick a writable directory."
+        ) from e
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
