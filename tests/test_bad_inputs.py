@@ -1566,7 +1566,9 @@ def test_cluster(ctx, call, error, pattern, request, capsys, monkeypatch):
 
 def test_tpu_estimator_names_malformed_tf_config(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}')
-    with pytest.raises(ValueError, match=r"TF_CONFIG is not valid JSON.*Got: '\{\"cluster"):
+    with pytest.raises(
+        ValueError, match=r"TF_CONFIG is not valid JSON.*environment variable.*Got: \{\"cluster"
+    ):
         tpu.TPUEstimator(_tpu_model_fn, use_tpu=False)
 
 

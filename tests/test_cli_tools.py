@@ -397,6 +397,27 @@ def test_inspect_warns_about_a_state_file_restore_would_trip_on(trained, tmp_pat
     assert _snapshot(model_dir) == before
 
 
+def test_inspect_marks_a_damaged_checkpoint(trained, tmp_path, capsys):
+    model_dir = _copy_checkpoints(trained["model_dir"], str(tmp_path / "model"))
+    (data,) = glob.glob(os.path.join(model_dir, "model.ckpt-40.data-*"))
+    os.truncate(data, os.path.getsize(data) // 2)
+    with open(glob.glob(os.path.join(model_dir, "model.ckpt-20.index"))[0], "wb") as f:
+        f.write(b"garbage" * 10)
+    assert _cli(["inspect", model_dir]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (line40,) = (line for line in lines if "model.ckpt-40" in line)
+    assert "damaged" in line40 and "truncated" in line40, lines
+    (line20,) = (line for line in lines if "model.ckpt-20" in line)
+    assert "damaged" in line20 and ".index" in line20, lines
+    assert not [line for line in lines if "model.ckpt-" in line and "damaged" in line][2:]
+    info = _cli_inspect.describe(model_dir)
+    damaged = {
+        os.path.basename(c["path"]): c["damaged"] for c in info["checkpoints"]["checkpoints"]
+    }
+    assert damaged["model.ckpt-40"] and damaged["model.ckpt-20"], damaged
+    assert [name for name, why in damaged.items() if why is None], damaged
+
+
 # A training run deleting old checkpoints (keep_checkpoint_max), as fast as a process can.
 _CHURN = """
 import os, sys

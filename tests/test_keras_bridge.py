@@ -699,3 +699,50 @@ def test_nan_guard_sets_aside_the_checkpoint_of_the_diverged_weights(tmp_path):
     assert est.latest_checkpoint().endswith(f"model.ckpt-{step}")
     assert os.path.isfile(tmp_path / f"diverged-model.ckpt-{step + 1}.index")
     assert "holds the diverged weights" in str(info.value)
+
+
+def test_damaged_newest_object_checkpoint_resumes_from_the_one_before_and_evaluate_is_guarded(
+    tmp_path,
+):
+    import glob
+    import logging
+
+    from tests.conftest import captured_tf_log
+
+    def train_fn():
+        return tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16)
+
+    config = tf2.estimator.RunConfig(save_checkpoints_steps=2)
+    est = to_estimator(_sequential(), model_dir=str(tmp_path), config=config)
+    est.train(train_fn, max_steps=4)
+    data = max(glob.glob(str(tmp_path / "model.ckpt-4.data-*")), key=os.path.getsize)
+    os.truncate(data, os.path.getsize(data) // 2)
+    with captured_tf_log(logging.WARNING) as lines:
+        est.train(train_fn, max_steps=6)
+    said = [line for line in lines if "Resuming from model.ckpt-2" in line]
+    assert len(said) == 1 and "model.ckpt-4" in said[0], lines
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-6")
+
+    def endless():
+        while True:
+            yield X[0], Y[0]
+
+    def generator_fn():
+        signature = (tf.TensorSpec([4], tf.float32), tf.TensorSpec([1], tf.float32))
+        return tf.data.Dataset.from_generator(endless, output_signature=signature).batch(2)
+
+    class _StopAfter(tf.train.SessionRunHook):
+        def begin(self):
+            self.calls = 0
+
+        def after_run(self, run_context, run_values):
+            self.calls += 1
+            if self.calls >= 120:
+                run_context.request_stop()
+
+    with captured_tf_log(logging.WARNING) as lines:
+        est.evaluate(generator_fn, hooks=[_StopAfter()])
+    said = [line for line in lines if "has not ended yet" in line]
+    assert len(said) == 1 and "steps=N" in said[0], lines
+    with pytest.raises(ValueError, match="repeats forever"):
+        est.evaluate(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16))

@@ -807,6 +807,31 @@ def test_labels_out_of_range_fail_naming_num_classes_and_the_value():
                 sess.run(fetches)
 
 
+def test_labels_out_of_range_in_training_and_evaluation_are_one_short_value_error(tmp_path):
+    # TensorFlow said "InvalidArgumentError: Graph execution error" and ~40 lines of op stack.
+    import tfest_kit
+    from tfest_kit import tpu
+
+    bad = Y_TRAIN.copy()
+    bad[7] = 5
+    config = tpu.RunConfig(model_dir=str(tmp_path / "tpu"), log_step_count_steps=None)
+    est = tpu.TPUEstimator(
+        mf.classifier(network, NUM_CLASSES), config=config, use_tpu=False, eval_batch_size=16
+    )
+    message = r"`labels` must be class ids in \[0, num_classes=3\)\. Got: labels from 0 to 5\."
+    with pytest.raises(ValueError, match=message) as raised:
+        est.train(input_fn(X_TRAIN, bad, repeat=False), max_steps=2)
+    assert "Graph execution error" not in str(raised.value)
+    assert "input_fn" in str(raised.value)
+    with pytest.raises(ValueError, match=message):
+        est.evaluate(lambda params: input_fn(X_TRAIN, bad)(params))
+    plain = estimator.Estimator(mf.classifier(network, NUM_CLASSES), str(tmp_path / "plain"))
+    with pytest.raises(ValueError, match=message):
+        tfest_kit.train_and_evaluate(
+            plain, input_fn(X_TRAIN, bad, repeat=True), input_fn(X_EVAL, Y_EVAL), max_steps=9
+        )
+
+
 def _warm_started_kernel(init_checkpoint):
     """The value ``hidden/kernel`` starts from when warm-started from ``init_checkpoint``."""
     model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=init_checkpoint)

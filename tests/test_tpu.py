@@ -909,3 +909,15 @@ def test_a_progress_hook_that_only_the_chief_runs_leaves_the_workers_their_loss_
     spec = spec_type((loss_line,), (hooks.ProgressHook(every_n_steps=10),))
     assert tpu._without_second_loss_line(spec, (), is_chief=True).training_hooks == ()
     assert tpu._without_second_loss_line(spec, (), is_chief=False).training_hooks == (loss_line,)
+
+
+def test_run_config_names_a_malformed_tf_config(monkeypatch, tmp_path):
+    # The official tpu.RunConfig let a bare JSONDecodeError through, never naming TF_CONFIG.
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}, "task": ')
+    with pytest.raises(ValueError, match=r"TF_CONFIG is not valid JSON.*environment variable"):
+        tpu.RunConfig(model_dir=str(tmp_path))
+    monkeypatch.delenv("TF_CONFIG")
+    config = tpu.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=7)
+    assert isinstance(config, estimator.tpu.RunConfig)
+    replaced = config.replace(save_checkpoints_steps=9)
+    assert isinstance(replaced, tpu.RunConfig) and replaced.save_checkpoints_steps == 9

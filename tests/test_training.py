@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import tfest_kit
+from tests.conftest import captured_tf_log
 from tests.signal_hooks import SignalAtStep
 from tfest_kit import hooks, serving, training
 from tfest_kit._eval_events import metrics_by_step
@@ -146,6 +148,37 @@ def test_eval_input_that_repeats_forever_needs_eval_steps(finished):
         finished["est"], _train_input_fn, _repeating_eval_input_fn, max_steps=40, eval_steps=3
     )
     assert metrics["examples"] == 3 * 2
+
+
+def _endless_generator_input_fn():
+    def endless():
+        while True:
+            yield {"x": X[0]}, Y[0]
+
+    signature = ({"x": tf.TensorSpec([3], tf.float32)}, tf.TensorSpec([], tf.int32))
+    return tf.data.Dataset.from_generator(endless, output_signature=signature).batch(2)
+
+
+def test_eval_input_of_unknown_length_says_how_far_it_is(finished):
+    # A generator's cardinality is unknown: the evaluation cannot be refused, but it says
+    # after 100 batches that the input has not ended and what bounds it (not at 1..99).
+    stop = _StopAfter(150)  # a failure, not a hang, if the input ended by itself
+    with captured_tf_log(logging.WARNING) as lines:
+        training.train_and_evaluate(
+            finished["est"],
+            _train_input_fn,
+            _endless_generator_input_fn,
+            max_steps=40,
+            eval_hooks=[stop],
+        )
+    said = [line for line in lines if "has not ended yet" in line]
+    assert len(said) == 1, lines
+    assert "100 batches" in said[0] and "eval_steps=N" in said[0], said
+    assert "eval_input_fn" in said[0]
+    # A Dataset of known length says nothing.
+    with captured_tf_log(logging.WARNING) as lines:
+        training.train_and_evaluate(finished["est"], _train_input_fn, _eval_input_fn, max_steps=40)
+    assert not [line for line in lines if "has not ended yet" in line], lines
 
 
 def test_evaluator_task_under_tf_config_returns_newest_metrics(finished, monkeypatch, tf_log_lines):

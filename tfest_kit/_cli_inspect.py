@@ -78,6 +78,8 @@ def _checkpoint_state(model_dir: str) -> tuple[Optional[str], list[str], Optiona
 
 
 def _checkpoints(model_dir: str) -> dict:
+    from tfest_kit._model_dir import checkpoint_damage  # loads TensorFlow
+
     latest, listed, state_error = _checkpoint_state(model_dir)
     pattern = os.path.join(glob.escape(model_dir), "*.index")  # "lr[0.1]" is no pattern
     on_disk = [p[: -len(".index")] for p in glob.glob(pattern)]
@@ -97,6 +99,8 @@ def _checkpoints(model_dir: str) -> dict:
                 "modified": _when(index.st_mtime) if index else None,
                 "in_state_file": prefix in listed or prefix == latest,
                 "complete": index is not None,
+                # Why restoring it would fail (truncated data, garbled index), else None.
+                "damaged": checkpoint_damage(prefix) if index is not None else None,
             }
         )
     return {
@@ -297,7 +301,8 @@ def _checkpoint_lines(model_dir: str, ckpts: dict) -> list[str]:
     if ckpts["state_file_error"]:
         lines.append(
             f"warning: the `checkpoint` state file is unreadable ({ckpts['state_file_error']}): "
-            "Estimator ignores it and would train from step 0. Fix: rewrite it with "
+            "Estimator ignores it and would train from step 0 (tfest_kit's estimators and "
+            "train_and_evaluate resume from the newest intact checkpoint). Fix: rewrite it with "
             "tf.train.update_checkpoint_state(MODEL_DIR, '<newest model.ckpt-N below>')."
         )
     elif ckpts["latest_missing"]:
@@ -326,6 +331,8 @@ def _checkpoint_lines(model_dir: str, ckpts: dict) -> list[str]:
     for c in ckpts["checkpoints"]:
         mark = "  <- latest" if c["path"] == ckpts["latest"] else ""
         note = "" if c["complete"] else "  (listed in `checkpoint`, but its files are missing)"
+        if c["damaged"]:
+            note = f"  (damaged: {c['damaged']})"
         # A state file copied from elsewhere names paths outside MODEL_DIR: show them whole.
         name = c["path"]
         if os.path.dirname(name) == model_dir:

@@ -1,4 +1,4 @@
-"""A hook that fails an evaluation that would never end, or that ran on no data."""
+"""A hook that fails an evaluation that would never end or ran on no data; says how far it is."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from tfest_kit._tf import tf
 
 __all__ = ["EvalGuard"]
 
+# Batches before the first progress line of an evaluation of unknown length (then x10).
+_FIRST_REPORT = 100
+
 
 class EvalGuard(tf.train.SessionRunHook):
     """Fails an evaluation that would run forever or that ran no batch (its metrics: zeros).
 
     Estimator's own evaluation reads a ``repeat()``ed Dataset forever when it has no step
-    count, and reports zeros for no data at all, both without a word.
+    count, and reports zeros for no data at all, both without a word. With no step count and
+    an input of unknown length (a generator-based Dataset, which may never end), a line after
+    100, 1,000, 10,000 … batches says how many were evaluated and that ``steps`` bounds it.
 
     Args:
       steps: the evaluation's step count; with None it runs until the data ends.
@@ -32,6 +37,7 @@ class EvalGuard(tf.train.SessionRunHook):
 
     def begin(self) -> None:
         self._batches = 0
+        self._next_report = None  # the batch count of the next progress line, if any
         self._cardinalities = []
         if self._steps is None:
             # Estimator feeds a returned Dataset through an initializable iterator (MakeIterator);
@@ -43,9 +49,12 @@ class EvalGuard(tf.train.SessionRunHook):
             ]
 
     def after_create_session(self, session, coord) -> None:
-        if not self._cardinalities:
-            return
-        if tf.data.experimental.INFINITE_CARDINALITY in session.run(self._cardinalities):
+        cardinalities = session.run(self._cardinalities) if self._cardinalities else []
+        if self._steps is None:
+            # Without a Dataset (queues, a one-shot iterator) the length is unknown too.
+            known = cardinalities and min(cardinalities) >= 0
+            self._next_report = None if known else _FIRST_REPORT
+        if tf.data.experimental.INFINITE_CARDINALITY in cardinalities:
             steps, data = self._steps_arg, self._input_arg
             raise ValueError(
                 f"`{data}` repeats forever (its Dataset has infinite cardinality, e.g. "
@@ -57,6 +66,17 @@ class EvalGuard(tf.train.SessionRunHook):
 
     def after_run(self, run_context, run_values) -> None:
         self._batches += 1
+        if self._batches == self._next_report:
+            self._next_report *= 10  # a long honest pass says it rarely
+            tf.logging.warning(
+                "Evaluation: %d batches so far, and `%s` has not ended yet (its length is "
+                "unknown, e.g. a generator): with `%s=None` the evaluation runs until the input "
+                "ends. Pass `%s=N` to bound it to N batches.",
+                self._batches,
+                self._input_arg,
+                self._steps_arg,
+                self._steps_arg,
+            )
 
     def end(self, session) -> None:
         if self._batches == 0:

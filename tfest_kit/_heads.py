@@ -6,8 +6,9 @@ public builders in :mod:`tfest_kit.model_fn` check their arguments and bind thes
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Callable
 
 from tfest_kit import metrics as _metrics
@@ -18,6 +19,7 @@ __all__ = [
     "REGRESSOR_METRICS",
     "check_metric_names",
     "classifier_parts",
+    "label_errors",
     "regressor_parts",
 ]
 
@@ -36,6 +38,36 @@ _SCORE_NAMES = {
 CLASSIFIER_METRICS = ("accuracy", "auc", *_SCORE_NAMES, "recall_at_<k>")
 REGRESSOR_METRICS = ("mse", "mae", "rmse")
 _RECALL_AT = re.compile(r"^recall_at_(\d+)$")
+# The classifier's label check (`labels_fn` below) failing, as TensorFlow reports it.
+_LABELS_ASSERTION = re.compile(
+    r"assertion failed: \[(`labels` must be class ids[^\]]*)\] \[(-?\d+)\] \[to\] \[(-?\d+)\]"
+)
+
+
+@contextlib.contextmanager
+def label_errors() -> Iterator[None]:
+    """Re-raises the classifier's failed label check as a short ``ValueError``.
+
+    TensorFlow reports it as ``InvalidArgumentError: Graph execution error`` with the op's
+    creation stack, about forty lines around the one that matters. Only the label check is
+    translated; every other error passes unchanged, and the check costs nothing until it fails.
+
+    Example:
+
+        with label_errors():
+            est.train(input_fn, max_steps=100)
+    """
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as e:
+        match = _LABELS_ASSERTION.search(str(e.message))
+        if match is None:
+            raise
+        text, low, high = match.groups()
+        raise ValueError(
+            f"{text} {low} to {high}. Map the labels to class ids 0…num_classes-1 in the "
+            "input_fn (or raise num_classes)."
+        ) from None
 
 
 def _shape(tensor) -> str:

@@ -14,7 +14,13 @@ from typing import Any, Union
 
 from tfest_kit._checks import did_you_mean, is_int_at_least
 
-__all__ = ["CLUSTER_TASK_TYPES", "TASK_TYPES", "is_chief_task", "validate_tf_config"]
+__all__ = [
+    "CLUSTER_TASK_TYPES",
+    "TASK_TYPES",
+    "check_tf_config_json",
+    "is_chief_task",
+    "validate_tf_config",
+]
 
 # Jobs that may appear in "cluster" (``master`` is TF1's name for the chief).
 CLUSTER_TASK_TYPES = ("chief", "master", "worker", "ps")
@@ -55,7 +61,8 @@ def _parse(tf_config: Union[str, Mapping[str, Any], None]) -> dict:
             raise ValueError(
                 f"TF_CONFIG is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}, "
                 f"near {tf_config[start : e.pos + 20]!r}. Expected a JSON object such as "
-                '{"cluster": {"chief": ["host:2222"]}, "task": {"type": "chief", "index": 0}}. '
+                '{"cluster": {"chief": ["host:2222"]}, "task": {"type": "chief", "index": 0}}; '
+                "fix the TF_CONFIG environment variable, or unset it for one process. "
                 f"Got: {_shown(tf_config)}"
             ) from e
     elif isinstance(tf_config, Mapping):
@@ -207,6 +214,26 @@ def _check_task(task: Any, cluster: Mapping) -> dict:
             f"0..{len(cluster[task_type]) - 1}. Got: task = {_shown(dict(task))}"
         )
     return {**task, "index": index}
+
+
+def check_tf_config_json() -> None:
+    """Raises a ``ValueError`` naming ``TF_CONFIG`` when the variable is not a JSON object.
+
+    ``RunConfig()`` parses the variable with ``json.loads`` and lets a bare
+    ``JSONDecodeError`` ("Expecting value: line 1 column 1") through, which never says where
+    the text came from. Only the JSON is checked here, as RunConfig reads it; the cluster is
+    :func:`validate_tf_config`'s.
+
+    Raises:
+      ValueError: with the JSON error, its position and the text, e.g. ``TF_CONFIG is not
+        valid JSON: Expecting ',' delimiter at line 1 column 9…``.
+
+    Example:
+
+        check_tf_config_json()
+        config = tf.estimator.RunConfig()
+    """
+    _parse(None)
 
 
 def validate_tf_config(

@@ -41,10 +41,12 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from tfest_kit import _keras_metrics, _keras_warm_start, _warm_start, logs
+from tfest_kit import _keras_metrics, _keras_warm_start, _model_dir, _warm_start, logs
 from tfest_kit._errors import TfestKitError
+from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import tf, tf2
+from tfest_kit._tf_config import check_tf_config_json
 
 __all__ = ["to_estimator", "check_keras_version"]
 
@@ -204,6 +206,7 @@ def to_estimator(
             'over). Got: checkpoint_format="checkpoint". Pass checkpoint_format="saver", or '
             "build the model with keras.Input and the functional API to keep its weights."
         )
+    check_tf_config_json()  # the converter's RunConfig() would raise a bare JSONDecodeError
     if model_dir is None and (config is None or config.model_dir is None):
         model_dir = tempfile.mkdtemp(prefix="tfest_kit_keras_")
         tf.logging.info("to_estimator: using temporary model_dir %s", model_dir)
@@ -244,7 +247,42 @@ def to_estimator(
         )
     if checkpoint_format == "checkpoint":
         _skip_training_already_done(est)
+    _guard(est)
     return est
+
+
+def _guard(est) -> None:
+    """``est.train`` in ``_model_dir.training`` (one writer, an intact checkpoint); an EvalGuard.
+
+    ``est.evaluate`` gets the ``EvalGuard`` TPUEstimator.evaluate adds: no endless read of a
+    ``repeat()``ed input, and a line now and then while an input of unknown length goes on.
+    """
+    official_train = est.train
+
+    @functools.wraps(official_train)
+    def train(input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        with _model_dir.training(est) as counter:
+            return official_train(
+                input_fn,
+                hooks=[*(hooks or ()), counter],
+                steps=steps,
+                max_steps=max_steps,
+                saving_listeners=saving_listeners,
+            )
+
+    est.train = train
+    official_evaluate = est.evaluate
+
+    @functools.wraps(official_evaluate)
+    def evaluate(input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+        hooks = list(hooks or ())
+        if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
+            hooks.append(EvalGuard(steps, "steps", "input_fn"))
+        return official_evaluate(
+            input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
+        )
+
+    est.evaluate = evaluate
 
 
 def _skip_training_already_done(est) -> None:

@@ -26,19 +26,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import json
 import os
 import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
+from tfest_kit import _model_dir
 from tfest_kit._checks import check_int
 from tfest_kit._eval_guard import EvalGuard
+from tfest_kit._heads import label_errors
 from tfest_kit._progress import LossLoggingHook, ProgressHook
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._run_config import session_config
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
+from tfest_kit._tf_config import check_tf_config_json
 from tfest_kit._tpu_detect import (
     CrossShardOptimizer,
     NoTPUClusterResolver,
@@ -68,9 +70,29 @@ __all__ = [
 ]
 
 TPUEstimatorSpec = tf_estimator.tpu.TPUEstimatorSpec
-RunConfig = tf_estimator.tpu.RunConfig
 TPUConfig = tf_estimator.tpu.TPUConfig
 InputPipelineConfig = tf_estimator.tpu.InputPipelineConfig
+
+
+class RunConfig(tf_estimator.tpu.RunConfig):
+    """The official ``tf.compat.v1.estimator.tpu.RunConfig``, naming a malformed ``TF_CONFIG``.
+
+    The official class parses the ``TF_CONFIG`` environment variable and lets a bare
+    ``JSONDecodeError`` through; here the ``ValueError`` names the variable and the JSON error.
+    Everything else is the official class (a subclass, accepted wherever it is).
+
+    Raises:
+      ValueError: when ``TF_CONFIG`` is set but not a JSON object.
+
+    Example:
+
+        config = tpu.RunConfig(model_dir="/tmp/run", save_checkpoints_steps=100)
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        check_tf_config_json()
+        super().__init__(*args, **kwargs)
+
 
 # The official TPUEstimator reserves these params keys ('use_tpu' is set but not reserved,
 # for compatibility with model_fns that read it).
@@ -140,14 +162,8 @@ def _wants_official(use_tpu, config) -> bool:
 
 
 def _default_run_config():
-    """``RunConfig()``, with a clear error for a TF_CONFIG that is not JSON."""
-    try:
-        return RunConfig()
-    except json.JSONDecodeError as e:  # RunConfig parses $TF_CONFIG without saying so
-        raise ValueError(
-            f"TF_CONFIG is not valid JSON: {e}. Fix or unset the TF_CONFIG environment "
-            f"variable. Got: {os.environ.get('TF_CONFIG', '')[:300]!r}"
-        ) from e
+    """``RunConfig()`` (a TF_CONFIG that is not JSON is named by RunConfig below)."""
+    return RunConfig()
 
 
 # Every argument a plain RunConfig takes (the rest, master and cluster, both read from
@@ -182,7 +198,8 @@ def _official_config(config):
     """
     if config is None:
         return _default_run_config()
-    if isinstance(config, RunConfig) or not isinstance(config, tf_estimator.RunConfig):
+    official = tf_estimator.tpu.RunConfig
+    if isinstance(config, official) or not isinstance(config, tf_estimator.RunConfig):
         return config
     # RunConfig keeps each replaceable `name` as `_name` (what its replace() relies on); not
     # every one has a public property.
@@ -701,6 +718,30 @@ class TPUEstimator(tf_estimator.Estimator):
                 input_fn, mode=mode, params=params, config=self.config, input_context=input_context
             )
 
+    def train(
+        self,
+        input_fn: Callable,
+        hooks: Optional[list] = None,
+        steps: Optional[int] = None,
+        max_steps: Optional[int] = None,
+        saving_listeners: Optional[list] = None,
+    ) -> TPUEstimator:
+        """As ``Estimator.train``, guarding model_dir (see ``tfest_kit._model_dir.training``).
+
+        Raises:
+          TfestKitError: another process trains into model_dir (``ModelDirLockedError``);
+            model_dir holds checkpoint files but none is intact; the disk filled up.
+          NanLossError: the loss became NaN (naming the step and a finite checkpoint).
+        """
+        with _model_dir.training(self) as counter:
+            return super().train(
+                input_fn,
+                hooks=[*(hooks or ()), counter],
+                steps=steps,
+                max_steps=max_steps,
+                saving_listeners=saving_listeners,
+            )
+
     def evaluate(
         self,
         input_fn: Callable,
@@ -732,9 +773,10 @@ class TPUEstimator(tf_estimator.Estimator):
         if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
             hooks.append(EvalGuard(steps, "steps", "input_fn"))
         try:
-            return super().evaluate(
-                input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
-            )
+            with label_errors():
+                return super().evaluate(
+                    input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
+                )
         finally:
             self._eval_name = None
 

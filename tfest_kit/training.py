@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from tfest_kit import _model_dir
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._eval_guard import EvalGuard
@@ -400,6 +401,12 @@ def train_and_evaluate(
     later run would make its final export. (On a cluster the evaluator task evaluates every
     checkpoint whatever the chief received.)
 
+    Before training, the chief (or the only process) takes model_dir's writer lock and
+    resumes from the newest intact checkpoint where the ``checkpoint`` state file is unreadable
+    or names a damaged one, with one warning (see docs/model_dir.md). With
+    ``eval_steps=None`` and an eval input of unknown length (a generator), a warning after
+    100, 1,000, … batches says the input has not ended yet.
+
     Caveat: in a distributed run only the evaluator computes metrics; the official call
     returns ``None`` on every task. Here the chief, workers and the evaluator then return the
     newest metrics found in the eval directory (possibly from an earlier checkpoint than the
@@ -447,7 +454,11 @@ def train_and_evaluate(
         hook object in both ``hooks`` and ``eval_hooks``.
       TfestKitError: on a cluster task whose gRPC server cannot start (its port in
         ``TF_CONFIG`` in use, or a host that is not this machine); the message names the task
-        and its address.
+        and its address. Also when another process trains into ``model_dir``, when it holds
+        checkpoint files of which none is intact, or when the disk fills during a save (see
+        docs/model_dir.md).
+      NanLossError: the loss became NaN (``tfest_kit.hooks.NanLossError``), naming the step
+        and the newest checkpoint with finite weights.
 
     Example:
 
@@ -483,13 +494,47 @@ def train_and_evaluate(
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
 
+    with _model_dir.training(estimator) as step_counter:
+        return _train_and_evaluate(
+            estimator,
+            train_input_fn,
+            eval_input_fn,
+            max_steps,
+            eval_steps,
+            train_hooks,
+            evaluation_hooks,
+            exporter_list,
+            step_counter,
+            start_delay_secs,
+            throttle_secs,
+            eval_name,
+        )
+
+
+def _train_and_evaluate(
+    estimator,
+    train_input_fn,
+    eval_input_fn,
+    max_steps,
+    eval_steps,
+    train_hooks,
+    evaluation_hooks,
+    exporter_list,
+    step_counter,
+    start_delay_secs,
+    throttle_secs,
+    eval_name,
+) -> dict:
+    """train_and_evaluate once its arguments are checked and model_dir is ready to train into."""
     evaluation_hooks += [
         EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
         _StopEvalOnPreemption(train_hooks, estimator.model_dir, max_steps),
     ]
     start_step = saved_step(estimator.model_dir)
 
-    train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
+    train_spec = tf_estimator.TrainSpec(
+        train_input_fn, max_steps=max_steps, hooks=[*train_hooks, step_counter]
+    )
     eval_spec = tf_estimator.EvalSpec(
         eval_input_fn,
         steps=eval_steps,

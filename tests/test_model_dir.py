@@ -1,0 +1,330 @@
+"""tfest_kit._model_dir: resume from an intact checkpoint, one writer per model_dir, our errors."""
+
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, captured_tf_log
+from tfest_kit import _model_dir, tpu
+from tfest_kit._errors import TfestKitError
+from tfest_kit._guards import NanLossError
+from tfest_kit._tf import estimator, tf, tf2
+
+
+class _StartStep(tf.train.SessionRunHook):
+    """Records the global step a training session starts from."""
+
+    def begin(self):
+        self._global_step = tf.train.get_global_step()
+
+    def after_create_session(self, session, coord):
+        self.start = int(session.run(self._global_step))
+
+
+def _model_fn(features, labels, mode, params):
+    out = tf.layers.dense(features["x"], 1, name="out")
+    loss = tf.losses.mean_squared_error(labels, out)
+    step = tf.train.get_global_step()
+    train_op = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=step)
+    return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _input_fn(params):
+    x = np.ones((16, 2), "float32")
+    y = np.ones((16, 1), "float32")
+    return tf2.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(params["batch_size"])
+
+
+def _estimator(model_dir, model_fn=_model_fn, save_steps=10):
+    config = tpu.RunConfig(
+        model_dir=model_dir, save_checkpoints_steps=save_steps, log_step_count_steps=None
+    )
+    return tpu.TPUEstimator(
+        model_fn, config=config, use_tpu=False, train_batch_size=4, eval_batch_size=4
+    )
+
+
+@pytest.fixture(scope="module")
+def trained_dir(tmp_path_factory):
+    """A model_dir trained to step 30, with checkpoints at 0, 10, 20 and 30."""
+    model_dir = str(tmp_path_factory.mktemp("trained") / "model")
+    _estimator(model_dir).train(_input_fn, max_steps=30)
+    return model_dir
+
+
+@pytest.fixture
+def copy_dir(trained_dir, tmp_path):
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(trained_dir, model_dir)
+    return model_dir
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _truncate(path):
+    os.truncate(path, os.path.getsize(path) // 2)
+
+
+def _damage(model_dir, how):
+    prefix = os.path.join(model_dir, "model.ckpt-30")
+    if how == "truncated .data":
+        _truncate(glob.glob(prefix + ".data-*")[0])
+    elif how == "garbage .index":
+        with open(prefix + ".index", "wb") as f:
+            f.write(b"not an sstable at all" * 4)
+    elif how == "deleted files":
+        for path in glob.glob(prefix + ".*"):
+            os.remove(path)
+
+
+def _state(model_dir):
+    return os.path.basename(tf.train.get_checkpoint_state(model_dir).model_checkpoint_path)
+
+
+def _listed(model_dir):
+    state = tf.train.get_checkpoint_state(model_dir)
+    return [os.path.basename(p) for p in state.all_model_checkpoint_paths]
+
+
+def _warnings(lines):
+    return [line for line in lines if "model_dir" in line and "Resuming" in line]
+
+
+@pytest.mark.parametrize("content", ["garbage {{{", "", None], ids=["garbled", "empty", "missing"])
+def test_bad_state_file_resumes_from_the_newest_checkpoint(copy_dir, content):
+    state = os.path.join(copy_dir, "checkpoint")
+    if content is None:
+        os.remove(state)
+    else:
+        with open(state, "w") as f:
+            f.write(content)
+    with captured_tf_log(logging.WARNING) as lines:
+        assert _model_dir.recover_checkpoint_state(copy_dir).endswith("model.ckpt-30")
+    assert len(_warnings(lines)) == 1, lines
+    assert "`checkpoint` state file" in _warnings(lines)[0]
+    assert "model.ckpt-30" in _warnings(lines)[0]
+    assert _state(copy_dir) == "model.ckpt-30"
+    assert not [line for line in lines if "Checkpoint ignored" in line], lines
+    # Only the one chosen is listed: the saver's keep_checkpoint_max clean-up deletes listed
+    # checkpoints, and the older ones were never listed by a readable state file.
+    assert _listed(copy_dir) == ["model.ckpt-30"]
+
+
+@pytest.mark.parametrize("how", ["truncated .data", "garbage .index", "deleted files"])
+def test_damaged_newest_checkpoint_resumes_from_the_one_before(copy_dir, how):
+    _damage(copy_dir, how)
+    with captured_tf_log(logging.WARNING) as lines:
+        assert _model_dir.recover_checkpoint_state(copy_dir).endswith("model.ckpt-20")
+    (warning,) = _warnings(lines)
+    assert "model.ckpt-30" in warning and "model.ckpt-20" in warning, warning
+    assert "damaged" in warning
+    assert _state(copy_dir) == "model.ckpt-20"
+    assert _listed(copy_dir) == ["model.ckpt-0", "model.ckpt-10", "model.ckpt-20"]
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(copy_dir))
+    assert reader.get_tensor("global_step") == 20
+
+
+def test_checkpoint_damage_tells_what_is_wrong(copy_dir):
+    prefix = os.path.join(copy_dir, "model.ckpt-30")
+    assert _model_dir.checkpoint_damage(prefix) is None
+    _truncate(glob.glob(prefix + ".data-*")[0])
+    assert "truncated" in _model_dir.checkpoint_damage(prefix)
+    os.remove(glob.glob(prefix + ".data-*")[0])
+    assert "missing" in _model_dir.checkpoint_damage(prefix)
+    os.remove(prefix + ".index")
+    assert ".index" in _model_dir.checkpoint_damage(prefix)
+
+
+def test_intact_state_is_left_alone(copy_dir):
+    state = os.path.join(copy_dir, "checkpoint")
+    before = os.stat(state).st_mtime_ns
+    with captured_tf_log(logging.WARNING) as lines:
+        assert _model_dir.recover_checkpoint_state(copy_dir).endswith("model.ckpt-30")
+    assert lines == []
+    assert os.stat(state).st_mtime_ns == before
+
+
+def test_no_intact_checkpoint_is_an_error_naming_files_and_the_fresh_start(copy_dir):
+    for index in glob.glob(os.path.join(copy_dir, "*.index")):
+        with open(index, "wb") as f:
+            f.write(b"x")
+    est = _estimator(copy_dir)
+    with pytest.raises(TfestKitError, match=r"no intact checkpoint") as raised:
+        est.train(_input_fn, max_steps=40)
+    message = str(raised.value)
+    assert "model.ckpt-30.index" in message and "delete" in message, message
+    assert "another model_dir" in message
+    # Nothing was trained over the old files.
+    assert sorted(glob.glob(os.path.join(copy_dir, "model.ckpt-*.index")))[-1].endswith("30.index")
+
+
+def test_tpu_estimator_resumes_after_a_truncated_checkpoint(copy_dir):
+    _damage(copy_dir, "truncated .data")
+    start = _StartStep()
+    with captured_tf_log(logging.WARNING) as lines:
+        _estimator(copy_dir).train(_input_fn, max_steps=40, hooks=[start])
+    assert start.start == 20
+    assert len(_warnings(lines)) == 1, lines
+    assert _model_dir.checkpoint_damage(tf.train.latest_checkpoint(copy_dir)) is None
+    assert tf.train.load_checkpoint(copy_dir).get_tensor("global_step") == 40
+
+
+def test_train_and_evaluate_resumes_a_plain_estimator_after_a_garbled_state(copy_dir):
+    import tfest_kit
+
+    with open(os.path.join(copy_dir, "checkpoint"), "w") as f:
+        f.write("model_checkpoint_path: ")  # a write cut short
+
+    def model_fn(features, labels, mode):
+        spec = _model_fn(features, labels, mode, {})
+        return estimator.EstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op)
+
+    def input_fn():
+        return _input_fn({"batch_size": 4})
+
+    def eval_input_fn():
+        return _input_fn({"batch_size": 4}).take(2)
+
+    config = estimator.RunConfig(model_dir=copy_dir, save_checkpoints_steps=10)
+    est = estimator.Estimator(model_fn, config=config)
+    start = _StartStep()
+    metrics = tfest_kit.train_and_evaluate(
+        est, input_fn, eval_input_fn, max_steps=35, hooks=[start], throttle_secs=0
+    )
+    assert start.start == 30
+    assert metrics["global_step"] == 35
+
+
+def test_writer_lock_is_skipped_for_object_stores(tmp_path):
+    with _model_dir.writer_lock("gs://no-such-bucket/model"):
+        pass
+    # Nested in one process: allowed; the file is emptied at the end.
+    with _model_dir.writer_lock(str(tmp_path)), _model_dir.writer_lock(str(tmp_path)):
+        assert json.loads(_read(tmp_path / _model_dir.LOCK_FILE))["pid"] == os.getpid()
+    assert _read(tmp_path / _model_dir.LOCK_FILE) == ""
+
+
+def test_second_writer_stops_and_a_dead_writers_lock_is_taken_over(tmp_path):
+    model_dir = str(tmp_path / "model")
+    stop_file = str(tmp_path / "STOP")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "programs" / "hold_model_dir.py"),
+            f"--model_dir={model_dir}",
+            f"--stop_file={stop_file}",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("TRAINING"):
+                break
+        assert lines and lines[-1].startswith("TRAINING"), "".join(lines)
+        holder = json.loads(_read(os.path.join(model_dir, _model_dir.LOCK_FILE)))
+        assert holder["pid"] == proc.pid
+
+        est = _estimator(model_dir)
+        started = time.monotonic()
+        with pytest.raises(_model_dir.ModelDirLockedError, match=f"pid {proc.pid}") as raised:
+            est.train(_input_fn, max_steps=5)
+        assert time.monotonic() - started < 5  # at once, not after a wait
+        assert "another model_dir" in str(raised.value) and "since" in str(raised.value)
+        assert raised.value.holder["pid"] == proc.pid
+
+        proc.send_signal(signal.SIGKILL)  # dies holding it: the file still names it
+        proc.wait(30)
+        with captured_tf_log(logging.WARNING) as log:
+            est.train(_input_fn, max_steps=5)  # not at step 5 yet: trains
+        taken = [line for line in log if "taking over the lock" in line]
+        assert len(taken) == 1 and f"pid {proc.pid}" in taken[0], log
+        assert "no longer running" in taken[0]
+        assert _read(os.path.join(model_dir, _model_dir.LOCK_FILE)) == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+
+
+def test_nan_loss_names_the_step_and_the_newest_finite_checkpoint(tmp_path):
+    def input_fn(params):
+        # Example 15 (one per step) is NaN: the run that starts at global step 15 fails.
+        x = tf2.data.Dataset.range(1000).map(
+            lambda i: tf.where(tf.equal(i, 15), np.nan, 1.0) * tf.ones([2])
+        )
+        y = tf2.data.Dataset.from_tensors(tf.ones([1])).repeat()
+        return tf2.data.Dataset.zip(({"x": x}, y)).batch(1)
+
+    model_dir = str(tmp_path / "model")
+    # Saves at 0, 8, 16: the run from step 15 saves its NaN weights at 16, then fails.
+    est = _estimator(model_dir, save_steps=8)
+    with pytest.raises(NanLossError, match=r"global step 15") as raised:
+        est.train(input_fn, max_steps=100)
+    message = str(raised.value)
+    assert raised.value.step == 15
+    assert "model.ckpt-8" in message and "model.ckpt-16" in message, message
+    assert "update_checkpoint_state" in message
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs, or a skip where mounting is not allowed (not root, no CAP_SYS_ADMIN)."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_disk_full_while_saving_names_the_directory_and_the_intact_checkpoint(small_disk):
+    def model_fn(features, labels, mode, params):
+        # 1.2 MB of weights: the fourth checkpoint does not fit on the 4 MiB disk.
+        big = tf.get_variable("big", [300000], initializer=tf.zeros_initializer())
+        return _model_fn({"x": features["x"] + tf.reduce_mean(big)}, labels, mode, params)
+
+    model_dir = str(small_disk / "model")
+    with pytest.raises(TfestKitError, match="No space left on device") as raised:
+        _estimator(model_dir, model_fn=model_fn).train(_input_fn, max_steps=1000)
+    latest = tf.train.latest_checkpoint(model_dir)
+    message = str(raised.value)
+    assert model_dir in message and f"{os.path.basename(latest)}, is intact" in message, message
+    assert _model_dir.checkpoint_damage(latest) is None
+    reader = tf.train.load_checkpoint(latest)
+    for name in reader.get_variable_to_shape_map():
+        reader.get_tensor(name)
+    assert reader.get_tensor("global_step") >= 10
+
+
+def test_read_only_model_dir_is_named_before_anything_is_built(small_disk):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    model_dir = str(small_disk / "model")
+    with pytest.raises(TfestKitError, match="Cannot write into model_dir.*Read-only file system"):
+        _estimator(model_dir).train(_input_fn, max_steps=5)

@@ -1,0 +1,520 @@
+"""A model_dir before and while training: its checkpoints, and one writer at a time.
+
+:func:`training` is what tfest_kit's estimators and ``train_and_evaluate`` wrap a training
+call in. On the process that writes checkpoints (the chief, or the only process) it
+
+* holds ``model_dir/.tfest_kit.lock`` (an advisory ``flock``) so that a second training into
+  the same model_dir stops at once instead of overwriting the first one's checkpoints;
+* makes the ``checkpoint`` state file name an intact checkpoint: TensorFlow ignores a
+  garbled or empty state file, or one naming deleted files, and trains from step 0 over the
+  existing ``model.ckpt-N`` files; a truncated or garbled newest checkpoint stops resume with
+  a raw ``DataLossError``. The newest intact checkpoint is found from the files instead, one
+  warning says which, and the state file is rewritten (atomically, by the official
+  ``tf.train.update_checkpoint_state``). Where checkpoint files exist but none is intact,
+  training does not start: deleting those files (or another model_dir) is the explicit
+  choice to start afresh.
+
+and on every process it turns Estimator's bare "NaN loss during training." and a full disk
+during a checkpoint save into messages naming the step, the directory and the checkpoint to
+resume from (and the model_fn builders' failed label check into a short ValueError).
+
+The lock protects local and NFS-like file systems, where ``flock`` works; on object stores
+(``gs://``, ``s3://`` …) there is no lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import json
+import logging
+import os
+import re
+import socket
+from collections.abc import Iterator
+from typing import Optional
+
+import numpy as np
+
+from tfest_kit._errors import TfestKitError
+from tfest_kit._tf import tf
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock
+    fcntl = None
+
+__all__ = [
+    "LOCK_FILE",
+    "ModelDirLockedError",
+    "checkpoint_damage",
+    "recover_checkpoint_state",
+    "training",
+    "writer_lock",
+]
+
+LOCK_FILE = ".tfest_kit.lock"
+_STEP = re.compile(r"-(\d+)$")
+_DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
+# NanGuardHook sets aside the checkpoints of diverged weights under this prefix.
+_SET_ASIDE = "diverged-"
+# Tensors whose bytes in the data file neither the index nor a cheap read tell.
+_UNSIZED = {tf.variant, tf.resource}
+
+
+class ModelDirLockedError(TfestKitError):
+    """Another process is training into the same model_dir.
+
+    Attributes:
+      holder: what that process wrote into the lock file (``host``, ``pid``, ``since``).
+    """
+
+    def __init__(self, message: str, holder: dict) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+def _step(prefix: str) -> Optional[int]:
+    match = _STEP.search(prefix)
+    return int(match.group(1)) if match else None
+
+
+def checkpoint_damage(prefix: str) -> Optional[str]:
+    """Why the checkpoint ``prefix`` cannot be restored, or None when it looks intact.
+
+    Cheap enough for every ``train()``: it reads the ``.index`` (the table of every tensor's
+    dtype and shape), the string tensors (an object-based checkpoint's object graph, a few
+    KB; TF1 checkpoints have none), and the sizes of the data shards, but not the numeric
+    tensors. A garbled index, a missing shard and data files shorter than the tensors the
+    index lists are found; a truncation by less than a string tensor's few bytes of length
+    prefix and checksum is not.
+
+    Args:
+      prefix: a checkpoint path such as ``model_dir/model.ckpt-100``.
+
+    Returns:
+      None, or a short reason such as ``"its .index file is missing"``.
+
+    Example:
+
+        checkpoint_damage(tf.train.latest_checkpoint(model_dir))  # None
+    """
+    if not tf.io.gfile.exists(prefix + ".index"):
+        return "its .index file is missing"
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        shapes = reader.get_variable_to_shape_map()
+        dtypes = reader.get_variable_to_dtype_map()
+    except (tf.errors.OpError, ValueError) as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return f"its .index file is unreadable ({first_line})"
+    directory, base = os.path.split(prefix)
+    shards = {}
+    for name in tf.io.gfile.listdir(directory or "."):
+        match = _DATA.match(name)
+        if match and match.group(1) == base:
+            shards[int(match.group(2))] = (int(match.group(3)), os.path.join(directory, name))
+    expected = 0  # the fewest bytes the data shards hold together
+    for name, shape in shapes.items():
+        dtype = dtypes[name]
+        if dtype == tf.string:
+            try:
+                expected += sum(len(value) for value in np.asarray(reader.get_tensor(name)).flat)
+            except (tf.errors.OpError, IndexError, ValueError) as e:  # "Read less bytes …"
+                return f"its data is truncated or garbled ({name}: {e})"
+        elif dtype not in _UNSIZED:
+            expected += int(np.prod(shape, dtype=np.int64)) * dtype.size
+    if not shards:
+        return "its .data file is missing" if expected else None
+    count = max(total for total, _ in shards.values())
+    missing = [i for i in range(count) if i not in shards]
+    if missing:
+        return f"its data shard {missing[0]} of {count} is missing"
+    try:
+        size = sum(tf.io.gfile.stat(path).length for _, path in shards.values())
+    except tf.errors.NotFoundError:  # deleted since the listing (keep_checkpoint_max)
+        return "its data file is missing"
+    if size < expected:
+        return f"its data is truncated ({size} bytes, the index needs at least {expected})"
+    return None
+
+
+def _read_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]]:
+    """The ``checkpoint`` state file: the latest checkpoint, all listed, why there is none."""
+    from tfest_kit import logs
+
+    try:
+        # TensorFlow logs a garbled file as two warnings and "Checkpoint ignored"; ours says it.
+        with logs.quieted(logging.ERROR):
+            state = tf.train.get_checkpoint_state(model_dir)
+    except (ValueError, tf.errors.OpError) as e:  # an empty file: "Invalid checkpoint state"
+        return None, [], f"the `checkpoint` state file is unreadable ({e})"
+    if state is None:
+        if tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
+            return None, [], "the `checkpoint` state file is unreadable (not a CheckpointState)"
+        return None, [], "there is no `checkpoint` state file"
+    # (get_checkpoint_state has joined relative entries onto model_dir.)
+    listed = [os.path.normpath(p) for p in state.all_model_checkpoint_paths]
+    return os.path.normpath(state.model_checkpoint_path), listed, None
+
+
+def _checkpoints_on_disk(model_dir: str) -> list[str]:
+    """The checkpoint prefixes with a step in ``model_dir``, newest first (one listing)."""
+    try:
+        names = tf.io.gfile.listdir(model_dir)
+    except tf.errors.NotFoundError:
+        return []
+    prefixes = set()
+    for name in names:
+        match = _DATA.match(name)
+        prefix = match.group(1) if match else name[: -len(".index")]
+        listed = match or name.endswith(".index")
+        if listed and not prefix.startswith(_SET_ASIDE) and _step(prefix) is not None:
+            prefixes.add(os.path.join(model_dir, prefix))
+    return sorted(prefixes, key=lambda p: (_step(p), p), reverse=True)
+
+
+def recover_checkpoint_state(model_dir: str) -> Optional[str]:
+    """Makes the ``checkpoint`` state file name an intact checkpoint; returns the one to resume.
+
+    The fast path (a readable state file naming an intact checkpoint) reads the state file
+    and that checkpoint's index. Otherwise the newest intact ``*-<step>`` checkpoint in
+    ``model_dir`` is chosen, one warning names it and the damaged ones, and the state file is
+    rewritten (atomically, by ``tf.train.update_checkpoint_state``) with it as the latest,
+    listing besides it only the intact checkpoints the old state file listed: the saver's
+    ``keep_checkpoint_max`` clean-up deletes listed ones. Damaged files stay where they are
+    (training overwrites a checkpoint of the same step when it reaches it).
+
+    Args:
+      model_dir: the Estimator's model_dir.
+
+    Returns:
+      The checkpoint training resumes from, or None when there is none (a fresh start).
+
+    Raises:
+      TfestKitError: when ``model_dir`` holds checkpoint files but none is intact; the message
+        lists them and says how to start afresh.
+
+    Example:
+
+        recover_checkpoint_state("/tmp/run")  # "/tmp/run/model.ckpt-60", after a warning
+    """
+    named, listed_before, state_problem = _read_state(model_dir)
+    if named is not None:
+        damage = checkpoint_damage(named)
+        if damage is None:
+            return named
+        state_problem = (
+            f"the `checkpoint` state file names {os.path.basename(named)}, which is damaged"
+        )
+    on_disk = _checkpoints_on_disk(model_dir)
+    if not on_disk:
+        if named is not None:
+            # Nothing is left to resume or to overwrite; TensorFlow starts from step 0.
+            tf.logging.warning(
+                "model_dir %s: %s, and there are no other checkpoint files: training starts "
+                "from step 0.",
+                model_dir,
+                state_problem,
+            )
+        return None
+    damaged = {prefix: checkpoint_damage(prefix) for prefix in on_disk}
+    intact = [prefix for prefix in on_disk if damaged[prefix] is None]
+    damaged_text = "; ".join(
+        f"{os.path.basename(p)}: {why}" for p, why in damaged.items() if why is not None
+    )
+    if not intact:
+        files = sorted(
+            name
+            for name in tf.io.gfile.listdir(model_dir)
+            if any(name.startswith(os.path.basename(p) + ".") for p in on_disk)
+        )
+        raise TfestKitError(
+            f"model_dir {model_dir} holds checkpoint files but no intact checkpoint "
+            f"({damaged_text}), so training cannot resume, and starting from step 0 would "
+            "overwrite them. To start afresh, delete (or move away) these files, or train into "
+            f"another model_dir: {', '.join(files)}. To resume, restore a checkpoint's files "
+            "from a copy."
+        )
+    chosen = intact[0]
+    # Only what the state file listed before stays listed: the saver deletes the oldest listed
+    # checkpoints beyond keep_checkpoint_max, and must not take ones it never listed.
+    kept = [p for p in reversed(intact[1:]) if os.path.normpath(p) in listed_before]
+    tf.train.update_checkpoint_state(
+        model_dir,
+        os.path.basename(chosen),
+        all_model_checkpoint_paths=[os.path.basename(p) for p in [*kept, chosen]],
+    )
+    tf.logging.warning(
+        "model_dir %s: %s. Resuming from %s (step %d), the newest intact checkpoint, which "
+        "the `checkpoint` state file now names%s.",
+        model_dir,
+        state_problem,
+        os.path.basename(chosen),
+        _step(chosen),
+        # Left in place: training overwrites them when it reaches their step.
+        f". Damaged: {damaged_text}" if damaged_text else "",
+    )
+    return chosen
+
+
+# model_dir (real path) -> [open lock file descriptor, depth of nested holds in this process]
+_held: dict[str, list] = {}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _holder(fd: int) -> dict:
+    try:
+        text = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+        holder = json.loads(text) if text.strip() else {}
+    except (OSError, ValueError):
+        holder = {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def _describe(holder: dict) -> str:
+    if not holder:
+        return "a process that has not written its name yet"
+    return (
+        f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')} "
+        f"(training since {holder.get('since', '?')})"
+    )
+
+
+@contextlib.contextmanager
+def writer_lock(model_dir: str) -> Iterator[None]:
+    """Holds ``model_dir``'s writer lock for the ``with`` block.
+
+    The lock is an advisory ``flock`` on ``model_dir/.tfest_kit.lock``, which holds the
+    holder's host, pid and start time; it is released (and the file emptied) at the end of
+    the block, and by the operating system when the process dies. A non-empty file found
+    unlocked was left by a process that died (SIGKILL, a crash): it is taken over with a
+    warning. Nested holds in one process are allowed. Paths with a scheme (``gs://`` …) and
+    file systems without ``flock`` get no lock (the latter with a warning).
+
+    Args:
+      model_dir: the directory training writes checkpoints to (created if missing).
+
+    Raises:
+      ModelDirLockedError: another process holds the lock; the message names it.
+      TfestKitError: ``model_dir`` cannot be created or written (read-only, no permission).
+
+    Example:
+
+        with writer_lock(estimator.model_dir):
+            estimator.train(input_fn, max_steps=1000)
+    """
+    if fcntl is None or "://" in model_dir:
+        yield
+        return
+    key = os.path.realpath(model_dir)
+    if key in _held:
+        _held[key][1] += 1
+        try:
+            yield
+        finally:
+            _held[key][1] -= 1
+        return
+    path = os.path.join(model_dir, LOCK_FILE)
+    try:
+        os.makedirs(model_dir, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        # Training would fail there too, with a longer message, once the graph is built.
+        raise TfestKitError(
+            f"Cannot write into model_dir {model_dir}: {e.strerror} ({e.filename}). Training "
+            "writes its checkpoints there: pick a writable directory."
+        ) from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _holder(fd)
+        os.close(fd)
+        raise ModelDirLockedError(
+            f"Another process is training into model_dir {model_dir}: {_describe(holder)}. "
+            "Two trainings in one model_dir overwrite each other's checkpoints. Wait for it to "
+            "end, stop it, or train into another model_dir. (Its lock is "
+            f"{path}; it is released when that process ends.)",
+            holder,
+        ) from None
+    except OSError as e:
+        os.close(fd)
+        if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise
+        tf.logging.warning(
+            "model_dir %s: its file system does not support locks (%s), so a second training "
+            "into it would not be stopped.",
+            model_dir,
+            e.strerror,
+        )
+        yield
+        return
+    left = _holder(fd)
+    if left and left.get("pid") != os.getpid():
+        host, pid = left.get("host"), left.get("pid")
+        gone = (
+            "is no longer running"
+            if host == socket.gethostname() and isinstance(pid, int) and not _pid_alive(pid)
+            else "no longer holds it"
+        )
+        tf.logging.warning(
+            "model_dir %s: taking over the lock left by %s, which %s.",
+            model_dir,
+            _describe(left),
+            gone,
+        )
+    since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    mine = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": since})
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, mine.encode("utf-8"), 0)
+    _held[key] = [fd, 0]
+    try:
+        yield
+    finally:
+        del _held[key]
+        try:
+            os.ftruncate(fd, 0)  # an empty file: nobody left it behind
+        finally:
+            os.close(fd)  # releases the flock
+
+
+class _StepCounter(tf.train.SessionRunHook):
+    """Counts session runs from the restored global step: the step a failing run started at.
+
+    It fetches nothing per step, so the training loop does no extra work.
+    """
+
+    def begin(self) -> None:
+        self._global_step = tf.train.get_global_step()
+        self.step: Optional[int] = None
+
+    def after_create_session(self, session, coord) -> None:
+        if self._global_step is not None:
+            self.step = int(session.run(self._global_step)) - 1
+
+    def before_run(self, run_context) -> None:
+        if self.step is not None:
+            self.step += 1
+
+
+def _newest_finite_checkpoint(model_dir: str) -> tuple[Optional[str], Optional[str]]:
+    """(the newest checkpoint whose float tensors are all finite, the latest one)."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    for prefix in _checkpoints_on_disk(model_dir):
+        if checkpoint_damage(prefix) is not None:
+            continue
+        reader = tf.train.load_checkpoint(prefix)
+        dtypes = reader.get_variable_to_dtype_map()
+        if all(
+            np.all(np.isfinite(reader.get_tensor(name)))
+            for name, dtype in dtypes.items()
+            if dtype.is_floating
+        ):
+            return prefix, latest
+    return None, latest
+
+
+def _nan_message(model_dir: str, step: Optional[int]) -> str:
+    finite, latest = _newest_finite_checkpoint(model_dir)
+    where = f"at global step {step}" if step is not None else "during training"
+    message = (
+        f"NaN loss {where} (model_dir {model_dir}). Lower the learning rate, clip gradients or "
+        "check the input for NaN/inf values; tfest_kit.hooks.NanGuardHook() also names the "
+        "last finite loss."
+    )
+    if finite is None:
+        return message + " No checkpoint with finite weights is left to resume from."
+    message += f" The newest checkpoint with finite weights is {os.path.basename(finite)}"
+    if latest is not None and os.path.basename(latest) != os.path.basename(finite):
+        message += (
+            f"; the latest, {os.path.basename(latest)}, holds NaN/inf weights, which a resumed "
+            "run would start from: point the state file at the finite one with "
+            f"tf.compat.v1.train.update_checkpoint_state({model_dir!r}, "
+            f"{os.path.basename(finite)!r})"
+        )
+    return message + "."
+
+
+def _is_disk_full(error: BaseException) -> bool:
+    if isinstance(error, OSError):
+        return error.errno == errno.ENOSPC
+    return isinstance(error, tf.errors.OpError) and "No space left on device" in str(error)
+
+
+def _disk_full_message(model_dir: str) -> str:
+    latest = tf.train.latest_checkpoint(model_dir)
+    if latest is None:
+        kept = "There is no earlier checkpoint."
+    else:
+        damage = checkpoint_damage(latest)
+        kept = (
+            f"The previous checkpoint, {os.path.basename(latest)}, is intact: training "
+            "resumes from it once there is space."
+            if damage is None
+            else f"The previous checkpoint, {os.path.basename(latest)}, is damaged: {damage}."
+        )
+    return (
+        f"No space left on device while writing to model_dir {model_dir}; training stopped. "
+        f"{kept} Free space there (or lower RunConfig(keep_checkpoint_max=…))."
+    )
+
+
+def _writes_checkpoints(config) -> bool:
+    return bool(config.is_chief) and config.task_type not in ("evaluator", "ps")
+
+
+@contextlib.contextmanager
+def training(estimator) -> Iterator[tf.train.SessionRunHook]:
+    """Wraps one training call of ``estimator``; yields a hook to add to its training hooks.
+
+    On the process that writes checkpoints: the writer lock, then
+    :func:`recover_checkpoint_state`. On every process: a NaN loss from Estimator's own
+    ``NanTensorHook`` is raised as ``tfest_kit.hooks.NanLossError`` naming the step (counted
+    by the yielded hook) and the newest checkpoint with finite weights; a full disk as a
+    ``TfestKitError`` naming model_dir and the previous checkpoint. Nested calls (an
+    estimator's ``train()`` inside ``train_and_evaluate``) check once more and add nothing.
+
+    Args:
+      estimator: a ``tf.estimator.Estimator``.
+
+    Raises:
+      ModelDirLockedError: another process trains into the same model_dir.
+      TfestKitError: checkpoint files but no intact checkpoint; a full disk.
+      NanLossError: the loss became NaN.
+
+    Example:
+
+        with training(est) as counter:
+            est.train(input_fn, max_steps=100, hooks=[counter])
+    """
+    from tfest_kit._guards import NanLossError
+    from tfest_kit._heads import label_errors
+
+    model_dir = estimator.model_dir
+    counter = _StepCounter()
+    with contextlib.ExitStack() as stack:
+        if model_dir and _writes_checkpoints(estimator.config):
+            stack.enter_context(writer_lock(model_dir))
+            recover_checkpoint_state(model_dir)
+        try:
+            with label_errors():
+                yield counter
+        except tf.train.NanLossDuringTrainingError as e:
+            if isinstance(e, NanLossError):
+                raise
+            message = _nan_message(model_dir, getattr(counter, "step", None))
+            raise NanLossError(message, counter.step, None, None) from e
+        except (OSError, tf.errors.OpError) as e:
+            if not _is_disk_full(e) or not model_dir:
+                raise
+            raise TfestKitError(_disk_full_message(model_dir)) from e
