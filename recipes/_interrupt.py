@@ -85,16 +85,25 @@ class Run:
             own, and the evaluator would wait for a checkpoint forever.
           ValueError: for a malformed ``TF_CONFIG`` (``tfest_kit.cluster.validate_tf_config``).
         """
+        self.check_cluster(given)
+        return given or tempfile.mkdtemp(prefix=f"{self.recipe}_")
+
+    def check_cluster(self, given: Optional[str]) -> None:
+        """Reads ``TF_CONFIG``; in a cluster, requires the model directory flag (``given``).
+
+        For a recipe that makes its temporary directory later (:meth:`choose_model_dir`
+        makes it at once).
+
+        Raises:
+          UsageError, ValueError: as :meth:`choose_model_dir` does.
+        """
         self._task = cluster.validate_tf_config().get("task") or {}
-        if given:
-            return given
-        if self._task:
+        if self._task and not given:
             raise UsageError(
                 f"TF_CONFIG names task {self._task['type']}:{self._task['index']}: every task of "
                 f"a cluster needs the same --{self.dir_flag} (a shared directory or gs:// "
                 f"bucket). Got: --{self.dir_flag} unset"
             )
-        return tempfile.mkdtemp(prefix=f"{self.recipe}_")
 
     def check_and_record(
         self,
@@ -112,6 +121,14 @@ class Run:
             it in one line.
         """
         previous_run.check(model_dir, self.recipe, recorded, checkpoint_dirs, self.dir_flag)
+        self.record(model_dir, recorded)
+
+    def record(self, model_dir: str, recorded: Mapping[str, object]) -> None:
+        """Records the flags (the chief only; the other tasks create ``model_dir`` if needed).
+
+        Raises:
+          PreviousRunError: when ``model_dir`` cannot be created or written to.
+        """
         if self.is_chief:
             previous_run.record(model_dir, self.recipe, recorded)
         else:
