@@ -37,6 +37,7 @@ from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._progress import LossLoggingHook, ProgressHook
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._run_config import session_config
+from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 from tfest_kit._tpu_detect import (
@@ -574,8 +575,8 @@ class TPUEstimator(tf_estimator.Estimator):
     def _assert_members_are_not_overridden(self) -> None:
         # Estimator forbids overriding train / evaluate / predict / export except for classes
         # named TPUEstimator (the official one wraps them the same way). This class wraps
-        # evaluate() only to learn the evaluation's name, and must stay subclassable under
-        # other names.
+        # train() and evaluate() to check the cluster task first, and evaluate() to learn the
+        # evaluation's name; it must stay subclassable under other names.
         return None
 
     @property
@@ -699,6 +700,32 @@ class TPUEstimator(tf_estimator.Estimator):
                 input_fn, mode=mode, params=params, config=self.config, input_context=input_context
             )
 
+    def train(
+        self,
+        input_fn: Callable,
+        hooks: Optional[list] = None,
+        steps: Optional[int] = None,
+        max_steps: Optional[int] = None,
+        saving_listeners: Optional[list] = None,
+    ) -> TPUEstimator:
+        """As ``Estimator.train``; ``params['batch_size'] = train_batch_size``.
+
+        Raises:
+          ValueError: as ``Estimator.train``; and when called directly on a ``TF_CONFIG``
+            cluster task that cannot train by itself (a ps or evaluator task, or a chief /
+            worker whose server nothing started), naming the task and
+            ``tfest_kit.train_and_evaluate`` (TensorFlow's error showed a ``RunConfig`` repr,
+            or there was none: the session waited forever).
+        """
+        check_direct_call(self.config, "train")
+        return super().train(
+            input_fn,
+            hooks=hooks,
+            steps=steps,
+            max_steps=max_steps,
+            saving_listeners=saving_listeners,
+        )
+
     def evaluate(
         self,
         input_fn: Callable,
@@ -721,8 +748,10 @@ class TPUEstimator(tf_estimator.Estimator):
 
         Raises:
           ValueError: unlike ``Estimator.evaluate``, where the official loop would read a
-            ``repeat()``ed Dataset forever (``steps=None``) or report zeros for no data.
+            ``repeat()``ed Dataset forever (``steps=None``) or report zeros for no data; on a
+            ``TF_CONFIG`` cluster's ps task, naming it and ``tfest_kit.train_and_evaluate``.
         """
+        check_direct_call(self.config, "evaluate")
         # Estimator does not hand the name on to the graph it builds; host_call summaries of
         # this evaluation go to eval_dir(name).
         self._eval_name = name
