@@ -73,6 +73,11 @@ class Run:
     # -- where the run writes ---------------------------------------------------------------
 
     @property
+    def in_cluster(self) -> bool:
+        """True when ``TF_CONFIG`` names this process a task of a cluster."""
+        return bool(self._task)
+
+    @property
     def is_chief(self) -> bool:
         """True on one process and on a cluster's chief: the task that writes the results."""
         return self._task.get("type") in (None, "chief", "master")

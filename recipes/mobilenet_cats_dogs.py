@@ -22,6 +22,12 @@ Run:
 Ctrl-C during training saves a checkpoint at that step; rerun with the printed ``--model_dir``
 (and the same ``--image_size`` / ``--alpha`` and data flags) to resume. A rerun whose flags
 would change the model's shape or which images are held out is refused before any work.
+
+The same command runs as every task of a ``TF_CONFIG`` cluster, given the same ``--model_dir``
+(see ``recipes/_interrupt.py``); the chief evaluates, exports and predicts:
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.mobilenet_cats_dogs --model_dir=/tmp/pets_cluster
 """
 
 from __future__ import annotations
@@ -171,7 +177,9 @@ class _LastStep(tf.estimator.SessionRunHook):
 
 
 def _config(model_dir: str):
-    config = tfest_kit.run_config(model_dir=model_dir, seed=0, keep_checkpoint_max=1)
+    # In a cluster the evaluator restores a checkpoint while the chief writes newer ones.
+    keep = 5 if RUN.in_cluster else 1
+    config = tfest_kit.run_config(model_dir=model_dir, seed=0, keep_checkpoint_max=keep)
     # ProgressHook prints the loss, speed and ETA; the Estimator's own loss and step/sec
     # lines (None turns them off, including the one at step 0) would repeat them.
     return config.replace(log_step_count_steps=None)

@@ -11,6 +11,14 @@ Run:
 
     python -m recipes.premade_estimators                 # 1000 steps each, about a minute
     python -m recipes.premade_estimators --steps=200     # test size
+
+The same command runs as every task of a ``TF_CONFIG`` cluster, given the same ``--model_dir``
+(see ``recipes/_interrupt.py``): the whole cluster trains the three models one after the other,
+each in its sub-directory (each task's server serves all three); the chief prints the table and
+exports the best.
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.premade_estimators --model_dir=/tmp/premade_cluster
 """
 
 from __future__ import annotations
