@@ -11,9 +11,9 @@ the same command runs on one process and as every task of a ``TF_CONFIG`` cluste
 ``python -m tfest_kit.cluster``): every task needs the same ``--model_dir``
 (:meth:`Run.choose_model_dir`), each writes its input files to a directory of its own
 (:meth:`Run.data_dir`), only the chief records the flags; chief and workers train, the evaluator
-evaluates each new checkpoint, the ps tasks serve variables (and never return); the chief alone
-goes on to the results, predictions and export, the others end with ``Task TYPE:INDEX done``
-(:meth:`Run.task_done`).
+evaluates each new checkpoint; a ps task serves variables from the start, without reading data
+or building a model, and never returns; the chief alone goes on to the results, predictions
+and export, the others end with ``Task TYPE:INDEX done`` (:meth:`Run.task_done`).
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ class Run:
     def choose_model_dir(self, given: Optional[str]) -> str:
         """Returns ``given``, or a new temporary directory; checks ``TF_CONFIG`` first.
 
+        On a ps task it serves the variables and never returns (see :meth:`check_cluster`).
+
         Raises:
           UsageError: in a cluster without ``given``: each task would make a directory of its
             own, and the evaluator would wait for a checkpoint forever.
@@ -97,7 +99,7 @@ class Run:
         """Reads ``TF_CONFIG``; in a cluster, requires the model directory flag (``given``).
 
         For a recipe that makes its temporary directory later (:meth:`choose_model_dir`
-        makes it at once).
+        makes it at once). On a ps task it serves the variables and never returns.
 
         Raises:
           UsageError, ValueError: as :meth:`choose_model_dir` does.
@@ -109,6 +111,26 @@ class Run:
                 f"a cluster needs the same --{self.dir_flag} (a shared directory or gs:// "
                 f"bucket). Got: --{self.dir_flag} unset"
             )
+        if self._task.get("type") == "ps":
+            self._serve(given)
+
+    def _serve(self, model_dir: str) -> None:
+        """A ps task's whole part: serves the variables; never returns.
+
+        Through ``tfest_kit.train_and_evaluate``, as in the recipe's own call, but before the
+        recipe reads its data or builds its model, which a ps task never uses.
+        """
+        print(
+            f"Task ps:{self._task['index']} serves the variables of the models the cluster "
+            "trains, until the cluster stops it",
+            flush=True,
+        )
+
+        def never_called(features=None, labels=None, mode=None):  # model_fn and input_fn
+            raise AssertionError("a ps task builds no model and reads no data")
+
+        est = tf.estimator.Estimator(never_called, model_dir=model_dir)
+        tfest_kit.train_and_evaluate(est, never_called, never_called, max_steps=1)
 
     def check_and_record(
         self,

@@ -90,6 +90,8 @@ def test_recipe_runs_unchanged_as_every_task_of_a_cluster(tmp_path, recipe):
         text = "\n".join(_task_lines(output, task))
         assert text, output
         assert chief_line not in text and "SavedModel" not in text, f"{task}:\n{output}"
+    # The ps serves from the start, without reading the data or building the model.
+    assert _task_lines(output, "ps:0")[0].startswith("Task ps:0 serves the variables"), output
     for task in ("worker:0", "evaluator:0"):
         assert f"Task {task} done; the chief writes" in "\n".join(_task_lines(output, task))
     assert "training done; stopping the parameter servers" in output
