@@ -8,16 +8,19 @@ expects, into one line instead of a 40-80 line traceback.
 
 The recipes train through :meth:`Run.train_and_evaluate` (``tfest_kit.train_and_evaluate``), so
 the same command runs on one process and as every task of a ``TF_CONFIG`` cluster (see
-``python -m tfest_kit.cluster``): every task needs the same ``--model_dir``
-(:meth:`Run.choose_model_dir`), each writes its input files to a directory of its own
-(:meth:`Run.data_dir`), only the chief records the flags; chief and workers train, the evaluator
-evaluates each new checkpoint; a ps task serves variables from the start, without reading data
-or building a model, and never returns; the chief alone goes on to the results, predictions
-and export, the others end with ``Task TYPE:INDEX done`` (:meth:`Run.task_done`).
+``python -m tfest_kit.cluster``): every task needs the same ``--model_dir`` (on one machine
+they derive the same default, :meth:`Run.choose_model_dir`), each writes its input files to a
+directory of its own (:meth:`Run.data_dir`), only the chief records the flags; chief and
+workers train, the evaluator evaluates each new checkpoint; a ps task serves variables from
+the start, without reading data or building a model, and never returns; the chief alone goes
+on to the results, predictions and export, the others end with ``Task TYPE:INDEX done``
+(:meth:`Run.task_done`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -69,6 +72,7 @@ class Run:
         self.model_dir: Optional[str] = None
         self._checkpoint_dirs: list[str] = []
         self._task: dict = {}  # {} on one process; in a cluster the task TF_CONFIG names
+        self._cluster: dict = {}  # TF_CONFIG's "cluster"
 
     # -- where the run writes ---------------------------------------------------------------
 
@@ -83,20 +87,27 @@ class Run:
         return self._task.get("type") in (None, "chief", "master")
 
     def choose_model_dir(self, given: Optional[str]) -> str:
-        """Returns ``given``, or a new temporary directory; checks ``TF_CONFIG`` first.
+        """Returns ``given``, or else a temporary directory; checks ``TF_CONFIG`` first.
 
-        On a ps task it serves the variables and never returns (see :meth:`check_cluster`).
+        On one process the temporary directory is a new one. In a cluster whose every address
+        is a loopback one (``python -m tfest_kit.cluster``: every task on this machine) it is
+        the one every task derives from the cluster, ``TMPDIR/RECIPE_cluster_<hash>``. On a ps
+        task it serves the variables and never returns (see :meth:`check_cluster`).
 
         Raises:
-          UsageError: in a cluster without ``given``: each task would make a directory of its
-            own, and the evaluator would wait for a checkpoint forever.
+          UsageError: in a cluster of several machines without ``given``: each task would use
+            a directory of its own, and the evaluator would wait for a checkpoint forever.
           ValueError: for a malformed ``TF_CONFIG`` (``tfest_kit.cluster.validate_tf_config``).
         """
         self.check_cluster(given)
-        return given or tempfile.mkdtemp(prefix=f"{self.recipe}_")
+        if given:
+            return given
+        if self._task:
+            return self._shared_temporary_dir()
+        return tempfile.mkdtemp(prefix=f"{self.recipe}_")
 
     def check_cluster(self, given: Optional[str]) -> None:
-        """Reads ``TF_CONFIG``; in a cluster, requires the model directory flag (``given``).
+        """Reads ``TF_CONFIG``; in a cluster of several machines, requires ``given``.
 
         For a recipe that makes its temporary directory later (:meth:`choose_model_dir`
         makes it at once). On a ps task it serves the variables and never returns.
@@ -104,15 +115,28 @@ class Run:
         Raises:
           UsageError, ValueError: as :meth:`choose_model_dir` does.
         """
-        self._task = cluster.validate_tf_config().get("task") or {}
-        if self._task and not given:
+        config = cluster.validate_tf_config()
+        self._task = config.get("task") or {}
+        self._cluster = config.get("cluster") or {}
+        if self._task and not given and not self._on_this_machine():
             raise UsageError(
-                f"TF_CONFIG names task {self._task['type']}:{self._task['index']}: every task of "
-                f"a cluster needs the same --{self.dir_flag} (a shared directory or gs:// "
-                f"bucket). Got: --{self.dir_flag} unset"
+                f"TF_CONFIG names task {self._task['type']}:{self._task['index']} of a cluster "
+                f"on several machines: every task needs the same --{self.dir_flag} (a shared "
+                f"directory or gs:// bucket). Got: --{self.dir_flag} unset"
             )
         if self._task.get("type") == "ps":
-            self._serve(given)
+            self._serve(given or self._shared_temporary_dir())
+
+    def _on_this_machine(self) -> bool:
+        hosts = [address.rsplit(":", 1)[0] for job in self._cluster.values() for address in job]
+        return all(h in ("localhost", "[::1]") or h.startswith("127.") for h in hosts)
+
+    def _shared_temporary_dir(self) -> str:
+        # The same for every task of this cluster (the same addresses), another for the next
+        # cluster (other free ports).
+        spec = json.dumps(self._cluster, sort_keys=True).encode()
+        digest = hashlib.sha1(spec).hexdigest()[:12]
+        return os.path.join(tempfile.gettempdir(), f"{self.recipe}_cluster_{digest}")
 
     def _serve(self, model_dir: str) -> None:
         """A ps task's whole part: serves the variables; never returns.

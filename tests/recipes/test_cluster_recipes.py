@@ -1,10 +1,11 @@
 """Each recipe as every task of a loopback cluster: the same command, one model trained.
 
 ``python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- python -m recipes.NAME`` at a
-short size: the chief prints the results, the worker and the evaluator end with ``Task … done``,
-the ps serves until the launcher stops it, and every checkpoint is in the chief's model
-directories (one model per directory, which the evaluator evaluated to its final step).
-bert_classifier has its own, longer test in test_bert_classifier.py.
+short size (iris without --model_dir: every task derives the same one): the chief prints the
+results, the worker and the evaluator end with ``Task … done``, the ps serves until the
+launcher stops it, and every checkpoint is in the chief's model directories (one model per
+directory, which the evaluator evaluated to its final step). bert_classifier has its own,
+longer test in test_bert_classifier.py.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -72,11 +74,13 @@ def test_recipe_runs_unchanged_as_every_task_of_a_cluster(tmp_path, recipe):
     model_dir = tmp_path / "run"
     if recipe == "mobilenet_cats_dogs":
         flags = flags + _image_folder(tmp_path / "pets")
+    # Without --model_dir every task (all on this machine) derives the same temporary one.
+    given = [] if recipe == "iris_custom_estimator" else [f"--model_dir={model_dir}"]
     proc = run_program(
         [
             "-m", "tfest_kit.cluster", "--workers", "1", "--ps", "1", "--evaluator",
             "--timeout", "240", "--evaluator-grace", "60", "--",
-            sys.executable, "-m", f"recipes.{recipe}", f"--model_dir={model_dir}", *flags,
+            sys.executable, "-m", f"recipes.{recipe}", *given, *flags,
         ],
         timeout=300,
         env={"HOME": str(tmp_path / "home")},  # mobilenet: no Keras cache, no download
@@ -84,6 +88,12 @@ def test_recipe_runs_unchanged_as_every_task_of_a_cluster(tmp_path, recipe):
     output = proc.stdout + proc.stderr
     assert "Traceback" not in output and "exited with an error" not in output, output
     chief = _task_lines(output, "chief:0")
+    if not given:
+        model_dir = Path(
+            next(x for x in chief if x.startswith("model_dir: "))[len("model_dir: ") :]
+        )
+        assert model_dir.name.startswith(f"{recipe}_cluster_"), model_dir
+        assert f"model_dir: {model_dir}" in _task_lines(output, "worker:0"), output
     assert sum(line.startswith(chief_line) for line in chief) == 1, output
     assert any(line.startswith("SavedModel exported: ") for line in chief), output
     for task in ("worker:0", "evaluator:0", "ps:0"):

@@ -134,16 +134,20 @@ def test_ctrl_c_while_a_recipe_imports_tensorflow_is_one_line(tmp_path):
 def test_in_a_cluster_a_task_needs_model_dir_writes_its_own_data_and_only_the_chief_records(
     tmp_path, monkeypatch
 ):
-    cluster = {"chief": ["localhost:1"], "worker": ["localhost:2"], "ps": ["localhost:3"]}
+    cluster = {"chief": ["localhost:1"], "worker": ["127.0.0.1:2"], "ps": ["localhost:3"]}
 
-    def task(task_type):
+    def task(task_type, cluster=cluster):
         tf_config = {"cluster": cluster, "task": {"type": task_type, "index": 0}}
         monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
         return Run("some_recipe")
 
-    # Each task would make a temporary directory of its own.
-    with pytest.raises(UsageError, match="task worker:0: every task of a cluster needs the same"):
-        task("worker").choose_model_dir(None)
+    # On several machines each task would make a temporary directory of its own.
+    with pytest.raises(UsageError, match="task worker:0 .* every task needs the same --model_dir"):
+        task("worker", {"chief": ["host0:1"], "worker": ["host1:1"]}).choose_model_dir(None)
+    # On this machine (python -m tfest_kit.cluster) every task derives the same one.
+    default = task("worker").choose_model_dir(None)
+    assert task("chief").choose_model_dir(None) == default
+    assert os.path.basename(default).startswith("some_recipe_cluster_")
     model_dir = str(tmp_path / "run")
     worker = task("worker")
     assert worker.choose_model_dir(model_dir) == model_dir and not worker.is_chief
