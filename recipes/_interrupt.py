@@ -5,19 +5,42 @@ would otherwise appear nowhere when the run is stopped early), trains with a
 ``tfest_kit.hooks.PreemptionHook`` so that Ctrl-C (or SIGTERM) finishes the step, saves a
 checkpoint there and says how to resume, and turns a Ctrl-C anywhere else, and the errors it
 expects, into one line instead of a 40-80 line traceback.
+
+The recipes train through :meth:`Run.train_and_evaluate` (``tfest_kit.train_and_evaluate``), so
+the same command runs on one process and as every task of a ``TF_CONFIG`` cluster (see
+``python -m tfest_kit.cluster``): every task needs the same ``--model_dir`` (on one machine
+they derive the same default, :meth:`Run.choose_model_dir`), each writes its input files to a
+directory of its own (:meth:`Run.data_dir`), only the chief records the flags; chief and
+workers train, the evaluator evaluates each new checkpoint; a ps task serves variables from
+the start, without reading data or building a model, and never returns; the chief alone goes
+on to the results, predictions and export, the others end with ``Task TYPE:INDEX done``
+(:meth:`Run.task_done`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import sys
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Callable, Optional
 
+import tfest_kit
 from recipes import _previous_run as previous_run
-from tfest_kit import hooks
+from tfest_kit import cluster, hooks
 from tfest_kit._tf import tf
 
-__all__ = ["Run", "checkpoint_step"]
+__all__ = ["Run", "UsageError", "checkpoint_step"]
+
+
+class UsageError(Exception):
+    """Flags that do not fit this run (a cluster task without ``--model_dir``): one line, exit 1."""
+
+
+class _Interrupted(Exception):
+    """Training stopped by Ctrl-C or SIGTERM, after the line that says how to resume."""
 
 
 def checkpoint_step(directory: str) -> Optional[int]:
@@ -48,6 +71,130 @@ class Run:
         self.dir_flag = dir_flag
         self.model_dir: Optional[str] = None
         self._checkpoint_dirs: list[str] = []
+        self._task: dict = {}  # {} on one process; in a cluster the task TF_CONFIG names
+        self._cluster: dict = {}  # TF_CONFIG's "cluster"
+
+    # -- where the run writes ---------------------------------------------------------------
+
+    @property
+    def in_cluster(self) -> bool:
+        """True when ``TF_CONFIG`` names this process a task of a cluster."""
+        return bool(self._task)
+
+    @property
+    def is_chief(self) -> bool:
+        """True on one process and on a cluster's chief: the task that writes the results."""
+        return self._task.get("type") in (None, "chief", "master")
+
+    def choose_model_dir(self, given: Optional[str]) -> str:
+        """Returns ``given``, or else a temporary directory; checks ``TF_CONFIG`` first.
+
+        On one process the temporary directory is a new one. In a cluster whose every address
+        is a loopback one (``python -m tfest_kit.cluster``: every task on this machine) it is
+        the one every task derives from the cluster, ``TMPDIR/RECIPE_cluster_<hash>``. On a ps
+        task it serves the variables and never returns (see :meth:`check_cluster`).
+
+        Raises:
+          UsageError: in a cluster of several machines without ``given``: each task would use
+            a directory of its own, and the evaluator would wait for a checkpoint forever.
+          ValueError: for a malformed ``TF_CONFIG`` (``tfest_kit.cluster.validate_tf_config``).
+        """
+        self.check_cluster(given)
+        if given:
+            return given
+        if self._task:
+            return self._shared_temporary_dir()
+        return tempfile.mkdtemp(prefix=f"{self.recipe}_")
+
+    def check_cluster(self, given: Optional[str]) -> None:
+        """Reads ``TF_CONFIG``; in a cluster of several machines, requires ``given``.
+
+        For a recipe that makes its temporary directory later (:meth:`choose_model_dir`
+        makes it at once). On a ps task it serves the variables and never returns.
+
+        Raises:
+          UsageError, ValueError: as :meth:`choose_model_dir` does.
+        """
+        config = cluster.validate_tf_config()
+        self._task = config.get("task") or {}
+        self._cluster = config.get("cluster") or {}
+        if self._task and not given and not self._on_this_machine():
+            raise UsageError(
+                f"TF_CONFIG names task {self._task['type']}:{self._task['index']} of a cluster "
+                f"on several machines: every task needs the same --{self.dir_flag} (a shared "
+                f"directory or gs:// bucket). Got: --{self.dir_flag} unset"
+            )
+        if self._task.get("type") == "ps":
+            self._serve(given or self._shared_temporary_dir())
+
+    def _on_this_machine(self) -> bool:
+        hosts = [address.rsplit(":", 1)[0] for job in self._cluster.values() for address in job]
+        return all(h in ("localhost", "[::1]") or h.startswith("127.") for h in hosts)
+
+    def _shared_temporary_dir(self) -> str:
+        # The same for every task of this cluster (the same addresses), another for the next
+        # cluster (other free ports).
+        spec = json.dumps(self._cluster, sort_keys=True).encode()
+        digest = hashlib.sha1(spec).hexdigest()[:12]
+        return os.path.join(tempfile.gettempdir(), f"{self.recipe}_cluster_{digest}")
+
+    def _serve(self, model_dir: str) -> None:
+        """A ps task's whole part: serves the variables; never returns.
+
+        Through ``tfest_kit.train_and_evaluate``, as in the recipe's own call, but before the
+        recipe reads its data or builds its model, which a ps task never uses.
+        """
+        print(
+            f"Task ps:{self._task['index']} serves the variables of the models the cluster "
+            "trains, until the cluster stops it",
+            flush=True,
+        )
+
+        def never_called(features=None, labels=None, mode=None):  # model_fn and input_fn
+            raise AssertionError("a ps task builds no model and reads no data")
+
+        est = tf.estimator.Estimator(never_called, model_dir=model_dir)
+        tfest_kit.train_and_evaluate(est, never_called, never_called, max_steps=1)
+
+    def check_and_record(
+        self,
+        model_dir: str,
+        recorded: Mapping[str, object],
+        checkpoint_dirs: Optional[Iterable[str]] = None,
+    ) -> None:
+        """Refuses flags that differ from the checkpoint's, then records them (the chief only).
+
+        See ``recipes._previous_run``; the other tasks of a cluster check, and create
+        ``model_dir`` if needed, but leave the record to the chief.
+
+        Raises:
+          PreviousRunError: as ``_previous_run.check`` and ``record`` do; :meth:`main` says
+            it in one line.
+        """
+        previous_run.check(model_dir, self.recipe, recorded, checkpoint_dirs, self.dir_flag)
+        self.record(model_dir, recorded)
+
+    def record(self, model_dir: str, recorded: Mapping[str, object]) -> None:
+        """Records the flags (the chief only; the other tasks create ``model_dir`` if needed).
+
+        Raises:
+          PreviousRunError: when ``model_dir`` cannot be created or written to.
+        """
+        if self.is_chief:
+            previous_run.record(model_dir, self.recipe, recorded)
+        else:
+            previous_run.make_dir(model_dir)
+
+    def data_dir(self, model_dir: str) -> str:
+        """``model_dir/data``; in a cluster ``model_dir/data/TYPE_INDEX`` for a task not the chief.
+
+        Every task writes the recipe's input files: in a directory of its own none reads a
+        file another task is still writing (the contents are the same).
+        """
+        data = os.path.join(model_dir, "data")
+        if self.is_chief:
+            return data
+        return os.path.join(data, f"{self._task['type']}_{self._task['index']}")
 
     def announce(self, model_dir: str, checkpoint_dirs: Optional[Iterable[str]] = None) -> None:
         """Prints ``model_dir: DIR``, the first thing a user needs when a run is stopped.
@@ -93,6 +240,100 @@ class Run:
         if interrupt.preempted:
             self.say_interrupted(checkpoint_step(estimator.model_dir), max_steps, name)
         return bool(interrupt.preempted)
+
+    def train_and_evaluate(
+        self,
+        estimator,
+        train_input_fn,
+        eval_input_fn,
+        max_steps: int,
+        train_hooks: Sequence = (),
+        *,
+        name: Optional[str] = None,
+        more: str = "raise --steps to train more",
+        eval_name: Optional[str] = None,
+        eval_steps: Optional[int] = None,
+        exporters: Sequence = (),
+    ) -> Optional[dict]:
+        """Trains and evaluates through ``tfest_kit.train_and_evaluate``, as this process's task.
+
+        On one process: says where training starts (:meth:`say_start`), trains to
+        ``max_steps`` and evaluates the final checkpoint once, as ``train`` then ``evaluate``
+        did. In a cluster the chief says it; chief and workers train, the evaluator evaluates
+        each new checkpoint (and runs ``exporters``), a ps task serves variables and never
+        returns.
+
+        Args:
+          estimator: the Estimator.
+          train_input_fn: its training input_fn (repeating).
+          eval_input_fn: its evaluation input_fn.
+          max_steps: the step to train to.
+          train_hooks: other training hooks (a PreemptionHook is added).
+          name: the model's name in the messages, for a recipe that trains several.
+          more: how to train further once ``max_steps`` is reached (the recipe's flag).
+          eval_name: the evaluation's name (``model_dir/eval_NAME``).
+          eval_steps: evaluation batches (None: the whole eval set).
+          exporters: exporters the evaluation runs (on the evaluator, in a cluster).
+
+        Returns:
+          The metrics of the final checkpoint on one process and on the chief (in a cluster
+          the chief evaluates it itself, into ``eval_chief`` or ``eval_NAME_chief``, unless
+          the evaluator's newest metrics are of that step); None on the cluster's other
+          tasks, whose work ends here (see :meth:`task_done`).
+
+        Raises:
+          _Interrupted: after Ctrl-C or SIGTERM stopped training and the line saying how to
+            resume; :meth:`main` returns 130.
+        """
+        config = estimator.config
+        in_cluster = bool(config.cluster_spec.jobs) or config.task_type == "evaluator"
+        if config.is_chief:  # a cluster's other tasks would each say it
+            self.say_start(estimator.model_dir, max_steps, name, more)
+        interrupt = self.preemption_hook()
+        # The evaluator of a cluster evaluates each new checkpoint at once (at least a second
+        # apart), and the final one in time for the launcher's grace period; on one process
+        # the official defaults leave one evaluation, of the final checkpoint.
+        waits = {"throttle_secs": 0, "start_delay_secs": 0} if in_cluster else {}
+        metrics = tfest_kit.train_and_evaluate(
+            estimator,
+            train_input_fn,
+            eval_input_fn,
+            max_steps=max_steps,
+            eval_steps=eval_steps,
+            hooks=[*train_hooks, interrupt],
+            exporters=list(exporters),
+            eval_name=eval_name,
+            **waits,
+        )
+        if interrupt.preempted:
+            self.say_interrupted(
+                checkpoint_step(estimator.model_dir), max_steps, name, saves=config.is_chief
+            )
+            raise _Interrupted()
+        if not config.is_chief:
+            return None
+        final_step = checkpoint_step(estimator.model_dir)
+        if not in_cluster or metrics.get("global_step") == final_step:
+            return metrics
+        # The evaluator lags behind the chief (or there is none): the chief's results are of
+        # the final checkpoint, evaluated here.
+        tf.logging.info(
+            "The newest evaluator metrics are of step %s, the final checkpoint is step %s: "
+            "evaluating it on the chief",
+            metrics.get("global_step"),
+            final_step,
+        )
+        chief_name = f"{eval_name}_chief" if eval_name else "chief"
+        return estimator.evaluate(eval_input_fn, steps=eval_steps, name=chief_name)
+
+    def task_done(self) -> int:
+        """Says that a cluster task other than the chief is done; returns exit status 0."""
+        print(
+            f"Task {self._task['type']}:{self._task['index']} done; the chief writes the "
+            "results, predictions and final export.",
+            flush=True,
+        )
+        return 0
 
     @staticmethod
     def say_start(
@@ -172,16 +413,19 @@ class Run:
           body: the recipe's work; returns the exit status (None: 0).
           errors: exception types that are expected problems (a bad flag value, offline),
             printed as ``RECIPE: error: MESSAGE`` with exit status 1. ``PreviousRunError``
-            always is.
+            and ``UsageError`` always are.
 
         Returns:
-          ``body``'s exit status, 1 after an expected error, 130 after Ctrl-C.
+          ``body``'s exit status, 1 after an expected error, 130 after Ctrl-C (also when it
+          stopped :meth:`train_and_evaluate`, which said so).
         """
         try:
             return body()
-        except (previous_run.PreviousRunError, *errors) as e:
+        except (previous_run.PreviousRunError, UsageError, *errors) as e:
             print(f"{self.recipe}: error: {e}", file=sys.stderr)
             return 1
+        except _Interrupted:  # said where training stopped
+            return 130
         except KeyboardInterrupt:  # outside training (the PreemptionHook handles it there)
             print(self._interrupted_line(), file=sys.stderr)
             return 130

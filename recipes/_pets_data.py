@@ -360,9 +360,17 @@ def generate_sample(
     _write_corrupted(os.path.join(staging, "PetImages"))
     with open(os.path.join(staging, "COMPLETE"), "w") as f:
         f.write(f"{2 * per_class} images + 3 corrupted, seed {seed}\n")
-    if os.path.isdir(root):  # an incomplete older attempt
-        shutil.rmtree(root)
-    os.replace(staging, root)
+    complete = os.path.join(root, "COMPLETE")
+    if not os.path.isfile(complete) and os.path.isdir(root):  # an incomplete older attempt
+        shutil.rmtree(root, ignore_errors=True)
+    try:
+        os.replace(staging, root)
+    except OSError:
+        # Another process (a task of the same cluster) renamed its identical copy into place
+        # first: it may be reading it, so it stays.
+        if not os.path.isfile(complete):
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
     return pet_images, True
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 
 from tfest_kit._tf import tf
 
-__all__ = ["PreviousRunError", "check", "record", "check_and_record_or_exit"]
+__all__ = ["PreviousRunError", "check", "make_dir", "record", "check_and_record_or_exit"]
 
 
 class PreviousRunError(ValueError):
@@ -122,6 +122,27 @@ def check(
         )
 
 
+def make_dir(model_dir: str) -> None:
+    """Creates ``model_dir`` if needed.
+
+    Raises:
+      PreviousRunError: if it cannot be created (a parent that is a file, no permission, a
+        read-only file system); the message gives the reason.
+
+    Example:
+      >>> make_dir("/tmp/iris")
+    """
+    # The first write into --model_dir: a directory that cannot be used is reported here in
+    # one line, before TensorFlow would fail on it with a traceback.
+    try:
+        os.makedirs(model_dir, exist_ok=True)
+    except OSError as e:
+        raise PreviousRunError(
+            f"cannot create --model_dir {model_dir}: {e.strerror or e}. Give a directory that "
+            "can be created and written to"
+        ) from e
+
+
 def record(model_dir: str, recipe: str, flags: Mapping[str, object]) -> None:
     """Writes ``flags`` as the ones ``model_dir``'s checkpoints are trained with.
 
@@ -134,18 +155,15 @@ def record(model_dir: str, recipe: str, flags: Mapping[str, object]) -> None:
     Example:
       >>> record("/tmp/iris", "iris_custom_estimator", {"seed": 0})
     """
-    # The first write into --model_dir: a directory that cannot be used is reported here in
-    # one line, before TensorFlow would fail on it with a traceback.
+    make_dir(model_dir)
+    path = _flags_file(model_dir, recipe)
+    # Written under another name and renamed into place: the other tasks of a cluster check
+    # the record while the chief writes it, and must never read half a file.
+    temporary = f"{path}.tmp-{os.getpid()}"
     try:
-        os.makedirs(model_dir, exist_ok=True)
-    except OSError as e:
-        raise PreviousRunError(
-            f"cannot create --model_dir {model_dir}: {e.strerror or e}. Give a directory that "
-            "can be created and written to"
-        ) from e
-    try:
-        with open(_flags_file(model_dir, recipe), "w") as f:
+        with open(temporary, "w") as f:
             json.dump(_as_read(flags), f)
+        os.replace(temporary, path)
     except OSError as e:
         raise PreviousRunError(
             f"cannot write to --model_dir {model_dir}: {e.strerror or e}. Give a directory "

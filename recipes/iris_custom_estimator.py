@@ -13,13 +13,18 @@ Run:
     python -m recipes.iris_custom_estimator                    # ~1000 steps, under a minute
     python -m recipes.iris_custom_estimator --steps=300        # test size
     tensorboard --logdir /tmp/…                                # the printed model_dir
+
+The same command runs as every task of a ``TF_CONFIG`` cluster, given the same ``--model_dir``
+(see ``recipes/_interrupt.py``); on this machine:
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.iris_custom_estimator --model_dir=/tmp/iris_cluster
 """
 
 from __future__ import annotations
 
 import csv
 import os
-import tempfile
 
 import numpy as np
 from absl import app, flags
@@ -27,7 +32,6 @@ from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 
 from recipes import _flags
-from recipes import _previous_run as previous_run
 from recipes._export import export_once, say_exported
 from recipes._interrupt import Run
 from tfest_kit import inputs, logs, serving
@@ -121,16 +125,12 @@ def main(argv):
 
 
 def _run():
-    model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="iris_custom_estimator_")
+    model_dir = RUN.choose_model_dir(FLAGS.model_dir)
     # Another --seed splits the rows otherwise: a resumed model would be tested on rows it
     # trained on. Other --hidden_units cannot restore the checkpoint.
-    previous_run.check_and_record_or_exit(
-        model_dir,
-        "iris_custom_estimator",
-        {"seed": FLAGS.seed, "hidden_units": FLAGS.hidden_units},
-    )
+    RUN.check_and_record(model_dir, {"seed": FLAGS.seed, "hidden_units": FLAGS.hidden_units})
     RUN.announce(model_dir)
-    train_csv, test_csv = write_csv_files(os.path.join(model_dir, "data"), FLAGS.seed)
+    train_csv, test_csv = write_csv_files(RUN.data_dir(model_dir), FLAGS.seed)
     print(f"Wrote {train_csv} and {test_csv}")
 
     feature_columns = [tf.feature_column.numeric_column(name) for name in COLUMNS[:-1]]
@@ -162,9 +162,10 @@ def _run():
         test_csv, label_name="Species", column_defaults=defaults, batch_size=64, shuffle=False
     )
     progress = RUN.progress_hook(FLAGS.steps, FLAGS.batch_size)
-    if RUN.train(classifier, train_fn, FLAGS.steps, [progress]):
-        return 130
-    result = classifier.evaluate(eval_fn)
+    # The same on one process and as any task of a TF_CONFIG cluster.
+    result = RUN.train_and_evaluate(classifier, train_fn, eval_fn, FLAGS.steps, [progress])
+    if result is None:  # a cluster's worker or evaluator: the rest is the chief's
+        return RUN.task_done()
     print(f"\nTest set accuracy: {result['accuracy']:.3f}  (loss {result['loss']:.4f})\n")
 
     predict_fn = inputs.from_arrays(HELD_OUT, shuffle=False, batch_size=len(EXPECTED))

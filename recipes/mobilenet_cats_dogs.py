@@ -22,12 +22,17 @@ Run:
 Ctrl-C during training saves a checkpoint at that step; rerun with the printed ``--model_dir``
 (and the same ``--image_size`` / ``--alpha`` and data flags) to resume. A rerun whose flags
 would change the model's shape or which images are held out is refused before any work.
+
+The same command runs as every task of a ``TF_CONFIG`` cluster, given the same ``--model_dir``
+(see ``recipes/_interrupt.py``); the chief evaluates, exports and predicts:
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.mobilenet_cats_dogs --model_dir=/tmp/pets_cluster
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 
 import numpy as np
@@ -39,7 +44,7 @@ from recipes import _previous_run as previous_run
 from recipes._export import export_once, say_exported
 from recipes._interrupt import Run, checkpoint_step
 from tfest_kit import hooks, logs, serving
-from tfest_kit._tf import tf2
+from tfest_kit._tf import tf, tf2
 from tfest_kit.keras_bridge import to_estimator
 
 FLAGS = flags.FLAGS
@@ -105,6 +110,7 @@ def main(argv):
 
 def _run() -> int:
     _check_flags()
+    RUN.check_cluster(FLAGS.model_dir)  # a cluster's tasks need the same --model_dir
     weights, pretrained, image_size, alpha = _choose_weights()
     source = _data_source()
     given_dir = FLAGS.model_dir  # "~" expanded by the flag
@@ -115,8 +121,8 @@ def _run() -> int:
         previous_run.check(given_dir, RECIPE, recorded)
     base = _base_model(weights, pretrained, image_size, alpha)  # fails fast when offline
     data = _choose_data(source, image_size)
-    model_dir = given_dir or tempfile.mkdtemp(prefix="mobilenet_cats_dogs_")
-    previous_run.record(model_dir, RECIPE, recorded)
+    model_dir = RUN.choose_model_dir(given_dir)
+    RUN.record(model_dir, recorded)
     RUN.announce(model_dir)
     keras = tf2.keras
     model = keras.Sequential([base, keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(1)])
@@ -129,20 +135,28 @@ def _run() -> int:
     progress = hooks.ProgressHook(
         FLAGS.log_every, total_steps=FLAGS.steps, batch_size=FLAGS.batch_size
     )
+    clock = _LastStep()
     started, first_step = time.time(), checkpoint_step(model_dir) or 0
     # Says "training from step S to N" first (building the graph and the first step take
     # ~10 s before the first progress line), or "already trained to step N". Ctrl-C saves a
     # checkpoint at that step and says how to resume: without it up to 10 minutes of training
-    # are lost.
-    if RUN.train(est, data["train"], FLAGS.steps, [progress]):
-        return 130
+    # are lost. The same on one process and as any task of a TF_CONFIG cluster.
+    result = RUN.train_and_evaluate(
+        est,
+        data["train"],
+        data["eval"],
+        FLAGS.steps,
+        [progress, clock],
+        eval_steps=FLAGS.eval_steps,
+    )
+    if result is None:  # a cluster's worker or evaluator: the rest is the chief's
+        return RUN.task_done()
     last_step = checkpoint_step(model_dir) or 0
-    if last_step != first_step:
+    if last_step != first_step and clock.at is not None:  # this process trained
         _say(
             f"trained {last_step - first_step} steps (to step {last_step}) in "
-            f"{time.time() - started:.0f} s"
+            f"{clock.at - started:.0f} s"
         )
-    result = est.evaluate(data["eval"], steps=FLAGS.eval_steps)
     print("eval: " + ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(result.items())))
     export_dir, reused = export_once(
         est, os.path.join(model_dir, "export"), serving.image_bytes_receiver(image_size)
@@ -152,8 +166,20 @@ def _run() -> int:
     return 0
 
 
+class _LastStep(tf.estimator.SessionRunHook):
+    """When the last training step ended: the final evaluation follows it in the same call."""
+
+    def __init__(self) -> None:
+        self.at = None
+
+    def after_run(self, run_context, run_values) -> None:
+        self.at = time.time()
+
+
 def _config(model_dir: str):
-    config = tfest_kit.run_config(model_dir=model_dir, seed=0, keep_checkpoint_max=1)
+    # In a cluster the evaluator restores a checkpoint while the chief writes newer ones.
+    keep = 5 if RUN.in_cluster else 1
+    config = tfest_kit.run_config(model_dir=model_dir, seed=0, keep_checkpoint_max=keep)
     # ProgressHook prints the loss, speed and ETA; the Estimator's own loss and step/sec
     # lines (None turns them off, including the one at step 0) would repeat them.
     return config.replace(log_step_count_steps=None)

@@ -11,12 +11,19 @@ Run:
 
     python -m recipes.premade_estimators                 # 1000 steps each, about a minute
     python -m recipes.premade_estimators --steps=200     # test size
+
+The same command runs as every task of a ``TF_CONFIG`` cluster, given the same ``--model_dir``
+(see ``recipes/_interrupt.py``): the whole cluster trains the three models one after the other,
+each in its sub-directory (each task's server serves all three); the chief prints the table and
+exports the best.
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.premade_estimators --model_dir=/tmp/premade_cluster
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 
 import numpy as np
 from absl import app, flags
@@ -24,7 +31,6 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split
 
 from recipes import _flags
-from recipes import _previous_run as previous_run
 from recipes._export import export_once, say_exported
 from recipes._interrupt import Run
 from tfest_kit import inputs, logs, serving
@@ -135,17 +141,14 @@ def main(argv):
 
 
 def _run():
-    model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="premade_estimators_")
+    model_dir = RUN.choose_model_dir(FLAGS.model_dir)
     hidden_units = [int(u) for u in FLAGS.hidden_units]
     checkpoint_dirs = [os.path.join(model_dir, subdir) for subdir in SUBDIRS.values()]
     # Checked before any work (the three models log their RunConfig as they are built).
     # Another --seed splits the rows otherwise: resumed models would be tested on rows they
     # trained on. Other --hidden_units cannot restore the DNN checkpoints.
-    previous_run.check_and_record_or_exit(
-        model_dir,
-        "premade_estimators",
-        {"seed": FLAGS.seed, "hidden_units": hidden_units},
-        checkpoint_dirs=checkpoint_dirs,
+    RUN.check_and_record(
+        model_dir, {"seed": FLAGS.seed, "hidden_units": hidden_units}, checkpoint_dirs
     )
     RUN.announce(model_dir, checkpoint_dirs)
     names, (x_train, y_train), (x_test, y_test) = load_data(FLAGS.seed)
@@ -160,9 +163,12 @@ def _run():
     for name, model in models.items():
         progress = RUN.progress_hook(FLAGS.steps, FLAGS.batch_size)
         # Says "training NAME from step S to N", or that NAME is already trained that far.
-        if RUN.train(model, train_fn, FLAGS.steps, [progress], name=name):
-            return 130
-        results[name] = model.evaluate(eval_fn, name="test")
+        # The same on one process and as any task of a TF_CONFIG cluster.
+        results[name] = RUN.train_and_evaluate(
+            model, train_fn, eval_fn, FLAGS.steps, [progress], name=name, eval_name="test"
+        )
+    if not RUN.is_chief:  # a cluster's worker or evaluator: the rest is the chief's
+        return RUN.task_done()
     print_table(results)
 
     best = max(results, key=lambda n: (results[n]["auc"], results[n]["accuracy"]))

@@ -21,13 +21,19 @@ Run:
 
     python -m recipes.tfrecord_head                  # 2000 steps, under a minute
     python -m recipes.tfrecord_head --steps=300      # test size
+
+The same command runs as every task of a ``TF_CONFIG`` cluster, given the same ``--model_dir``
+(see ``recipes/_interrupt.py``); each task writes its own shards (``data/TYPE_INDEX``, the
+chief's in ``data``):
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.tfrecord_head --model_dir=/tmp/tfrecord_cluster
 """
 
 from __future__ import annotations
 
 import os
 import re
-import tempfile
 
 import numpy as np
 from absl import app, flags
@@ -35,7 +41,6 @@ from sklearn.datasets import load_wine
 from sklearn.model_selection import train_test_split
 
 from recipes import _flags
-from recipes import _previous_run as previous_run
 from recipes._export import export_once, say_exported
 from recipes._interrupt import Run
 from tfest_kit import inputs, logs, serving
@@ -123,12 +128,12 @@ def main(argv):
 
 
 def _run():
-    model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="tfrecord_head_")
+    model_dir = RUN.choose_model_dir(FLAGS.model_dir)
     # Another --seed splits the rows otherwise: a resumed model would be tested on rows it
     # trained on.
-    previous_run.check_and_record_or_exit(model_dir, "tfrecord_head", {"seed": FLAGS.seed})
+    RUN.check_and_record(model_dir, {"seed": FLAGS.seed})
     RUN.announce(model_dir)
-    data_dir = os.path.join(model_dir, "data")
+    data_dir = RUN.data_dir(model_dir)
     names, train_rows, test_rows = make_rows(FLAGS.seed)
     train_paths = inputs.write_tfrecord(
         train_rows, os.path.join(data_dir, "train.tfrecord"), num_shards=FLAGS.num_shards
@@ -162,9 +167,10 @@ def _run():
         params={"feature_columns": columns, "n_classes": 3, "learning_rate": FLAGS.learning_rate},
     )
     progress = RUN.progress_hook(FLAGS.steps, FLAGS.batch_size)
-    if RUN.train(classifier, train_fn, FLAGS.steps, [progress]):
-        return 130
-    result = classifier.evaluate(eval_fn)
+    # The same on one process and as any task of a TF_CONFIG cluster.
+    result = RUN.train_and_evaluate(classifier, train_fn, eval_fn, FLAGS.steps, [progress])
+    if result is None:  # a cluster's worker or evaluator: the rest is the chief's
+        return RUN.task_done()
     print(
         f"\nTest accuracy: {result['accuracy']:.3f}  average loss: {result['average_loss']:.4f}\n"
     )

@@ -19,12 +19,17 @@ Run:
     python -m recipes.tpu_digits                         # 1000 steps, about a minute on CPU
     python -m recipes.tpu_digits --steps=300 --metric_tensors=dict   # test size
     python -m recipes.tpu_digits --tpu=my-tpu            # on a Cloud TPU
+
+Without a TPU the same command runs as every task of a ``TF_CONFIG`` cluster, given the same
+``--model_dir`` (see ``recipes/_interrupt.py``):
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.tpu_digits --model_dir=/tmp/digits_cluster
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 
 import numpy as np
 from absl import app, flags
@@ -32,7 +37,6 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from recipes import _flags
-from recipes import _previous_run as previous_run
 from recipes._export import export_once, say_exported
 from recipes._interrupt import Run
 from tfest_kit import logs, serving, tpu
@@ -176,10 +180,10 @@ def main(argv):
 
 
 def _run():
-    model_dir = FLAGS.model_dir or tempfile.mkdtemp(prefix="tpu_digits_")
+    model_dir = RUN.choose_model_dir(FLAGS.model_dir)
     # Another --seed splits the images otherwise: a resumed model would be tested on images it
     # trained on.
-    previous_run.check_and_record_or_exit(model_dir, "tpu_digits", {"seed": FLAGS.seed})
+    RUN.check_and_record(model_dir, {"seed": FLAGS.seed})
     RUN.announce(model_dir)
     x_train, x_test, y_train, y_test = load_data(FLAGS.seed)
 
@@ -207,16 +211,27 @@ def _run():
 
     forms = ["list", "dict"] if FLAGS.metric_tensors == "both" else [FLAGS.metric_tensors]
     estimator = make_estimator(forms[0])
-    if RUN.train(estimator, train_input_fn(x_train, y_train), FLAGS.steps):
-        return 130
+    test_steps = eval_steps(len(x_test), FLAGS.eval_batch_size)
+    # The same on one process and as any task of a TF_CONFIG cluster; evaluated with the first
+    # form of metric tensors.
+    first = RUN.train_and_evaluate(
+        estimator,
+        train_input_fn(x_train, y_train),
+        eval_input_fn(x_test, y_test),
+        FLAGS.steps,
+        eval_name=forms[0],
+        eval_steps=test_steps,
+    )
+    if first is None:  # a cluster's worker or evaluator: the rest is the chief's
+        return RUN.task_done()
     print()
     for form in forms:
         # Another estimator on the same model_dir evaluates the same checkpoint.
-        result = make_estimator(form).evaluate(
-            eval_input_fn(x_test, y_test),
-            steps=eval_steps(len(x_test), FLAGS.eval_batch_size),
-            name=form,
-        )
+        result = first
+        if form != forms[0]:
+            result = make_estimator(form).evaluate(
+                eval_input_fn(x_test, y_test), steps=test_steps, name=form
+            )
         print(
             f"Test accuracy on {len(x_test)} images: {result['accuracy']:.4f}  "
             f"mean per-class accuracy: {result['mean_per_class_accuracy']:.4f}  "

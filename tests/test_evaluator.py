@@ -24,6 +24,7 @@ from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._evaluator import export_unless_vanished
 from tfest_kit._exporters import METRICS_FILE, complete_exports
 from tfest_kit._tf import estimator, tf, tf2
+from tfest_kit.cluster import free_ports
 
 RNG = np.random.RandomState(2)
 X = RNG.randn(64, 3).astype(np.float32)
@@ -347,3 +348,33 @@ def test_a_restarted_best_exporter_ignores_the_value_of_a_skipped_export(trained
     result = {"accuracy": 0.85, "global_step": 30}
     assert restarted.export(est, export_path, chief.ckpt_20, result, False)
     assert len(complete_exports(export_path)) == 2
+
+
+def test_a_second_train_and_evaluate_as_the_same_task_reuses_its_server(tmp_path, monkeypatch):
+    # A program that trains several models in turn (recipes.premade_estimators) runs as the
+    # same cluster task each time. The worker never runs: the chief trains alone.
+    def tf_config():
+        chief, worker = (f"localhost:{port}" for port in free_ports(2))
+        cluster = {"chief": [chief], "worker": [worker]}
+        return json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
+
+    def specs(model_dir):
+        config = estimator.RunConfig(model_dir=model_dir, tf_random_seed=0)
+        train = estimator.TrainSpec(_train_input_fn, max_steps=5)
+        return (
+            estimator.Estimator(_model_fn, config=config),
+            train,
+            estimator.EvalSpec(_eval_input_fn),
+        )
+
+    # The official call starts a second server on the task's port, which fails.
+    monkeypatch.setenv("TF_CONFIG", tf_config())
+    estimator.train_and_evaluate(*specs(str(tmp_path / "official_a")))
+    with pytest.raises(tf.errors.UnknownError, match="Could not start gRPC server"):
+        estimator.train_and_evaluate(*specs(str(tmp_path / "official_b")))
+
+    monkeypatch.setenv("TF_CONFIG", tf_config())
+    for name in ("a", "b"):
+        est = _estimator(str(tmp_path / name))
+        training.train_and_evaluate(est, _train_input_fn, _eval_input_fn, max_steps=5)
+        assert est.latest_checkpoint().endswith("model.ckpt-5"), name

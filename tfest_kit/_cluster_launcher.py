@@ -387,7 +387,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
         epilog="example: python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- "
         "python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster (the program must "
-        "train through train_and_evaluate; of the recipes, bert_classifier does)",
+        "train through train_and_evaluate, as every recipe does)",
     )
     parser.add_argument("--chief", type=int, default=1, help="number of chiefs (must be 1)")
     parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")

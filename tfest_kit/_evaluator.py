@@ -8,12 +8,14 @@ is evaluated or exported. :class:`TaskExecutor` skips such a checkpoint with one
 goes on to the next; its loop also logs its wait for a new checkpoint once, where TensorFlow
 logs "Waiting … before starting next eval run" on every turn (every second with
 ``throttle_secs=1``). On the other tasks, a gRPC server that cannot start names the task and
-its address from ``TF_CONFIG``.
+its address from ``TF_CONFIG``, and a second ``train_and_evaluate`` in the same process (a
+program that trains several models in turn) reuses the server the first one started.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -172,7 +174,8 @@ class TaskExecutor(TrainingExecutor):
     while it was being evaluated (see the module docstring; one warning, the turn throttled as
     the official loop throttles one, and the error raised if the same checkpoint is missing
     again) and logs its waits once; a gRPC server that cannot start raises ``TfestKitError``
-    naming the task and its address.
+    naming the task and its address; a task's server, once started, is reused by the next
+    executor of the same task in this process (the official one failed to start a second).
 
     Args:
       estimator: the Estimator.
@@ -228,8 +231,23 @@ class TaskExecutor(TrainingExecutor):
             return None, False
 
     def _start_std_server(self, config):
+        # One server per task and process: a program that trains several models one after
+        # another (one train_and_evaluate each) runs as the same task each time, and the
+        # official call started a second server on the task's port, which failed.
+        key = (
+            json.dumps(config.cluster_spec.as_dict(), sort_keys=True),
+            config.task_type,
+            config.task_id,
+        )
+        if key in _SERVERS:
+            tf.logging.info(
+                "Task %s:%s: reusing the server this process started for it",
+                config.task_type,
+                config.task_id,
+            )
+            return _SERVERS[key]
         try:
-            return super()._start_std_server(config)
+            server = super()._start_std_server(config)
         except tf.errors.UnknownError as e:
             if "Could not start gRPC server" not in str(e):
                 raise
@@ -243,3 +261,11 @@ class TaskExecutor(TrainingExecutor):
                 "be running; end it or pick another port) and that the host is this machine. "
                 f"Got: {type(e).__name__}: {e.message}"
             ) from e
+        if server is not None:  # None: a one-task cluster, which needs no server
+            _SERVERS[key] = server
+        return server
+
+
+# The servers TaskExecutor started in this process, by (cluster, task type, task index); a
+# server cannot be stopped, and it serves every graph of its task.
+_SERVERS: dict[tuple[str, str, int], Any] = {}

@@ -45,6 +45,7 @@ from tfest_kit import _keras_metrics, _keras_warm_start, _model_dir, _warm_start
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._saved_step import saved_step
+from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import tf, tf2
 from tfest_kit._tf_config import check_tf_config_json
 
@@ -245,6 +246,7 @@ def to_estimator(
             config=official.config,
             warm_start_from=warm_start_from,
         )
+    _refuse_direct_calls_on_cluster_tasks(est)
     if checkpoint_format == "checkpoint":
         _skip_training_already_done(est)
     _guard(est)
@@ -283,6 +285,27 @@ def _guard(est) -> None:
         )
 
     est.evaluate = evaluate
+
+
+def _refuse_direct_calls_on_cluster_tasks(est) -> None:
+    """``est.train`` / ``est.evaluate`` name the cluster task that cannot run them by itself.
+
+    See ``tfest_kit._task_guard``: TensorFlow's error showed a ``RunConfig`` repr, or a chief
+    whose server nothing started waited forever.
+    """
+    official_train, official_evaluate = est.train, est.evaluate
+
+    @functools.wraps(official_train)
+    def train(*args, **kwargs):
+        check_direct_call(est.config, "train")
+        return official_train(*args, **kwargs)
+
+    @functools.wraps(official_evaluate)
+    def evaluate(*args, **kwargs):
+        check_direct_call(est.config, "evaluate")
+        return official_evaluate(*args, **kwargs)
+
+    est.train, est.evaluate = train, evaluate
 
 
 def _skip_training_already_done(est) -> None:

@@ -38,6 +38,7 @@ from tfest_kit._heads import label_errors
 from tfest_kit._progress import LossLoggingHook, ProgressHook
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._run_config import session_config
+from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 from tfest_kit._tf_config import check_tf_config_json
@@ -591,8 +592,8 @@ class TPUEstimator(tf_estimator.Estimator):
     def _assert_members_are_not_overridden(self) -> None:
         # Estimator forbids overriding train / evaluate / predict / export except for classes
         # named TPUEstimator (the official one wraps them the same way). This class wraps
-        # evaluate() only to learn the evaluation's name, and must stay subclassable under
-        # other names.
+        # train() and evaluate() to check the cluster task first, and evaluate() to learn the
+        # evaluation's name; it must stay subclassable under other names.
         return None
 
     @property
@@ -732,7 +733,13 @@ class TPUEstimator(tf_estimator.Estimator):
           TfestKitError: another process trains into model_dir (``ModelDirLockedError``);
             model_dir holds checkpoint files but none is intact; the disk filled up.
           NanLossError: the loss became NaN (naming the step and a finite checkpoint).
+          ValueError: as ``Estimator.train``; and when called directly on a ``TF_CONFIG``
+            cluster task that cannot train by itself (a ps or evaluator task, or a chief /
+            worker whose server nothing started), naming the task and
+            ``tfest_kit.train_and_evaluate`` (TensorFlow's error showed a ``RunConfig`` repr,
+            or there was none: the session waited forever).
         """
+        check_direct_call(self.config, "train")
         with _model_dir.training(self) as counter:
             return super().train(
                 input_fn,
@@ -764,8 +771,10 @@ class TPUEstimator(tf_estimator.Estimator):
 
         Raises:
           ValueError: unlike ``Estimator.evaluate``, where the official loop would read a
-            ``repeat()``ed Dataset forever (``steps=None``) or report zeros for no data.
+            ``repeat()``ed Dataset forever (``steps=None``) or report zeros for no data; on a
+            ``TF_CONFIG`` cluster's ps task, naming it and ``tfest_kit.train_and_evaluate``.
         """
+        check_direct_call(self.config, "evaluate")
         # Estimator does not hand the name on to the graph it builds; host_call summaries of
         # this evaluation go to eval_dir(name).
         self._eval_name = name

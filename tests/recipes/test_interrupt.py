@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,9 +10,10 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from recipes import _previous_run as previous_run
-from recipes._interrupt import Run
+from recipes._interrupt import Run, UsageError
 from tests.conftest import ROOT
 from tfest_kit._tf import tf, tf2
 
@@ -127,3 +129,38 @@ def test_ctrl_c_while_a_recipe_imports_tensorflow_is_one_line(tmp_path):
     assert err == "iris_custom_estimator: interrupted\n", err
     assert out == "" and proc.returncode == -signal.SIGINT
     assert not os.listdir(tmp_path)
+
+
+def test_in_a_cluster_a_task_needs_model_dir_writes_its_own_data_and_only_the_chief_records(
+    tmp_path, monkeypatch
+):
+    cluster = {"chief": ["localhost:1"], "worker": ["127.0.0.1:2"], "ps": ["localhost:3"]}
+
+    def task(task_type, cluster=cluster):
+        tf_config = {"cluster": cluster, "task": {"type": task_type, "index": 0}}
+        monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+        return Run("some_recipe")
+
+    # On several machines each task would make a temporary directory of its own.
+    with pytest.raises(UsageError, match="task worker:0 .* every task needs the same --model_dir"):
+        task("worker", {"chief": ["host0:1"], "worker": ["host1:1"]}).choose_model_dir(None)
+    # On this machine (python -m tfest_kit.cluster) every task derives the same one.
+    default = task("worker").choose_model_dir(None)
+    assert task("chief").choose_model_dir(None) == default
+    assert os.path.basename(default).startswith("some_recipe_cluster_")
+    model_dir = str(tmp_path / "run")
+    worker = task("worker")
+    assert worker.choose_model_dir(model_dir) == model_dir and not worker.is_chief
+    worker.check_and_record(model_dir, {"seed": 0})
+    assert os.listdir(model_dir) == []  # created, the record left to the chief
+    assert worker.data_dir(model_dir) == os.path.join(model_dir, "data", "worker_0")
+    chief = task("chief")
+    chief.choose_model_dir(model_dir)
+    chief.check_and_record(model_dir, {"seed": 0})
+    assert os.listdir(model_dir) == ["some_recipe_flags.json"]
+    assert chief.is_chief and chief.data_dir(model_dir) == os.path.join(model_dir, "data")
+
+    monkeypatch.delenv("TF_CONFIG")
+    single = Run("some_recipe")
+    assert os.path.basename(single.choose_model_dir(None)).startswith("some_recipe_")
+    assert single.is_chief
