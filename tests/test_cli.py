@@ -19,10 +19,10 @@ import pytest
 from google.protobuf import text_format
 
 from tests.conftest import ROOT, run_program
-from tfest_kit import _cli_predict as cli_predict
 from tfest_kit import serving
 from tfest_kit.__main__ import main
 from tfest_kit._tf import SavedModel, estimator, tf, tf2
+from tfest_kit.cli import predict as cli_predict
 
 RNG = np.random.RandomState(2)
 X = RNG.randn(32, 3).astype(np.float32)

@@ -17,8 +17,10 @@ import pytest
 from google.protobuf import text_format
 
 from tfest_kit import __main__ as cli_main
-from tfest_kit import _cli_doctor, _cli_inspect, _cli_plot
 from tfest_kit._tf import TF_VERSION, SavedModel, estimator, tf
+from tfest_kit.cli import doctor as _cli_doctor
+from tfest_kit.cli import inspect as _cli_inspect
+from tfest_kit.cli import plot as _cli_plot
 
 _METRICS_FILE = "tfest_kit_eval_metrics.json"
 

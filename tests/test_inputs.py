@@ -784,3 +784,67 @@ def test_write_tfrecord_warns_when_floats_round_large_ints(tmp_path, tf_log_line
     inputs.write_tfrecord([{"id": 1000}, {"id": 0.5}], tmp_path / "c.tfrecord")  # exact
     inputs.write_tfrecord([{"id": 2**24 + 2}, {"id": 0.5}], tmp_path / "d.tfrecord")  # exact too
     assert not [line for line in tf_log_lines if "2**24" in line]
+
+
+# ------------------------------------------------ why the official readers are not used alone
+
+
+def test_official_make_csv_dataset_reads_a_numeric_column_with_na_as_strings(tmp_path):
+    # from_csv's scan refuses this column and names na_value (see the test above); the
+    # official reader silently makes every value of it a string.
+    path = tmp_path / "na.csv"
+    path.write_text("x,y\n1.5,0\nNA,1\n2.5,0\n")
+    ds = tf2.data.experimental.make_csv_dataset(str(path), batch_size=3, shuffle=False)
+    assert ds.element_spec["x"].dtype == tf.string
+    with pytest.raises(inputs.DataError, match="na_value"):
+        inputs.from_csv(str(path), label_name="y")
+
+
+def test_official_make_csv_dataset_reads_unshuffled_files_sorted_not_as_given(tmp_path):
+    # from_csv(shuffle=False) reads files in the order given (predictions follow the rows).
+    for name, value in (("a.csv", 1), ("b.csv", 2)):
+        (tmp_path / name).write_text(f"x\n{value}\n")
+    files = [str(tmp_path / "b.csv"), str(tmp_path / "a.csv")]
+    ds = tf2.data.experimental.make_csv_dataset(files, batch_size=2, shuffle=False, num_epochs=1)
+    assert [int(v) for v in next(iter(ds))["x"]] == [1, 2]
+    ours = _batches(inputs.from_csv(files, shuffle=False, batch_size=2)())
+    assert ours[0]["x"].tolist() == [2, 1]
+
+
+def test_official_make_csv_dataset_names_no_file_and_line_for_a_short_row(tmp_path):
+    path = tmp_path / "short.csv"
+    path.write_text("x,y\n" + "1,0\n" * 50 + "7\n")
+    ds = tf2.data.experimental.make_csv_dataset(
+        str(path), batch_size=8, shuffle=False, num_epochs=1, column_defaults=[0, 0]
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        _batches(ds)  # only on reaching the row, during training
+    assert "short.csv:52" not in str(raised.value)
+    with pytest.raises(inputs.DataError, match=r"short\.csv:52"):
+        inputs.from_csv(str(path), label_name="y")
+
+
+def test_official_tfrecord_dataset_finds_a_cut_shard_only_at_its_end_without_its_name(tmp_path):
+    paths = inputs.write_tfrecord(ROWS * 20, tmp_path / "d.tfr", num_shards=1)
+    _cut(paths[0], 5)
+    read = 0
+    with pytest.raises(tf.errors.DataLossError) as raised:
+        for _ in tf2.data.TFRecordDataset(paths[0]):
+            read += 1
+    assert read > 0 and "truncated record" in str(raised.value)
+    assert "d.tfr" not in str(raised.value)
+    with pytest.raises(inputs.DataError, match=r"d\.tfr.*truncated"):
+        inputs.from_tfrecord(paths[0], SPEC, "label")
+
+
+def test_official_numpy_input_fn_gives_queue_tensors_without_static_batches():
+    # numpy_input_fn still ships, but feeds through queue runners: no Dataset (which
+    # TPUEstimator needs) and no drop_remainder, so the batch size is never static.
+    x, y = np.arange(20, dtype=np.float32).reshape(10, 2), np.arange(10)
+    with tf.Graph().as_default():
+        feats, _ = tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=4, shuffle=False)()
+        assert not isinstance(feats, tf2.data.Dataset)
+        assert feats["x"].shape.as_list() == [None, 2]
+        assert tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    fn = inputs.from_arrays({"x": x}, y, batch_size=4, shuffle=False, drop_remainder=True)
+    assert fn().element_spec[0]["x"].shape.as_list() == [4, 2]

@@ -717,3 +717,28 @@ def test_best_exporter_auto_mode_reads_names_with_a_numeric_suffix(monitor, high
     from tfest_kit._metric_direction import higher_is_better
 
     assert higher_is_better(monitor, "auto", "best_exporter") is higher
+
+
+def test_official_best_exporter_exports_a_worse_model_after_a_restart(x_model, tmp_path):
+    # Why best_exporter decides itself (tensorflow issue 47396): a new tf.estimator.BestExporter
+    # reads the better loss from the eval events, yet exports a worse model on its first call.
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(x_model.model_dir, model_dir)
+    est = estimator.Estimator(_model_fn, model_dir=model_dir, params={"kind": "x"})
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    base = os.path.join(model_dir, "export", "best")
+    est.export_saved_model(base, receiver)  # the earlier best, before the restart
+    with tf.Graph().as_default():
+        writer = tf.summary.FileWriter(est.eval_dir())
+        for step, loss in ((5, 0.01), (10, 5.0)):
+            writer.add_summary(
+                tf.Summary(value=[tf.Summary.Value(tag="loss", simple_value=loss)]), step
+            )
+        writer.close()
+    worse = {"loss": np.float32(5.0), "global_step": np.int64(10)}
+    official = estimator.BestExporter(serving_input_receiver_fn=receiver, exports_to_keep=None)
+    assert official.export(est, base, est.latest_checkpoint(), worse, False) is not None
+    assert len(_exports(base)) == 2
+    ours = serving.best_exporter(receiver, exports_to_keep=None)
+    assert ours.export(est, base, est.latest_checkpoint(), worse, False) is None
+    assert len(_exports(base)) == 2

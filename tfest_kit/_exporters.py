@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import tempfile
 from typing import Any, Callable, Optional
 
@@ -126,14 +125,16 @@ def _eval_history(eval_dir: str, monitor: str) -> list[tuple[int, float]]:
     ]
 
 
-class _BestExporter(estimator.Exporter):
-    """Exports when ``monitor`` improves; remembers the best across restarts.
+class _BestExporter(estimator.BestExporter):
+    """``tf.estimator.BestExporter`` that decides from the best so far, recovered after restarts.
 
-    The official ``tf.estimator.BestExporter`` always exports on its first call after a restart
-    (tensorflow issue 47396), compares only ``loss`` and reads only ``eval/``. This exporter
-    recovers the best value so far from the metrics file stored in each previous export, or,
-    when no export has one (the official exporter's), from the eval event files of whichever
-    ``eval``/``eval_<name>`` directory holds this evaluation.
+    The official exporter makes the export, its ``assets_extra`` and the garbage collection.
+    Whether to export is decided here, because the official one exports on its first call
+    after a restart whatever its event files say (tensorflow issue 47396), reads only
+    ``eval/`` and keeps an in-memory best across a wiped model_dir. The best so far comes from
+    the metrics file stored in each previous export, or, when no export has one (the official
+    exporter's), from the eval event files of whichever ``eval``/``eval_<name>`` directory
+    holds this evaluation.
     """
 
     def __init__(
@@ -146,19 +147,24 @@ class _BestExporter(estimator.Exporter):
         assets_extra: Optional[dict] = None,
         as_text: bool = False,
     ):
-        self._serving_input_receiver_fn = serving_input_receiver_fn
         self._monitor = monitor
         self._mode = mode
-        self._exports_to_keep = exports_to_keep
-        self._name = name
-        self._assets_extra = dict(assets_extra or {})
-        self._as_text = as_text
         self._best: Optional[float] = None
         self._restored_for: Optional[tuple[str, str]] = None
-
-    @property
-    def name(self) -> str:
-        return self._name
+        # The official exporter copies the assets_extra files at each export; this one is
+        # rewritten before each, so every export records the values it was exported for.
+        self._metrics_path = os.path.join(tempfile.mkdtemp(prefix="tfest_kit_best_"), METRICS_FILE)
+        super().__init__(
+            name=name,
+            serving_input_receiver_fn=serving_input_receiver_fn,
+            event_file_pattern=None,  # the history is read in _restore_best
+            # export() has decided already; the official comparison would keep a best from a
+            # wiped model_dir.
+            compare_fn=lambda best_eval_result, current_eval_result: True,
+            assets_extra={**(assets_extra or {}), METRICS_FILE: self._metrics_path},
+            as_text=as_text,
+            exports_to_keep=exports_to_keep,
+        )
 
     def _better(self, value: float, best: Optional[float]) -> bool:
         if best is None:
@@ -177,7 +183,7 @@ class _BestExporter(estimator.Exporter):
         exports = complete_exports(export_path)
         if not exports:
             self._best = None
-            tf.logging.info("Best exporter %r: no earlier export in %s", self._name, export_path)
+            tf.logging.info("Best exporter %r: no earlier export in %s", self.name, export_path)
             return
         values = []
         for path in exports:
@@ -191,7 +197,7 @@ class _BestExporter(estimator.Exporter):
             self._best = self._best_of(values)
             tf.logging.info(
                 "Best exporter %r: best %s so far = %s (from %d earlier exports)",
-                self._name,
+                self.name,
                 self._monitor,
                 self._best,
                 len(exports),
@@ -216,7 +222,7 @@ class _BestExporter(estimator.Exporter):
         self._best = self._best_of(values)
         tf.logging.info(
             "Best exporter %r: best %s so far = %s (from %d earlier exports and eval events)",
-            self._name,
+            self.name,
             self._monitor,
             self._best,
             len(exports),
@@ -224,17 +230,16 @@ class _BestExporter(estimator.Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         """Exports if ``eval_result[monitor]`` beats the best so far; see the class docstring."""
-        del is_the_final_export
         if not eval_result or self._monitor not in eval_result:
             raise ValueError(
-                f"best_exporter {self._name!r}: monitor {self._monitor!r} is not in the "
+                f"best_exporter {self.name!r}: monitor {self._monitor!r} is not in the "
                 f"evaluation result. Available metrics: {sorted(eval_result or {})}"
             )
         value = _scalar(eval_result[self._monitor])
         if value is None:
             tf.logging.warning(
                 "Best exporter %r: %s = %s is not a finite number; not exporting",
-                self._name,
+                self.name,
                 self._monitor,
                 eval_result[self._monitor],
             )
@@ -249,7 +254,7 @@ class _BestExporter(estimator.Exporter):
         if not self._better(value, self._best):
             tf.logging.info(
                 "Best exporter %r: %s = %.6g is not better than %.6g; not exporting",
-                self._name,
+                self.name,
                 self._monitor,
                 value,
                 self._best,
@@ -263,35 +268,12 @@ class _BestExporter(estimator.Exporter):
                 "Best exporter %r: %s = %.6g improved, but checkpoint %s was deleted before it "
                 "could be exported; not exporting. Raise RunConfig(keep_checkpoint_max=…) so "
                 "checkpoints outlive their evaluation.",
-                self._name,
+                self.name,
                 self._monitor,
                 value,
                 checkpoint_path,
             )
             return None
-        # Checked again while exporting: the chief can delete the checkpoint after the check
-        # above, and the export then fails in restoring it.
-        result = export_unless_vanished(
-            lambda: self._export(estimator, export_path, checkpoint_path, eval_result, value),
-            self._name,
-            export_path,
-            checkpoint_path,
-        )
-        if result is None:
-            return None
-        tf.logging.info(
-            "Best exporter %r: %s improved %s -> %.6g; exported %s",
-            self._name,
-            self._monitor,
-            "none" if self._best is None else f"{self._best:.6g}",
-            value,
-            _text(result),
-        )
-        self._best = value
-        self._garbage_collect(export_path)
-        return result
-
-    def _export(self, estimator, export_path, checkpoint_path, eval_result, value):
         metrics = {
             "monitor": self._monitor,
             "mode": self._mode,
@@ -299,28 +281,30 @@ class _BestExporter(estimator.Exporter):
             "checkpoint_path": checkpoint_path,
             "eval_result": {k: _scalar(v) for k, v in eval_result.items()},
         }
-        with tempfile.TemporaryDirectory() as tmp:
-            metrics_path = os.path.join(tmp, METRICS_FILE)
-            with open(metrics_path, "w") as f:
-                json.dump(metrics, f, indent=1, sort_keys=True)
-            return estimator.export_saved_model(
-                export_path,
-                self._serving_input_receiver_fn,
-                assets_extra={**self._assets_extra, METRICS_FILE: metrics_path},
-                as_text=self._as_text,
-                checkpoint_path=checkpoint_path,
-            )
-
-    def _garbage_collect(self, export_path: str) -> None:
-        if self._exports_to_keep is None:
-            return
-        exports = complete_exports(export_path)
-        for path in exports[: -self._exports_to_keep]:
-            tf.logging.info("Best exporter %r: deleting old export %s", self._name, path)
-            try:
-                tf.gfile.DeleteRecursively(path)
-            except tf.errors.NotFoundError:
-                shutil.rmtree(path, ignore_errors=True)
+        with open(self._metrics_path, "w") as f:
+            json.dump(metrics, f, indent=1, sort_keys=True)
+        # Checked again while exporting: the chief can delete the checkpoint after the check
+        # above, and the export then fails in restoring it.
+        result = export_unless_vanished(
+            lambda: super(_BestExporter, self).export(
+                estimator, export_path, checkpoint_path, eval_result, is_the_final_export
+            ),
+            self.name,
+            export_path,
+            checkpoint_path,
+        )
+        if result is None:
+            return None
+        tf.logging.info(
+            "Best exporter %r: %s improved %s -> %.6g; exported %s",
+            self.name,
+            self._monitor,
+            "none" if self._best is None else f"{self._best:.6g}",
+            value,
+            _text(result),
+        )
+        self._best = value
+        return result
 
 
 def _text(path: Any) -> str:

@@ -128,7 +128,7 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.compat.v1:train.CheckpointSaverHook._set_steps_per_run": (
         "tpu.py: one Session run per step"
     ),
-    # _predictor.py, _cli_signature.py: serving an export.
+    # _predictor.py, cli/signature.py: serving an export.
     "tensorflow.compat.v1:Session._make_callable_from_options": "_predictor.py: feeds by name",
     "tensorflow.core.protobuf.config_pb2:CallableOptions": "_predictor.py",
     "tensorflow.core.protobuf.saved_model_pb2:SavedModel": "read signatures without weights",

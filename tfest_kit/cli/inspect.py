@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Optional
 
-from tfest_kit._cli_plot import check_model_dir, eval_dirs, scalar_history
+from tfest_kit.cli.plot import check_model_dir, eval_dirs, scalar_history
 
 __all__ = ["describe", "format_text", "add_parser", "run"]
 

@@ -22,7 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from tfest_kit._checks import positive_int_arg
-from tfest_kit._cli_signature import export_hint
+from tfest_kit.cli.signature import export_hint
 
 __all__ = [
     "add_parser",

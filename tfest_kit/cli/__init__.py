@@ -1,0 +1,82 @@
+"""The ``python -m tfest_kit`` command line: one module per command, listed in ``COMMANDS``.
+
+A command module has ``add_parser(subparsers) -> argparse.ArgumentParser`` (which sets
+``func=run`` as a default) and ``run(args) -> int`` (the exit code). Adding a command is
+adding its module and its line in ``COMMANDS``.
+
+Example:
+
+    python -m tfest_kit signature model_dir/export/best
+    python -m tfest_kit predict model_dir/export/best --json request.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+__all__ = ["COMMANDS", "build_parser", "command_modules", "main"]
+
+# Command name -> module. Imported only when the parser is built: all but doctor load
+# TensorFlow, and doctor must run where TensorFlow is missing or broken.
+COMMANDS = {
+    "doctor": "tfest_kit.cli.doctor",
+    "inspect": "tfest_kit.cli.inspect",
+    "plot": "tfest_kit.cli.plot",
+    "predict": "tfest_kit.cli.predict",
+    "signature": "tfest_kit.cli.signature",
+}
+
+
+def command_modules(only: Optional[Sequence[str]] = None) -> list:
+    """Imports and returns the command modules of ``COMMANDS``, sorted by command name.
+
+    Args:
+      only: command names to import; default: all.
+
+    Example:
+
+        [m.__name__ for m in command_modules()]   # ['tfest_kit.cli.doctor', ...]
+    """
+    names = sorted(n for n in COMMANDS if only is None or n in only)
+    return [importlib.import_module(COMMANDS[name]) for name in names]
+
+
+def build_parser(only: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """Returns the top-level parser with one subparser per command (or ``only`` these).
+
+    Example:
+
+        args = build_parser().parse_args(["signature", "/tmp/run/export/best"])
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m tfest_kit",
+        description="tfest_kit command line: serve, inspect and check Estimator models.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in command_modules(only):
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Parses ``argv`` (default ``sys.argv[1:]``), runs the command, returns its exit code.
+
+    Example:
+
+        exit_code = main(["doctor"])   # as `python -m tfest_kit doctor`
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+    except ImportError:
+        # TensorFlow is missing, broken or unsupported: the other commands need it, and doctor
+        # is the one that says what to install.
+        if argv[:1] != ["doctor"]:
+            raise
+        parser = build_parser(only=["doctor"])
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
