@@ -22,7 +22,11 @@ from tests.conftest import ROOT, run_program
 from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy import _layer_norm, layer_norm
 from tfest_kit.legacy.__main__ import main as legacy_main
-from tfest_kit.legacy._contrib import CONTRIB_REPLACEMENTS, LAYERS_REPLACEMENTS
+from tfest_kit.legacy._contrib import (
+    CONTRIB_REPLACEMENTS,
+    LAYERS_REPLACEMENTS,
+    ONE_REPLICA_NAMES,
+)
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._shim import COMPAT_V1, MISSING, SHIM, Report
@@ -572,6 +576,103 @@ def test_tpu_names_on_every_tf1_path_come_from_tfest_kit_tpu(tmp_path):
     resolver = ns.contrib.cluster_resolver.TPUClusterResolver(None)
     assert resolver.cluster_spec().as_dict() == {}
     assert resolver.master() == ""
+
+
+def test_tpu_only_functions_compute_one_replica_on_every_spelling():
+    from tfest_kit import tpu
+    from tfest_kit.legacy.contrib import tpu as one_replica
+
+    assert sorted(ONE_REPLICA_NAMES) == sorted(one_replica.__all__)
+    ns = build_namespace(Report())
+    for module in (ns.tpu, ns.compat.v1.tpu, ns.contrib.tpu):
+        assert module.CrossShardOptimizer is tpu.CrossShardOptimizer
+        for name in ONE_REPLICA_NAMES:
+            assert getattr(module, name) is getattr(one_replica, name)
+        # Those that already run without a TPU stay TensorFlow's.
+        assert module.bfloat16_scope is tf.tpu.bfloat16_scope
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+        optimizer = tf.train.GradientDescentOptimizer(0.1)
+        assert ns.tpu.CrossShardOptimizer(optimizer) is optimizer
+        summed = ns.tpu.cross_replica_sum(x)
+        (rewritten,) = ns.tpu.rewrite(lambda a, b: a * b, [x, x])
+        no_outputs = ns.tpu.rewrite(lambda: tf.no_op())
+        joined = ns.tpu.shard(
+            lambda a: [a * 2.0, tf.reduce_sum(a)], [x], num_shards=2, output_shard_axes=[0, 0]
+        )
+        first_only = ns.tpu.shard(lambda a: a, [x], num_shards=2, outputs_from_all_shards=False)
+        got = sess.run([summed, rewritten, joined, first_only])
+        assert isinstance(no_outputs, tf.Operation)
+        # The official functions build ops no CPU kernel runs: the fallback must not.
+        ops = {op.type for op in sess.graph.get_operations()}
+        assert not ops & {"CrossReplicaSum", "TPUReplicateMetadata", "TPUReplicatedOutput"}
+        with pytest.raises(ValueError, match="num_shards=2.*needs a TPU"):
+            ns.tpu.shard(lambda a: ns.tpu.cross_replica_sum(a), [x], num_shards=2)
+        with pytest.raises(ValueError, match="`inputs` of tf.tpu.replicate.*Got: 2 replicas"):
+            ns.tpu.replicate(lambda a: a, [[x], [x]])
+        with pytest.raises(ValueError, match="`num_shards`.*Got: 0"):
+            ns.tpu.shard(lambda a: a, [x], num_shards=0)
+    np.testing.assert_array_equal(got[0], [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(got[1], [[1, 4], [9, 16]])
+    np.testing.assert_array_equal(got[2][0], [[2, 4], [6, 8]])
+    np.testing.assert_array_equal(got[2][1], [3, 7])  # scalars per shard are stacked
+    np.testing.assert_array_equal(got[3], [[[1, 2]]])  # a list of one output
+
+
+def test_tensorflow_estimator_tpu_imports_give_tfest_kit_tpu(tmp_path):
+    from tfest_kit import tpu
+
+    _write(
+        tmp_path / "legacy_helper_est.py",
+        """
+        import tensorflow_estimator as tf_estimator
+        from tensorflow_estimator.python.estimator.tpu import tpu_estimator, tpu_config
+        from tensorflow_estimator.python.estimator.tpu.tpu_estimator import TPUEstimator
+        import tensorflow_estimator.python.estimator.tpu.tpu_estimator as dotted
+        from tensorflow_estimator.estimator import tpu as api_tpu
+        from tensorflow_estimator.python.estimator.canned import dnn
+        from tensorflow_estimator.python.estimator.tpu import tpu_estimator as te2
+        """,
+    )
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+        helper = importlib.import_module("legacy_helper_est")
+    assert helper.tf_estimator.tpu.TPUEstimator is tpu.TPUEstimator
+    assert helper.tf_estimator.estimator.tpu.TPUEstimator is tpu.TPUEstimator
+    assert helper.tpu_estimator.TPUEstimator is tpu.TPUEstimator
+    assert helper.TPUEstimator is tpu.TPUEstimator is helper.dotted.TPUEstimator
+    assert helper.api_tpu.TPUEstimator is tpu.TPUEstimator
+    assert helper.tpu_config.RunConfig is tpu.RunConfig
+    assert helper.tf_estimator.estimator.Estimator is tf.estimator.Estimator
+    # The rest of the package is the real one.
+    real_te = sys.modules["tensorflow_estimator.python.estimator.tpu.tpu_estimator"]
+    assert helper.tpu_estimator.TPUEstimatorSpec is tpu.TPUEstimatorSpec
+    assert helper.te2._TPU_ESTIMATOR is real_te._TPU_ESTIMATOR
+    assert helper.dnn is sys.modules["tensorflow_estimator.python.estimator.canned.dnn"]
+    assert sys.modules["tensorflow_estimator"].__name__ == "tensorflow_estimator"
+
+
+def test_tf115_tpu_script_trains_on_cpu(tmp_path):
+    # `import tensorflow.compat.v1 as tf` with tf.tpu.CrossShardOptimizer and
+    # tf_estimator.tpu.TPUEstimator died on CPU in CrossReplicaSum ("No OpKernel").
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.legacy",
+            str(ROOT / "tests" / "legacy_scripts" / "tpu_spellings.py"),
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        timeout=180,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["estimator"] == "tfest_kit.tpu", result
+    np.testing.assert_allclose(result["w"], [1.5, -2.0, 0.5], atol=0.05)
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    rewritten, sharded, parallel, replicated = result["graph_functions"]
+    np.testing.assert_array_equal(rewritten, x * 2)
+    np.testing.assert_array_equal(sharded, x + 1)
+    np.testing.assert_array_equal(parallel, [x[:2].sum(), x[2:].sum()])
+    np.testing.assert_array_equal(replicated, x - 1)
+    assert "No TPU found" in proc.stderr
 
 
 # --- running a TF1-era script end to end ------------------------------------------------------

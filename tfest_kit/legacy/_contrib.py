@@ -4,7 +4,10 @@
 
 - ``tf.contrib.tpu``: ``TPUEstimator``, ``TPUEstimatorSpec``, ``RunConfig``, ``TPUConfig``,
   ``InputPipelineConfig``, ``CrossShardOptimizer`` from ``tfest_kit.tpu`` (CPU/GPU fallback
-  without a TPU); other names from ``tf.compat.v1.estimator.tpu`` / ``tf.compat.v1.tpu``;
+  without a TPU); the TPU-only functions (``cross_replica_sum``, ``rewrite``, ``shard`` …)
+  from :mod:`tfest_kit.legacy.contrib.tpu` (what one replica computes, without a TPU); other
+  names from ``tf.compat.v1.estimator.tpu`` / ``tf.compat.v1.tpu``.  ``tf.tpu`` gets the same
+  functions (see :func:`tpu_module`);
 - ``tf.contrib.cluster_resolver.TPUClusterResolver``: ``tfest_kit.tpu.TPUClusterResolver``;
 - ``tf.contrib.data.*`` (``map_and_batch``, ``parallel_interleave`` …):
   ``tf.compat.v1.data.experimental``;
@@ -33,12 +36,24 @@ from tfest_kit.legacy._shim import SHIM, Entry, Report, ShimModule
 __all__ = [
     "build_contrib",
     "tpu_module",
+    "from_tfest_tpu",
     "cluster_resolver_module",
     "TPU_NAMES",
     "CONTRIB_REPLACEMENTS",
     "LAYERS_REPLACEMENTS",
 ]
 
+# Names of tfest_kit.legacy.contrib.tpu, listed here so that building the stand-in imports
+# nothing; tests/test_legacy.py checks the two lists agree.
+ONE_REPLICA_NAMES = (
+    "cross_replica_sum",
+    "rewrite",
+    "replicate",
+    "shard",
+    "batch_parallel",
+    "initialize_system",
+    "shutdown_system",
+)
 TPU_NAMES = ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")
 
 _CONTRIB_PROVIDES = (
@@ -109,36 +124,58 @@ LAYERS_REPLACEMENTS = {
 }
 
 
-def _from_tfest_tpu(name: str) -> Callable[[], Any]:
+def from_tfest_tpu(name: str) -> Callable[[], Any]:
     # Imported on first use: tfest_kit.tpu pulls in the Estimator machinery.
     return lambda: getattr(importlib.import_module("tfest_kit.tpu"), name)
 
 
-def tpu_module(display: str, report: Report, *, cross_shard: bool) -> ShimModule:
-    """Returns a ``tpu`` stand-in (``tf.contrib.tpu`` or ``tf.estimator.tpu``).
+def _from_one_replica(name: str) -> Callable[[], Any]:
+    return lambda: getattr(importlib.import_module("tfest_kit.legacy.contrib.tpu"), name)
+
+
+def tpu_module(
+    display: str, report: Report, *, estimator: bool, ops: bool, kind: str = SHIM
+) -> ShimModule:
+    """Returns a ``tpu`` stand-in: ``tf.contrib.tpu``, ``tf.estimator.tpu`` or ``tf.tpu``.
 
     Args:
-      display: ``"tf.contrib.tpu"`` or ``"tf.estimator.tpu"``.
+      display: ``"tf.contrib.tpu"``, ``"tf.estimator.tpu"``, ``"tf.tpu"`` …
       report: where served names are recorded.
-      cross_shard: also serve ``CrossShardOptimizer`` and fall back to ``tf.compat.v1.tpu``
-        (``tf.contrib.tpu`` had both).
+      estimator: serve the TPUEstimator family from ``tfest_kit.tpu`` and the rest of
+        ``tf.compat.v1.estimator.tpu``.
+      ops: serve ``CrossShardOptimizer`` from ``tfest_kit.tpu``, the TPU-only functions
+        (``cross_replica_sum``, ``rewrite``, ``shard`` …) from
+        :mod:`tfest_kit.legacy.contrib.tpu` (one replica without a TPU), and the rest of
+        ``tf.compat.v1.tpu``.  ``tf.contrib.tpu`` had both halves.
+      kind: how the names taken from TensorFlow's modules are reported: :data:`SHIM` for a
+        module TensorFlow 2.15 does not have (``tf.contrib.tpu``), ``COMPAT_V1`` for ``tf.tpu``.
 
     Returns:
-      A module whose TPUEstimator family comes from ``tfest_kit.tpu``.
+      A module whose TPU-only names fall back to what one replica computes without a TPU.
     """
-    entries = {name: Entry(_from_tfest_tpu(name), f"tfest_kit.tpu.{name}") for name in TPU_NAMES}
-    fallbacks = [(lambda: tf.estimator.tpu, "tf.compat.v1.estimator.tpu")]
-    if cross_shard:
-        entries["CrossShardOptimizer"] = Entry(
-            _from_tfest_tpu("CrossShardOptimizer"), "tfest_kit.tpu.CrossShardOptimizer"
+    entries = {}
+    fallbacks = []
+    if estimator:
+        entries.update(
+            {name: Entry(from_tfest_tpu(name), f"tfest_kit.tpu.{name}") for name in TPU_NAMES}
         )
+        fallbacks.append((lambda: tf.estimator.tpu, "tf.compat.v1.estimator.tpu"))
+    if ops:
+        entries["CrossShardOptimizer"] = Entry(
+            from_tfest_tpu("CrossShardOptimizer"), "tfest_kit.tpu.CrossShardOptimizer"
+        )
+        for name in ONE_REPLICA_NAMES:
+            entries[name] = Entry(
+                _from_one_replica(name),
+                f"tfest_kit.legacy.contrib.tpu.{name} (one replica without a TPU)",
+            )
         fallbacks.append((lambda: tf.tpu, "tf.compat.v1.tpu"))
     return ShimModule(
         display,
         report,
         entries=entries,
         fallbacks=fallbacks,
-        kind=SHIM,
+        kind=kind,
         provides=f"Of {display} it provides {', '.join(sorted(entries))}. ",
     )
 
@@ -163,7 +200,7 @@ def cluster_resolver_module(display: str, report: Report) -> ShimModule:
         report,
         entries={
             "TPUClusterResolver": Entry(
-                _from_tfest_tpu("TPUClusterResolver"), "tfest_kit.tpu.TPUClusterResolver"
+                from_tfest_tpu("TPUClusterResolver"), "tfest_kit.tpu.TPUClusterResolver"
             )
         },
         fallbacks=[
@@ -188,7 +225,7 @@ def build_contrib(report: Report) -> ShimModule:
       replacement when :data:`CONTRIB_REPLACEMENTS` has one.
     """
     entries = {
-        "tpu": Entry(lambda: tpu_module("tf.contrib.tpu", report, cross_shard=True), None),
+        "tpu": Entry(lambda: tpu_module("tf.contrib.tpu", report, estimator=True, ops=True), None),
         "cluster_resolver": Entry(
             lambda: cluster_resolver_module("tf.contrib.cluster_resolver", report), None
         ),

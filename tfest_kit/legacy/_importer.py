@@ -7,7 +7,9 @@ whose ``__import__`` answers ``tensorflow`` and ``tensorflow.<name>…`` for eve
 ``<name>`` of the stand-in (``tensorflow.contrib…``, ``tensorflow.compat.v1…``,
 ``tensorflow.keras.optimizers``, ``tensorflow.train`` …) with the stand-in; TensorFlow's
 implementation packages (``tensorflow.python…``, see ``REAL_PACKAGES``) are imported for real.
-Every other module keeps Python's import.
+Every other module keeps Python's import, but for ``tensorflow_estimator``: its modules that
+lead to the TPU classes (``tensorflow_estimator.python.estimator.tpu.tpu_estimator`` …) are
+stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
 
 - The script gets those builtins through ``runpy.run_path(init_globals=…)``.
 - User modules are loaded by a ``sys.meta_path`` finder that puts the same builtins into their
@@ -42,7 +44,7 @@ import types
 from collections.abc import Sequence
 from typing import Any, Optional, Union
 
-from tfest_kit.legacy._namespace import REAL_PACKAGES
+from tfest_kit.legacy._namespace import ESTIMATOR_PACKAGE, REAL_PACKAGES, build_estimator_package
 from tfest_kit.legacy._shim import PRIVATE, Report
 
 __all__ = ["Scope", "user_code_roots"]
@@ -183,6 +185,8 @@ class Scope:
       namespace: the TF1 stand-in (see :func:`tfest_kit.legacy._namespace.build_namespace`).
       report: when given, imports of TensorFlow's private modules (``tensorflow.python…``)
         from user code are recorded in it.
+      estimator_package: stand-ins for ``tensorflow_estimator`` modules (see
+        :func:`tfest_kit.legacy._namespace.build_estimator_package`; built when not given).
 
     Attributes:
       builtins: the ``__builtins__`` dict to run the script itself with.
@@ -198,8 +202,12 @@ class Scope:
         roots: Union[str, Sequence[str]],
         namespace: types.ModuleType,
         report: Optional[Report] = None,
+        estimator_package: Optional[dict[str, types.ModuleType]] = None,
     ) -> None:
         roots = [roots] if isinstance(roots, str) else list(roots)
+        if estimator_package is None:
+            estimator_package = build_estimator_package(report or Report())
+        self._estimator_package = estimator_package
         self.roots = [os.path.realpath(r) for r in roots]
         self.namespace = namespace
         self._report = report
@@ -258,7 +266,21 @@ class Scope:
         fromlist: Sequence[str] = (),
         level: int = 0,
     ) -> Any:
-        if level != 0 or not (name == "tensorflow" or name.startswith("tensorflow.")):
+        top = name.partition(".")[0]
+        if level == 0 and top == ESTIMATOR_PACKAGE:
+            # Imported for real first, so that every submodule the stand-ins fall back to is
+            # loaded; then the stand-in where one exists.
+            try:
+                real = self._import(name, globals, locals, fromlist, level)
+            except ModuleNotFoundError:
+                # tensorflow_estimator.estimator is an attribute, not a module file.
+                if name not in self._estimator_package:
+                    raise
+                real = None
+            if not fromlist:
+                return self._estimator_package[ESTIMATOR_PACKAGE]
+            return self._estimator_package.get(name, real)
+        if level != 0 or top != "tensorflow":
             return self._import(name, globals, locals, fromlist, level)
         module = self.resolve(name)
         if module is None:
