@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT, run_program
+from tfest_kit import serving
 from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy import _layer_norm, layer_norm
 from tfest_kit.legacy.__main__ import main as legacy_main
@@ -426,11 +427,7 @@ def test_contrib_replacements_are_named_and_exist():
                 value = tf
                 for part in target.split(".")[1:]:
                     value = getattr(value, part)
-    from tfest_kit import serving
-
-    assert callable(serving.Predictor)
     for get, replacement in [
-        (lambda: ns.contrib.predictor, "tfest_kit.serving.Predictor(export_dir)"),
         (lambda: ns.contrib.framework, "tf.train.get_or_create_global_step"),
         (lambda: ns.contrib.layers.xavier_initializer, "tf.glorot_uniform_initializer()"),
         (lambda: ns.contrib.layers.variance_scaling_initializer, "initializer(scale=2.0)"),
@@ -445,7 +442,7 @@ def test_contrib_replacements_are_named_and_exist():
 
 
 def test_contrib_import_errors_print_the_message_once(tmp_path):
-    _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import predictor\n")
+    _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import learn\n")
     _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.rnn\n")
     with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         for name in ("legacy_helper_pred", "legacy_helper_rnn"):
@@ -673,6 +670,57 @@ def test_tf115_tpu_script_trains_on_cpu(tmp_path):
     np.testing.assert_array_equal(parallel, [x[:2].sum(), x[2:].sum()])
     np.testing.assert_array_equal(replicated, x - 1)
     assert "No TPU found" in proc.stderr
+
+
+def test_contrib_predictor_serves_tf115_calls(tmp_path):
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.legacy",
+            str(ROOT / "tests" / "legacy_scripts" / "contrib_predictor.py"),
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        timeout=180,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    reference = np.array(result["reference"])  # Estimator.predict on the same checkpoint
+    # label_ids left out (or None): TF 1.15 fed only the keys given.
+    for key in ("without_label_ids", "label_ids_none", "from_estimator"):
+        np.testing.assert_allclose(result[key], reference, atol=1e-6, err_msg=key)
+    assert result["feed_tensors"] == ["input_ids", "label_ids"]
+    assert "unexpected keys" in result["unexpected"] and "'labels'" in result["unexpected"]
+
+    from tfest_kit.legacy.contrib import predictor
+
+    export_dir = result["export_dir"]
+    ids = np.zeros((2, 5), np.int32)
+    by_names = predictor.from_saved_model(
+        export_dir,
+        input_names={"ids": "input_ids:0"},
+        output_names={"p": "Softmax:0"},
+        tags="serve",
+    )
+    want = predictor.from_saved_model(export_dir)({"input_ids": ids})["probabilities"]
+    np.testing.assert_allclose(by_names({"ids": ids})["p"], want, atol=1e-6)
+    assert by_names.feed_tensors["ids"].name == "input_ids:0"
+    graph = tf.Graph()
+    assert predictor.from_saved_model(export_dir, graph=graph).graph is graph
+    with pytest.raises(ValueError, match="at most one of.*signature_def_key"):
+        predictor.from_saved_model(
+            export_dir, signature_def_key="serving_default", input_names={}, output_names={}
+        )
+    with pytest.raises(ValueError, match="`input_names` and `output_names` must both"):
+        predictor.from_saved_model(export_dir, input_names={"ids": "input_ids:0"})
+    with pytest.raises(ValueError, match="'nope'.*Available signatures"):
+        predictor.from_saved_model(export_dir, signature_def_key="nope")
+    with pytest.raises(ValueError, match="does not have"):
+        predictor.from_saved_model(export_dir, input_names={"x": "nope:0"}, output_names={})
+    with pytest.raises(serving.PredictorInputError, match=r"depend on \['input_ids'\]"):
+        predictor.from_saved_model(export_dir)({"label_ids": [1, 0]})
+    ns = build_namespace(Report())
+    assert ns.contrib.predictor.from_saved_model is predictor.from_saved_model
+    with pytest.raises(AttributeError, match="from_contrib_estimator.*tf.contrib.learn"):
+        _ = ns.contrib.predictor.from_contrib_estimator
 
 
 # --- running a TF1-era script end to end ------------------------------------------------------

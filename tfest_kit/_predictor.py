@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 from google.protobuf import message, text_format
@@ -22,6 +22,9 @@ from tfest_kit._exporters import ExportNotFoundError, latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
 __all__ = ["ExportLoadError", "Predictor", "PredictorInputError", "read_signatures"]
+
+# The SignatureDef proto class, through the public function that builds one.
+SignatureDef = type(tf.saved_model.build_signature_def())
 
 
 class PredictorInputError(TfestKitError, ValueError):
@@ -437,7 +440,9 @@ class Predictor:
       export_dir_or_base: an export (``.../1712345678``) or a directory of exports, in which
         case the newest complete one is used (:func:`latest_export`); ``str``, ``bytes`` (what
         ``export_saved_model`` returns) or ``os.PathLike``.
-      signature: the signature to serve.
+      signature: the name of the signature to serve, or a ``SignatureDef`` proto naming
+        tensors of the export's graph (a ``TensorInfo`` with only a ``name`` gets its dtype and
+        shape from the graph), as ``tf.contrib.predictor`` took one.
       batch_size: default largest batch per session run.
       tags: the MetaGraph tags to load.
       session_config: an optional ``tf.compat.v1.ConfigProto``. Default: ops run in the
@@ -446,6 +451,7 @@ class Predictor:
         the lowest batch-1 latency on few cores pass ``intra_op_parallelism_threads=1``, but
         TensorFlow shares that pool process-wide and fixes its size when the first session or
         eager context starts, so it also slows large batches and later training in the process.
+      graph: the ``tf.compat.v1.Graph`` to load the export into; default a new one.
 
     Raises:
       ExportNotFoundError: if there is no complete export.
@@ -461,15 +467,16 @@ class Predictor:
     def __init__(
         self,
         export_dir_or_base: str,
-        signature: str = "serving_default",
+        signature: Union[str, SignatureDef] = "serving_default",
         *,
         batch_size: int = 1024,
         tags: Sequence[str] = ("serve",),
         session_config: Optional[Any] = None,
+        graph: Optional[Any] = None,
     ):
         self._batch_size = check_int("batch_size", batch_size)
         self.export_dir = _resolve_export_dir(export_dir_or_base)
-        self._graph = tf.Graph()
+        self._graph = tf.Graph() if graph is None else graph
         if session_config is None:
             session_config = _default_session_config()
         self._session = tf.Session(graph=self._graph, config=session_config)
@@ -479,7 +486,7 @@ class Predictor:
             self._session.close()
             raise
 
-    def _load(self, tags: list[str], signature: str) -> None:
+    def _load(self, tags: list[str], signature: Union[str, SignatureDef]) -> None:
         # The loader's RuntimeError for missing tags does not say which ones the export has.
         _meta_graph(self.export_dir, tags)
         try:
@@ -494,15 +501,19 @@ class Predictor:
                 f"Got: {type(e).__name__}: {_first_cause(e)}"
             ) from e
         self._signature_defs = dict(meta_graph.signature_def)
-        if signature not in self._signature_defs:
+        if isinstance(signature, SignatureDef):
+            sig = self._completed(signature)
+            signature = "<the SignatureDef given>"
+        elif signature not in self._signature_defs:
             raise ValueError(
                 f"`signature` {signature!r} is not in {self.export_dir}. "
                 # TF2's "__saved_model_init_op" is a signature only in name: it runs no model.
                 f"Available signatures: "
                 f"{sorted(k for k in self._signature_defs if k != '__saved_model_init_op')}"
             )
+        else:
+            sig = self._signature_defs[signature]
         self.signature = signature
-        sig = self._signature_defs[signature]
         self._inputs = {k: _spec(v) for k, v in sorted(sig.inputs.items())}
         self._outputs = {k: _spec(v) for k, v in sorted(sig.outputs.items())}
         self._input_names = list(self._inputs)
@@ -511,11 +522,11 @@ class Predictor:
         self._examples = None
         # A SparseTensor input is fed through several component tensors, not one; it is refused
         # when called (prepare), so that the export's signatures can still be inspected here.
+        self._sig = sig
         self._unfeedable = [k for k in self._input_names if not _is_dense(sig.inputs[k])]
         if self._unfeedable:
             self._run = None
             return
-        self._sig = sig
         # Callables for calls that leave out inputs the outputs do not depend on, by the set of
         # inputs given; built on first use (see _runner_for).
         self._subset_runs: dict[frozenset, tuple[Callable, list[str]]] = {}
@@ -524,6 +535,24 @@ class Predictor:
         feed = self._graph.get_tensor_by_name(sig.inputs[self._input_names[0]].name)
         if len(self._input_names) == 1 and self._inputs[self._input_names[0]].dtype == tf.string:
             self._examples = _ExampleBuilder.find(self._session, self._graph, feed)
+
+    def _completed(self, signature: SignatureDef) -> SignatureDef:
+        """``signature`` with each tensor's dtype and shape read from the loaded graph."""
+        full = SignatureDef()
+        full.CopyFrom(signature)
+        for infos in (full.inputs, full.outputs):
+            for key, info in infos.items():
+                try:
+                    tensor = self._graph.get_tensor_by_name(info.name)
+                except (KeyError, ValueError) as e:
+                    raise ValueError(
+                        f"`signature` names tensor {info.name!r} for {key!r}, which the graph of "
+                        f"{self.export_dir} does not have: name a tensor as 'op_name:0'. "
+                        f"Got: {e}"
+                    ) from e
+                with self._graph.as_default():  # build_tensor_info refuses eager mode
+                    info.CopyFrom(tf.saved_model.utils.build_tensor_info(tensor))
+        return full
 
     def _make_run(self, input_names: list[str]) -> Callable:
         """``run(*arrays of input_names) -> [every output]``: one session callable."""

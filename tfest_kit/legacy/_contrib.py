@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from tfest_kit._tf import tf
@@ -36,6 +37,7 @@ from tfest_kit.legacy._shim import SHIM, Entry, Report, ShimModule
 __all__ = [
     "build_contrib",
     "tpu_module",
+    "served_package",
     "from_tfest_tpu",
     "cluster_resolver_module",
     "TPU_NAMES",
@@ -65,11 +67,6 @@ _CONTRIB_PROVIDES = (
 # tf.contrib.<name> -> what to write instead; every `tf.…` named here is in tf.compat.v1
 # (checked by tests/test_legacy.py).
 CONTRIB_REPLACEMENTS = {
-    "predictor": (
-        "tfest_kit.serving.Predictor: `tf.contrib.predictor.from_saved_model(export_dir)` "
-        "becomes `tfest_kit.serving.Predictor(export_dir)`, called the same way with a dict "
-        "of inputs"
-    ),
     "framework": (
         "tf.train: tf.contrib.framework.get_or_create_global_step -> "
         "tf.train.get_or_create_global_step, get_global_step -> tf.train.get_global_step, "
@@ -213,6 +210,47 @@ def cluster_resolver_module(display: str, report: Report) -> ShimModule:
     )
 
 
+def served_package(
+    package: str,
+    report: Report,
+    *,
+    fallbacks: Sequence[tuple[Callable[[], Any], str]] = (),
+) -> ShimModule:
+    """Returns the ``tf.contrib.<package>`` stand-in that ``legacy.contrib.<package>`` serves.
+
+    The module is imported here, when a script first reaches the package.  Its ``BACKING``
+    dict names what it serves and the library behind each name (shown by ``--report``); its
+    optional ``NOT_SERVED`` dict names the replacement of what it does not serve.
+
+    Args:
+      package: e.g. ``"predictor"``.
+      report: where served names are recorded.
+      fallbacks: modules whose names are served too, after the module's own, as
+        ``(getter, hint_prefix)`` pairs (``tf.compat.v1.nn.rnn_cell`` for ``rnn`` …).
+
+    Returns:
+      The stand-in module.
+    """
+    module = importlib.import_module(f"tfest_kit.legacy.contrib.{package}")
+    entries = {
+        name: Entry(
+            lambda name=name: getattr(module, name),
+            f"{module.__name__}.{name} (backed by {backing})",
+        )
+        for name, backing in module.BACKING.items()
+    }
+    display = f"tf.contrib.{package}"
+    return ShimModule(
+        display,
+        report,
+        entries=entries,
+        fallbacks=fallbacks,
+        kind=SHIM,
+        provides=f"Of {display} it provides {', '.join(sorted(entries))}. ",
+        replacements=getattr(module, "NOT_SERVED", None),
+    )
+
+
 def build_contrib(report: Report) -> ShimModule:
     """Returns the ``tf.contrib`` stand-in.
 
@@ -239,6 +277,7 @@ def build_contrib(report: Report) -> ShimModule:
             ),
             None,
         ),
+        "predictor": Entry(lambda: served_package("predictor", report), None),
         "layers": Entry(
             lambda: ShimModule(
                 "tf.contrib.layers",
