@@ -30,6 +30,7 @@ from tfest_kit.legacy._contrib import (
 )
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._runner import tf1_package_hint
 from tfest_kit.legacy._shim import COMPAT_V1, MISSING, SHIM, Report
 
 
@@ -377,6 +378,68 @@ def test_project_modules_on_cwd_and_pythonpath_get_the_stand_in(tmp_path, how):
     assert result["pythonpath_lib_is_tf1"] is True
     # A library installed under site-packages keeps the real TensorFlow 2.
     assert result["installed_lib_is_tf1"] is False
+
+
+def _write_tf1_library(tmp_path):
+    """A TF1-era library installed into a site-packages directory; returns that directory."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    _write(
+        site / "legacy_tf1lib" / "__init__.py",
+        """
+        import tensorflow as tf
+        from legacy_tf1lib import ops
+
+        def scaled_mean(values, scale):
+            return tf.to_float(tf.reduce_mean(ops.times(values, scale)))
+        """,
+    )
+    _write(
+        site / "legacy_tf1lib" / "ops.py",
+        "import tensorflow as tf\n\ndef times(x, k):\n    return tf.multiply(tf.to_float(x), k)\n",
+    )
+    return site
+
+
+def test_tf1_package_hands_the_stand_in_to_an_installed_library(tmp_path):
+    site = _write_tf1_library(tmp_path)
+    script = tmp_path / "use_lib.py"
+    _write(
+        script,
+        """
+        import tensorflow as tf
+        import legacy_tf1lib
+
+        value = legacy_tf1lib.scaled_mean(tf.constant([1, 2, 3]), 2.0)
+        with tf.Session() as sess:
+            print("RESULT", sess.run(value))
+        """,
+    )
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
+    # Without the option the library keeps TensorFlow 2 and fails: the error names the option.
+    proc = run_program(["-m", "tfest_kit.legacy", str(script)], env=env, timeout=120, check_exit=1)
+    assert "has no attribute 'to_float'" in proc.stderr, proc.stderr
+    assert "--tf1-package legacy_tf1lib" in proc.stderr, proc.stderr
+    for option in (["--tf1-package", "legacy_tf1lib"], ["--tf1-package=legacy_tf1lib"]):
+        proc = run_program(["-m", "tfest_kit.legacy", *option, str(script)], env=env, timeout=120)
+        assert "RESULT 4.0" in proc.stdout, proc.stdout + proc.stderr
+    assert legacy_main(["--tf1-package", "not-a-name", "x.py"]) == 2
+
+
+def test_tf1_package_hint_only_for_tf1_names_in_installed_packages(tmp_path):
+    site = _write_tf1_library(tmp_path)
+    with _on_sys_path(site):
+        import legacy_tf1lib
+
+        with pytest.raises(AttributeError) as info:
+            legacy_tf1lib.scaled_mean([1.0], 2.0)
+    hint = tf1_package_hint(info.value)
+    assert hint is not None and "--tf1-package legacy_tf1lib" in hint
+    # An error of the script itself, or another AttributeError, gets no hint.
+    try:
+        raise AttributeError("module 'tensorflow' has no attribute 'to_float'")
+    except AttributeError as e:
+        assert tf1_package_hint(e) is None
+    assert tf1_package_hint(AttributeError("'NoneType' object has no attribute 'x'")) is None
 
 
 def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path):

@@ -18,7 +18,8 @@ stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
   import finds (the finder never changes *which* file is imported) under one of the scope's
   roots: the script's directory, the current directory, ``PYTHONPATH`` entries (see
   :func:`user_code_roots`), but not under a ``site-packages``/``dist-packages`` directory nor
-  in the standard library: installed libraries keep the real ``tensorflow``.
+  in the standard library: installed libraries keep the real ``tensorflow``, but for those
+  named with ``--tf1-package`` (``packages``), whose modules are all user code.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
@@ -47,11 +48,11 @@ from typing import Any, Optional, Union
 from tfest_kit.legacy._namespace import ESTIMATOR_PACKAGE, REAL_PACKAGES, build_estimator_package
 from tfest_kit.legacy._shim import PRIVATE, Report
 
-__all__ = ["Scope", "user_code_roots"]
+__all__ = ["Scope", "user_code_roots", "INSTALLED_DIRS"]
 
 # Never scope our own package, even when a script sits in a directory that contains it.
 _NEVER_SCOPED = ("tfest_kit",)
-_INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
 
 
 @functools.cache
@@ -68,7 +69,7 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _installed(path: str) -> bool:
-    return bool(_INSTALLED_DIRS.intersection(path.split(os.sep))) or any(
+    return bool(INSTALLED_DIRS.intersection(path.split(os.sep))) or any(
         _inside(path, d) for d in _system_dirs()
     )
 
@@ -80,7 +81,7 @@ def _inside_a_package(root: str) -> bool:
     ``site-packages/`` itself must not give it to every installed package.
     """
     parts = root.split(os.sep)
-    below = [i for i, part in enumerate(parts) if part in _INSTALLED_DIRS]
+    below = [i for i, part in enumerate(parts) if part in INSTALLED_DIRS]
     return bool(below) and below[-1] < len(parts) - 1 and root not in _system_dirs()
 
 
@@ -132,9 +133,12 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
     ``__path__``), so it only changes how a user module is run, never which file is imported.
     """
 
-    def __init__(self, roots: Sequence[str], scoped_builtins: dict) -> None:
+    def __init__(
+        self, roots: Sequence[str], scoped_builtins: dict, packages: Sequence[str] = ()
+    ) -> None:
         self._roots = tuple(roots)
         self._builtins = scoped_builtins
+        self._packages = frozenset(packages)
 
     def _under_root(self, path: str) -> bool:
         real = os.path.realpath(path)
@@ -145,7 +149,7 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
             # Installed packages under a root (a project .venv inside a BERT clone) are
             # third-party code, which keeps the real tensorflow.
             inner = os.path.relpath(real, root).split(os.sep)
-            if _INSTALLED_DIRS.intersection(inner):
+            if INSTALLED_DIRS.intersection(inner):
                 continue
             # The standard library and site-packages are never user code (cwd=/ holds them),
             # except below a root that is itself installed: the directory of a script run
@@ -160,15 +164,18 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
         path: Optional[Sequence[str]] = None,
         target: Optional[types.ModuleType] = None,
     ) -> Optional[importlib.machinery.ModuleSpec]:
-        if fullname.partition(".")[0] in _NEVER_SCOPED:
+        top = fullname.partition(".")[0]
+        if top in _NEVER_SCOPED:
             return None
-        if path is not None and not any(self._under_root(p) for p in path):
+        # A package handed the stand-in with --tf1-package, wherever it is installed.
+        handed = top in self._packages
+        if not handed and path is not None and not any(self._under_root(p) for p in path):
             return None  # a submodule of a package outside the roots: the common case, fast
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if (
             spec is None
             or type(spec.loader) is not importlib.machinery.SourceFileLoader
-            or not self._under_root(spec.origin)
+            or not (handed or self._under_root(spec.origin))
         ):
             return None
         spec.loader = _ScopedLoader(fullname, spec.origin, self._builtins)
@@ -187,6 +194,8 @@ class Scope:
         from user code are recorded in it.
       estimator_package: stand-ins for ``tensorflow_estimator`` modules (see
         :func:`tfest_kit.legacy._namespace.build_estimator_package`; built when not given).
+      packages: top-level names of installed packages that get the stand-in too, wherever
+        they are installed (``--tf1-package``); they must not be imported yet.
 
     Attributes:
       builtins: the ``__builtins__`` dict to run the script itself with.
@@ -203,6 +212,7 @@ class Scope:
         namespace: types.ModuleType,
         report: Optional[Report] = None,
         estimator_package: Optional[dict[str, types.ModuleType]] = None,
+        packages: Sequence[str] = (),
     ) -> None:
         roots = [roots] if isinstance(roots, str) else list(roots)
         if estimator_package is None:
@@ -214,7 +224,7 @@ class Scope:
         self._import = builtins.__import__
         self.builtins = dict(builtins.__dict__)
         self.builtins["__import__"] = self._scoped_import
-        self._finder = _UserCodeFinder(self.roots, self.builtins)
+        self._finder = _UserCodeFinder(self.roots, self.builtins, packages)
         self._public: Optional[frozenset[str]] = None
 
     def __enter__(self) -> Scope:
