@@ -497,7 +497,7 @@ def test_contrib_replacements_are_named_and_exist():
         (lambda: ns.contrib.layers.l2_regularizer, "tf.keras.regularizers.l2(scale / 2)"),
         (lambda: ns.contrib.distribute, "tf.distribute.MirroredStrategy"),
         (lambda: ns.contrib.rnn, "LSTMCell -> tf.nn.rnn_cell.LSTMCell"),
-        (lambda: ns.contrib.metrics, "streaming_accuracy -> tf.metrics.accuracy"),
+        (lambda: ns.contrib.metrics.cohen_kappa, "nothing maintained carries it on"),
         (lambda: ns.contrib.slim, "the tf_slim package"),
     ]:
         with pytest.raises(AttributeError, match=re.escape(replacement)):
@@ -784,6 +784,113 @@ def test_contrib_predictor_serves_tf115_calls(tmp_path):
     assert ns.contrib.predictor.from_saved_model is predictor.from_saved_model
     with pytest.raises(AttributeError, match="from_contrib_estimator.*tf.contrib.learn"):
         _ = ns.contrib.predictor.from_contrib_estimator
+
+
+@pytest.fixture(scope="module")
+def contrib_modules_run(tmp_path_factory):
+    """tests/legacy_scripts/contrib_modules.py under the runner; returns its JSON and report."""
+    work_dir = tmp_path_factory.mktemp("contrib_modules")
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.legacy",
+            "--report",
+            str(ROOT / "tests" / "legacy_scripts" / "contrib_modules.py"),
+            f"--work_dir={work_dir}",
+        ],
+        timeout=240,
+    )
+    lines = proc.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("{"))
+    return json.loads(lines[start]), "\n".join(lines[start + 1 :]), work_dir
+
+
+def test_contrib_training_hparams_behave_as_tf115(contrib_modules_run):
+    result = contrib_modules_run[0]["training"]
+    want = {"learning_rate": 0.5, "layers": [8, 4], "use_bias": False, "optimizer": "sgd"}
+    assert result["values"] == {**want, "dropout": 0.0}
+    assert result["json_round_trip"] == result["values"]
+    assert result["dropout_type"] == "float"  # an int set on a float hparam is cast
+    assert (
+        result["str"] == "learning_rate=0.5,layers=[8, 4],use_bias=False,optimizer=sgd,dropout=0.0"
+    )
+    assert result["errors"] == ["ValueError"] * 3
+    from tfest_kit.legacy.contrib.training import HParams, parse_values
+
+    hparams = HParams(a=1, f=0.5, xs=[1, 2, 3])
+    assert parse_values("a=2,xs[1]=7", {"a": int, "xs": int}) == {"a": 2, "xs": {1: 7}}
+    assert hparams.parse("xs[1]=7").xs == [1, 7, 3]
+    with pytest.raises(ValueError, match="Could not cast hparam 'a'"):
+        hparams.set_hparam("a", 1.5)  # a float for an int: refused
+    with pytest.raises(KeyError):
+        hparams.set_hparam("nope", 1)
+    with pytest.raises(ValueError, match="Multiple assignments"):
+        hparams.parse("a=1,a=2")
+    assert "a" in hparams and hparams.get("zz", 3) == 3 and repr(hparams).startswith("HParams([")
+
+
+def test_contrib_metrics_equal_tf_metrics_with_tf115_variable_names(contrib_modules_run):
+    result = contrib_modules_run[0]["metrics"]
+    predictions = np.array([0.1, 0.8, 0.6, 0.3, 0.9, 0.2], np.float32)
+    labels = np.array([0, 1, 0, 0, 1, 1], np.int64)
+    scores = np.array([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.2, 0.2, 0.6]], np.float32)
+    classes = np.array([1, 2, 2], np.int64)
+    # The same metrics written against TensorFlow 2.15's tf.compat.v1.metrics.
+    with tf.Graph().as_default(), tf.Session() as sess:
+        p, y = tf.constant(predictions), tf.constant(labels)
+        hard = tf.cast(p > 0.5, tf.int64)
+        in_top_1 = tf.cast(tf.nn.in_top_k(tf.constant(scores), tf.constant(classes), 1), tf.float32)
+        pairs = {
+            "accuracy": tf.metrics.accuracy(y, hard),
+            "auc": tf.metrics.auc(y, p),
+            "precision": tf.metrics.precision(y, hard),
+            "recall": tf.metrics.recall(y, hard),
+            "mean": tf.metrics.mean(p),
+            "rmse": tf.metrics.root_mean_squared_error(tf.cast(y, tf.float32), p),
+            "recall_at_1": tf.metrics.mean(in_top_1, name="recall_at_1"),
+            "sparse_recall_at_2": tf.metrics.recall_at_k(
+                tf.constant(classes), tf.constant(scores), 2
+            ),
+        }
+        sess.run(tf.local_variables_initializer())
+        sess.run([update for _, update in pairs.values()])
+        want = {k: float(v) for k, v in sess.run({k: v for k, (v, _) in pairs.items()}).items()}
+        names = sorted(v.op.name for v in tf.local_variables())
+    for key, value in want.items():
+        assert result[key] == pytest.approx(value, abs=1e-6), key
+    assert result["non_streaming_accuracy"] == pytest.approx(want["accuracy"])
+    assert result["variables"] == names
+
+
+def test_contrib_lookup_tables_behave_as_tf115(contrib_modules_run):
+    result = contrib_modules_run[0]["lookup"]
+    vocab = str(contrib_modules_run[2] / "vocab.txt")
+    # TensorFlow 2.15's own vocabulary table with one OOV bucket: the same ids.
+    table = tf2.lookup.StaticVocabularyTable(
+        tf2.lookup.TextFileInitializer(
+            vocab,
+            tf.string,
+            tf2.lookup.TextFileIndex.WHOLE_LINE,
+            tf.int64,
+            tf2.lookup.TextFileIndex.LINE_NUMBER,
+        ),
+        num_oov_buckets=1,
+    )
+    assert result["ids"] == table.lookup(tf2.constant(["b", "zzz", "a", "c"])).numpy().tolist()
+    assert result["strict"] == [1, -1, 0, 2]  # default_value=-1 without OOV buckets
+    assert result["words"] == ["c", "a", "UNK"]
+    assert result["hash"] == [20, -1] and result["mutable"] == [7, -5]
+    assert result["to_index"] == [1, -1, -1, 0] and result["to_string"] == ["q", "UNK"]
+
+
+def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
+    report = contrib_modules_run[1]
+    for name, backing in [
+        ("tf.contrib.training.HParams", "a port of TF 1.15's"),
+        ("tf.contrib.metrics.streaming_auc", "tf.compat.v1.metrics.auc (arguments swapped)"),
+        ("tf.contrib.lookup.index_table_from_file", "lookup_ops.index_table_from_file"),
+    ]:
+        assert re.search(rf"{re.escape(name)} +->  .*{re.escape(backing)}", report), report
 
 
 # --- running a TF1-era script end to end ------------------------------------------------------

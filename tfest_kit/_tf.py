@@ -19,6 +19,7 @@ __all__ = [
     "CallableOptions",
     "SavedModel",
     "estimator_training",
+    "lookup_ops",
     "TF_VERSION",
     "check_version",
 ]
@@ -81,6 +82,11 @@ from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 # The saved_model.pb file format, to read an export's signatures without restoring its weights
 # (what `saved_model_cli show` does); TensorFlow has no public name for it either.
 from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
+
+# The lookup-table functions tf.contrib.lookup re-exported (index_table_from_file …): TensorFlow
+# 2.15 has them only here (tf.lookup has the classes, not the functions). Used by the legacy
+# runner's tf.contrib.lookup; already imported by TensorFlow itself.
+from tensorflow.python.ops import lookup_ops  # noqa: E402
 
 # Estimator's train_and_evaluate machinery, for its one extension point with no public name:
 # the continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)), which

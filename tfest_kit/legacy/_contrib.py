@@ -83,11 +83,6 @@ CONTRIB_REPLACEMENTS = {
         "DropoutWrapper -> tf.nn.rnn_cell.DropoutWrapper, LSTMStateTuple -> "
         "tf.nn.rnn_cell.LSTMStateTuple, static_rnn -> tf.nn.static_rnn"
     ),
-    "metrics": (
-        "tf.metrics: tf.contrib.metrics.streaming_accuracy -> tf.metrics.accuracy, "
-        "streaming_mean -> tf.metrics.mean, streaming_auc -> tf.metrics.auc, "
-        "streaming_precision -> tf.metrics.precision, streaming_recall -> tf.metrics.recall"
-    ),
     "slim": "the tf_slim package (`pip install tf-slim`, then `import tf_slim as slim`)",
 }
 
@@ -219,7 +214,7 @@ def served_package(
     """Returns the ``tf.contrib.<package>`` stand-in that ``legacy.contrib.<package>`` serves.
 
     The module is imported here, when a script first reaches the package.  Its ``BACKING``
-    dict names what it serves and the library behind each name (shown by ``--report``); its
+    dict names what it serves and the library behind each name (``--report`` shows it); its
     optional ``NOT_SERVED`` dict names the replacement of what it does not serve.
 
     Args:
@@ -235,7 +230,7 @@ def served_package(
     entries = {
         name: Entry(
             lambda name=name: getattr(module, name),
-            f"{module.__name__}.{name} (backed by {backing})",
+            backing,
         )
         for name, backing in module.BACKING.items()
     }
@@ -278,6 +273,9 @@ def build_contrib(report: Report) -> ShimModule:
             None,
         ),
         "predictor": Entry(lambda: served_package("predictor", report), None),
+        "training": Entry(lambda: served_package("training", report), None),
+        "metrics": Entry(lambda: served_package("metrics", report), None),
+        "lookup": Entry(lambda: served_package("lookup", report), None),
         "layers": Entry(
             lambda: ShimModule(
                 "tf.contrib.layers",

@@ -34,8 +34,11 @@ DEFAULT_TAGS = "serve"
 
 # What tfest_kit.legacy serves as tf.contrib.predictor.<name>, and the library behind it.
 BACKING = {
-    "from_saved_model": "tfest_kit.serving.Predictor",
-    "from_estimator": "Estimator.export_saved_model + tfest_kit.serving.Predictor",
+    "from_saved_model": "tfest_kit.serving.Predictor (tfest_kit.legacy.contrib.predictor)",
+    "from_estimator": (
+        "Estimator.export_saved_model + tfest_kit.serving.Predictor "
+        "(tfest_kit.legacy.contrib.predictor)"
+    ),
 }
 NOT_SERVED = {
     "from_contrib_estimator": (

@@ -1,0 +1,120 @@
+# coding=utf-8
+"""TF1-era uses of tf.contrib.{training, metrics, lookup, rnn, framework, estimator, distribute}.
+
+Kept as TF1 code on purpose: tests/test_legacy.py runs it unchanged with
+`python -m tfest_kit.legacy contrib_modules.py --work_dir=...`, reads the JSON line it prints
+last and compares each value with the same computation written against TensorFlow 2.15.
+"""
+
+from __future__ import absolute_import
+from __future__ import division
+from __future__ import print_function
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+flags = tf.flags
+FLAGS = flags.FLAGS
+flags.DEFINE_string("work_dir", None, "A scratch directory.")
+flags.DEFINE_string("hparams", "learning_rate=0.5,layers=[8,4],use_bias=false",
+                    "HParams overrides, as TF1 scripts took them.")
+
+PREDICTIONS = np.array([0.1, 0.8, 0.6, 0.3, 0.9, 0.2], np.float32)
+LABELS = np.array([0, 1, 0, 0, 1, 1], np.int64)
+SCORES = np.array([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.2, 0.2, 0.6]], np.float32)
+CLASSES = np.array([1, 2, 2], np.int64)
+
+
+def training_section():
+  hparams = tf.contrib.training.HParams(
+      learning_rate=0.1, layers=[16, 8], use_bias=True, optimizer="adam")
+  hparams.parse(FLAGS.hparams)
+  hparams.add_hparam("dropout", 0.1)
+  hparams.set_hparam("dropout", 0)  # an int for a float hparam: cast, as TF 1.15 did
+  hparams.override_from_dict({"optimizer": "sgd"})
+  restored = tf.contrib.training.HParams(
+      learning_rate=0.0, layers=[0], use_bias=True, optimizer="", dropout=1.0)
+  restored.parse_json(hparams.to_json())
+  errors = []
+  for bad in ("learning_rate=abc", "nope=1", "layers=3"):
+    try:
+      hparams.parse(bad)
+    except ValueError as e:
+      errors.append(type(e).__name__)
+  return {"values": hparams.values(), "json_round_trip": restored.values(),
+          "str": str(hparams), "errors": errors,
+          "dropout_type": type(hparams.dropout).__name__}
+
+
+def metrics_section():
+  with tf.Graph().as_default(), tf.Session() as sess:
+    predictions = tf.constant(PREDICTIONS)
+    labels = tf.constant(LABELS)
+    hard = tf.cast(predictions > 0.5, tf.int64)
+    names_to_tuples = {
+        "accuracy": tf.contrib.metrics.streaming_accuracy(hard, labels),
+        "auc": tf.contrib.metrics.streaming_auc(predictions, labels),
+        "precision": tf.contrib.metrics.streaming_precision(hard, labels),
+        "recall": tf.contrib.metrics.streaming_recall(hard, labels),
+        "mean": tf.contrib.metrics.streaming_mean(predictions),
+        "rmse": tf.contrib.metrics.streaming_root_mean_squared_error(
+            predictions, tf.cast(labels, tf.float32)),
+        "recall_at_1": tf.contrib.metrics.streaming_recall_at_k(
+            tf.constant(SCORES), tf.constant(CLASSES), 1),
+        "sparse_recall_at_2": tf.contrib.metrics.streaming_sparse_recall_at_k(
+            tf.constant(SCORES), tf.constant(CLASSES), 2),
+    }
+    values, updates = tf.contrib.metrics.aggregate_metric_map(names_to_tuples)
+    accuracy = tf.contrib.metrics.accuracy(hard, labels)
+    sess.run(tf.local_variables_initializer())
+    sess.run(list(updates.values()))
+    result = {k: float(v) for k, v in sess.run(values).items()}
+    result["non_streaming_accuracy"] = float(sess.run(accuracy))
+    result["variables"] = sorted(v.op.name for v in tf.local_variables())
+  return result
+
+
+def lookup_section():
+  vocab = os.path.join(FLAGS.work_dir, "vocab.txt")
+  with open(vocab, "w") as f:
+    f.write("a\nb\nc\n")
+  with tf.Graph().as_default(), tf.Session() as sess:
+    tokens = tf.constant(["b", "zzz", "a", "c"])
+    ids = tf.contrib.lookup.index_table_from_file(vocab, num_oov_buckets=1).lookup(tokens)
+    strict = tf.contrib.lookup.index_table_from_file(vocab).lookup(tokens)
+    words = tf.contrib.lookup.index_to_string_table_from_file(vocab).lookup(
+        tf.constant([2, 0, 7], tf.int64))
+    table = tf.contrib.lookup.HashTable(
+        tf.contrib.lookup.KeyValueTensorInitializer(
+            tf.constant(["x", "y"]), tf.constant([10, 20], tf.int64)), -1)
+    mutable = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, -5, shared_name="m")
+    insert = mutable.insert(tf.constant(["k"]), tf.constant([7], tf.int64))
+    fetches = {
+        "ids": ids, "strict": strict, "words": words,
+        "hash": table.lookup(tf.constant(["y", "q"])),
+        "mutable": mutable.lookup(tf.constant(["k", "other"])),
+        "to_index": tf.contrib.lookup.string_to_index(tokens, ["c", "b"]),
+        "to_string": tf.contrib.lookup.index_to_string(
+            tf.constant([1, 5]), ["p", "q"]),
+    }
+    sess.run(tf.tables_initializer())
+    sess.run(insert)
+    got = sess.run(fetches)
+  return {k: [x.decode() if isinstance(x, bytes) else int(x) for x in v]
+          for k, v in got.items()}
+
+
+def main(_):
+  print(json.dumps({
+      "training": training_section(),
+      "metrics": metrics_section(),
+      "lookup": lookup_section(),
+  }))
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("work_dir")
+  tf.app.run()
