@@ -883,6 +883,71 @@ def test_contrib_lookup_tables_behave_as_tf115(contrib_modules_run):
     assert result["to_index"] == [1, -1, -1, 0] and result["to_string"] == ["q", "UNK"]
 
 
+def test_contrib_rnn_fused_cells_equal_tf_cells_and_keep_tf115_names(contrib_modules_run):
+    result, _, work_dir = contrib_modules_run
+    result = result["rnn"]
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 24.0
+    lengths = np.array([3, 2], np.int32)
+    # The same network on TensorFlow 2.15's own cells, restored from the runner's checkpoint by
+    # TF 1.15's variable names.
+    with tf.Graph().as_default(), tf.Session() as sess:
+        cells = tf.nn.rnn_cell
+        with tf.variable_scope("lstm"):
+            lstm_out, lstm_state = tf.nn.dynamic_rnn(
+                cells.LSTMCell(5, use_peepholes=True, cell_clip=0.5),
+                tf.constant(x),
+                sequence_length=lengths,
+                dtype=tf.float32,
+            )
+        with tf.variable_scope("gru"):
+            gru_out, _ = tf.nn.dynamic_rnn(
+                cells.GRUCell(3), tf.constant(x), sequence_length=lengths, dtype=tf.float32
+            )
+        with tf.variable_scope("fused"):
+            fused_out, fused_state = tf.nn.dynamic_rnn(
+                cells.LSTMCell(4),
+                tf.constant(x.transpose(1, 0, 2)),
+                sequence_length=lengths,
+                dtype=tf.float32,
+                time_major=True,
+            )
+        with tf.variable_scope("stack_bidirectional_rnn/cell_0"):
+            outputs, _ = tf.nn.bidirectional_dynamic_rnn(
+                cells.LSTMCell(2),
+                cells.GRUCell(2),
+                tf.constant(x),
+                sequence_length=lengths,
+                dtype=tf.float32,
+            )
+        static_out, _ = tf.nn.static_rnn(
+            cells.MultiRNNCell([cells.BasicLSTMCell(2)]),
+            tf.unstack(tf.constant(x), axis=1),
+            dtype=tf.float32,
+            scope="static",
+        )
+        variables = {v.op.name: v for v in tf.global_variables()}
+        # LSTMBlockFusedCell's TF 1.15 names: lstm_fused_cell/{kernel,bias}, no rnn/ scope.
+        for part in ("kernel", "bias"):
+            variables[f"fused/lstm_fused_cell/{part}"] = variables.pop(
+                f"fused/rnn/lstm_cell/{part}"
+            )
+        assert sorted(variables) == result["variables"]
+        tf.train.Saver(variables).restore(sess, str(work_dir / "rnn.ckpt"))
+        want = sess.run(
+            {
+                "lstm": lstm_out,
+                "lstm_c": lstm_state.c,
+                "gru": gru_out,
+                "fused": fused_out,
+                "fused_h": fused_state.h,
+                "stacked": tf.concat(outputs, 2),
+                "static": static_out[-1],
+            }
+        )
+    for key, value in want.items():
+        np.testing.assert_allclose(result[key], value, atol=1e-5, err_msg=key)
+
+
 def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
     report = contrib_modules_run[1]
     for name, backing in [

@@ -107,11 +107,48 @@ def lookup_section():
           for k, v in got.items()}
 
 
+SEQUENCES = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 24.0
+LENGTHS = np.array([3, 2], np.int32)
+
+
+def rnn_section():
+  """Fused cells and stacked layers; the variables go to rnn.ckpt for the reference to restore."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    tf.set_random_seed(1)
+    x = tf.constant(SEQUENCES)
+    with tf.variable_scope("lstm"):
+      lstm_out, lstm_state = tf.nn.dynamic_rnn(
+          tf.contrib.rnn.LSTMBlockCell(5, use_peephole=True, cell_clip=0.5), x,
+          sequence_length=LENGTHS, dtype=tf.float32)
+    with tf.variable_scope("gru"):
+      gru_out, _ = tf.nn.dynamic_rnn(
+          tf.contrib.rnn.GRUBlockCell(3), x, sequence_length=LENGTHS, dtype=tf.float32)
+    with tf.variable_scope("fused"):
+      fused_out, fused_state = tf.contrib.rnn.LSTMBlockFusedCell(4)(
+          tf.transpose(x, [1, 0, 2]), dtype=tf.float32, sequence_length=LENGTHS)
+    stacked, _, _ = tf.contrib.rnn.stack_bidirectional_dynamic_rnn(
+        [tf.contrib.rnn.LSTMCell(2)], [tf.contrib.rnn.GRUCell(2)], x,
+        sequence_length=LENGTHS, dtype=tf.float32)
+    multi = tf.contrib.rnn.MultiRNNCell([tf.contrib.rnn.BasicLSTMCell(2)])
+    static_out, _ = tf.contrib.rnn.static_rnn(
+        multi, tf.unstack(x, axis=1), dtype=tf.float32, scope="static")
+    sess.run(tf.global_variables_initializer())
+    tf.train.Saver().save(sess, os.path.join(FLAGS.work_dir, "rnn.ckpt"))
+    got = sess.run({"lstm": lstm_out, "lstm_c": lstm_state.c, "gru": gru_out,
+                    "fused": fused_out, "fused_h": fused_state.h, "stacked": stacked,
+                    "static": static_out[-1]})
+    names = sorted(v.op.name for v in tf.global_variables())
+  result = {k: v.tolist() for k, v in got.items()}
+  result["variables"] = names
+  return result
+
+
 def main(_):
   print(json.dumps({
       "training": training_section(),
       "metrics": metrics_section(),
       "lookup": lookup_section(),
+      "rnn": rnn_section(),
   }))
 
 

@@ -76,13 +76,6 @@ CONTRIB_REPLACEMENTS = {
         "tf.distribute: tf.contrib.distribute.MirroredStrategy -> "
         "tf.distribute.MirroredStrategy, OneDeviceStrategy -> tf.distribute.OneDeviceStrategy"
     ),
-    "rnn": (
-        "tf.nn.rnn_cell: tf.contrib.rnn.LSTMCell -> tf.nn.rnn_cell.LSTMCell, BasicLSTMCell -> "
-        "tf.nn.rnn_cell.BasicLSTMCell, GRUCell -> tf.nn.rnn_cell.GRUCell, BasicRNNCell -> "
-        "tf.nn.rnn_cell.BasicRNNCell, MultiRNNCell -> tf.nn.rnn_cell.MultiRNNCell, "
-        "DropoutWrapper -> tf.nn.rnn_cell.DropoutWrapper, LSTMStateTuple -> "
-        "tf.nn.rnn_cell.LSTMStateTuple, static_rnn -> tf.nn.static_rnn"
-    ),
     "slim": "the tf_slim package (`pip install tf-slim`, then `import tf_slim as slim`)",
 }
 
@@ -276,6 +269,7 @@ def build_contrib(report: Report) -> ShimModule:
         "training": Entry(lambda: served_package("training", report), None),
         "metrics": Entry(lambda: served_package("metrics", report), None),
         "lookup": Entry(lambda: served_package("lookup", report), None),
+        "rnn": Entry(lambda: served_package("rnn", report), None),
         "layers": Entry(
             lambda: ShimModule(
                 "tf.contrib.layers",
