@@ -25,7 +25,6 @@ from tfest_kit.legacy import _layer_norm, layer_norm
 from tfest_kit.legacy.__main__ import main as legacy_main
 from tfest_kit.legacy._contrib import (
     CONTRIB_REPLACEMENTS,
-    LAYERS_REPLACEMENTS,
     ONE_REPLICA_NAMES,
 )
 from tfest_kit.legacy._importer import Scope
@@ -156,15 +155,15 @@ def test_unknown_symbols_name_themselves_and_the_runner():
     ns = build_namespace(Report())
     for get, symbol in [
         (lambda: ns.contrib.foo, "tf.contrib.foo"),
-        (lambda: ns.contrib.layers.xavier_initializer, "tf.contrib.layers.xavier_initializer"),
+        (lambda: ns.contrib.layers.real_valued_column, "tf.contrib.layers.real_valued_column"),
         (lambda: ns.no_such_op, "tf.no_such_op"),
     ]:
         with pytest.raises(AttributeError) as info:
             get()
         message = str(info.value)
         assert message.startswith(f"{symbol} is not provided by the legacy runner")
-    with pytest.raises(AttributeError, match="it provides: tpu .*layers.layer_norm"):
-        _ = ns.contrib.learn
+    with pytest.raises(AttributeError, match="it provides: .*layers, .*predictor, .*tpu"):
+        _ = ns.contrib.no_such_package
 
 
 def _write(path, text):
@@ -461,7 +460,7 @@ def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path)
 
 def test_a_failing_import_inside_a_module_run_with_m_keeps_its_traceback_and_report(tmp_path):
     # It was reported as "`module` must be importable …" with no traceback and no report.
-    _write(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import slim\n")
+    _write(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import learn\n")
     _write(tmp_path / "pkg" / "train.py", "print('trained')\n")
     proc = run_program(
         ["-m", "tfest_kit.legacy", "--report", "-m", "pkg.train"],
@@ -471,13 +470,22 @@ def test_a_failing_import_inside_a_module_run_with_m_keeps_its_traceback_and_rep
         check_exit=1,
     )
     assert "Traceback" in proc.stderr and "must be importable" not in proc.stderr, proc.stderr
-    assert "Not provided: migrate first" in proc.stdout and "tf.contrib.slim" in proc.stdout
+    assert "Not provided: migrate first" in proc.stdout and "tf.contrib.learn" in proc.stdout
 
 
 def test_contrib_replacements_are_named_and_exist():
+    import importlib as imp
+
     ns = build_namespace(Report())
     cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items()]
-    cases += [(ns.contrib.layers, n, text) for n, text in LAYERS_REPLACEMENTS.items()]
+    # What a served package lacks names its home too.
+    for package in ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training"):
+        module = imp.import_module(f"tfest_kit.legacy.contrib.{package}")
+        not_served = getattr(module, "NOT_SERVED", {})
+        cases += [(getattr(ns.contrib, package), n, text) for n, text in not_served.items()]
+        for name in module.BACKING:
+            assert getattr(getattr(ns.contrib, package), name) is getattr(module, name)
+    assert len(cases) > 40
     for module, name, text in cases:
         with pytest.raises(AttributeError) as info:
             getattr(module, name)
@@ -491,14 +499,10 @@ def test_contrib_replacements_are_named_and_exist():
                 for part in target.split(".")[1:]:
                     value = getattr(value, part)
     for get, replacement in [
-        (lambda: ns.contrib.framework, "tf.train.get_or_create_global_step"),
-        (lambda: ns.contrib.layers.xavier_initializer, "tf.glorot_uniform_initializer()"),
-        (lambda: ns.contrib.layers.variance_scaling_initializer, "initializer(scale=2.0)"),
-        (lambda: ns.contrib.layers.l2_regularizer, "tf.keras.regularizers.l2(scale / 2)"),
-        (lambda: ns.contrib.distribute, "tf.distribute.MirroredStrategy"),
-        (lambda: ns.contrib.rnn, "LSTMCell -> tf.nn.rnn_cell.LSTMCell"),
-        (lambda: ns.contrib.metrics.cohen_kappa, "nothing maintained carries it on"),
-        (lambda: ns.contrib.slim, "the tf_slim package"),
+        (lambda: ns.contrib.learn, "tf.contrib.learn.Estimator -> tf.estimator.Estimator"),
+        (lambda: ns.contrib.layers.real_valued_column, "tf.feature_column.numeric_column"),
+        (lambda: ns.contrib.rnn.LayerNormBasicLSTMCell, "tfa.rnn.LayerNormLSTMCell"),
+        (lambda: ns.contrib.predictor.from_contrib_estimator, "out of scope"),
     ]:
         with pytest.raises(AttributeError, match=re.escape(replacement)):
             get()
@@ -506,7 +510,7 @@ def test_contrib_replacements_are_named_and_exist():
 
 def test_contrib_import_errors_print_the_message_once(tmp_path):
     _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import learn\n")
-    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.rnn\n")
+    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.crf\n")
     with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         for name in ("legacy_helper_pred", "legacy_helper_rnn"):
             with pytest.raises(ImportError) as info:
@@ -523,15 +527,15 @@ def test_report_lists_missing_names_first():
     ns.logging.info("x")
     _ = ns.contrib.data.map_and_batch
     with pytest.raises(AttributeError):
-        ns.contrib.layers.xavier_initializer()
+        ns.contrib.layers.real_valued_column("x")
     with pytest.raises(AttributeError):
         _ = ns.contrib.foo
-    assert report.names(MISSING) == ["tf.contrib.layers.xavier_initializer", "tf.contrib.foo"]
+    assert report.names(MISSING) == ["tf.contrib.layers.real_valued_column", "tf.contrib.foo"]
     lines = report.format("rep.py").splitlines()
     assert lines[0] == "tfest_kit.legacy report for rep.py: 2 TF1 symbols used."
     assert lines[1].startswith("Not provided: migrate first (2;")
     assert re.fullmatch(
-        r"  tf\.contrib\.layers\.xavier_initializer +->  tf\.glorot_uniform_initializer\(\).*",
+        r"  tf\.contrib\.layers\.real_valued_column +->  tf\.feature_column\.numeric_column",
         lines[2],
     )
     assert lines[3].strip() == "tf.contrib.foo"
@@ -545,14 +549,14 @@ def test_report_of_a_failing_script_names_the_symbol_it_failed_on(tmp_path):
         """
         import tensorflow as tf
         tf.logging.info("x")
-        init = tf.contrib.layers.xavier_initializer()
+        column = tf.contrib.layers.real_valued_column("x")
         """,
     )
     proc = run_program(["-m", "tfest_kit.legacy", "--report", str(script)], check_exit=1)
     report = proc.stdout
     missing, rest = report.split("Served by the legacy shim")
     assert "Not provided: migrate first (1;" in missing, report
-    assert "tf.contrib.layers.xavier_initializer  ->  tf.glorot_uniform_initializer()" in missing
+    assert "tf.contrib.layers.real_valued_column  ->  tf.feature_column.numeric_column" in missing
     assert "tf.logging.info" in rest, report
     assert proc.stderr.count("is not provided by the legacy runner") == 1, proc.stderr
 
@@ -948,12 +952,54 @@ def test_contrib_rnn_fused_cells_equal_tf_cells_and_keep_tf115_names(contrib_mod
         np.testing.assert_allclose(result[key], value, atol=1e-5, err_msg=key)
 
 
+def test_contrib_layers_slim_framework_keep_tf115_names_and_values(contrib_modules_run):
+    result, _, work_dir = contrib_modules_run
+    result = result["layers"]
+    assert result["variables"] == [
+        "Conv/biases",
+        "Conv/weights",
+        "EmbedSequence/embeddings",
+        "fully_connected/biases",
+        "fully_connected/weights",
+        "global_step",
+        "slim_fc/biases",
+        "slim_fc/weights",
+    ]
+    assert result["model_variables"] == [n for n in result["variables"] if n != "global_step"]
+    assert "slim_fc/weights" not in result["to_restore"] and "Conv/weights" in result["to_restore"]
+    # The same computations written against TensorFlow 2.15, on the checkpoint's values.
+    ckpt = str(work_dir / "layers.ckpt")
+
+    def value(name):
+        return tf.train.load_variable(ckpt, name)
+
+    images = np.arange(2 * 5 * 5 * 3, dtype=np.float32).reshape(2, 5, 5, 3) / 150.0 - 0.5
+    conv = tf2.nn.relu(
+        tf2.nn.conv2d(images, value("Conv/weights"), 1, "VALID") + value("Conv/biases")
+    )
+    flat = tf2.reshape(conv, [2, -1]).numpy()
+    weights = value("fully_connected/weights")
+    np.testing.assert_allclose(
+        result["logits"], flat @ weights + value("fully_connected/biases"), atol=1e-5
+    )
+    slim = np.maximum(flat @ value("slim_fc/weights") + value("slim_fc/biases"), 0)
+    np.testing.assert_allclose(result["slim"], slim, atol=1e-5)
+    np.testing.assert_allclose(
+        result["embedded"], value("EmbedSequence/embeddings")[[[1, 2], [0, 3]]], atol=1e-6
+    )
+    # contrib's l2_regularizer(scale): scale * sum(w ** 2) / 2.
+    np.testing.assert_allclose(result["penalty"], 0.5 * (weights**2).sum() / 2, rtol=1e-5)
+
+
 def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
     report = contrib_modules_run[1]
     for name, backing in [
         ("tf.contrib.training.HParams", "a port of TF 1.15's"),
         ("tf.contrib.metrics.streaming_auc", "tf.compat.v1.metrics.auc (arguments swapped)"),
         ("tf.contrib.lookup.index_table_from_file", "lookup_ops.index_table_from_file"),
+        ("tf.contrib.layers.conv2d", "tf_slim.conv2d"),
+        ("tf.contrib.slim.fully_connected", "tf_slim.fully_connected"),
+        ("tf.contrib.framework.arg_scope", "tf_slim.arg_scope"),
     ]:
         assert re.search(rf"{re.escape(name)} +->  .*{re.escape(backing)}", report), report
 

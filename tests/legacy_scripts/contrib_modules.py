@@ -143,12 +143,44 @@ def rnn_section():
   return result
 
 
+IMAGES = np.arange(2 * 5 * 5 * 3, dtype=np.float32).reshape(2, 5, 5, 3) / 150.0 - 0.5
+
+
+def layers_section():
+  """contrib.layers / slim / framework; the variables go to layers.ckpt."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    tf.set_random_seed(2)
+    step = tf.contrib.framework.get_or_create_global_step()
+    with tf.contrib.framework.arg_scope([tf.contrib.layers.conv2d], padding="VALID"):
+      net = tf.contrib.layers.conv2d(tf.constant(IMAGES), 4, [3, 3])
+    net = tf.contrib.layers.flatten(net)
+    logits = tf.contrib.layers.fully_connected(
+        net, 2, activation_fn=None,
+        weights_regularizer=tf.contrib.layers.l2_regularizer(0.5))
+    slim_out = tf.contrib.slim.fully_connected(net, 3, scope="slim_fc")
+    embedded = tf.contrib.layers.embed_sequence(
+        tf.constant([[1, 2], [0, 3]]), vocab_size=4, embed_dim=2)
+    penalty = tf.add_n(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES))
+    sess.run(tf.global_variables_initializer())
+    tf.train.Saver().save(sess, os.path.join(FLAGS.work_dir, "layers.ckpt"))
+    got = sess.run({"logits": logits, "slim": slim_out, "embedded": embedded,
+                    "penalty": penalty, "step": step})
+    result = {k: np.asarray(v).tolist() for k, v in got.items()}
+    result["variables"] = sorted(v.op.name for v in tf.global_variables())
+    result["model_variables"] = sorted(
+        v.op.name for v in tf.contrib.framework.get_model_variables())
+    result["to_restore"] = sorted(
+        v.op.name for v in tf.contrib.framework.get_variables_to_restore(exclude=["slim_fc"]))
+  return result
+
+
 def main(_):
   print(json.dumps({
       "training": training_section(),
       "metrics": metrics_section(),
       "lookup": lookup_section(),
       "rnn": rnn_section(),
+      "layers": layers_section(),
   }))
 
 

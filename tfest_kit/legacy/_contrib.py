@@ -11,12 +11,16 @@
 - ``tf.contrib.cluster_resolver.TPUClusterResolver``: ``tfest_kit.tpu.TPUClusterResolver``;
 - ``tf.contrib.data.*`` (``map_and_batch``, ``parallel_interleave`` …):
   ``tf.compat.v1.data.experimental``;
-- ``tf.contrib.layers.layer_norm``: :func:`tfest_kit.legacy.layer_norm`.
+- the packages of :mod:`tfest_kit.legacy.contrib`, one module each, imported when a script
+  first reaches the package (see :func:`served_package`): ``predictor``
+  (``tfest_kit.serving.Predictor``), ``training`` (a port of ``HParams``), ``metrics``
+  (``tf.compat.v1.metrics`` in contrib's argument order, the rest from ``tf_slim.metrics``),
+  ``lookup`` (``lookup_ops``), ``rnn`` (``tf.compat.v1.nn.rnn_cell`` and the fused kernels),
+  ``framework`` / ``layers`` (TensorFlow and ``tf_slim``) …; ``slim`` is ``tf_slim``.
 
-Other ``tf.contrib`` pieces with a known TensorFlow 2.15 (or tfest_kit, or PyPI) home are not
-served: the error a script gets names the replacement (:data:`CONTRIB_REPLACEMENTS`,
-:data:`LAYERS_REPLACEMENTS`), since their arguments or defaults differ and the script should
-say what it means.
+Other ``tf.contrib`` packages are not served: the error a script gets names their TensorFlow
+2.15 (or PyPI) home (:data:`CONTRIB_REPLACEMENTS`), as does a name a served package lacks
+(its module's ``NOT_SERVED``).
 
 Example:
 
@@ -31,7 +35,6 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from tfest_kit._tf import tf
-from tfest_kit.legacy._layer_norm import layer_norm
 from tfest_kit.legacy._shim import SHIM, Entry, Report, ShimModule
 
 __all__ = [
@@ -42,7 +45,6 @@ __all__ = [
     "cluster_resolver_module",
     "TPU_NAMES",
     "CONTRIB_REPLACEMENTS",
-    "LAYERS_REPLACEMENTS",
 ]
 
 # Names of tfest_kit.legacy.contrib.tpu, listed here so that building the stand-in imports
@@ -58,54 +60,33 @@ ONE_REPLICA_NAMES = (
 )
 TPU_NAMES = ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")
 
-_CONTRIB_PROVIDES = (
-    "Of tf.contrib it provides: tpu (TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
-    "InputPipelineConfig, CrossShardOptimizer), cluster_resolver.TPUClusterResolver, "
-    "data (tf.data.experimental), layers.layer_norm. "
-)
 
-# tf.contrib.<name> -> what to write instead; every `tf.…` named here is in tf.compat.v1
-# (checked by tests/test_legacy.py).
+# tf.contrib.<name> -> what to write instead, for the packages the runner does not serve; every
+# `tf.…` named here is in tf.compat.v1 (checked by tests/test_legacy.py).
 CONTRIB_REPLACEMENTS = {
-    "framework": (
-        "tf.train: tf.contrib.framework.get_or_create_global_step -> "
-        "tf.train.get_or_create_global_step, get_global_step -> tf.train.get_global_step, "
-        "list_variables -> tf.train.list_variables, load_variable -> tf.train.load_variable"
+    "learn": (
+        "tf.estimator (out of scope for the legacy runner): tf.contrib.learn.Estimator -> "
+        "tf.estimator.Estimator, learn.RunConfig -> tf.estimator.RunConfig, "
+        "learn.Experiment / learn_runner.run -> tf.estimator.train_and_evaluate, "
+        "learn.datasets -> tf.keras.datasets"
     ),
-    "distribute": (
-        "tf.distribute: tf.contrib.distribute.MirroredStrategy -> "
-        "tf.distribute.MirroredStrategy, OneDeviceStrategy -> tf.distribute.OneDeviceStrategy"
-    ),
-    "slim": "the tf_slim package (`pip install tf-slim`, then `import tf_slim as slim`)",
-}
-
-# tf.contrib.layers.<name> -> what to write instead.
-LAYERS_REPLACEMENTS = {
-    "xavier_initializer": (
-        "tf.glorot_uniform_initializer() (xavier_initializer(uniform=False) -> "
-        "tf.glorot_normal_initializer())"
-    ),
-    "xavier_initializer_conv2d": (
-        "tf.glorot_uniform_initializer() (xavier_initializer_conv2d(uniform=False) -> "
-        "tf.glorot_normal_initializer())"
-    ),
-    "variance_scaling_initializer": (
-        "tf.variance_scaling_initializer(scale=2.0) for the default call (contrib's factor "
-        "defaulted to 2.0, He initialisation; tf's scale defaults to 1.0; arguments renamed: "
-        "factor -> scale, "
-        "mode='FAN_IN' -> mode='fan_in', uniform=True -> distribution='uniform', "
-        "uniform=False -> distribution='truncated_normal')"
-    ),
-    "l2_regularizer": (
-        "tf.keras.regularizers.l2(scale / 2) (l2_regularizer(scale) added "
-        "scale * sum(w**2) / 2; tf.keras.regularizers.l2(l) adds l * sum(w**2))"
-    ),
-    "l1_regularizer": "tf.keras.regularizers.l1(scale) (same penalty)",
-    "fully_connected": (
-        "tf.layers.dense(inputs, num_outputs, activation=tf.nn.relu) (tf.layers.dense has "
-        "no activation by default; fully_connected used tf.nn.relu)"
-    ),
-    "flatten": "tf.layers.flatten",
+    "crf": "tfa.text.crf_log_likelihood / tfa.text.crf_decode from tensorflow-addons 0.23",
+    "seq2seq": "tfa.seq2seq from tensorflow-addons 0.23 (BasicDecoder, BahdanauAttention …)",
+    "legacy_seq2seq": "tfa.seq2seq from tensorflow-addons 0.23",
+    "opt": "tfa.optimizers from tensorflow-addons 0.23 (AdamW, LazyAdam, MovingAverage …)",
+    "keras": "tf.keras",
+    "losses": "tf.losses",
+    "summary": "tf.summary",
+    "feature_column": "tf.feature_column",
+    "saved_model": "tf.saved_model",
+    "checkpoint": "tf.train.Checkpoint",
+    "cudnn_rnn": "tf.keras.layers.LSTM / tf.keras.layers.GRU (cuDNN kernels on a GPU)",
+    "image": "tf.image (and tfa.image from tensorflow-addons 0.23)",
+    "distributions": "tensorflow-probability's tfp.distributions",
+    "bayesflow": "tensorflow-probability",
+    "tensor_forest": "tensorflow-decision-forests",
+    "gan": "tensorflow-gan",
+    "quantize": "tensorflow-model-optimization (tfmot.quantization)",
 }
 
 
@@ -267,22 +248,25 @@ def build_contrib(report: Report) -> ShimModule:
         ),
         "predictor": Entry(lambda: served_package("predictor", report), None),
         "training": Entry(lambda: served_package("training", report), None),
-        "metrics": Entry(lambda: served_package("metrics", report), None),
+        "metrics": Entry(
+            lambda: served_package(
+                "metrics",
+                report,
+                fallbacks=[(lambda: importlib.import_module("tf_slim.metrics"), "tf_slim.metrics")],
+            ),
+            None,
+        ),
         "lookup": Entry(lambda: served_package("lookup", report), None),
         "rnn": Entry(lambda: served_package("rnn", report), None),
-        "layers": Entry(
+        "framework": Entry(lambda: served_package("framework", report), None),
+        "layers": Entry(lambda: served_package("layers", report), None),
+        "slim": Entry(
             lambda: ShimModule(
-                "tf.contrib.layers",
+                "tf.contrib.slim",
                 report,
-                entries={
-                    "layer_norm": Entry(
-                        lambda: layer_norm,
-                        "tfest_kit.legacy.layer_norm (same variables), or "
-                        "tf.keras.layers.LayerNormalization(epsilon=1e-12, name='LayerNorm')",
-                    )
-                },
-                provides="Of tf.contrib.layers it provides layer_norm. ",
-                replacements=LAYERS_REPLACEMENTS,
+                fallbacks=[(lambda: importlib.import_module("tf_slim"), "tf_slim")],
+                kind=SHIM,
+                provides="Of tf.contrib.slim it provides what tf_slim 1.1 has. ",
             ),
             None,
         ),
@@ -291,6 +275,6 @@ def build_contrib(report: Report) -> ShimModule:
         "tf.contrib",
         report,
         entries=entries,
-        provides=_CONTRIB_PROVIDES,
+        provides=f"Of tf.contrib it provides: {', '.join(sorted(entries))}. ",
         replacements=CONTRIB_REPLACEMENTS,
     )

@@ -8,9 +8,9 @@ keep their meaning and its metric variables keep TF 1.15's names.  Also served:
 ``streaming_recall_at_k`` (the mean of ``in_top_k``), ``accuracy`` (contrib's non-streaming
 one), ``aggregate_metrics`` and ``aggregate_metric_map``.
 
-Not served (no maintained home; the error names the replacement): the metrics contrib
-implemented itself (``streaming_pearson_correlation``, ``streaming_covariance``,
-``streaming_concat``, ``cohen_kappa`` …).
+The metrics contrib implemented itself (``streaming_pearson_correlation``,
+``streaming_covariance``, ``streaming_concat``, ``cohen_kappa``, ``f1_score`` …) are
+``tf_slim.metrics``' (contrib's code carried on), imported when a script first asks for one.
 
 Example:
 
@@ -79,32 +79,9 @@ BACKING = {
     "aggregate_metric_map": "tfest_kit.legacy.contrib.metrics.aggregate_metric_map (as TF 1.15)",
 }
 
-_NO_HOME = (
-    "its TensorFlow 2 equivalent: contrib implemented it itself and nothing maintained "
-    "carries it on (tf.keras.metrics has most as stateful Keras metrics)"
-)
-NOT_SERVED = {
-    name: _NO_HOME
-    for name in (
-        "streaming_pearson_correlation",
-        "streaming_covariance",
-        "streaming_concat",
-        "streaming_false_positive_rate",
-        "streaming_false_negative_rate",
-        "streaming_dynamic_auc",
-        "streaming_curve_points",
-        "streaming_precision_recall_at_equal_thresholds",
-        "streaming_false_positive_rate_at_thresholds",
-        "streaming_false_negative_rate_at_thresholds",
-        "auc_with_confidence_intervals",
-        "cohen_kappa",
-        "f1_score",
-        "precision_recall_at_equal_thresholds",
-        "recall_at_precision",
-        "precision_at_recall",
-        "count",
-    )
-}
+# The rest of TF 1.15's tf.contrib.metrics (streaming_pearson_correlation, streaming_concat,
+# cohen_kappa, f1_score …) is served from tf_slim.metrics, which carries contrib's code on.
+NOT_SERVED = {}
 NOT_SERVED["confusion_matrix"] = "tf.confusion_matrix (labels, predictions)"
 NOT_SERVED["set_size"] = "tf.sets.size"
 NOT_SERVED["set_intersection"] = "tf.sets.intersection"
