@@ -991,6 +991,27 @@ def test_contrib_layers_slim_framework_keep_tf115_names_and_values(contrib_modul
     np.testing.assert_allclose(result["penalty"], 0.5 * (weights**2).sum() / 2, rtol=1e-5)
 
 
+def test_contrib_estimator_extenders_and_distribute(contrib_modules_run):
+    result = contrib_modules_run[0]["estimator"]
+    predicted, labels = np.array(result["predicted"]), np.array(result["labels"])
+    # add_metrics' metric equals the same metric on TF 2.15 over the forwarded predictions.
+    assert result["mae"] == pytest.approx(np.abs(predicted - labels).mean(), abs=1e-5)
+    assert result["loss"] == pytest.approx(((predicted - labels) ** 2).mean(), abs=1e-5)
+    assert result["loss"] < 0.05  # it trained through the clipped optimizer
+    assert result["forwarded_ids"] == list(range(64))
+    assert [d.rsplit("/", 1)[-1] for d in result["mirrored_devices"]] == ["device:CPU:0"]
+    assert result["reduce_sum"] == "ReduceOp.SUM"
+    from tfest_kit.legacy.contrib import estimator
+
+    with tf.Graph().as_default():
+        clipped = estimator.clip_gradients_by_norm(tf.train.AdamOptimizer(0.1), 1.0)
+        assert clipped.get_name() == "ClipByNormAdam"
+        with pytest.raises(TypeError, match="`optimizer` must be"):
+            estimator.clip_gradients_by_norm("adam", 1.0)
+    with pytest.raises(TypeError, match="`estimator` must be"):
+        estimator.forward_features(object())
+
+
 def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
     report = contrib_modules_run[1]
     for name, backing in [

@@ -174,6 +174,51 @@ def layers_section():
   return result
 
 
+def estimator_section():
+  """contrib.estimator extenders and hooks on a tiny regressor, contrib.distribute's strategy."""
+  rng = np.random.RandomState(3)
+  x = rng.rand(64, 2).astype(np.float32)
+  y = x.dot(np.array([[2.0], [-1.0]], np.float32)) + 0.5
+  ids = np.arange(64, dtype=np.int64)
+
+  def model_fn(features, labels, mode):
+    out = tf.layers.dense(features["x"], 1, name="out")
+    predictions = {"y": out}
+    if mode == tf.estimator.ModeKeys.PREDICT:
+      return tf.estimator.EstimatorSpec(mode, predictions=predictions)
+    loss = tf.losses.mean_squared_error(labels, out)
+    optimizer = tf.contrib.estimator.clip_gradients_by_norm(
+        tf.train.GradientDescentOptimizer(0.5), 1.0)
+    train_op = optimizer.minimize(loss, global_step=tf.train.get_global_step())
+    return tf.estimator.EstimatorSpec(
+        mode, predictions=predictions, loss=loss, train_op=train_op)
+
+  def metric_fn(labels, predictions):
+    return {"mae": tf.metrics.mean_absolute_error(labels, predictions["y"])}
+
+  def input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": x, "id": ids}, y)).batch(16)
+
+  estimator = tf.estimator.Estimator(
+      model_fn, model_dir=os.path.join(FLAGS.work_dir, "estimator"))
+  estimator = tf.contrib.estimator.add_metrics(estimator, metric_fn)
+  hook = tf.contrib.estimator.stop_if_no_decrease_hook(estimator, "loss", 1000)
+  estimator.train(lambda: input_fn().repeat(), steps=40, hooks=[hook])
+  metrics = estimator.evaluate(input_fn)
+  forwarding = tf.contrib.estimator.forward_features(estimator, "id")
+  rows = list(forwarding.predict(input_fn))
+  strategy = tf.contrib.distribute.MirroredStrategy(num_gpus=0)
+  return {
+      "mae": float(metrics["mae"]),
+      "loss": float(metrics["loss"]),
+      "predicted": [float(r["y"][0]) for r in rows],
+      "forwarded_ids": [int(r["id"]) for r in rows],
+      "labels": y[:, 0].tolist(),
+      "mirrored_devices": list(strategy.extended.worker_devices),
+      "reduce_sum": str(tf.contrib.distribute.ReduceOp.SUM),
+  }
+
+
 def main(_):
   print(json.dumps({
       "training": training_section(),
@@ -181,6 +226,7 @@ def main(_):
       "lookup": lookup_section(),
       "rnn": rnn_section(),
       "layers": layers_section(),
+      "estimator": estimator_section(),
   }))
 
 

@@ -259,6 +259,15 @@ def build_contrib(report: Report) -> ShimModule:
         "lookup": Entry(lambda: served_package("lookup", report), None),
         "rnn": Entry(lambda: served_package("rnn", report), None),
         "framework": Entry(lambda: served_package("framework", report), None),
+        "estimator": Entry(lambda: served_package("estimator", report), None),
+        "distribute": Entry(
+            lambda: served_package(
+                "distribute",
+                report,
+                fallbacks=[(lambda: tf.distribute, "tf.compat.v1.distribute")],
+            ),
+            None,
+        ),
         "layers": Entry(lambda: served_package("layers", report), None),
         "slim": Entry(
             lambda: ShimModule(

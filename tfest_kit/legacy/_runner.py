@@ -51,6 +51,8 @@ def enable_tf1_behavior() -> None:
     # Keras' legacy tf.layers print a UserWarning per call; --report lists them once instead,
     # as tfest_kit.logs.setup() does for TensorFlow's own deprecation warnings.
     warnings.filterwarnings("ignore", message=r"`tf\.layers\.", category=UserWarning)
+    # tf_slim (tf.contrib.layers / slim) calls Layer.apply, which warns on every layer.
+    warnings.filterwarnings("ignore", message=r"`layer\.apply` is deprecated", category=UserWarning)
 
 
 def _exit_status(exit_: SystemExit) -> int:
