@@ -479,7 +479,8 @@ def test_contrib_replacements_are_named_and_exist():
     ns = build_namespace(Report())
     cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items()]
     # What a served package lacks names its home too.
-    for package in ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training"):
+    packages = ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training", "crf")
+    for package in packages:
         module = imp.import_module(f"tfest_kit.legacy.contrib.{package}")
         not_served = getattr(module, "NOT_SERVED", {})
         cases += [(getattr(ns.contrib, package), n, text) for n, text in not_served.items()]
@@ -510,7 +511,7 @@ def test_contrib_replacements_are_named_and_exist():
 
 def test_contrib_import_errors_print_the_message_once(tmp_path):
     _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import learn\n")
-    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.crf\n")
+    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.gan\n")
     with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         for name in ("legacy_helper_pred", "legacy_helper_rnn"):
             with pytest.raises(ImportError) as info:
@@ -804,6 +805,8 @@ def contrib_modules_run(tmp_path_factory):
         ],
         timeout=240,
     )
+    # Neither tensorflow-addons' end-of-life notice nor tf_slim's per-layer warning is printed.
+    assert "TensorFlow Addons" not in proc.stderr and "layer.apply" not in proc.stderr
     lines = proc.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("{"))
     return json.loads(lines[start]), "\n".join(lines[start + 1 :]), work_dir
@@ -1012,6 +1015,36 @@ def test_contrib_estimator_extenders_and_distribute(contrib_modules_run):
         estimator.forward_features(object())
 
 
+def _crf_by_enumeration(unary, transitions, length):
+    """log Z, the best path and its score of a linear-chain CRF, by listing every path."""
+    import itertools
+
+    scores = {}
+    for path in itertools.product(range(unary.shape[1]), repeat=length):
+        score = sum(unary[t, tag] for t, tag in enumerate(path))
+        score += sum(transitions[a, b] for a, b in zip(path, path[1:]))
+        scores[path] = score
+    values = np.array(list(scores.values()), np.float64)
+    log_z = values.max() + np.log(np.exp(values - values.max()).sum())
+    best = max(scores, key=scores.get)
+    return log_z, scores, list(best), scores[best]
+
+
+def test_contrib_crf_equals_enumeration_with_tf115_variable(contrib_modules_run):
+    result = contrib_modules_run[0]["crf"]
+    assert result["variables"] == ["crf_layer/transitions"]  # tf.get_variable, as TF 1.15
+    logits = np.array(result["logits"], np.float64)
+    transitions = np.array(result["transitions"], np.float64)
+    tags = [[0, 1, 2, 1], [2, 2, 0, 0]]
+    for i, length in enumerate([4, 2]):
+        log_z, scores, best, best_score = _crf_by_enumeration(logits[i], transitions, length)
+        gold = tuple(tags[i][:length])
+        assert result["log_likelihood"][i] == pytest.approx(scores[gold] - log_z, abs=1e-4)
+        assert result["decoded"][i][:length] == best
+        assert result["best"][i] == pytest.approx(best_score, abs=1e-4)
+    assert result["viterbi"] == _crf_by_enumeration(logits[0], transitions, 4)[2]
+
+
 def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
     report = contrib_modules_run[1]
     for name, backing in [
@@ -1021,6 +1054,7 @@ def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
         ("tf.contrib.layers.conv2d", "tf_slim.conv2d"),
         ("tf.contrib.slim.fully_connected", "tf_slim.fully_connected"),
         ("tf.contrib.framework.arg_scope", "tf_slim.arg_scope"),
+        ("tf.contrib.crf.crf_decode", "tensorflow_addons.text.crf_decode"),
     ]:
         assert re.search(rf"{re.escape(name)} +->  .*{re.escape(backing)}", report), report
 

@@ -219,6 +219,28 @@ def estimator_section():
   }
 
 
+def crf_section():
+  """A sequence tagger's CRF loss and decoding, as BERT-NER scripts wrote them."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    tf.set_random_seed(4)
+    logits = tf.random_normal([2, 4, 3], seed=5)
+    tags = tf.constant([[0, 1, 2, 1], [2, 2, 0, 0]])
+    lengths = tf.constant([4, 2])
+    with tf.variable_scope("crf_layer"):
+      log_likelihood, transitions = tf.contrib.crf.crf_log_likelihood(
+          logits, tags, lengths)
+    decoded, best = tf.contrib.crf.crf_decode(logits, transitions, lengths)
+    sess.run(tf.global_variables_initializer())
+    got = sess.run({"logits": logits, "transitions": transitions,
+                    "log_likelihood": log_likelihood, "decoded": decoded, "best": best})
+    names = sorted(v.op.name for v in tf.global_variables())
+  viterbi, _ = tf.contrib.crf.viterbi_decode(got["logits"][0], got["transitions"])
+  result = {k: np.asarray(v).tolist() for k, v in got.items()}
+  result["variables"] = names
+  result["viterbi"] = [int(t) for t in viterbi]
+  return result
+
+
 def main(_):
   print(json.dumps({
       "training": training_section(),
@@ -227,6 +249,7 @@ def main(_):
       "rnn": rnn_section(),
       "layers": layers_section(),
       "estimator": estimator_section(),
+      "crf": crf_section(),
   }))
 
 

@@ -70,7 +70,6 @@ CONTRIB_REPLACEMENTS = {
         "learn.Experiment / learn_runner.run -> tf.estimator.train_and_evaluate, "
         "learn.datasets -> tf.keras.datasets"
     ),
-    "crf": "tfa.text.crf_log_likelihood / tfa.text.crf_decode from tensorflow-addons 0.23",
     "seq2seq": "tfa.seq2seq from tensorflow-addons 0.23 (BasicDecoder, BahdanauAttention …)",
     "legacy_seq2seq": "tfa.seq2seq from tensorflow-addons 0.23",
     "opt": "tfa.optimizers from tensorflow-addons 0.23 (AdamW, LazyAdam, MovingAverage …)",
@@ -260,6 +259,7 @@ def build_contrib(report: Report) -> ShimModule:
         "rnn": Entry(lambda: served_package("rnn", report), None),
         "framework": Entry(lambda: served_package("framework", report), None),
         "estimator": Entry(lambda: served_package("estimator", report), None),
+        "crf": Entry(lambda: served_package("crf", report), None),
         "distribute": Entry(
             lambda: served_package(
                 "distribute",
