@@ -424,6 +424,28 @@ def test_tf1_package_hands_the_stand_in_to_an_installed_library(tmp_path):
     assert legacy_main(["--tf1-package", "not-a-name", "x.py"]) == 2
 
 
+def test_contrib_libraries_are_imported_only_when_a_script_reaches_them(tmp_path):
+    # tf_slim and tensorflow-addons cost a second or more to import: a script that does not
+    # use tf.contrib.layers / crf must not pay for them, at start-up or later.
+    script = tmp_path / "lazy.py"
+    _write(
+        script,
+        """
+        import sys
+        import tensorflow as tf
+        tf.logging.info("x")
+        _ = tf.contrib.data.map_and_batch
+        heavy = ("tf_slim", "tensorflow_addons", "tfest_kit.legacy.contrib.")
+        print("LOADED", sorted(m for m in sys.modules if m.startswith(heavy)))
+        _ = tf.contrib.crf.crf_decode
+        print("AFTER", "tensorflow_addons" in sys.modules, "tf_slim" in sys.modules)
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(script)], timeout=120)
+    assert "LOADED []" in proc.stdout and "AFTER True False" in proc.stdout, proc.stdout
+    assert "TensorFlow Addons" not in proc.stderr, proc.stderr
+
+
 def test_tf1_package_hint_only_for_tf1_names_in_installed_packages(tmp_path):
     site = _write_tf1_library(tmp_path)
     with _on_sys_path(site):
