@@ -501,7 +501,8 @@ def test_contrib_replacements_are_named_and_exist():
     ns = build_namespace(Report())
     cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items()]
     # What a served package lacks names its home too.
-    packages = ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training", "crf")
+    packages = ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training")
+    packages += ("crf", "seq2seq", "estimator")
     for package in packages:
         module = imp.import_module(f"tfest_kit.legacy.contrib.{package}")
         not_served = getattr(module, "NOT_SERVED", {})
@@ -1065,6 +1066,12 @@ def test_contrib_crf_equals_enumeration_with_tf115_variable(contrib_modules_run)
         assert result["decoded"][i][:length] == best
         assert result["best"][i] == pytest.approx(best_score, abs=1e-4)
     assert result["viterbi"] == _crf_by_enumeration(logits[0], transitions, 4)[2]
+    # seq2seq.sequence_loss: the masked mean of the token cross-entropies.
+    log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], np.float64)
+    nll = -np.take_along_axis(log_softmax, np.array(tags)[..., None], -1)[..., 0]
+    assert result["sequence_loss"] == pytest.approx((nll * mask).sum() / mask.sum(), abs=1e-5)
+    assert result["tiled"] == [[1, 2], [1, 2], [3, 4], [3, 4]]
 
 
 def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):

@@ -234,6 +234,10 @@ def crf_section():
     got = sess.run({"logits": logits, "transitions": transitions,
                     "log_likelihood": log_likelihood, "decoded": decoded, "best": best})
     names = sorted(v.op.name for v in tf.global_variables())
+    loss = tf.contrib.seq2seq.sequence_loss(
+        tf.constant(got["logits"]), tags, tf.sequence_mask(lengths, 4, dtype=tf.float32))
+    tiled = tf.contrib.seq2seq.tile_batch(tf.constant([[1, 2], [3, 4]]), 2)
+    got["sequence_loss"], got["tiled"] = sess.run([loss, tiled])
   viterbi, _ = tf.contrib.crf.viterbi_decode(got["logits"][0], got["transitions"])
   result = {k: np.asarray(v).tolist() for k, v in got.items()}
   result["variables"] = names

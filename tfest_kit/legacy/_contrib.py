@@ -70,7 +70,6 @@ CONTRIB_REPLACEMENTS = {
         "learn.Experiment / learn_runner.run -> tf.estimator.train_and_evaluate, "
         "learn.datasets -> tf.keras.datasets"
     ),
-    "seq2seq": "tfa.seq2seq from tensorflow-addons 0.23 (BasicDecoder, BahdanauAttention …)",
     "legacy_seq2seq": "tfa.seq2seq from tensorflow-addons 0.23",
     "opt": "tfa.optimizers from tensorflow-addons 0.23 (AdamW, LazyAdam, MovingAverage …)",
     "keras": "tf.keras",
@@ -260,6 +259,7 @@ def build_contrib(report: Report) -> ShimModule:
         "framework": Entry(lambda: served_package("framework", report), None),
         "estimator": Entry(lambda: served_package("estimator", report), None),
         "crf": Entry(lambda: served_package("crf", report), None),
+        "seq2seq": Entry(lambda: served_package("seq2seq", report), None),
         "distribute": Entry(
             lambda: served_package(
                 "distribute",
