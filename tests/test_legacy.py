@@ -502,7 +502,7 @@ def test_contrib_replacements_are_named_and_exist():
     cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items()]
     # What a served package lacks names its home too.
     packages = ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training")
-    packages += ("crf", "seq2seq", "estimator")
+    packages += ("crf", "seq2seq", "estimator", "opt")
     for package in packages:
         module = imp.import_module(f"tfest_kit.legacy.contrib.{package}")
         not_served = getattr(module, "NOT_SERVED", {})
@@ -1072,6 +1072,27 @@ def test_contrib_crf_equals_enumeration_with_tf115_variable(contrib_modules_run)
     nll = -np.take_along_axis(log_softmax, np.array(tags)[..., None], -1)[..., 0]
     assert result["sequence_loss"] == pytest.approx((nll * mask).sum() / mask.sum(), abs=1e-5)
     assert result["tiled"] == [[1, 2], [1, 2], [3, 4], [3, 4]]
+
+
+def test_contrib_opt_decoupled_weight_decay_and_tf115_slot_names(contrib_modules_run):
+    result = contrib_modules_run[0]["opt"]
+    assert result["variables"] == [
+        "beta1_power",
+        "beta2_power",
+        "u",
+        "u/MomentumW",
+        "w",
+        "w/AdamW",
+        "w/AdamW_1",
+    ]
+    # TF 2.15's own Adam and momentum steps, after the decay var -= weight_decay * var.
+    w, grad = np.array([1.0, -2.0]), np.array([3.0, 0.25])
+    m, v = 0.1 * grad, 0.001 * grad**2
+    lr_t = 0.01 * np.sqrt(1 - 0.999) / (1 - 0.9)
+    want_w = w - 0.1 * w - lr_t * m / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(result["w"], want_w, rtol=1e-5)
+    u = np.array([0.5, 0.5])
+    np.testing.assert_allclose(result["u"], u - 0.5 * u - 0.1 * (2 * u), rtol=1e-5)
 
 
 def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):

@@ -245,6 +245,24 @@ def crf_section():
   return result
 
 
+def opt_section():
+  """One AdamW step and one MomentumW step, as BERT-era fine-tuners used them."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    w = tf.get_variable("w", initializer=tf.constant([1.0, -2.0]))
+    u = tf.get_variable("u", initializer=tf.constant([0.5, 0.5]))
+    loss = tf.reduce_sum(w * tf.constant([3.0, 0.25])) + tf.reduce_sum(u * u)
+    adamw = tf.contrib.opt.AdamWOptimizer(weight_decay=0.1, learning_rate=0.01)
+    step = adamw.minimize(loss, var_list=[w])
+    momentum = tf.contrib.opt.MomentumWOptimizer(0.5, learning_rate=0.1, momentum=0.9)
+    step_u = momentum.minimize(loss, var_list=[u])
+    sess.run(tf.global_variables_initializer())
+    sess.run([step])
+    sess.run([step_u])
+    w_value, u_value = sess.run([w, u])
+    names = sorted(v.op.name for v in tf.global_variables())
+  return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names}
+
+
 def main(_):
   print(json.dumps({
       "training": training_section(),
@@ -254,6 +272,7 @@ def main(_):
       "layers": layers_section(),
       "estimator": estimator_section(),
       "crf": crf_section(),
+      "opt": opt_section(),
   }))
 
 

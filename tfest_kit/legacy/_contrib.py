@@ -71,7 +71,6 @@ CONTRIB_REPLACEMENTS = {
         "learn.datasets -> tf.keras.datasets"
     ),
     "legacy_seq2seq": "tfa.seq2seq from tensorflow-addons 0.23",
-    "opt": "tfa.optimizers from tensorflow-addons 0.23 (AdamW, LazyAdam, MovingAverage …)",
     "keras": "tf.keras",
     "losses": "tf.losses",
     "summary": "tf.summary",
@@ -260,6 +259,7 @@ def build_contrib(report: Report) -> ShimModule:
         "estimator": Entry(lambda: served_package("estimator", report), None),
         "crf": Entry(lambda: served_package("crf", report), None),
         "seq2seq": Entry(lambda: served_package("seq2seq", report), None),
+        "opt": Entry(lambda: served_package("opt", report), None),
         "distribute": Entry(
             lambda: served_package(
                 "distribute",
