@@ -5,3 +5,5 @@ own ops, ``tf_slim``, ``tensorflow-addons``, tfest_kit); ``tfest_kit.legacy._con
 assembles them into the ``tf.contrib`` stand-in.  They are imported only when a script
 first reaches the package.
 """
+
+__all__: list = []

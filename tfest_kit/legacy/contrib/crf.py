@@ -63,6 +63,10 @@ def crf_log_likelihood(inputs, tag_indices, sequence_lengths, transition_params=
 
     Returns:
       ``(log_likelihood, transition_params)``.
+
+    Example:
+
+        log_likelihood, transitions = crf_log_likelihood(logits, tags, lengths)
     """
     if transition_params is None:
         num_tags = tf.compat.dimension_value(inputs.shape[2])

@@ -68,6 +68,10 @@ def MirroredStrategy(  # noqa: N802  (stands in for the contrib class)
     Raises:
       ValueError: if both ``num_gpus`` and ``num_gpus_per_worker``, or both
         ``cross_device_ops`` and ``cross_tower_ops``, are given.
+
+    Example:
+
+        strategy = MirroredStrategy(num_gpus=2)
     """
     del auto_shard_dataset
     if num_gpus is not None and num_gpus_per_worker is not None:
@@ -96,6 +100,10 @@ def CollectiveAllReduceStrategy(  # noqa: N802  (stands in for the contrib class
 
     Returns:
       A ``tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy``.
+
+    Example:
+
+        strategy = CollectiveAllReduceStrategy()
     """
     del num_gpus_per_worker
     return tf.distribute.experimental.MultiWorkerMirroredStrategy()
@@ -111,6 +119,10 @@ def AllReduceCrossDeviceOps(  # noqa: N802  (stands in for the contrib class)
 
     Raises:
       ValueError: for another ``all_reduce_alg``.
+
+    Example:
+
+        ops = AllReduceCrossDeviceOps('hierarchical_copy')
     """
     if all_reduce_alg == "nccl":
         return tf.distribute.NcclAllReduce(num_packs=num_packs)

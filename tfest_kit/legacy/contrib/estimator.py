@@ -95,6 +95,10 @@ def forward_features(
       TypeError: if ``estimator`` is not an Estimator or ``keys`` not strings.
       ValueError: at predict time, for a missing key, a key the predictions already have, a
         non-dict ``predictions`` or a sparse feature without a default value.
+
+    Example:
+
+        estimator = forward_features(estimator, keys=['id'])
     """
     if not isinstance(estimator, tf_estimator.Estimator):
         raise TypeError(
@@ -191,6 +195,10 @@ def clip_gradients_by_norm(optimizer, clip_norm: float):
 
     Raises:
       TypeError: if ``optimizer`` is not a ``tf.compat.v1.train.Optimizer``.
+
+    Example:
+
+        optimizer = clip_gradients_by_norm(tf.train.AdamOptimizer(1e-3), 1.0)
     """
     if not isinstance(optimizer, tf.train.Optimizer):
         raise TypeError(f"`optimizer` must be a tf.compat.v1.train.Optimizer. Got: {optimizer!r}")

@@ -83,5 +83,11 @@ for _name in _FROM_SLIM:
 
 
 def get_name_scope() -> str:
-    """``tf.contrib.framework.get_name_scope``: the current name scope of the default graph."""
+    """``tf.contrib.framework.get_name_scope``: the current name scope of the default graph.
+
+    Example:
+
+        with tf.name_scope('block'):
+            get_name_scope()   # 'block'
+    """
     return tf.get_default_graph().get_name_scope()

@@ -175,6 +175,10 @@ def embed_sequence(
 
     Raises:
       ValueError: if ``vocab_size`` or ``embed_dim`` is missing when not reusing.
+
+    Example:
+
+        embedded = embed_sequence(ids, vocab_size=1000, embed_dim=64)
     """
     if not (reuse or (vocab_size and embed_dim)):
         raise ValueError(

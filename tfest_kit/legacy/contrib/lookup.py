@@ -78,6 +78,10 @@ class MutableHashTable(lookup_ops.MutableHashTable):
       shared_name: accepted for TF 1.15's signature; not used.
       name: the table's name.
       checkpoint: whether the table is saved in checkpoints.
+
+    Example:
+
+        table = MutableHashTable(tf.string, tf.int64, -1)
     """
 
     def __init__(
@@ -96,7 +100,12 @@ class MutableHashTable(lookup_ops.MutableHashTable):
 def string_to_index_table_from_tensor(
     mapping, num_oov_buckets=0, default_value=-1, hasher_spec=lookup_ops.FastHashSpec, name=None
 ):
-    """Deprecated in TF 1.15: ``index_table_from_tensor(vocabulary_list=mapping, …)``."""
+    """Deprecated in TF 1.15: ``index_table_from_tensor(vocabulary_list=mapping, …)``.
+
+    Example:
+
+        table = string_to_index_table_from_tensor(['a', 'b'])
+    """
     return lookup_ops.index_table_from_tensor(
         vocabulary_list=mapping,
         num_oov_buckets=num_oov_buckets,
@@ -107,7 +116,12 @@ def string_to_index_table_from_tensor(
 
 
 def string_to_index(tensor, mapping, default_value=-1, name=None):
-    """Deprecated in TF 1.15: the index of each string of ``tensor`` in ``mapping``."""
+    """Deprecated in TF 1.15: the index of each string of ``tensor`` in ``mapping``.
+
+    Example:
+
+        ids = string_to_index(words, ['a', 'b'])
+    """
     table = lookup_ops.index_table_from_tensor(
         vocabulary_list=mapping, default_value=default_value, name=name
     )
@@ -115,7 +129,12 @@ def string_to_index(tensor, mapping, default_value=-1, name=None):
 
 
 def index_to_string(tensor, mapping, default_value="UNK", name=None):
-    """Deprecated in TF 1.15: the string of ``mapping`` at each index of ``tensor``."""
+    """Deprecated in TF 1.15: the string of ``mapping`` at each index of ``tensor``.
+
+    Example:
+
+        words = index_to_string(ids, ['a', 'b'])
+    """
     table = lookup_ops.index_to_string_table_from_tensor(
         vocabulary_list=mapping, default_value=default_value, name=name
     )

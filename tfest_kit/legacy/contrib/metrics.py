@@ -102,7 +102,8 @@ def _swapped(contrib_name: str, tf_name: str) -> Callable:
     streaming.__doc__ = (
         f"``tf.contrib.metrics.{contrib_name}``: ``tf.compat.v1.metrics.{tf_name}`` with "
         f"contrib's argument order {tuple(p.name for p in params[:2])}; same variables and "
-        "return value ``(value, update_op)``."
+        "return value ``(value, update_op)``.\n\nExample:\n\n"
+        f"    value, update_op = tf.contrib.metrics.{contrib_name}(predictions, labels)\n"
     )
     return streaming
 
@@ -135,6 +136,10 @@ def streaming_recall_at_k(
 
     Returns:
       ``(recall_at_k, update_op)``.
+
+    Example:
+
+        recall, update = streaming_recall_at_k(logits, labels, 5)
     """
     in_top_k = tf.cast(tf.nn.in_top_k(predictions, labels, k), tf.float32)
     return tf.metrics.mean(
@@ -153,6 +158,10 @@ def accuracy(predictions, labels, weights=None, name: Optional[str] = None):
 
     Returns:
       A scalar float32 tensor.
+
+    Example:
+
+        value = accuracy(predictions, labels)
     """
     with tf.name_scope(name, "accuracy", values=[predictions, labels]):
         predictions = tf.convert_to_tensor(predictions)
@@ -171,6 +180,10 @@ def aggregate_metrics(*value_update_tuples: tuple) -> tuple[list, list]:
 
     Raises:
       ValueError: if no tuple is given.
+
+    Example:
+
+        values, updates = aggregate_metrics(streaming_mean(x), streaming_mean(y))
     """
     if not value_update_tuples:
         raise ValueError("Expected at least one value_tensor/update_op pair. Got: none")
@@ -179,7 +192,12 @@ def aggregate_metrics(*value_update_tuples: tuple) -> tuple[list, list]:
 
 
 def aggregate_metric_map(names_to_tuples: Mapping[str, tuple]) -> tuple[dict, dict]:
-    """``tf.contrib.metrics.aggregate_metric_map``: ``({name: value}, {name: update})``."""
+    """``tf.contrib.metrics.aggregate_metric_map``: ``({name: value}, {name: update})``.
+
+    Example:
+
+        values, updates = aggregate_metric_map({'mean': streaming_mean(x)})
+    """
     names = list(names_to_tuples)
     values, updates = aggregate_metrics(*[names_to_tuples[n] for n in names])
     return dict(zip(names, values)), dict(zip(names, updates))

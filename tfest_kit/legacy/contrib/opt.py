@@ -46,6 +46,11 @@ class DecoupledWeightDecayExtension:
     Args:
       weight_decay: the decay factor (a float, a tensor or a callable returning one).
       **kwargs: the base optimizer's arguments.
+
+    Example:
+
+        class MyAdamW(DecoupledWeightDecayExtension, tf.train.AdamOptimizer):
+            pass
     """
 
     def __init__(self, weight_decay: Any, **kwargs: Any):
@@ -91,6 +96,11 @@ def extend_with_decoupled_weight_decay(base_optimizer: type) -> type:
 
     Returns:
       A class taking ``(weight_decay, *base arguments)``.
+
+    Example:
+
+        AdamW = extend_with_decoupled_weight_decay(tf.train.AdamOptimizer)
+        optimizer = AdamW(weight_decay=1e-4, learning_rate=1e-3)
     """
 
     class OptimizerWithDecoupledWeightDecay(DecoupledWeightDecayExtension, base_optimizer):
@@ -103,7 +113,12 @@ def extend_with_decoupled_weight_decay(base_optimizer: type) -> type:
 
 
 class AdamWOptimizer(DecoupledWeightDecayExtension, tf.train.AdamOptimizer):
-    """``tf.contrib.opt.AdamWOptimizer``: Adam with decoupled weight decay (slots ``…/AdamW``)."""
+    """``tf.contrib.opt.AdamWOptimizer``: Adam with decoupled weight decay (slots ``…/AdamW``).
+
+    Example:
+
+        optimizer = AdamWOptimizer(weight_decay=1e-4, learning_rate=1e-3)
+    """
 
     def __init__(
         self,
@@ -127,7 +142,12 @@ class AdamWOptimizer(DecoupledWeightDecayExtension, tf.train.AdamOptimizer):
 
 
 class MomentumWOptimizer(DecoupledWeightDecayExtension, tf.train.MomentumOptimizer):
-    """``tf.contrib.opt.MomentumWOptimizer``: momentum with decoupled weight decay."""
+    """``tf.contrib.opt.MomentumWOptimizer``: momentum with decoupled weight decay.
+
+    Example:
+
+        optimizer = MomentumWOptimizer(1e-4, learning_rate=0.1, momentum=0.9)
+    """
 
     def __init__(
         self,

@@ -145,6 +145,11 @@ def from_saved_model(
       ValueError: if more than one of ``signature_def_key``, ``signature_def`` and
         ``input_names``/``output_names`` is given, or only one of the last two; or if the
         signature is not in the export (the message lists those it has).
+
+    Example:
+
+        predict_fn = from_saved_model(export_dir)
+        predict_fn({'x': [[1.0, 2.0]]})
     """
     if (input_names is None) != (output_names is None):
         raise ValueError(
@@ -207,6 +212,10 @@ def from_estimator(
     Raises:
       TypeError: if ``estimator`` is not a ``tf.estimator.Estimator``.
       ValueError: if ``output_key`` is not one of the model's export outputs.
+
+    Example:
+
+        predict_fn = from_estimator(estimator, serving_input_receiver_fn)
     """
     if not isinstance(estimator, tf.estimator.Estimator):
         raise TypeError(

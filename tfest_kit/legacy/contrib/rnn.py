@@ -111,6 +111,10 @@ class LSTMBlockCell(_CELLS.LSTMCell):
       dtype: the variables' dtype.
       reuse: reuse variables of an existing scope.
       name: the layer's name, TF 1.15's default ``"lstm_cell"``.
+
+    Example:
+
+        outputs, state = tf.nn.dynamic_rnn(LSTMBlockCell(64), inputs, dtype=tf.float32)
     """
 
     def __init__(
@@ -173,6 +177,10 @@ class GRUBlockCell(_CELLS.GRUCell):
       reuse: reuse variables of an existing scope.
       name: the layer's name, TF 1.15's default ``"gru_cell"``.
       cell_size: TF 1.15's deprecated name for ``num_units``.
+
+    Example:
+
+        outputs, state = tf.nn.dynamic_rnn(GRUBlockCell(64), inputs, dtype=tf.float32)
     """
 
     def __init__(
@@ -219,6 +227,10 @@ class LSTMBlockFusedCell(tf.layers.Layer):
       reuse: reuse variables of an existing scope.
       dtype: the variables' dtype.
       name: TF 1.15's default ``"lstm_fused_cell"``.
+
+    Example:
+
+        outputs, state = LSTMBlockFusedCell(64)(time_major_inputs, dtype=tf.float32)
     """
 
     def __init__(
@@ -348,6 +360,10 @@ def stack_bidirectional_rnn(
 
     Raises:
       ValueError: for empty or unequal cell lists or initial-state lists of the wrong length.
+
+    Example:
+
+        outputs, fw, bw = stack_bidirectional_rnn([cell_fw], [cell_bw], steps, dtype=tf.float32)
     """
     _check_cells(cells_fw, cells_bw, initial_states_fw, initial_states_bw)
     states_fw, states_bw = [], []
@@ -391,6 +407,11 @@ def stack_bidirectional_dynamic_rnn(
 
     Raises:
       ValueError: for empty or unequal cell lists or initial-state lists of the wrong length.
+
+    Example:
+
+        outputs, fw, bw = stack_bidirectional_dynamic_rnn(
+            [cell_fw], [cell_bw], inputs, dtype=tf.float32)
     """
     _check_cells(cells_fw, cells_bw, initial_states_fw, initial_states_bw)
     states_fw, states_bw = [], []

@@ -63,6 +63,10 @@ def cross_replica_sum(x, group_assignment=None, name: Optional[str] = None):
 
     Raises:
       ValueError: if called inside a ``shard`` of more than one shard without a TPU.
+
+    Example:
+
+        total = cross_replica_sum(loss)
     """
     if tpu_in_use():
         return tf.tpu.cross_replica_sum(x, group_assignment=group_assignment, name=name)
@@ -108,6 +112,10 @@ def rewrite(
 
     Returns:
       As the official function: a list of the output tensors, or a ``NoOp`` if there are none.
+
+    Example:
+
+        (output,) = rewrite(lambda a: a * 2.0, [x])
     """
     if tpu_in_use():
         return tf.tpu.rewrite(
@@ -143,6 +151,10 @@ def replicate(
 
     Raises:
       ValueError: if ``inputs`` has more than one replica and there is no TPU.
+
+    Example:
+
+        [[output]] = replicate(lambda a: [a * 2.0], [[x]])
     """
     if tpu_in_use():
         return tf.tpu.replicate(
@@ -199,6 +211,10 @@ def shard(
 
     Raises:
       ValueError: for ``num_shards`` < 1 or axes lists whose length does not match.
+
+    Example:
+
+        (output,) = shard(lambda a: a + 1.0, [x], num_shards=2)
     """
     if tpu_in_use():
         return tf.tpu.shard(
@@ -272,6 +288,10 @@ def batch_parallel(
 
     Returns:
       As :func:`shard`.
+
+    Example:
+
+        (output,) = batch_parallel(lambda a: a + 1.0, [x], num_shards=2)
     """
     if tpu_in_use():
         return tf.tpu.batch_parallel(
@@ -290,6 +310,10 @@ def initialize_system(
 
     Returns:
       A string tensor (the official one holds the TPU topology).
+
+    Example:
+
+        session.run(initialize_system())
     """
     if tpu_in_use():
         return tf.tpu.initialize_system(
@@ -303,6 +327,10 @@ def shutdown_system(job: Optional[str] = None):
 
     Returns:
       An operation.
+
+    Example:
+
+        session.run(shutdown_system())
     """
     if tpu_in_use():
         return tf.tpu.shutdown_system(job)

@@ -56,6 +56,10 @@ def wait_for_new_checkpoint(checkpoint_dir, last_checkpoint=None, seconds_to_sle
 
     Returns:
       The new checkpoint's path, or None on timeout.
+
+    Example:
+
+        path = wait_for_new_checkpoint(model_dir, last_checkpoint, timeout=60)
     """
     for path in tf.train.checkpoints_iterator(
         checkpoint_dir, min_interval_secs=seconds_to_sleep, timeout=timeout
@@ -111,6 +115,10 @@ def parse_values(values: str, type_map: Mapping[str, type], ignore_unknown: bool
     Raises:
       ValueError: for a malformed clause, an unknown name, a value that does not parse as its
         type, a list assigned to an index, or a name assigned twice.
+
+    Example:
+
+        parse_values('a=1,b=[2,3]', {'a': int, 'b': int})   # {'a': 1, 'b': [2, 3]}
     """
     result: dict = {}
     pos = 0
