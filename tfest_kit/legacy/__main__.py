@@ -12,11 +12,14 @@ usage: python -m tfest_kit.legacy [--report] [--tf1-package NAME]... SCRIPT.py [
 
 Runs a TF1-era TensorFlow script unchanged on TensorFlow 2.15: `import tensorflow as tf` (and
 `from tensorflow.keras.optimizers import Adam`, `from tensorflow.train import ...`, ...) in
-user code sees tf.compat.v1 plus tf.contrib.{tpu, cluster_resolver, data, layers.layer_norm};
-TPUEstimator falls back to CPU/GPU without a TPU.  User code is the script and the modules it
-imports from the script's directory, the current directory and PYTHONPATH entries (run from
+user code sees tf.compat.v1 plus tf.contrib (tpu, cluster_resolver, data, predictor, training,
+metrics, lookup, rnn, framework, layers, slim, estimator, distribute, crf, seq2seq, opt);
+TPUEstimator and the tf.tpu functions fall back to CPU/GPU without a TPU.  User code is the
+script and the modules it imports from the script's directory, the current directory and
+PYTHONPATH entries (run from
 your project root, or put it on PYTHONPATH, so that `from mylib import model` gets TF1 too);
-libraries in site-packages and the standard library keep the real TensorFlow 2.
+libraries in site-packages and the standard library keep the real TensorFlow 2 (but for
+packages named with --tf1-package).
 
 runner options (before SCRIPT.py / -m MODULE):
   -m MODULE   run a module of your project as `python -m MODULE` would (e.g. scripts.train);
