@@ -739,6 +739,27 @@ def test_tensorflow_estimator_tpu_imports_give_tfest_kit_tpu(tmp_path):
     assert sys.modules["tensorflow_estimator"].__name__ == "tensorflow_estimator"
 
 
+def test_contrib_tpu_implementation_modules_give_the_fallbacks(tmp_path):
+    from tfest_kit import tpu
+    from tfest_kit.legacy.contrib import tpu as one_replica
+
+    _write(
+        tmp_path / "legacy_helper_ctpu.py",
+        """
+        from tensorflow.contrib.tpu.python.tpu import tpu_estimator, tpu_config, tpu
+        from tensorflow.contrib.tpu.python.tpu import tpu_optimizer
+        import tensorflow.contrib.tpu.python.tpu.tpu_config as dotted_config
+        """,
+    )
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+        helper = importlib.import_module("legacy_helper_ctpu")
+    assert helper.tpu_estimator.TPUEstimator is tpu.TPUEstimator
+    assert helper.tpu_config.RunConfig is tpu.RunConfig is helper.dotted_config.RunConfig
+    assert helper.tpu_optimizer.CrossShardOptimizer is tpu.CrossShardOptimizer
+    assert helper.tpu.cross_replica_sum is one_replica.cross_replica_sum
+    assert helper.tpu_estimator.TPUEstimatorSpec is tpu.TPUEstimatorSpec
+
+
 def test_tf115_tpu_script_trains_on_cpu(tmp_path):
     # `import tensorflow.compat.v1 as tf` with tf.tpu.CrossShardOptimizer and
     # tf_estimator.tpu.TPUEstimator died on CPU in CrossReplicaSum ("No OpKernel").

@@ -133,13 +133,66 @@ def tpu_module(
                 f"tfest_kit.legacy.contrib.tpu.{name} (one replica without a TPU)",
             )
         fallbacks.append((lambda: tf.tpu, "tf.compat.v1.tpu"))
-    return ShimModule(
+    if estimator and ops:
+        # TF 1.x scripts also imported the implementation modules:
+        # `from tensorflow.contrib.tpu.python.tpu import tpu_estimator, tpu_config, tpu`.
+        entries["python"] = Entry(lambda: _contrib_tpu_python(display, report, module), None)
+    module = ShimModule(
         display,
         report,
         entries=entries,
         fallbacks=fallbacks,
         kind=kind,
         provides=f"Of {display} it provides {', '.join(sorted(entries))}. ",
+    )
+    return module
+
+
+_TPU_PACKAGE = "tensorflow_estimator.python.estimator.tpu"
+
+
+def _contrib_tpu_python(display: str, report: Report, contrib_tpu: ShimModule) -> ShimModule:
+    """``tf.contrib.tpu.python``: ``.tpu.{tpu_estimator, tpu_config, tpu_optimizer, tpu}``."""
+
+    def module(name: str, names: Sequence[str], real: str) -> Entry:
+        def build() -> ShimModule:
+            return ShimModule(
+                f"{display}.python.tpu.{name}",
+                report,
+                entries={n: Entry(from_tfest_tpu(n), f"tfest_kit.tpu.{n}") for n in names},
+                fallbacks=[(lambda: importlib.import_module(real), real)],
+                kind=SHIM,
+            )
+
+        return Entry(build, None)
+
+    package = ShimModule(
+        f"{display}.python.tpu",
+        report,
+        entries={
+            "tpu_estimator": module(
+                "tpu_estimator",
+                ("TPUEstimator", "TPUEstimatorSpec"),
+                f"{_TPU_PACKAGE}.tpu_estimator",
+            ),
+            "tpu_config": module(
+                "tpu_config",
+                ("RunConfig", "TPUConfig", "InputPipelineConfig"),
+                f"{_TPU_PACKAGE}.tpu_config",
+            ),
+            "tpu_optimizer": module(
+                "tpu_optimizer", ("CrossShardOptimizer",), "tensorflow.python.tpu.tpu_optimizer"
+            ),
+            # rewrite, shard, cross_replica_sum …: the one-replica functions of tf.contrib.tpu.
+            "tpu": Entry(lambda: contrib_tpu, None),
+            "tpu_function": Entry(
+                lambda: importlib.import_module("tensorflow.python.tpu.tpu_function"), None
+            ),
+        },
+        kind=SHIM,
+    )
+    return ShimModule(
+        f"{display}.python", report, entries={"tpu": Entry(lambda: package, None)}, kind=SHIM
     )
 
 
