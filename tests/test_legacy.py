@@ -1116,6 +1116,24 @@ def test_contrib_opt_decoupled_weight_decay_and_tf115_slot_names(contrib_modules
     np.testing.assert_allclose(result["u"], u - 0.5 * u - 0.1 * (2 * u), rtol=1e-5)
 
 
+def test_contrib_summary_writes_graph_mode_summaries(contrib_modules_run):
+    import glob
+
+    logdir = contrib_modules_run[0]["summary"]["logdir"]
+    values = [
+        (
+            value.tag,
+            float(tf.make_ndarray(value.tensor))
+            if value.HasField("tensor")
+            else value.simple_value,
+        )
+        for path in glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
+        for event in tf.train.summary_iterator(path)
+        for value in event.summary.value
+    ]
+    assert values == [("loss", 0.25)]
+
+
 def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
     report = contrib_modules_run[1]
     for name, backing in [

@@ -20,6 +20,7 @@ __all__ = [
     "SavedModel",
     "estimator_training",
     "lookup_ops",
+    "summary_ops_v2",
     "TF_VERSION",
     "check_version",
 ]
@@ -83,10 +84,11 @@ from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 # (what `saved_model_cli show` does); TensorFlow has no public name for it either.
 from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
 
-# The lookup-table functions tf.contrib.lookup re-exported (index_table_from_file …): TensorFlow
-# 2.15 has them only here (tf.lookup has the classes, not the functions). Used by the legacy
-# runner's tf.contrib.lookup; already imported by TensorFlow itself.
-from tensorflow.python.ops import lookup_ops  # noqa: E402
+# The lookup-table functions tf.contrib.lookup re-exported (index_table_from_file …; tf.lookup
+# has the classes, not the functions) and TF 1.15's tf.contrib.summary (create_file_writer,
+# always_record_summaries … in graph mode): TensorFlow 2.15 keeps them only here. Used by the
+# legacy runner's tf.contrib.lookup / summary; both already imported by TensorFlow itself.
+from tensorflow.python.ops import lookup_ops, summary_ops_v2  # noqa: E402
 
 # Estimator's train_and_evaluate machinery, for its one extension point with no public name:
 # the continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)), which

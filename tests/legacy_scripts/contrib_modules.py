@@ -263,6 +263,22 @@ def opt_section():
   return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names}
 
 
+def summary_section():
+  """A TPUEstimator host_call-style summary written with tf.contrib.summary in graph mode."""
+  logdir = os.path.join(FLAGS.work_dir, "summaries")
+  with tf.Graph().as_default(), tf.Session() as sess:
+    step = tf.train.get_or_create_global_step()
+    writer = tf.contrib.summary.create_file_writer(logdir)
+    with writer.as_default(), tf.contrib.summary.always_record_summaries():
+      tf.contrib.summary.scalar("loss", tf.constant(0.25), step=step)
+      summary_ops = tf.contrib.summary.all_summary_ops()
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf.contrib.summary.summary_writer_initializer_op())
+    sess.run(summary_ops)
+    sess.run(writer.flush())
+  return {"logdir": logdir}
+
+
 def main(_):
   print(json.dumps({
       "training": training_section(),
@@ -273,6 +289,7 @@ def main(_):
       "estimator": estimator_section(),
       "crf": crf_section(),
       "opt": opt_section(),
+      "summary": summary_section(),
   }))
 
 

@@ -73,7 +73,6 @@ CONTRIB_REPLACEMENTS = {
     "legacy_seq2seq": "tfa.seq2seq from tensorflow-addons 0.23",
     "keras": "tf.keras",
     "losses": "tf.losses",
-    "summary": "tf.summary",
     "feature_column": "tf.feature_column",
     "saved_model": "tf.saved_model",
     "checkpoint": "tf.train.Checkpoint",
@@ -313,6 +312,7 @@ def build_contrib(report: Report) -> ShimModule:
         "crf": Entry(lambda: served_package("crf", report), None),
         "seq2seq": Entry(lambda: served_package("seq2seq", report), None),
         "opt": Entry(lambda: served_package("opt", report), None),
+        "summary": Entry(lambda: served_package("summary", report), None),
         "distribute": Entry(
             lambda: served_package(
                 "distribute",
