@@ -132,11 +132,18 @@ def test_namespace_serves_compat_v1_and_contrib_and_records_them():
     assert ns.contrib.data.map_and_batch is tf.data.experimental.map_and_batch
     assert ns.contrib.data.parallel_interleave is tf.data.experimental.parallel_interleave
     assert ns.contrib.layers.layer_norm is layer_norm
+    assert ns.contrib.compiler.jit.experimental_jit_scope is tf.xla.experimental.jit_scope
+    import tf_slim
+
+    initializers = ns.contrib.layers.python.layers.initializers
+    assert initializers.xavier_initializer is tf_slim.xavier_initializer
     assert ns.estimator.ModeKeys is tf.estimator.ModeKeys
     assert report.names(SHIM) == [
         "tf.contrib.data.map_and_batch",
         "tf.contrib.data.parallel_interleave",
         "tf.contrib.layers.layer_norm",
+        "tf.contrib.compiler.jit.experimental_jit_scope",
+        "tf.contrib.layers.python.layers.initializers.xavier_initializer",
     ]
     assert set(report.names(COMPAT_V1)) == {
         "tf.get_variable",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from tfest_kit._tf import tf
 from tfest_kit.legacy._shim import SHIM, Entry, Report, ShimModule
@@ -195,6 +195,22 @@ def _contrib_tpu_python(display: str, report: Report, contrib_tpu: ShimModule) -
     )
 
 
+def _layers_python(report: Report) -> ShimModule:
+    """``tf.contrib.layers.python.layers``: tf_slim's ``layers`` package (``initializers`` …)."""
+    layers = ShimModule(
+        "tf.contrib.layers.python.layers",
+        report,
+        fallbacks=[(lambda: importlib.import_module("tf_slim.layers"), "tf_slim.layers")],
+        kind=SHIM,
+    )
+    return ShimModule(
+        "tf.contrib.layers.python",
+        report,
+        entries={"layers": Entry(lambda: layers, None)},
+        kind=SHIM,
+    )
+
+
 def cluster_resolver_module(display: str, report: Report) -> ShimModule:
     """Returns a ``cluster_resolver`` stand-in whose ``TPUClusterResolver`` is tfest_kit's.
 
@@ -233,6 +249,7 @@ def served_package(
     report: Report,
     *,
     fallbacks: Sequence[tuple[Callable[[], Any], str]] = (),
+    extra: Optional[dict[str, Entry]] = None,
 ) -> ShimModule:
     """Returns the ``tf.contrib.<package>`` stand-in that ``legacy.contrib.<package>`` serves.
 
@@ -245,6 +262,7 @@ def served_package(
       report: where served names are recorded.
       fallbacks: modules whose names are served too, after the module's own, as
         ``(getter, hint_prefix)`` pairs (``tf.compat.v1.nn.rnn_cell`` for ``rnn`` …).
+      extra: more entries (implementation-module paths such as ``layers.python.layers``).
 
     Returns:
       The stand-in module.
@@ -257,6 +275,7 @@ def served_package(
         )
         for name, backing in module.BACKING.items()
     }
+    entries.update(extra or {})
     display = f"tf.contrib.{package}"
     return ShimModule(
         display,
@@ -313,6 +332,31 @@ def build_contrib(report: Report) -> ShimModule:
         "seq2seq": Entry(lambda: served_package("seq2seq", report), None),
         "opt": Entry(lambda: served_package("opt", report), None),
         "summary": Entry(lambda: served_package("summary", report), None),
+        "compiler": Entry(
+            lambda: ShimModule(
+                "tf.contrib.compiler",
+                report,
+                entries={
+                    "jit": Entry(
+                        lambda: ShimModule(
+                            "tf.contrib.compiler.jit",
+                            report,
+                            entries={
+                                "experimental_jit_scope": Entry(
+                                    lambda: tf.xla.experimental.jit_scope,
+                                    "tf.compat.v1.xla.experimental.jit_scope",
+                                )
+                            },
+                            provides="Of tf.contrib.compiler.jit it provides "
+                            "experimental_jit_scope. ",
+                        ),
+                        None,
+                    )
+                },
+                provides="Of tf.contrib.compiler it provides jit.experimental_jit_scope. ",
+            ),
+            None,
+        ),
         "distribute": Entry(
             lambda: served_package(
                 "distribute",
@@ -321,7 +365,15 @@ def build_contrib(report: Report) -> ShimModule:
             ),
             None,
         ),
-        "layers": Entry(lambda: served_package("layers", report), None),
+        "layers": Entry(
+            lambda: served_package(
+                "layers",
+                report,
+                # `from tensorflow.contrib.layers.python.layers import initializers`.
+                extra={"python": Entry(lambda: _layers_python(report), None)},
+            ),
+            None,
+        ),
         "slim": Entry(
             lambda: ShimModule(
                 "tf.contrib.slim",
