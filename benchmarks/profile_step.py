@@ -4,7 +4,7 @@ Builds the benchmark's BERT-tiny classifier (``benchmarks/cases/_bert_tiny.py``)
 bare ``tf.compat.v1.Session`` using Estimator's default ``ConfigProto``, traces a few steps with
 ``RunOptions(trace_level=FULL_TRACE)`` and prints the kernel time per op type, the share that
 is matmul, how busy the step kept the machine and the step's fraction of the 1024³ matmul rate.
-It is how the "≥ 60 % of the matmul rate" goal was investigated (README, Benchmarks).
+It is how the "≥ 60 % of the matmul rate" goal was investigated (benchmarks/README.md).
 
 Example:
 

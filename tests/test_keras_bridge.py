@@ -332,7 +332,7 @@ def test_an_edited_model_or_optimizer_in_a_trained_model_dir_is_refused(tmp_path
     saved = sorted(os.listdir(tmp_path))
     with pytest.raises(ValueError, match=r"layer_with_weights-0/kernel \(checkpoint \[4, 8\], "):
         train(model(32, "adam"))
-    with pytest.raises(ValueError, match="trained with another optimizer: it lacks optimizer/"):
+    with pytest.raises(ValueError, match="another optimizer.*optimizer/"):
         train(model(8, "sgd"))
     assert sorted(os.listdir(tmp_path)) == saved
     train(model(8, "adam"))  # the same model resumes

@@ -1000,7 +1000,7 @@ def test_feature_lookup_on_a_single_tensor_input_is_named(tmp_path):
         return tf.data.Dataset.from_tensor_slices((X_TRAIN, Y_TRAIN)).batch(32)
 
     est = estimator.Estimator(mf.classifier(network, NUM_CLASSES), str(tmp_path / "dict"))
-    with pytest.raises(TypeError, match=r"looked up feature 'x'.*single tensor.*\(\{'x': x\}, y\)"):
+    with pytest.raises(TypeError, match=r"feature 'x'.*single tensor.*\{'x'"):
         est.train(bare_input_fn, max_steps=1)
 
     def bare_network(features, mode, params):  # takes the tensor itself: unaffected
@@ -1019,7 +1019,7 @@ def test_feature_lookup_by_name_on_a_tuple_input_is_named(tmp_path):
     est = estimator.Estimator(mf.classifier(network, NUM_CLASSES), str(tmp_path / "dict"))
     with pytest.raises(
         TypeError,
-        match=r"looked up feature .x.*yields a tuple of 2 features.*\(\{.x.: x, \.\.\.\}, y\)",
+        match=r"feature 'x'.*tuple of 2.*\{'x'",
     ):
         est.train(tuple_input_fn, max_steps=1)
 

@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable, Optional
 
 from tfest_kit._errors import TfestKitError
-from tfest_kit._tf import estimator_training, tf, tf2
+from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, tf, tf2
 
 __all__ = ["TaskExecutor", "export_unless_vanished", "vanished_checkpoint"]
 
@@ -135,7 +135,7 @@ class _QuietWaits(logging.Filter):
         return not (self.waiting and _EVERY_TURN in text)
 
 
-class _NoteWaits(estimator_training._ContinuousEvalListener):
+class _NoteWaits(ContinuousEvalListener):
     """Tells ``_QuietWaits`` whether the turn evaluated; says once that the evaluator waits.
 
     Wraps the executor's listener: the official loop calls ``after_eval`` before it logs
@@ -152,7 +152,7 @@ class _NoteWaits(estimator_training._ContinuousEvalListener):
         return self._listener.before_eval()
 
     def after_eval(self, eval_result) -> bool:
-        waiting = eval_result.status != estimator_training._EvalStatus.EVALUATED
+        waiting = eval_result.status != EvalStatus.EVALUATED
         if not waiting:
             self._evaluated = eval_result.checkpoint_path
         elif not self._waits.waiting:
@@ -165,7 +165,7 @@ class _NoteWaits(estimator_training._ContinuousEvalListener):
         return self._listener.after_eval(eval_result)
 
 
-class TaskExecutor(estimator_training._TrainingExecutor):
+class TaskExecutor(TrainingExecutor):
     """``tf.estimator``'s executor of a cluster task, for ``train_and_evaluate``.
 
     The same as the official one, except that: the evaluator skips a checkpoint deleted
@@ -185,7 +185,7 @@ class TaskExecutor(estimator_training._TrainingExecutor):
         self._waits = _QuietWaits()
         self._vanished: set[str] = set()
         listener = _NoteWaits(
-            continuous_eval_listener or estimator_training._ContinuousEvalListener(),
+            continuous_eval_listener or ContinuousEvalListener(),
             self._waits,
             estimator.model_dir,
         )

@@ -9,14 +9,13 @@ uses these helpers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Callable, Optional
+from typing import Optional
 
 from tfest_kit._tf import tf, tf2
 
 __all__ = [
     "compile_args",
     "keras_metric_names",
-    "metric_names_keeper",
     "renamed_metric_ops",
     "warn_unweighted_metrics",
 ]
@@ -62,39 +61,16 @@ def warn_unweighted_metrics(keras_model) -> None:
         )
 
 
-def metric_names_keeper(keras_model) -> Callable[[], None]:
-    """Returns a function that gives each clone of ``keras_model`` the compiled metrics' names.
-
-    Keras clones the model on every model_fn call and compiles the clone with copies of the
-    metrics it finds in ``keras_model._get_compile_args()``; the first clone freezes that
-    method to return one dict, and writes its own copies (already renamed
-    ``<output>_<name>`` for a multi-output model) into it. So each evaluation of a
-    multi-output model prefixed a metric object's name once more (``cls_cls_auc``, then
-    ``cls_cls_cls_auc`` …), and ``early_stopping`` / ``best_exporter`` lost the key they
-    watch. Calling the returned function before each clone hands Keras a fresh dict of the
-    metrics as compiled.
-    """
-    as_compiled = compile_args(keras_model)
-    if as_compiled is None:
-        return lambda: None
-
-    def fresh_compile_args(user_metrics: bool = True) -> dict:
-        del user_metrics  # the clone asks for the user's metrics, as compiled
-        return dict(as_compiled)
-
-    def keep() -> None:
-        keras_model._get_compile_args = fresh_compile_args
-
-    return keep
-
-
 def keras_metric_names(keras_model) -> dict:
-    """``{compiled string: Keras' name}`` for the string metrics Keras reports under another name.
+    """``{compiled name: Keras' name}`` for the metrics ``keras_model`` was compiled with.
 
     Keras names a metric given as a class name by the object it makes (``"AUC"`` ->
     ``"auc"``, ``"MeanSquaredError"`` -> ``"mean_squared_error"``), while the Estimator's
     graph-mode Keras keeps the string: ``early_stopping`` / ``best_exporter`` watching the
-    name ``model.evaluate`` reports did not find it.
+    name ``model.evaluate`` reports did not find it. A metric object maps to its own name:
+    Keras clones the model on every model_fn call, and each clone of a multi-output model
+    prefixes the object's name once more (``cls_cls_auc``, then ``cls_cls_cls_auc``), which
+    :func:`renamed_metric_ops` undoes. Call it before the conversion clones the model.
     """
     compiled = compile_args(keras_model)
     if compiled is None:
@@ -102,6 +78,9 @@ def keras_metric_names(keras_model) -> dict:
     names = {}
     for metrics in (compiled.get("metrics"), compiled.get("weighted_metrics")):
         for metric in tf.nest.flatten(metrics):
+            if isinstance(metric, tf2.keras.metrics.Metric):
+                names.setdefault(metric.name, metric.name)
+                continue
             # Keras turns these into functions named by the string, as graph mode does.
             if not isinstance(metric, str) or metric.lower() in (
                 "accuracy",
@@ -125,9 +104,14 @@ def renamed_metric_ops(metric_ops: Mapping, metric_names: dict, output_names: li
     for key, value in metric_ops.items():
         new = metric_names.get(key)
         for output in output_names if new is None and len(output_names) > 1 else ():
-            rest = key[len(output) + 1 :] if key.startswith(f"{output}_") else None
-            if rest in metric_names:
-                new = f"{output}_{metric_names[rest]}"
+            # One prefix per clone of the model ("cls_cls_auc" is "cls_auc"); the longest
+            # known name wins, as a metric's own name may start like its output's.
+            rest = key
+            while new is None and rest.startswith(f"{output}_"):
+                rest = rest[len(output) + 1 :]
+                if rest in metric_names:
+                    new = f"{output}_{metric_names[rest]}"
+            if new is not None:
                 break
         renamed[key if new is None or new in metric_ops else new] = value
     return renamed

@@ -14,7 +14,7 @@ import re
 import time
 from typing import Any, Optional
 
-from tfest_kit._tf import tf
+from tfest_kit._tf import object_graph_key_mapping, tf
 
 __all__ = ["all_model_variables", "matched_by_structure", "set_aside_stale_keras_checkpoint"]
 
@@ -99,9 +99,6 @@ def matched_by_structure(settings, keras_ckpt: str):
       ValueError: naming ``warm_start_from`` if the checkpoint lacks some of the model's
         weights or holds them with other shapes.
     """
-    # The reader Estimator's own warm start uses for object-based checkpoints.
-    from tensorflow.python.training.saver import object_graph_key_mapping
-
     path = settings.ckpt_to_initialize_from
     prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
     try:

@@ -18,9 +18,14 @@ __all__ = [
     "estimator",
     "CallableOptions",
     "SavedModel",
+    "object_graph_key_mapping",
     "estimator_training",
     "lookup_ops",
     "summary_ops_v2",
+    "TrainingExecutor",
+    "ContinuousEvalListener",
+    "EvalStatus",
+    "PRIVATE_NAMES",
     "TF_VERSION",
     "check_version",
 ]
@@ -77,11 +82,12 @@ check_version(TF_VERSION, _has_estimator)
 
 tf = tf2.compat.v1
 estimator = tf.estimator
-# The proto Session._make_callable_from_options takes; TensorFlow has no public name for it.
+# Names below have no public equivalent; each is also in PRIVATE_NAMES.
+# The proto Session._make_callable_from_options takes.
 from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 
 # The saved_model.pb file format, to read an export's signatures without restoring its weights
-# (what `saved_model_cli show` does); TensorFlow has no public name for it either.
+# (what `saved_model_cli show` does).
 from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
 
 # The lookup-table functions tf.contrib.lookup re-exported (index_table_from_file …; tf.lookup
@@ -90,7 +96,92 @@ from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
 # legacy runner's tf.contrib.lookup / summary; both already imported by TensorFlow itself.
 from tensorflow.python.ops import lookup_ops, summary_ops_v2  # noqa: E402
 
+# The reader Estimator's own warm start uses for object-based (Keras) checkpoints.
+from tensorflow.python.training.saver import object_graph_key_mapping  # noqa: E402
+
 # Estimator's train_and_evaluate machinery, for its one extension point with no public name:
 # the continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)), which
 # decides before and after each evaluation, locally and on the evaluator task.
 from tensorflow_estimator.python.estimator import training as estimator_training  # noqa: E402
+
+TrainingExecutor = estimator_training._TrainingExecutor
+ContinuousEvalListener = estimator_training._ContinuousEvalListener
+EvalStatus = estimator_training._EvalStatus
+
+# Every private TensorFlow / Keras / Estimator name tfest_kit uses, and what for; nothing else
+# of theirs that starts with "_" may be used. tests/test_tf_private_names.py fails when one
+# disappears, so an upgrade names what to change. Keys:
+#   "module:attr.attr"      a module's or a class's attribute (imported, then looked up);
+#   "module:Class().attr"   an attribute of an instance (the test builds one);
+#   "module#name"           a name the module's own source reads (an attribute set elsewhere).
+_ESTIMATOR_TRAINING = "tensorflow_estimator.python.estimator.training"
+PRIVATE_NAMES: dict[str, str] = {
+    # training.py, _evaluator.py: train_and_evaluate's loop with a continuous-eval listener.
+    f"{_ESTIMATOR_TRAINING}:_TrainingExecutor": "train_and_evaluate with a listener",
+    f"{_ESTIMATOR_TRAINING}:_TrainingExecutor._execute_evaluator_once": "evaluator task",
+    f"{_ESTIMATOR_TRAINING}:_TrainingExecutor._start_std_server": "a taken port, named",
+    f"{_ESTIMATOR_TRAINING}:_ContinuousEvalListener": "stop the evaluator after an early stop",
+    f"{_ESTIMATOR_TRAINING}:_EvalStatus": "whether an evaluation ran",
+    "tensorflow_estimator.python.estimator.estimator#_distribute_coordinator_mode": (
+        "training.py: a config Estimator hands to the distribute coordinator"
+    ),
+    # tpu.py: the TPUEstimator fallback is an Estimator subclass.
+    "tensorflow.compat.v1:estimator.Estimator._assert_members_are_not_overridden": (
+        "tpu.py: TPUEstimator overrides members, as the official one does"
+    ),
+    "tensorflow.compat.v1:estimator.Estimator._train_with_estimator_spec": "tpu.py: loss line",
+    "tensorflow.compat.v1:estimator.Estimator._call_input_fn": "tpu.py: params['batch_size']",
+    "tensorflow.compat.v1:estimator.RunConfig()._master": "tpu.py: no TPU master off the TPU",
+    "tensorflow.compat.v1:estimator.RunConfig()._evaluation_master": "tpu.py: same",
+    "tensorflow.compat.v1:train.CheckpointSaverHook._set_steps_per_run": (
+        "tpu.py: one Session run per step"
+    ),
+    # _predictor.py, _cli_signature.py: serving an export.
+    "tensorflow.compat.v1:Session._make_callable_from_options": "_predictor.py: feeds by name",
+    "tensorflow.core.protobuf.config_pb2:CallableOptions": "_predictor.py",
+    "tensorflow.core.protobuf.saved_model_pb2:SavedModel": "read signatures without weights",
+    # Checkpoints and sessions.
+    "tensorflow.python.training.saver:object_graph_key_mapping": "_keras_warm_start.py",
+    "tensorflow.compat.v1:Variable()._save_slice_info": "_warm_start.py: skip partitioned",
+    "tensorflow.compat.v1:Session()._closed": "_guards.py: a stale PreemptionHook",
+    "tensorflow.compat.v1:estimator.Estimator()._model_fn": (
+        "keras_bridge.py: the converter's raw model_fn"
+    ),
+    "tensorflow.compat.v1:train.Saver()._var_list": "keras_bridge.py: its saver, rebuilt",
+    "tensorflow.compat.v1:train.Saver()._object_restore_saver": "keras_bridge.py: same",
+    "tensorflow:data.Dataset()._input_dataset": "_receivers.py: a batched dataset's batch",
+    "tensorflow:data.Dataset()._drop_remainder": "_receivers.py: same",
+    # Keras 2.15.
+    "keras:Model._get_compile_args": "_keras_metrics.py: what a model was compiled with",
+    "keras:Model()._is_graph_network": "keras_bridge.py: a subclassed model",
+    "keras:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
+    "keras:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
+    "keras.src.backend:_SEED_GENERATOR": "_keras_seeds.py: seeds of unseeded initializers",
+    "keras.src.engine.training_v1#_compile_time_distribution_strategy": (
+        "keras_bridge.py: the converter's error for a model built before a conversion"
+    ),
+    "keras.src.engine.training_v1#_v1_compile_was_called": "keras_bridge.py: same",
+    # legacy/: TF 1.15's tf.contrib pieces whose only TF 2.15 home is a private module.
+    "tensorflow.python.ops.lookup_ops:index_table_from_file": (
+        "legacy/contrib/lookup.py: tf.contrib.lookup's functions and classes"
+    ),
+    "tensorflow.python.ops.lookup_ops:DenseHashTable": "legacy/contrib/lookup.py",
+    "tensorflow.python.ops.summary_ops_v2:create_file_writer": (
+        "legacy/contrib/summary.py: tf.contrib.summary's graph-mode writers"
+    ),
+    "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": (
+        "legacy/contrib/summary.py"
+    ),
+    "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": (
+        "legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_optimizer"
+    ),
+    "tensorflow.python.tpu.tpu_function:get_tpu_context": (
+        "legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_function"
+    ),
+    "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": (
+        "legacy/_namespace.py: the tensorflow_estimator stand-ins fall back to the module"
+    ),
+    "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": (
+        "legacy/_namespace.py, legacy/_contrib.py: same"
+    ),
+}

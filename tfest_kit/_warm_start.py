@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -18,6 +17,8 @@ __all__ = [
     "scope_hint",
     "warm_start",
     "check_model_dir",
+    "FitCheckingSaver",
+    "with_saver",
 ]
 
 # (checkpoint, (name, shape, warm-started) per variable) listed in full by this process.
@@ -383,38 +384,46 @@ def _optimizer_state(name: str, trainable_names: set) -> bool:
     )
 
 
-# The source file of Estimator's methods, to find their frames on the stack.
-_ESTIMATOR_SOURCE = tf.estimator.Estimator.predict.__code__.co_filename
+class FitCheckingSaver(tf.train.Saver):
+    """A ``tf.compat.v1.train.Saver`` that checks a checkpoint fits before restoring it.
 
+    ``evaluate``, ``predict`` and the exports restore the ``checkpoint_path`` given to them
+    (model_dir's latest without one), and only the saver is handed that path: checking in
+    ``restore`` checks the checkpoint that is restored, whatever model_dir holds.
 
-def _checkpoint_estimator_restores(latest: Optional[str]) -> Optional[str]:
-    """The checkpoint the Estimator method that called the model_fn restores, or None.
-
-    ``evaluate``, ``predict`` and the exports restore their ``checkpoint_path`` argument, or
-    model_dir's latest checkpoint without one, and Estimator resolves that into a local
-    ``checkpoint_path`` before it calls the model_fn; nothing hands it to the model_fn, so it
-    is read from that frame. ``train`` has no such local: it restores model_dir's latest.
+    Args:
+      model_dir: the Estimator's model_dir, named in the message.
+      variables: checkpoint name -> variable, as for :func:`check_model_dir`.
+      **kwargs: ``tf.compat.v1.train.Saver``'s arguments.
     """
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code.co_filename == _ESTIMATOR_SOURCE and "checkpoint_path" in frame.f_locals:
-            path = frame.f_locals["checkpoint_path"]
-            if not path:  # nothing to restore: Estimator initializes the variables
-                return None
-            if tf.io.gfile.isdir(path):  # a directory's latest, as the export takes it
-                return tf.train.latest_checkpoint(path)
-            return path
-        frame = frame.f_back
-    return latest
+
+    def __init__(self, model_dir: str, variables: Mapping[str, Any], **kwargs):
+        super().__init__(**kwargs)
+        self._fit_model_dir = model_dir
+        self._fit_variables = dict(variables)
+
+    def restore(self, sess, save_path):
+        if save_path and self._fit_model_dir:
+            _check_fits(self._fit_model_dir, save_path, self._fit_variables)
+        return super().restore(sess, save_path)
+
+
+def _graph_variables() -> dict:
+    """Checkpoint name -> variable for the graph's global variables (not partitioned ones)."""
+    return {
+        _variable_name(var): var
+        for var in tf.global_variables()
+        if getattr(var, "_save_slice_info", None) is None
+    }
 
 
 def check_model_dir(
-    model_dir: Optional[str], scaffold: Any = None, variables: Optional[Mapping[str, Any]] = None
-) -> None:
+    model_dir: Optional[str],
+    scaffold: Any = None,
+    variables: Optional[Mapping[str, Any]] = None,
+    mode: Optional[str] = None,
+) -> Optional[FitCheckingSaver]:
     """Raises when the checkpoint Estimator restores does not fit the graph's variables.
-
-    That checkpoint is ``model_dir``'s latest, or the ``checkpoint_path`` given to
-    ``evaluate`` / ``predict`` / ``export_saved_model``.
 
     Call it from a model_fn once the graph's variables exist.  Estimator would restore that
     checkpoint: a missing variable fails with a long ``NotFoundError`` and a variable of
@@ -425,34 +434,74 @@ def check_model_dir(
     ``variables``, so is a model with its own ``Saver`` (in ``scaffold`` or the ``SAVERS``
     collection), which may store its variables under other names.
 
+    Training restores model_dir's latest checkpoint, which is checked at once. ``evaluate``,
+    ``predict`` and the exports may restore a ``checkpoint_path`` given to them instead: for
+    ``mode`` EVAL or PREDICT a :class:`FitCheckingSaver` goes into the ``SAVERS`` collection
+    and checks the checkpoint it restores. It is returned: an export restores with the spec's
+    ``Scaffold.saver`` alone, so for PREDICT put it there (:func:`with_saver`).
+
     Args:
       model_dir: the Estimator's model_dir; None skips the check.
       scaffold: the spec's ``Scaffold``, if the model_fn has made one.
       variables: checkpoint name -> variable, for a model whose saver names them otherwise
-        than the graph does (``keras_bridge``'s object-based checkpoints); default: the
-        graph's global variables under their own names.
+        than the graph does (``keras_bridge``'s object-based checkpoints, whose saver checks
+        for EVAL and PREDICT); default: the graph's global variables under their own names.
+      mode: the ``tf.estimator.ModeKeys`` the model_fn runs for; None: TRAIN.
+
+    Returns:
+      The :class:`FitCheckingSaver` put into the ``SAVERS`` collection, or None.
 
     Raises:
       ValueError: naming the variables that differ, the checkpoint and the likely causes.
     """
     if not model_dir or tf.distribute.has_strategy():
-        return
+        return None
     if variables is None:
         if getattr(scaffold, "saver", None) is not None or tf.get_collection(tf.GraphKeys.SAVERS):
-            return
-        variables = {
-            _variable_name(var): var
-            for var in tf.global_variables()
-            if getattr(var, "_save_slice_info", None) is None
-        }
+            return None
+        variables = _graph_variables()
+        if mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
+            # Estimator's own default for these modes, checking. Built now for PREDICT: an
+            # export does not finalize the Scaffold (which builds a deferred one).
+            saver = FitCheckingSaver(
+                model_dir,
+                variables,
+                sharded=True,
+                allow_empty=True,
+                defer_build=mode == tf.estimator.ModeKeys.EVAL,
+            )
+            tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
+            return saver
+    elif mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
+        return None
     prefix = tf.train.latest_checkpoint(model_dir)
-    restored = _checkpoint_estimator_restores(prefix)
-    if restored is None:
-        return
+    if prefix is not None:
+        _check_fits(model_dir, prefix, variables)
+    return None
+
+
+def with_saver(scaffold: Any, saver: Any) -> Any:
+    """``scaffold`` (None: a new ``Scaffold``) with ``saver``, the rest copied.
+
+    Args:
+      scaffold: a ``tf.compat.v1.train.Scaffold`` or None.
+      saver: the ``Saver`` to restore and save with.
+
+    Returns:
+      A ``tf.compat.v1.train.Scaffold``.
+    """
+    return tf.train.Scaffold(saver=saver, copy_from_scaffold=scaffold)
+
+
+def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> None:
+    """Raises when checkpoint ``prefix`` lacks ``variables`` or holds them in other shapes."""
+    if tf.io.gfile.isdir(prefix):  # a directory's latest, as an export takes it
+        prefix = tf.train.latest_checkpoint(prefix)
+        if prefix is None:
+            return
     # Another checkpoint than model_dir's latest: evaluate / predict / export with
     # checkpoint_path=… (the model_dir may even hold another model's).
-    named = restored != prefix
-    prefix = restored
+    named = prefix != tf.train.latest_checkpoint(model_dir)
     try:
         shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     except Exception:  # noqa: BLE001 - an unreadable checkpoint is Estimator's to report

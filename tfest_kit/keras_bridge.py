@@ -218,8 +218,7 @@ def to_estimator(
             warm_start_from
         )  # checked before writing anything
     _keras_warm_start.set_aside_stale_keras_checkpoint(model_dir, config)
-    keep_metric_names = _keras_metrics.metric_names_keeper(keras_model)
-    keep_metric_names()
+    metric_names = _keras_metrics.keras_metric_names(keras_model)  # before Keras clones it
     official = _convert(keras_model, model_dir, config, custom_objects, checkpoint_format)
     _CONVERTED.add(keras_model)
     keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
@@ -238,7 +237,7 @@ def to_estimator(
         raw_model_fn = official.model_fn
     with logs.quieted():  # the converter already logged this config
         est = tf.estimator.Estimator(
-            model_fn=_adapting_model_fn(raw_model_fn, keras_model, keep_metric_names),
+            model_fn=_adapting_model_fn(raw_model_fn, keras_model, metric_names),
             model_dir=official.model_dir,
             config=official.config,
             warm_start_from=warm_start_from,
@@ -425,16 +424,14 @@ def _missing_object_name(message: str) -> Optional[str]:
     return None
 
 
-def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
+def _adapting_model_fn(official_model_fn, keras_model, metric_names):
     """Wraps the official model_fn so features / labels reach it keyed the way Keras wants."""
     input_names = list(getattr(keras_model, "input_names", None) or [])
     output_names = list(getattr(keras_model, "output_names", None) or [])
-    metric_names = _keras_metrics.keras_metric_names(keras_model)
     input_keys = _dict_keys_to_names(getattr(keras_model, "_nested_inputs", None), input_names)
     output_keys = _dict_keys_to_names(getattr(keras_model, "_nested_outputs", None), output_names)
 
     def model_fn(features, labels, mode, config):
-        keep_metric_names()
         features, sample_weights = _split_sample_weights(features, input_names)
         features = _keyed_by_names(features, input_keys)
         if mode == tf.estimator.ModeKeys.PREDICT:
@@ -473,10 +470,9 @@ def _adapting_model_fn(official_model_fn, keras_model, keep_metric_names):
             # The object-based restore assigns a saved value of another shape without a
             # word: an edited model resumed in the old model_dir trained and exported the
             # old layer sizes. Checked under the names the checkpoint uses.
-            _warm_start.check_model_dir(
-                getattr(config, "model_dir", None), variables=_checkpoint_keys(saver)
-            )
-            saver = _saver_as_configured(saver, config)
+            keys = _checkpoint_keys(saver)
+            _warm_start.check_model_dir(config.model_dir, variables=keys, mode=mode)
+            saver = _saver_as_configured(saver, config, keys)
             spec = spec._replace(scaffold=tf.train.Scaffold(saver=saver))
         if saver is not None and saver not in tf.get_collection(tf.GraphKeys.SAVERS):
             # The object-based checkpoint's saver lives in the Scaffold only; hooks find the
@@ -553,7 +549,7 @@ def _checkpoint_keys(saver) -> dict:
     return keys
 
 
-def _saver_as_configured(saver, config):
+def _saver_as_configured(saver, config, variables: dict):
     """The object-based checkpoint's saver, keeping checkpoints as ``config`` says.
 
     The official model_fn builds it with ``Saver``'s defaults and puts it in the Scaffold, so
@@ -562,7 +558,11 @@ def _saver_as_configured(saver, config):
     absolute paths, which break when the model_dir is moved. Rebuilt here with the settings
     of Estimator's own saver, over the same variables and the same object-graph restore.
     """
-    rebuilt = tf.train.Saver(
+    # Checks the checkpoint it restores: evaluate / predict / export may be given another
+    # than model_dir's latest, which check_model_dir checks for training.
+    rebuilt = _warm_start.FitCheckingSaver(
+        config.model_dir,
+        variables,
         var_list=saver._var_list,
         sharded=True,
         max_to_keep=config.keep_checkpoint_max,

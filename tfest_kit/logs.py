@@ -205,19 +205,48 @@ class _RepeatedReduceLineFilter(logging.Filter):
         return not said
 
 
+class _DeprecationFilter(logging.Filter):
+    """Leaves out TensorFlow's deprecation warnings unless ``show`` is set.
+
+    They are the records of TensorFlow's ``python/util/deprecation.py`` and
+    ``module_wrapper.py`` (``tf.compat.v1`` names); told apart by the file they come from, as
+    TensorFlow's switches for them are private module globals.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.show = False
+        dirs = _package_dirs(("tensorflow",))
+        self._util_dir = os.path.join(dirs[0], "python", "util", "") if dirs else None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.show or self._util_dir is None:
+            return True
+        if record.module not in ("deprecation", "module_wrapper"):
+            return True
+        return not os.path.realpath(record.pathname).startswith(self._util_dir)
+
+
+_FILTERS = (
+    _OwnModelFnParamsFilter,
+    _RacedGlobalStepFilter,
+    _RepeatedReduceLineFilter,
+    _DeprecationFilter,
+)
+
+
 def _install_filters() -> None:
     logger = tf2.get_logger()
-    for kind in (_OwnModelFnParamsFilter, _RacedGlobalStepFilter, _RepeatedReduceLineFilter):
+    for kind in _FILTERS:
         if not any(isinstance(f, kind) for f in logger.filters):
             logger.addFilter(kind())
 
 
 def _set_deprecation_warnings(show: bool) -> None:
-    # TensorFlow keeps these switches as private module globals; there is no public API.
-    from tensorflow.python.util import deprecation, module_wrapper
-
-    deprecation._PRINT_DEPRECATION_WARNINGS = show
-    module_wrapper._PER_MODULE_WARNING_LIMIT = 1 if show else 0
+    _install_filters()
+    for installed in tf2.get_logger().filters:
+        if isinstance(installed, _DeprecationFilter):
+            installed.show = show
     # Keras' legacy `tf.layers` (TF1 code's dense, conv2d, batch_normalization ...) say the
     # same through Python's warnings, once per call site; the newest filter wins.
     for message in (_KERAS_LEGACY_LAYER, _GRAPH_MODE_DATASET_OPTIONS):

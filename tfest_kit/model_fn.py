@@ -43,7 +43,6 @@ Example:
 
 from __future__ import annotations
 
-import dis
 import inspect
 import re
 from collections.abc import Mapping, Sequence
@@ -337,8 +336,13 @@ def build(
         check_dir = config is not None and not (tpu_spec and params.get("use_tpu"))
 
         if mode == ModeKeys.PREDICT:
-            if check_dir:
-                _warm_start.check_model_dir(config.model_dir)
+            saver = _warm_start.check_model_dir(config.model_dir, mode=mode) if check_dir else None
+            if saver is not None:
+                # An export restores with the Scaffold's saver only, not the SAVERS collection.
+                inner = common["scaffold_fn"]
+                common["scaffold_fn"] = lambda: _warm_start.with_saver(
+                    inner() if inner else None, saver
+                )
             return _spec(tpu_spec, predictions=predictions, **common)
 
         labels = labels_fn(labels) if labels_fn is not None else labels
@@ -358,7 +362,7 @@ def build(
 
         if mode == ModeKeys.EVAL:
             if check_dir:
-                _warm_start.check_model_dir(config.model_dir)
+                _warm_start.check_model_dir(config.model_dir, mode=mode)
             eval_metrics = None
             if metric_fn is not None:
                 tensors = {"labels": labels, "outputs": outputs}
@@ -374,7 +378,7 @@ def build(
             loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard
         )
         if check_dir:
-            _warm_start.check_model_dir(config.model_dir)
+            _warm_start.check_model_dir(config.model_dir, mode=mode)
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
     return model_fn
@@ -467,6 +471,33 @@ class _Features(dict):
         raise _MissingFeature(key)
 
 
+class _NameOnSequence(TypeError):
+    """A lookup by name on features that are a tuple or list (``features["x"]``)."""
+
+
+class _FeatureTuple(tuple):
+    """Tuple features as the network sees them: a lookup by name is told apart.
+
+    Python's own error ("tuple indices must be integers or slices, not str") names neither the
+    tuple nor the key; raised here, the lookup is known to be on the features. Still a
+    ``TypeError``, and indexing by position, slicing and iterating are a tuple's.
+    """
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            raise _NameOnSequence(key)
+        return super().__getitem__(key)
+
+
+class _FeatureList(list):
+    """List features as the network sees them; see :class:`_FeatureTuple`."""
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            raise _NameOnSequence(key)
+        return super().__getitem__(key)
+
+
 # The end of TensorFlow's error for ``tensor["x"]``: "... are valid indices, got 'x'".
 _NAME_AS_INDEX = re.compile(r"valid indices, got ('[^']*'|\"[^\"]*\")$")
 
@@ -483,6 +514,10 @@ def _call_network(network_fn: Callable, features, mode, params):
     is_mapping = isinstance(features, Mapping)
     if is_mapping:
         features = _Features(features)
+    elif type(features) is tuple:  # not a namedtuple, whose fields the network may read
+        features = _FeatureTuple(features)
+    elif type(features) is list:
+        features = _FeatureList(features)
     try:
         return network_fn(features, mode, params)
     except _MissingFeature as error:
@@ -490,14 +525,15 @@ def _call_network(network_fn: Callable, features, mode, params):
             f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
             f"receiver) does not provide. Got features: {sorted(map(str, features))}"
         ) from error
+    except _NameOnSequence as error:
+        key = error.args[0]
+        kind = "tuple" if isinstance(features, tuple) else "list"
+        raise TypeError(
+            f"`network_fn` looked up feature {key!r}, but the input_fn yields a "
+            f"{kind} of {len(features)} features, not a dict of features; "
+            f"yield ({{{key!r}: x, ...}}, y) (inputs.from_arrays does)"
+        ) from error
     except TypeError as error:
-        key = _name_looked_up_on(error, features) if isinstance(features, (tuple, list)) else None
-        if key is not None:
-            raise TypeError(
-                f"`network_fn` looked up feature {key!r}, but the input_fn yields a "
-                f"{type(features).__name__} of {len(features)} features, not a dict of features; "
-                f"yield ({{{key!r}: x, ...}}, y) (inputs.from_arrays does)"
-            ) from error
         match = _NAME_AS_INDEX.search(str(error))
         if is_mapping or not tf.is_tensor(features) or match is None:
             raise
@@ -507,33 +543,6 @@ def _call_network(network_fn: Callable, features, mode, params):
             f"not a dict of features; yield ({{{key}: x}}, y) (inputs.from_arrays does). "
             f"Got: a {features.dtype.name} tensor of shape {_heads._shape(features)}"
         ) from error
-
-
-def _name_looked_up_on(error: TypeError, features) -> Optional[str]:
-    """The name in ``features["name"]`` when that lookup on the tuple or list raised ``error``.
-
-    Python's message ("tuple indices must be integers or slices, not str") names neither the
-    tuple nor the key, and the network may index tuples of its own. So the instruction that
-    raised is read: a subscript of a constant string on a variable that holds ``features``.
-    Anything else (another tuple, a computed key) gives None and the error stays as it was.
-    """
-    if not re.fullmatch(r"(tuple|list) indices must be integers or slices, not str", str(error)):
-        return None
-    traceback = error.__traceback__
-    while traceback.tb_next is not None:
-        traceback = traceback.tb_next
-    frame = traceback.tb_frame
-    instructions = [i for i in dis.get_instructions(frame.f_code) if i.opname != "CACHE"]
-    at = next((n for n, i in enumerate(instructions) if i.offset == traceback.tb_lasti), 0)
-    if at < 2 or instructions[at].opname != "BINARY_SUBSCR":
-        return None
-    container, key = instructions[at - 2], instructions[at - 1]
-    holds_features = container.opname in ("LOAD_FAST", "LOAD_DEREF", "LOAD_NAME") and (
-        frame.f_locals.get(container.argval) is features
-    )
-    if holds_features and key.opname == "LOAD_CONST" and isinstance(key.argval, str):
-        return key.argval
-    return None
 
 
 def _tensors_metric_fn(metric_fn: Callable) -> Callable:

@@ -52,7 +52,7 @@ from tfest_kit._tpu_spec import (
     model_fn_args,
     to_estimator_spec,
 )
-from tfest_kit._warm_start import check_model_dir
+from tfest_kit._warm_start import check_model_dir, with_saver
 
 __all__ = [
     "TPUEstimator",
@@ -639,7 +639,9 @@ class TPUEstimator(tf_estimator.Estimator):
                 name = self._input_graphs.get(graph)
                 summary_dir = os.path.join(summary_dir, "eval_" + name if name else "eval")
             spec = to_estimator_spec(spec, mode, summary_dir)
-            check_model_dir(config.model_dir, spec.scaffold)
+            saver = check_model_dir(config.model_dir, spec.scaffold, mode=mode)
+            if saver is not None and mode == _MODES.PREDICT:  # an export restores with it
+                spec = spec._replace(scaffold=with_saver(spec.scaffold, saver))
             if mode == _MODES.TRAIN and self._log_every and config.train_distribute is None:
                 # (With a strategy: in _train_with_estimator_spec, where the loss is all
                 # replicas' rather than this one's.)
