@@ -137,6 +137,9 @@ def test_namespace_serves_compat_v1_and_contrib_and_records_them():
 
     initializers = ns.contrib.layers.python.layers.initializers
     assert initializers.xavier_initializer is tf_slim.xavier_initializer
+    from tfest_kit.legacy.contrib import training
+
+    assert ns.contrib.training.python.training.hparam.HParams is training.HParams
     assert ns.estimator.ModeKeys is tf.estimator.ModeKeys
     assert report.names(SHIM) == [
         "tf.contrib.data.map_and_batch",
@@ -144,6 +147,7 @@ def test_namespace_serves_compat_v1_and_contrib_and_records_them():
         "tf.contrib.layers.layer_norm",
         "tf.contrib.compiler.jit.experimental_jit_scope",
         "tf.contrib.layers.python.layers.initializers.xavier_initializer",
+        "tf.contrib.training.python.training.hparam.HParams",
     ]
     assert set(report.names(COMPAT_V1)) == {
         "tf.get_variable",

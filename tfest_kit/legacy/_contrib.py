@@ -195,6 +195,33 @@ def _contrib_tpu_python(display: str, report: Report, contrib_tpu: ShimModule) -
     )
 
 
+def _training_python(report: Report) -> ShimModule:
+    """``tf.contrib.training.python.training.hparam``: the HParams port."""
+    hparam = ShimModule(
+        "tf.contrib.training.python.training.hparam",
+        report,
+        fallbacks=[
+            (
+                lambda: importlib.import_module("tfest_kit.legacy.contrib.training"),
+                "tfest_kit.legacy.contrib.training",
+            )
+        ],
+        kind=SHIM,
+    )
+    training = ShimModule(
+        "tf.contrib.training.python.training",
+        report,
+        entries={"hparam": Entry(lambda: hparam, None)},
+        kind=SHIM,
+    )
+    return ShimModule(
+        "tf.contrib.training.python",
+        report,
+        entries={"training": Entry(lambda: training, None)},
+        kind=SHIM,
+    )
+
+
 def _layers_python(report: Report) -> ShimModule:
     """``tf.contrib.layers.python.layers``: tf_slim's ``layers`` package (``initializers`` …)."""
     layers = ShimModule(
@@ -315,7 +342,15 @@ def build_contrib(report: Report) -> ShimModule:
             None,
         ),
         "predictor": Entry(lambda: served_package("predictor", report), None),
-        "training": Entry(lambda: served_package("training", report), None),
+        "training": Entry(
+            lambda: served_package(
+                "training",
+                report,
+                # `from tensorflow.contrib.training.python.training import hparam` (xlnet).
+                extra={"python": Entry(lambda: _training_python(report), None)},
+            ),
+            None,
+        ),
         "metrics": Entry(
             lambda: served_package(
                 "metrics",
