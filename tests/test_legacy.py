@@ -973,6 +973,19 @@ def test_contrib_rnn_fused_cells_equal_tf_cells_and_keep_tf115_names(contrib_mod
                 dtype=tf.float32,
                 time_major=True,
             )
+        with tf.variable_scope("reversed"):
+            # TimeReversedFusedRNN: the backward half of a bidirectional dynamic_rnn.
+            reversed_out = tf.reverse_sequence(
+                tf.nn.dynamic_rnn(
+                    cells.LSTMCell(3),
+                    tf.reverse_sequence(tf.constant(x), lengths, seq_axis=1, batch_axis=0),
+                    sequence_length=lengths,
+                    dtype=tf.float32,
+                )[0],
+                lengths,
+                seq_axis=1,
+                batch_axis=0,
+            )
         with tf.variable_scope("stack_bidirectional_rnn/cell_0"):
             outputs, _ = tf.nn.bidirectional_dynamic_rnn(
                 cells.LSTMCell(2),
@@ -993,6 +1006,9 @@ def test_contrib_rnn_fused_cells_equal_tf_cells_and_keep_tf115_names(contrib_mod
             variables[f"fused/lstm_fused_cell/{part}"] = variables.pop(
                 f"fused/rnn/lstm_cell/{part}"
             )
+            variables[f"reversed/lstm_fused_cell/{part}"] = variables.pop(
+                f"reversed/rnn/lstm_cell/{part}"
+            )
         assert sorted(variables) == result["variables"]
         tf.train.Saver(variables).restore(sess, str(work_dir / "rnn.ckpt"))
         want = sess.run(
@@ -1004,6 +1020,7 @@ def test_contrib_rnn_fused_cells_equal_tf_cells_and_keep_tf115_names(contrib_mod
                 "fused_h": fused_state.h,
                 "stacked": tf.concat(outputs, 2),
                 "static": static_out[-1],
+                "reversed": tf.transpose(reversed_out, [1, 0, 2]),
             }
         )
     for key, value in want.items():

@@ -126,6 +126,10 @@ def rnn_section():
     with tf.variable_scope("fused"):
       fused_out, fused_state = tf.contrib.rnn.LSTMBlockFusedCell(4)(
           tf.transpose(x, [1, 0, 2]), dtype=tf.float32, sequence_length=LENGTHS)
+    with tf.variable_scope("reversed"):
+      reversed_out, _ = tf.contrib.rnn.TimeReversedFusedRNN(
+          tf.contrib.rnn.LSTMBlockFusedCell(3))(
+              tf.transpose(x, [1, 0, 2]), dtype=tf.float32, sequence_length=LENGTHS)
     stacked, _, _ = tf.contrib.rnn.stack_bidirectional_dynamic_rnn(
         [tf.contrib.rnn.LSTMCell(2)], [tf.contrib.rnn.GRUCell(2)], x,
         sequence_length=LENGTHS, dtype=tf.float32)
@@ -136,6 +140,7 @@ def rnn_section():
     tf.train.Saver().save(sess, os.path.join(FLAGS.work_dir, "rnn.ckpt"))
     got = sess.run({"lstm": lstm_out, "lstm_c": lstm_state.c, "gru": gru_out,
                     "fused": fused_out, "fused_h": fused_state.h, "stacked": stacked,
+                    "reversed": reversed_out,
                     "static": static_out[-1]})
     names = sorted(v.op.name for v in tf.global_variables())
   result = {k: v.tolist() for k, v in got.items()}

@@ -49,6 +49,7 @@ __all__ = [
     "GRUBlockCell",
     "GRUBlockCellV2",
     "LSTMBlockFusedCell",
+    "TimeReversedFusedRNN",
     "stack_bidirectional_rnn",
     "stack_bidirectional_dynamic_rnn",
     "BACKING",
@@ -64,6 +65,7 @@ BACKING = {
     "GRUBlockCell": f"tf.raw_ops.GRUBlockCell {_OURS}",
     "GRUBlockCellV2": f"tf.raw_ops.GRUBlockCell {_OURS}",
     "LSTMBlockFusedCell": f"tf.raw_ops.BlockLSTM {_OURS}",
+    "TimeReversedFusedRNN": f"tf.reverse_sequence around the fused cell {_PORT}",
     "stack_bidirectional_rnn": f"tf.compat.v1.nn.static_bidirectional_rnn {_PORT}",
     "stack_bidirectional_dynamic_rnn": f"tf.compat.v1.nn.bidirectional_dynamic_rnn {_PORT}",
 }
@@ -323,6 +325,44 @@ class LSTMBlockFusedCell(tf.layers.Layer):
             final_h = tf.gather_nd(tf.concat([tf.expand_dims(h0, 0), h], 0), index)
         outputs = tf.unstack(h) if is_list else h
         return outputs, _CELLS.LSTMStateTuple(final_c, final_h)
+
+
+class TimeReversedFusedRNN:
+    """``tf.contrib.rnn.TimeReversedFusedRNN``: a fused cell run backwards in time.
+
+    The inputs are reversed (each sequence within its ``sequence_length``), the wrapped cell
+    runs, and its outputs are reversed back; the variables are the wrapped cell's.
+
+    Args:
+      cell: a fused cell such as :class:`LSTMBlockFusedCell`.
+
+    Example:
+
+        backward = TimeReversedFusedRNN(LSTMBlockFusedCell(100))
+        outputs, state = backward(time_major_inputs, dtype=tf.float32, sequence_length=lengths)
+    """
+
+    def __init__(self, cell):
+        self._cell = cell
+
+    @staticmethod
+    def _reverse(t, lengths):
+        if isinstance(t, list):
+            return list(reversed(t))
+        if lengths is None:
+            return tf.reverse(t, [0])
+        return tf.reverse_sequence(t, lengths, seq_axis=0, batch_axis=1)
+
+    def __call__(self, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+        inputs = self._reverse(inputs, sequence_length)
+        outputs, state = self._cell(
+            inputs,
+            initial_state=initial_state,
+            dtype=dtype,
+            sequence_length=sequence_length,
+            scope=scope,
+        )
+        return self._reverse(outputs, sequence_length), state
 
 
 def _check_cells(cells_fw: Sequence, cells_bw: Sequence, initial_fw, initial_bw) -> None:
