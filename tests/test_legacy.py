@@ -19,12 +19,17 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT, run_program
+from tfest_kit import serving
 from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy import _layer_norm, layer_norm
 from tfest_kit.legacy.__main__ import main as legacy_main
-from tfest_kit.legacy._contrib import CONTRIB_REPLACEMENTS, LAYERS_REPLACEMENTS
+from tfest_kit.legacy._contrib import (
+    CONTRIB_REPLACEMENTS,
+    ONE_REPLICA_NAMES,
+)
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._runner import tf1_package_hint
 from tfest_kit.legacy._shim import COMPAT_V1, MISSING, SHIM, Report
 
 
@@ -127,11 +132,22 @@ def test_namespace_serves_compat_v1_and_contrib_and_records_them():
     assert ns.contrib.data.map_and_batch is tf.data.experimental.map_and_batch
     assert ns.contrib.data.parallel_interleave is tf.data.experimental.parallel_interleave
     assert ns.contrib.layers.layer_norm is layer_norm
+    assert ns.contrib.compiler.jit.experimental_jit_scope is tf.xla.experimental.jit_scope
+    import tf_slim
+
+    initializers = ns.contrib.layers.python.layers.initializers
+    assert initializers.xavier_initializer is tf_slim.xavier_initializer
+    from tfest_kit.legacy.contrib import training
+
+    assert ns.contrib.training.python.training.hparam.HParams is training.HParams
     assert ns.estimator.ModeKeys is tf.estimator.ModeKeys
     assert report.names(SHIM) == [
         "tf.contrib.data.map_and_batch",
         "tf.contrib.data.parallel_interleave",
         "tf.contrib.layers.layer_norm",
+        "tf.contrib.compiler.jit.experimental_jit_scope",
+        "tf.contrib.layers.python.layers.initializers.xavier_initializer",
+        "tf.contrib.training.python.training.hparam.HParams",
     ]
     assert set(report.names(COMPAT_V1)) == {
         "tf.get_variable",
@@ -150,15 +166,15 @@ def test_unknown_symbols_name_themselves_and_the_runner():
     ns = build_namespace(Report())
     for get, symbol in [
         (lambda: ns.contrib.foo, "tf.contrib.foo"),
-        (lambda: ns.contrib.layers.xavier_initializer, "tf.contrib.layers.xavier_initializer"),
+        (lambda: ns.contrib.layers.real_valued_column, "tf.contrib.layers.real_valued_column"),
         (lambda: ns.no_such_op, "tf.no_such_op"),
     ]:
         with pytest.raises(AttributeError) as info:
             get()
         message = str(info.value)
         assert message.startswith(f"{symbol} is not provided by the legacy runner")
-    with pytest.raises(AttributeError, match="it provides: tpu .*layers.layer_norm"):
-        _ = ns.contrib.learn
+    with pytest.raises(AttributeError, match="it provides: .*layers, .*predictor, .*tpu"):
+        _ = ns.contrib.no_such_package
 
 
 def _write(path, text):
@@ -374,6 +390,90 @@ def test_project_modules_on_cwd_and_pythonpath_get_the_stand_in(tmp_path, how):
     assert result["installed_lib_is_tf1"] is False
 
 
+def _write_tf1_library(tmp_path):
+    """A TF1-era library installed into a site-packages directory; returns that directory."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    _write(
+        site / "legacy_tf1lib" / "__init__.py",
+        """
+        import tensorflow as tf
+        from legacy_tf1lib import ops
+
+        def scaled_mean(values, scale):
+            return tf.to_float(tf.reduce_mean(ops.times(values, scale)))
+        """,
+    )
+    _write(
+        site / "legacy_tf1lib" / "ops.py",
+        "import tensorflow as tf\n\ndef times(x, k):\n    return tf.multiply(tf.to_float(x), k)\n",
+    )
+    return site
+
+
+def test_tf1_package_hands_the_stand_in_to_an_installed_library(tmp_path):
+    site = _write_tf1_library(tmp_path)
+    script = tmp_path / "use_lib.py"
+    _write(
+        script,
+        """
+        import tensorflow as tf
+        import legacy_tf1lib
+
+        value = legacy_tf1lib.scaled_mean(tf.constant([1, 2, 3]), 2.0)
+        with tf.Session() as sess:
+            print("RESULT", sess.run(value))
+        """,
+    )
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
+    # Without the option the library keeps TensorFlow 2 and fails: the error names the option.
+    proc = run_program(["-m", "tfest_kit.legacy", str(script)], env=env, timeout=120, check_exit=1)
+    assert "has no attribute 'to_float'" in proc.stderr, proc.stderr
+    assert "--tf1-package legacy_tf1lib" in proc.stderr, proc.stderr
+    for option in (["--tf1-package", "legacy_tf1lib"], ["--tf1-package=legacy_tf1lib"]):
+        proc = run_program(["-m", "tfest_kit.legacy", *option, str(script)], env=env, timeout=120)
+        assert "RESULT 4.0" in proc.stdout, proc.stdout + proc.stderr
+    assert legacy_main(["--tf1-package", "not-a-name", "x.py"]) == 2
+
+
+def test_contrib_libraries_are_imported_only_when_a_script_reaches_them(tmp_path):
+    # tf_slim and tensorflow-addons cost a second or more to import: a script that does not
+    # use tf.contrib.layers / crf must not pay for them, at start-up or later.
+    script = tmp_path / "lazy.py"
+    _write(
+        script,
+        """
+        import sys
+        import tensorflow as tf
+        tf.logging.info("x")
+        _ = tf.contrib.data.map_and_batch
+        heavy = ("tf_slim", "tensorflow_addons", "tfest_kit.legacy.contrib.")
+        print("LOADED", sorted(m for m in sys.modules if m.startswith(heavy)))
+        _ = tf.contrib.crf.crf_decode
+        print("AFTER", "tensorflow_addons" in sys.modules, "tf_slim" in sys.modules)
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(script)], timeout=120)
+    assert "LOADED []" in proc.stdout and "AFTER True False" in proc.stdout, proc.stdout
+    assert "TensorFlow Addons" not in proc.stderr, proc.stderr
+
+
+def test_tf1_package_hint_only_for_tf1_names_in_installed_packages(tmp_path):
+    site = _write_tf1_library(tmp_path)
+    with _on_sys_path(site):
+        import legacy_tf1lib
+
+        with pytest.raises(AttributeError) as info:
+            legacy_tf1lib.scaled_mean([1.0], 2.0)
+    hint = tf1_package_hint(info.value)
+    assert hint is not None and "--tf1-package legacy_tf1lib" in hint
+    # An error of the script itself, or another AttributeError, gets no hint.
+    try:
+        raise AttributeError("module 'tensorflow' has no attribute 'to_float'")
+    except AttributeError as e:
+        assert tf1_package_hint(e) is None
+    assert tf1_package_hint(AttributeError("'NoneType' object has no attribute 'x'")) is None
+
+
 def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path):
     # The script's own directory was dropped as installed code: the script got TF1 and the
     # modeling.py beside it the real TensorFlow 2 (and no tf.contrib).
@@ -393,7 +493,7 @@ def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path)
 
 def test_a_failing_import_inside_a_module_run_with_m_keeps_its_traceback_and_report(tmp_path):
     # It was reported as "`module` must be importable …" with no traceback and no report.
-    _write(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import slim\n")
+    _write(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import learn\n")
     _write(tmp_path / "pkg" / "train.py", "print('trained')\n")
     proc = run_program(
         ["-m", "tfest_kit.legacy", "--report", "-m", "pkg.train"],
@@ -403,13 +503,24 @@ def test_a_failing_import_inside_a_module_run_with_m_keeps_its_traceback_and_rep
         check_exit=1,
     )
     assert "Traceback" in proc.stderr and "must be importable" not in proc.stderr, proc.stderr
-    assert "Not provided: migrate first" in proc.stdout and "tf.contrib.slim" in proc.stdout
+    assert "Not provided: migrate first" in proc.stdout and "tf.contrib.learn" in proc.stdout
 
 
 def test_contrib_replacements_are_named_and_exist():
+    import importlib as imp
+
     ns = build_namespace(Report())
     cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items()]
-    cases += [(ns.contrib.layers, n, text) for n, text in LAYERS_REPLACEMENTS.items()]
+    # What a served package lacks names its home too.
+    packages = ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training")
+    packages += ("crf", "seq2seq", "estimator", "opt")
+    for package in packages:
+        module = imp.import_module(f"tfest_kit.legacy.contrib.{package}")
+        not_served = getattr(module, "NOT_SERVED", {})
+        cases += [(getattr(ns.contrib, package), n, text) for n, text in not_served.items()]
+        for name in module.BACKING:
+            assert getattr(getattr(ns.contrib, package), name) is getattr(module, name)
+    assert len(cases) > 40
     for module, name, text in cases:
         with pytest.raises(AttributeError) as info:
             getattr(module, name)
@@ -422,27 +533,19 @@ def test_contrib_replacements_are_named_and_exist():
                 value = tf
                 for part in target.split(".")[1:]:
                     value = getattr(value, part)
-    from tfest_kit import serving
-
-    assert callable(serving.Predictor)
     for get, replacement in [
-        (lambda: ns.contrib.predictor, "tfest_kit.serving.Predictor(export_dir)"),
-        (lambda: ns.contrib.framework, "tf.train.get_or_create_global_step"),
-        (lambda: ns.contrib.layers.xavier_initializer, "tf.glorot_uniform_initializer()"),
-        (lambda: ns.contrib.layers.variance_scaling_initializer, "initializer(scale=2.0)"),
-        (lambda: ns.contrib.layers.l2_regularizer, "tf.keras.regularizers.l2(scale / 2)"),
-        (lambda: ns.contrib.distribute, "tf.distribute.MirroredStrategy"),
-        (lambda: ns.contrib.rnn, "LSTMCell -> tf.nn.rnn_cell.LSTMCell"),
-        (lambda: ns.contrib.metrics, "streaming_accuracy -> tf.metrics.accuracy"),
-        (lambda: ns.contrib.slim, "the tf_slim package"),
+        (lambda: ns.contrib.learn, "tf.contrib.learn.Estimator -> tf.estimator.Estimator"),
+        (lambda: ns.contrib.layers.real_valued_column, "tf.feature_column.numeric_column"),
+        (lambda: ns.contrib.rnn.LayerNormBasicLSTMCell, "tfa.rnn.LayerNormLSTMCell"),
+        (lambda: ns.contrib.predictor.from_contrib_estimator, "out of scope"),
     ]:
         with pytest.raises(AttributeError, match=re.escape(replacement)):
             get()
 
 
 def test_contrib_import_errors_print_the_message_once(tmp_path):
-    _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import predictor\n")
-    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.rnn\n")
+    _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import learn\n")
+    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.gan\n")
     with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         for name in ("legacy_helper_pred", "legacy_helper_rnn"):
             with pytest.raises(ImportError) as info:
@@ -459,15 +562,15 @@ def test_report_lists_missing_names_first():
     ns.logging.info("x")
     _ = ns.contrib.data.map_and_batch
     with pytest.raises(AttributeError):
-        ns.contrib.layers.xavier_initializer()
+        ns.contrib.layers.real_valued_column("x")
     with pytest.raises(AttributeError):
         _ = ns.contrib.foo
-    assert report.names(MISSING) == ["tf.contrib.layers.xavier_initializer", "tf.contrib.foo"]
+    assert report.names(MISSING) == ["tf.contrib.layers.real_valued_column", "tf.contrib.foo"]
     lines = report.format("rep.py").splitlines()
     assert lines[0] == "tfest_kit.legacy report for rep.py: 2 TF1 symbols used."
     assert lines[1].startswith("Not provided: migrate first (2;")
     assert re.fullmatch(
-        r"  tf\.contrib\.layers\.xavier_initializer +->  tf\.glorot_uniform_initializer\(\).*",
+        r"  tf\.contrib\.layers\.real_valued_column +->  tf\.feature_column\.numeric_column",
         lines[2],
     )
     assert lines[3].strip() == "tf.contrib.foo"
@@ -481,14 +584,14 @@ def test_report_of_a_failing_script_names_the_symbol_it_failed_on(tmp_path):
         """
         import tensorflow as tf
         tf.logging.info("x")
-        init = tf.contrib.layers.xavier_initializer()
+        column = tf.contrib.layers.real_valued_column("x")
         """,
     )
     proc = run_program(["-m", "tfest_kit.legacy", "--report", str(script)], check_exit=1)
     report = proc.stdout
     missing, rest = report.split("Served by the legacy shim")
     assert "Not provided: migrate first (1;" in missing, report
-    assert "tf.contrib.layers.xavier_initializer  ->  tf.glorot_uniform_initializer()" in missing
+    assert "tf.contrib.layers.real_valued_column  ->  tf.feature_column.numeric_column" in missing
     assert "tf.logging.info" in rest, report
     assert proc.stderr.count("is not provided by the legacy runner") == 1, proc.stderr
 
@@ -572,6 +675,505 @@ def test_tpu_names_on_every_tf1_path_come_from_tfest_kit_tpu(tmp_path):
     resolver = ns.contrib.cluster_resolver.TPUClusterResolver(None)
     assert resolver.cluster_spec().as_dict() == {}
     assert resolver.master() == ""
+
+
+def test_tpu_only_functions_compute_one_replica_on_every_spelling():
+    from tfest_kit import tpu
+    from tfest_kit.legacy.contrib import tpu as one_replica
+
+    assert sorted(ONE_REPLICA_NAMES) == sorted(one_replica.__all__)
+    ns = build_namespace(Report())
+    for module in (ns.tpu, ns.compat.v1.tpu, ns.contrib.tpu):
+        assert module.CrossShardOptimizer is tpu.CrossShardOptimizer
+        for name in ONE_REPLICA_NAMES:
+            assert getattr(module, name) is getattr(one_replica, name)
+        # Those that already run without a TPU stay TensorFlow's.
+        assert module.bfloat16_scope is tf.tpu.bfloat16_scope
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+        optimizer = tf.train.GradientDescentOptimizer(0.1)
+        assert ns.tpu.CrossShardOptimizer(optimizer) is optimizer
+        summed = ns.tpu.cross_replica_sum(x)
+        (rewritten,) = ns.tpu.rewrite(lambda a, b: a * b, [x, x])
+        no_outputs = ns.tpu.rewrite(lambda: tf.no_op())
+        joined = ns.tpu.shard(
+            lambda a: [a * 2.0, tf.reduce_sum(a)], [x], num_shards=2, output_shard_axes=[0, 0]
+        )
+        first_only = ns.tpu.shard(lambda a: a, [x], num_shards=2, outputs_from_all_shards=False)
+        got = sess.run([summed, rewritten, joined, first_only])
+        assert isinstance(no_outputs, tf.Operation)
+        # The official functions build ops no CPU kernel runs: the fallback must not.
+        ops = {op.type for op in sess.graph.get_operations()}
+        assert not ops & {"CrossReplicaSum", "TPUReplicateMetadata", "TPUReplicatedOutput"}
+        with pytest.raises(ValueError, match="num_shards=2.*needs a TPU"):
+            ns.tpu.shard(lambda a: ns.tpu.cross_replica_sum(a), [x], num_shards=2)
+        with pytest.raises(ValueError, match="`inputs` of tf.tpu.replicate.*Got: 2 replicas"):
+            ns.tpu.replicate(lambda a: a, [[x], [x]])
+        with pytest.raises(ValueError, match="`num_shards`.*Got: 0"):
+            ns.tpu.shard(lambda a: a, [x], num_shards=0)
+    np.testing.assert_array_equal(got[0], [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(got[1], [[1, 4], [9, 16]])
+    np.testing.assert_array_equal(got[2][0], [[2, 4], [6, 8]])
+    np.testing.assert_array_equal(got[2][1], [3, 7])  # scalars per shard are stacked
+    np.testing.assert_array_equal(got[3], [[[1, 2]]])  # a list of one output
+
+
+def test_tensorflow_estimator_tpu_imports_give_tfest_kit_tpu(tmp_path):
+    from tfest_kit import tpu
+
+    _write(
+        tmp_path / "legacy_helper_est.py",
+        """
+        import tensorflow_estimator as tf_estimator
+        from tensorflow_estimator.python.estimator.tpu import tpu_estimator, tpu_config
+        from tensorflow_estimator.python.estimator.tpu.tpu_estimator import TPUEstimator
+        import tensorflow_estimator.python.estimator.tpu.tpu_estimator as dotted
+        from tensorflow_estimator.estimator import tpu as api_tpu
+        from tensorflow_estimator.python.estimator.canned import dnn
+        from tensorflow_estimator.python.estimator.tpu import tpu_estimator as te2
+        """,
+    )
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+        helper = importlib.import_module("legacy_helper_est")
+    assert helper.tf_estimator.tpu.TPUEstimator is tpu.TPUEstimator
+    assert helper.tf_estimator.estimator.tpu.TPUEstimator is tpu.TPUEstimator
+    assert helper.tpu_estimator.TPUEstimator is tpu.TPUEstimator
+    assert helper.TPUEstimator is tpu.TPUEstimator is helper.dotted.TPUEstimator
+    assert helper.api_tpu.TPUEstimator is tpu.TPUEstimator
+    assert helper.tpu_config.RunConfig is tpu.RunConfig
+    assert helper.tf_estimator.estimator.Estimator is tf.estimator.Estimator
+    # The rest of the package is the real one.
+    real_te = sys.modules["tensorflow_estimator.python.estimator.tpu.tpu_estimator"]
+    assert helper.tpu_estimator.TPUEstimatorSpec is tpu.TPUEstimatorSpec
+    assert helper.te2._TPU_ESTIMATOR is real_te._TPU_ESTIMATOR
+    assert helper.dnn is sys.modules["tensorflow_estimator.python.estimator.canned.dnn"]
+    assert sys.modules["tensorflow_estimator"].__name__ == "tensorflow_estimator"
+
+
+def test_contrib_tpu_implementation_modules_give_the_fallbacks(tmp_path):
+    from tfest_kit import tpu
+    from tfest_kit.legacy.contrib import tpu as one_replica
+
+    _write(
+        tmp_path / "legacy_helper_ctpu.py",
+        """
+        from tensorflow.contrib.tpu.python.tpu import tpu_estimator, tpu_config, tpu
+        from tensorflow.contrib.tpu.python.tpu import tpu_optimizer
+        import tensorflow.contrib.tpu.python.tpu.tpu_config as dotted_config
+        """,
+    )
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+        helper = importlib.import_module("legacy_helper_ctpu")
+    assert helper.tpu_estimator.TPUEstimator is tpu.TPUEstimator
+    assert helper.tpu_config.RunConfig is tpu.RunConfig is helper.dotted_config.RunConfig
+    assert helper.tpu_optimizer.CrossShardOptimizer is tpu.CrossShardOptimizer
+    assert helper.tpu.cross_replica_sum is one_replica.cross_replica_sum
+    assert helper.tpu_estimator.TPUEstimatorSpec is tpu.TPUEstimatorSpec
+
+
+def test_tf115_tpu_script_trains_on_cpu(tmp_path):
+    # `import tensorflow.compat.v1 as tf` with tf.tpu.CrossShardOptimizer and
+    # tf_estimator.tpu.TPUEstimator died on CPU in CrossReplicaSum ("No OpKernel").
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.legacy",
+            str(ROOT / "tests" / "legacy_scripts" / "tpu_spellings.py"),
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        timeout=180,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["estimator"] == "tfest_kit.tpu", result
+    np.testing.assert_allclose(result["w"], [1.5, -2.0, 0.5], atol=0.05)
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    rewritten, sharded, parallel, replicated = result["graph_functions"]
+    np.testing.assert_array_equal(rewritten, x * 2)
+    np.testing.assert_array_equal(sharded, x + 1)
+    np.testing.assert_array_equal(parallel, [x[:2].sum(), x[2:].sum()])
+    np.testing.assert_array_equal(replicated, x - 1)
+    assert "No TPU found" in proc.stderr
+
+
+def test_contrib_predictor_serves_tf115_calls(tmp_path):
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.legacy",
+            str(ROOT / "tests" / "legacy_scripts" / "contrib_predictor.py"),
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        timeout=180,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    reference = np.array(result["reference"])  # Estimator.predict on the same checkpoint
+    # label_ids left out (or None): TF 1.15 fed only the keys given.
+    for key in ("without_label_ids", "label_ids_none", "from_estimator"):
+        np.testing.assert_allclose(result[key], reference, atol=1e-6, err_msg=key)
+    assert result["feed_tensors"] == ["input_ids", "label_ids"]
+    assert "unexpected keys" in result["unexpected"] and "'labels'" in result["unexpected"]
+
+    from tfest_kit.legacy.contrib import predictor
+
+    export_dir = result["export_dir"]
+    ids = np.zeros((2, 5), np.int32)
+    by_names = predictor.from_saved_model(
+        export_dir,
+        input_names={"ids": "input_ids:0"},
+        output_names={"p": "Softmax:0"},
+        tags="serve",
+    )
+    want = predictor.from_saved_model(export_dir)({"input_ids": ids})["probabilities"]
+    np.testing.assert_allclose(by_names({"ids": ids})["p"], want, atol=1e-6)
+    assert by_names.feed_tensors["ids"].name == "input_ids:0"
+    graph = tf.Graph()
+    assert predictor.from_saved_model(export_dir, graph=graph).graph is graph
+    with pytest.raises(ValueError, match="at most one of.*signature_def_key"):
+        predictor.from_saved_model(
+            export_dir, signature_def_key="serving_default", input_names={}, output_names={}
+        )
+    with pytest.raises(ValueError, match="`input_names` and `output_names` must both"):
+        predictor.from_saved_model(export_dir, input_names={"ids": "input_ids:0"})
+    with pytest.raises(ValueError, match="'nope'.*Available signatures"):
+        predictor.from_saved_model(export_dir, signature_def_key="nope")
+    with pytest.raises(ValueError, match="does not have"):
+        predictor.from_saved_model(export_dir, input_names={"x": "nope:0"}, output_names={})
+    with pytest.raises(serving.PredictorInputError, match=r"depend on \['input_ids'\]"):
+        predictor.from_saved_model(export_dir)({"label_ids": [1, 0]})
+    ns = build_namespace(Report())
+    assert ns.contrib.predictor.from_saved_model is predictor.from_saved_model
+    with pytest.raises(AttributeError, match="from_contrib_estimator.*tf.contrib.learn"):
+        _ = ns.contrib.predictor.from_contrib_estimator
+
+
+@pytest.fixture(scope="module")
+def contrib_modules_run(tmp_path_factory):
+    """tests/legacy_scripts/contrib_modules.py under the runner; returns its JSON and report."""
+    work_dir = tmp_path_factory.mktemp("contrib_modules")
+    proc = run_program(
+        [
+            "-m",
+            "tfest_kit.legacy",
+            "--report",
+            str(ROOT / "tests" / "legacy_scripts" / "contrib_modules.py"),
+            f"--work_dir={work_dir}",
+        ],
+        timeout=240,
+    )
+    # Neither tensorflow-addons' end-of-life notice nor tf_slim's per-layer warning is printed.
+    assert "TensorFlow Addons" not in proc.stderr and "layer.apply" not in proc.stderr
+    lines = proc.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("{"))
+    return json.loads(lines[start]), "\n".join(lines[start + 1 :]), work_dir
+
+
+def test_contrib_training_hparams_behave_as_tf115(contrib_modules_run):
+    result = contrib_modules_run[0]["training"]
+    want = {"learning_rate": 0.5, "layers": [8, 4], "use_bias": False, "optimizer": "sgd"}
+    assert result["values"] == {**want, "dropout": 0.0}
+    assert result["json_round_trip"] == result["values"]
+    assert result["dropout_type"] == "float"  # an int set on a float hparam is cast
+    assert (
+        result["str"] == "learning_rate=0.5,layers=[8, 4],use_bias=False,optimizer=sgd,dropout=0.0"
+    )
+    assert result["errors"] == ["ValueError"] * 3
+    from tfest_kit.legacy.contrib.training import HParams, parse_values
+
+    hparams = HParams(a=1, f=0.5, xs=[1, 2, 3])
+    assert parse_values("a=2,xs[1]=7", {"a": int, "xs": int}) == {"a": 2, "xs": {1: 7}}
+    assert hparams.parse("xs[1]=7").xs == [1, 7, 3]
+    with pytest.raises(ValueError, match="Could not cast hparam 'a'"):
+        hparams.set_hparam("a", 1.5)  # a float for an int: refused
+    with pytest.raises(KeyError):
+        hparams.set_hparam("nope", 1)
+    with pytest.raises(ValueError, match="Multiple assignments"):
+        hparams.parse("a=1,a=2")
+    assert "a" in hparams and hparams.get("zz", 3) == 3 and repr(hparams).startswith("HParams([")
+
+
+def test_contrib_metrics_equal_tf_metrics_with_tf115_variable_names(contrib_modules_run):
+    result = contrib_modules_run[0]["metrics"]
+    predictions = np.array([0.1, 0.8, 0.6, 0.3, 0.9, 0.2], np.float32)
+    labels = np.array([0, 1, 0, 0, 1, 1], np.int64)
+    scores = np.array([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.2, 0.2, 0.6]], np.float32)
+    classes = np.array([1, 2, 2], np.int64)
+    # The same metrics written against TensorFlow 2.15's tf.compat.v1.metrics.
+    with tf.Graph().as_default(), tf.Session() as sess:
+        p, y = tf.constant(predictions), tf.constant(labels)
+        hard = tf.cast(p > 0.5, tf.int64)
+        in_top_1 = tf.cast(tf.nn.in_top_k(tf.constant(scores), tf.constant(classes), 1), tf.float32)
+        pairs = {
+            "accuracy": tf.metrics.accuracy(y, hard),
+            "auc": tf.metrics.auc(y, p),
+            "precision": tf.metrics.precision(y, hard),
+            "recall": tf.metrics.recall(y, hard),
+            "mean": tf.metrics.mean(p),
+            "rmse": tf.metrics.root_mean_squared_error(tf.cast(y, tf.float32), p),
+            "recall_at_1": tf.metrics.mean(in_top_1, name="recall_at_1"),
+            "sparse_recall_at_2": tf.metrics.recall_at_k(
+                tf.constant(classes), tf.constant(scores), 2
+            ),
+        }
+        sess.run(tf.local_variables_initializer())
+        sess.run([update for _, update in pairs.values()])
+        want = {k: float(v) for k, v in sess.run({k: v for k, (v, _) in pairs.items()}).items()}
+        names = sorted(v.op.name for v in tf.local_variables())
+    for key, value in want.items():
+        assert result[key] == pytest.approx(value, abs=1e-6), key
+    assert result["non_streaming_accuracy"] == pytest.approx(want["accuracy"])
+    assert result["variables"] == names
+
+
+def test_contrib_lookup_tables_behave_as_tf115(contrib_modules_run):
+    result = contrib_modules_run[0]["lookup"]
+    vocab = str(contrib_modules_run[2] / "vocab.txt")
+    # TensorFlow 2.15's own vocabulary table with one OOV bucket: the same ids.
+    table = tf2.lookup.StaticVocabularyTable(
+        tf2.lookup.TextFileInitializer(
+            vocab,
+            tf.string,
+            tf2.lookup.TextFileIndex.WHOLE_LINE,
+            tf.int64,
+            tf2.lookup.TextFileIndex.LINE_NUMBER,
+        ),
+        num_oov_buckets=1,
+    )
+    assert result["ids"] == table.lookup(tf2.constant(["b", "zzz", "a", "c"])).numpy().tolist()
+    assert result["strict"] == [1, -1, 0, 2]  # default_value=-1 without OOV buckets
+    assert result["words"] == ["c", "a", "UNK"]
+    assert result["hash"] == [20, -1] and result["mutable"] == [7, -5]
+    assert result["to_index"] == [1, -1, -1, 0] and result["to_string"] == ["q", "UNK"]
+
+
+def test_contrib_rnn_fused_cells_equal_tf_cells_and_keep_tf115_names(contrib_modules_run):
+    result, _, work_dir = contrib_modules_run
+    result = result["rnn"]
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 24.0
+    lengths = np.array([3, 2], np.int32)
+    # The same network on TensorFlow 2.15's own cells, restored from the runner's checkpoint by
+    # TF 1.15's variable names.
+    with tf.Graph().as_default(), tf.Session() as sess:
+        cells = tf.nn.rnn_cell
+        with tf.variable_scope("lstm"):
+            lstm_out, lstm_state = tf.nn.dynamic_rnn(
+                cells.LSTMCell(5, use_peepholes=True, cell_clip=0.5),
+                tf.constant(x),
+                sequence_length=lengths,
+                dtype=tf.float32,
+            )
+        with tf.variable_scope("gru"):
+            gru_out, _ = tf.nn.dynamic_rnn(
+                cells.GRUCell(3), tf.constant(x), sequence_length=lengths, dtype=tf.float32
+            )
+        with tf.variable_scope("fused"):
+            fused_out, fused_state = tf.nn.dynamic_rnn(
+                cells.LSTMCell(4),
+                tf.constant(x.transpose(1, 0, 2)),
+                sequence_length=lengths,
+                dtype=tf.float32,
+                time_major=True,
+            )
+        with tf.variable_scope("reversed"):
+            # TimeReversedFusedRNN: the backward half of a bidirectional dynamic_rnn.
+            reversed_out = tf.reverse_sequence(
+                tf.nn.dynamic_rnn(
+                    cells.LSTMCell(3),
+                    tf.reverse_sequence(tf.constant(x), lengths, seq_axis=1, batch_axis=0),
+                    sequence_length=lengths,
+                    dtype=tf.float32,
+                )[0],
+                lengths,
+                seq_axis=1,
+                batch_axis=0,
+            )
+        with tf.variable_scope("stack_bidirectional_rnn/cell_0"):
+            outputs, _ = tf.nn.bidirectional_dynamic_rnn(
+                cells.LSTMCell(2),
+                cells.GRUCell(2),
+                tf.constant(x),
+                sequence_length=lengths,
+                dtype=tf.float32,
+            )
+        static_out, _ = tf.nn.static_rnn(
+            cells.MultiRNNCell([cells.BasicLSTMCell(2)]),
+            tf.unstack(tf.constant(x), axis=1),
+            dtype=tf.float32,
+            scope="static",
+        )
+        variables = {v.op.name: v for v in tf.global_variables()}
+        # LSTMBlockFusedCell's TF 1.15 names: lstm_fused_cell/{kernel,bias}, no rnn/ scope.
+        for part in ("kernel", "bias"):
+            variables[f"fused/lstm_fused_cell/{part}"] = variables.pop(
+                f"fused/rnn/lstm_cell/{part}"
+            )
+            variables[f"reversed/lstm_fused_cell/{part}"] = variables.pop(
+                f"reversed/rnn/lstm_cell/{part}"
+            )
+        assert sorted(variables) == result["variables"]
+        tf.train.Saver(variables).restore(sess, str(work_dir / "rnn.ckpt"))
+        want = sess.run(
+            {
+                "lstm": lstm_out,
+                "lstm_c": lstm_state.c,
+                "gru": gru_out,
+                "fused": fused_out,
+                "fused_h": fused_state.h,
+                "stacked": tf.concat(outputs, 2),
+                "static": static_out[-1],
+                "reversed": tf.transpose(reversed_out, [1, 0, 2]),
+            }
+        )
+    for key, value in want.items():
+        np.testing.assert_allclose(result[key], value, atol=1e-5, err_msg=key)
+
+
+def test_contrib_layers_slim_framework_keep_tf115_names_and_values(contrib_modules_run):
+    result, _, work_dir = contrib_modules_run
+    result = result["layers"]
+    assert result["variables"] == [
+        "Conv/biases",
+        "Conv/weights",
+        "EmbedSequence/embeddings",
+        "fully_connected/biases",
+        "fully_connected/weights",
+        "global_step",
+        "slim_fc/biases",
+        "slim_fc/weights",
+    ]
+    assert result["model_variables"] == [n for n in result["variables"] if n != "global_step"]
+    assert "slim_fc/weights" not in result["to_restore"] and "Conv/weights" in result["to_restore"]
+    # The same computations written against TensorFlow 2.15, on the checkpoint's values.
+    ckpt = str(work_dir / "layers.ckpt")
+
+    def value(name):
+        return tf.train.load_variable(ckpt, name)
+
+    images = np.arange(2 * 5 * 5 * 3, dtype=np.float32).reshape(2, 5, 5, 3) / 150.0 - 0.5
+    conv = tf2.nn.relu(
+        tf2.nn.conv2d(images, value("Conv/weights"), 1, "VALID") + value("Conv/biases")
+    )
+    flat = tf2.reshape(conv, [2, -1]).numpy()
+    weights = value("fully_connected/weights")
+    np.testing.assert_allclose(
+        result["logits"], flat @ weights + value("fully_connected/biases"), atol=1e-5
+    )
+    slim = np.maximum(flat @ value("slim_fc/weights") + value("slim_fc/biases"), 0)
+    np.testing.assert_allclose(result["slim"], slim, atol=1e-5)
+    np.testing.assert_allclose(
+        result["embedded"], value("EmbedSequence/embeddings")[[[1, 2], [0, 3]]], atol=1e-6
+    )
+    # contrib's l2_regularizer(scale): scale * sum(w ** 2) / 2.
+    np.testing.assert_allclose(result["penalty"], 0.5 * (weights**2).sum() / 2, rtol=1e-5)
+
+
+def test_contrib_estimator_extenders_and_distribute(contrib_modules_run):
+    result = contrib_modules_run[0]["estimator"]
+    predicted, labels = np.array(result["predicted"]), np.array(result["labels"])
+    # add_metrics' metric equals the same metric on TF 2.15 over the forwarded predictions.
+    assert result["mae"] == pytest.approx(np.abs(predicted - labels).mean(), abs=1e-5)
+    assert result["loss"] == pytest.approx(((predicted - labels) ** 2).mean(), abs=1e-5)
+    assert result["loss"] < 0.05  # it trained through the clipped optimizer
+    assert result["forwarded_ids"] == list(range(64))
+    assert [d.rsplit("/", 1)[-1] for d in result["mirrored_devices"]] == ["device:CPU:0"]
+    assert result["reduce_sum"] == "ReduceOp.SUM"
+    from tfest_kit.legacy.contrib import estimator
+
+    with tf.Graph().as_default():
+        clipped = estimator.clip_gradients_by_norm(tf.train.AdamOptimizer(0.1), 1.0)
+        assert clipped.get_name() == "ClipByNormAdam"
+        with pytest.raises(TypeError, match="`optimizer` must be"):
+            estimator.clip_gradients_by_norm("adam", 1.0)
+    with pytest.raises(TypeError, match="`estimator` must be"):
+        estimator.forward_features(object())
+
+
+def _crf_by_enumeration(unary, transitions, length):
+    """log Z, the best path and its score of a linear-chain CRF, by listing every path."""
+    import itertools
+
+    scores = {}
+    for path in itertools.product(range(unary.shape[1]), repeat=length):
+        score = sum(unary[t, tag] for t, tag in enumerate(path))
+        score += sum(transitions[a, b] for a, b in zip(path, path[1:]))
+        scores[path] = score
+    values = np.array(list(scores.values()), np.float64)
+    log_z = values.max() + np.log(np.exp(values - values.max()).sum())
+    best = max(scores, key=scores.get)
+    return log_z, scores, list(best), scores[best]
+
+
+def test_contrib_crf_equals_enumeration_with_tf115_variable(contrib_modules_run):
+    result = contrib_modules_run[0]["crf"]
+    assert result["variables"] == ["crf_layer/transitions"]  # tf.get_variable, as TF 1.15
+    logits = np.array(result["logits"], np.float64)
+    transitions = np.array(result["transitions"], np.float64)
+    tags = [[0, 1, 2, 1], [2, 2, 0, 0]]
+    for i, length in enumerate([4, 2]):
+        log_z, scores, best, best_score = _crf_by_enumeration(logits[i], transitions, length)
+        gold = tuple(tags[i][:length])
+        assert result["log_likelihood"][i] == pytest.approx(scores[gold] - log_z, abs=1e-4)
+        assert result["decoded"][i][:length] == best
+        assert result["best"][i] == pytest.approx(best_score, abs=1e-4)
+    assert result["viterbi"] == _crf_by_enumeration(logits[0], transitions, 4)[2]
+    # seq2seq.sequence_loss: the masked mean of the token cross-entropies.
+    log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], np.float64)
+    nll = -np.take_along_axis(log_softmax, np.array(tags)[..., None], -1)[..., 0]
+    assert result["sequence_loss"] == pytest.approx((nll * mask).sum() / mask.sum(), abs=1e-5)
+    assert result["tiled"] == [[1, 2], [1, 2], [3, 4], [3, 4]]
+
+
+def test_contrib_opt_decoupled_weight_decay_and_tf115_slot_names(contrib_modules_run):
+    result = contrib_modules_run[0]["opt"]
+    assert result["variables"] == [
+        "beta1_power",
+        "beta2_power",
+        "u",
+        "u/MomentumW",
+        "w",
+        "w/AdamW",
+        "w/AdamW_1",
+    ]
+    # TF 2.15's own Adam and momentum steps, after the decay var -= weight_decay * var.
+    w, grad = np.array([1.0, -2.0]), np.array([3.0, 0.25])
+    m, v = 0.1 * grad, 0.001 * grad**2
+    lr_t = 0.01 * np.sqrt(1 - 0.999) / (1 - 0.9)
+    want_w = w - 0.1 * w - lr_t * m / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(result["w"], want_w, rtol=1e-5)
+    u = np.array([0.5, 0.5])
+    np.testing.assert_allclose(result["u"], u - 0.5 * u - 0.1 * (2 * u), rtol=1e-5)
+
+
+def test_contrib_summary_writes_graph_mode_summaries(contrib_modules_run):
+    import glob
+
+    logdir = contrib_modules_run[0]["summary"]["logdir"]
+    values = [
+        (
+            value.tag,
+            float(tf.make_ndarray(value.tensor))
+            if value.HasField("tensor")
+            else value.simple_value,
+        )
+        for path in glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
+        for event in tf.train.summary_iterator(path)
+        for value in event.summary.value
+    ]
+    assert values == [("loss", 0.25)]
+
+
+def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
+    report = contrib_modules_run[1]
+    for name, backing in [
+        ("tf.contrib.training.HParams", "a port of TF 1.15's"),
+        ("tf.contrib.metrics.streaming_auc", "tf.compat.v1.metrics.auc (arguments swapped)"),
+        ("tf.contrib.lookup.index_table_from_file", "lookup_ops.index_table_from_file"),
+        ("tf.contrib.layers.conv2d", "tf_slim.conv2d"),
+        ("tf.contrib.slim.fully_connected", "tf_slim.fully_connected"),
+        ("tf.contrib.framework.arg_scope", "tf_slim.arg_scope"),
+        ("tf.contrib.crf.crf_decode", "tensorflow_addons.text.crf_decode"),
+    ]:
+        assert re.search(rf"{re.escape(name)} +->  .*{re.escape(backing)}", report), report
 
 
 # --- running a TF1-era script end to end ------------------------------------------------------

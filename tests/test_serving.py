@@ -172,7 +172,24 @@ def test_bert_receiver(tmp_path):
     with_labels = est.export_saved_model(
         str(tmp_path / "l"), serving.bert_receiver(6, with_label_ids=True)
     )
-    assert "label_ids" in serving.Predictor(with_labels.decode()).inputs
+    labelled = serving.Predictor(with_labels.decode())
+    assert "label_ids" in labelled.inputs
+    # label_ids feeds nothing the outputs need: it may be left out, as tf.contrib.predictor
+    # allowed (the Predictor refused the call).
+    want = predictor(BERT)["logits"]
+    for _ in range(2):
+        np.testing.assert_allclose(labelled(BERT)["logits"], want, atol=1e-6)
+    labels = {**BERT, "label_ids": np.zeros(32, np.int32)}
+    np.testing.assert_allclose(labelled(labels)["logits"], want, atol=1e-6)
+    assert list(labelled._subset_runs) == [frozenset(BERT)]  # one callable per set of keys
+    without_ids = {k: v for k, v in BERT.items() if k != "input_ids"}
+    with pytest.raises(
+        serving.PredictorInputError,
+        match=r"missing: \['input_ids', 'label_ids'\].*depend on \['input_ids'\]",
+    ):
+        labelled(without_ids)
+    with pytest.raises(serving.PredictorInputError, match=r"unknown: \['extra'\]"):
+        labelled({**BERT, "extra": [1]})
     # int64 ids beyond int32 would wrap around silently in the cast.
     ids = dict(BERT, input_ids=BERT["input_ids"].astype(np.int64) + 2**31)
     with pytest.raises(serving.PredictorInputError, match=r"'input_ids' has values outside the"):

@@ -20,6 +20,8 @@ __all__ = [
     "SavedModel",
     "object_graph_key_mapping",
     "estimator_training",
+    "lookup_ops",
+    "summary_ops_v2",
     "TrainingExecutor",
     "ContinuousEvalListener",
     "EvalStatus",
@@ -88,6 +90,12 @@ from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 # (what `saved_model_cli show` does).
 from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
 
+# The lookup-table functions tf.contrib.lookup re-exported (index_table_from_file …; tf.lookup
+# has the classes, not the functions) and TF 1.15's tf.contrib.summary (create_file_writer,
+# always_record_summaries … in graph mode): TensorFlow 2.15 keeps them only here. Used by the
+# legacy runner's tf.contrib.lookup / summary; both already imported by TensorFlow itself.
+from tensorflow.python.ops import lookup_ops, summary_ops_v2  # noqa: E402
+
 # The reader Estimator's own warm start uses for object-based (Keras) checkpoints.
 from tensorflow.python.training.saver import object_graph_key_mapping  # noqa: E402
 
@@ -153,4 +161,27 @@ PRIVATE_NAMES: dict[str, str] = {
         "keras_bridge.py: the converter's error for a model built before a conversion"
     ),
     "keras.src.engine.training_v1#_v1_compile_was_called": "keras_bridge.py: same",
+    # legacy/: TF 1.15's tf.contrib pieces whose only TF 2.15 home is a private module.
+    "tensorflow.python.ops.lookup_ops:index_table_from_file": (
+        "legacy/contrib/lookup.py: tf.contrib.lookup's functions and classes"
+    ),
+    "tensorflow.python.ops.lookup_ops:DenseHashTable": "legacy/contrib/lookup.py",
+    "tensorflow.python.ops.summary_ops_v2:create_file_writer": (
+        "legacy/contrib/summary.py: tf.contrib.summary's graph-mode writers"
+    ),
+    "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": (
+        "legacy/contrib/summary.py"
+    ),
+    "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": (
+        "legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_optimizer"
+    ),
+    "tensorflow.python.tpu.tpu_function:get_tpu_context": (
+        "legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_function"
+    ),
+    "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": (
+        "legacy/_namespace.py: the tensorflow_estimator stand-ins fall back to the module"
+    ),
+    "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": (
+        "legacy/_namespace.py, legacy/_contrib.py: same"
+    ),
 }

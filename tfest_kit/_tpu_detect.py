@@ -23,6 +23,7 @@ __all__ = [
     "CrossShardOptimizer",
     "NoTPUClusterResolver",
     "mark_tpu_in_use",
+    "tpu_in_use",
 ]
 
 _OfficialResolver = tf2.distribute.cluster_resolver.TPUClusterResolver
@@ -188,6 +189,15 @@ def mark_tpu_in_use() -> None:
     _state["official_estimator_built"] = True
 
 
+def tpu_in_use() -> bool:
+    """Whether TPU-only ops may be built: an official TPUEstimator was built, or a TPU is local.
+
+    Off a TPU, ``CrossShardOptimizer`` and the legacy runner's ``tf.tpu`` stand-ins build what
+    one replica would compute instead of ops that have no CPU/GPU kernel.
+    """
+    return _state["official_estimator_built"] or _local_tpu()
+
+
 def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
     opt, reduction: Optional[str] = None, name: str = "CrossShardOptimizer", group_assignment=None
 ):
@@ -215,7 +225,7 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
     """
     if not isinstance(opt, tf.train.Optimizer):
         raise TypeError(f"`opt` must be a tf.compat.v1.train.Optimizer. Got: {opt!r}")
-    if _state["official_estimator_built"] or _local_tpu():
+    if tpu_in_use():
         kwargs = {"reduction": reduction} if reduction is not None else {}
         return tf.tpu.CrossShardOptimizer(
             opt, name=name, group_assignment=group_assignment, **kwargs

@@ -3,20 +3,23 @@
 ``import tensorflow as tf`` (and ``from tensorflow.keras.optimizers import Adam``,
 ``from tensorflow.train import …`` …) in the script, and in the modules it imports from its
 directory, the current directory and ``PYTHONPATH`` (not site-packages), gives a TF1
-namespace: ``tf.compat.v1`` (graph mode, ``Dimension.value``) plus the ``tf.contrib`` pieces
-fine-tuning scripts use (``tpu``, ``cluster_resolver``, ``data``, ``layers.layer_norm``),
-with the TPU classes backed by ``tfest_kit.tpu`` so a script asking for a TPU on a machine
-without one falls back to CPU/GPU with one warning.  TensorFlow's own modules and installed
-libraries keep the real ``tensorflow``.  Names the runner does not provide raise
-``AttributeError`` saying so and naming the replacement where one is known
-(``tf.contrib.layers.xavier_initializer`` → ``tf.glorot_uniform_initializer``); ``--report``
-lists those first, then what was served, so you can migrate.
+namespace: ``tf.compat.v1`` (graph mode, ``Dimension.value``) plus the ``tf.contrib``
+packages in :mod:`tfest_kit.legacy.contrib`, with the TPU classes backed by
+``tfest_kit.tpu`` and the TPU-only functions (``tf.tpu.cross_replica_sum`` …) computing one
+replica, so a script asking for a TPU on a machine without one falls back to CPU/GPU with one
+warning.  TensorFlow's own modules and installed libraries keep the real ``tensorflow``, but
+for the packages named with ``--tf1-package NAME`` (an installed TF1-era library); an
+installed package that fails on a TF1 name gets an error naming that option.  Names the
+runner does not provide raise ``AttributeError`` saying so and naming the replacement where
+one is known (``tf.contrib.layers.xavier_initializer`` → ``tf.glorot_uniform_initializer``);
+``--report`` lists those first, then what was served and the library behind it.
 
 Example:
 
     python -m tfest_kit.legacy run_classifier.py --task_name=MRPC --do_train=true ...
     python -m tfest_kit.legacy --report run_classifier.py ...
     python -m tfest_kit.legacy -m scripts.train --steps=100     # from the project root
+    python -m tfest_kit.legacy --tf1-package mytf1lib train.py  # mytf1lib gets TF1 too
 
     from tfest_kit import legacy
     legacy.run("run_classifier.py", ["--do_train=true"], report=True)

@@ -1,4 +1,4 @@
-"""``python -m tfest_kit.legacy [--report] (SCRIPT.py | -m MODULE) [script flags…]``."""
+"""``python -m tfest_kit.legacy [--report] [--tf1-package NAME]… SCRIPT.py | -m MODULE …``."""
 
 from __future__ import annotations
 
@@ -7,22 +7,28 @@ from collections.abc import Sequence
 from typing import Optional
 
 USAGE = """\
-usage: python -m tfest_kit.legacy [--report] SCRIPT.py [script flags...]
-       python -m tfest_kit.legacy [--report] -m MODULE [script flags...]
+usage: python -m tfest_kit.legacy [--report] [--tf1-package NAME]... SCRIPT.py [script flags...]
+       python -m tfest_kit.legacy [--report] [--tf1-package NAME]... -m MODULE [script flags...]
 
 Runs a TF1-era TensorFlow script unchanged on TensorFlow 2.15: `import tensorflow as tf` (and
 `from tensorflow.keras.optimizers import Adam`, `from tensorflow.train import ...`, ...) in
-user code sees tf.compat.v1 plus tf.contrib.{tpu, cluster_resolver, data, layers.layer_norm};
-TPUEstimator falls back to CPU/GPU without a TPU.  User code is the script and the modules it
-imports from the script's directory, the current directory and PYTHONPATH entries (run from
+user code sees tf.compat.v1 plus tf.contrib (tpu, cluster_resolver, data, predictor, training,
+metrics, lookup, rnn, framework, layers, slim, estimator, distribute, crf, seq2seq, opt);
+TPUEstimator and the tf.tpu functions fall back to CPU/GPU without a TPU.  User code is the
+script and the modules it imports from the script's directory, the current directory and
+PYTHONPATH entries (run from
 your project root, or put it on PYTHONPATH, so that `from mylib import model` gets TF1 too);
-libraries in site-packages and the standard library keep the real TensorFlow 2.
+libraries in site-packages and the standard library keep the real TensorFlow 2 (but for
+packages named with --tf1-package).
 
 runner options (before SCRIPT.py / -m MODULE):
   -m MODULE   run a module of your project as `python -m MODULE` would (e.g. scripts.train);
               the current directory goes first on sys.path
   --report    at the end, list the TF1 symbols the script asked for and did not get, then
-              those it used and where they live in TF 2.15
+              those it used, where they live in TF 2.15 and the library behind each
+  --tf1-package NAME
+              hand the TF1 namespace to the installed package NAME too (a TF1-era library
+              in site-packages, imported as NAME); repeat for several
   -h, --help  show this message
 """
 
@@ -39,6 +45,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     report = False
     module = None
+    tf1_packages = []
     while args and args[0].startswith("-"):
         option = args.pop(0)
         if option in ("-h", "--help"):
@@ -46,6 +53,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
         if option == "--report":
             report = True
+        elif option == "--tf1-package" or option.startswith("--tf1-package="):
+            name = option.partition("=")[2] if "=" in option else (args.pop(0) if args else "")
+            if not name.isidentifier():
+                print(
+                    f"{USAGE}\nerror: --tf1-package needs the top-level import name of an "
+                    f"installed package (e.g. --tf1-package mytf1lib). Got: {name!r}",
+                    file=sys.stderr,
+                )
+                return 2
+            tf1_packages.append(name)
         elif option == "-m":
             if not args:
                 print(f"{USAGE}\nerror: -m needs a MODULE (e.g. scripts.train)", file=sys.stderr)
@@ -66,9 +83,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         if module is not None:
-            return run_module(module, args, report=report)
+            return run_module(module, args, report=report, tf1_packages=tf1_packages)
         script, *script_args = args
-        return run(script, script_args, report=report)
+        return run(script, script_args, report=report, tf1_packages=tf1_packages)
     except ScriptNotFoundError as e:  # the script's own errors keep their traceback
         print(f"error: {e}", file=sys.stderr)
         return 2

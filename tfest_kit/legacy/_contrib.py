@@ -4,16 +4,23 @@
 
 - ``tf.contrib.tpu``: ``TPUEstimator``, ``TPUEstimatorSpec``, ``RunConfig``, ``TPUConfig``,
   ``InputPipelineConfig``, ``CrossShardOptimizer`` from ``tfest_kit.tpu`` (CPU/GPU fallback
-  without a TPU); other names from ``tf.compat.v1.estimator.tpu`` / ``tf.compat.v1.tpu``;
+  without a TPU); the TPU-only functions (``cross_replica_sum``, ``rewrite``, ``shard`` …)
+  from :mod:`tfest_kit.legacy.contrib.tpu` (what one replica computes, without a TPU); other
+  names from ``tf.compat.v1.estimator.tpu`` / ``tf.compat.v1.tpu``.  ``tf.tpu`` gets the same
+  functions (see :func:`tpu_module`);
 - ``tf.contrib.cluster_resolver.TPUClusterResolver``: ``tfest_kit.tpu.TPUClusterResolver``;
 - ``tf.contrib.data.*`` (``map_and_batch``, ``parallel_interleave`` …):
   ``tf.compat.v1.data.experimental``;
-- ``tf.contrib.layers.layer_norm``: :func:`tfest_kit.legacy.layer_norm`.
+- the packages of :mod:`tfest_kit.legacy.contrib`, one module each, imported when a script
+  first reaches the package (see :func:`served_package`): ``predictor``
+  (``tfest_kit.serving.Predictor``), ``training`` (a port of ``HParams``), ``metrics``
+  (``tf.compat.v1.metrics`` in contrib's argument order, the rest from ``tf_slim.metrics``),
+  ``lookup`` (``lookup_ops``), ``rnn`` (``tf.compat.v1.nn.rnn_cell`` and the fused kernels),
+  ``framework`` / ``layers`` (TensorFlow and ``tf_slim``) …; ``slim`` is ``tf_slim``.
 
-Other ``tf.contrib`` pieces with a known TensorFlow 2.15 (or tfest_kit, or PyPI) home are not
-served: the error a script gets names the replacement (:data:`CONTRIB_REPLACEMENTS`,
-:data:`LAYERS_REPLACEMENTS`), since their arguments or defaults differ and the script should
-say what it means.
+Other ``tf.contrib`` packages are not served: the error a script gets names their TensorFlow
+2.15 (or PyPI) home (:data:`CONTRIB_REPLACEMENTS`), as does a name a served package lacks
+(its module's ``NOT_SERVED``).
 
 Example:
 
@@ -24,122 +31,210 @@ Example:
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Sequence
+from typing import Any, Callable, Optional
 
 from tfest_kit._tf import tf
-from tfest_kit.legacy._layer_norm import layer_norm
 from tfest_kit.legacy._shim import SHIM, Entry, Report, ShimModule
 
 __all__ = [
     "build_contrib",
     "tpu_module",
+    "served_package",
+    "from_tfest_tpu",
     "cluster_resolver_module",
     "TPU_NAMES",
     "CONTRIB_REPLACEMENTS",
-    "LAYERS_REPLACEMENTS",
 ]
 
+# Names of tfest_kit.legacy.contrib.tpu, listed here so that building the stand-in imports
+# nothing; tests/test_legacy.py checks the two lists agree.
+ONE_REPLICA_NAMES = (
+    "cross_replica_sum",
+    "rewrite",
+    "replicate",
+    "shard",
+    "batch_parallel",
+    "initialize_system",
+    "shutdown_system",
+)
 TPU_NAMES = ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")
 
-_CONTRIB_PROVIDES = (
-    "Of tf.contrib it provides: tpu (TPUEstimator, TPUEstimatorSpec, RunConfig, TPUConfig, "
-    "InputPipelineConfig, CrossShardOptimizer), cluster_resolver.TPUClusterResolver, "
-    "data (tf.data.experimental), layers.layer_norm. "
-)
 
-# tf.contrib.<name> -> what to write instead; every `tf.…` named here is in tf.compat.v1
-# (checked by tests/test_legacy.py).
+# tf.contrib.<name> -> what to write instead, for the packages the runner does not serve; every
+# `tf.…` named here is in tf.compat.v1 (checked by tests/test_legacy.py).
 CONTRIB_REPLACEMENTS = {
-    "predictor": (
-        "tfest_kit.serving.Predictor: `tf.contrib.predictor.from_saved_model(export_dir)` "
-        "becomes `tfest_kit.serving.Predictor(export_dir)`, called the same way with a dict "
-        "of inputs"
+    "learn": (
+        "tf.estimator (out of scope for the legacy runner): tf.contrib.learn.Estimator -> "
+        "tf.estimator.Estimator, learn.RunConfig -> tf.estimator.RunConfig, "
+        "learn.Experiment / learn_runner.run -> tf.estimator.train_and_evaluate, "
+        "learn.datasets -> tf.keras.datasets"
     ),
-    "framework": (
-        "tf.train: tf.contrib.framework.get_or_create_global_step -> "
-        "tf.train.get_or_create_global_step, get_global_step -> tf.train.get_global_step, "
-        "list_variables -> tf.train.list_variables, load_variable -> tf.train.load_variable"
-    ),
-    "distribute": (
-        "tf.distribute: tf.contrib.distribute.MirroredStrategy -> "
-        "tf.distribute.MirroredStrategy, OneDeviceStrategy -> tf.distribute.OneDeviceStrategy"
-    ),
-    "rnn": (
-        "tf.nn.rnn_cell: tf.contrib.rnn.LSTMCell -> tf.nn.rnn_cell.LSTMCell, BasicLSTMCell -> "
-        "tf.nn.rnn_cell.BasicLSTMCell, GRUCell -> tf.nn.rnn_cell.GRUCell, BasicRNNCell -> "
-        "tf.nn.rnn_cell.BasicRNNCell, MultiRNNCell -> tf.nn.rnn_cell.MultiRNNCell, "
-        "DropoutWrapper -> tf.nn.rnn_cell.DropoutWrapper, LSTMStateTuple -> "
-        "tf.nn.rnn_cell.LSTMStateTuple, static_rnn -> tf.nn.static_rnn"
-    ),
-    "metrics": (
-        "tf.metrics: tf.contrib.metrics.streaming_accuracy -> tf.metrics.accuracy, "
-        "streaming_mean -> tf.metrics.mean, streaming_auc -> tf.metrics.auc, "
-        "streaming_precision -> tf.metrics.precision, streaming_recall -> tf.metrics.recall"
-    ),
-    "slim": "the tf_slim package (`pip install tf-slim`, then `import tf_slim as slim`)",
-}
-
-# tf.contrib.layers.<name> -> what to write instead.
-LAYERS_REPLACEMENTS = {
-    "xavier_initializer": (
-        "tf.glorot_uniform_initializer() (xavier_initializer(uniform=False) -> "
-        "tf.glorot_normal_initializer())"
-    ),
-    "xavier_initializer_conv2d": (
-        "tf.glorot_uniform_initializer() (xavier_initializer_conv2d(uniform=False) -> "
-        "tf.glorot_normal_initializer())"
-    ),
-    "variance_scaling_initializer": (
-        "tf.variance_scaling_initializer(scale=2.0) for the default call (contrib's factor "
-        "defaulted to 2.0, He initialisation; tf's scale defaults to 1.0; arguments renamed: "
-        "factor -> scale, "
-        "mode='FAN_IN' -> mode='fan_in', uniform=True -> distribution='uniform', "
-        "uniform=False -> distribution='truncated_normal')"
-    ),
-    "l2_regularizer": (
-        "tf.keras.regularizers.l2(scale / 2) (l2_regularizer(scale) added "
-        "scale * sum(w**2) / 2; tf.keras.regularizers.l2(l) adds l * sum(w**2))"
-    ),
-    "l1_regularizer": "tf.keras.regularizers.l1(scale) (same penalty)",
-    "fully_connected": (
-        "tf.layers.dense(inputs, num_outputs, activation=tf.nn.relu) (tf.layers.dense has "
-        "no activation by default; fully_connected used tf.nn.relu)"
-    ),
-    "flatten": "tf.layers.flatten",
+    "legacy_seq2seq": "tfa.seq2seq from tensorflow-addons 0.23",
+    "keras": "tf.keras",
+    "losses": "tf.losses",
+    "feature_column": "tf.feature_column",
+    "saved_model": "tf.saved_model",
+    "checkpoint": "tf.train.Checkpoint",
+    "cudnn_rnn": "tf.keras.layers.LSTM / tf.keras.layers.GRU (cuDNN kernels on a GPU)",
+    "image": "tf.image (and tfa.image from tensorflow-addons 0.23)",
+    "distributions": "tensorflow-probability's tfp.distributions",
+    "bayesflow": "tensorflow-probability",
+    "tensor_forest": "tensorflow-decision-forests",
+    "gan": "tensorflow-gan",
+    "quantize": "tensorflow-model-optimization (tfmot.quantization)",
 }
 
 
-def _from_tfest_tpu(name: str) -> Callable[[], Any]:
+def from_tfest_tpu(name: str) -> Callable[[], Any]:
     # Imported on first use: tfest_kit.tpu pulls in the Estimator machinery.
     return lambda: getattr(importlib.import_module("tfest_kit.tpu"), name)
 
 
-def tpu_module(display: str, report: Report, *, cross_shard: bool) -> ShimModule:
-    """Returns a ``tpu`` stand-in (``tf.contrib.tpu`` or ``tf.estimator.tpu``).
+def _from_one_replica(name: str) -> Callable[[], Any]:
+    return lambda: getattr(importlib.import_module("tfest_kit.legacy.contrib.tpu"), name)
+
+
+def tpu_module(
+    display: str, report: Report, *, estimator: bool, ops: bool, kind: str = SHIM
+) -> ShimModule:
+    """Returns a ``tpu`` stand-in: ``tf.contrib.tpu``, ``tf.estimator.tpu`` or ``tf.tpu``.
 
     Args:
-      display: ``"tf.contrib.tpu"`` or ``"tf.estimator.tpu"``.
+      display: ``"tf.contrib.tpu"``, ``"tf.estimator.tpu"``, ``"tf.tpu"`` …
       report: where served names are recorded.
-      cross_shard: also serve ``CrossShardOptimizer`` and fall back to ``tf.compat.v1.tpu``
-        (``tf.contrib.tpu`` had both).
+      estimator: serve the TPUEstimator family from ``tfest_kit.tpu`` and the rest of
+        ``tf.compat.v1.estimator.tpu``.
+      ops: serve ``CrossShardOptimizer`` from ``tfest_kit.tpu``, the TPU-only functions
+        (``cross_replica_sum``, ``rewrite``, ``shard`` …) from
+        :mod:`tfest_kit.legacy.contrib.tpu` (one replica without a TPU), and the rest of
+        ``tf.compat.v1.tpu``.  ``tf.contrib.tpu`` had both halves.
+      kind: how the names taken from TensorFlow's modules are reported: :data:`SHIM` for a
+        module TensorFlow 2.15 does not have (``tf.contrib.tpu``), ``COMPAT_V1`` for ``tf.tpu``.
 
     Returns:
-      A module whose TPUEstimator family comes from ``tfest_kit.tpu``.
+      A module whose TPU-only names fall back to what one replica computes without a TPU.
     """
-    entries = {name: Entry(_from_tfest_tpu(name), f"tfest_kit.tpu.{name}") for name in TPU_NAMES}
-    fallbacks = [(lambda: tf.estimator.tpu, "tf.compat.v1.estimator.tpu")]
-    if cross_shard:
-        entries["CrossShardOptimizer"] = Entry(
-            _from_tfest_tpu("CrossShardOptimizer"), "tfest_kit.tpu.CrossShardOptimizer"
+    entries = {}
+    fallbacks = []
+    if estimator:
+        entries.update(
+            {name: Entry(from_tfest_tpu(name), f"tfest_kit.tpu.{name}") for name in TPU_NAMES}
         )
+        fallbacks.append((lambda: tf.estimator.tpu, "tf.compat.v1.estimator.tpu"))
+    if ops:
+        entries["CrossShardOptimizer"] = Entry(
+            from_tfest_tpu("CrossShardOptimizer"), "tfest_kit.tpu.CrossShardOptimizer"
+        )
+        for name in ONE_REPLICA_NAMES:
+            entries[name] = Entry(
+                _from_one_replica(name),
+                f"tfest_kit.legacy.contrib.tpu.{name} (one replica without a TPU)",
+            )
         fallbacks.append((lambda: tf.tpu, "tf.compat.v1.tpu"))
-    return ShimModule(
+    if estimator and ops:
+        # TF 1.x scripts also imported the implementation modules:
+        # `from tensorflow.contrib.tpu.python.tpu import tpu_estimator, tpu_config, tpu`.
+        entries["python"] = Entry(lambda: _contrib_tpu_python(display, report, module), None)
+    module = ShimModule(
         display,
         report,
         entries=entries,
         fallbacks=fallbacks,
-        kind=SHIM,
+        kind=kind,
         provides=f"Of {display} it provides {', '.join(sorted(entries))}. ",
+    )
+    return module
+
+
+_TPU_PACKAGE = "tensorflow_estimator.python.estimator.tpu"
+
+
+def _contrib_tpu_python(display: str, report: Report, contrib_tpu: ShimModule) -> ShimModule:
+    """``tf.contrib.tpu.python``: ``.tpu.{tpu_estimator, tpu_config, tpu_optimizer, tpu}``."""
+
+    def module(name: str, names: Sequence[str], real: str) -> Entry:
+        def build() -> ShimModule:
+            return ShimModule(
+                f"{display}.python.tpu.{name}",
+                report,
+                entries={n: Entry(from_tfest_tpu(n), f"tfest_kit.tpu.{n}") for n in names},
+                fallbacks=[(lambda: importlib.import_module(real), real)],
+                kind=SHIM,
+            )
+
+        return Entry(build, None)
+
+    package = ShimModule(
+        f"{display}.python.tpu",
+        report,
+        entries={
+            "tpu_estimator": module(
+                "tpu_estimator",
+                ("TPUEstimator", "TPUEstimatorSpec"),
+                f"{_TPU_PACKAGE}.tpu_estimator",
+            ),
+            "tpu_config": module(
+                "tpu_config",
+                ("RunConfig", "TPUConfig", "InputPipelineConfig"),
+                f"{_TPU_PACKAGE}.tpu_config",
+            ),
+            "tpu_optimizer": module(
+                "tpu_optimizer", ("CrossShardOptimizer",), "tensorflow.python.tpu.tpu_optimizer"
+            ),
+            # rewrite, shard, cross_replica_sum …: the one-replica functions of tf.contrib.tpu.
+            "tpu": Entry(lambda: contrib_tpu, None),
+            "tpu_function": Entry(
+                lambda: importlib.import_module("tensorflow.python.tpu.tpu_function"), None
+            ),
+        },
+        kind=SHIM,
+    )
+    return ShimModule(
+        f"{display}.python", report, entries={"tpu": Entry(lambda: package, None)}, kind=SHIM
+    )
+
+
+def _training_python(report: Report) -> ShimModule:
+    """``tf.contrib.training.python.training.hparam``: the HParams port."""
+    hparam = ShimModule(
+        "tf.contrib.training.python.training.hparam",
+        report,
+        fallbacks=[
+            (
+                lambda: importlib.import_module("tfest_kit.legacy.contrib.training"),
+                "tfest_kit.legacy.contrib.training",
+            )
+        ],
+        kind=SHIM,
+    )
+    training = ShimModule(
+        "tf.contrib.training.python.training",
+        report,
+        entries={"hparam": Entry(lambda: hparam, None)},
+        kind=SHIM,
+    )
+    return ShimModule(
+        "tf.contrib.training.python",
+        report,
+        entries={"training": Entry(lambda: training, None)},
+        kind=SHIM,
+    )
+
+
+def _layers_python(report: Report) -> ShimModule:
+    """``tf.contrib.layers.python.layers``: tf_slim's ``layers`` package (``initializers`` …)."""
+    layers = ShimModule(
+        "tf.contrib.layers.python.layers",
+        report,
+        fallbacks=[(lambda: importlib.import_module("tf_slim.layers"), "tf_slim.layers")],
+        kind=SHIM,
+    )
+    return ShimModule(
+        "tf.contrib.layers.python",
+        report,
+        entries={"layers": Entry(lambda: layers, None)},
+        kind=SHIM,
     )
 
 
@@ -163,7 +258,7 @@ def cluster_resolver_module(display: str, report: Report) -> ShimModule:
         report,
         entries={
             "TPUClusterResolver": Entry(
-                _from_tfest_tpu("TPUClusterResolver"), "tfest_kit.tpu.TPUClusterResolver"
+                from_tfest_tpu("TPUClusterResolver"), "tfest_kit.tpu.TPUClusterResolver"
             )
         },
         fallbacks=[
@@ -173,6 +268,50 @@ def cluster_resolver_module(display: str, report: Report) -> ShimModule:
             )
         ],
         kind=SHIM,
+    )
+
+
+def served_package(
+    package: str,
+    report: Report,
+    *,
+    fallbacks: Sequence[tuple[Callable[[], Any], str]] = (),
+    extra: Optional[dict[str, Entry]] = None,
+) -> ShimModule:
+    """Returns the ``tf.contrib.<package>`` stand-in that ``legacy.contrib.<package>`` serves.
+
+    The module is imported here, when a script first reaches the package.  Its ``BACKING``
+    dict names what it serves and the library behind each name (``--report`` shows it); its
+    optional ``NOT_SERVED`` dict names the replacement of what it does not serve.
+
+    Args:
+      package: e.g. ``"predictor"``.
+      report: where served names are recorded.
+      fallbacks: modules whose names are served too, after the module's own, as
+        ``(getter, hint_prefix)`` pairs (``tf.compat.v1.nn.rnn_cell`` for ``rnn`` …).
+      extra: more entries (implementation-module paths such as ``layers.python.layers``).
+
+    Returns:
+      The stand-in module.
+    """
+    module = importlib.import_module(f"tfest_kit.legacy.contrib.{package}")
+    entries = {
+        name: Entry(
+            lambda name=name: getattr(module, name),
+            backing,
+        )
+        for name, backing in module.BACKING.items()
+    }
+    entries.update(extra or {})
+    display = f"tf.contrib.{package}"
+    return ShimModule(
+        display,
+        report,
+        entries=entries,
+        fallbacks=fallbacks,
+        kind=SHIM,
+        provides=f"Of {display} it provides {', '.join(sorted(entries))}. ",
+        replacements=getattr(module, "NOT_SERVED", None),
     )
 
 
@@ -188,7 +327,7 @@ def build_contrib(report: Report) -> ShimModule:
       replacement when :data:`CONTRIB_REPLACEMENTS` has one.
     """
     entries = {
-        "tpu": Entry(lambda: tpu_module("tf.contrib.tpu", report, cross_shard=True), None),
+        "tpu": Entry(lambda: tpu_module("tf.contrib.tpu", report, estimator=True, ops=True), None),
         "cluster_resolver": Entry(
             lambda: cluster_resolver_module("tf.contrib.cluster_resolver", report), None
         ),
@@ -202,19 +341,81 @@ def build_contrib(report: Report) -> ShimModule:
             ),
             None,
         ),
-        "layers": Entry(
+        "predictor": Entry(lambda: served_package("predictor", report), None),
+        "training": Entry(
+            lambda: served_package(
+                "training",
+                report,
+                # `from tensorflow.contrib.training.python.training import hparam` (xlnet).
+                extra={"python": Entry(lambda: _training_python(report), None)},
+            ),
+            None,
+        ),
+        "metrics": Entry(
+            lambda: served_package(
+                "metrics",
+                report,
+                fallbacks=[(lambda: importlib.import_module("tf_slim.metrics"), "tf_slim.metrics")],
+            ),
+            None,
+        ),
+        "lookup": Entry(lambda: served_package("lookup", report), None),
+        "rnn": Entry(lambda: served_package("rnn", report), None),
+        "framework": Entry(lambda: served_package("framework", report), None),
+        "estimator": Entry(lambda: served_package("estimator", report), None),
+        "crf": Entry(lambda: served_package("crf", report), None),
+        "seq2seq": Entry(lambda: served_package("seq2seq", report), None),
+        "opt": Entry(lambda: served_package("opt", report), None),
+        "summary": Entry(lambda: served_package("summary", report), None),
+        "compiler": Entry(
             lambda: ShimModule(
-                "tf.contrib.layers",
+                "tf.contrib.compiler",
                 report,
                 entries={
-                    "layer_norm": Entry(
-                        lambda: layer_norm,
-                        "tfest_kit.legacy.layer_norm (same variables), or "
-                        "tf.keras.layers.LayerNormalization(epsilon=1e-12, name='LayerNorm')",
+                    "jit": Entry(
+                        lambda: ShimModule(
+                            "tf.contrib.compiler.jit",
+                            report,
+                            entries={
+                                "experimental_jit_scope": Entry(
+                                    lambda: tf.xla.experimental.jit_scope,
+                                    "tf.compat.v1.xla.experimental.jit_scope",
+                                )
+                            },
+                            provides="Of tf.contrib.compiler.jit it provides "
+                            "experimental_jit_scope. ",
+                        ),
+                        None,
                     )
                 },
-                provides="Of tf.contrib.layers it provides layer_norm. ",
-                replacements=LAYERS_REPLACEMENTS,
+                provides="Of tf.contrib.compiler it provides jit.experimental_jit_scope. ",
+            ),
+            None,
+        ),
+        "distribute": Entry(
+            lambda: served_package(
+                "distribute",
+                report,
+                fallbacks=[(lambda: tf.distribute, "tf.compat.v1.distribute")],
+            ),
+            None,
+        ),
+        "layers": Entry(
+            lambda: served_package(
+                "layers",
+                report,
+                # `from tensorflow.contrib.layers.python.layers import initializers`.
+                extra={"python": Entry(lambda: _layers_python(report), None)},
+            ),
+            None,
+        ),
+        "slim": Entry(
+            lambda: ShimModule(
+                "tf.contrib.slim",
+                report,
+                fallbacks=[(lambda: importlib.import_module("tf_slim"), "tf_slim")],
+                kind=SHIM,
+                provides="Of tf.contrib.slim it provides what tf_slim 1.1 has. ",
             ),
             None,
         ),
@@ -223,6 +424,6 @@ def build_contrib(report: Report) -> ShimModule:
         "tf.contrib",
         report,
         entries=entries,
-        provides=_CONTRIB_PROVIDES,
+        provides=f"Of tf.contrib it provides: {', '.join(sorted(entries))}. ",
         replacements=CONTRIB_REPLACEMENTS,
     )

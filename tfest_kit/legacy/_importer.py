@@ -7,7 +7,9 @@ whose ``__import__`` answers ``tensorflow`` and ``tensorflow.<name>…`` for eve
 ``<name>`` of the stand-in (``tensorflow.contrib…``, ``tensorflow.compat.v1…``,
 ``tensorflow.keras.optimizers``, ``tensorflow.train`` …) with the stand-in; TensorFlow's
 implementation packages (``tensorflow.python…``, see ``REAL_PACKAGES``) are imported for real.
-Every other module keeps Python's import.
+Every other module keeps Python's import, but for ``tensorflow_estimator``: its modules that
+lead to the TPU classes (``tensorflow_estimator.python.estimator.tpu.tpu_estimator`` …) are
+stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
 
 - The script gets those builtins through ``runpy.run_path(init_globals=…)``.
 - User modules are loaded by a ``sys.meta_path`` finder that puts the same builtins into their
@@ -16,7 +18,8 @@ Every other module keeps Python's import.
   import finds (the finder never changes *which* file is imported) under one of the scope's
   roots: the script's directory, the current directory, ``PYTHONPATH`` entries (see
   :func:`user_code_roots`), but not under a ``site-packages``/``dist-packages`` directory nor
-  in the standard library: installed libraries keep the real ``tensorflow``.
+  in the standard library: installed libraries keep the real ``tensorflow``, but for those
+  named with ``--tf1-package`` (``packages``), whose modules are all user code.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
@@ -42,14 +45,14 @@ import types
 from collections.abc import Sequence
 from typing import Any, Optional, Union
 
-from tfest_kit.legacy._namespace import REAL_PACKAGES
+from tfest_kit.legacy._namespace import ESTIMATOR_PACKAGE, REAL_PACKAGES, build_estimator_package
 from tfest_kit.legacy._shim import PRIVATE, Report
 
-__all__ = ["Scope", "user_code_roots"]
+__all__ = ["Scope", "user_code_roots", "INSTALLED_DIRS"]
 
 # Never scope our own package, even when a script sits in a directory that contains it.
 _NEVER_SCOPED = ("tfest_kit",)
-_INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
 
 
 @functools.cache
@@ -66,7 +69,7 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _installed(path: str) -> bool:
-    return bool(_INSTALLED_DIRS.intersection(path.split(os.sep))) or any(
+    return bool(INSTALLED_DIRS.intersection(path.split(os.sep))) or any(
         _inside(path, d) for d in _system_dirs()
     )
 
@@ -78,7 +81,7 @@ def _inside_a_package(root: str) -> bool:
     ``site-packages/`` itself must not give it to every installed package.
     """
     parts = root.split(os.sep)
-    below = [i for i, part in enumerate(parts) if part in _INSTALLED_DIRS]
+    below = [i for i, part in enumerate(parts) if part in INSTALLED_DIRS]
     return bool(below) and below[-1] < len(parts) - 1 and root not in _system_dirs()
 
 
@@ -130,9 +133,12 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
     ``__path__``), so it only changes how a user module is run, never which file is imported.
     """
 
-    def __init__(self, roots: Sequence[str], scoped_builtins: dict) -> None:
+    def __init__(
+        self, roots: Sequence[str], scoped_builtins: dict, packages: Sequence[str] = ()
+    ) -> None:
         self._roots = tuple(roots)
         self._builtins = scoped_builtins
+        self._packages = frozenset(packages)
 
     def _under_root(self, path: str) -> bool:
         real = os.path.realpath(path)
@@ -143,7 +149,7 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
             # Installed packages under a root (a project .venv inside a BERT clone) are
             # third-party code, which keeps the real tensorflow.
             inner = os.path.relpath(real, root).split(os.sep)
-            if _INSTALLED_DIRS.intersection(inner):
+            if INSTALLED_DIRS.intersection(inner):
                 continue
             # The standard library and site-packages are never user code (cwd=/ holds them),
             # except below a root that is itself installed: the directory of a script run
@@ -158,15 +164,18 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
         path: Optional[Sequence[str]] = None,
         target: Optional[types.ModuleType] = None,
     ) -> Optional[importlib.machinery.ModuleSpec]:
-        if fullname.partition(".")[0] in _NEVER_SCOPED:
+        top = fullname.partition(".")[0]
+        if top in _NEVER_SCOPED:
             return None
-        if path is not None and not any(self._under_root(p) for p in path):
+        # A package handed the stand-in with --tf1-package, wherever it is installed.
+        handed = top in self._packages
+        if not handed and path is not None and not any(self._under_root(p) for p in path):
             return None  # a submodule of a package outside the roots: the common case, fast
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if (
             spec is None
             or type(spec.loader) is not importlib.machinery.SourceFileLoader
-            or not self._under_root(spec.origin)
+            or not (handed or self._under_root(spec.origin))
         ):
             return None
         spec.loader = _ScopedLoader(fullname, spec.origin, self._builtins)
@@ -183,6 +192,10 @@ class Scope:
       namespace: the TF1 stand-in (see :func:`tfest_kit.legacy._namespace.build_namespace`).
       report: when given, imports of TensorFlow's private modules (``tensorflow.python…``)
         from user code are recorded in it.
+      estimator_package: stand-ins for ``tensorflow_estimator`` modules (see
+        :func:`tfest_kit.legacy._namespace.build_estimator_package`; built when not given).
+      packages: top-level names of installed packages that get the stand-in too, wherever
+        they are installed (``--tf1-package``); they must not be imported yet.
 
     Attributes:
       builtins: the ``__builtins__`` dict to run the script itself with.
@@ -198,15 +211,20 @@ class Scope:
         roots: Union[str, Sequence[str]],
         namespace: types.ModuleType,
         report: Optional[Report] = None,
+        estimator_package: Optional[dict[str, types.ModuleType]] = None,
+        packages: Sequence[str] = (),
     ) -> None:
         roots = [roots] if isinstance(roots, str) else list(roots)
+        if estimator_package is None:
+            estimator_package = build_estimator_package(report or Report())
+        self._estimator_package = estimator_package
         self.roots = [os.path.realpath(r) for r in roots]
         self.namespace = namespace
         self._report = report
         self._import = builtins.__import__
         self.builtins = dict(builtins.__dict__)
         self.builtins["__import__"] = self._scoped_import
-        self._finder = _UserCodeFinder(self.roots, self.builtins)
+        self._finder = _UserCodeFinder(self.roots, self.builtins, packages)
         self._public: Optional[frozenset[str]] = None
 
     def __enter__(self) -> Scope:
@@ -258,7 +276,21 @@ class Scope:
         fromlist: Sequence[str] = (),
         level: int = 0,
     ) -> Any:
-        if level != 0 or not (name == "tensorflow" or name.startswith("tensorflow.")):
+        top = name.partition(".")[0]
+        if level == 0 and top == ESTIMATOR_PACKAGE:
+            # Imported for real first, so that every submodule the stand-ins fall back to is
+            # loaded; then the stand-in where one exists.
+            try:
+                real = self._import(name, globals, locals, fromlist, level)
+            except ModuleNotFoundError:
+                # tensorflow_estimator.estimator is an attribute, not a module file.
+                if name not in self._estimator_package:
+                    raise
+                real = None
+            if not fromlist:
+                return self._estimator_package[ESTIMATOR_PACKAGE]
+            return self._estimator_package.get(name, real)
+        if level != 0 or top != "tensorflow":
             return self._import(name, globals, locals, fromlist, level)
         module = self.resolve(name)
         if module is None:

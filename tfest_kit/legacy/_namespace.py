@@ -25,11 +25,21 @@ Example:
 
 from __future__ import annotations
 
-from tfest_kit._tf import tf, tf2
-from tfest_kit.legacy._contrib import build_contrib, cluster_resolver_module, tpu_module
-from tfest_kit.legacy._shim import COMPAT_V1, Entry, Report, ShimModule
+import importlib
 
-__all__ = ["build_namespace", "REAL_PACKAGES"]
+from tfest_kit._tf import tf, tf2
+from tfest_kit.legacy._contrib import (
+    build_contrib,
+    cluster_resolver_module,
+    from_tfest_tpu,
+    tpu_module,
+)
+from tfest_kit.legacy._shim import COMPAT_V1, PRIVATE, Entry, Report, ShimModule
+
+__all__ = ["build_namespace", "build_estimator_package", "REAL_PACKAGES", "ESTIMATOR_PACKAGE"]
+
+ESTIMATOR_PACKAGE = "tensorflow_estimator"
+_TPU_PACKAGE = "tensorflow_estimator.python.estimator.tpu"
 
 # TensorFlow's implementation packages: `import tensorflow.<name>…` stays the real import for
 # these (tensorflow.python.ops…, tensorflow.core.protobuf…; tensorflow.lite.python…), and for
@@ -78,7 +88,8 @@ def build_namespace(report: Report) -> ShimModule:
             report,
             entries={
                 "tpu": Entry(
-                    lambda: tpu_module("tf.estimator.tpu", report, cross_shard=False), None
+                    lambda: tpu_module("tf.estimator.tpu", report, estimator=True, ops=False),
+                    None,
                 )
             },
             fallbacks=[(lambda: tf.estimator, "tf.compat.v1.estimator")],
@@ -104,6 +115,10 @@ def build_namespace(report: Report) -> ShimModule:
             "compat": Entry(compat, None),
             "estimator": Entry(estimator, None),
             "distribute": Entry(distribute, None),
+            "tpu": Entry(
+                lambda: tpu_module("tf.tpu", report, estimator=False, ops=True, kind=COMPAT_V1),
+                None,
+            ),
         },
         fallbacks=[(lambda: tf, "tf.compat.v1")],
         kind=COMPAT_V1,
@@ -111,3 +126,82 @@ def build_namespace(report: Report) -> ShimModule:
         private_prefix="tensorflow",
     )
     return top
+
+
+def build_estimator_package(report: Report) -> dict[str, ShimModule]:
+    """Returns stand-ins for the ``tensorflow_estimator`` modules that lead to the TPU classes.
+
+    TF 1.x scripts also import the TPU classes from the estimator package itself
+    (``from tensorflow_estimator.python.estimator.tpu import tpu_estimator``,
+    ``import tensorflow_estimator as tf_estimator; tf_estimator.tpu.TPUEstimator``); those
+    get ``tfest_kit.tpu``'s classes, as ``tf.estimator.tpu`` does.  Every other name of the
+    package is the real one.
+
+    Args:
+      report: where served names are recorded.
+
+    Returns:
+      ``{module name: stand-in}`` for ``tensorflow_estimator`` and the modules on the way to
+      ``tpu_estimator`` / ``tpu_config``; a name not in it is imported for real.
+    """
+
+    def real(name: str):
+        return lambda: importlib.import_module(name)
+
+    def overlay(name: str, entries: dict, kind: str = PRIVATE) -> ShimModule:
+        return ShimModule(name, report, entries=entries, fallbacks=[(real(name), name)], kind=kind)
+
+    def tfest_tpu(*names: str) -> dict:
+        return {n: Entry(from_tfest_tpu(n), f"tfest_kit.tpu.{n}") for n in names}
+
+    modules = {
+        f"{_TPU_PACKAGE}.tpu_estimator": overlay(
+            f"{_TPU_PACKAGE}.tpu_estimator", tfest_tpu("TPUEstimator", "TPUEstimatorSpec")
+        ),
+        f"{_TPU_PACKAGE}.tpu_config": overlay(
+            f"{_TPU_PACKAGE}.tpu_config", tfest_tpu("RunConfig", "TPUConfig", "InputPipelineConfig")
+        ),
+        f"{ESTIMATOR_PACKAGE}.estimator": ShimModule(
+            f"{ESTIMATOR_PACKAGE}.estimator",
+            report,
+            entries={
+                "tpu": Entry(
+                    lambda: tpu_module(
+                        f"{ESTIMATOR_PACKAGE}.estimator.tpu", report, estimator=True, ops=False
+                    ),
+                    None,
+                )
+            },
+            fallbacks=[(lambda: tf.estimator, "tf.compat.v1.estimator")],
+        ),
+    }
+
+    def child(name: str) -> Entry:
+        return Entry(lambda: modules[name], None)
+
+    modules[_TPU_PACKAGE] = overlay(
+        _TPU_PACKAGE,
+        {
+            "tpu_estimator": child(f"{_TPU_PACKAGE}.tpu_estimator"),
+            "tpu_config": child(f"{_TPU_PACKAGE}.tpu_config"),
+        },
+    )
+    modules[f"{ESTIMATOR_PACKAGE}.python.estimator"] = overlay(
+        f"{ESTIMATOR_PACKAGE}.python.estimator", {"tpu": child(_TPU_PACKAGE)}
+    )
+    modules[f"{ESTIMATOR_PACKAGE}.python"] = overlay(
+        f"{ESTIMATOR_PACKAGE}.python", {"estimator": child(f"{ESTIMATOR_PACKAGE}.python.estimator")}
+    )
+    api = f"{ESTIMATOR_PACKAGE}.estimator"
+    modules[ESTIMATOR_PACKAGE] = overlay(
+        ESTIMATOR_PACKAGE,
+        {
+            "python": child(f"{ESTIMATOR_PACKAGE}.python"),
+            "estimator": child(api),
+            # TF 1.x scripts written as `tf_estimator.tpu.TPUEstimator` with the package
+            # imported as tf_estimator.
+            "tpu": Entry(lambda: modules[api].tpu, None),
+        },
+        kind=COMPAT_V1,
+    )
+    return modules

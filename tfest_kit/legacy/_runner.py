@@ -7,6 +7,7 @@ import os
 import re
 import runpy
 import sys
+import traceback
 import warnings
 from collections.abc import Sequence
 from importlib.machinery import PathFinder
@@ -15,11 +16,17 @@ from typing import IO, Callable, Optional
 from tfest_kit import logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf
-from tfest_kit.legacy._importer import Scope, user_code_roots
+from tfest_kit.legacy._importer import INSTALLED_DIRS, Scope, user_code_roots
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._shim import Report
 
-__all__ = ["run", "run_module", "enable_tf1_behavior", "ScriptNotFoundError"]
+__all__ = [
+    "run",
+    "run_module",
+    "enable_tf1_behavior",
+    "tf1_package_hint",
+    "ScriptNotFoundError",
+]
 
 _MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
@@ -44,6 +51,8 @@ def enable_tf1_behavior() -> None:
     # Keras' legacy tf.layers print a UserWarning per call; --report lists them once instead,
     # as tfest_kit.logs.setup() does for TensorFlow's own deprecation warnings.
     warnings.filterwarnings("ignore", message=r"`tf\.layers\.", category=UserWarning)
+    # tf_slim (tf.contrib.layers / slim) calls Layer.apply, which warns on every layer.
+    warnings.filterwarnings("ignore", message=r"`layer\.apply` is deprecated", category=UserWarning)
 
 
 def _exit_status(exit_: SystemExit) -> int:
@@ -56,6 +65,68 @@ def _exit_status(exit_: SystemExit) -> int:
     return 1
 
 
+# The libraries that are TensorFlow itself: a TF1 name missing inside them is not a TF1 library's.
+_TENSORFLOW_OWN = frozenset({"tensorflow", "tensorflow_estimator", "keras", "tf_keras", "absl"})
+_TF1_NAME_MISSING = re.compile(
+    r"module '(tensorflow(\.[\w.]+)?)' has no attribute|"
+    r"No module named '(tensorflow(\.[\w.]+)?)'|"
+    r"cannot import name '\w+' from '(tensorflow(\.[\w.]+)?)'"
+)
+
+
+def _installed_package(filename: str) -> Optional[str]:
+    """The top-level import name of an installed file (``…/site-packages/lib/x.py`` → ``lib``)."""
+    parts = os.path.realpath(filename).split(os.sep)
+    below = [i for i, part in enumerate(parts) if part in INSTALLED_DIRS]
+    if not below or below[-1] + 1 >= len(parts):
+        return None
+    name = parts[below[-1] + 1]
+    name = name[:-3] if name.endswith(".py") else name
+    return name if name.isidentifier() else None
+
+
+def tf1_package_hint(error: BaseException) -> Optional[str]:
+    """For a TF1 name missing in an installed library, the sentence naming ``--tf1-package``.
+
+    An installed library keeps the real TensorFlow 2 under the runner, so a TF1-era one fails
+    with ``AttributeError: module 'tensorflow' has no attribute 'contrib'`` (or an ImportError
+    of ``tensorflow.contrib…``); the innermost frame of the traceback that is in an installed
+    package other than TensorFlow's own names the package.
+
+    Args:
+      error: the exception the script raised.
+
+    Returns:
+      The hint, or None when the error is not a TF1 name missing in an installed package.
+    """
+    if not isinstance(error, (AttributeError, ImportError)):
+        return None
+    if not _TF1_NAME_MISSING.search(str(error)):
+        return None
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        package = _installed_package(frame.filename)
+        if package is None or package in _TENSORFLOW_OWN:
+            continue
+        return (
+            f"The installed package {package!r} ({frame.filename}) uses TF1 names but got "
+            f"the real TensorFlow 2: installed packages keep it under the legacy runner. Pass "
+            f"`--tf1-package {package}` (python -m tfest_kit.legacy --tf1-package {package} "
+            "SCRIPT.py …) to hand it the TF1 namespace."
+        )
+    return None
+
+
+def _check_packages(packages: Sequence[str]) -> list[str]:
+    packages = [packages] if isinstance(packages, str) else list(packages)
+    for name in packages:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(
+                "`tf1_packages` must hold top-level import names of installed packages "
+                f"(e.g. 'mytf1lib'). Got: {name!r}"
+            )
+    return packages
+
+
 def _run_scoped(
     main: Callable[[Scope], None],
     *,
@@ -65,6 +136,7 @@ def _run_scoped(
     name: str,
     report: bool,
     report_stream: Optional[IO[str]],
+    tf1_packages: Sequence[str] = (),
 ) -> int:
     # What run() and run_module() share: TF1 behaviour, sys.argv/sys.path as `python` sets
     # them, the scope, the exit status and the report.
@@ -78,8 +150,28 @@ def _run_scoped(
     sys.path.insert(0, path_entry)
     status = 0
     try:
-        with Scope(roots, build_namespace(served), served) as scope:
-            main(scope)
+        for name in tf1_packages:
+            if name in sys.modules:
+                # Its modules already ran with the real TensorFlow 2 and are not run again.
+                tf.logging.warning(
+                    "--tf1-package %s: %s is already imported, so it keeps the real "
+                    "TensorFlow 2.",
+                    name,
+                    name,
+                )
+        scope = Scope(roots, build_namespace(served), served, packages=tf1_packages)
+        with scope:
+            try:
+                main(scope)
+            except (AttributeError, ImportError) as error:
+                hint = tf1_package_hint(error)
+                if hint is not None:
+                    add_note = getattr(error, "add_note", None)  # Python 3.11+
+                    if add_note is not None:
+                        add_note(hint)
+                    else:
+                        print(hint, file=sys.stderr, flush=True)
+                raise
     except SystemExit as exit_:
         status = _exit_status(exit_)
     except ScriptNotFoundError:
@@ -101,6 +193,7 @@ def run(
     *,
     report: bool = False,
     report_stream: Optional[IO[str]] = None,
+    tf1_packages: Sequence[str] = (),
 ) -> int:
     """Runs ``script`` as ``__main__`` with ``import tensorflow`` giving the TF1 stand-in.
 
@@ -123,18 +216,23 @@ def run(
         script asked for and did not get, which were served by the shim and which came from
         ``tf.compat.v1``.
       report_stream: where the report goes; default ``sys.stdout``.
+      tf1_packages: top-level import names of installed packages (a TF1-era library in
+        site-packages) whose modules get the stand-in too.  When an installed package fails
+        on a TF1 name, the error says to name it here (``--tf1-package NAME``).
 
     Returns:
       The script's exit status (``tf.app.run`` ends with ``sys.exit``).
 
     Raises:
       ScriptNotFoundError: (a ``ValueError``) if ``script`` is not an existing ``.py`` file.
+      ValueError: if a ``tf1_packages`` entry is not a top-level import name.
 
     Example:
 
         from tfest_kit import legacy
         status = legacy.run("run_classifier.py", ["--do_train=true", "--output_dir=/tmp/out"])
     """
+    tf1_packages = _check_packages(tf1_packages)
     path = os.path.abspath(script)
     if not path.endswith(".py") or not os.path.isfile(path):
         raise ScriptNotFoundError(
@@ -156,6 +254,7 @@ def run(
         name=path,
         report=report,
         report_stream=report_stream,
+        tf1_packages=tf1_packages,
     )
 
 
@@ -165,6 +264,7 @@ def run_module(
     *,
     report: bool = False,
     report_stream: Optional[IO[str]] = None,
+    tf1_packages: Sequence[str] = (),
 ) -> int:
     """Runs ``module`` as ``__main__``, as ``python -m module`` would, with the TF1 stand-in.
 
@@ -177,6 +277,7 @@ def run_module(
       argv: the module's command-line flags.
       report: as for :func:`run`.
       report_stream: where the report goes; default ``sys.stdout``.
+      tf1_packages: as for :func:`run`.
 
     Returns:
       The module's exit status.
@@ -190,6 +291,7 @@ def run_module(
         from tfest_kit import legacy
         status = legacy.run_module("scripts.train", ["--steps=100"])
     """
+    tf1_packages = _check_packages(tf1_packages)
     if not isinstance(module, str) or not _MODULE_NAME.fullmatch(module):
         raise ScriptNotFoundError(
             f"`module` must be a dotted module name such as 'scripts.train'. Got: {module!r}"
@@ -234,4 +336,5 @@ def run_module(
         name=module,
         report=report,
         report_stream=report_stream,
+        tf1_packages=tf1_packages,
     )

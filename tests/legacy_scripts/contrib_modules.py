@@ -1,0 +1,303 @@
+# coding=utf-8
+"""TF1-era uses of tf.contrib.{training, metrics, lookup, rnn, framework, estimator, distribute}.
+
+Kept as TF1 code on purpose: tests/test_legacy.py runs it unchanged with
+`python -m tfest_kit.legacy contrib_modules.py --work_dir=...`, reads the JSON line it prints
+last and compares each value with the same computation written against TensorFlow 2.15.
+"""
+
+from __future__ import absolute_import
+from __future__ import division
+from __future__ import print_function
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+flags = tf.flags
+FLAGS = flags.FLAGS
+flags.DEFINE_string("work_dir", None, "A scratch directory.")
+flags.DEFINE_string("hparams", "learning_rate=0.5,layers=[8,4],use_bias=false",
+                    "HParams overrides, as TF1 scripts took them.")
+
+PREDICTIONS = np.array([0.1, 0.8, 0.6, 0.3, 0.9, 0.2], np.float32)
+LABELS = np.array([0, 1, 0, 0, 1, 1], np.int64)
+SCORES = np.array([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.2, 0.2, 0.6]], np.float32)
+CLASSES = np.array([1, 2, 2], np.int64)
+
+
+def training_section():
+  hparams = tf.contrib.training.HParams(
+      learning_rate=0.1, layers=[16, 8], use_bias=True, optimizer="adam")
+  hparams.parse(FLAGS.hparams)
+  hparams.add_hparam("dropout", 0.1)
+  hparams.set_hparam("dropout", 0)  # an int for a float hparam: cast, as TF 1.15 did
+  hparams.override_from_dict({"optimizer": "sgd"})
+  restored = tf.contrib.training.HParams(
+      learning_rate=0.0, layers=[0], use_bias=True, optimizer="", dropout=1.0)
+  restored.parse_json(hparams.to_json())
+  errors = []
+  for bad in ("learning_rate=abc", "nope=1", "layers=3"):
+    try:
+      hparams.parse(bad)
+    except ValueError as e:
+      errors.append(type(e).__name__)
+  return {"values": hparams.values(), "json_round_trip": restored.values(),
+          "str": str(hparams), "errors": errors,
+          "dropout_type": type(hparams.dropout).__name__}
+
+
+def metrics_section():
+  with tf.Graph().as_default(), tf.Session() as sess:
+    predictions = tf.constant(PREDICTIONS)
+    labels = tf.constant(LABELS)
+    hard = tf.cast(predictions > 0.5, tf.int64)
+    names_to_tuples = {
+        "accuracy": tf.contrib.metrics.streaming_accuracy(hard, labels),
+        "auc": tf.contrib.metrics.streaming_auc(predictions, labels),
+        "precision": tf.contrib.metrics.streaming_precision(hard, labels),
+        "recall": tf.contrib.metrics.streaming_recall(hard, labels),
+        "mean": tf.contrib.metrics.streaming_mean(predictions),
+        "rmse": tf.contrib.metrics.streaming_root_mean_squared_error(
+            predictions, tf.cast(labels, tf.float32)),
+        "recall_at_1": tf.contrib.metrics.streaming_recall_at_k(
+            tf.constant(SCORES), tf.constant(CLASSES), 1),
+        "sparse_recall_at_2": tf.contrib.metrics.streaming_sparse_recall_at_k(
+            tf.constant(SCORES), tf.constant(CLASSES), 2),
+    }
+    values, updates = tf.contrib.metrics.aggregate_metric_map(names_to_tuples)
+    accuracy = tf.contrib.metrics.accuracy(hard, labels)
+    sess.run(tf.local_variables_initializer())
+    sess.run(list(updates.values()))
+    result = {k: float(v) for k, v in sess.run(values).items()}
+    result["non_streaming_accuracy"] = float(sess.run(accuracy))
+    result["variables"] = sorted(v.op.name for v in tf.local_variables())
+  return result
+
+
+def lookup_section():
+  vocab = os.path.join(FLAGS.work_dir, "vocab.txt")
+  with open(vocab, "w") as f:
+    f.write("a\nb\nc\n")
+  with tf.Graph().as_default(), tf.Session() as sess:
+    tokens = tf.constant(["b", "zzz", "a", "c"])
+    ids = tf.contrib.lookup.index_table_from_file(vocab, num_oov_buckets=1).lookup(tokens)
+    strict = tf.contrib.lookup.index_table_from_file(vocab).lookup(tokens)
+    words = tf.contrib.lookup.index_to_string_table_from_file(vocab).lookup(
+        tf.constant([2, 0, 7], tf.int64))
+    table = tf.contrib.lookup.HashTable(
+        tf.contrib.lookup.KeyValueTensorInitializer(
+            tf.constant(["x", "y"]), tf.constant([10, 20], tf.int64)), -1)
+    mutable = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, -5, shared_name="m")
+    insert = mutable.insert(tf.constant(["k"]), tf.constant([7], tf.int64))
+    fetches = {
+        "ids": ids, "strict": strict, "words": words,
+        "hash": table.lookup(tf.constant(["y", "q"])),
+        "mutable": mutable.lookup(tf.constant(["k", "other"])),
+        "to_index": tf.contrib.lookup.string_to_index(tokens, ["c", "b"]),
+        "to_string": tf.contrib.lookup.index_to_string(
+            tf.constant([1, 5]), ["p", "q"]),
+    }
+    sess.run(tf.tables_initializer())
+    sess.run(insert)
+    got = sess.run(fetches)
+  return {k: [x.decode() if isinstance(x, bytes) else int(x) for x in v]
+          for k, v in got.items()}
+
+
+SEQUENCES = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 24.0
+LENGTHS = np.array([3, 2], np.int32)
+
+
+def rnn_section():
+  """Fused cells and stacked layers; the variables go to rnn.ckpt for the reference to restore."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    tf.set_random_seed(1)
+    x = tf.constant(SEQUENCES)
+    with tf.variable_scope("lstm"):
+      lstm_out, lstm_state = tf.nn.dynamic_rnn(
+          tf.contrib.rnn.LSTMBlockCell(5, use_peephole=True, cell_clip=0.5), x,
+          sequence_length=LENGTHS, dtype=tf.float32)
+    with tf.variable_scope("gru"):
+      gru_out, _ = tf.nn.dynamic_rnn(
+          tf.contrib.rnn.GRUBlockCell(3), x, sequence_length=LENGTHS, dtype=tf.float32)
+    with tf.variable_scope("fused"):
+      fused_out, fused_state = tf.contrib.rnn.LSTMBlockFusedCell(4)(
+          tf.transpose(x, [1, 0, 2]), dtype=tf.float32, sequence_length=LENGTHS)
+    with tf.variable_scope("reversed"):
+      reversed_out, _ = tf.contrib.rnn.TimeReversedFusedRNN(
+          tf.contrib.rnn.LSTMBlockFusedCell(3))(
+              tf.transpose(x, [1, 0, 2]), dtype=tf.float32, sequence_length=LENGTHS)
+    stacked, _, _ = tf.contrib.rnn.stack_bidirectional_dynamic_rnn(
+        [tf.contrib.rnn.LSTMCell(2)], [tf.contrib.rnn.GRUCell(2)], x,
+        sequence_length=LENGTHS, dtype=tf.float32)
+    multi = tf.contrib.rnn.MultiRNNCell([tf.contrib.rnn.BasicLSTMCell(2)])
+    static_out, _ = tf.contrib.rnn.static_rnn(
+        multi, tf.unstack(x, axis=1), dtype=tf.float32, scope="static")
+    sess.run(tf.global_variables_initializer())
+    tf.train.Saver().save(sess, os.path.join(FLAGS.work_dir, "rnn.ckpt"))
+    got = sess.run({"lstm": lstm_out, "lstm_c": lstm_state.c, "gru": gru_out,
+                    "fused": fused_out, "fused_h": fused_state.h, "stacked": stacked,
+                    "reversed": reversed_out,
+                    "static": static_out[-1]})
+    names = sorted(v.op.name for v in tf.global_variables())
+  result = {k: v.tolist() for k, v in got.items()}
+  result["variables"] = names
+  return result
+
+
+IMAGES = np.arange(2 * 5 * 5 * 3, dtype=np.float32).reshape(2, 5, 5, 3) / 150.0 - 0.5
+
+
+def layers_section():
+  """contrib.layers / slim / framework; the variables go to layers.ckpt."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    tf.set_random_seed(2)
+    step = tf.contrib.framework.get_or_create_global_step()
+    with tf.contrib.framework.arg_scope([tf.contrib.layers.conv2d], padding="VALID"):
+      net = tf.contrib.layers.conv2d(tf.constant(IMAGES), 4, [3, 3])
+    net = tf.contrib.layers.flatten(net)
+    logits = tf.contrib.layers.fully_connected(
+        net, 2, activation_fn=None,
+        weights_regularizer=tf.contrib.layers.l2_regularizer(0.5))
+    slim_out = tf.contrib.slim.fully_connected(net, 3, scope="slim_fc")
+    embedded = tf.contrib.layers.embed_sequence(
+        tf.constant([[1, 2], [0, 3]]), vocab_size=4, embed_dim=2)
+    penalty = tf.add_n(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES))
+    sess.run(tf.global_variables_initializer())
+    tf.train.Saver().save(sess, os.path.join(FLAGS.work_dir, "layers.ckpt"))
+    got = sess.run({"logits": logits, "slim": slim_out, "embedded": embedded,
+                    "penalty": penalty, "step": step})
+    result = {k: np.asarray(v).tolist() for k, v in got.items()}
+    result["variables"] = sorted(v.op.name for v in tf.global_variables())
+    result["model_variables"] = sorted(
+        v.op.name for v in tf.contrib.framework.get_model_variables())
+    result["to_restore"] = sorted(
+        v.op.name for v in tf.contrib.framework.get_variables_to_restore(exclude=["slim_fc"]))
+  return result
+
+
+def estimator_section():
+  """contrib.estimator extenders and hooks on a tiny regressor, contrib.distribute's strategy."""
+  rng = np.random.RandomState(3)
+  x = rng.rand(64, 2).astype(np.float32)
+  y = x.dot(np.array([[2.0], [-1.0]], np.float32)) + 0.5
+  ids = np.arange(64, dtype=np.int64)
+
+  def model_fn(features, labels, mode):
+    out = tf.layers.dense(features["x"], 1, name="out")
+    predictions = {"y": out}
+    if mode == tf.estimator.ModeKeys.PREDICT:
+      return tf.estimator.EstimatorSpec(mode, predictions=predictions)
+    loss = tf.losses.mean_squared_error(labels, out)
+    optimizer = tf.contrib.estimator.clip_gradients_by_norm(
+        tf.train.GradientDescentOptimizer(0.5), 1.0)
+    train_op = optimizer.minimize(loss, global_step=tf.train.get_global_step())
+    return tf.estimator.EstimatorSpec(
+        mode, predictions=predictions, loss=loss, train_op=train_op)
+
+  def metric_fn(labels, predictions):
+    return {"mae": tf.metrics.mean_absolute_error(labels, predictions["y"])}
+
+  def input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": x, "id": ids}, y)).batch(16)
+
+  estimator = tf.estimator.Estimator(
+      model_fn, model_dir=os.path.join(FLAGS.work_dir, "estimator"))
+  estimator = tf.contrib.estimator.add_metrics(estimator, metric_fn)
+  hook = tf.contrib.estimator.stop_if_no_decrease_hook(estimator, "loss", 1000)
+  estimator.train(lambda: input_fn().repeat(), steps=40, hooks=[hook])
+  metrics = estimator.evaluate(input_fn)
+  forwarding = tf.contrib.estimator.forward_features(estimator, "id")
+  rows = list(forwarding.predict(input_fn))
+  strategy = tf.contrib.distribute.MirroredStrategy(num_gpus=0)
+  return {
+      "mae": float(metrics["mae"]),
+      "loss": float(metrics["loss"]),
+      "predicted": [float(r["y"][0]) for r in rows],
+      "forwarded_ids": [int(r["id"]) for r in rows],
+      "labels": y[:, 0].tolist(),
+      "mirrored_devices": list(strategy.extended.worker_devices),
+      "reduce_sum": str(tf.contrib.distribute.ReduceOp.SUM),
+  }
+
+
+def crf_section():
+  """A sequence tagger's CRF loss and decoding, as BERT-NER scripts wrote them."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    tf.set_random_seed(4)
+    logits = tf.random_normal([2, 4, 3], seed=5)
+    tags = tf.constant([[0, 1, 2, 1], [2, 2, 0, 0]])
+    lengths = tf.constant([4, 2])
+    with tf.variable_scope("crf_layer"):
+      log_likelihood, transitions = tf.contrib.crf.crf_log_likelihood(
+          logits, tags, lengths)
+    decoded, best = tf.contrib.crf.crf_decode(logits, transitions, lengths)
+    sess.run(tf.global_variables_initializer())
+    got = sess.run({"logits": logits, "transitions": transitions,
+                    "log_likelihood": log_likelihood, "decoded": decoded, "best": best})
+    names = sorted(v.op.name for v in tf.global_variables())
+    loss = tf.contrib.seq2seq.sequence_loss(
+        tf.constant(got["logits"]), tags, tf.sequence_mask(lengths, 4, dtype=tf.float32))
+    tiled = tf.contrib.seq2seq.tile_batch(tf.constant([[1, 2], [3, 4]]), 2)
+    got["sequence_loss"], got["tiled"] = sess.run([loss, tiled])
+  viterbi, _ = tf.contrib.crf.viterbi_decode(got["logits"][0], got["transitions"])
+  result = {k: np.asarray(v).tolist() for k, v in got.items()}
+  result["variables"] = names
+  result["viterbi"] = [int(t) for t in viterbi]
+  return result
+
+
+def opt_section():
+  """One AdamW step and one MomentumW step, as BERT-era fine-tuners used them."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    w = tf.get_variable("w", initializer=tf.constant([1.0, -2.0]))
+    u = tf.get_variable("u", initializer=tf.constant([0.5, 0.5]))
+    loss = tf.reduce_sum(w * tf.constant([3.0, 0.25])) + tf.reduce_sum(u * u)
+    adamw = tf.contrib.opt.AdamWOptimizer(weight_decay=0.1, learning_rate=0.01)
+    step = adamw.minimize(loss, var_list=[w])
+    momentum = tf.contrib.opt.MomentumWOptimizer(0.5, learning_rate=0.1, momentum=0.9)
+    step_u = momentum.minimize(loss, var_list=[u])
+    sess.run(tf.global_variables_initializer())
+    sess.run([step])
+    sess.run([step_u])
+    w_value, u_value = sess.run([w, u])
+    names = sorted(v.op.name for v in tf.global_variables())
+  return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names}
+
+
+def summary_section():
+  """A TPUEstimator host_call-style summary written with tf.contrib.summary in graph mode."""
+  logdir = os.path.join(FLAGS.work_dir, "summaries")
+  with tf.Graph().as_default(), tf.Session() as sess:
+    step = tf.train.get_or_create_global_step()
+    writer = tf.contrib.summary.create_file_writer(logdir)
+    with writer.as_default(), tf.contrib.summary.always_record_summaries():
+      tf.contrib.summary.scalar("loss", tf.constant(0.25), step=step)
+      summary_ops = tf.contrib.summary.all_summary_ops()
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf.contrib.summary.summary_writer_initializer_op())
+    sess.run(summary_ops)
+    sess.run(writer.flush())
+  return {"logdir": logdir}
+
+
+def main(_):
+  print(json.dumps({
+      "training": training_section(),
+      "metrics": metrics_section(),
+      "lookup": lookup_section(),
+      "rnn": rnn_section(),
+      "layers": layers_section(),
+      "estimator": estimator_section(),
+      "crf": crf_section(),
+      "opt": opt_section(),
+      "summary": summary_section(),
+  }))
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("work_dir")
+  tf.app.run()

@@ -1,0 +1,205 @@
+"""``tf.contrib.estimator`` as TF 1.15 had it, from the official Estimator package.
+
+- The hooks and helpers that moved to ``tf.compat.v1.estimator.experimental``
+  (``stop_if_no_decrease_hook`` and the other early-stopping hooks, ``InMemoryEvaluatorHook``,
+  ``make_stop_at_checkpoint_step_hook``, ``call_logit_fn`` …), ``add_metrics`` and the head-taking
+  estimators (``DNNEstimator``, ``LinearEstimator``, ``DNNLinearCombinedEstimator``) are the
+  official ones;
+- ``forward_features`` and ``clip_gradients_by_norm``, which TensorFlow Estimator 2.15 no longer
+  has, are small ports of TF 1.15's.
+
+The v1 head factories (``binary_classification_head`` …) are not served: their TF 2.15 home is
+``tf.estimator.BinaryClassHead`` & co., with other arguments.
+
+Example:
+
+    hook = tf.contrib.estimator.stop_if_no_decrease_hook(estimator, "loss", 1000)
+    estimator = tf.contrib.estimator.add_metrics(estimator, my_metric_fn)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Union
+
+from tfest_kit._tf import estimator as tf_estimator
+from tfest_kit._tf import tf
+
+_FROM_EXPERIMENTAL = (
+    "stop_if_higher_hook",
+    "stop_if_lower_hook",
+    "stop_if_no_decrease_hook",
+    "stop_if_no_increase_hook",
+    "make_early_stopping_hook",
+    "make_stop_at_checkpoint_step_hook",
+    "InMemoryEvaluatorHook",
+    "call_logit_fn",
+    "dnn_logit_fn_builder",
+    "linear_logit_fn_builder",
+    "build_raw_supervised_input_receiver_fn",
+)
+_FROM_ESTIMATOR = ("add_metrics", "DNNEstimator", "LinearEstimator", "DNNLinearCombinedEstimator")
+
+__all__ = [
+    *_FROM_EXPERIMENTAL,
+    *_FROM_ESTIMATOR,
+    "forward_features",
+    "clip_gradients_by_norm",
+    "BACKING",
+    "NOT_SERVED",
+]
+
+BACKING = {
+    **{name: f"tf.compat.v1.estimator.experimental.{name}" for name in _FROM_EXPERIMENTAL},
+    **{name: f"tf.compat.v1.estimator.{name}" for name in _FROM_ESTIMATOR},
+    "forward_features": "tfest_kit.legacy.contrib.estimator.forward_features (a port of TF 1.15's)",
+    "clip_gradients_by_norm": (
+        "tf.clip_by_global_norm (tfest_kit.legacy.contrib.estimator, a port of TF 1.15's)"
+    ),
+}
+_MIRRORED = "tf.distribute.MirroredStrategy in tf.estimator.RunConfig(train_distribute=…)"
+NOT_SERVED = {
+    "binary_classification_head": "tf.estimator.BinaryClassHead",
+    "multi_class_head": "tf.estimator.MultiClassHead",
+    "multi_label_head": "tf.estimator.MultiLabelHead",
+    "regression_head": "tf.estimator.RegressionHead",
+    "poisson_regression_head": "tf.estimator.PoissonRegressionHead",
+    "logistic_regression_head": "tf.estimator.LogisticRegressionHead",
+    "multi_head": "tf.estimator.MultiHead",
+    "replicate_model_fn": _MIRRORED,
+    "TowerOptimizer": _MIRRORED,
+}
+
+for _name in _FROM_EXPERIMENTAL:
+    globals()[_name] = getattr(tf_estimator.experimental, _name)
+for _name in _FROM_ESTIMATOR:
+    globals()[_name] = getattr(tf_estimator, _name)
+
+
+def forward_features(
+    estimator: Any, keys: Union[None, str, Sequence[str]] = None, sparse_default_values=None
+):
+    """``tf.contrib.estimator.forward_features``: predictions that also carry input features.
+
+    Args:
+      estimator: a ``tf.estimator.Estimator``.
+      keys: the feature keys to forward (a string or a list); None forwards every feature.
+      sparse_default_values: feature key -> default value, to forward a ``SparseTensor``
+        feature as a dense one.
+
+    Returns:
+      An Estimator whose PREDICT ``predictions`` (and ``PredictOutput`` export outputs) hold
+      the forwarded features as well.
+
+    Raises:
+      TypeError: if ``estimator`` is not an Estimator or ``keys`` not strings.
+      ValueError: at predict time, for a missing key, a key the predictions already have, a
+        non-dict ``predictions`` or a sparse feature without a default value.
+
+    Example:
+
+        estimator = forward_features(estimator, keys=['id'])
+    """
+    if not isinstance(estimator, tf_estimator.Estimator):
+        raise TypeError(
+            f"`estimator` must be a tf.estimator.Estimator. Got: {type(estimator).__name__}"
+        )
+    if isinstance(keys, str):
+        keys = [keys]
+    if keys is not None and not all(isinstance(k, str) for k in keys):
+        raise TypeError(f"`keys` must be a string or a list of strings. Got: {keys!r}")
+    defaults = dict(sparse_default_values or {})
+
+    def model_fn(features, labels, mode, config):
+        spec = estimator.model_fn(features=features, labels=labels, mode=mode, config=config)
+        if mode != tf_estimator.ModeKeys.PREDICT or spec.predictions is None:
+            return spec
+        predictions = spec.predictions
+        if not isinstance(predictions, dict):
+            raise ValueError(
+                "forward_features needs the model's predictions to be a dict. "
+                f"Got: {type(predictions).__name__}"
+            )
+        if not isinstance(features, dict):
+            raise ValueError(f"forward_features needs dict features. Got: {type(features)}")
+        predictions = dict(predictions)
+        for key in list(features) if keys is None else keys:
+            if key not in features:
+                raise ValueError(
+                    f"Key {key!r} is not in features: forward one of {sorted(features)}"
+                )
+            feature = features[key]
+            if isinstance(feature, tf.SparseTensor):
+                if key not in defaults:
+                    raise ValueError(
+                        f"Feature {key!r} is sparse: give its value for missing entries in "
+                        "`sparse_default_values` to forward it"
+                    )
+                feature = tf.sparse.to_dense(feature, default_value=defaults[key])
+            if key in predictions:
+                raise ValueError(
+                    f"Cannot forward feature key ({key}): the predictions already have it."
+                )
+            predictions[key] = feature
+        outputs = spec.export_outputs
+        if outputs:
+            outputs = {
+                name: tf_estimator.export.PredictOutput(predictions)
+                if isinstance(value, tf_estimator.export.PredictOutput)
+                else value
+                for name, value in outputs.items()
+            }
+        return spec._replace(predictions=predictions, export_outputs=outputs)
+
+    return tf_estimator.Estimator(
+        model_fn=model_fn, model_dir=estimator.model_dir, config=estimator.config
+    )
+
+
+class _ClippedGradients(tf.train.Optimizer):
+    # Gradients clipped by their global norm, then applied by the wrapped optimizer.
+
+    def __init__(self, optimizer, clip_norm: float, name: str):
+        super().__init__(use_locking=False, name=name)
+        self._optimizer = optimizer
+        self._clip_norm = clip_norm
+
+    def compute_gradients(self, *args, **kwargs):
+        grads_and_vars = self._optimizer.compute_gradients(*args, **kwargs)
+        gradients, variables = zip(*grads_and_vars)
+        clipped, _ = tf.clip_by_global_norm(list(gradients), self._clip_norm)
+        return list(zip(clipped, variables))
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        return self._optimizer.apply_gradients(grads_and_vars, global_step, name)
+
+    def get_slot(self, *args, **kwargs):
+        return self._optimizer.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args, **kwargs):
+        return self._optimizer.get_slot_names(*args, **kwargs)
+
+    def variables(self):
+        return self._optimizer.variables()
+
+
+def clip_gradients_by_norm(optimizer, clip_norm: float):
+    """``tf.contrib.estimator.clip_gradients_by_norm``: clip by global norm, then ``optimizer``.
+
+    Args:
+      optimizer: a ``tf.compat.v1.train.Optimizer``.
+      clip_norm: the largest global norm of the gradients.
+
+    Returns:
+      An optimizer named ``ClipByNorm<optimizer's name>``; its slots are ``optimizer``'s.
+
+    Raises:
+      TypeError: if ``optimizer`` is not a ``tf.compat.v1.train.Optimizer``.
+
+    Example:
+
+        optimizer = clip_gradients_by_norm(tf.train.AdamOptimizer(1e-3), 1.0)
+    """
+    if not isinstance(optimizer, tf.train.Optimizer):
+        raise TypeError(f"`optimizer` must be a tf.compat.v1.train.Optimizer. Got: {optimizer!r}")
+    return _ClippedGradients(optimizer, clip_norm, "ClipByNorm" + optimizer.get_name())

@@ -1,0 +1,168 @@
+"""``tf.contrib.opt``'s decoupled weight decay optimizers (AdamW), a port of TF 1.15's.
+
+``AdamWOptimizer`` and ``MomentumWOptimizer`` are TF 1.15's ``tf.train`` optimizers with
+decoupled weight decay (Loshchilov & Hutter): before each variable's update,
+``var -= weight_decay * var`` (not scaled by the learning rate, as in TF 1.15: schedule both
+together yourself), for the variables in ``decay_var_list`` (default: all).  Their slots and
+accumulators are the base optimizer's under the names TF 1.15 gave (``w/AdamW``,
+``w/AdamW_1``, ``beta1_power`` …), so TF 1.15 checkpoints restore.  tensorflow-addons'
+``AdamW`` is a Keras optimizer, which a ``tf.train``-style ``model_fn`` cannot use.
+
+Example:
+
+    optimizer = tf.contrib.opt.AdamWOptimizer(weight_decay=1e-4, learning_rate=1e-3)
+    train_op = optimizer.minimize(loss, global_step=tf.train.get_global_step())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfest_kit._tf import tf
+
+__all__ = [
+    "DecoupledWeightDecayExtension",
+    "extend_with_decoupled_weight_decay",
+    "AdamWOptimizer",
+    "MomentumWOptimizer",
+    "BACKING",
+    "NOT_SERVED",
+]
+
+_PORT = "tf.compat.v1.train optimizers (tfest_kit.legacy.contrib.opt, a port of TF 1.15's)"
+BACKING = {name: _PORT for name in __all__[:4]}
+_KERAS = "(a Keras optimizer: it does not take tf.train's minimize(loss, global_step))"
+NOT_SERVED = {
+    "LazyAdamOptimizer": f"tfa.optimizers.LazyAdam from tensorflow-addons 0.23 {_KERAS}",
+    "MovingAverageOptimizer": f"tfa.optimizers.MovingAverage {_KERAS}",
+    "LARSOptimizer": "tf.compat.v1.train.MomentumOptimizer with per-layer learning rates",
+    "ScipyOptimizerInterface": "scipy.optimize.minimize on values read with a tf.Session",
+}
+
+
+class DecoupledWeightDecayExtension:
+    """Mixin adding decoupled weight decay to a ``tf.compat.v1.train.Optimizer``.
+
+    Args:
+      weight_decay: the decay factor (a float, a tensor or a callable returning one).
+      **kwargs: the base optimizer's arguments.
+
+    Example:
+
+        class MyAdamW(DecoupledWeightDecayExtension, tf.train.AdamOptimizer):
+            pass
+    """
+
+    def __init__(self, weight_decay: Any, **kwargs: Any):
+        self._weight_decay = weight_decay
+        self._decay_var_list: Any = None
+        super().__init__(**kwargs)
+
+    def minimize(self, loss, global_step=None, var_list=None, *args, decay_var_list=None, **kw):
+        """As ``Optimizer.minimize``; ``decay_var_list`` limits which variables decay."""
+        self._decay_var_list = set(decay_var_list) if decay_var_list else None
+        return super().minimize(loss, global_step, var_list, *args, **kw)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None, decay_var_list=None):
+        """As ``Optimizer.apply_gradients``, each variable decayed first."""
+        if decay_var_list:
+            self._decay_var_list = set(decay_var_list)
+        grads_and_vars = list(grads_and_vars)
+        decay = self._weight_decay() if callable(self._weight_decay) else self._weight_decay
+        decays = []
+        # The gradients first, from the values before the decay (unordered, a gradient that
+        # reads its variable could see the decayed value).
+        computed = [
+            g.values if isinstance(g, tf.IndexedSlices) else g
+            for g, _ in grads_and_vars
+            if g is not None
+        ]
+        with tf.name_scope("weight_decay"), tf.control_dependencies(computed):
+            for grad, var in grads_and_vars:
+                if grad is None or (self._decay_var_list and var not in self._decay_var_list):
+                    continue
+                factor = tf.cast(decay, var.dtype.base_dtype)
+                if isinstance(grad, tf.IndexedSlices):  # only the rows being updated
+                    rows = tf.gather(var, grad.indices)
+                    decays.append(var.scatter_sub(tf.IndexedSlices(factor * rows, grad.indices)))
+                else:
+                    decays.append(var.assign_sub(factor * var))
+        with tf.control_dependencies(decays):
+            return super().apply_gradients(grads_and_vars, global_step=global_step, name=name)
+
+
+def extend_with_decoupled_weight_decay(base_optimizer: type) -> type:
+    """``tf.contrib.opt.extend_with_decoupled_weight_decay``: ``base`` with weight decay.
+
+    Returns:
+      A class taking ``(weight_decay, *base arguments)``.
+
+    Example:
+
+        AdamW = extend_with_decoupled_weight_decay(tf.train.AdamOptimizer)
+        optimizer = AdamW(weight_decay=1e-4, learning_rate=1e-3)
+    """
+
+    class OptimizerWithDecoupledWeightDecay(DecoupledWeightDecayExtension, base_optimizer):
+        def __init__(self, weight_decay, *args, **kwargs):
+            base_optimizer.__init__(self, *args, **kwargs)
+            self._weight_decay = weight_decay
+            self._decay_var_list = None
+
+    return OptimizerWithDecoupledWeightDecay
+
+
+class AdamWOptimizer(DecoupledWeightDecayExtension, tf.train.AdamOptimizer):
+    """``tf.contrib.opt.AdamWOptimizer``: Adam with decoupled weight decay (slots ``…/AdamW``).
+
+    Example:
+
+        optimizer = AdamWOptimizer(weight_decay=1e-4, learning_rate=1e-3)
+    """
+
+    def __init__(
+        self,
+        weight_decay: Any,
+        learning_rate: Any = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        use_locking: bool = False,
+        name: str = "AdamW",
+    ):
+        super().__init__(
+            weight_decay,
+            learning_rate=learning_rate,
+            beta1=beta1,
+            beta2=beta2,
+            epsilon=epsilon,
+            use_locking=use_locking,
+            name=name,
+        )
+
+
+class MomentumWOptimizer(DecoupledWeightDecayExtension, tf.train.MomentumOptimizer):
+    """``tf.contrib.opt.MomentumWOptimizer``: momentum with decoupled weight decay.
+
+    Example:
+
+        optimizer = MomentumWOptimizer(1e-4, learning_rate=0.1, momentum=0.9)
+    """
+
+    def __init__(
+        self,
+        weight_decay: Any,
+        learning_rate: Any,
+        momentum: Any,
+        use_locking: bool = False,
+        name: str = "MomentumW",
+        use_nesterov: bool = False,
+    ):
+        super().__init__(
+            weight_decay,
+            learning_rate=learning_rate,
+            momentum=momentum,
+            use_locking=use_locking,
+            name=name,
+            use_nesterov=use_nesterov,
+        )
