@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tfest_kit import _cli_doctor
+from tfest_kit.cli import doctor as _cli_doctor
 
 _ROOT = Path(__file__).resolve().parents[1]
 _PYTHONS = [(3, 9), (3, 10), (3, 11)]
