@@ -1632,9 +1632,9 @@ MISC_CASES = [
     ),
     case(
         "legacy symbol without stand-in",
-        lambda c: build_namespace(Report()).contrib.slim,
+        lambda c: build_namespace(Report()).contrib.learn,
         AttributeError,
-        r"tf.contrib.slim is not provided by the legacy runner",
+        r"tf.contrib.learn is not provided by the legacy runner",
     ),
     case(
         "legacy layer_norm axis out of range",

@@ -470,7 +470,16 @@ def _disk_full_message(model_dir: str) -> str:
 
 
 def _writes_checkpoints(config) -> bool:
-    return bool(config.is_chief) and config.task_type not in ("evaluator", "ps")
+    if config.task_type in ("evaluator", "ps"):
+        return False
+    jobs = config.cluster_spec.jobs if config.cluster_spec else []
+    if not jobs:
+        return True
+    # Under MultiWorkerMirroredStrategy every worker's config says is_chief; only the chief
+    # (or worker 0 of a cluster without one) writes into model_dir.
+    if "chief" in jobs:
+        return config.task_type == "chief"
+    return config.task_type == "worker" and config.task_id == 0
 
 
 @contextlib.contextmanager
