@@ -335,9 +335,8 @@ class ProgressHook(_IntervalHook):
         super().after_create_session(session, coord)
         if self._total and not self._count_runs and self._step >= self._total:
             tf.logging.warning(
-                "ProgressHook: training starts at step %d, already at total_steps=%d, the "
-                "global step training ends at: with train(steps=N) pass total_steps=%d + N.",
-                *(self._step, self._total, self._step),
+                f"ProgressHook: training starts at step {self._step}, already at total_steps="
+                f"{self._total}, the step training ends at: pass total_steps={self._step} + N."
             )
 
     def _find_loss(self) -> Optional[tf.Tensor]:
@@ -646,10 +645,7 @@ class PreemptionHook(tf.train.SessionRunHook):
 
     def after_create_session(self, session, coord) -> None:
         if threading.current_thread() is not threading.main_thread():
-            tf.logging.warning(
-                "PreemptionHook: not in the main thread, so signal handlers cannot be "
-                "installed; preemption will not be handled."
-            )
+            tf.logging.warning("PreemptionHook: signal handlers need the main thread; none set.")
             return
         self._session = session
         _register(self)
@@ -764,13 +760,8 @@ class _NoImprovement:
         if others:
             name = os.path.basename(others[0])[len("eval_") :] or None
             tf.logging.warning(
-                "early_stopping: no eval results in %s, but %s has some, so training will not "
-                "stop early. An EvalSpec(name=%r) writes there; watch it with "
-                "early_stopping(estimator, …, eval_dir=estimator.eval_dir(%r)).",
-                self._eval_dir,
-                ", ".join(others),
-                name,
-                name,
+                f"early_stopping: no eval results in {self._eval_dir}, but {', '.join(others)} "
+                f"has some: watch it with early_stopping(…, eval_dir=estimator.eval_dir({name!r}))."
             )
             self._warned_elsewhere = True
 
@@ -797,13 +788,11 @@ class _NoImprovement:
                 best, best_step = value, step
             since = step - (having[0] if best_step is None else best_step)
             if since >= self._patience:
+                best = "no value but NaN" if best is None else f"best {best:g} at step {best_step}"
+                change = "increase" if self._higher else "decrease"
                 tf.logging.info(
-                    'early_stopping: no %s of more than %g in "%s" for %d steps (%s); stopping.',
-                    "increase" if self._higher else "decrease",
-                    self._min_delta,
-                    self._monitor,
-                    since,
-                    "no value but NaN" if best is None else f"best {best:g} at step {best_step}",
+                    f"early_stopping: no {change} of more than {self._min_delta:g} in "
+                    f'"{self._monitor}" for {since} steps ({best}); stopping.'
                 )
                 self.fired = True
                 return True
@@ -914,9 +903,8 @@ def _chief_of(estimator, eval_dir, is_chief) -> bool:
     if estimator is None:
         if not eval_dir:
             raise ValueError(
-                "early_stopping(None, …) reads the eval results from `eval_dir`: pass the "
-                "directory your evaluation writes its summaries to, or pass the Estimator. "
-                "Got: eval_dir=None"
+                "early_stopping(None, …) reads the eval results from `eval_dir`: pass it, or "
+                "the Estimator. Got: eval_dir=None"
             )
         chief = is_chief_task("early_stopping") if is_chief is None else is_chief
         return check_bool("is_chief", chief, "or None")
@@ -927,11 +915,29 @@ def _chief_of(estimator, eval_dir, is_chief) -> bool:
         )
     if is_chief is not None:
         raise ValueError(
-            "early_stopping: `is_chief` is for estimator=None (a hand-written loop); an "
-            "Estimator's RunConfig says whether this task is the chief. Leave it out. "
-            f"Got: is_chief={is_chief!r}"
+            "early_stopping: `is_chief` is for estimator=None; an Estimator's RunConfig says "
+            f"whether this task is the chief. Leave it out. Got: is_chief={is_chief!r}"
         )
     return estimator.config.is_chief
+
+
+def _interval(run_every_secs, run_every_steps, strategy) -> tuple:
+    """``(run_every_secs, run_every_steps)`` for the official factory: one of them set."""
+    run_every_steps = check_int("run_every_steps", run_every_steps, allow_none=True)
+    if run_every_steps is not None:
+        return None, run_every_steps
+    if strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER):
+        # The official message blamed the default run_every_secs=60.
+        raise ValueError(
+            f"early_stopping under {type(strategy).__name__}: every worker votes, so all must "
+            "check at the same steps. Pass run_every_steps=…, e.g. your save_checkpoints_steps."
+        )
+    if run_every_secs is None or run_every_secs <= 0:
+        raise ValueError(
+            "Set `run_every_steps` (int >= 1) or `run_every_secs` (> 0). "
+            f"Got: run_every_steps=None, run_every_secs={run_every_secs!r}"
+        )
+    return run_every_secs, None
 
 
 def early_stopping(
@@ -991,22 +997,9 @@ def early_stopping(
     min_delta = float(check_number("min_delta", min_delta))
     patience_steps = check_int("patience_steps", patience_steps)
     min_steps = check_int("min_steps", min_steps, 0)
-    run_every_steps = check_int("run_every_steps", run_every_steps, allow_none=True)
     strategy = estimator.config.train_distribute if estimator is not None else None
     multi_worker = strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER)
-    if run_every_steps is not None:
-        run_every_secs = None
-    elif multi_worker:  # the official message blamed the default run_every_secs=60
-        raise ValueError(
-            f"early_stopping under {type(strategy).__name__}: every worker runs the check and "
-            "the votes are summed, so they must check at the same steps. Pass "
-            "run_every_steps=…, e.g. your save_checkpoints_steps."
-        )
-    elif run_every_secs is None or run_every_secs <= 0:
-        raise ValueError(
-            "Set `run_every_steps` (int >= 1) or `run_every_secs` (> 0). "
-            f"Got: run_every_steps=None, run_every_secs={run_every_secs!r}"
-        )
+    run_every_secs, run_every_steps = _interval(run_every_secs, run_every_steps, strategy)
     eval_dir = eval_dir or estimator.eval_dir()
     tf.gfile.MakeDirs(eval_dir)
     if not multi_worker and not chief:
