@@ -143,7 +143,7 @@ PRIVATE_NAMES: dict[str, str] = {
     # Checkpoints and sessions.
     "tensorflow.python.training.saver:object_graph_key_mapping": "_keras_warm_start.py",
     "tensorflow.compat.v1:Variable()._save_slice_info": "_warm_start.py: skip partitioned",
-    "tensorflow.compat.v1:Session()._closed": "_guards.py: a stale PreemptionHook",
+    "tensorflow.compat.v1:Session()._closed": "hooks.py: a stale PreemptionHook",
     "tensorflow.compat.v1:estimator.Estimator()._model_fn": (
         "keras_bridge.py: the converter's raw model_fn"
     ),

@@ -35,7 +35,6 @@ from tfest_kit import _model_dir
 from tfest_kit._checks import check_int
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._heads import label_errors
-from tfest_kit._progress import LossLoggingHook, ProgressHook
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._run_config import session_config
 from tfest_kit._task_guard import check_direct_call
@@ -56,6 +55,7 @@ from tfest_kit._tpu_spec import (
     to_estimator_spec,
 )
 from tfest_kit._warm_start import check_model_dir, with_saver
+from tfest_kit.hooks import LossLoggingHook, ProgressHook
 
 __all__ = [
     "TPUEstimator",

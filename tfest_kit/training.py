@@ -32,11 +32,11 @@ from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._evaluator import TaskExecutor, export_unless_vanished
 from tfest_kit._exporters import _BestExporter
-from tfest_kit._guards import PreemptionHook
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import estimator_training, tf
 from tfest_kit._tf_config import validate_tf_config
+from tfest_kit.hooks import PreemptionHook
 
 __all__ = ["train_and_evaluate", "latest_eval_metrics"]
 
