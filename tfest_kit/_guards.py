@@ -15,7 +15,7 @@ from tfest_kit._checks import check_bool
 from tfest_kit._errors import TfestKitError
 from tfest_kit._progress import find_loss_tensor
 from tfest_kit._tf import tf
-from tfest_kit._tf_config import is_chief_task
+from tfest_kit.cluster import is_chief_task
 
 __all__ = ["NanGuardHook", "NanLossError", "PreemptionHook"]
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from tfest_kit._checks import check_int, did_you_mean, is_int_at_least
 from tfest_kit._tf import estimator, tf, tf2
-from tfest_kit._tf_config import validate_tf_config
+from tfest_kit.cluster import validate_tf_config
 from tfest_kit.logs import quieted
 
 __all__ = ["run_config", "session_config"]

@@ -36,7 +36,7 @@ from tfest_kit._guards import PreemptionHook
 from tfest_kit._saved_step import saved_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import estimator_training, tf
-from tfest_kit._tf_config import validate_tf_config
+from tfest_kit.cluster import validate_tf_config
 
 __all__ = ["train_and_evaluate", "latest_eval_metrics"]
 
