@@ -41,7 +41,6 @@ from tfest_kit._run_config import session_config
 from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
-from tfest_kit.cluster import check_tf_config_json
 from tfest_kit._tpu_detect import (
     CrossShardOptimizer,
     NoTPUClusterResolver,
@@ -56,6 +55,7 @@ from tfest_kit._tpu_spec import (
     to_estimator_spec,
 )
 from tfest_kit._warm_start import check_model_dir, with_saver
+from tfest_kit.cluster import check_tf_config_json
 
 __all__ = [
     "TPUEstimator",
