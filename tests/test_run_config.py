@@ -11,7 +11,7 @@ import pytest
 
 import tfest_kit
 from tests.conftest import run_program
-from tfest_kit import _run_config
+from tfest_kit import config as tfest_config
 from tfest_kit._tf import estimator, tf, tf2
 
 
@@ -213,7 +213,7 @@ def _bfloat16_nodes(graphs):
 
 
 @pytest.mark.skipif(
-    _run_config._bfloat16_problem() is not None,
+    tfest_config._bfloat16_problem() is not None,
     reason="oneDNN off or no bfloat16 instructions on this CPU",
 )
 def test_bfloat16_estimator_trains_in_bfloat16_and_saves_float32(tmp_path):
@@ -261,7 +261,7 @@ def test_bfloat16_estimator_trains_in_bfloat16_and_saves_float32(tmp_path):
 
 
 def test_bfloat16_warns_once_where_it_cannot_help(monkeypatch, tf_log_lines):
-    monkeypatch.setattr(_run_config, "_warned", set())
+    monkeypatch.setattr(tfest_config, "_warned", set())
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     tfest_kit.run_config(mixed_precision="bfloat16")
     tfest_kit.run_config(mixed_precision="bfloat16")
@@ -271,11 +271,11 @@ def test_bfloat16_warns_once_where_it_cannot_help(monkeypatch, tf_log_lines):
     ]
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
     monkeypatch.setattr(sys, "platform", "linux")
-    monkeypatch.setattr(_run_config, "_cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    monkeypatch.setattr(tfest_config, "_cpu_flags", lambda: frozenset({"avx2", "fma"}))
     tfest_kit.session_config(mixed_precision="bfloat16")
     assert "no bfloat16 instructions" in tf_log_lines[-1]
-    monkeypatch.setattr(_run_config, "_cpu_flags", lambda: frozenset({"avx512_bf16"}))
-    monkeypatch.setattr(_run_config, "_warned", set())
+    monkeypatch.setattr(tfest_config, "_cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(tfest_config, "_warned", set())
     count = len(tf_log_lines)
     tfest_kit.session_config(mixed_precision="bfloat16")
     tfest_kit.run_config()  # float32: nothing to say
