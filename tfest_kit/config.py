@@ -4,13 +4,6 @@ The knobs that decide CPU/GPU speed (inter-/intra-op threads, XLA JIT, bfloat16 
 precision, soft placement) live in a ``tf.compat.v1.ConfigProto`` that ``RunConfig`` only
 accepts whole. These helpers build it from plain arguments and return the unmodified official
 classes, so everything that takes a ``RunConfig`` keeps working.
-
-Example:
-
-    import tfest_kit
-
-    config = tfest_kit.run_config(model_dir="/tmp/model", threads=(2, 4), seed=0)
-    estimator = tf.estimator.Estimator(model_fn, config=config)
 """
 
 from __future__ import annotations
@@ -61,10 +54,7 @@ def _thread_counts(threads: Threads) -> tuple[int, int]:
 
 
 def _default_proto() -> Any:
-    """tensorflow_estimator's default ``ConfigProto``: one Grappler pass instead of two.
-
-    A bare ``ConfigProto`` measured 3 % slower BERT-tiny training steps here.
-    """
+    """tensorflow_estimator's default: one Grappler pass (a bare one: BERT-tiny 3 % slower)."""
     proto = tf.ConfigProto(allow_soft_placement=True)
     rewrite = proto.graph_options.rewrite_options
     rewrite.meta_optimizer_iterations = rewrite.ONE
@@ -121,12 +111,9 @@ def _default_thread_count() -> int:
 def _size_thread_pools(inter: int, intra: int) -> None:
     """Makes ``threads`` hold for the process, as far as TensorFlow still allows it.
 
-    TensorFlow 2.15 makes one CPU intra-op pool per process, when it first runs an op, and
-    every Session shares it; ``Estimator.train`` runs an op before its Session exists, so a
-    ConfigProto's intra-op count alone changed nothing. The counts also go to TensorFlow's
-    process-wide settings while those are open; an intra-op count that can no longer take
-    effect is named in a warning (a later inter-op count goes by without a word: the first
-    Session's pool is not visible from here).
+    TensorFlow makes one intra-op pool per process when it first runs an op (``Estimator.train``
+    does so before its Session exists), so a ConfigProto's count alone changed nothing. A
+    later inter-op count than the first Session's goes by without a word (not visible here).
     """
     if inter:
         with contextlib.suppress(RuntimeError):  # TensorFlow has run an op: too late
@@ -146,11 +133,7 @@ def _size_thread_pools(inter: int, intra: int) -> None:
 
 
 def _cpu_replica_threads(cpu_replicas: Optional[int], threads: Threads, kwargs: dict) -> Threads:
-    """Validates ``cpu_replicas`` against the other arguments; returns the thread counts to use.
-
-    Each replica's ops run one thread each (intra-op 1), side by side on the inter-op pool:
-    on a small model that beats splitting each op over every core (``docs/performance.md``).
-    """
+    """Validates ``cpu_replicas``; returns the thread counts (intra-op 1 for replicas)."""
     if cpu_replicas is None:
         return threads
     if kwargs.get("train_distribute") is not None:
@@ -258,8 +241,7 @@ def session_config(
 
     Raises:
       TypeError: if ``base`` is not a ConfigProto or ``xla`` is not a bool.
-      ValueError: if ``threads``, ``mixed_precision`` or ``TF_CONFIG`` is malformed (a
-        cluster of workers only is accepted: ``RunConfig`` refuses it without a strategy).
+      ValueError: if ``threads``, ``mixed_precision`` or ``TF_CONFIG`` is malformed.
 
     Example:
 
@@ -301,39 +283,27 @@ def run_config(
         ``TF_XLA_FLAGS=--tf_xla_cpu_global_jit`` is set, and with it BERT-tiny trained
         25-30 % slower here (``benchmarks/``).
       threads: ``None`` keeps TensorFlow's default (one thread per core in each pool); an int
-        sets both ``inter_op_parallelism_threads`` and ``intra_op_parallelism_threads``; a
-        tuple ``(inter_op, intra_op)`` sets them separately (0 leaves one as it is).
-        TensorFlow makes these pools once per process and shares them between Sessions, so
-        the counts are also set for the process (``tf.config.threading``): call this before
-        TensorFlow runs anything. An intra-op count that can no longer take effect is named
-        in a warning.
-      mixed_precision: ``None`` trains in float32. ``"bfloat16"`` turns on oneDNN's
-        automatic mixed precision (``auto_mixed_precision_onednn_bfloat16``): matmuls and
-        most element-wise ops on the CPU run in bfloat16, while variables, checkpoints,
-        exports and optimizer updates stay float32; no model_fn change, no loss scaling.
-        BERT-tiny trained 20-25 % faster on an AVX512-BF16 CPU, MobileNetV2 20 % slower:
-        measure your model (``docs/performance.md``). Evaluation runs in bfloat16 too. A
-        warning says when it cannot help (``TF_ENABLE_ONEDNN_OPTS=0``, no bfloat16 CPU
-        instructions).
-      cpu_replicas: ``None`` (or 1) trains one copy of the model. N >= 2 trains N replicas
-        side by side on the CPU, each op on one thread, gradients averaged every step: a
-        ``tf.distribute.MirroredStrategy`` over N CPU devices as ``train_distribute``, with
-        the intra-op pool at one thread. Small models train faster (BERT-tiny 1.2-1.3× with
-        2 replicas on 2 cores). Each replica sees ``batch / N`` examples, as TPU cores do
-        (``tpu.TPUEstimator`` divides ``train_batch_size``; a plain Estimator's ``input_fn``
-        batch is per replica); batch norm statistics are per replica; the optimizer must
-        aggregate replicas (``tf.compat.v1.train``'s and
-        ``model_fn.AdamWeightDecayOptimizer`` do, BERT's ``optimization.py`` does not).
+        sets both the inter- and the intra-op pool; ``(inter_op, intra_op)`` each (0 leaves
+        one as it is). TensorFlow's pools are per process, so the counts are also set there
+        (``tf.config.threading``): call this before TensorFlow runs anything (a warning names
+        an intra-op count that can no longer take effect).
+      mixed_precision: ``None`` (float32) or ``"bfloat16"``: oneDNN's automatic mixed
+        precision on the CPU; variables, checkpoints, exports and updates stay float32. On an
+        AVX512-BF16 CPU BERT-tiny trained 20-25 % faster, MobileNetV2 20 % slower: measure
+        (``docs/performance.md``). A warning says when it cannot help.
+      cpu_replicas: N >= 2 trains N replicas side by side on the CPU, each op on one thread:
+        a ``MirroredStrategy`` over N CPU devices as ``train_distribute`` (BERT-tiny 1.2-1.3×
+        faster with 2 on 2 cores). Batches and batch norm are per replica, as on TPU cores;
+        the optimizer must aggregate replicas (``tf.compat.v1.train``'s do, BERT's
+        ``optimization.py`` does not). ``None`` or 1: one copy.
       seed: graph-level random seed; ``tf_random_seed``, RunConfig's name for it, is taken too.
       save_checkpoints_steps: checkpoint every N steps; ``None`` keeps RunConfig's default
         (every 600 seconds).
       log_step_count_steps: how often the Estimator logs ``global_step/sec`` and the loss;
         None turns it off.
       keep_checkpoint_max: how many recent checkpoints to keep; None or 0 keeps all.
-      **kwargs: any other ``tf.estimator.RunConfig`` argument (``save_summary_steps``,
-        ``train_distribute`` …). A ``session_config`` given here is the starting point the
-        settings above are applied to, with ``allow_soft_placement`` on. With
-        ``train_distribute``, a ``TF_CONFIG`` cluster of workers only is accepted.
+      **kwargs: any other ``RunConfig`` argument; a ``session_config`` is the base the
+        settings above apply to (``allow_soft_placement`` on).
 
     Returns:
       A ``tf.estimator.RunConfig``; its ``session_config`` carries the settings on top of
@@ -341,13 +311,11 @@ def run_config(
       strategy, with RunConfig's device filters).
 
     Raises:
-      ValueError: for a count that is not a positive int, ``cpu_replicas`` with
-        ``train_distribute``, an intra-op count other than 1 or a ``TF_CONFIG`` cluster, a
-        duration that is not a number > 0, ``seed`` and ``tf_random_seed`` that differ, a
-        malformed ``threads`` / ``mixed_precision`` / ``TF_CONFIG``.
-      TypeError: if ``xla`` is not a bool, ``session_config`` is not a ConfigProto, a
-        ``*_distribute`` is not a strategy, or a keyword is not a RunConfig argument (the
-        error names the nearest one, or ``tfest_kit.tpu.RunConfig`` for TPU arguments).
+      ValueError: for a malformed count, duration, ``threads``, ``mixed_precision`` or
+        ``TF_CONFIG``; ``cpu_replicas`` with ``train_distribute``, intra-op threads or a
+        cluster; ``seed`` and ``tf_random_seed`` that differ.
+      TypeError: for a non-bool ``xla``, a ``session_config`` that is no ConfigProto, a
+        ``*_distribute`` that is no strategy, a keyword RunConfig does not take.
 
     Example:
 
