@@ -21,9 +21,9 @@ import pytest
 from tfest_kit import serving, training
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_events import metrics_by_step
-from tfest_kit._evaluator import export_unless_vanished
 from tfest_kit._exporters import METRICS_FILE, complete_exports
 from tfest_kit._tf import estimator, tf, tf2
+from tfest_kit._vanished_checkpoint import export_unless_vanished
 from tfest_kit.cluster import free_ports
 
 RNG = np.random.RandomState(2)
