@@ -321,9 +321,8 @@ def test_early_stop_still_makes_the_final_export(tmp_path, tf_log_lines):
     )
     # An exporter that exported the final checkpoint already is not asked twice.
     assert len(_exports(model_dir, "latest")) == len(metrics_by_step(est.eval_dir()))
-    assert [line for line in tf_log_lines if "makes the final export" in line] == [
-        f"Training stopped early at global step {step}: exporter 'final' makes the final export"
-    ]
+    [said] = [line for line in tf_log_lines if "makes the final export" in line]
+    assert f"step {step}" in said and "'final'" in said
 
 
 def _run_with_sigusr1(model_dir, max_steps, sender, *, in_eval=False, exporters=()):
@@ -364,10 +363,8 @@ def test_preempted_training_skips_the_final_evaluation(tmp_path, tf_log_lines):
     assert sorted(metrics_by_step(est.eval_dir())) == [20]
     assert metrics["global_step"] == 20 and metrics["examples"] == len(X)
     assert len(_exports(model_dir, "latest")) == 1
-    assert [line for line in tf_log_lines if "interrupted" in line] == [
-        "Training interrupted at global step 25: its checkpoint is not evaluated (the resumed "
-        "run evaluates the ones that follow); newest eval metrics: step 20"
-    ]
+    [said] = [line for line in tf_log_lines if "interrupted" in line]
+    assert all(word in said for word in ("step 25", "not evaluated", "step 20")), said
     assert not [line for line in tf_log_lines if line.startswith("Final eval metrics")]
 
 
@@ -400,11 +397,8 @@ def test_a_signal_during_an_evaluation_stops_it(tmp_path, tf_log_lines):
     assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-40")
     assert sorted(metrics_by_step(est.eval_dir())) == [20]  # the second one not written
     assert metrics["global_step"] == 20
-    assert [line for line in tf_log_lines if "step 40" in line and "evaluat" in line] == [
-        "SIGUSR1 received during an evaluation, which stopped; training stopped at global step "
-        "40: its checkpoint is not evaluated (the resumed run evaluates the ones that follow); "
-        "newest eval metrics: step 20"
-    ]
+    [said] = [line for line in tf_log_lines if "step 40" in line and "evaluat" in line]
+    assert all(word in said for word in ("SIGUSR1", "not evaluated", "step 20")), said
 
 
 def test_a_signal_during_the_final_evaluation_lets_it_make_the_final_export(tmp_path):

@@ -268,12 +268,10 @@ def validate_tf_config(
 ) -> dict:
     """Parses and checks a ``TF_CONFIG`` before TensorFlow acts on it.
 
-    Checks what ``tf.estimator.RunConfig`` needs and some things it lets through into a hang:
-    valid JSON, known top-level keys, known task types (``chief``, ``worker``, ``ps`` in the
-    cluster; ``master`` accepted as TF1's name for the chief; ``evaluator`` only as a task
-    type), exactly one chief (or workers only, if allowed), ``"host:port"`` addresses with
-    integer ports, no address used twice, and a task whose type is in the cluster and whose
-    index is in range.
+    Checks what ``tf.estimator.RunConfig`` needs and what it lets through into a hang: JSON,
+    known keys and task types (``master``: TF1's chief; ``evaluator`` only as a task), one
+    chief (or workers only, if allowed), ``"host:port"`` addresses used once, and a task
+    that is in the cluster.
 
     Args:
       tf_config: the JSON text, an already parsed dict, or None to read the ``TF_CONFIG``
@@ -330,6 +328,10 @@ def is_chief_task(where: str) -> bool:
     Raises:
       ValueError: for an invalid ``TF_CONFIG`` (see :func:`validate_tf_config`), or a cluster
         without a ``chief`` task, naming the ``is_chief`` argument as the fix.
+
+    Example:
+
+        is_chief = is_chief_task("early_stopping") if is_chief is None else is_chief
     """
     cluster = _parse(None).get("cluster") or {}
     if isinstance(cluster, Mapping) and cluster and not {"chief", "master"} & set(cluster):
@@ -347,20 +349,12 @@ def is_chief_task(where: str) -> bool:
 def free_ports(count: int, host: str = "") -> list[int]:
     """Returns ``count`` distinct TCP ports that are free on ``host`` right now.
 
-    All sockets stay open until every port is picked, so the ports differ; another program may
-    still take one before the caller binds it.
+    Another program may still take one before the caller binds it.
 
     Args:
-      count: how many ports.
-      host: the address to bind; by default every interface, which is where TensorFlow's
-        task servers listen whatever address ``TF_CONFIG`` gives them (a port free on
-        loopback alone may be taken on another interface).
-
-    Returns:
-      A list of port numbers.
-
-    Raises:
-      ValueError: if ``count`` is negative.
+      count: how many ports (ValueError if negative).
+      host: the address to bind; by default every interface, where TensorFlow's task servers
+        listen whatever address ``TF_CONFIG`` gives them.
 
     Example:
 
@@ -386,17 +380,12 @@ def cluster_spec(
 
     Args:
       chief: number of chief tasks; must be 1 (an Estimator cluster has exactly one).
-      workers: number of (non-chief) worker tasks.
-      ps: number of parameter-server tasks.
-      host: the address ``TF_CONFIG`` gives every task (loopback by default). TensorFlow's
-        servers listen on every interface whatever it is; the ports are free on all of them.
+      workers: number of (non-chief) worker tasks (ValueError if negative).
+      ps: number of parameter-server tasks (ValueError if negative).
+      host: the address ``TF_CONFIG`` gives every task; the ports are free on all interfaces.
 
     Returns:
-      ``{"chief": ["127.0.0.1:PORT"], "worker": [...], "ps": [...]}`` with free ports; empty
-      jobs are left out.
-
-    Raises:
-      ValueError: if ``chief`` is not 1 or a count is negative.
+      ``{"chief": ["127.0.0.1:PORT"], "worker": [...], "ps": [...]}``, empty jobs left out.
 
     Example:
 
@@ -423,9 +412,6 @@ def tf_config(cluster: Mapping[str, Sequence[str]], task_type: str, index: int =
       task_type: ``"chief"``, ``"worker"``, ``"ps"`` or ``"evaluator"``.
       index: the task's index within its type.
 
-    Returns:
-      ``{"cluster": {...}, "task": {"type": task_type, "index": index}}``.
-
     Raises:
       ValueError: from :func:`validate_tf_config` if the task does not fit the cluster.
 
@@ -445,17 +431,15 @@ def multi_worker_strategy() -> Any:
     """Returns the ``MultiWorkerMirroredStrategy`` for ``RunConfig(train_distribute=…)``.
 
     The evaluator gets None: it is not part of the training cluster, and TensorFlow 2.15's
-    strategy constructor fails there (``multi_worker_util.worker_count`` looks the evaluator up
-    in the cluster: ``KeyError: 'evaluator'``).  The same program can thus build its
-    ``RunConfig`` the same way on every task.  The task is read from ``$TF_CONFIG``, which the
-    strategy itself reads too.
+    strategy fails there (``KeyError: 'evaluator'``), so every task can build its
+    ``RunConfig`` the same way.
 
     Returns:
       ``tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()`` (the graph-mode
       strategy Estimator needs), or None on an evaluator task.
 
     Raises:
-      ValueError: if ``TF_CONFIG`` is malformed.
+      ValueError: if ``$TF_CONFIG`` is malformed.
 
     Example:
 

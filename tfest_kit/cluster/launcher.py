@@ -15,13 +15,6 @@ Each task is started in its own process group (so a stop reaches the task's own 
 with its own ``TF_CONFIG``; a thread per task copies its output line by line with a
 ``[type:index] `` prefix.  On Linux each task also gets ``PR_SET_PDEATHSIG`` so that it dies
 with the launcher even when the launcher itself is killed with SIGKILL.
-
-Example:
-
-    from tfest_kit.cluster import LocalCluster
-
-    with LocalCluster(["python", "my_trainer.py"], workers=1, ps=1, evaluator=True) as c:
-        status = c.run(timeout=600)
 """
 
 from __future__ import annotations
@@ -85,6 +78,11 @@ class LocalCluster:
 
     Raises:
       ValueError: for an empty command, bad counts or a cluster that fails validation.
+
+    Example:
+
+        with LocalCluster(["python", "my_trainer.py"], workers=1, ps=1, evaluator=True) as c:
+            status = c.run(timeout=600)
     """
 
     def __init__(
@@ -424,7 +422,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Parses the command line, runs the cluster and returns the chief's exit status."""
+    """Parses the command line, runs the cluster and returns the chief's exit status.
+
+    Example:
+
+        status = main(["--workers", "1", "--ps", "1", "--", "python", "my_trainer.py"])
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
