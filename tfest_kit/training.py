@@ -139,13 +139,28 @@ class _EndAfterEarlyStop(ContinuousEvalListener):
         return False
 
 
-class _NoEvalAfterPreemption(ContinuousEvalListener):
+def _preempted(train_hooks: list) -> bool:
+    return any(getattr(hook, "preempted", None) for hook in train_hooks)
+
+
+def _at_max_steps(model_dir: str, max_steps: int) -> bool:
+    step = saved_step(model_dir)
+    return step is not None and step >= max_steps
+
+
+class _EvaluationInterrupted(Exception):
+    """A training ``PreemptionHook``'s signal arrived during an evaluation."""
+
+
+class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
     """Local training: no evaluation once a ``PreemptionHook`` among the hooks has fired.
 
-    Estimator evaluates (and exports) the final checkpoint however training ended. After a
-    SIGTERM that evaluation can outlast the grace period, and after Ctrl-C it delays the
-    exit; the resumed run evaluates the checkpoints that follow. A checkpoint at
-    ``max_steps`` is evaluated and exported all the same: no run would follow to do it.
+    As a listener it skips the final evaluation: Estimator evaluates (and exports) the last
+    checkpoint however training ended, which can outlast a SIGTERM's grace period and delays
+    Ctrl-C. As an eval hook it abandons a running evaluation by an exception (its metrics are
+    not written, no exporter runs): locally Estimator evaluates inside ``train()``, where the
+    training hooks do not run, and Ctrl-C did nothing until the whole eval set was done. A
+    checkpoint at ``max_steps`` is evaluated and exported all the same: no run would follow.
 
     Args:
       train_hooks: the training hooks, among which the ``PreemptionHook``s.
@@ -160,40 +175,6 @@ class _NoEvalAfterPreemption(ContinuousEvalListener):
 
     def before_eval(self) -> bool:
         return not _preempted(self._train_hooks) or _at_max_steps(self._model_dir, self._max_steps)
-
-
-def _preempted(train_hooks: list) -> bool:
-    return any(getattr(hook, "preempted", None) for hook in train_hooks)
-
-
-def _at_max_steps(model_dir: str, max_steps: int) -> bool:
-    step = saved_step(model_dir)
-    return step is not None and step >= max_steps
-
-
-class _EvaluationInterrupted(Exception):
-    """A training ``PreemptionHook``'s signal arrived during an evaluation."""
-
-
-class _StopEvalOnPreemption(tf_estimator.SessionRunHook):
-    """Ends an evaluation once a ``PreemptionHook`` among the training hooks has its signal.
-
-    Locally, Estimator evaluates inside ``train()``, after a checkpoint is saved, where the
-    training hooks do not run: Ctrl-C did nothing until the whole eval set was done. The
-    evaluation is abandoned by an exception (its metrics are not written, no exporter runs);
-    the checkpoint it was evaluating is saved already. The evaluation of a checkpoint at
-    ``max_steps`` goes on: it makes the final export, which no later run would make.
-
-    Args:
-      train_hooks: the training hooks, among which the ``PreemptionHook``s.
-      model_dir: the Estimator's model_dir, whose latest checkpoint is being evaluated.
-      max_steps: the step training goes to.
-    """
-
-    def __init__(self, train_hooks: list, model_dir: str, max_steps: int) -> None:
-        self._train_hooks = train_hooks
-        self._model_dir = model_dir
-        self._max_steps = max_steps
 
     def begin(self) -> None:
         self._final = _at_max_steps(self._model_dir, self._max_steps)
@@ -441,7 +422,7 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
     if getattr(config, "_distribute_coordinator_mode", None):
         return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec), None
     if not config.cluster_spec and config.task_type != "evaluator":
-        listener = _NoEvalAfterPreemption(train_hooks, estimator.model_dir, train_spec.max_steps)
+        listener = _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps)
         result = TrainingExecutor(
             estimator, train_spec, eval_spec, continuous_eval_listener=listener
         ).run()
@@ -683,7 +664,7 @@ def _specs(estimator, train_input_fn, eval_input_fn, plan: _Plan, step_counter) 
     )
     plan.eval_hooks += [
         EvalGuard(plan.eval_steps, "eval_steps", "eval_input_fn"),
-        _StopEvalOnPreemption(plan.train_hooks, estimator.model_dir, plan.max_steps),
+        _Preemption(plan.train_hooks, estimator.model_dir, plan.max_steps),
     ]
     eval_spec = tf_estimator.EvalSpec(
         eval_input_fn,
@@ -719,8 +700,8 @@ def _train_and_evaluate(estimator, train_input_fn, eval_input_fn, plan: _Plan, c
     local = isinstance(result, tuple)  # the official call returns None on a cluster task
     metrics = result[0] if local else None
     last_step = saved_step(estimator.model_dir)
-    # Stopped by a signal before its last checkpoint was evaluated (_NoEvalAfterPreemption,
-    # _StopEvalOnPreemption): a checkpoint at max_steps is evaluated all the same.
+    # Stopped by a signal before its last checkpoint was evaluated (_Preemption): a
+    # checkpoint at max_steps is evaluated all the same.
     preempted = (
         local
         and _preempted(plan.train_hooks)

@@ -8,7 +8,8 @@ described to each process by the ``TF_CONFIG`` environment variable, a JSON obje
 
 TensorFlow checks that variable late (when ``RunConfig`` is built) and some mistakes surface
 only as a hang or a gRPC error: :func:`validate_tf_config` checks it up front and names the
-offending part. This module imports no TensorFlow, so the launcher starts fast.
+offending part. ``tf.distribute.cluster_resolver.TFConfigClusterResolver`` reads the same
+variable and checks none of it.
 
 :class:`LocalCluster` and ``python -m tfest_kit.cluster`` (in :mod:`tfest_kit.cluster.launcher`)
 run a whole cluster on this machine, each task with its own ``TF_CONFIG``; see docs/cluster.md.
