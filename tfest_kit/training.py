@@ -430,7 +430,7 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
         if _stopped_early(train_hooks) and not _preempted(train_hooks) and metrics:
             return result, int(metrics[tf.GraphKeys.GLOBAL_STEP])
         return result, None
-    # As the official call runs a cluster task, through TaskExecutor: its evaluator skips a
+    # As the official call runs a cluster task, through _TaskExecutor: its evaluator skips a
     # checkpoint the chief deleted under it instead of ending, and logs its waits once.
     if config.task_type != "evaluator":
         return _TaskExecutor(estimator, train_spec, eval_spec).run(), None

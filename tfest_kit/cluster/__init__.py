@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Union
 from tfest_kit._checks import check_int, did_you_mean, is_int_at_least
 
 if TYPE_CHECKING:
-    from tfest_kit.cluster.launcher import LocalCluster
+    from tfest_kit.cluster.launcher import LocalCluster, main
 
 __all__ = [
     "CLUSTER_TASK_TYPES",
@@ -45,6 +45,7 @@ __all__ = [
     "cluster_spec",
     "free_ports",
     "is_chief_task",
+    "main",
     "multi_worker_strategy",
     "tf_config",
     "validate_tf_config",
@@ -456,8 +457,8 @@ def multi_worker_strategy() -> Any:
 
 def __getattr__(name: str) -> Any:
     # The launcher imports this module, so it is imported on first use, not above.
-    if name == "LocalCluster":
-        from tfest_kit.cluster.launcher import LocalCluster
+    if name in ("LocalCluster", "main"):
+        from tfest_kit.cluster import launcher
 
-        return LocalCluster
+        return getattr(launcher, name)
     raise AttributeError(f"module 'tfest_kit.cluster' has no attribute {name!r}")
