@@ -322,8 +322,14 @@ def run_config(
         config = tfest_kit.run_config(model_dir="/tmp/model", threads=(2, 4), seed=0)
         estimator = tf.estimator.Estimator(model_fn, config=config)
     """
+    kwargs["tf_random_seed"] = _seed(seed, kwargs.get("tf_random_seed"))
+    kwargs.update(
+        log_step_count_steps=log_step_count_steps, keep_checkpoint_max=keep_checkpoint_max
+    )
+    if save_checkpoints_steps is not None:
+        # Passing None explicitly would switch time-based checkpoints off as well.
+        kwargs["save_checkpoints_steps"] = save_checkpoints_steps
     _check_run_config_keywords(kwargs)
-    seed = _seed(seed, kwargs.pop("tf_random_seed", None))
     cpu_replicas = check_int(
         "cpu_replicas", cpu_replicas, allow_none=True, hint="None or 1: no replicas"
     )
@@ -331,23 +337,6 @@ def run_config(
     threads = _cpu_replica_threads(cpu_replicas, threads, kwargs)
     if cpu_replicas:
         kwargs["train_distribute"] = _cpu_replicas_strategy(cpu_replicas)
-    save_checkpoints_steps = check_int(
-        "save_checkpoints_steps", save_checkpoints_steps, allow_none=True
-    )
-    if save_checkpoints_steps is not None:
-        if kwargs.get("save_checkpoints_secs") is not None:
-            raise ValueError(
-                "Give `save_checkpoints_steps` or `save_checkpoints_secs`, not both. "
-                f"Got: {save_checkpoints_steps!r} and {kwargs['save_checkpoints_secs']!r}"
-            )
-        # Passing None explicitly would switch time-based checkpoints off as well.
-        kwargs["save_checkpoints_steps"] = save_checkpoints_steps
-    log_step_count_steps = check_int(
-        "log_step_count_steps", log_step_count_steps, allow_none=True, hint="None: no step logs"
-    )
-    keep_checkpoint_max = check_int(
-        "keep_checkpoint_max", keep_checkpoint_max, 0, allow_none=True, hint="None or 0 keeps all"
-    )
     # A training strategy runs a cluster of workers only; any strategy sets the cluster's
     # devices up itself (then no device filters).
     strategies = [kwargs.get(k) for k in ("train_distribute", "eval_distribute")]
@@ -357,14 +346,7 @@ def run_config(
     base = kwargs.pop("session_config", None)
     inter, intra, bfloat16 = _check_session_args(xla, threads, mixed_precision, base)
     _size_thread_pools(inter, intra)
-    config = estimator.RunConfig(
-        model_dir=model_dir,
-        tf_random_seed=seed,
-        session_config=base,
-        log_step_count_steps=log_step_count_steps,
-        keep_checkpoint_max=keep_checkpoint_max,
-        **kwargs,
-    )
+    config = estimator.RunConfig(model_dir=model_dir, session_config=base, **kwargs)
     if base is None and not any(s is not None for s in (*strategies, experimental)):
         base = config.session_config  # RunConfig's own: with device filters in a cluster
     proto = _apply(base, inter, intra, xla, bfloat16)
@@ -393,6 +375,13 @@ _POSITIVE = {
     "keep_checkpoint_every_n_hours": "hours",
     "session_creation_timeout_secs": "seconds",
 }
+# Int arguments: (smallest value, what None means).
+_INTS = {
+    "save_checkpoints_steps": (1, ""),
+    "save_summary_steps": (0, "0 or None: no summaries"),
+    "log_step_count_steps": (1, "None: no step logs"),
+    "keep_checkpoint_max": (0, "None or 0 keeps all"),
+}
 
 
 def _check_run_config_keywords(kwargs: dict) -> None:
@@ -415,7 +404,14 @@ def _check_run_config_keywords(kwargs: dict) -> None:
             or not 0 < value < math.inf
         ):
             raise ValueError(f"`{name}` must be a number > 0 ({hint}). Got: {value!r}")
-    check_int("save_summary_steps", kwargs.get("save_summary_steps"), 0, allow_none=True)
+    for name, (minimum, hint) in _INTS.items():
+        if name in kwargs:
+            kwargs[name] = check_int(name, kwargs[name], minimum, allow_none=True, hint=hint)
+    if kwargs.get("save_checkpoints_steps") and kwargs.get("save_checkpoints_secs") is not None:
+        raise ValueError(
+            "Give `save_checkpoints_steps` or `save_checkpoints_secs`, not both. "
+            f"Got: {kwargs['save_checkpoints_steps']!r} and {kwargs['save_checkpoints_secs']!r}"
+        )
     for name in ("train_distribute", "eval_distribute"):
         strategy = kwargs.get(name)
         if strategy is not None and not isinstance(strategy, _STRATEGY_TYPES):
