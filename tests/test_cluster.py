@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tfest_kit import cluster
-from tfest_kit.cluster import LocalCluster, launcher
+from tfest_kit.cluster import LocalCluster
 
 CLUSTER = {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.3:2222"], "ps": ["h:1"]}
 
@@ -419,7 +419,7 @@ def test_cli_exits_with_the_chief_status_and_prefixes_output(capsys, tmp_path):
         "    while not os.path.exists(marker): time.sleep(0.05)\n"
         "    sys.exit(7)\n"
     )
-    status = launcher.main(["--workers", "1", "--timeout", "60", "--", *_child(behaviour)])
+    status = cluster.main(["--workers", "1", "--timeout", "60", "--", *_child(behaviour)])
     out = capsys.readouterr().out
     assert status == 7, out
     assert "[chief:0] I am chief:0" in out
@@ -440,7 +440,7 @@ def test_cli_exits_with_the_chief_status_and_prefixes_output(capsys, tmp_path):
 )
 def test_cli_usage_errors(capsys, argv, expected):
     with pytest.raises(SystemExit) as info:
-        launcher.main(argv)
+        cluster.main(argv)
     assert info.value.code == 2
     assert expected in capsys.readouterr().err
 
@@ -450,7 +450,7 @@ def test_cli_usage_errors(capsys, argv, expected):
     [("no-such-program-tfest-kit", 127, "No such file"), ("/etc/passwd", 126, "Permission")],
 )
 def test_cli_program_that_cannot_start_is_named(capsys, program, status, reason):
-    assert launcher.main(["--workers", "1", "--", program, "--flag"]) == status
+    assert cluster.main(["--workers", "1", "--", program, "--flag"]) == status
     err = capsys.readouterr().err
     assert f"cannot start {program!r}: {reason}" in err
     assert "Traceback" not in err

@@ -265,10 +265,8 @@ def test_bfloat16_warns_once_where_it_cannot_help(monkeypatch, tf_log_lines):
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     tfest_kit.run_config(mixed_precision="bfloat16")
     tfest_kit.run_config(mixed_precision="bfloat16")
-    assert [line for line in tf_log_lines if "bfloat16" in line] == [
-        "mixed_precision='bfloat16' needs oneDNN, which TF_ENABLE_ONEDNN_OPTS=0 turns off: "
-        "TensorFlow will train in float32."
-    ]
+    [said] = [line for line in tf_log_lines if "bfloat16" in line]
+    assert "oneDNN" in said and "TF_ENABLE_ONEDNN_OPTS=0" in said and "float32" in said
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(tfest_config, "_cpu_flags", lambda: frozenset({"avx2", "fma"}))
