@@ -78,8 +78,8 @@ def profile(
         print(result["matmul_fraction"])
     """
     from benchmarks.cases import _bert_tiny, _training
-    from tfest_kit._run_config import session_config
     from tfest_kit._tf import tf
+    from tfest_kit.config import session_config
 
     config = dict(_bert_tiny.CONFIG, hidden=hidden, intermediate=4 * hidden)
     gflops = _training.matmul_gflops()

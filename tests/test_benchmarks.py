@@ -20,7 +20,7 @@ from tests import bench_bad_metrics_case as bad_case
 from tests import bench_timeout_case as timeout_case
 from tests import trivial_benchmark_case as trivial_case
 from tests.conftest import run_program
-from tfest_kit import _run_config
+from tfest_kit import config
 from tfest_kit._tf import TF_VERSION
 
 _THIS = trivial_case.__name__
@@ -420,7 +420,7 @@ def test_profile_step_measures_other_shapes_and_rejects_bad_ones(capsys):
 
 
 @pytest.mark.skipif(
-    _run_config._bfloat16_problem() is not None,
+    config._bfloat16_problem() is not None,
     reason="oneDNN off or no bfloat16 instructions on this CPU",
 )
 def test_profile_step_and_the_training_case_run_bfloat16():

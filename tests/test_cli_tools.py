@@ -98,32 +98,32 @@ def test_doctor_passes_on_this_environment(capsys):
     assert "CPU" in out
     assert "doctor: all required packages fit" in out
     assert "\nbfloat16: " in out
-    from tfest_kit._run_config import _default_thread_count
+    from tfest_kit.config import _default_thread_count
 
     cores = _default_thread_count()  # 2 on the project's machine
     assert ("\ncpu replicas: this process may use" in out) == (cores > 1), out
 
 
 def test_doctor_names_cpu_replicas_only_on_a_cpu_with_cores_to_share(monkeypatch):
-    from tfest_kit import _run_config
+    from tfest_kit import config
 
     cpu, gpu = ("CPU", "/physical_device:CPU:0"), ("GPU", "/physical_device:GPU:0")
-    monkeypatch.setattr(_run_config, "_default_thread_count", lambda: 4)
+    monkeypatch.setattr(config, "_default_thread_count", lambda: 4)
     assert "run_config(cpu_replicas=N), N <= 4," in _cli_doctor._cpu_replicas([cpu])
     assert _cli_doctor._cpu_replicas([cpu, gpu]) is None  # a GPU trains the model instead
-    monkeypatch.setattr(_run_config, "_default_thread_count", lambda: 1)
+    monkeypatch.setattr(config, "_default_thread_count", lambda: 1)
     assert _cli_doctor._cpu_replicas([cpu]) is None
 
 
 def test_doctor_says_whether_bfloat16_can_help(monkeypatch):
-    from tfest_kit import _run_config
+    from tfest_kit import config
 
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
-    monkeypatch.setattr(_run_config, "_cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    monkeypatch.setattr(config, "_cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
     assert _cli_doctor._bfloat16().startswith("bfloat16: this CPU has avx512_bf16; run_config(")
-    monkeypatch.setattr(_run_config, "_cpu_flags", lambda: frozenset({"avx2"}))
+    monkeypatch.setattr(config, "_cpu_flags", lambda: frozenset({"avx2"}))
     assert "this CPU has no bfloat16 instructions" in _cli_doctor._bfloat16()
-    monkeypatch.setattr(_run_config, "_cpu_flags", lambda: None)
+    monkeypatch.setattr(config, "_cpu_flags", lambda: None)
     assert "does not say" in _cli_doctor._bfloat16()
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     assert "which TF_ENABLE_ONEDNN_OPTS=0 turns off" in _cli_doctor._bfloat16()

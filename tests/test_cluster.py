@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tfest_kit import cluster
-from tfest_kit._cluster_launcher import LocalCluster
+from tfest_kit.cluster import LocalCluster
 
 CLUSTER = {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.3:2222"], "ps": ["h:1"]}
 

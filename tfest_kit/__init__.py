@@ -39,6 +39,7 @@ __version__ = "0.1.0"
 _SUBMODULES = frozenset(
     {
         "cluster",
+        "config",
         "hooks",
         "inputs",
         "keras_bridge",
@@ -54,8 +55,8 @@ _SUBMODULES = frozenset(
 # Top-level conveniences and the submodule each comes from.
 _FUNCTIONS = {
     "train_and_evaluate": "training",
-    "run_config": "_run_config",
-    "session_config": "_run_config",
+    "run_config": "config",
+    "session_config": "config",
 }
 
 __all__ = ["TfestKitError", "__version__", *sorted(_SUBMODULES), *sorted(_FUNCTIONS)]

@@ -16,9 +16,9 @@ import numpy as np
 from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_events import eval_dirs, metrics_by_step
-from tfest_kit._evaluator import export_unless_vanished
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._tf import estimator, tf
+from tfest_kit._vanished_checkpoint import export_unless_vanished
 
 __all__ = [
     "ExportNotFoundError",

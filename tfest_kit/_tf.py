@@ -116,7 +116,7 @@ EvalStatus = estimator_training._EvalStatus
 #   "module#name"           a name the module's own source reads (an attribute set elsewhere).
 _ESTIMATOR_TRAINING = "tensorflow_estimator.python.estimator.training"
 PRIVATE_NAMES: dict[str, str] = {
-    # training.py, _evaluator.py: train_and_evaluate's loop with a continuous-eval listener.
+    # training.py: train_and_evaluate's loop with a continuous-eval listener.
     f"{_ESTIMATOR_TRAINING}:_TrainingExecutor": "train_and_evaluate with a listener",
     f"{_ESTIMATOR_TRAINING}:_TrainingExecutor._execute_evaluator_once": "evaluator task",
     f"{_ESTIMATOR_TRAINING}:_TrainingExecutor._start_std_server": "a taken port, named",

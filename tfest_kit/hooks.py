@@ -38,7 +38,7 @@ from tfest_kit._eval_events import eval_dirs, metrics_by_step
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
-from tfest_kit._tf_config import is_chief_task
+from tfest_kit.cluster import is_chief_task
 
 __all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "PreemptionHook"]
 

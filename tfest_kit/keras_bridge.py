@@ -47,7 +47,7 @@ from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._saved_step import saved_step
 from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import tf, tf2
-from tfest_kit._tf_config import check_tf_config_json
+from tfest_kit.cluster import check_tf_config_json
 
 __all__ = ["to_estimator", "check_keras_version"]
 

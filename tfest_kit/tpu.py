@@ -36,11 +36,9 @@ from tfest_kit._checks import check_int
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._heads import label_errors
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
-from tfest_kit._run_config import session_config
 from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
-from tfest_kit._tf_config import check_tf_config_json
 from tfest_kit._tpu_detect import (
     CrossShardOptimizer,
     NoTPUClusterResolver,
@@ -55,6 +53,8 @@ from tfest_kit._tpu_spec import (
     to_estimator_spec,
 )
 from tfest_kit._warm_start import check_model_dir, with_saver
+from tfest_kit.cluster import check_tf_config_json
+from tfest_kit.config import session_config
 from tfest_kit.hooks import LossLoggingHook, ProgressHook
 
 __all__ = [

@@ -3,7 +3,8 @@
 What changes from the official call: evaluation covers the whole eval set unless told
 otherwise (``EvalSpec(steps=100)`` silently truncates it), hooks and exporters are plain
 arguments, and the final evaluation metrics are returned (and logged on one line) instead of
-``(metrics, export_results)`` locally and ``None`` under ``TF_CONFIG``.
+``(metrics, export_results)`` locally and ``None`` under ``TF_CONFIG``. One loop serves one
+machine and every task of a ``TF_CONFIG`` cluster (``_TaskExecutor``).
 
 Example:
 
@@ -18,9 +19,12 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import os
 import signal
+import time
 from collections.abc import Iterable
 from typing import Any, Callable, Optional
 
@@ -28,17 +32,24 @@ import numpy as np
 
 from tfest_kit import _model_dir
 from tfest_kit._checks import check_int, check_number
+from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._eval_guard import EvalGuard
-from tfest_kit._evaluator import TaskExecutor, export_unless_vanished
 from tfest_kit._exporters import _BestExporter
 from tfest_kit._saved_step import saved_step
+from tfest_kit._tf import (
+    ContinuousEvalListener,
+    EvalStatus,
+    TrainingExecutor,
+    tf,
+    tf2,
+)
 from tfest_kit._tf import estimator as tf_estimator
-from tfest_kit._tf import estimator_training, tf
-from tfest_kit._tf_config import validate_tf_config
+from tfest_kit._vanished_checkpoint import KEEP_MORE, export_unless_vanished, vanished_checkpoint
+from tfest_kit.cluster import validate_tf_config
 from tfest_kit.hooks import PreemptionHook
 
-__all__ = ["train_and_evaluate", "latest_eval_metrics"]
+__all__ = ["latest_eval_metrics", "train_and_evaluate"]
 
 
 def _as_list(name: str, value: Any, kind: type) -> list:
@@ -101,7 +112,7 @@ def _early_stop_step(path: str) -> Optional[int]:
         return None
 
 
-class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
+class _EndAfterEarlyStop(ContinuousEvalListener):
     """Ends an evaluator task's continuous evaluation once the chief has stopped early.
 
     Estimator's evaluator exits only after evaluating a checkpoint at ``max_steps``, which
@@ -121,7 +132,7 @@ class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
         self.ended_at: Optional[int] = None
 
     def after_eval(self, eval_result) -> bool:
-        if eval_result.status == estimator_training._EvalStatus.EVALUATED:
+        if eval_result.status == EvalStatus.EVALUATED:
             self._evaluated = int(eval_result.metrics[tf.GraphKeys.GLOBAL_STEP])
         stop_step = _early_stop_step(self._path)
         if stop_step is None or stop_step <= self._start_step or self._evaluated < stop_step:
@@ -132,29 +143,6 @@ class _EndAfterEarlyStop(estimator_training._ContinuousEvalListener):
         )
         self.ended_at = self._evaluated
         return False
-
-
-class _NoEvalAfterPreemption(estimator_training._ContinuousEvalListener):
-    """Local training: no evaluation once a ``PreemptionHook`` among the hooks has fired.
-
-    Estimator evaluates (and exports) the final checkpoint however training ended. After a
-    SIGTERM that evaluation can outlast the grace period, and after Ctrl-C it delays the
-    exit; the resumed run evaluates the checkpoints that follow. A checkpoint at
-    ``max_steps`` is evaluated and exported all the same: no run would follow to do it.
-
-    Args:
-      train_hooks: the training hooks, among which the ``PreemptionHook``s.
-      model_dir: the Estimator's model_dir.
-      max_steps: the step training goes to.
-    """
-
-    def __init__(self, train_hooks: list, model_dir: str, max_steps: int) -> None:
-        self._train_hooks = train_hooks
-        self._model_dir = model_dir
-        self._max_steps = max_steps
-
-    def before_eval(self) -> bool:
-        return not _preempted(self._train_hooks) or _at_max_steps(self._model_dir, self._max_steps)
 
 
 def _preempted(train_hooks: list) -> bool:
@@ -170,18 +158,19 @@ class _EvaluationInterrupted(Exception):
     """A training ``PreemptionHook``'s signal arrived during an evaluation."""
 
 
-class _StopEvalOnPreemption(tf_estimator.SessionRunHook):
-    """Ends an evaluation once a ``PreemptionHook`` among the training hooks has its signal.
+class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
+    """Local training: no evaluation once a ``PreemptionHook`` among the hooks has fired.
 
-    Locally, Estimator evaluates inside ``train()``, after a checkpoint is saved, where the
-    training hooks do not run: Ctrl-C did nothing until the whole eval set was done. The
-    evaluation is abandoned by an exception (its metrics are not written, no exporter runs);
-    the checkpoint it was evaluating is saved already. The evaluation of a checkpoint at
-    ``max_steps`` goes on: it makes the final export, which no later run would make.
+    As a listener it skips the final evaluation: Estimator evaluates (and exports) the last
+    checkpoint however training ended, which can outlast a SIGTERM's grace period and delays
+    Ctrl-C. As an eval hook it abandons a running evaluation by an exception (its metrics are
+    not written, no exporter runs): locally Estimator evaluates inside ``train()``, where the
+    training hooks do not run, and Ctrl-C did nothing until the whole eval set was done. A
+    checkpoint at ``max_steps`` is evaluated and exported all the same: no run would follow.
 
     Args:
       train_hooks: the training hooks, among which the ``PreemptionHook``s.
-      model_dir: the Estimator's model_dir, whose latest checkpoint is being evaluated.
+      model_dir: the Estimator's model_dir.
       max_steps: the step training goes to.
     """
 
@@ -189,6 +178,9 @@ class _StopEvalOnPreemption(tf_estimator.SessionRunHook):
         self._train_hooks = train_hooks
         self._model_dir = model_dir
         self._max_steps = max_steps
+
+    def before_eval(self) -> bool:
+        return not _preempted(self._train_hooks) or _at_max_steps(self._model_dir, self._max_steps)
 
     def begin(self) -> None:
         self._final = _at_max_steps(self._model_dir, self._max_steps)
@@ -262,6 +254,169 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
 _FLAG_IGNORED_BY = (tf_estimator.LatestExporter, tf_estimator.BestExporter, _BestExporter)
 
 
+# -- cluster tasks ---------------------------------------------------------------------------
+
+# TensorFlow's evaluator message that comes on every turn of its loop.
+_EVERY_TURN = "before starting next eval run"
+
+
+class _QuietWaits(logging.Filter):
+    """Drops TensorFlow's per-turn "Waiting … secs before starting next eval run" while waiting.
+
+    It is kept after an evaluation, where it says how long the evaluator rests. TensorFlow's
+    "No new checkpoint ready for evaluation" warning is kept: it comes at most every 10
+    minutes, and at TensorFlow's default level it is the sign of life of an evaluator waiting
+    for a chief that may be gone.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.msg if isinstance(record.msg, str) else ""
+        return not (self.waiting and _EVERY_TURN in text)
+
+
+class _NoteWaits(ContinuousEvalListener):
+    """Tells ``_QuietWaits`` whether the turn evaluated; says once that the evaluator waits.
+
+    Wraps the executor's listener: the official loop calls ``after_eval`` before it logs
+    (and sleeps) "Waiting … before starting next eval run".
+    """
+
+    def __init__(self, listener, waits: _QuietWaits, model_dir: str) -> None:
+        self._listener = listener
+        self._waits = waits
+        self._model_dir = model_dir
+        self._evaluated: Optional[str] = None
+
+    def before_eval(self) -> bool:
+        return self._listener.before_eval()
+
+    def after_eval(self, eval_result) -> bool:
+        waiting = eval_result.status != EvalStatus.EVALUATED
+        if not waiting:
+            self._evaluated = eval_result.checkpoint_path
+        elif not self._waits.waiting:
+            tf.logging.info(
+                "Evaluator: waiting for a new checkpoint in %s (evaluated last: %s)",
+                self._model_dir,
+                self._evaluated or "none",
+            )
+        self._waits.waiting = waiting
+        return self._listener.after_eval(eval_result)
+
+
+def _step(path: str) -> int:
+    return int(path.rsplit("-", 1)[1])
+
+
+def _not_older(path: str, newest: Optional[str]) -> bool:
+    """Whether checkpoint ``path`` is the turn's newest (or a later one), not an older file."""
+    if newest is None:
+        return True
+    return os.path.dirname(path) == os.path.dirname(newest) and _step(path) >= _step(newest)
+
+
+class _TaskExecutor(TrainingExecutor):
+    """``tf.estimator``'s executor of a cluster task, with what its loop lacks.
+
+    The evaluator skips a checkpoint the chief deleted while it was being evaluated
+    (``RunConfig(keep_checkpoint_max=…)``; one warning, the turn throttled as the official
+    loop throttles one; the official loop ended there) and logs its wait for a new checkpoint
+    once (TensorFlow logs it every turn). A gRPC server that cannot start raises
+    ``TfestKitError`` naming the task and its address; a task's server is reused by the next
+    executor of the same task in this process (the official one failed to start a second).
+    """
+
+    def __init__(self, estimator, train_spec, eval_spec, continuous_eval_listener=None) -> None:
+        self._waits = _QuietWaits()
+        self._vanished: set[str] = set()
+        listener = _NoteWaits(
+            continuous_eval_listener or ContinuousEvalListener(),
+            self._waits,
+            estimator.model_dir,
+        )
+        super().__init__(estimator, train_spec, eval_spec, continuous_eval_listener=listener)
+
+    def run_evaluator(self):
+        # Only while this task evaluates: the filter holds the evaluator loop's state.
+        logger = tf2.get_logger()
+        logger.addFilter(self._waits)
+        try:
+            return super().run_evaluator()
+        finally:
+            logger.removeFilter(self._waits)
+
+    def _execute_evaluator_once(self, evaluator, continuous_eval_listener, throttle_secs):
+        start = time.time()
+        # The turn evaluates the newest checkpoint (or one the chief writes meanwhile): only
+        # its vanishing is skipped, not an error about any other file (an --init_checkpoint).
+        newest = self._estimator.latest_checkpoint()
+        try:
+            return super()._execute_evaluator_once(
+                evaluator, continuous_eval_listener, throttle_secs
+            )
+        except (tf.errors.NotFoundError, ValueError) as e:
+            path = vanished_checkpoint(e, self._estimator.model_dir)
+            if path is None or not _not_older(path, newest) or path in self._vanished:
+                # The same checkpoint again: the checkpoint state names files that are gone
+                # for good, which no later turn will fix.
+                raise
+            self._vanished.add(path)
+            tf.logging.warning(
+                "Evaluator: checkpoint %s was deleted while it was being evaluated; it is "
+                "skipped and the next checkpoint is evaluated (%s). %s",
+                path,
+                type(e).__name__,
+                KEEP_MORE,
+            )
+            # As the official loop throttles a turn; with no result it then goes on.
+            time.sleep(max(0.0, throttle_secs - (time.time() - start)))
+            return None, False
+
+    def _start_std_server(self, config):
+        # One server per task and process: a program that trains several models one after
+        # another (one train_and_evaluate each) runs as the same task each time, and the
+        # official call started a second server on the task's port, which failed.
+        key = (
+            json.dumps(config.cluster_spec.as_dict(), sort_keys=True),
+            config.task_type,
+            config.task_id,
+        )
+        if key in _SERVERS:
+            tf.logging.info(
+                "Task %s:%s: reusing the server this process started for it",
+                config.task_type,
+                config.task_id,
+            )
+            return _SERVERS[key]
+        try:
+            server = super()._start_std_server(config)
+        except tf.errors.UnknownError as e:
+            if "Could not start gRPC server" not in str(e):
+                raise
+            task = f"{config.task_type}:{config.task_id}"
+            address = config.cluster_spec.task_address(config.task_type, config.task_id)
+            port = address.rsplit(":", 1)[-1]
+            raise TfestKitError(
+                f"Task {task} could not start its gRPC server on {address!r}, its address in "
+                f"TF_CONFIG (cluster.{config.task_type}[{config.task_id}]). Check that the "
+                f"port is free (`ss -ltnp | grep :{port}`: a task of an earlier run may still "
+                "be running; end it or pick another port) and that the host is this machine. "
+                f"Got: {type(e).__name__}: {e.message}"
+            ) from e
+        if server is not None:  # None: a one-task cluster, which needs no server
+            _SERVERS[key] = server
+        return server
+
+
+# The servers _TaskExecutor started in this process, by (cluster, task type, task index); a
+# server cannot be stopped, and it serves every graph of its task.
+_SERVERS: dict[tuple[str, str, int], Any] = {}
+
+
 def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Optional[int]]:
     """``tf.estimator.train_and_evaluate`` with the listeners above.
 
@@ -273,25 +428,25 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
     if getattr(config, "_distribute_coordinator_mode", None):
         return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec), None
     if not config.cluster_spec and config.task_type != "evaluator":
-        listener = _NoEvalAfterPreemption(train_hooks, estimator.model_dir, train_spec.max_steps)
-        result = estimator_training._TrainingExecutor(
+        listener = _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps)
+        result = TrainingExecutor(
             estimator, train_spec, eval_spec, continuous_eval_listener=listener
         ).run()
         metrics = result[0]
         if _stopped_early(train_hooks) and not _preempted(train_hooks) and metrics:
             return result, int(metrics[tf.GraphKeys.GLOBAL_STEP])
         return result, None
-    # As the official call runs a cluster task, through TaskExecutor: its evaluator skips a
+    # As the official call runs a cluster task, through _TaskExecutor: its evaluator skips a
     # checkpoint the chief deleted under it instead of ending, and logs its waits once.
     if config.task_type != "evaluator":
-        return TaskExecutor(estimator, train_spec, eval_spec).run(), None
+        return _TaskExecutor(estimator, train_spec, eval_spec).run(), None
     if config.task_id > 0:  # the official check, before anything runs
         raise ValueError(
             "For distributed training, there can only be one `evaluator` task (with task id "
             f"0).  Given task id {config.task_id}"
         )
     listener = _EndAfterEarlyStop(estimator.model_dir)
-    executor = TaskExecutor(estimator, train_spec, eval_spec, continuous_eval_listener=listener)
+    executor = _TaskExecutor(estimator, train_spec, eval_spec, continuous_eval_listener=listener)
     return executor.run(), listener.ended_at
 
 
@@ -364,6 +519,20 @@ def _log_metrics(metrics: dict) -> None:
     tf.logging.info("Final eval metrics (step %s): %s", step, text)
 
 
+@dataclasses.dataclass
+class _Plan:
+    """``train_and_evaluate``'s arguments, checked."""
+
+    max_steps: int
+    eval_steps: Optional[int]
+    train_hooks: list
+    eval_hooks: list
+    exporters: list  # of _FinalAfterEarlyStop
+    eval_name: Optional[str]
+    start_delay_secs: float
+    throttle_secs: float
+
+
 def train_and_evaluate(
     estimator: tf_estimator.Estimator,
     train_input_fn: Callable,
@@ -382,83 +551,63 @@ def train_and_evaluate(
 
     Wraps ``tf.estimator.train_and_evaluate(estimator, TrainSpec, EvalSpec)``, so it runs
     locally or, when ``TF_CONFIG`` names a cluster, as this process's task (chief, worker,
-    ps, evaluator). Evaluations happen on checkpoints (``RunConfig.save_checkpoints_steps``
-    / ``_secs``) at most every ``throttle_secs``; the last checkpoint is always evaluated
-    and passed to the exporters with ``is_the_final_export=True``, also after an early stop
-    by ``tfest_kit.hooks.early_stopping`` (where the official call passes False, so a
-    ``FinalExporter`` exported nothing): an exporter that skipped that checkpoint (returned
-    None, which the ``Exporter`` contract reserves for a skipped export) is called for it
-    once more, as the final export. ``LatestExporter``, ``BestExporter`` and
+    ps, evaluator). Evaluations happen on checkpoints at most every ``throttle_secs``; the
+    last checkpoint is always evaluated and passed to the exporters with
+    ``is_the_final_export=True``, also after an early stop by ``hooks.early_stopping``
+    (where the official call passes False): an exporter that skipped that checkpoint
+    (returned None) is called for it once more. ``LatestExporter``, ``BestExporter`` and
     ``serving.best_exporter`` ignore the flag and are not called again.
 
-    After a ``tfest_kit.hooks.PreemptionHook`` among ``hooks`` stopped local training
-    (SIGTERM, Ctrl-C), the checkpoint it stopped at is not evaluated or exported, so the
-    program can exit within a preemption's grace period; the newest metrics in the eval
-    directory are returned (``{}`` if there are none), and the resumed run evaluates later
-    checkpoints. An evaluation running when the signal arrives stops at its next batch,
-    without writing its metrics (locally Estimator evaluates inside ``train()``, where the
-    hook cannot act). A checkpoint at ``max_steps`` is still evaluated and exported: no
-    later run would make its final export. (On a cluster the evaluator task evaluates every
-    checkpoint whatever the chief received.)
+    After a ``hooks.PreemptionHook`` stopped local training (SIGTERM, Ctrl-C), the checkpoint
+    it stopped at is not evaluated or exported, so the program exits within a preemption's
+    grace period; the newest metrics in the eval directory are returned (``{}`` if none). An
+    evaluation running when the signal arrives stops at its next batch. A checkpoint at
+    ``max_steps`` is still evaluated and exported: no later run would make its final export.
 
     Before training, the chief (or the only process) takes model_dir's writer lock and
-    resumes from the newest intact checkpoint where the ``checkpoint`` state file is unreadable
-    or names a damaged one, with one warning (see docs/model_dir.md). With
-    ``eval_steps=None`` and an eval input of unknown length (a generator), a warning after
-    100, 1,000, … batches says the input has not ended yet.
+    resumes from the newest intact checkpoint (docs/model_dir.md). With ``eval_steps=None``
+    and an eval input of unknown length, a warning after 100, 1,000, … batches says the
+    input has not ended yet.
 
-    Caveat: in a distributed run only the evaluator computes metrics; the official call
-    returns ``None`` on every task. Here the chief, workers and the evaluator then return the
-    newest metrics found in the eval directory (possibly from an earlier checkpoint than the
-    final one on the chief: check ``"global_step"``), or ``{}`` if there are none yet.
-    A ps task never returns. An evaluator task returns once it has evaluated a checkpoint
-    at ``max_steps`` (as in the official call) or, after the chief stopped early (see
-    ``tfest_kit.hooks.early_stopping``), the checkpoint training ended with: the official
-    evaluator would wait for ``max_steps`` forever. If training was already complete (the
-    checkpoint is at ``max_steps``), the last checkpoint is evaluated once more so metrics are
-    still returned (exporters are not called then). The chief deletes all but the newest
-    ``RunConfig(keep_checkpoint_max=…)`` checkpoints (default 5); one deleted while the
-    evaluator was evaluating or exporting it is skipped with a warning (the official evaluator
-    ended there): raise ``keep_checkpoint_max`` if the warning comes. Every task must use the
-    same ``model_dir`` on a file system they all share; a chief that finds no eval metrics at
-    the end says so.
+    Caveat: in a distributed run only the evaluator computes metrics, and the official call
+    returns ``None`` on every task. Here the chief, workers and the evaluator return the
+    newest metrics in the eval directory (check ``"global_step"``), or ``{}``. A ps task
+    never returns. The evaluator returns once it has evaluated a checkpoint at ``max_steps``
+    or, after the chief stopped early, the checkpoint training ended with (the official one
+    would wait forever); if training was already complete, the last checkpoint is evaluated
+    once more. A checkpoint the chief deleted (``RunConfig(keep_checkpoint_max=…)``) while
+    the evaluator evaluated or exported it is skipped with a warning. Every task must use
+    the same ``model_dir`` on a file system they all share.
 
     Args:
       estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. tfest_kit's TPUEstimator).
-      train_input_fn: training ``input_fn``; should repeat, ``max_steps`` ends training
-        (one that runs out of data ends it earlier, and a warning says so).
-      eval_input_fn: evaluation ``input_fn``; with ``eval_steps=None`` it must end (no
-        ``repeat()``: a Dataset that repeats forever is refused), and the whole set is
-        evaluated.
+      train_input_fn: training ``input_fn``; should repeat: ``max_steps`` ends training (one
+        that runs out of data ends it earlier, and a warning says so).
+      eval_input_fn: evaluation ``input_fn``; with ``eval_steps=None`` it must end (a Dataset
+        that repeats forever is refused), and the whole set is evaluated.
       max_steps: global step to train to.
       eval_steps: number of eval batches, or ``None`` for the whole eval set.
       hooks: training ``SessionRunHook``s, e.g. ``tfest_kit.hooks.early_stopping(...)``.
       eval_hooks: evaluation ``SessionRunHook``s.
       exporters: a ``tf.estimator.Exporter`` or a list, e.g. ``serving.best_exporter(...)``.
-      throttle_secs: fewest seconds between evaluations (official default 600); at least 1
-        on an evaluator task, whose wait for the next checkpoint would otherwise spin.
+      throttle_secs: fewest seconds between evaluations (at least 1 on an evaluator task,
+        whose wait for the next checkpoint would otherwise spin).
       start_delay_secs: seconds an evaluator task waits before its first evaluation.
       eval_name: ``EvalSpec`` name; metrics go to ``model_dir/eval_<name>``.
 
     Returns:
-      The final evaluation metrics as plain Python numbers, including ``"global_step"``
-      (after a preemption: the newest ones found, see above).
+      The final evaluation metrics as plain Python numbers, including ``"global_step"``.
 
     Raises:
-      TypeError: if ``estimator`` is not an Estimator, an input_fn is not callable, or a
-        hook / exporter has the wrong type.
-      ValueError: for ``max_steps`` / ``eval_steps`` that are not positive ints or negative
-        seconds; when ``train_input_fn`` (locally) or ``eval_input_fn`` yields no batch, or
-        ``eval_input_fn`` returns a Dataset that repeats forever and ``eval_steps`` is None;
-        for a malformed ``TF_CONFIG`` (see ``tfest_kit.cluster.validate_tf_config``); for one
-        hook object in both ``hooks`` and ``eval_hooks``.
-      TfestKitError: on a cluster task whose gRPC server cannot start (its port in
-        ``TF_CONFIG`` in use, or a host that is not this machine); the message names the task
-        and its address. Also when another process trains into ``model_dir``, when it holds
-        checkpoint files of which none is intact, or when the disk fills during a save (see
-        docs/model_dir.md).
-      NanLossError: the loss became NaN (``tfest_kit.hooks.NanLossError``), naming the step
-        and the newest checkpoint with finite weights.
+      TypeError: for an ``estimator`` that is no Estimator, an input_fn that is not callable,
+        a hook or exporter of the wrong type.
+      ValueError: for a malformed count, duration or ``TF_CONFIG``; an input that yields no
+        batch; an eval Dataset that repeats forever with ``eval_steps=None``; one hook object
+        in both ``hooks`` and ``eval_hooks``.
+      TfestKitError: for a cluster task whose gRPC server cannot start (naming the task and
+        its address), another process training into ``model_dir``, no intact checkpoint,
+        a full disk (docs/model_dir.md).
+      NanLossError: the loss became NaN (``tfest_kit.hooks.NanLossError``).
 
     Example:
 
@@ -466,6 +615,20 @@ def train_and_evaluate(
                                      hooks=[hooks.early_stopping(est, "loss",
                                                                  patience_steps=200)])
     """
+    plan = _check_arguments(
+        estimator, train_input_fn, eval_input_fn, max_steps, eval_steps, hooks, eval_hooks,
+        exporters, throttle_secs, start_delay_secs, eval_name,
+    )  # fmt: skip
+    # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
+    validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
+    with _model_dir.training(estimator) as step_counter:
+        return _train_and_evaluate(estimator, train_input_fn, eval_input_fn, plan, step_counter)
+
+
+def _check_arguments(
+    estimator, train_input_fn, eval_input_fn, max_steps, eval_steps, hooks, eval_hooks,
+    exporters, throttle_secs, start_delay_secs, eval_name,
+) -> _Plan:  # fmt: skip
     if not isinstance(estimator, tf_estimator.Estimator):
         raise TypeError(f"`estimator` must be a tf.estimator.Estimator. Got: {estimator!r}")
     for name, fn in (("train_input_fn", train_input_fn), ("eval_input_fn", eval_input_fn)):
@@ -475,158 +638,150 @@ def train_and_evaluate(
     eval_steps = check_int("eval_steps", eval_steps, allow_none=True)
     train_hooks = _as_list("hooks", hooks, tf_estimator.SessionRunHook)
     evaluation_hooks = _as_list("eval_hooks", eval_hooks, tf_estimator.SessionRunHook)
-    exporter_list = [
-        _FinalAfterEarlyStop(e) for e in _as_list("exporters", exporters, tf_estimator.Exporter)
-    ]
+    exporter_list = _as_list("exporters", exporters, tf_estimator.Exporter)
     if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
         raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
     shared = [hook for hook in train_hooks if any(hook is e for e in evaluation_hooks)]
     if shared:
         # Locally, evaluations run inside the training session: a hook in both lists starts
-        # its evaluation (begin(), ...) while its training run is still going, and the two
-        # overwrite each other's state (a ProgressHook's training lines turned into eval
-        # batches).
+        # its evaluation while its training run is still going, and the two overwrite each
+        # other's state.
         raise ValueError(
             f"The same {type(shared[0]).__name__} object is in both `hooks` and `eval_hooks`. "
             "Pass a separate instance to each, e.g. eval_hooks=[ProgressHook(…)] next to "
             "hooks=[ProgressHook(…)]."
         )
-    # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
-    validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
-
-    with _model_dir.training(estimator) as step_counter:
-        return _train_and_evaluate(
-            estimator,
-            train_input_fn,
-            eval_input_fn,
-            max_steps,
-            eval_steps,
-            train_hooks,
-            evaluation_hooks,
-            exporter_list,
-            step_counter,
-            start_delay_secs,
-            throttle_secs,
-            eval_name,
-        )
-
-
-def _train_and_evaluate(
-    estimator,
-    train_input_fn,
-    eval_input_fn,
-    max_steps,
-    eval_steps,
-    train_hooks,
-    evaluation_hooks,
-    exporter_list,
-    step_counter,
-    start_delay_secs,
-    throttle_secs,
-    eval_name,
-) -> dict:
-    """train_and_evaluate once its arguments are checked and model_dir is ready to train into."""
-    evaluation_hooks += [
-        EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
-        _StopEvalOnPreemption(train_hooks, estimator.model_dir, max_steps),
-    ]
-    start_step = saved_step(estimator.model_dir)
-
-    train_spec = tf_estimator.TrainSpec(
-        train_input_fn, max_steps=max_steps, hooks=[*train_hooks, step_counter]
-    )
-    eval_spec = tf_estimator.EvalSpec(
-        eval_input_fn,
-        steps=eval_steps,
-        name=eval_name,
-        hooks=evaluation_hooks,
-        exporters=exporter_list,
+    return _Plan(
+        max_steps=max_steps,
+        eval_steps=eval_steps,
+        train_hooks=train_hooks,
+        eval_hooks=evaluation_hooks,
+        exporters=[_FinalAfterEarlyStop(e) for e in exporter_list],
+        eval_name=eval_name,
         start_delay_secs=check_number("start_delay_secs", start_delay_secs, hint="seconds"),
         throttle_secs=_evaluator_throttle(estimator, throttle_secs),
     )
-    distributed_chief = estimator.config.cluster_spec.jobs and estimator.config.is_chief
+
+
+def _specs(estimator, train_input_fn, eval_input_fn, plan: _Plan, step_counter) -> tuple:
+    """The official ``TrainSpec`` and ``EvalSpec``, with tfest_kit's hooks added."""
+    train_spec = tf_estimator.TrainSpec(
+        train_input_fn, max_steps=plan.max_steps, hooks=[*plan.train_hooks, step_counter]
+    )
+    plan.eval_hooks += [
+        EvalGuard(plan.eval_steps, "eval_steps", "eval_input_fn"),
+        _Preemption(plan.train_hooks, estimator.model_dir, plan.max_steps),
+    ]
+    eval_spec = tf_estimator.EvalSpec(
+        eval_input_fn,
+        steps=plan.eval_steps,
+        name=plan.eval_name,
+        hooks=plan.eval_hooks,
+        exporters=plan.exporters,
+        start_delay_secs=plan.start_delay_secs,
+        throttle_secs=plan.throttle_secs,
+    )
+    return train_spec, eval_spec
+
+
+def _train_and_evaluate(estimator, train_input_fn, eval_input_fn, plan: _Plan, counter) -> dict:
+    """train_and_evaluate once its arguments are checked and model_dir is ready to train into."""
+    start_step = saved_step(estimator.model_dir)
+    train_spec, eval_spec = _specs(estimator, train_input_fn, eval_input_fn, plan, counter)
+    distributed_chief = bool(estimator.config.cluster_spec.jobs and estimator.config.is_chief)
     if distributed_chief:
         # An earlier run's record would end this run's evaluator at that step.
         _forget_early_stop(estimator.model_dir)
     interrupted_evaluation = None  # the signal that stopped an evaluation
     try:
-        result, early_stop_step = _run(estimator, train_spec, eval_spec, train_hooks)
+        result, early_stop_step = _run(estimator, train_spec, eval_spec, plan.train_hooks)
     except _EvaluationInterrupted:
         result, early_stop_step = (None, None), None  # as a local run returns
-        interrupted_evaluation = _release_preemption_hooks(train_hooks) or "A signal"
-    stopped_early = _stopped_early(train_hooks)
-    if distributed_chief and stopped_early:
+        interrupted_evaluation = _release_preemption_hooks(plan.train_hooks) or "A signal"
+    if distributed_chief and _stopped_early(plan.train_hooks):
         _record_early_stop(estimator.model_dir)
     if early_stop_step is not None:
-        for exporter in exporter_list:
+        for exporter in plan.exporters:
             exporter.export_as_final(early_stop_step)
-    metrics = result[0] if isinstance(result, tuple) else None
+    local = isinstance(result, tuple)  # the official call returns None on a cluster task
+    metrics = result[0] if local else None
     last_step = saved_step(estimator.model_dir)
-    # Stopped by a signal before its last checkpoint was evaluated (_NoEvalAfterPreemption,
-    # _StopEvalOnPreemption): a checkpoint at max_steps is evaluated all the same.
+    # Stopped by a signal before its last checkpoint was evaluated (_Preemption): a
+    # checkpoint at max_steps is evaluated all the same.
     preempted = (
-        _preempted(train_hooks)
-        and isinstance(result, tuple)
+        local
+        and _preempted(plan.train_hooks)
         and (metrics or {}).get(tf.GraphKeys.GLOBAL_STEP) != last_step
     )
     if preempted:
-        metrics = _newest_metrics(estimator.eval_dir(eval_name))
-        log, what = tf.logging.info, "Training interrupted"
-        if interrupted_evaluation:
-            log = tf.logging.warning
-            what = (
-                f"{interrupted_evaluation} received during an evaluation, which stopped; "
-                "training stopped"
-            )
-        log(
-            "%s at global step %s: its checkpoint is not evaluated (the resumed run evaluates "
-            "the ones that follow); newest eval metrics: step %s",
-            what,
-            last_step,
-            metrics.get("global_step", "none"),
-        )
-    elif metrics is None and isinstance(result, tuple):
+        metrics = _newest_metrics(estimator.eval_dir(plan.eval_name))
+        _log_preemption(interrupted_evaluation, last_step, metrics)
+    elif metrics is None and local:
         # Local run whose checkpoint was already at max_steps: nothing was trained or evaluated.
         tf.logging.info("Training was already complete; evaluating the last checkpoint")
         metrics = estimator.evaluate(
-            eval_input_fn, steps=eval_steps, hooks=evaluation_hooks, name=eval_name
+            eval_input_fn, steps=plan.eval_steps, hooks=plan.eval_hooks, name=plan.eval_name
         )
     elif metrics is None:
-        eval_dir = estimator.eval_dir(eval_name)
-        tf.logging.info(
-            "Distributed task %r: reading the newest eval metrics from %s",
-            estimator.config.task_type,
-            eval_dir,
-        )
-        metrics = _newest_metrics(eval_dir)
-        if not metrics:
-            # A chief that trained to the end while its eval dir stayed empty usually does
-            # not share model_dir with the evaluator, which writes the metrics there.
-            tf.logging.warning(
-                "No eval metrics found in %s%s",
-                eval_dir,
-                _UNSHARED_MODEL_DIR if distributed_chief else "",
-            )
+        metrics = _task_metrics(estimator, plan.eval_name, distributed_chief)
     metrics = {k: _plain(v) for k, v in metrics.items()}
-    if (
-        isinstance(result, tuple)
-        and not preempted
-        and start_step is not None
-        and start_step < max_steps
-        and metrics.get("global_step") == start_step
-    ):
+    if local and not preempted:
+        _check_progress(metrics, start_step, plan)
+    if not preempted:
+        _log_metrics(metrics)
+    return metrics
+
+
+def _log_preemption(interrupted_evaluation: Optional[str], last_step, metrics: dict) -> None:
+    log, what = tf.logging.info, "Training interrupted"
+    if interrupted_evaluation:
+        log = tf.logging.warning
+        what = (
+            f"{interrupted_evaluation} received during an evaluation, which stopped; "
+            "training stopped"
+        )
+    log(
+        "%s at global step %s: its checkpoint is not evaluated (the resumed run evaluates "
+        "the ones that follow); newest eval metrics: step %s",
+        what,
+        last_step,
+        metrics.get("global_step", "none"),
+    )
+
+
+def _task_metrics(estimator, eval_name: Optional[str], distributed_chief: bool) -> dict:
+    """A cluster task's result: the newest metrics the evaluator wrote."""
+    eval_dir = estimator.eval_dir(eval_name)
+    tf.logging.info(
+        "Distributed task %r: reading the newest eval metrics from %s",
+        estimator.config.task_type,
+        eval_dir,
+    )
+    metrics = _newest_metrics(eval_dir)
+    if not metrics:
+        # A chief that trained to the end while its eval dir stayed empty usually does not
+        # share model_dir with the evaluator, which writes the metrics there.
+        tf.logging.warning(
+            "No eval metrics found in %s%s", eval_dir, _UNSHARED_MODEL_DIR * distributed_chief
+        )
+    return metrics
+
+
+def _check_progress(metrics: dict, start_step: Optional[int], plan: _Plan) -> None:
+    """Names a local training that took no step, or ended before ``max_steps``."""
+    final_step = metrics.get("global_step")
+    if start_step is None or start_step >= plan.max_steps:
+        return
+    if final_step == start_step:
         raise ValueError(
             "`train_input_fn` yielded no batch: training ended at global step "
-            f"{start_step} without taking a step (max_steps={max_steps}). Check that the "
+            f"{start_step} without taking a step (max_steps={plan.max_steps}). Check that the "
             "training data is not empty (files, filters, `take()`). Got: 0 steps"
         )
-    final_step = metrics.get("global_step")
     if (
-        isinstance(result, tuple)
-        and not (preempted or stopped_early)
-        and start_step is not None
+        not _stopped_early(plan.train_hooks)
         and isinstance(final_step, int)
-        and start_step < final_step < max_steps
+        and start_step < final_step < plan.max_steps
     ):
         # Estimator ends training without a word when the input runs out before max_steps;
         # the metrics then look like those of a complete run.
@@ -635,8 +790,5 @@ def _train_and_evaluate(
             "of data (repeat it, e.g. inputs.from_arrays(..., num_epochs=None), or lower "
             "max_steps), or a hook stopped it.",
             final_step,
-            max_steps,
+            plan.max_steps,
         )
-    if not preempted:
-        _log_metrics(metrics)
-    return metrics

@@ -120,7 +120,7 @@ def train_throughput(
     elif variant in ("tfest_kit", "tfest_kit_bf16", "tfest_kit_replicas"):
         import tfest_kit
         from tfest_kit import tpu
-        from tfest_kit._run_config import _default_thread_count
+        from tfest_kit.config import _default_thread_count
 
         if variant == "tfest_kit_bf16":
             common["session_config"] = tfest_kit.session_config(mixed_precision="bfloat16")
@@ -153,7 +153,7 @@ def train_op(logits_fn: Callable, learning_rate: float, features, labels):
 
 
 def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size) -> float:
-    from tfest_kit._run_config import session_config
+    from tfest_kit.config import session_config
 
     graph = tf.Graph()
     with graph.as_default():

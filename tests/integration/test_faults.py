@@ -260,7 +260,7 @@ def _poll(predicate, timeout: float, what: str, output) -> None:
 
 
 def test_cluster_worker_and_chief_killed_and_restarted(tmp_path):
-    from tfest_kit._cluster_launcher import LocalCluster
+    from tfest_kit.cluster import LocalCluster
 
     model_dir = str(tmp_path / "model")
     stop_file = str(tmp_path / "STOP")

@@ -183,17 +183,17 @@ def _devices() -> tuple[list, Optional[str]]:
 def _bfloat16() -> str:
     """One line: can ``run_config(mixed_precision="bfloat16")`` help on this machine?"""
     try:
-        from tfest_kit import _run_config
+        from tfest_kit import config
 
-        problem = _run_config._bfloat16_problem()
-        flags = _run_config._cpu_flags()
+        problem = config._bfloat16_problem()
+        flags = config._cpu_flags()
     except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
         return f"bfloat16: could not tell ({type(e).__name__}: {e})"
     if problem:
         return f"bfloat16: {problem}"
     if flags is None:
         return "bfloat16: this platform does not say which instructions its CPU has"
-    native = ", ".join(sorted(flags & _run_config._NATIVE_BFLOAT16_FLAGS))
+    native = ", ".join(sorted(flags & config._NATIVE_BFLOAT16_FLAGS))
     return (
         f"bfloat16: this CPU has {native}; run_config(mixed_precision='bfloat16') may train "
         "matmul-heavy models faster (measure yours)"
@@ -202,9 +202,9 @@ def _bfloat16() -> str:
 
 def _cpu_replicas(devices: list) -> Optional[str]:
     """One line: can ``run_config(cpu_replicas=N)`` help here? None with a GPU or one core."""
-    from tfest_kit import _run_config
+    from tfest_kit import config
 
-    cores = _run_config._default_thread_count()
+    cores = config._default_thread_count()
     if cores < 2 or any(device_type == "GPU" for device_type, _ in devices):
         return None
     return (

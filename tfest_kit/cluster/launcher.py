@@ -1,16 +1,20 @@
-"""Runs every task of a ``TF_CONFIG`` cluster as a local process: ``python -m tfest_kit.cluster``.
+"""``LocalCluster``: each task of a ``TF_CONFIG`` cluster as a local process; its command line.
+
+``python -m tfest_kit.cluster`` starts a whole cluster on this machine, each task with its own
+``TF_CONFIG`` on free ports, and prefixes every output line with the task::
+
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+        python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster
+
+It exits with the chief's status, stops every task on Ctrl-C or when the chief fails, and shuts
+the parameter servers (which otherwise serve forever) down once training is done. TensorFlow's
+task servers listen on every network interface, not only loopback, and run what any client
+sends them: run a cluster on a trusted network or behind a firewall.
 
 Each task is started in its own process group (so a stop reaches the task's own children too)
 with its own ``TF_CONFIG``; a thread per task copies its output line by line with a
 ``[type:index] `` prefix.  On Linux each task also gets ``PR_SET_PDEATHSIG`` so that it dies
 with the launcher even when the launcher itself is killed with SIGKILL.
-
-Example:
-
-    from tfest_kit._cluster_launcher import LocalCluster
-
-    with LocalCluster(["python", "my_trainer.py"], workers=1, ps=1, evaluator=True) as c:
-        status = c.run(timeout=600)
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Optional
 
-from tfest_kit import cluster as _cluster
+from tfest_kit.cluster import cluster_spec, tf_config, validate_tf_config
 
 __all__ = ["LocalCluster", "main"]
 
@@ -74,6 +78,11 @@ class LocalCluster:
 
     Raises:
       ValueError: for an empty command, bad counts or a cluster that fails validation.
+
+    Example:
+
+        with LocalCluster(["python", "my_trainer.py"], workers=1, ps=1, evaluator=True) as c:
+            status = c.run(timeout=600)
     """
 
     def __init__(
@@ -94,10 +103,8 @@ class LocalCluster:
                 f"['python', 'my_trainer.py']. Got: {command!r}"
             )
         self.command = [str(arg) for arg in command]
-        self.cluster = dict(cluster or _cluster.cluster_spec(workers=workers, ps=ps))
-        _cluster.validate_tf_config(
-            {"cluster": self.cluster, "task": {"type": "chief", "index": 0}}
-        )
+        self.cluster = dict(cluster or cluster_spec(workers=workers, ps=ps))
+        validate_tf_config({"cluster": self.cluster, "task": {"type": "chief", "index": 0}})
         self.tasks: list[Task] = [
             (job, i)
             for job in ("chief", "worker", "ps")
@@ -118,7 +125,7 @@ class LocalCluster:
 
     def tf_config(self, task_type: str, index: int = 0) -> dict:
         """Returns the ``TF_CONFIG`` dict of one task."""
-        return _cluster.tf_config(self.cluster, task_type, index)
+        return tf_config(self.cluster, task_type, index)
 
     def start_task(self, task_type: str, index: int = 0) -> subprocess.Popen:
         """Starts (or restarts, once it has exited) one task; returns its process."""
@@ -415,7 +422,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Parses the command line, runs the cluster and returns the chief's exit status."""
+    """Parses the command line, runs the cluster and returns the chief's exit status.
+
+    Example:
+
+        status = main(["--workers", "1", "--ps", "1", "--", "python", "my_trainer.py"])
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -423,7 +435,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("give the program to run after `--`, e.g. -- python my_trainer.py")
     try:
         local = LocalCluster(command, workers=args.workers, ps=args.ps, evaluator=args.evaluator)
-        _cluster.cluster_spec(chief=args.chief)  # the one place --chief is checked
+        cluster_spec(chief=args.chief)  # the one place --chief is checked
     except ValueError as e:
         parser.error(str(e))
     if os.environ.get("TF_CONFIG"):

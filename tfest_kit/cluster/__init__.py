@@ -1,7 +1,26 @@
-"""``TF_CONFIG`` validation, public as ``tfest_kit.cluster.validate_tf_config``; no TensorFlow.
+"""``TF_CONFIG`` clusters: validation, the multi-worker strategy and local cluster specs.
 
-Kept apart from :mod:`tfest_kit.cluster` so that lower layers (``training``) can check
-``TF_CONFIG`` before TensorFlow acts on it, without importing the launcher.
+An Estimator program runs unchanged on one process or as one task of a cluster; the cluster is
+described to each process by the ``TF_CONFIG`` environment variable, a JSON object such as::
+
+    {"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222"], "ps": ["host2:2222"]},
+     "task": {"type": "worker", "index": 0}}
+
+TensorFlow checks that variable late (when ``RunConfig`` is built) and some mistakes surface
+only as a hang or a gRPC error: :func:`validate_tf_config` checks it up front and names the
+offending part. ``tf.distribute.cluster_resolver.TFConfigClusterResolver`` reads the same
+variable and checks none of it.
+
+:class:`LocalCluster` and ``python -m tfest_kit.cluster`` (in :mod:`tfest_kit.cluster.launcher`)
+run a whole cluster on this machine, each task with its own ``TF_CONFIG``; see docs/cluster.md.
+
+Example:
+
+    from tfest_kit import cluster
+
+    config = cluster.validate_tf_config()          # reads $TF_CONFIG; {} when unset
+    spec = cluster.cluster_spec(workers=2, ps=1)   # {"chief": ["127.0.0.1:…"], …}
+    env_value = json.dumps(cluster.tf_config(spec, "worker", 1))
 """
 
 from __future__ import annotations
@@ -9,16 +28,26 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
-from tfest_kit._checks import did_you_mean, is_int_at_least
+from tfest_kit._checks import check_int, did_you_mean, is_int_at_least
+
+if TYPE_CHECKING:
+    from tfest_kit.cluster.launcher import LocalCluster, main
 
 __all__ = [
     "CLUSTER_TASK_TYPES",
     "TASK_TYPES",
+    "LocalCluster",
     "check_tf_config_json",
+    "cluster_spec",
+    "free_ports",
     "is_chief_task",
+    "main",
+    "multi_worker_strategy",
+    "tf_config",
     "validate_tf_config",
 ]
 
@@ -241,12 +270,10 @@ def validate_tf_config(
 ) -> dict:
     """Parses and checks a ``TF_CONFIG`` before TensorFlow acts on it.
 
-    Checks what ``tf.estimator.RunConfig`` needs and some things it lets through into a hang:
-    valid JSON, known top-level keys, known task types (``chief``, ``worker``, ``ps`` in the
-    cluster; ``master`` accepted as TF1's name for the chief; ``evaluator`` only as a task
-    type), exactly one chief (or workers only, if allowed), ``"host:port"`` addresses with
-    integer ports, no address used twice, and a task whose type is in the cluster and whose
-    index is in range.
+    Checks what ``tf.estimator.RunConfig`` needs and what it lets through into a hang: JSON,
+    known keys and task types (``master``: TF1's chief; ``evaluator`` only as a task), one
+    chief (or workers only, if allowed), ``"host:port"`` addresses used once, and a task
+    that is in the cluster.
 
     Args:
       tf_config: the JSON text, an already parsed dict, or None to read the ``TF_CONFIG``
@@ -303,6 +330,10 @@ def is_chief_task(where: str) -> bool:
     Raises:
       ValueError: for an invalid ``TF_CONFIG`` (see :func:`validate_tf_config`), or a cluster
         without a ``chief`` task, naming the ``is_chief`` argument as the fix.
+
+    Example:
+
+        is_chief = is_chief_task("early_stopping") if is_chief is None else is_chief
     """
     cluster = _parse(None).get("cluster") or {}
     if isinstance(cluster, Mapping) and cluster and not {"chief", "master"} & set(cluster):
@@ -315,3 +346,119 @@ def is_chief_task(where: str) -> bool:
     config = validate_tf_config()
     task_type = config.get("task", {}).get("type")
     return not config.get("cluster") or task_type in ("chief", "master")
+
+
+def free_ports(count: int, host: str = "") -> list[int]:
+    """Returns ``count`` distinct TCP ports that are free on ``host`` right now.
+
+    Another program may still take one before the caller binds it.
+
+    Args:
+      count: how many ports (ValueError if negative).
+      host: the address to bind; by default every interface, where TensorFlow's task servers
+        listen whatever address ``TF_CONFIG`` gives them.
+
+    Example:
+
+        chief_port, worker_port = free_ports(2)
+    """
+    count = check_int("count", count, 0)
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def cluster_spec(
+    *, chief: int = 1, workers: int = 0, ps: int = 0, host: str = "127.0.0.1"
+) -> dict[str, list[str]]:
+    """Builds the ``"cluster"`` part of ``TF_CONFIG`` for tasks on this machine.
+
+    Args:
+      chief: number of chief tasks; must be 1 (an Estimator cluster has exactly one).
+      workers: number of (non-chief) worker tasks (ValueError if negative).
+      ps: number of parameter-server tasks (ValueError if negative).
+      host: the address ``TF_CONFIG`` gives every task; the ports are free on all interfaces.
+
+    Returns:
+      ``{"chief": ["127.0.0.1:PORT"], "worker": [...], "ps": [...]}``, empty jobs left out.
+
+    Example:
+
+        spec = cluster_spec(workers=2, ps=1)
+    """
+    if chief != 1:
+        raise ValueError(
+            f"`chief` must be 1: an Estimator cluster has exactly one chief. Got: {chief!r}"
+        )
+    counts = {
+        "chief": 1,
+        "worker": check_int("workers", workers, 0),
+        "ps": check_int("ps", ps, 0),
+    }
+    ports = iter(free_ports(sum(counts.values())))
+    return {job: [f"{host}:{next(ports)}" for _ in range(n)] for job, n in counts.items() if n}
+
+
+def tf_config(cluster: Mapping[str, Sequence[str]], task_type: str, index: int = 0) -> dict:
+    """Returns the validated ``TF_CONFIG`` dict of one task of ``cluster``.
+
+    Args:
+      cluster: the cluster part, e.g. from :func:`cluster_spec`.
+      task_type: ``"chief"``, ``"worker"``, ``"ps"`` or ``"evaluator"``.
+      index: the task's index within its type.
+
+    Raises:
+      ValueError: from :func:`validate_tf_config` if the task does not fit the cluster.
+
+    Example:
+
+        os.environ["TF_CONFIG"] = json.dumps(tf_config(spec, "ps", 0))
+    """
+    return validate_tf_config(
+        {
+            "cluster": {k: list(v) for k, v in cluster.items()},
+            "task": {"type": task_type, "index": index},
+        }
+    )
+
+
+def multi_worker_strategy() -> Any:
+    """Returns the ``MultiWorkerMirroredStrategy`` for ``RunConfig(train_distribute=…)``.
+
+    The evaluator gets None: it is not part of the training cluster, and TensorFlow 2.15's
+    strategy fails there (``KeyError: 'evaluator'``), so every task can build its
+    ``RunConfig`` the same way.
+
+    Returns:
+      ``tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy()`` (the graph-mode
+      strategy Estimator needs), or None on an evaluator task.
+
+    Raises:
+      ValueError: if ``$TF_CONFIG`` is malformed.
+
+    Example:
+
+        config = tf.estimator.RunConfig(model_dir, train_distribute=multi_worker_strategy())
+    """
+    config = validate_tf_config(workers_only_allowed=True)
+    if config.get("task", {}).get("type") == "evaluator":
+        return None
+    from tfest_kit._tf import tf
+
+    return tf.distribute.experimental.MultiWorkerMirroredStrategy()
+
+
+def __getattr__(name: str) -> Any:
+    # The launcher imports this module, so it is imported on first use, not above.
+    if name in ("LocalCluster", "main"):
+        from tfest_kit.cluster import launcher
+
+        return getattr(launcher, name)
+    raise AttributeError(f"module 'tfest_kit.cluster' has no attribute {name!r}")
