@@ -226,6 +226,21 @@ def test_evaluate_with_eval_metrics_list(trained):
     assert rec.model_fn[estimator.ModeKeys.EVAL] == EVAL_BS
 
 
+def test_each_spec_keeps_its_own_eval_metrics_where_as_estimator_spec_does_not():
+    # The official as_estimator_spec() reads host calls from a class attribute that the last
+    # TPUEstimatorSpec built overwrote: a spec built earlier lost its eval_metrics.
+    def metric_fn(labels):
+        return {"mean": tf.metrics.mean(labels)}
+
+    with tf.Graph().as_default():
+        labels, loss = tf.constant([1.0, 2.0]), tf.constant(0.5)
+        spec = tpu.TPUEstimatorSpec("eval", loss=loss, eval_metrics=(metric_fn, [labels]))
+        tpu.TPUEstimatorSpec("eval", loss=loss)  # another model_fn call, say
+        with pytest.raises(KeyError):
+            spec.as_estimator_spec()
+        assert set(tpu._to_estimator_spec(spec, "eval", "").eval_metric_ops) == {"mean"}
+
+
 def test_evaluate_refuses_eval_data_that_never_ends_or_is_empty(trained):
     # Estimator.evaluate read a repeat()ed Dataset forever with steps=None, and reported
     # loss 0.0 for an empty one, without a word.
@@ -778,10 +793,8 @@ def test_on_a_tpu_config_none_or_a_plain_run_config_reach_the_official_class(
 ):
     # What the fallback accepts must not fail only once a TPU is there. The TPU is simulated
     # (local detection patched), so nothing touches a network.
-    from tfest_kit import _tpu_detect
-
-    monkeypatch.setattr(_tpu_detect, "_local_tpu", lambda: True)
-    monkeypatch.setitem(_tpu_detect._state, "official_estimator_built", False)
+    monkeypatch.setattr(tpu, "_local_tpu", lambda: True)
+    monkeypatch.setitem(tpu._state, "official_estimator_built", False)
     monkeypatch.delenv("TPU_NAME", raising=False)
     monkeypatch.delenv("TF_CONFIG", raising=False)
     model_fn = _make_model_fn(_Recorder())
@@ -802,10 +815,8 @@ def test_on_a_tpu_config_none_or_a_plain_run_config_reach_the_official_class(
 def test_use_tpu_that_is_false_keeps_the_fallback_on_a_tpu_host(model_dir, monkeypatch, use_tpu):
     # 0 from an int flag or a config file, or np.False_, compared with `is False`, asked for
     # the TPU; the official class reads `if use_tpu:`. The TPU is simulated as above.
-    from tfest_kit import _tpu_detect
-
-    monkeypatch.setattr(_tpu_detect, "_local_tpu", lambda: True)
-    monkeypatch.setitem(_tpu_detect._state, "official_estimator_built", False)
+    monkeypatch.setattr(tpu, "_local_tpu", lambda: True)
+    monkeypatch.setitem(tpu._state, "official_estimator_built", False)
     with captured_tf_log(logging.WARNING) as lines:
         est = tpu.TPUEstimator(
             _make_model_fn(_Recorder()),
