@@ -270,8 +270,7 @@ def test_eval_metrics_tensors_that_do_not_match_metric_fn_are_named(model_dir):
     est = tpu.TPUEstimator(model_fn, model_dir=model_dir, use_tpu=False, eval_batch_size=EVAL_BS)
     with pytest.raises(
         TypeError,
-        match=r"eval_metrics tensors.*metric_fn\(labels, logits\); rename the dict's keys.*"
-        r"Got: dict keys \['labels', 'predictions'\]",
+        match=r"eval_metrics.*metric_fn\(labels, logits\).*rename.*'labels', 'predictions'",
     ):
         est.evaluate(_make_input_fn(_Recorder(), repeat=False))
 
@@ -281,7 +280,7 @@ def test_params_must_be_a_dict(model_dir):
         raise AssertionError("not reached")
 
     args = argparse.Namespace(lr=0.1)
-    with pytest.raises(TypeError, match=r"`params` must be a dict; pass vars\(args\).*Namespace"):
+    with pytest.raises(TypeError, match=r"params.*vars\(args\)"):
         tpu.TPUEstimator(model_fn, model_dir=model_dir, params=args, use_tpu=False)
     est = tpu.TPUEstimator(model_fn, model_dir=model_dir, params=vars(args), use_tpu=False)
     assert est.params == {"lr": 0.1}
@@ -515,8 +514,7 @@ def test_a_wanted_tpu_that_is_not_here_is_one_warning(model_dir, monkeypatch):
     with captured_tf_log(logging.WARNING) as lines:
         tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=True)
     [line] = lines
-    assert line.startswith("No TPU found: TPUEstimator runs as a tf.estimator.Estimator")
-    assert "ignoring TPU-only settings: TPUConfig.num_shards" in line
+    assert "No TPU found" in line and "CPU/GPU" in line and "TPUConfig.num_shards" in line
     with captured_tf_log(logging.WARNING) as lines:  # a TPUEstimator per evaluation, say
         tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=True)
     assert not lines, lines  # both were said, for these settings, by the first one
@@ -764,7 +762,7 @@ def test_batch_size_left_none_is_left_out_of_params_as_in_the_official_class(mod
         return _make_model_fn(rec)(features, labels, mode, dict(params, lr=params["batch_size"]))
 
     est = tpu.TPUEstimator(model_fn, model_dir=model_dir, eval_batch_size=5)
-    with pytest.raises(ValueError, match=r"`train_batch_size` must be set.*Got: train_batch"):
+    with pytest.raises(ValueError, match=r"train_batch_size.*must be set"):
         est.train(input_fn, max_steps=4)
 
 
@@ -918,7 +916,7 @@ def test_a_progress_hook_that_only_the_chief_runs_leaves_the_workers_their_loss_
 def test_run_config_names_a_malformed_tf_config(monkeypatch, tmp_path):
     # The official tpu.RunConfig let a bare JSONDecodeError through, never naming TF_CONFIG.
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}, "task": ')
-    with pytest.raises(ValueError, match=r"TF_CONFIG is not valid JSON.*environment variable"):
+    with pytest.raises(ValueError, match=r"TF_CONFIG.*JSON"):
         tpu.RunConfig(model_dir=str(tmp_path))
     monkeypatch.delenv("TF_CONFIG")
     config = tpu.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=7)

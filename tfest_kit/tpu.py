@@ -659,7 +659,7 @@ class TPUEstimator(tf_estimator.Estimator):
         )
         if tf.io.gfile.exists(self.model_dir) and not tf.io.gfile.isdir(self.model_dir):
             raise ValueError(
-                f"`model_dir` must be a directory (or not exist yet); it is a file. "
+                f"`model_dir` is a file, not a directory (or a path that does not exist yet). "
                 f"Got: {self.model_dir!r}"
             )
 
