@@ -210,7 +210,7 @@ def test_wrong_number_of_tensors_names_the_inputs(tmp_path):
 
 def test_uncompiled_model_is_refused():
     model = keras.Sequential([keras.layers.Dense(1, input_shape=(4,))])
-    with pytest.raises(ValueError, match=r"not been compiled: call model.compile"):
+    with pytest.raises(ValueError, match=r"not been compiled.*model.compile"):
         to_estimator(model)
 
 
@@ -460,8 +460,7 @@ def test_train_or_evaluate_without_labels_is_one_readable_error(tmp_path):
         with pytest.raises(ValueError) as info:
             method(input_fn, steps=1)
         message = str(info.value)
-        assert f"passed to {method.__name__} yields no labels" in message
-        assert "must yield (features, labels)" in message and len(message) < 400
+        assert method.__name__ in message and "no labels" in message and len(message) < 400
     assert est.latest_checkpoint() is None
 
 
@@ -493,7 +492,7 @@ def test_dict_inputs_and_outputs_take_their_dict_keys(tmp_path):
     assert est.evaluate(input_fn)["loss"] == pytest.approx(keras_loss["loss"], rel=1e-5)
 
     # A loss dict keyed like the outputs died inside the converter ("Unknown entries").
-    with pytest.raises(ValueError, match=r"loss keyed by its output dict's keys \['aux', 'sc"):
+    with pytest.raises(ValueError, match=r"loss.*output dict's keys.*aux"):
         to_estimator(build({"score": "mse", "aux": "mae"}), model_dir=str(tmp_path / "b"))
 
 
@@ -562,7 +561,7 @@ def test_rerun_to_the_same_max_steps_trains_nothing(tmp_path, checkpoint_format,
     est.train(train_fn, max_steps=5)
     est.train(train_fn, max_steps=5)
     assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-5")
-    assert "Skipping training since max_steps has already saved." in tf_log_lines
+    assert any("Skipping training" in line for line in tf_log_lines)
     est.train(train_fn, steps=2)  # counted from the restored step, as before
     est.train(train_fn, max_steps=8)
     assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-8")
@@ -670,7 +669,7 @@ def test_preprocessing_state_given_at_construction_is_carried_over(tmp_path):
 def test_optimizers_without_a_legacy_version_and_one_hot_lookups_are_named(tmp_path):
     model = _named()
     model.compile(keras.optimizers.AdamW(0.01, weight_decay=0.1), "mse")
-    with pytest.raises(ValueError, match="AdamW, which has no tf.keras.optimizers.legacy"):
+    with pytest.raises(ValueError, match=r"AdamW.*tf.keras.optimizers.legacy"):
         to_estimator(model, model_dir=str(tmp_path / "adamw"))
     inputs = keras.Input((1,), dtype="string", name="w")
     lookup = keras.layers.StringLookup(vocabulary=["a", "b"], output_mode="one_hot")(inputs)

@@ -226,6 +226,21 @@ def test_evaluate_with_eval_metrics_list(trained):
     assert rec.model_fn[estimator.ModeKeys.EVAL] == EVAL_BS
 
 
+def test_each_spec_keeps_its_own_eval_metrics_where_as_estimator_spec_does_not():
+    # The official as_estimator_spec() reads host calls from a class attribute that the last
+    # TPUEstimatorSpec built overwrote: a spec built earlier lost its eval_metrics.
+    def metric_fn(labels):
+        return {"mean": tf.metrics.mean(labels)}
+
+    with tf.Graph().as_default():
+        labels, loss = tf.constant([1.0, 2.0]), tf.constant(0.5)
+        spec = tpu.TPUEstimatorSpec("eval", loss=loss, eval_metrics=(metric_fn, [labels]))
+        tpu.TPUEstimatorSpec("eval", loss=loss)  # another model_fn call, say
+        with pytest.raises(KeyError):
+            spec.as_estimator_spec()
+        assert set(tpu._to_estimator_spec(spec, "eval", "").eval_metric_ops) == {"mean"}
+
+
 def test_evaluate_refuses_eval_data_that_never_ends_or_is_empty(trained):
     # Estimator.evaluate read a repeat()ed Dataset forever with steps=None, and reported
     # loss 0.0 for an empty one, without a word.
@@ -255,8 +270,7 @@ def test_eval_metrics_tensors_that_do_not_match_metric_fn_are_named(model_dir):
     est = tpu.TPUEstimator(model_fn, model_dir=model_dir, use_tpu=False, eval_batch_size=EVAL_BS)
     with pytest.raises(
         TypeError,
-        match=r"eval_metrics tensors.*metric_fn\(labels, logits\); rename the dict's keys.*"
-        r"Got: dict keys \['labels', 'predictions'\]",
+        match=r"eval_metrics.*metric_fn\(labels, logits\).*rename.*'labels', 'predictions'",
     ):
         est.evaluate(_make_input_fn(_Recorder(), repeat=False))
 
@@ -266,7 +280,7 @@ def test_params_must_be_a_dict(model_dir):
         raise AssertionError("not reached")
 
     args = argparse.Namespace(lr=0.1)
-    with pytest.raises(TypeError, match=r"`params` must be a dict; pass vars\(args\).*Namespace"):
+    with pytest.raises(TypeError, match=r"params.*vars\(args\)"):
         tpu.TPUEstimator(model_fn, model_dir=model_dir, params=args, use_tpu=False)
     est = tpu.TPUEstimator(model_fn, model_dir=model_dir, params=vars(args), use_tpu=False)
     assert est.params == {"lr": 0.1}
@@ -500,8 +514,7 @@ def test_a_wanted_tpu_that_is_not_here_is_one_warning(model_dir, monkeypatch):
     with captured_tf_log(logging.WARNING) as lines:
         tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=True)
     [line] = lines
-    assert line.startswith("No TPU found: TPUEstimator runs as a tf.estimator.Estimator")
-    assert "ignoring TPU-only settings: TPUConfig.num_shards" in line
+    assert "No TPU found" in line and "CPU/GPU" in line and "TPUConfig.num_shards" in line
     with captured_tf_log(logging.WARNING) as lines:  # a TPUEstimator per evaluation, say
         tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=True)
     assert not lines, lines  # both were said, for these settings, by the first one
@@ -749,7 +762,7 @@ def test_batch_size_left_none_is_left_out_of_params_as_in_the_official_class(mod
         return _make_model_fn(rec)(features, labels, mode, dict(params, lr=params["batch_size"]))
 
     est = tpu.TPUEstimator(model_fn, model_dir=model_dir, eval_batch_size=5)
-    with pytest.raises(ValueError, match=r"`train_batch_size` must be set.*Got: train_batch"):
+    with pytest.raises(ValueError, match=r"train_batch_size.*must be set"):
         est.train(input_fn, max_steps=4)
 
 
@@ -778,10 +791,8 @@ def test_on_a_tpu_config_none_or_a_plain_run_config_reach_the_official_class(
 ):
     # What the fallback accepts must not fail only once a TPU is there. The TPU is simulated
     # (local detection patched), so nothing touches a network.
-    from tfest_kit import _tpu_detect
-
-    monkeypatch.setattr(_tpu_detect, "_local_tpu", lambda: True)
-    monkeypatch.setitem(_tpu_detect._state, "official_estimator_built", False)
+    monkeypatch.setattr(tpu, "_local_tpu", lambda: True)
+    monkeypatch.setitem(tpu._state, "official_estimator_built", False)
     monkeypatch.delenv("TPU_NAME", raising=False)
     monkeypatch.delenv("TF_CONFIG", raising=False)
     model_fn = _make_model_fn(_Recorder())
@@ -802,10 +813,8 @@ def test_on_a_tpu_config_none_or_a_plain_run_config_reach_the_official_class(
 def test_use_tpu_that_is_false_keeps_the_fallback_on_a_tpu_host(model_dir, monkeypatch, use_tpu):
     # 0 from an int flag or a config file, or np.False_, compared with `is False`, asked for
     # the TPU; the official class reads `if use_tpu:`. The TPU is simulated as above.
-    from tfest_kit import _tpu_detect
-
-    monkeypatch.setattr(_tpu_detect, "_local_tpu", lambda: True)
-    monkeypatch.setitem(_tpu_detect._state, "official_estimator_built", False)
+    monkeypatch.setattr(tpu, "_local_tpu", lambda: True)
+    monkeypatch.setitem(tpu._state, "official_estimator_built", False)
     with captured_tf_log(logging.WARNING) as lines:
         est = tpu.TPUEstimator(
             _make_model_fn(_Recorder()),
@@ -907,7 +916,7 @@ def test_a_progress_hook_that_only_the_chief_runs_leaves_the_workers_their_loss_
 def test_run_config_names_a_malformed_tf_config(monkeypatch, tmp_path):
     # The official tpu.RunConfig let a bare JSONDecodeError through, never naming TF_CONFIG.
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}, "task": ')
-    with pytest.raises(ValueError, match=r"TF_CONFIG is not valid JSON.*environment variable"):
+    with pytest.raises(ValueError, match=r"TF_CONFIG.*JSON"):
         tpu.RunConfig(model_dir=str(tmp_path))
     monkeypatch.delenv("TF_CONFIG")
     config = tpu.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=7)

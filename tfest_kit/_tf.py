@@ -136,12 +136,13 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.compat.v1:train.CheckpointSaverHook._set_steps_per_run": (
         "tpu.py: one Session run per step"
     ),
+    "tensorflow.python.ops.summary_ops_v2#_SUMMARY_WRITER_V2": "tpu.py: host_call writers",
     # _predictor.py, cli/signature.py: serving an export.
     "tensorflow.compat.v1:Session._make_callable_from_options": "_predictor.py: feeds by name",
     "tensorflow.core.protobuf.config_pb2:CallableOptions": "_predictor.py",
     "tensorflow.core.protobuf.saved_model_pb2:SavedModel": "read signatures without weights",
     # Checkpoints and sessions.
-    "tensorflow.python.training.saver:object_graph_key_mapping": "_keras_warm_start.py",
+    "tensorflow.python.training.saver:object_graph_key_mapping": "keras_bridge.py: warm start",
     "tensorflow.compat.v1:Variable()._save_slice_info": "_warm_start.py: skip partitioned",
     "tensorflow.compat.v1:Session()._closed": "hooks.py: a stale PreemptionHook",
     "tensorflow.compat.v1:estimator.Estimator()._model_fn": (
@@ -152,11 +153,11 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow:data.Dataset()._input_dataset": "_receivers.py: a batched dataset's batch",
     "tensorflow:data.Dataset()._drop_remainder": "_receivers.py: same",
     # Keras 2.15.
-    "keras:Model._get_compile_args": "_keras_metrics.py: what a model was compiled with",
+    "keras:Model._get_compile_args": "keras_bridge.py: what a model was compiled with",
     "keras:Model()._is_graph_network": "keras_bridge.py: a subclassed model",
     "keras:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
     "keras:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
-    "keras.src.backend:_SEED_GENERATOR": "_keras_seeds.py: seeds of unseeded initializers",
+    "keras.src.backend:_SEED_GENERATOR": "_model_fn_call.py: seeds of unseeded initializers",
     "keras.src.engine.training_v1#_compile_time_distribution_strategy": (
         "keras_bridge.py: the converter's error for a model built before a conversion"
     ),

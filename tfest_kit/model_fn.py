@@ -50,7 +50,7 @@ from typing import Callable, Optional
 
 from tfest_kit import _heads, _warm_start
 from tfest_kit._checks import check_int
-from tfest_kit._keras_seeds import keras_seeds
+from tfest_kit._model_fn_call import call_model_fn, keras_seeds, model_fn_args
 from tfest_kit._schedules import (
     OPTIMIZERS,
     AdamWeightDecayOptimizer,
@@ -61,7 +61,6 @@ from tfest_kit._schedules import (
     make_optimizer,
 )
 from tfest_kit._tf import estimator, tf, tf2
-from tfest_kit._tpu_spec import call_model_fn, model_fn_args
 
 __all__ = [
     "CLASSIFIER_METRICS",

@@ -1,23 +1,16 @@
 """A drop-in ``TPUEstimator``: the official one on a TPU, a logging ``Estimator`` elsewhere.
 
 Scripts written for ``tf.compat.v1.estimator.tpu.TPUEstimator`` (BERT and friends) run
-unchanged: with a reachable TPU you get the official class; otherwise a
-``tf.estimator.Estimator`` subclass that injects ``params['batch_size']``, converts
-``TPUEstimatorSpec`` (``eval_metrics``, ``scaffold_fn``, ``host_call``, hooks) and logs
-``loss = …, step = … (… sec)`` with examples/sec every ``log_step_count_steps`` - which stock
-``TPUEstimator(use_tpu=False)`` never does - unless a ``ProgressHook`` among the training hooks
-prints the loss already.
-
-This module also stands in for ``tf.contrib.tpu`` / ``tf.compat.v1.estimator.tpu``.
+unchanged. With a reachable TPU you get the official class; otherwise an Estimator that injects
+``params['batch_size']``, converts ``TPUEstimatorSpec`` and logs ``loss = …, step = …`` with
+examples/sec, which stock ``TPUEstimator(use_tpu=False)`` never does. TPU detection never asks
+the GCE metadata server. The module also stands in for ``tf.contrib.tpu`` /
+``tf.compat.v1.estimator.tpu``.
 
 Example:
 
-    from tfest_kit import tpu
-
-    config = tpu.RunConfig(model_dir=model_dir,
-                           tpu_config=tpu.TPUConfig(iterations_per_loop=100))
-    est = tpu.TPUEstimator(model_fn, config=config, use_tpu="auto",
-                           train_batch_size=32, eval_batch_size=8, predict_batch_size=8)
+    config = tpu.RunConfig(model_dir=model_dir, tpu_config=tpu.TPUConfig(iterations_per_loop=100))
+    est = tpu.TPUEstimator(model_fn, config=config, use_tpu="auto", train_batch_size=32)
     est.train(input_fn, max_steps=1000)   # input_fn(params) gets params["batch_size"] == 32
 """
 
@@ -26,32 +19,24 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
+import inspect
 import os
+import socket
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
+from urllib.parse import urlparse
 
 from tfest_kit import _model_dir
 from tfest_kit._checks import check_int
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._heads import label_errors
+from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import estimator as tf_estimator
-from tfest_kit._tf import tf
-from tfest_kit._tpu_detect import (
-    CrossShardOptimizer,
-    NoTPUClusterResolver,
-    TPUClusterResolver,
-    mark_tpu_in_use,
-    tpu_available,
-)
-from tfest_kit._tpu_spec import (
-    call_model_fn,
-    call_with_args,
-    model_fn_args,
-    to_estimator_spec,
-)
+from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
 from tfest_kit.cluster import check_tf_config_json
 from tfest_kit.config import session_config
@@ -73,14 +58,20 @@ __all__ = [
 TPUEstimatorSpec = tf_estimator.tpu.TPUEstimatorSpec
 TPUConfig = tf_estimator.tpu.TPUConfig
 InputPipelineConfig = tf_estimator.tpu.InputPipelineConfig
+# The official TPUEstimator reserves these params keys ('use_tpu' is set, not reserved).
+RESERVED_PARAMS_KEYS = ("batch_size", "context")
+_MODES = tf_estimator.ModeKeys
+_BATCH_ARG = {_MODES.TRAIN: "train_batch_size", _MODES.EVAL: "eval_batch_size"}
+_BATCH_ARG[_MODES.PREDICT] = "predict_batch_size"
+_METHOD = {_MODES.TRAIN: "train", _MODES.EVAL: "evaluate", _MODES.PREDICT: "predict"}
+_OfficialResolver = tf2.distribute.cluster_resolver.TPUClusterResolver
+_state = {"official_estimator_built": False}
 
 
 class RunConfig(tf_estimator.tpu.RunConfig):
     """The official ``tf.compat.v1.estimator.tpu.RunConfig``, naming a malformed ``TF_CONFIG``.
 
-    The official class parses the ``TF_CONFIG`` environment variable and lets a bare
-    ``JSONDecodeError`` through; here the ``ValueError`` names the variable and the JSON error.
-    Everything else is the official class (a subclass, accepted wherever it is).
+    (The official class lets a bare ``JSONDecodeError`` through.)
 
     Raises:
       ValueError: when ``TF_CONFIG`` is set but not a JSON object.
@@ -95,36 +86,265 @@ class RunConfig(tf_estimator.tpu.RunConfig):
         super().__init__(*args, **kwargs)
 
 
-# The official TPUEstimator reserves these params keys ('use_tpu' is set but not reserved,
-# for compatibility with model_fns that read it).
-RESERVED_PARAMS_KEYS = ("batch_size", "context")
-_MODES = tf_estimator.ModeKeys
-_BATCH_ARG = {_MODES.TRAIN: "train_batch_size", _MODES.EVAL: "eval_batch_size"}
-_BATCH_ARG[_MODES.PREDICT] = "predict_batch_size"
-_METHOD = {_MODES.TRAIN: "train", _MODES.EVAL: "evaluate", _MODES.PREDICT: "predict"}
+@functools.lru_cache(maxsize=1)
+def _local_tpu() -> bool:
+    # Physical devices: listing logical ones initialises the runtime.
+    return bool(tf2.config.list_physical_devices("TPU"))
 
 
-def _tpu_hint(config) -> Optional[str]:
-    """A TPU name or address the user gave through ``config`` (none for a local run)."""
-    if config is None:
-        return None
-    cluster = getattr(config, "cluster", None)
-    if isinstance(cluster, NoTPUClusterResolver):
-        return None
-    if cluster is not None:
-        return cluster.master() or None
-    master = getattr(config, "master", "") or ""
-    if not master.startswith("grpc://") or master == _own_cluster_address(config):
-        return None
-    return master
+def _tpu_name(tpu) -> Optional[str]:
+    if isinstance(tpu, (list, tuple)):  # the official resolver takes [FLAGS.tpu] too
+        if len(tpu) != 1:
+            raise ValueError(
+                f"`tpu` must be a TPU name, grpc:// address or list of exactly one. Got: {tpu!r}"
+            )
+        tpu = tpu[0]
+    return tpu or os.environ.get("TPU_NAME") or None
+
+
+def _grpc_reachable(address: str, timeout: float = 3.0) -> bool:
+    parsed = urlparse(address)
+    if not parsed.hostname or not parsed.port:
+        return False
+    try:
+        with socket.create_connection((parsed.hostname, parsed.port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class NoTPUClusterResolver(tf2.distribute.cluster_resolver.ClusterResolver):
+    """A resolver meaning "no TPU": empty cluster spec, master ``""``.
+
+    Example:
+
+        resolver = tpu.TPUClusterResolver()       # no TPU name, no local TPU
+        config = tpu.RunConfig(cluster=resolver)  # TPUEstimator then runs on CPU/GPU
+    """
+
+    def __init__(self, reason: str = "no TPU found") -> None:
+        self.reason = reason
+        self.task_type = self.task_id = self.rpc_layer = None
+
+    def cluster_spec(self):
+        return tf.train.ClusterSpec({})
+
+    def master(self, task_type=None, task_id=None, rpc_layer=None) -> str:
+        return ""
+
+    def num_accelerators(self, task_type=None, task_id=None, config_proto=None) -> dict:
+        return {}
+
+    def __repr__(self) -> str:
+        return f"NoTPUClusterResolver(reason={self.reason!r})"
+
+
+def _official_resolver(name: str, zone, project, **kw) -> Any:
+    """The official resolver for ``name``, or an exception saying why it does not resolve."""
+    if name.startswith("grpc://") and not _grpc_reachable(name):
+        raise ConnectionError(f"nothing answers at {name}")
+    resolver = _OfficialResolver(tpu=name, zone=zone, project=project, **kw)
+    if not resolver.master():
+        raise ConnectionError(f"the resolver for {name!r} returned no master")
+    return resolver
+
+
+def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
+    tpu: Union[None, str, Sequence[str]] = None,
+    zone: Optional[str] = None,
+    project: Optional[str] = None,
+    **kw,
+):
+    """The official ``TPUClusterResolver`` if a TPU resolves, else a ``NoTPUClusterResolver``.
+
+    With no name (argument or ``TPU_NAME``) only local devices are looked at: the official
+    class would ask the GCE metadata server. Test ``r.master()`` (``""``: no TPU).
+
+    Args:
+      tpu: TPU name or ``grpc://host:port`` (or a list of one); None reads ``TPU_NAME``.
+      zone: GCE zone, for the official resolver.
+      project: GCP project, for the official resolver.
+      **kw: further arguments for the official resolver.
+
+    Returns:
+      A ``tf.distribute.cluster_resolver.TPUClusterResolver`` or a ``NoTPUClusterResolver``.
+
+    Example:
+
+        config = RunConfig(cluster=TPUClusterResolver(FLAGS.tpu_name), model_dir=...)
+    """
+    name = _tpu_name(tpu)
+    if name is None:
+        if _local_tpu():
+            return _OfficialResolver(tpu="local", **kw)
+        return NoTPUClusterResolver("no TPU name given and no local TPU device")
+    try:
+        return _official_resolver(name, zone, project, **kw)
+    except Exception as e:  # any failure to resolve means: run without a TPU
+        tf.logging.warning("TPU %r did not resolve (%s); running without a TPU.", name, e)
+        return NoTPUClusterResolver(f"TPU {name!r} did not resolve: {e}")
+
+
+def tpu_available(tpu: Union[None, str, Sequence[str]] = None) -> bool:
+    """Whether a TPU is reachable; with no name, local devices only (no network).
+
+    Args:
+      tpu: a TPU name or ``grpc://`` address (or a list of one); None reads ``TPU_NAME``.
+
+    Example:
+
+        if not tpu_available():
+            print("training on CPU/GPU")
+    """
+    name = _tpu_name(tpu)
+    if name is None:
+        return _local_tpu()
+    try:
+        _official_resolver(name, None, None)
+    except Exception as e:  # noqa: BLE001  (not resolving is the answer, not an error)
+        tf.logging.info("TPU %r is not available: %s", name, e)
+        return False
+    return True
+
+
+def tpu_in_use() -> bool:
+    """Whether TPU-only ops may be built (an official TPUEstimator was built, or a TPU is local)."""
+    return _state["official_estimator_built"] or _local_tpu()
+
+
+def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
+    opt, reduction: Optional[str] = None, name: str = "CrossShardOptimizer", group_assignment=None
+):
+    """The official ``tf.compat.v1.tpu.CrossShardOptimizer`` on a TPU, ``opt`` itself otherwise.
+
+    Off a TPU there are no shards, and the official ``cross_replica_sum`` has no CPU kernel.
+
+    Args:
+      opt: a ``tf.compat.v1.train.Optimizer``.
+      reduction: a ``tf.compat.v1.losses.Reduction`` (TPU only); None: the official default.
+      name: name of the wrapper (TPU only).
+      group_assignment: replica groups (TPU only).
+
+    Returns:
+      The wrapped optimizer on a TPU, else ``opt`` (a TypeError if it is no v1 Optimizer).
+
+    Example:
+
+        optimizer = CrossShardOptimizer(tf.compat.v1.train.AdamOptimizer(1e-3))
+    """
+    if not isinstance(opt, tf.train.Optimizer):
+        raise TypeError(f"`opt` must be a tf.compat.v1.train.Optimizer. Got: {opt!r}")
+    if not tpu_in_use():
+        return opt
+    kwargs = {"reduction": reduction} if reduction is not None else {}
+    return tf.tpu.CrossShardOptimizer(opt, name=name, group_assignment=group_assignment, **kwargs)
+
+
+# --- TPUEstimatorSpec -> EstimatorSpec. The official as_estimator_spec() reads the host calls
+# from a class attribute that the last TPUEstimatorSpec built overwrote; this reads the fields.
+
+_TPU_SPEC_TYPES = tuple(c for c in TPUEstimatorSpec.__mro__ if c not in (tuple, object))
+
+
+class _HostCallHook(tf.train.SessionRunHook):
+    """Runs a ``host_call``'s ops each step; initialises and flushes the v2 summary writers."""
+
+    def __init__(self, fetches: Any) -> None:
+        self._fetches = fetches
+
+    def begin(self) -> None:
+        # Where v2 summary writers register their init ops.
+        self._init_ops = tf.get_collection("_SUMMARY_WRITER_V2")
+        self._flush_ops = [
+            tf2.raw_ops.FlushSummaryWriter(writer=op.inputs[0]) for op in self._init_ops
+        ]
+
+    def after_create_session(self, session, coord) -> None:
+        if self._init_ops:
+            session.run(self._init_ops)
+
+    def before_run(self, run_context):
+        return tf.train.SessionRunArgs(self._fetches)
+
+    def end(self, session) -> None:
+        if self._flush_ops:
+            session.run(self._flush_ops)
+
+
+def _call_host_fn(name: str, host_call) -> Any:
+    pair = isinstance(host_call, (tuple, list)) and len(host_call) == 2
+    if not pair or not callable(host_call[0]):
+        raise ValueError(
+            f"TPUEstimatorSpec.{name} must be a (function, tensors) pair. Got: {host_call!r}"
+        )
+    fn, tensors = host_call
+    if not isinstance(tensors, (dict, tuple, list)):
+        raise ValueError(f"TPUEstimatorSpec.{name}[1] must be a list or dict. Got: {tensors!r}")
+    if not isinstance(tensors, dict):
+        return fn(*tensors)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to compare with: the call decides
+        return fn(**tensors)
+    try:
+        # The official spec checks a list's length, not a dict's keys: the call failed deep
+        # inside Estimator with "unexpected keyword argument", naming neither.
+        signature.bind(**tensors)
+    except TypeError:
+        label = getattr(fn, "__name__", type(fn).__name__)
+        raise TypeError(
+            f"TPUEstimatorSpec.{name} tensors must match the parameters of {label}{signature}; "
+            f"rename the dict's keys to match them. Got: dict keys {sorted(tensors)}"
+        ) from None
+    return fn(**tensors)
+
+
+def _run_host_call(host_call, logdir: str):
+    """Calls ``host_call`` under a default summary writer on ``logdir`` and the global step.
+
+    CPU code often relies on a default writer (``tf.summary.scalar`` writes nothing without
+    one); a writer the host_call opens itself takes precedence.
+    """
+    previous_step = tf2.summary.experimental.get_step()
+    tf2.summary.experimental.set_step(tf.train.get_or_create_global_step())
+    try:
+        with tf2.summary.create_file_writer(logdir).as_default(), tf2.summary.record_if(True):
+            return _call_host_fn("host_call", host_call)
+    finally:
+        tf2.summary.experimental.set_step(previous_step)
+
+
+def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
+    """An ``EstimatorSpec`` for the model_fn's spec; ``host_call`` writes to ``summary_dir``."""
+    if isinstance(spec, tf_estimator.EstimatorSpec):
+        return spec
+    if not isinstance(spec, _TPU_SPEC_TYPES):
+        raise TypeError(
+            "model_fn must return a tf.estimator.EstimatorSpec or a "
+            f"tf.compat.v1.estimator.tpu.TPUEstimatorSpec. Got: {type(spec).__name__}"
+        )
+    eval_metric_ops = None
+    if spec.eval_metrics is not None and mode == _MODES.EVAL:
+        eval_metric_ops = _call_host_fn("eval_metrics", spec.eval_metrics)
+    extra = ()
+    if spec.host_call is not None and mode != _MODES.PREDICT:  # train() and evaluate()
+        extra = (_HostCallHook(_run_host_call(spec.host_call, summary_dir)),)
+    return tf_estimator.EstimatorSpec(
+        mode=mode,
+        predictions=spec.predictions,
+        loss=spec.loss,
+        train_op=spec.train_op,
+        eval_metric_ops=eval_metric_ops,
+        export_outputs=spec.export_outputs,
+        scaffold=spec.scaffold_fn() if spec.scaffold_fn else None,
+        training_hooks=tuple(spec.training_hooks or ()) + extra,
+        evaluation_hooks=tuple(spec.evaluation_hooks or ()) + extra,
+        prediction_hooks=tuple(spec.prediction_hooks or ()),
+    )
 
 
 def _own_cluster_address(config) -> Optional[str]:
-    """This task's own server in a TF_CONFIG cluster: RunConfig's master there, not a TPU.
-
-    Taking it for a TPU address would pick the official TPUEstimator on a CPU cluster as soon as
-    anything listens there (the task's own server, started by an earlier train()).
-    """
+    """This task's server in a TF_CONFIG cluster: RunConfig's master there, not a TPU."""
     spec, task_type = getattr(config, "cluster_spec", None), getattr(config, "task_type", None)
     if not spec or task_type is None:
         return None
@@ -135,13 +355,7 @@ def _own_cluster_address(config) -> Optional[str]:
 
 
 def _use_tpu_arg(use_tpu) -> Union[bool, str]:
-    """``use_tpu`` as True, False or ``"auto"``.
-
-    Anything but a string counts by its truth value, as in the official class: ``0`` from an
-    int flag, ``np.False_`` or ``None`` mean no TPU (compared with ``is False`` they asked
-    for one). A string other than ``"auto"`` (``"false"`` from a config file) is refused:
-    the official class would take any non-empty one for True.
-    """
+    # By truth value, as in the official class; but "false" (a config file's) is not True.
     if isinstance(use_tpu, str):
         if use_tpu != "auto":
             raise ValueError(
@@ -152,101 +366,142 @@ def _use_tpu_arg(use_tpu) -> Union[bool, str]:
 
 
 def _wants_official(use_tpu, config) -> bool:
-    use_tpu = _use_tpu_arg(use_tpu)
-    if use_tpu is False:
+    if _use_tpu_arg(use_tpu) is False:
         return False
     cluster = getattr(config, "cluster", None)
-    if cluster is not None and not isinstance(cluster, NoTPUClusterResolver):
-        return True  # an official resolver only exists once the TPU resolved
-    hint = _tpu_hint(config)
-    return tpu_available(hint) if hint else tpu_available()
+    if isinstance(cluster, NoTPUClusterResolver):
+        return tpu_available()
+    if cluster is not None:
+        return True  # an official resolver exists only once the TPU resolved
+    master = getattr(config, "master", "") or ""
+    if master.startswith("grpc://") and master != _own_cluster_address(config):
+        return tpu_available(master)
+    return tpu_available()
 
 
-def _default_run_config():
-    """``RunConfig()`` (a TF_CONFIG that is not JSON is named by RunConfig below)."""
-    return RunConfig()
-
-
-# Every argument a plain RunConfig takes (the rest, master and cluster, both read from
-# TF_CONFIG): RunConfig.replace accepts each of them.
+# Every argument a plain RunConfig takes besides master and cluster (read from TF_CONFIG).
 _RUN_CONFIG_FIELDS = (
-    "model_dir",
-    "tf_random_seed",
-    "save_summary_steps",
-    "save_checkpoints_steps",
-    "save_checkpoints_secs",
-    "session_config",
-    "keep_checkpoint_max",
-    "keep_checkpoint_every_n_hours",
-    "log_step_count_steps",
-    "train_distribute",
-    "device_fn",
-    "protocol",
-    "eval_distribute",
-    "experimental_distribute",
-    "experimental_max_worker_delay_secs",
-    "session_creation_timeout_secs",
-    "checkpoint_save_graph_def",
-)
+    "model_dir tf_random_seed save_summary_steps save_checkpoints_steps save_checkpoints_secs "
+    "session_config keep_checkpoint_max keep_checkpoint_every_n_hours log_step_count_steps "
+    "train_distribute device_fn protocol eval_distribute experimental_distribute "
+    "experimental_max_worker_delay_secs session_creation_timeout_secs checkpoint_save_graph_def"
+).split()
 
 
 def _official_config(config):
-    """The ``tpu.RunConfig`` the official class requires, for a config the fallback takes too.
-
-    None becomes ``RunConfig()``; a plain ``tf.estimator.RunConfig`` becomes a
-    ``tpu.RunConfig`` with the same settings and the default ``TPUConfig``. Anything else is
-    left for the official class to judge.
-    """
+    """The ``tpu.RunConfig`` the official class requires: a plain RunConfig's settings copied."""
     if config is None:
-        return _default_run_config()
-    official = tf_estimator.tpu.RunConfig
-    if isinstance(config, official) or not isinstance(config, tf_estimator.RunConfig):
-        return config
-    # RunConfig keeps each replaceable `name` as `_name` (what its replace() relies on); not
-    # every one has a public property.
+        return RunConfig()
+    if isinstance(config, tf_estimator.tpu.RunConfig) or not isinstance(
+        config, tf_estimator.RunConfig
+    ):
+        return config  # the official class judges anything else
+    # RunConfig keeps each replaceable `name` as `_name`, not all with a public property.
     fields = {name: getattr(config, "_" + name) for name in _RUN_CONFIG_FIELDS}
     if (
         config.cluster_spec
         and "TF_CONFIG" in os.environ
         and fields["session_config"] == session_config()
     ):
-        # RunConfig's own choice for between-graph training, not the user's: a TPU trains
-        # in-graph, and tpu.RunConfig leaves it out.
-        fields["session_config"] = None
-    return _default_run_config().replace(**fields)
+        fields["session_config"] = None  # RunConfig's between-graph default; a TPU is in-graph
+    return RunConfig().replace(**fields)
 
 
 def _ignored_tpu_settings(config, batch_axis, embedding_config_spec) -> list:
-    names = []
-    tpu_config = getattr(config, "tpu_config", None)
-    if tpu_config is not None:
-        default = TPUConfig()
-        for field in tpu_config._fields:
-            if field != "iterations_per_loop" and getattr(tpu_config, field) != getattr(
-                default, field
-            ):
-                names.append(f"TPUConfig.{field}")
-    if batch_axis is not None:
-        names.append("batch_axis")
-    if embedding_config_spec is not None:
-        names.append("embedding_config_spec")
-    return names
+    tpu_config, default = getattr(config, "tpu_config", None), TPUConfig()
+    names = [
+        f"TPUConfig.{field}"
+        for field in (tpu_config._fields if tpu_config is not None else ())
+        if field != "iterations_per_loop" and getattr(tpu_config, field) != getattr(default, field)
+    ]
+    names += ["batch_axis"] if batch_axis is not None else []
+    return names + (["embedding_config_spec"] if embedding_config_spec is not None else [])
+
+
+def _with_between_graph_defaults(config):
+    """A TPU RunConfig from a TF_CONFIG cluster, with the plain RunConfig's device filters.
+
+    tpu.RunConfig leaves them out (a TPU runs in-graph); without them every session of the
+    chief waits for every worker, and its final predict hung on a worker that had exited.
+    """
+    if (
+        config.session_config is not None
+        or not config.cluster_spec
+        or "TF_CONFIG" not in os.environ
+    ):
+        return config
+    return config.replace(session_config=session_config())
+
+
+# Said once per process (programs build a TPUEstimator per evaluation or export too).
+_said_no_tpu_found = [False]
+_said_ignored: set[tuple[bool, tuple[str, ...]]] = set()  # (as a warning?, settings)
+
+
+def _say_ignored(use_tpu, ignored: list[str]) -> None:
+    """Names the unused TPU-only settings: a warning where a TPU was asked for, else INFO."""
+    ignored = tuple(sorted(ignored))
+    if use_tpu is True and not _said_no_tpu_found[0]:
+        _said_no_tpu_found[0] = True
+        _said_ignored.add((True, ignored))
+        unused = f"; ignoring TPU-only settings: {', '.join(ignored)}" if ignored else ""
+        tf.logging.warning(
+            "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.", unused
+        )
+        return
+    said = (use_tpu is not False, ignored)
+    if ignored and said not in _said_ignored:
+        _said_ignored.add(said)
+        log = tf.logging.warning if use_tpu is not False else tf.logging.info
+        log("No TPU: ignoring TPU-only settings: %s.", ", ".join(ignored))
+
+
+def _check_arguments(params, use_tpu, export_to_cpu, export_to_tpu, api_version, config) -> None:
+    if params is not None and not isinstance(params, Mapping):
+        namespace = isinstance(params, argparse.Namespace)
+        fix = "; pass vars(args) for an argparse.Namespace" if namespace else ""
+        raise TypeError(f"`params` must be a dict{fix}. Got: {type(params).__name__}")
+    if params is not None and any(k in params for k in RESERVED_PARAMS_KEYS):
+        raise ValueError(
+            f"{list(RESERVED_PARAMS_KEYS)} are reserved keys but existed in params {params}. "
+            "Pass batch sizes as train_batch_size / eval_batch_size / predict_batch_size."
+        )
+    if not export_to_cpu and not export_to_tpu:
+        raise ValueError("One of `export_to_cpu` and `export_to_tpu` must be True. Got: both False")
+    if str(getattr(api_version, "value", api_version)) not in ("1", "2"):
+        raise ValueError(f"`export_saved_model_api_version` must be 1 or 2. Got: {api_version!r}")
+    if not isinstance(config, tf_estimator.RunConfig):
+        raise TypeError(
+            "`config` must be a tfest_kit.tpu.RunConfig or tf.estimator.RunConfig. "
+            f"Got: {type(config).__name__}"
+        )
+
+
+def _without_second_loss_line(spec, hooks=(), is_chief=True):
+    """Leaves out the loss line when a ``ProgressHook`` among the run's hooks prints the loss.
+
+    The fallback's hook stays, without its line, when it writes the ``global_step/sec``
+    summaries. ``is_chief``: whether this task runs ``training_chief_hooks``.
+    """
+    chief_hooks = tuple(spec.training_chief_hooks) if is_chief else ()
+    every = tuple(hooks) + tuple(spec.training_hooks) + chief_hooks
+    if not any(isinstance(hook, ProgressHook) for hook in every):
+        return spec
+    kept = []
+    for hook in spec.training_hooks:
+        if isinstance(hook, LossLoggingHook):
+            if not hook.writes_summaries:
+                continue
+            hook.log_lines = False
+        kept.append(hook)
+    return spec._replace(training_hooks=tuple(kept))
 
 
 def _with_checkpoint_saver(spec, config, hooks=()):
-    """Adds the chief's ``CheckpointSaverHook`` as Estimator would, without its per-step fetch.
+    """Adds the chief's ``CheckpointSaverHook`` as Estimator would, told one run is one step.
 
-    Estimator never tells its saver hook how many steps one ``session.run`` makes, so the hook
-    assumes a million and fetches ``global_step`` again after every step to be safe: 25-30 % of
-    a small model's step time (see benchmarks/). Off a TPU and without a distribution strategy
-    one run is one step, so the hook is told so. Estimator uses a saver hook it finds in the
-    spec instead of making its own, and attaches its saving listeners to it.
-
-    Args:
-      spec: the ``EstimatorSpec`` to train with.
-      config: the Estimator's ``RunConfig``.
-      hooks: every other hook of the run (``train(hooks=…)``, the input_fn's): as in
-        Estimator, a ``CheckpointSaverHook`` among them or in the spec replaces the default.
+    Estimator's own fetches ``global_step`` again after every step: 25-30 % of a small model's
+    step time (benchmarks/).
     """
     if not (config.save_checkpoints_secs or config.save_checkpoints_steps):
         return spec
@@ -264,75 +519,16 @@ def _with_checkpoint_saver(spec, config, hooks=()):
     return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
 
 
-def _with_loss_line(spec, config, every_n_steps: int, batch_size: Optional[int]):
-    """Adds the fallback's ``LossLoggingHook`` (the loss line stock TPUEstimator lacks)."""
-    # Summaries from the chief only, as Estimator writes global_step/sec: every worker
-    # writing into model_dir would show TensorBoard several curves as one.
-    writes = config.save_summary_steps and config.is_chief
-    hook = LossLoggingHook(
-        every_n_steps=every_n_steps,
-        batch_size=batch_size,
-        output_dir=config.model_dir if writes else None,
-        loss=spec.loss,
+def _replicas(config, mode: str) -> int:  # sharing one step's batch
+    strategy = {_MODES.TRAIN: config.train_distribute, _MODES.EVAL: config.eval_distribute}.get(
+        mode
     )
-    return spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
-
-
-def _replicas(config, mode: str) -> int:
-    """How many replicas share one step's batch in ``mode`` (1 without a strategy)."""
-    strategy = {_MODES.TRAIN: config.train_distribute, _MODES.EVAL: config.eval_distribute}
-    strategy = strategy.get(mode)
     return strategy.num_replicas_in_sync if strategy is not None else 1
-
-
-def _check_replica_batch_sizes(config, batch_sizes: dict) -> None:
-    """Refuses a batch size a distribution strategy's replicas cannot share equally."""
-    for mode, batch_size in batch_sizes.items():
-        replicas = _replicas(config, mode)
-        if batch_size is not None and batch_size % replicas:
-            name = _BATCH_ARG[mode]
-            raise ValueError(
-                f"`{name}` is the global batch size, shared by the {replicas} replicas of the "
-                f"distribution strategy (params['batch_size'] is each one's share): make it a "
-                f"multiple of {replicas}. Got: {name}={batch_size}"
-            )
-
-
-def _without_second_loss_line(spec, hooks=(), is_chief=True):
-    """Leaves out the fallback's loss line when a ``ProgressHook`` prints the loss already.
-
-    Both lines every interval, with throughputs measured over different intervals, read as
-    two disagreeing reports. The fallback's hook stays when it writes the ``global_step/sec``
-    and ``examples/sec`` summaries (TensorBoard's curves), without its line.
-
-    Args:
-      spec: the ``EstimatorSpec`` to train with; its training hooks hold the fallback's.
-      hooks: every other hook of the run (``train(hooks=…)``, the input_fn's).
-      is_chief: whether this task runs the spec's ``training_chief_hooks`` (a ProgressHook
-        among them prints nothing on the other tasks).
-    """
-    chief_hooks = tuple(spec.training_chief_hooks) if is_chief else ()
-    every = tuple(hooks) + tuple(spec.training_hooks) + chief_hooks
-    if not any(isinstance(hook, ProgressHook) for hook in every):
-        return spec
-    kept = []
-    for hook in spec.training_hooks:
-        if isinstance(hook, LossLoggingHook):
-            if not hook.writes_summaries:
-                continue
-            hook.log_lines = False
-        kept.append(hook)
-    return spec._replace(training_hooks=tuple(kept))
 
 
 @contextlib.contextmanager
 def _missing_batch_size_named(mode: str, unset: bool):
-    """Turns ``KeyError('batch_size')`` into an error naming the constructor argument to set.
-
-    Like the official class, a mode whose batch size is None gets no ``params['batch_size']``
-    (an input_fn that batches by itself works); one that reads it should say what is missing.
-    With ``unset`` False (the batch size was given, or an export has none) nothing changes.
-    """
+    """Turns ``KeyError('batch_size')`` into a ValueError naming the argument to set."""
     try:
         yield
     except KeyError as e:
@@ -345,124 +541,41 @@ def _missing_batch_size_named(mode: str, unset: bool):
         ) from e
 
 
-def _with_between_graph_defaults(config):
-    """Gives a TPU RunConfig read from a TF_CONFIG cluster the plain RunConfig's ConfigProto.
-
-    tpu.RunConfig skips the device filters RunConfig sets for between-graph training (a TPU runs
-    in-graph). Without a TPU this is between-graph training, and without the filters every
-    session of the chief waits for every worker: its final predict hung on a worker that had
-    finished and exited.
-    """
-    if config.session_config is not None or not config.cluster_spec:
-        return config
-    if "TF_CONFIG" not in os.environ:
-        return config
-    # The ConfigProto a plain RunConfig would pick from the same TF_CONFIG.
-    return config.replace(session_config=session_config())
-
-
-# Whether "No TPU found" was said, and which unused settings were named: once per process,
-# as programs build a TPUEstimator per evaluation or per export too.
-_said_no_tpu_found = [False]
-_said_ignored: set[tuple[bool, tuple[str, ...]]] = set()  # (as a warning?, settings)
-
-
-def _say_no_tpu_found(ignored: list[str]) -> bool:
-    """Warns, once per process, that a TPU was asked for and none is here; False if said before.
-
-    A warning, not an INFO line: TensorFlow shows only warnings by default, and a TF1 script
-    that asks for a TPU learns nothing else about where it runs. The TPU-only settings that go
-    unused are named in the same line.
-    """
-    if _said_no_tpu_found[0]:
-        return False
-    _said_no_tpu_found[0] = True
-    _said_ignored.add((True, tuple(sorted(ignored))))
-    unused = f"; ignoring TPU-only settings: {', '.join(sorted(ignored))}" if ignored else ""
-    tf.logging.warning(
-        "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.", unused
-    )
-    return True
-
-
 class TPUEstimator(tf_estimator.Estimator):
     """``TPUEstimator`` with the official signature that runs everywhere.
 
-    ``TPUEstimator(...)`` returns the official ``tf.compat.v1.estimator.tpu.TPUEstimator`` when
-    ``use_tpu`` is True / ``"auto"`` and a TPU is reachable (local TPU devices, or the TPU
-    named by ``RunConfig(cluster=…)``, a ``grpc://`` master or ``TPU_NAME``). Otherwise it is
-    this class, a plain ``tf.estimator.Estimator`` whose model_fn wraps yours:
-
-    * ``params['batch_size']`` is the train / eval / predict batch size of the mode, in
-      ``model_fn`` and in ``input_fn`` (``input_fn`` may also take no ``params``); as in the
-      official class, there is no such key when that batch size is None, and reading it then
-      raises a ``ValueError`` naming the argument to set. Under a distribution strategy
-      (``tfest_kit.run_config(cpu_replicas=N)``, ``train_distribute``) each replica gets its
-      share of the global batch size, as each TPU core does;
-      ``params['use_tpu']`` is False; ``params`` may not contain ``batch_size`` or ``context``.
-    * A ``TPUEstimatorSpec`` becomes an ``EstimatorSpec``: ``eval_metrics`` (tensors as list or
-      dict) -> ``eval_metric_ops``; ``scaffold_fn`` is called (``init_from_checkpoint`` inside
-      works); ``host_call`` runs every train / eval step with a default summary writer on
-      ``model_dir`` (``eval_dir(name)`` in evaluation) and the global step; hooks and
-      ``export_outputs`` are kept. An ``EstimatorSpec`` passes through.
-    * One line ``loss = …, step = … (… sec); global_step/sec: …, examples/sec: …`` every
-      ``log_step_count_steps`` (``TPUConfig.iterations_per_loop`` has no say off a TPU), without
-      Estimator's per-step fetches and without the false "global step has not been increased"
-      warnings of its ``StepCounterHook`` (which is switched off, as the official class does).
-      With a ``tfest_kit.hooks.ProgressHook`` among the training hooks (``train(hooks=…)``, a
-      ``TrainSpec``'s, the spec's), which prints the loss and throughput already, there is no
-      such line; the ``global_step/sec`` and ``examples/sec`` summaries are still written.
-    * TPU-only settings (``TPUConfig`` fields other than ``iterations_per_loop``,
-      ``batch_axis``, ``embedding_config_spec``) are ignored with one line naming them, once
-      per process for the same settings: a warning, or an info line with ``use_tpu=False``,
-      where ignoring them was asked for.
-    * ``export_saved_model()`` writes a CPU SavedModel (one warning if ``export_to_tpu`` and
-      a TPU was asked for: ``use_tpu`` True or ``"auto"``).
-    * Keras layers built in ``model_fn`` (``tf.layers.dense`` among them) take their initial
-      weights from ``RunConfig(tf_random_seed=…)``, as under TensorFlow 1.x; Keras 2.10+
-      seeds them from Python's ``random`` otherwise.
+    The official ``tf.compat.v1.estimator.tpu.TPUEstimator`` when ``use_tpu`` is True or
+    ``"auto"`` and a TPU is reachable (local, ``RunConfig(cluster=…)``, a ``grpc://`` master,
+    ``TPU_NAME``). Otherwise an Estimator whose model_fn wraps yours: ``params['batch_size']``
+    is the mode's batch size (each replica's share under a strategy; absent when None),
+    ``params['use_tpu']`` is False; a ``TPUEstimatorSpec`` is converted (``eval_metrics``,
+    ``scaffold_fn``, ``host_call`` with a default summary writer); one line ``loss = …, step =
+    … (… sec); global_step/sec: …, examples/sec: …`` every ``log_step_count_steps`` (none
+    beside a ``hooks.ProgressHook``); TPU-only settings are named once as ignored; exports are
+    CPU SavedModels; Keras layers start from ``RunConfig(tf_random_seed=…)``, as in TF 1.x.
 
     Args:
       model_fn: ``model_fn(features, labels, mode, params, config)`` returning a
         ``TPUEstimatorSpec`` or ``EstimatorSpec``.
       model_dir: as for ``Estimator``.
-      config: a ``tfest_kit.tpu.RunConfig`` (= ``tf.compat.v1.estimator.tpu.RunConfig``) or a
-        plain ``tf.estimator.RunConfig``; None uses ``RunConfig()``. On a TPU, where the
-        official class takes a ``tpu.RunConfig`` only, a plain one is turned into a
-        ``tpu.RunConfig`` with the same settings and the default ``TPUConfig``.
+      config: a ``tpu.RunConfig`` or a plain ``tf.estimator.RunConfig``; None: ``RunConfig()``.
       params: dict of hyper-parameters.
-      use_tpu: True, False or ``"auto"`` (True falls back too, with an info line). Other
-        values count by their truth value, as in the official class (``0``, ``None``: no
-        TPU); a string other than ``"auto"`` is refused.
-      train_batch_size: global batch size for ``train()``; None is fine for an ``input_fn``
-        and ``model_fn`` that do not read ``params['batch_size']``. With a
-        ``train_distribute`` strategy it must be a multiple of its replica count.
-      eval_batch_size: batch size for ``evaluate()``; None as for ``train_batch_size``.
-      predict_batch_size: batch size for ``predict()``; None as for ``train_batch_size``.
-      batch_axis: TPU only.
-      eval_on_tpu: TPU only (evaluation runs on CPU/GPU in the fallback).
-      export_to_tpu: TPU only; a CPU SavedModel is written instead, with a warning unless
-        ``use_tpu`` is False.
-      export_to_cpu: write the CPU SavedModel (off a TPU it is written regardless).
+      use_tpu: True, False or ``"auto"`` (other strings are refused).
+      train_batch_size: global batch size for ``train()`` (a multiple of the replicas).
+      eval_batch_size: batch size for ``evaluate()``.
+      predict_batch_size: batch size for ``predict()``.
+      batch_axis, eval_on_tpu, embedding_config_spec, export_saved_model_api_version: TPU only.
+      export_to_tpu: TPU only (a warning off a TPU unless ``use_tpu`` is False).
+      export_to_cpu: write the CPU SavedModel (always, off a TPU).
       warm_start_from: as for ``Estimator``.
-      embedding_config_spec: TPU only.
-      export_saved_model_api_version: 1 or 2 (TPU only).
 
     Raises:
-      ValueError: reserved ``params`` keys, a bad batch size, ``use_tpu`` or export flags, a
-        ``model_dir`` that is a file; when input_fn / model_fn run, ``params['batch_size']``
-        read with that batch size None, a spec for another mode or a checkpoint in
-        ``model_dir`` from another model.
-      TypeError: ``config`` is not a ``RunConfig`` or ``params`` not a dict; when evaluate()
-        runs, a dict of ``eval_metrics`` tensors whose keys ``metric_fn`` does not take.
+      ValueError: reserved ``params`` keys, a bad batch size, ``use_tpu`` or export flag, a
+        ``model_dir`` that is a file; a batch size read but not set, a spec for another mode.
+      TypeError: ``config`` not a ``RunConfig``, ``params`` not a dict, ``eval_metrics`` dict
+        keys that ``metric_fn`` does not take.
 
     Example:
-
-        def model_fn(features, labels, mode, params):  # a TF1 TPU-style model_fn
-            batch_size = params["batch_size"]
-            ...
-            return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op,
-                                        eval_metrics=(metric_fn, [labels, logits]))
 
         est = tpu.TPUEstimator(model_fn, config=tpu.RunConfig(model_dir="/tmp/run"),
                                use_tpu="auto", train_batch_size=32, eval_batch_size=32)
@@ -473,11 +586,10 @@ class TPUEstimator(tf_estimator.Estimator):
         cls, model_fn=None, model_dir=None, config=None, params=None, use_tpu=True, *a, **kw
     ):
         if cls is TPUEstimator and _wants_official(use_tpu, config):
-            mark_tpu_in_use()
+            _state["official_estimator_built"] = True  # CrossShardOptimizer wraps from now on
             tf.logging.info(
                 "TPU found: using the official tf.compat.v1.estimator.tpu.TPUEstimator."
             )
-            # The official class takes a tpu.RunConfig only, and use_tpu as a bool.
             return tf_estimator.tpu.TPUEstimator(
                 model_fn, model_dir, _official_config(config), params, True, *a, **kw
             )
@@ -501,80 +613,42 @@ class TPUEstimator(tf_estimator.Estimator):
         embedding_config_spec: Any = None,
         export_saved_model_api_version: Any = 1,
     ) -> None:
-        del eval_on_tpu  # evaluation always runs where training does in the fallback
         use_tpu = _use_tpu_arg(use_tpu)
         model_fn_args(model_fn)
-        if params is not None and not isinstance(params, Mapping):
-            # The official class requires a dict too (and fails on `k in params` otherwise).
-            fix = ""
-            if isinstance(params, argparse.Namespace):
-                fix = "; pass vars(args) for an argparse.Namespace"
-            raise TypeError(f"`params` must be a dict{fix}. Got: {type(params).__name__}")
-        if params is not None and any(k in params for k in RESERVED_PARAMS_KEYS):
-            raise ValueError(
-                f"{list(RESERVED_PARAMS_KEYS)} are reserved keys but existed in params {params}. "
-                "Pass batch sizes as train_batch_size / eval_batch_size / predict_batch_size."
+        config = RunConfig() if config is None else config
+        _check_arguments(
+            params, use_tpu, export_to_cpu, export_to_tpu, export_saved_model_api_version, config
+        )
+        self._batch_sizes = {
+            mode: check_int(_BATCH_ARG[mode], size, allow_none=True)
+            for mode, size in zip(
+                _BATCH_ARG, (train_batch_size, eval_batch_size, predict_batch_size)
             )
-        train_batch_size = check_int("train_batch_size", train_batch_size, allow_none=True)
-        eval_batch_size = check_int("eval_batch_size", eval_batch_size, allow_none=True)
-        predict_batch_size = check_int("predict_batch_size", predict_batch_size, allow_none=True)
-        if not export_to_cpu and not export_to_tpu:
-            raise ValueError(
-                "One of `export_to_cpu` and `export_to_tpu` must be True. Got: both False"
-            )
-        if str(
-            getattr(export_saved_model_api_version, "value", export_saved_model_api_version)
-        ) not in (
-            "1",
-            "2",
-        ):
-            raise ValueError(
-                "`export_saved_model_api_version` must be 1 or 2. "
-                f"Got: {export_saved_model_api_version!r}"
-            )
-        if config is None:
-            config = _default_run_config()
-        if not isinstance(config, tf_estimator.RunConfig):
-            raise TypeError(
-                "`config` must be a tfest_kit.tpu.RunConfig or tf.estimator.RunConfig. "
-                f"Got: {type(config).__name__}"
-            )
+        }
         ignored = _ignored_tpu_settings(config, batch_axis, embedding_config_spec)
         if config.master and "TF_CONFIG" not in os.environ:
             # The master is the TPU that did not resolve; a session on it would hang.
             ignored.append(f"master={config.master!r}")
             config = copy.copy(config)
-            config._master = ""  # not replaceable through RunConfig.replace
-            config._evaluation_master = ""
-        # A TPU was asked for: the first such warning also names the unused settings.
-        said_both = use_tpu is True and _say_no_tpu_found(ignored)
-        # BERT-style scripts set num_shards etc. whatever use_tpu says: with use_tpu=False
-        # ignoring them is what was asked for, not something to warn about.
-        said = (use_tpu is not False, tuple(sorted(ignored)))
-        if ignored and not said_both and said not in _said_ignored:
-            _said_ignored.add(said)
-            log = tf.logging.warning if use_tpu is not False else tf.logging.info
-            log("No TPU: ignoring TPU-only settings: %s.", ", ".join(sorted(ignored)))
+            config._master = config._evaluation_master = ""  # RunConfig.replace refuses them
+        _say_ignored(use_tpu, ignored)
         config = _with_between_graph_defaults(config)
-        # Every log_step_count_steps, whatever iterations_per_loop says: off a TPU there is no
-        # host loop, and BERT's 1000 steps per loop left a 343-step fine-tuning one line.
+        # Off a TPU there is no host loop: every log_step_count_steps, not iterations_per_loop.
         self._log_every = config.log_step_count_steps or None
-        self._batch_sizes = {
-            _MODES.TRAIN: train_batch_size,
-            _MODES.EVAL: eval_batch_size,
-            _MODES.PREDICT: predict_batch_size,
-        }
-        _check_replica_batch_sizes(config, self._batch_sizes)
+        for mode, batch_size in self._batch_sizes.items():
+            if batch_size is not None and batch_size % _replicas(config, mode):
+                name, replicas = _BATCH_ARG[mode], _replicas(config, mode)
+                raise ValueError(
+                    f"`{name}` is the global batch size, shared by the {replicas} replicas of "
+                    f"the distribution strategy: make it a multiple of {replicas}. "
+                    f"Got: {name}={batch_size}"
+                )
         self._user_model_fn = model_fn
-        # With use_tpu=False a CPU SavedModel is what was asked for, whatever export_to_tpu
-        # says (it defaults to True), so only a TPU run that fell back gets the warning.
+        # use_tpu=False asked for a CPU SavedModel, whatever export_to_tpu says.
         self._warn_cpu_export = export_to_tpu and use_tpu is not False
-        self._export_warned = False
-        # Graphs input_fn ran in (-> the evaluation's name): model_fn in one of them
-        # is train / evaluate / predict (every replica of a distribution strategy too); anywhere
-        # else it is an export.
+        # Graphs input_fn ran in (-> the evaluation's name): model_fn anywhere else exports.
         self._input_graphs = weakref.WeakKeyDictionary()
-        self._eval_name = None  # the name evaluate() was called with, while it runs
+        self._eval_name = None  # evaluate()'s name, while it runs
         super().__init__(
             model_fn=self._make_model_fn(),
             model_dir=model_dir,
@@ -585,59 +659,48 @@ class TPUEstimator(tf_estimator.Estimator):
         )
         if tf.io.gfile.exists(self.model_dir) and not tf.io.gfile.isdir(self.model_dir):
             raise ValueError(
-                f"`model_dir` must be a directory (or not exist yet); it is a file, not a "
-                f"directory. Got: {self.model_dir!r}"
+                f"`model_dir` is a file, not a directory (or a path that does not exist yet). "
+                f"Got: {self.model_dir!r}"
             )
 
     def _assert_members_are_not_overridden(self) -> None:
-        # Estimator forbids overriding train / evaluate / predict / export except for classes
-        # named TPUEstimator (the official one wraps them the same way). This class wraps
-        # train() and evaluate() to check the cluster task first, and evaluate() to learn the
-        # evaluation's name; it must stay subclassable under other names.
-        return None
-
-    @property
-    def train_batch_size(self) -> Optional[int]:
-        return self._batch_sizes[_MODES.TRAIN]
-
-    @property
-    def eval_batch_size(self) -> Optional[int]:
-        return self._batch_sizes[_MODES.EVAL]
-
-    @property
-    def predict_batch_size(self) -> Optional[int]:
-        return self._batch_sizes[_MODES.PREDICT]
+        """Estimator lets only a class named TPUEstimator override train; subclasses may too."""
 
     def _replica_batch_size(self, mode: str) -> Optional[int]:
-        """``params['batch_size']`` in ``mode``: the global batch size over the strategy's replicas.
-
-        As on a TPU, where each core gets ``train_batch_size / num_shards``: every replica of
-        a distribution strategy takes a batch of its own from the input pipeline.
-        """
+        """The global batch size of ``mode`` over the replicas, as each TPU core gets its share."""
         batch_size = self._batch_sizes[mode]
-        replicas = _replicas(self._config, mode)
-        return batch_size // replicas if batch_size is not None else None
+        return batch_size // _replicas(self._config, mode) if batch_size is not None else None
+
+    def _with_loss_line(self, spec, config):
+        """Adds the fallback's ``LossLoggingHook`` (summaries from the chief only)."""
+        if not self._log_every:
+            return spec
+        writes = config.save_summary_steps and config.is_chief
+        hook = LossLoggingHook(
+            every_n_steps=self._log_every,
+            batch_size=self._batch_sizes[_MODES.TRAIN],
+            output_dir=config.model_dir if writes else None,
+            loss=spec.loss,
+        )
+        return spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
 
     def _make_model_fn(self) -> Callable:
-        user_model_fn = self._user_model_fn
-
         def model_fn(features, labels, mode, params, config):
-            # Like the official class: input_fn runs before model_fn in train / evaluate /
-            # predict but not in export, where the batch size is unknown.
+            # As in the official class: input_fn runs before model_fn, except in an export,
+            # which has no batch size.
             graph = tf.get_default_graph()
             is_export = graph not in self._input_graphs
-            params = dict(params)
+            params = dict(params, use_tpu=False)  # a model_fn believing it would build TPU ops
             if not is_export and self._batch_sizes.get(mode) is not None:
                 params["batch_size"] = self._replica_batch_size(mode)
-            # Always False, as the official class sets it off a TPU: TF1 scripts pass
-            # params={"use_tpu": FLAGS.use_tpu}, and a model_fn that believes it would build
-            # TPU-only ops (CrossShardOptimizer's CrossReplicaSum) that fail on CPU/GPU.
-            params["use_tpu"] = False
-            # An export has no batch size whatever the arguments (as in the official class).
-            unset = not is_export and "batch_size" not in params
-            with _missing_batch_size_named(mode, unset):
+            if is_export and self._warn_cpu_export:
+                tf.logging.warning(
+                    "export_to_tpu=True but there is no TPU: writing a CPU SavedModel only."
+                )
+                self._warn_cpu_export = False
+            with _missing_batch_size_named(mode, not is_export and "batch_size" not in params):
                 spec = call_model_fn(
-                    user_model_fn,
+                    self._user_model_fn,
                     features=features,
                     labels=labels,
                     mode=mode,
@@ -645,8 +708,7 @@ class TPUEstimator(tf_estimator.Estimator):
                     config=config,
                 )
             spec_mode = getattr(spec, "mode", mode)
-            if spec_mode != mode:
-                # Estimator would fail later with "None values not supported" or similar.
+            if spec_mode != mode:  # Estimator would fail later with "None values not supported"
                 raise ValueError(
                     f"model_fn returned a spec for mode {spec_mode!r} when called for {mode!r}: "
                     "pass the `mode` argument through to the (TPU)EstimatorSpec. "
@@ -656,16 +718,12 @@ class TPUEstimator(tf_estimator.Estimator):
             if mode == _MODES.EVAL:  # Estimator.eval_dir(name)
                 name = self._input_graphs.get(graph)
                 summary_dir = os.path.join(summary_dir, "eval_" + name if name else "eval")
-            spec = to_estimator_spec(spec, mode, summary_dir)
+            spec = _to_estimator_spec(spec, mode, summary_dir)
+            if mode == _MODES.TRAIN and config.train_distribute is None:
+                spec = self._with_loss_line(spec, config)
             saver = check_model_dir(config.model_dir, spec.scaffold, mode=mode)
             if saver is not None and mode == _MODES.PREDICT:  # an export restores with it
                 spec = spec._replace(scaffold=with_saver(spec.scaffold, saver))
-            if mode == _MODES.TRAIN and self._log_every and config.train_distribute is None:
-                # (With a strategy: in _train_with_estimator_spec, where the loss is all
-                # replicas' rather than this one's.)
-                spec = _with_loss_line(
-                    spec, config, self._log_every, self._batch_sizes[_MODES.TRAIN]
-                )
             return spec
 
         return model_fn
@@ -673,72 +731,42 @@ class TPUEstimator(tf_estimator.Estimator):
     def _train_with_estimator_spec(
         self, estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
     ):
-        if self._log_every and self._config.train_distribute is not None:
-            # Here, not in model_fn: this spec's loss is the replicas' together (Estimator
-            # reduces it), while model_fn sees one replica's.
-            estimator_spec = _with_loss_line(
-                estimator_spec, self._config, self._log_every, self._batch_sizes[_MODES.TRAIN]
-            )
-        # The one place where the train(hooks=…) are known; a saver hook among them replaces
-        # the default one, as in Estimator. (Distribution strategies keep Estimator's own.)
-        estimator_spec = _without_second_loss_line(
-            estimator_spec, tuple(worker_hooks) + tuple(hooks), self._config.is_chief
-        )
-        if self._config.train_distribute is None:
-            estimator_spec = _with_checkpoint_saver(
-                estimator_spec, self._config, tuple(worker_hooks) + tuple(hooks)
-            )
+        # The one place that knows the spec (with a strategy: the replicas' loss together)
+        # and every hook of the run.
+        config, run_hooks = self._config, tuple(worker_hooks) + tuple(hooks)
+        if config.train_distribute is not None:  # (without one: in model_fn)
+            estimator_spec = self._with_loss_line(estimator_spec, config)
+        estimator_spec = _without_second_loss_line(estimator_spec, run_hooks, config.is_chief)
+        if config.train_distribute is None:
+            estimator_spec = _with_checkpoint_saver(estimator_spec, config, run_hooks)
         else:
-            check = ReplicaSyncCheckHook(self._config.train_distribute)
-            hooks_with_check = tuple(estimator_spec.training_hooks) + (check,)
-            estimator_spec = estimator_spec._replace(training_hooks=hooks_with_check)
+            check = ReplicaSyncCheckHook(config.train_distribute)
+            estimator_spec = estimator_spec._replace(
+                training_hooks=tuple(estimator_spec.training_hooks) + (check,)
+            )
         return super()._train_with_estimator_spec(
             estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
         )
 
     def _call_input_fn(self, input_fn, mode, input_context=None):
-        """Calls ``input_fn`` with ``params['batch_size']`` of the mode, as the official class does.
-
-        Estimator calls this wherever it builds an input pipeline: in train / evaluate / predict
-        and from outside them (``tf.estimator.experimental.InMemoryEvaluatorHook``), so every
-        one of them gets the batch size.
-        """
+        # As the official class does; Estimator calls this from outside train / evaluate /
+        # predict too (InMemoryEvaluatorHook), where a wrapped input_fn would not reach.
         if not callable(input_fn):
             raise ValueError(f"`input_fn` must be a callable. Got: {input_fn!r}")
-        # model_fn in this graph serves train / evaluate / predict, not an export.
         self._input_graphs[tf.get_default_graph()] = (
             self._eval_name if mode == _MODES.EVAL else None
         )
-        params = self.params  # Estimator's property: a copy
+        params = self.params  # a copy
         batch_size = self._replica_batch_size(mode)
         if batch_size is not None:  # the official class leaves the key out otherwise
             params["batch_size"] = batch_size
-        # The input pipeline goes where Estimator puts it.
         with tf.device("/cpu:0"), _missing_batch_size_named(mode, batch_size is None):
             return call_with_args(
                 input_fn, mode=mode, params=params, config=self.config, input_context=input_context
             )
 
-    def train(
-        self,
-        input_fn: Callable,
-        hooks: Optional[list] = None,
-        steps: Optional[int] = None,
-        max_steps: Optional[int] = None,
-        saving_listeners: Optional[list] = None,
-    ) -> TPUEstimator:
-        """As ``Estimator.train``, guarding model_dir (see ``tfest_kit._model_dir.training``).
-
-        Raises:
-          TfestKitError: another process trains into model_dir (``ModelDirLockedError``);
-            model_dir holds checkpoint files but none is intact; the disk filled up.
-          NanLossError: the loss became NaN (naming the step and a finite checkpoint).
-          ValueError: as ``Estimator.train``; and when called directly on a ``TF_CONFIG``
-            cluster task that cannot train by itself (a ps or evaluator task, or a chief /
-            worker whose server nothing started), naming the task and
-            ``tfest_kit.train_and_evaluate`` (TensorFlow's error showed a ``RunConfig`` repr,
-            or there was none: the session waited forever).
-        """
+    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        """As ``Estimator.train``, guarding model_dir (one writer, an intact checkpoint)."""
         check_direct_call(self.config, "train")
         with _model_dir.training(self) as counter:
             return super().train(
@@ -749,35 +777,10 @@ class TPUEstimator(tf_estimator.Estimator):
                 saving_listeners=saving_listeners,
             )
 
-    def evaluate(
-        self,
-        input_fn: Callable,
-        steps: Optional[int] = None,
-        hooks: Optional[list] = None,
-        checkpoint_path: Optional[str] = None,
-        name: Optional[str] = None,
-    ) -> dict:
-        """As ``Estimator.evaluate``; ``params['batch_size'] = eval_batch_size``.
-
-        Args:
-          input_fn: the evaluation ``input_fn`` (``params['batch_size']`` is set).
-          steps: batches to evaluate; None evaluates until the data ends.
-          hooks: evaluation ``SessionRunHook``s.
-          checkpoint_path: the checkpoint to evaluate; None: model_dir's latest.
-          name: the evaluation's name (metrics go to ``eval_dir(name)``).
-
-        Returns:
-          The metrics, as ``Estimator.evaluate`` returns them.
-
-        Raises:
-          ValueError: unlike ``Estimator.evaluate``, where the official loop would read a
-            ``repeat()``ed Dataset forever (``steps=None``) or report zeros for no data; on a
-            ``TF_CONFIG`` cluster's ps task, naming it and ``tfest_kit.train_and_evaluate``.
-        """
+    def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
+        """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
         check_direct_call(self.config, "evaluate")
-        # Estimator does not hand the name on to the graph it builds; host_call summaries of
-        # this evaluation go to eval_dir(name).
-        self._eval_name = name
+        self._eval_name = name  # host_call summaries go to eval_dir(name)
         hooks = list(hooks or ())
         if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
             hooks.append(EvalGuard(steps, "steps", "input_fn"))
@@ -788,26 +791,3 @@ class TPUEstimator(tf_estimator.Estimator):
                 )
         finally:
             self._eval_name = None
-
-    def _warn_export(self) -> None:
-        if self._warn_cpu_export and not self._export_warned:
-            tf.logging.warning(
-                "export_to_tpu=True but there is no TPU: writing a CPU SavedModel only."
-            )
-            self._export_warned = True
-
-    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, *args, **kwargs):
-        """As ``Estimator.export_saved_model``; writes a CPU SavedModel."""
-        self._warn_export()
-        return super().export_saved_model(
-            export_dir_base, serving_input_receiver_fn, *args, **kwargs
-        )
-
-    def experimental_export_all_saved_models(
-        self, export_dir_base, input_receiver_fn_map, *a, **kw
-    ):
-        """As ``Estimator.experimental_export_all_saved_models``; CPU SavedModels."""
-        self._warn_export()
-        return super().experimental_export_all_saved_models(
-            export_dir_base, input_receiver_fn_map, *a, **kw
-        )

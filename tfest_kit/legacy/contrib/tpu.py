@@ -5,7 +5,7 @@ TF 1.x scripts call these inside a ``TPUEstimator`` ``model_fn`` or around a ses
 The official ones build ops (``CrossReplicaSum``, ``TPUReplicateMetadata`` …) that have no
 CPU/GPU kernel, so a script falling back to CPU would die at the first ``session.run`` with
 "No OpKernel was registered".  Here, when no TPU is in use (no official TPUEstimator was built
-and no TPU is local, see ``tfest_kit._tpu_detect.tpu_in_use``), each builds what a single
+and no TPU is local, see ``tfest_kit.tpu.tpu_in_use``), each builds what a single
 replica would have computed; on a TPU each is the official function.
 
 - ``cross_replica_sum(x)`` over one replica is ``x``;
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._tf import tf
-from tfest_kit._tpu_detect import tpu_in_use
+from tfest_kit.tpu import tpu_in_use
 
 __all__ = [
     "cross_replica_sum",

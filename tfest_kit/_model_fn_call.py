@@ -1,0 +1,87 @@
+"""Calling a user's model_fn as Estimator would, Keras layers seeded (tpu.py, model_fn.py).
+
+Since Keras 2.10 an unseeded initializer draws from Python's ``random``, so
+``RunConfig(tf_random_seed=…)`` no longer decides a Keras layer's initial weights (nor those of
+``tf.compat.v1.layers.dense``). ``tf.keras.utils.set_random_seed`` reseeds the whole process;
+:func:`keras_seeds` sets only that generator, only while the model_fn builds its graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import random
+from collections.abc import Iterator
+from typing import Any, Callable, Optional
+
+__all__ = ["fn_args", "call_with_args", "model_fn_args", "call_model_fn", "keras_seeds"]
+
+
+def fn_args(fn: Callable) -> tuple:
+    """Names of the arguments ``fn`` accepts (all known names if it takes ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return ("features", "labels", "mode", "params", "config", "input_context")
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in parameters if p.kind in kinds)
+
+
+def call_with_args(fn: Callable, **available: Any) -> Any:
+    """Calls ``fn`` with the subset of ``available`` keyword arguments it accepts."""
+    names = fn_args(fn)
+    return fn(**{k: v for k, v in available.items() if k in names})
+
+
+def model_fn_args(model_fn: Any) -> tuple:
+    """The arguments a user's ``model_fn`` takes, after Estimator's checks on it."""
+    if not callable(model_fn):
+        raise ValueError(f"`model_fn` must be a callable. Got: {model_fn!r}")
+    names = fn_args(model_fn)
+    if "features" not in names:
+        raise ValueError(f"`model_fn` must take a `features` argument. Got: {model_fn!r}")
+    return names
+
+
+def call_model_fn(model_fn: Callable, *, features, labels, mode, params, config) -> Any:
+    """Calls ``model_fn`` with the arguments it takes, seeding Keras from ``config``."""
+    if labels is not None and "labels" not in fn_args(model_fn):
+        raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+    with keras_seeds(config.tf_random_seed):
+        return call_with_args(
+            model_fn, features=features, labels=labels, mode=mode, params=params, config=config
+        )
+
+
+@contextlib.contextmanager
+def keras_seeds(seed: Optional[int]) -> Iterator[None]:
+    """Inside the block, unseeded Keras initializers draw their seeds from ``seed`` (or None).
+
+    Each entry starts the same sequence again: each model_fn call gives each layer the same
+    initial weights, and two layers different ones.
+
+    Args:
+      seed: ``RunConfig.tf_random_seed``; None changes nothing.
+
+    Example:
+
+        with keras_seeds(config.tf_random_seed):
+            spec = model_fn(features, labels, mode, params, config)
+    """
+    state = None
+    if seed is not None:
+        # Private to Keras (set_random_seed sets it): no public way to set it alone.
+        with contextlib.suppress(ImportError):
+            state = getattr(importlib.import_module("keras.src.backend"), "_SEED_GENERATOR", None)
+    if state is None:
+        yield
+        return
+    previous = getattr(state, "generator", None)
+    state.generator = random.Random(seed)
+    try:
+        yield
+    finally:
+        state.generator = previous
