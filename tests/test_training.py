@@ -14,7 +14,7 @@ import tfest_kit
 from tests.conftest import captured_tf_log
 from tests.signal_hooks import SignalAtStep
 from tfest_kit import hooks, serving, training
-from tfest_kit._eval_events import metrics_by_step
+from tfest_kit._model_dir import metrics_by_step
 from tfest_kit._tf import estimator, tf
 
 RNG = np.random.RandomState(1)

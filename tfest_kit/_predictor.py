@@ -18,7 +18,7 @@ from google.protobuf import message, text_format
 
 from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
-from tfest_kit._exporters import ExportNotFoundError, latest_export
+from tfest_kit._model_dir import ExportNotFoundError, latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
 __all__ = ["ExportLoadError", "Predictor", "PredictorInputError", "read_signatures"]

@@ -44,7 +44,7 @@ from typing import Any, Optional, Union
 from tfest_kit import _keras_metrics, _keras_warm_start, _model_dir, _warm_start, logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_guard import EvalGuard
-from tfest_kit._saved_step import saved_step
+from tfest_kit._model_dir import saved_step
 from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import tf, tf2
 from tfest_kit._tf_config import check_tf_config_json

@@ -28,12 +28,10 @@ import numpy as np
 
 from tfest_kit import _model_dir
 from tfest_kit._checks import check_int, check_number
-from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._evaluator import TaskExecutor, export_unless_vanished
-from tfest_kit._exporters import _BestExporter
 from tfest_kit._guards import PreemptionHook
-from tfest_kit._saved_step import saved_step
+from tfest_kit._model_dir import metrics_by_step, saved_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import estimator_training, tf
 from tfest_kit._tf_config import validate_tf_config
@@ -259,7 +257,7 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
 
 
 # Exporters whose export does not depend on is_the_final_export.
-_FLAG_IGNORED_BY = (tf_estimator.LatestExporter, tf_estimator.BestExporter, _BestExporter)
+_FLAG_IGNORED_BY = (tf_estimator.LatestExporter, tf_estimator.BestExporter)
 
 
 def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Optional[int]]:
