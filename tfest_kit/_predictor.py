@@ -808,13 +808,12 @@ class Predictor:
 def _session_callable(session, feeds: list, fetches: list) -> Callable:
     """``run(*feed_arrays) -> [fetched arrays]`` for one fixed feed/fetch signature.
 
-    ``Session.make_callable`` with feeds goes through ``Session.run``'s Python feed and fetch
-    handling on every call. A callable made from ``CallableOptions`` (private, but what Keras'
-    TF1 backend uses for the same purpose) is one C++ call: 0.2 ms less per BERT-tiny batch-1
-    request here (1.43 -> 1.21 ms). Re-measured 2026-11-26 on a 4-layer batch-1 graph with
-    three int32 feeds and three fetches: public ``make_callable(fetches, feed_list=feeds)``
-    0.32-0.42 ms median per call, this 0.13-0.20 ms (TF 2.15's ``make_callable`` has no
-    ``accept_composite_tensors`` argument; it would not change that path). The arrays must
+    Public ``Session.make_callable(fetches, feed_list=feeds)`` goes through ``Session.run``'s
+    Python feed and fetch handling on every call; a callable made from ``CallableOptions``
+    (private, listed in ``_tf.PRIVATE_NAMES``; what Keras' TF1 backend uses) is one C++ call.
+    Measured with ``python -m benchmarks --cases serving`` (2 cores, medians of 3): batch-1
+    latency 2.38 ms with ``make_callable`` vs 1.98 ms with this (1.88 vs 1.05 ms with one intra-op
+    thread); batch 1 against the raw TF2 signature 1.15x vs 1.96x (goal 1.5x). The arrays must
     already have the feeds' dtypes, which :meth:`Predictor.prepare` guarantees.
     """
     options = CallableOptions()
