@@ -73,19 +73,16 @@ _PARSE_CONFIGS = (
 )
 
 
-def _as_dtype(value: Any) -> Optional[tf2.DType]:
-    try:
-        return tf.as_dtype(value)
-    except TypeError:
-        return None
-
-
 def _is_dtype_like(value: Any) -> bool:
     # tf.as_dtype also takes numbers and arrays (their dtype): a row of example data is not a
     # dtype, a dtype name ("float32") is.
     if not isinstance(value, str) and isinstance(value, (bool, int, float, np.generic, np.ndarray)):
         return False
-    return _as_dtype(value) is not None
+    try:
+        tf.as_dtype(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _is_dtype_shape_pair(value: Any) -> bool:
@@ -702,15 +699,6 @@ class _FeedHook(tf_estimator.SessionRunHook):
         return tf.train.SessionRunArgs(fetches=None, feed_dict=self.feed_dict)
 
 
-class _DropMessage(logging.Filter):
-    def __init__(self, text: str):
-        super().__init__()
-        self._text = text
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return self._text not in record.getMessage()
-
-
 _PREDICT_METHOD = tf.saved_model.PREDICT_METHOD_NAME
 
 
@@ -756,7 +744,10 @@ def _estimator_predictions(estimator, serving_input_receiver_fn, feeds: dict) ->
     # The placeholders never run out, so take exactly one batch and close the generator; the
     # Estimator's warning that such an input "yields forever" does not apply here.
     generator = estimator.predict(input_fn, hooks=[hook], yield_single_examples=False)
-    log_filter = _DropMessage("predict yields forever")
+
+    def log_filter(record: logging.LogRecord) -> bool:
+        return "predict yields forever" not in record.getMessage()
+
     logger = logging.getLogger("tensorflow")
     logger.addFilter(log_filter)
     try:
