@@ -423,18 +423,15 @@ class Predictor:
     """Serves an exported SavedModel from Python: load once, call many times.
 
     Replaces the removed ``tf.contrib.predictor``. Inputs are checked against the signature
-    (names, dtypes, shapes) with an error that names the input and what it expected; Python
-    ints/floats are converted to the signature's dtype when safe (float64 -> float32,
-    int64 -> int32 within range); values the dtype cannot hold (1e300 as float32) are refused.
-    For a signature that parses serialized ``tf.train.Example``s (:func:`parsing_receiver`, or
-    the v1 ``ParseExample`` op of older exports), plain feature dicts are accepted and
-    serialized here, a multi-valued (``VarLenFeature``) feature as a list of values per
-    example; an empty list for a feature parsed with a default gives the default. Large inputs are
-    run in batches of ``batch_size`` and the outputs concatenated; a rank-0 input (a threshold,
-    say) is not batched and goes whole to every batch. A signature with a ``SparseTensor``
-    input (a ``sparse_placeholder`` in the receiver) loads but cannot be called: its input is
-    fed through several tensors (export with :func:`parsing_receiver` instead). An input the
-    outputs do not depend on (``label_ids`` in a BERT serving receiver) may be left out.
+    (names, dtypes, shapes) and converted to its dtypes when that is safe (float64 -> float32,
+    int64 -> int32 within range); an error names the input and what it expected. A signature
+    that parses serialized ``tf.train.Example``s (:func:`parsing_receiver`, or the v1
+    ``ParseExample`` op of older exports) also takes plain feature dicts, a multi-valued
+    feature as a list of values per example (an empty list gives a feature's default). Large
+    inputs run in batches of ``batch_size``; a rank-0 input (a threshold) goes whole to each.
+    An input the outputs do not depend on (``label_ids`` of a BERT receiver) may be left out.
+    A signature with a ``SparseTensor`` input loads but cannot be called (export with
+    :func:`parsing_receiver` instead).
 
     Args:
       export_dir_or_base: an export (``.../1712345678``) or a directory of exports, in which
