@@ -118,11 +118,8 @@ def _pair_shape(name: str, value: Any) -> list:
 
 
 def _spec_from_tensor_spec(spec: tf2.TensorSpec, batched: Optional[bool]) -> tuple[tf2.DType, list]:
-    """(dtype, per-example shape) of an element_spec entry.
-
-    ``batched`` True: the leading dimension is the batch (see :func:`_ends_in_a_fixed_batch`);
-    None: an unknown leading dimension is the batch and any other shape is one example's.
-    """
+    """(dtype, per-example shape) of an element_spec entry; ``batched`` None: an unknown
+    leading dimension is the batch, any other shape is one example's."""
     shape = spec.shape
     if shape.rank is None:
         raise ValueError(
@@ -138,11 +135,9 @@ def _spec_from_tensor_spec(spec: tf2.TensorSpec, batched: Optional[bool]) -> tup
 def _ends_in_a_fixed_batch(dataset: tf2.data.Dataset) -> bool:
     """Whether ``dataset`` is batched with ``drop_remainder=True`` (as TPUs need).
 
-    Its element_spec then gives the batch size, not None, as the leading dimension, which is
-    otherwise read as one example's first axis (``[None, 8, 4]`` was exported for batches of
-    8). tf.data keeps no public record of the batching; the transformations' Python objects
-    do, so they are read defensively: a pipeline they do not describe keeps the reading by
-    shape.
+    Its element_spec then has the batch size, not None, as leading dimension (``[None, 8, 4]``
+    was exported for batches of 8). tf.data keeps no public record of the batching, so its
+    transformations' attributes are read defensively: else the shape decides.
     """
     for _ in range(1000):  # a pipeline is a chain of transformations, not a cycle
         name = type(dataset).__name__
@@ -262,7 +257,8 @@ def raw_receiver(spec: Any) -> ReceiverFn:
           :func:`tfest_kit.inputs.from_arrays` feeds them.
 
     Returns:
-      A ``serving_input_receiver_fn``; the signature inputs are named like the features.
+      A ``serving_input_receiver_fn`` (the official raw receiver, handing the model_fn a copy
+      of the inputs dict); the signature inputs are named like the features.
 
     Raises:
       TypeError: if ``spec`` is none of the above.
@@ -628,13 +624,11 @@ def best_exporter(
     to ``model_dir/export/<name>/<timestamp>``; each holds
     ``assets.extra/tfest_kit_eval_metrics.json`` with the metric values it was exported for.
 
-    Unlike ``tf.estimator.BestExporter``: any metric can be monitored, in either direction;
-    after a restart the best value so far is recovered from the earlier exports' metrics files
-    (or, when no export has one, from the eval event files in ``eval/`` or
-    ``eval_<EvalSpec name>/``), so a worse model is
-    not exported on the first evaluation (tensorflow issue 47396); a monitor missing from the
-    evaluation is an error, not a silent no-op. Its defaults differ too: ``name="best"`` (exports
-    in ``export/best``, not ``export/best_exporter``) and ``exports_to_keep=2`` (not 5).
+    Unlike ``tf.estimator.BestExporter``: after a restart the best value so far is recovered
+    from the earlier exports' metrics files (or, when no export has one, from the eval events
+    in ``eval/`` or ``eval_<EvalSpec name>/``), so a worse model is not exported on the first
+    evaluation (tensorflow issue 47396); a monitor missing from the evaluation is an error,
+    not a silent no-op. Defaults: ``name="best"`` and ``exports_to_keep=2`` (official: 5).
 
     Caveat: when the export directory holds no complete export yet, the first evaluation is
     always exported, even if the eval events show a better earlier value (there is no model to
@@ -709,14 +703,11 @@ def _signature_to_check(signatures: Mapping[str, Mapping]) -> str:
     ``classes`` / ``scores`` / ``outputs``), or export only ``predict`` when the receiver has
     several inputs; their ``predict`` signature holds the prediction dict.
     """
-    methods = {name: sig["method"] for name, sig in signatures.items()}
-    for name in ("serving_default", "predict"):
-        if methods.get(name) == _PREDICT_METHOD:
+    predict = sorted(n for n, sig in signatures.items() if sig["method"] == _PREDICT_METHOD)
+    for name in ("serving_default", "predict", *predict):
+        if name in predict:
             return name
-    predict_like = sorted(n for n, m in methods.items() if m == _PREDICT_METHOD)
-    if predict_like:
-        return predict_like[0]
-    return "serving_default" if "serving_default" in methods else sorted(methods)[0]
+    return "serving_default" if "serving_default" in signatures else sorted(signatures)[0]
 
 
 def _receiver_feed_dict(receiver, feeds: Mapping[str, Any]) -> dict:
