@@ -152,9 +152,9 @@ def test_parsing_receiver_accepts_plain_features(x_model, tmp_path):
     with pytest.raises(serving.PredictorInputError, match=r"unknown: \['y'\]"):
         predictor({"x": X[:2], "y": [1, 2]})
     # One example without its batch dimension: said before TensorFlow parses anything.
-    with pytest.raises(serving.PredictorInputError, match=r"shape \[4\], but example 0 holds 1"):
+    with pytest.raises(serving.PredictorInputError, match=r"shape \[4\].*example 0"):
         predictor({"x": X[0].tolist()})
-    with pytest.raises(serving.PredictorInputError, match="'x' must hold one entry per example"):
+    with pytest.raises(serving.PredictorInputError, match=r"'x'.*per example"):
         predictor({"x": 1.0})
 
 
@@ -192,7 +192,7 @@ def test_bert_receiver(tmp_path):
         labelled({**BERT, "extra": [1]})
     # int64 ids beyond int32 would wrap around silently in the cast.
     ids = dict(BERT, input_ids=BERT["input_ids"].astype(np.int64) + 2**31)
-    with pytest.raises(serving.PredictorInputError, match=r"'input_ids' has values outside the"):
+    with pytest.raises(serving.PredictorInputError, match=r"'input_ids'.*outside"):
         predictor(ids)
 
 
@@ -219,6 +219,12 @@ def test_image_bytes_receiver_decodes_png_and_jpeg(tmp_path):
     np.testing.assert_allclose(
         got["logits"][4:], _predict(est, {"image": decoded[None]})["logits"], atol=1e-4
     )
+    # One batch may mix sizes and channel counts: each image is decoded to RGB and resized.
+    gray = tf2.io.encode_png(np.kron(IMAGES[1][..., :1], np.ones((2, 2, 1), np.uint8))).numpy()
+    mixed = predictor({"image_bytes": [png[0], gray]})["logits"]
+    rgb = np.repeat(IMAGES[1][..., :1], 3, axis=2).astype(np.float32) / 127.5 - 1
+    want_gray = _predict(est, {"image": rgb[None]})["logits"]
+    np.testing.assert_allclose(mixed, np.concatenate([want["logits"][:1], want_gray]), atol=1e-4)
     # A bigger image is resized in the graph; a custom preprocess replaces the scaling.
     big = tf2.io.encode_png(np.kron(IMAGES[0], np.ones((2, 2, 1), np.uint8))).numpy()
     scaled = serving.image_bytes_receiver((IMAGE, IMAGE), preprocess=lambda im: im * 0.0)
@@ -232,9 +238,9 @@ def test_image_bytes_receiver_decodes_png_and_jpeg(tmp_path):
 def test_receiver_arguments_are_checked():
     with pytest.raises(TypeError, match="spec"):
         serving.raw_receiver([1, 2])
-    with pytest.raises(TypeError, match=r"spec\['x'\]` holds examples of different shapes"):
+    with pytest.raises(TypeError, match=r"spec\['x'\].*different shapes"):
         serving.raw_receiver({"x": [[1.0], [2.0, 3.0]]})
-    with pytest.raises(TypeError, match=r"spec\['x'\]` must be \(dtype, shape\).*'four'"):
+    with pytest.raises(TypeError, match=r"spec\['x'\].*\(dtype, shape\).*'four'"):
         serving.raw_receiver({"x": ("float32", "four")})
     with pytest.raises(TypeError, match="feature_spec_or_columns"):
         serving.parsing_receiver({"x": 3})
@@ -250,20 +256,20 @@ def test_predictor_input_errors_name_the_input(x_export):
         serving.PredictorInputError, match=r"x: float32 \[None, 4\].*missing: \['x'\]"
     ):
         predictor({"z": X})
-    with pytest.raises(TypeError, match="'x' has dtype <U1.*float32"):
+    with pytest.raises(TypeError, match="'x'.*<U1.*float32"):
         predictor({"x": [["a", "b", "c", "d"]]})
-    with pytest.raises(serving.PredictorInputError, match=r"'x' has shape \[2, 3\].*\[None, 4\]"):
+    with pytest.raises(serving.PredictorInputError, match=r"'x'.*\[2, 3\].*\[None, 4\]"):
         predictor({"x": X[:2, :3]})
-    with pytest.raises(serving.PredictorInputError, match="add the batch dimension"):
+    with pytest.raises(serving.PredictorInputError, match="batch dimension"):
         predictor({"x": X[0]})
     with pytest.raises(TypeError, match="dict"):
         predictor(X)
-    with pytest.raises(ValueError, match="signature.*Available signatures: .*serving_default"):
+    with pytest.raises(ValueError, match="signature.*serving_default"):
         serving.Predictor(x_export, signature="nope")
-    with pytest.raises(ValueError, match=r"no MetaGraph tagged \['gpu'\].*\[\['serve'\]\]"):
+    with pytest.raises(ValueError, match=r"MetaGraph.*\['gpu'\].*\[\['serve'\]\]"):
         serving.Predictor(x_export, tags=("gpu",))
     # A path TensorFlow's file systems cannot read is one error, not a raw OpError.
-    with pytest.raises(serving.ExportLoadError, match="Cannot read 'nofs://x'"):
+    with pytest.raises(serving.ExportLoadError, match="nofs://x"):
         serving.Predictor("nofs://x")
     # Safe conversions are made: Python floats (float64) and ints into float32.
     assert predictor({"x": [[1, 2, 3, 4]]})["logits"].shape == (1, 2)
@@ -311,7 +317,7 @@ def test_latest_export_skips_partial_exports(x_export, tmp_path):
     assert serving.latest_export(str(base)) == str(base / "100")
     assert serving.Predictor(str(base)).export_dir == str(base / "100")
     shutil.rmtree(base / "100")
-    with pytest.raises(serving.ExportNotFoundError, match=r"contains: \['300', 'temp-400'\]"):
+    with pytest.raises(serving.ExportNotFoundError, match=r"\['300', 'temp-400'\]"):
         serving.latest_export(str(base))
     with pytest.raises(FileNotFoundError, match="not a directory"):
         serving.latest_export(str(tmp_path / "missing"))
@@ -320,7 +326,7 @@ def test_latest_export_skips_partial_exports(x_export, tmp_path):
 def test_export_and_check_raises_on_mismatch(tmp_path):
     est = _train(str(tmp_path / "model"), {"x": X}, Y, "x", steps=2, noise=True)
     receiver = serving.raw_receiver({"x": (tf.float32, [4])})
-    with pytest.raises(serving.ExportMismatchError, match="logits: max abs difference"):
+    with pytest.raises(serving.ExportMismatchError, match="logits.*difference"):
         serving.export_and_check(est, receiver, {"x": X[:4]}, str(tmp_path / "e"))
 
 
@@ -423,9 +429,7 @@ def test_best_exporter_monitor_and_arguments(x_model, tmp_path):
     receiver = serving.raw_receiver({"x": (tf.float32, [4])})
     exporter = serving.best_exporter(receiver, monitor="auc", mode="max")
     result = x_model.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(64))
-    with pytest.raises(
-        ValueError, match=r"'auc'.*Available metrics: \['accuracy', 'global_step', 'loss'\]"
-    ):
+    with pytest.raises(ValueError, match=r"'auc'.*\['accuracy', 'global_step', 'loss'\]"):
         exporter.export(x_model, str(tmp_path), None, result, False)
     by_accuracy = serving.best_exporter(receiver, monitor="accuracy", mode="max", name="acc")
     assert by_accuracy.name == "acc"
@@ -533,13 +537,13 @@ def test_parsing_receiver_takes_multi_valued_features_of_any_length(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(predictor({"examples": data})["probabilities"], want, atol=1e-6)
     # Wrong input is still told apart: a FixedLenFeature with two values, a number as a tag.
-    with pytest.raises(serving.PredictorInputError, match=r"'x' is parsed with shape \[1\]"):
+    with pytest.raises(serving.PredictorInputError, match=r"'x'.*shape \[1\]"):
         predictor({"x": [[0.5, 1.0]], "tags": [["a"]]})
-    with pytest.raises(TypeError, match="'tags' is parsed as string"):
+    with pytest.raises(TypeError, match="'tags'.*string"):
         predictor({"x": [0.5], "tags": [[1, 2]]})
-    with pytest.raises(serving.PredictorInputError, match="'x' of example 0 is nested"):
+    with pytest.raises(serving.PredictorInputError, match="'x'.*example 0.*nested"):
         predictor({"x": [[[0.5], [1.0, 2.0]]], "tags": [["a"]]})
-    with pytest.raises(serving.PredictorInputError, match="'tags' must hold one entry per"):
+    with pytest.raises(serving.PredictorInputError, match="'tags'.*per example"):
         predictor({"x": [0.5], "tags": "a"})
 
 
@@ -705,9 +709,7 @@ def test_predictor_refuses_numbers_the_input_or_example_cannot_hold(x_model, tmp
     parsing = est.export_saved_model(str(tmp_path / "parsing"), serving.parsing_receiver(spec))
     huge = np.array([[1e300, 1.0, 2.0, 3.0]])
     with serving.Predictor(raw) as predictor:
-        with pytest.raises(
-            serving.PredictorInputError, match=r"'x' has values outside the float32 range.*1e\+300"
-        ):
+        with pytest.raises(serving.PredictorInputError, match=r"'x'.*outside.*float32.*1e\+300"):
             predictor({"x": huge, "i": [1]})
         assert predictor({"x": np.zeros((0, 4)), "i": []})["logits"].shape == (0, 2)
         # inf is a float32 value, not an overflow.
@@ -715,12 +717,10 @@ def test_predictor_refuses_numbers_the_input_or_example_cannot_hold(x_model, tmp
     with serving.Predictor(parsing) as predictor:
         with pytest.raises(
             serving.PredictorInputError,
-            match=r"'i' of example 1 has values outside the int64 range.*9223372036854775813",
+            match=r"'i'.*example 1.*int64.*9223372036854775813",
         ):
             predictor({"x": X[:2], "i": np.array([1, 2**63 + 5], np.uint64)})
-        with pytest.raises(
-            serving.PredictorInputError, match=r"'x' of example 0 has values outside the float32"
-        ):
+        with pytest.raises(serving.PredictorInputError, match=r"'x'.*example 0.*float32"):
             predictor({"x": huge, "i": [1]})
         assert predictor({"x": np.zeros((0, 4)), "i": []})["logits"].shape == (0, 2)
 
@@ -759,3 +759,27 @@ def test_official_best_exporter_exports_a_worse_model_after_a_restart(x_model, t
     ours = serving.best_exporter(receiver, exports_to_keep=None)
     assert ours.export(est, base, est.latest_checkpoint(), worse, False) is None
     assert len(_exports(base)) == 2
+
+
+def test_raw_receiver_keeps_an_input_the_model_fn_pops(x_model, tmp_path):
+    def model_fn(features, labels, mode, params):
+        key = features.pop("key")  # an instance key passed through, as some model_fns do
+        logits = _network(features, params)
+        return estimator.EstimatorSpec(mode, predictions={"key": key, "logits": logits})
+
+    est = estimator.Estimator(model_fn, model_dir=x_model.model_dir, params={"kind": "x"})
+    spec = {"x": (tf.float32, [4]), "key": (tf.string, [])}
+    ours = serving.Predictor(
+        est.export_saved_model(str(tmp_path / "ours"), serving.raw_receiver(spec))
+    )
+    assert ours({"x": X[:2], "key": ["a", "b"]})["key"].tolist() == [b"a", b"b"]
+    # The official receiver hands the model_fn the dict that becomes the signature's inputs:
+    # with the key popped, the export silently has no serving signature.
+    with tf.Graph().as_default():
+        templates = {
+            "x": tf.placeholder(tf.float32, [None, 4], name="x"),
+            "key": tf.placeholder(tf.string, [None], name="key"),
+        }
+    official = estimator.export.build_raw_serving_input_receiver_fn(templates)
+    path = est.export_saved_model(str(tmp_path / "official"), official)
+    assert "serving_default" not in serving.read_signatures(path.decode())[1]

@@ -19,11 +19,11 @@ from tests.conftest import captured_tf_log
 from tests.signal_hooks import SignalAtStep
 from tfest_kit import hooks, serving, training
 from tfest_kit._errors import TfestKitError
-from tfest_kit._eval_events import metrics_by_step
-from tfest_kit._exporters import METRICS_FILE, complete_exports
+from tfest_kit._model_dir import complete_exports, metrics_by_step
 from tfest_kit._tf import estimator, tf, tf2
 from tfest_kit._vanished_checkpoint import export_unless_vanished
 from tfest_kit.cluster import free_ports
+from tfest_kit.serving import EXPORT_METRICS_FILE as METRICS_FILE
 
 RNG = np.random.RandomState(1)
 X = RNG.randn(260, 3).astype(np.float32)

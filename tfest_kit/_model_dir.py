@@ -1,4 +1,4 @@
-"""A model_dir before and while training: its checkpoints, and one writer at a time.
+"""A model_dir: its checkpoints, one writer at a time, its eval events and its exports.
 
 :func:`training` is what tfest_kit's estimators and ``train_and_evaluate`` wrap a training
 call in. On the process that writes checkpoints (the chief, or the only process) it
@@ -47,9 +47,16 @@ except ImportError:  # pragma: no cover - Windows: no lock
 
 __all__ = [
     "LOCK_FILE",
+    "OBJECT_GLOBAL_STEP",
+    "ExportNotFoundError",
     "ModelDirLockedError",
     "checkpoint_damage",
+    "complete_exports",
+    "eval_dirs",
+    "latest_export",
+    "metrics_by_step",
     "recover_checkpoint_state",
+    "saved_step",
     "training",
     "writer_lock",
 ]
@@ -527,3 +534,182 @@ def training(estimator) -> Iterator[tf.train.SessionRunHook]:
             if not _is_disk_full(e) or not model_dir:
                 raise
             raise TfestKitError(_disk_full_message(model_dir)) from e
+
+
+# The global step of the newest checkpoint, under either name it is saved as: Estimator reads
+# it back by its TF1 name, ``global_step``; an object-based checkpoint
+# (``keras_bridge.to_estimator``'s default) keeps it as ``estimator_global_step/…``, where the
+# official reader finds nothing and takes the step for 0.
+OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def saved_step(model_dir: Optional[str]) -> Optional[int]:
+    """Returns the global step of the newest checkpoint: 0 without one, None if unreadable.
+
+    Args:
+      model_dir: an Estimator model_dir, or None.
+
+    Returns:
+      The step, 0 when ``model_dir`` has no checkpoint, or None when the checkpoint holds no
+      global step or was deleted while being read (by the chief's ``keep_checkpoint_max``
+      clean-up).
+
+    Example:
+
+        saved_step(estimator.model_dir)  # 300
+    """
+    prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
+    if prefix is None:
+        return 0
+    try:
+        names = {name for name, _ in tf.train.list_variables(prefix)}
+        for name in (tf.GraphKeys.GLOBAL_STEP, OBJECT_GLOBAL_STEP):
+            if name in names:
+                return int(tf.train.load_variable(prefix, name))
+    except tf.errors.NotFoundError:
+        pass
+    return None
+
+
+def eval_dirs(model_dir: str) -> list[str]:
+    """Returns ``MODEL_DIR/eval`` and every ``MODEL_DIR/eval_<name>`` directory, sorted.
+
+    ``EvalSpec(name=…)`` / ``evaluate(name=…)`` write to ``eval_<name>``; readers that look
+    only at ``eval/`` miss them.
+
+    Example:
+
+        eval_dirs("/tmp/run")   # ['/tmp/run/eval', '/tmp/run/eval_holdout']
+    """
+    if not tf.gfile.IsDirectory(model_dir):
+        return []
+    names = sorted(entry.rstrip("/") for entry in tf.gfile.ListDirectory(model_dir))
+    return [
+        os.path.join(model_dir, name)
+        for name in names
+        if (name == "eval" or name.startswith("eval_"))
+        and tf.gfile.IsDirectory(os.path.join(model_dir, name))
+    ]
+
+
+def _summary_number(value) -> Optional[float]:
+    """A summary value's number: a TF1 ``simple_value`` or a TF2 ``tf.summary.scalar`` tensor.
+
+    TF2's summaries (Keras' TensorBoard callback, ``tf.summary.scalar`` under a
+    ``create_file_writer``) store a rank-0 tensor instead of a ``simple_value``; tensors of
+    other plugins (text, histograms, images) are not scalars and are left out.
+    """
+    if value.HasField("simple_value"):
+        return value.simple_value
+    if not value.HasField("tensor"):
+        return None
+    if value.metadata.plugin_data.plugin_name not in ("", "scalars"):
+        return None
+    try:
+        array = tf.make_ndarray(value.tensor)
+    except (TypeError, ValueError):
+        return None
+    # The same test as the plot command's reader: one number of a numeric type.
+    if array.size != 1 or array.dtype.kind not in "fiu":
+        return None
+    return float(array.reshape(()))
+
+
+def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
+    """Returns ``{step: {tag: value}}`` for the scalar summaries in ``eval_dir``, by step.
+
+    One reader for early stopping, the best exporter, ``train_and_evaluate``'s result on
+    distributed tasks and the ``inspect`` / ``plot`` commands (the official
+    ``read_eval_metrics`` is not exported and reads no TF2 summaries). Both TF1 summaries
+    (``simple_value``, what ``Estimator.evaluate`` writes) and TF2 ones (``tf.summary.scalar``)
+    are read. Files are read in name order and a later value for the same step and tag wins.
+    A torn last record (the evaluator may be appending to the file right now) ends that
+    file's reading.
+
+    Args:
+      eval_dir: e.g. ``estimator.eval_dir()``; a missing directory reads as empty.
+
+    Returns:
+      The metrics of each evaluated step, in step order; ``{}`` when there are none.
+
+    Example:
+
+        history = metrics_by_step(est.eval_dir())   # {100: {"loss": 0.7, ...}, 200: {...}}
+    """
+    by_step: dict[int, dict[str, float]] = {}
+    # Listed, not globbed: a model_dir such as "lr[0.1]" is no pattern.
+    names = tf.gfile.ListDirectory(eval_dir) if tf.gfile.IsDirectory(eval_dir) else []
+    for path in sorted(os.path.join(eval_dir, n) for n in names if ".tfevents." in n):
+        try:
+            for event in tf.train.summary_iterator(path):
+                for value in event.summary.value:
+                    number = _summary_number(value)
+                    if number is not None:
+                        by_step.setdefault(int(event.step), {})[value.tag] = number
+        except tf.errors.DataLossError as e:
+            tf.logging.debug("Eval events: stopped reading %s at a torn record: %s", path, e)
+    return dict(sorted(by_step.items()))
+
+
+class ExportNotFoundError(TfestKitError, FileNotFoundError):
+    """No complete SavedModel export was found where one was expected."""
+
+
+def _is_complete(path: str) -> bool:
+    has_graph = tf.gfile.Exists(os.path.join(path, "saved_model.pb")) or tf.gfile.Exists(
+        os.path.join(path, "saved_model.pbtxt")
+    )
+    return has_graph and tf.gfile.Exists(os.path.join(path, "variables", "variables.index"))
+
+
+def complete_exports(export_dir_base: str) -> list[str]:
+    """Returns the complete numbered exports under ``export_dir_base``, oldest first.
+
+    ``temp-*`` directories (an export in progress or one that crashed) and numbered directories
+    without ``saved_model.pb`` and ``variables/variables.index`` are left out.
+    """
+    if not tf.gfile.IsDirectory(export_dir_base):
+        return []
+    versions = []
+    for entry in tf.gfile.ListDirectory(export_dir_base):
+        entry = entry.rstrip("/")
+        if entry.isdigit() and _is_complete(os.path.join(export_dir_base, entry)):
+            versions.append(int(entry))
+    return [os.path.join(export_dir_base, str(v)) for v in sorted(versions)]
+
+
+def latest_export(export_dir_base: str) -> str:
+    """Returns the newest complete export under ``export_dir_base``.
+
+    Exports are the numbered (timestamp) directories ``Estimator.export_saved_model`` writes.
+    One without ``saved_model.pb`` and ``variables/variables.index`` (a crash mid-export or a
+    partial copy) and ``temp-*`` directories are never returned.
+
+    Args:
+      export_dir_base: the directory given to ``export_saved_model``, e.g.
+        ``model_dir/export/best``.
+
+    Returns:
+      The path of the newest complete export.
+
+    Raises:
+      ExportNotFoundError: (a ``TfestKitError`` and ``FileNotFoundError``) if there is none;
+        the message lists what the directory holds.
+
+    Example:
+
+        predictor = Predictor(latest_export(os.path.join(model_dir, "export", "best")))
+    """
+    exports = complete_exports(export_dir_base)
+    if exports:
+        return exports[-1]
+    if not tf.gfile.IsDirectory(export_dir_base):
+        raise ExportNotFoundError(
+            f"No export found: {export_dir_base!r} is not a directory. Pass the directory given "
+            "to export_saved_model (or an exporter's model_dir/export/NAME)."
+        )
+    entries = sorted(e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base))
+    raise ExportNotFoundError(
+        f"No complete export in {export_dir_base!r}: expected numbered directories holding "
+        f"saved_model.pb and variables/variables.index. It contains: {entries or 'nothing'}"
+    )

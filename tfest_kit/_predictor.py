@@ -18,7 +18,7 @@ from google.protobuf import message, text_format
 
 from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
-from tfest_kit._exporters import ExportNotFoundError, latest_export
+from tfest_kit._model_dir import ExportNotFoundError, latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
 __all__ = ["ExportLoadError", "Predictor", "PredictorInputError", "read_signatures"]
@@ -423,18 +423,15 @@ class Predictor:
     """Serves an exported SavedModel from Python: load once, call many times.
 
     Replaces the removed ``tf.contrib.predictor``. Inputs are checked against the signature
-    (names, dtypes, shapes) with an error that names the input and what it expected; Python
-    ints/floats are converted to the signature's dtype when safe (float64 -> float32,
-    int64 -> int32 within range); values the dtype cannot hold (1e300 as float32) are refused.
-    For a signature that parses serialized ``tf.train.Example``s (:func:`parsing_receiver`, or
-    the v1 ``ParseExample`` op of older exports), plain feature dicts are accepted and
-    serialized here, a multi-valued (``VarLenFeature``) feature as a list of values per
-    example; an empty list for a feature parsed with a default gives the default. Large inputs are
-    run in batches of ``batch_size`` and the outputs concatenated; a rank-0 input (a threshold,
-    say) is not batched and goes whole to every batch. A signature with a ``SparseTensor``
-    input (a ``sparse_placeholder`` in the receiver) loads but cannot be called: its input is
-    fed through several tensors (export with :func:`parsing_receiver` instead). An input the
-    outputs do not depend on (``label_ids`` in a BERT serving receiver) may be left out.
+    (names, dtypes, shapes) and converted to its dtypes when that is safe (float64 -> float32,
+    int64 -> int32 within range); an error names the input and what it expected. A signature
+    that parses serialized ``tf.train.Example``s (:func:`parsing_receiver`, or the v1
+    ``ParseExample`` op of older exports) also takes plain feature dicts, a multi-valued
+    feature as a list of values per example (an empty list gives a feature's default). Large
+    inputs run in batches of ``batch_size``; a rank-0 input (a threshold) goes whole to each.
+    An input the outputs do not depend on (``label_ids`` of a BERT receiver) may be left out.
+    A signature with a ``SparseTensor`` input loads but cannot be called (export with
+    :func:`parsing_receiver` instead).
 
     Args:
       export_dir_or_base: an export (``.../1712345678``) or a directory of exports, in which
@@ -808,14 +805,15 @@ class Predictor:
 def _session_callable(session, feeds: list, fetches: list) -> Callable:
     """``run(*feed_arrays) -> [fetched arrays]`` for one fixed feed/fetch signature.
 
-    ``Session.make_callable`` with feeds goes through ``Session.run``'s Python feed and fetch
-    handling on every call. A callable made from ``CallableOptions`` (private, but what Keras'
-    TF1 backend uses for the same purpose) is one C++ call: 0.2 ms less per BERT-tiny batch-1
-    request here (1.43 -> 1.21 ms). Re-measured 2026-11-26 on a 4-layer batch-1 graph with
-    three int32 feeds and three fetches: public ``make_callable(fetches, feed_list=feeds)``
-    0.32-0.42 ms median per call, this 0.13-0.20 ms (TF 2.15's ``make_callable`` has no
-    ``accept_composite_tensors`` argument; it would not change that path). The arrays must
-    already have the feeds' dtypes, which :meth:`Predictor.prepare` guarantees.
+    Public ``Session.make_callable(fetches, feed_list=feeds)`` goes through ``Session.run``'s
+    Python feed and fetch handling on every call; a callable made from ``CallableOptions``
+    (private, listed in ``_tf.PRIVATE_NAMES``; what Keras' TF1 backend uses) is one C++ call.
+    Measured with ``python -m benchmarks --cases serving`` (2 cores, medians of 3): batch-1
+    latency 2.38 ms with ``make_callable`` vs 1.98 ms with this (1.88 vs 1.05 ms with one intra-op
+    thread); batch 1 against the raw TF2 signature 1.15x vs 1.96x (goal 1.5x). Both callables
+    on one loaded BERT-tiny session, calls interleaved, on a busy 2-core machine: batch 1
+    4.59 vs 3.54 ms, batch 64 49.9 vs 48.1 ms. The arrays must already have the feeds' dtypes,
+    which :meth:`Predictor.prepare` guarantees.
     """
     options = CallableOptions()
     options.feed.extend(t.name for t in feeds)

@@ -150,8 +150,8 @@ PRIVATE_NAMES: dict[str, str] = {
     ),
     "tensorflow.compat.v1:train.Saver()._var_list": "keras_bridge.py: its saver, rebuilt",
     "tensorflow.compat.v1:train.Saver()._object_restore_saver": "keras_bridge.py: same",
-    "tensorflow:data.Dataset()._input_dataset": "_receivers.py: a batched dataset's batch",
-    "tensorflow:data.Dataset()._drop_remainder": "_receivers.py: same",
+    "tensorflow:data.Dataset()._input_dataset": "serving.py: a batched dataset's batch",
+    "tensorflow:data.Dataset()._drop_remainder": "serving.py: same",
     # Keras 2.15.
     "keras:Model._get_compile_args": "keras_bridge.py: what a model was compiled with",
     "keras:Model()._is_graph_network": "keras_bridge.py: a subclassed model",

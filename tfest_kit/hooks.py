@@ -34,8 +34,8 @@ import numpy as np
 from tfest_kit import logs
 from tfest_kit._checks import check_bool, check_int, check_number
 from tfest_kit._errors import TfestKitError
-from tfest_kit._eval_events import eval_dirs, metrics_by_step
 from tfest_kit._metric_direction import higher_is_better
+from tfest_kit._model_dir import eval_dirs, metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 from tfest_kit.cluster import is_chief_task

@@ -22,8 +22,8 @@ from typing import Any, Optional, Union
 from tfest_kit import _model_dir, _warm_start, logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_guard import EvalGuard
+from tfest_kit._model_dir import saved_step
 from tfest_kit._model_fn_call import call_with_args
-from tfest_kit._saved_step import saved_step
 from tfest_kit._task_guard import check_direct_call
 from tfest_kit._tf import object_graph_key_mapping, tf, tf2
 from tfest_kit.cluster import check_tf_config_json

@@ -33,10 +33,8 @@ import numpy as np
 from tfest_kit import _model_dir
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._errors import TfestKitError
-from tfest_kit._eval_events import metrics_by_step
 from tfest_kit._eval_guard import EvalGuard
-from tfest_kit._exporters import _BestExporter
-from tfest_kit._saved_step import saved_step
+from tfest_kit._model_dir import metrics_by_step, saved_step
 from tfest_kit._tf import (
     ContinuousEvalListener,
     EvalStatus,
@@ -251,7 +249,7 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
 
 
 # Exporters whose export does not depend on is_the_final_export.
-_FLAG_IGNORED_BY = (tf_estimator.LatestExporter, tf_estimator.BestExporter, _BestExporter)
+_FLAG_IGNORED_BY = (tf_estimator.LatestExporter, tf_estimator.BestExporter)
 
 
 # -- cluster tasks ---------------------------------------------------------------------------

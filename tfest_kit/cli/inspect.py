@@ -169,9 +169,9 @@ def _versions(exporter_dir: str) -> list[dict]:
 
 
 def _is_complete(export_dir: str) -> bool:
-    """The rule of ``tfest_kit._exporters._is_complete``, repeated with ``os``.
+    """The rule of ``tfest_kit._model_dir._is_complete``, repeated with ``os``.
 
-    Importing ``_exporters`` would load TensorFlow, which this module imports only inside the
+    Importing ``_model_dir`` would load TensorFlow, which this module imports only inside the
     one function that needs it (``_checkpoint_state``), so that it loads without TensorFlow as
     ``python -m tfest_kit doctor`` needs. A graph in either form counts:
     ``best_exporter(as_text=True)`` writes ``saved_model.pbtxt``.

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from typing import Optional
 
-from tfest_kit._eval_events import eval_dirs
+from tfest_kit._model_dir import eval_dirs
 
 __all__ = ["scalar_history", "eval_dirs", "check_model_dir", "plot", "add_parser", "run"]
 

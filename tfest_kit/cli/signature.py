@@ -34,7 +34,7 @@ def export_hint(path: str) -> str:
 
         export_hint("/tmp/model")   # " Exports found below it: ['/tmp/model/export/best']; ..."
     """
-    from tfest_kit._exporters import complete_exports
+    from tfest_kit._model_dir import complete_exports
 
     bases = []
     for parent in (path, os.path.join(path, "export")):
