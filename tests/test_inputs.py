@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from tfest_kit import TfestKitError, inputs
-from tfest_kit import _tfrecord_framing as _framing
 from tfest_kit._tf import tf, tf2
 
 
@@ -567,25 +566,7 @@ def test_tfrecord_truncated_shard_is_named_before_training(tmp_path, record_byte
     assert sum(len(labels) for _, labels in _batches(fn())) == count
 
 
-def test_tfrecord_record_headers_are_found_by_their_checksums(tmp_path):
-    # Payloads of small integers (token ids) make most 8-byte windows plausible lengths, so
-    # every one of them is checksummed: the vectorised search must agree with the plain one.
-    rng = np.random.RandomState(0)
-    path = tmp_path / "ids.tfr"
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for size in rng.randint(0, 400, 40):
-            writer.write(rng.randint(0, 3, size).astype("<i8").tobytes())
-    data = path.read_bytes()[5:-7]  # a window that starts and ends inside records
-    plain = [
-        at
-        for at in range(len(data) - 11)
-        if int.from_bytes(data[at : at + 8], "little") < 2**40 and _framing._is_header(data, at)
-    ]
-    assert len(plain) >= 38
-    assert _framing._record_headers(data) == plain
-
-
-def test_tfrecord_garbage_shard_and_what_is_not_claimed(tmp_path):
+def test_tfrecord_garbage_cut_and_compressed_shards_are_named(tmp_path):
     paths = inputs.write_tfrecord(ROWS, tmp_path / "d.tfr", num_shards=2)
     with open(paths[1], "wb") as f:
         f.write(b"age,income\n30,1.5\n")  # a CSV under a TFRecord name
@@ -599,15 +580,17 @@ def test_tfrecord_garbage_shard_and_what_is_not_claimed(tmp_path):
     _cut(paths[0], 3)
     with pytest.raises(inputs.DataError, match=rf"it is corrupt: the bytes at {16 + first} are"):
         inputs.from_tfrecord(paths[0], SPEC, "label")
-    # A record longer than the largest read (1 MiB) cut short: nothing to check it against,
-    # so nothing is claimed and TensorFlow reports it when it gets there.
+    # A large record cut short, and a cut GZIP shard, are named too.
     rows = [{"blob": b"x" * 100, "label": 0}, {"blob": b"y" * 1_500_000, "label": 1}]
     [big] = inputs.write_tfrecord(rows, tmp_path / "big.tfr")
     _cut(big, 10)
-    inputs.from_tfrecord(big, _BYTES_SPEC, "label")
-    # Compressed files are not checked: the end of a GZIP stream says nothing about records.
-    [packed] = inputs.write_tfrecord(ROWS, tmp_path / "p.tfr", compression="GZIP")
+    with pytest.raises(inputs.DataError, match=r"big\.tfr: it is truncated"):
+        inputs.from_tfrecord(big, _BYTES_SPEC, "label")
+    [packed] = inputs.write_tfrecord(ROWS * 50, tmp_path / "p.tfr", compression="GZIP")
     inputs.from_tfrecord(packed, SPEC, "label", compression="GZIP")
+    _cut(packed, 10)
+    with pytest.raises(inputs.DataError, match=r"p\.tfr"):
+        inputs.from_tfrecord(packed, SPEC, "label", compression="GZIP")
 
 
 # --------------------------------------------------------------------------- with an Estimator
