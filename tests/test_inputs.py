@@ -794,6 +794,20 @@ def test_official_make_csv_dataset_reads_unshuffled_files_sorted_not_as_given(tm
     assert ours[0]["x"].tolist() == [2, 1]
 
 
+def test_official_make_csv_dataset_types_1_000_as_int_and_has_no_static_batch(tmp_path):
+    # Its inference takes what Python's int() takes; CsvDataset then refuses the field. Its
+    # batches have no drop_remainder, so TPU-style static shapes are impossible.
+    path = tmp_path / "under.csv"
+    path.write_text("x,y\n1_000,0\n2,1\n")
+    ds = tf2.data.experimental.make_csv_dataset(str(path), 2, shuffle=False, num_epochs=1)
+    assert ds.element_spec["x"].dtype == tf.int32 and ds.element_spec["x"].shape[0] is None
+    with pytest.raises(tf.errors.InvalidArgumentError, match="1_000"):
+        next(iter(ds))
+    fn = inputs.from_csv(str(path), label_name="y", batch_size=2, drop_remainder=True)
+    assert fn().element_spec[0]["x"].dtype == tf.string
+    assert fn().element_spec[0]["x"].shape.as_list() == [2]
+
+
 def test_official_make_csv_dataset_names_no_file_and_line_for_a_short_row(tmp_path):
     path = tmp_path / "short.csv"
     path.write_text("x,y\n" + "1,0\n" * 50 + "7\n")

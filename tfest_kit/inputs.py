@@ -1,26 +1,16 @@
 """``input_fn`` builders over tf.data: NumPy / pandas, CSV, TFRecord of ``tf.train.Example``.
 
 Each builder checks its arguments and files at once and returns an ``input_fn(params=None)``
-whose ``tf.data.Dataset`` reads files in parallel, shuffles before ``repeat``, batches
-(``drop_remainder`` for static TPU-style shapes), parses after batching and prefetches. The batch
-size is ``params["batch_size"]`` when the Estimator passes it, else the builder's ``batch_size``;
-``num_epochs=None`` repeats forever. Problems with the data (no file matches, a CSV row of the
-wrong width, a missing label) raise :class:`DataError` (a ``TfestKitError`` and a ``ValueError``);
-wrong arguments raise ``ValueError`` / ``TypeError``.
-
-Upstream does the reading (``CsvDataset``, ``TFRecordDataset``, ``parse_example``); what is ours
-fills a gap that a ``test_official_*`` test in tests/test_inputs.py shows in the official API.
+(batch size: ``params["batch_size"]`` when the Estimator passes it). Upstream reads
+(``CsvDataset``, ``TFRecordDataset``, ``parse_example``); our checks fill gaps that the
+``test_official_*`` tests in tests/test_inputs.py show. Bad data raises :class:`DataError`.
 
 Example:
-
-    from tfest_kit import inputs
 
     train_fn = inputs.from_arrays({"x": x_train}, y_train, batch_size=64, num_epochs=None)
     eval_fn = inputs.from_csv("data/eval-*.csv", label_name="species", shuffle=False)
     paths = inputs.write_tfrecord(rows, "/tmp/data/train.tfrecord", num_shards=4)
-    spec = {"label": tf.io.FixedLenFeature([], tf.int64)}  # write_tfrecord keeps ints int64
-    tfrecord_fn = inputs.from_tfrecord("/tmp/data/train.tfrecord-*", spec, "label")
-    estimator.train(train_fn, max_steps=1000)
+    tfrecord_fn = inputs.from_tfrecord(paths, {"label": tf.io.FixedLenFeature([], tf.int64)})
 """
 
 from __future__ import annotations
@@ -122,34 +112,23 @@ def _describe_dir(directory: str) -> str:
     if not tf2.io.gfile.isdir(directory):
         return f"directory {directory!r} does not exist"
     entries = sorted(tf2.io.gfile.listdir(directory))
-    if not entries:
-        return f"directory {directory!r} is empty"
     more = f" … and {len(entries) - 20} more" if len(entries) > 20 else ""
-    return f"directory {directory!r} contains: {', '.join(entries[:20])}{more}"
-
-
-def _common_extension(paths: list[str]) -> str:
-    """``"*.csv"`` for the files' most common extension, ``"*"`` when they have none."""
-    counts = collections.Counter(os.path.splitext(p)[1] for p in paths if not tf2.io.gfile.isdir(p))
-    common = [ext for ext, _ in counts.most_common() if ext]
-    return "*" + (common[0] if common else "")
+    return f"directory {directory!r} contains: {', '.join(entries[:20]) or 'nothing'}{more}"
 
 
 def _directory_error(pattern: str, directory: str, matched: list[str]) -> DataError:
     # The readers call a directory "the file is empty" or fail with "Is a directory".
-    inside = [os.path.join(directory, n) for n in tf2.io.gfile.listdir(directory)]
-    others = [m for m in matched if not tf2.io.gfile.isdir(m)]
     if os.path.normpath(pattern) == os.path.normpath(directory):
-        what, example = "is a directory", os.path.join(directory, _common_extension(inside))
+        what, where = "is a directory", os.path.join(directory, "*")
     else:
-        what = f"matches the directory {directory!r}"
-        example = os.path.join(
-            os.path.dirname(pattern) if others else directory,
-            _common_extension(others or inside),
-        )
+        what, where = f"matches the directory {directory!r}", pattern
+    files = [m for m in matched if not tf2.io.gfile.isdir(m)] or tf2.io.gfile.glob(where)
+    extensions = collections.Counter(os.path.splitext(f)[1] for f in files)
+    extension = max(extensions, key=lambda e: (bool(e), extensions[e]), default="")
     return DataError(
         f"`file_pattern` {pattern!r} {what}, not files: pass a pattern that matches files only, "
-        f"such as {example!r}; {_describe_dir(directory)}."
+        f"such as {os.path.join(os.path.dirname(where), '*' + extension)!r}; "
+        f"{_describe_dir(directory)}."
     )
 
 
@@ -304,7 +283,7 @@ def from_arrays(
     Raises:
       DataError: if ``labels`` names a column that is not in ``features``.
       ValueError: arrays with different numbers of rows, pandas indexes that differ, a bad
-        batch size / epochs (also a bad ``params["batch_size"]``, from the ``input_fn``).
+        argument or (from the ``input_fn``) ``params["batch_size"]``.
       TypeError: if ``features`` is of an unsupported type.
 
     Example:
@@ -656,13 +635,10 @@ def from_csv(
 ) -> InputFn:
     """Builds an ``input_fn`` over CSV files with ``tf.data.experimental.CsvDataset``.
 
-    The files are checked once, in Python, when the builder is called: every row must have one
-    field per column (the error names ``file:line``), the label column must exist, and column
-    types are inferred (int32, int64 beyond its range, float32, string; empty and ``na_value``
-    fields are ignored, a column with no other value is float32) unless ``column_defaults``
-    gives them. A column of numbers with a few other fields, or with one missing-value marker
-    however often (``"NA"``, ``"?"``, ``"NULL"``), is refused rather than read as strings: the
-    error says to pass ``na_value``.
+    The files are checked once, in Python, when the builder is called: row widths (the error
+    names ``file:line``), the label column, and column types, inferred (int32, int64, float32,
+    string) unless ``column_defaults`` gives them. A numeric column with a few other fields or
+    a missing-value marker (``"NA"``, ``"?"``) is refused, naming ``na_value``, not read as text.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train-*.csv"``).
@@ -677,25 +653,21 @@ def from_csv(
       na_value: a string that stands for a missing value.
       compression: None, ``"GZIP"`` or ``"ZLIB"``.
       batch_size: examples per batch unless ``params["batch_size"]`` is given.
-      shuffle: shuffle files and rows, up to 8 files read at once (False: files one after
-        another in the order given, so predictions follow their rows).
+      shuffle: shuffle files (8 read at once) and rows; False reads the files in the order given.
       num_epochs: passes over the data; None repeats forever.
       shuffle_buffer: shuffle buffer size (default 10,000 rows).
       drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
       seed: shuffle seed for reproducible order.
-      validate: check every row of every file up front; False reads the first 100 rows of
-        each file (to infer types), for files too large to scan.
+      validate: check every row up front; False reads 100 rows per file (to infer types).
 
     Returns:
       ``input_fn(params=None)`` returning a ``tf.data.Dataset`` of ``(features, label)`` batches,
       ``features`` a dict of ``[batch]`` tensors, or of ``features`` when ``label_name`` is None.
 
     Raises:
-      DataError: no file matches; a row of the wrong width; headers that differ or repeat a
-        name; ``label_name`` / ``select_columns`` / ``column_defaults`` naming a missing
-        column; a numeric column with non-numeric fields (naming ``file:line`` and the field).
-      ValueError: a bad argument (``column_names`` missing with ``header=False`` or repeating a
-        name …); from the ``input_fn``, a ``params["batch_size"]`` that is not a positive int.
+      DataError: no file matches; a bad row or header; a missing column named; a numeric column
+        with non-numeric fields.
+      ValueError: a bad argument, or (from the ``input_fn``) a bad ``params["batch_size"]``.
       TypeError: a ``column_defaults`` entry that is not an int, float, str or tf dtype.
 
     Example:
@@ -704,8 +676,7 @@ def from_csv(
         eval_fn = from_csv("/tmp/iris/test.csv", label_name="species", shuffle=False)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
-    if compression not in (None, "GZIP", "ZLIB"):
-        raise ValueError(f"`compression` must be None, 'GZIP' or 'ZLIB'. Got: {compression!r}")
+    compression = _check_compression(compression)
     if not isinstance(field_delim, str) or len(field_delim) != 1:
         raise ValueError(f"`field_delim` must be a single character. Got: {field_delim!r}")
     files = _glob(file_pattern)
@@ -886,11 +857,9 @@ def from_tfrecord(
 ) -> InputFn:
     """Builds an ``input_fn`` over TFRecord files of serialized ``tf.train.Example``.
 
-    ``TFRecordDataset`` reads the records; they are batched, then parsed with one
-    ``tf.io.parse_example`` per batch, mapped in parallel. When the builder is called, every
-    local shard is read once (a shard cut short by an interrupted copy is named now, not when
-    training reaches it) and the first example is checked against ``feature_spec`` (required
-    keys present, list types and ``FixedLenFeature`` sizes as the spec says).
+    ``TFRecordDataset`` reads, ``tf.io.parse_example`` parses each batch. When the builder is
+    called, every local shard is read once (a cut one is named now, not mid-training) and the
+    first example is checked against ``feature_spec`` (keys, list types, sizes).
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train.tfrecord-*"``).
@@ -913,11 +882,10 @@ def from_tfrecord(
 
     Raises:
       TypeError: ``feature_spec`` is not a dict.
-      ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a dtype other than
-        ``tf.int64`` / ``tf.float32`` / ``tf.string`` in it, a bad argument.
-      DataError: no file matches, a file is not TFRecord (or has another compression), is
-        truncated or corrupt, or the first example lacks a feature the spec requires or stores
-        one with another type or number of values.
+      ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a dtype an Example
+        cannot hold, a bad argument.
+      DataError: no file matches, a file is unreadable, cut or corrupt, or the first example
+        does not match ``feature_spec``.
 
     Example:
 
@@ -1072,11 +1040,9 @@ def write_tfrecord(
 ) -> list[str]:
     """Writes dict rows as ``tf.train.Example`` records into one or more TFRecord shards.
 
-    Each value's type decides its feature: ints and bools → ``int64_list``, floats →
-    ``float_list``, ``str`` / ``bytes`` → ``bytes_list``; lists and arrays give multi-valued
-    features. A key holding ints in some rows and floats in others is written as floats
-    (float32: a warning names ints above 2**24, which it rounds). Rows are dealt round-robin
-    over the shards; shards of an earlier write with another ``num_shards`` are warned about.
+    Ints and bools → ``int64_list``, floats → ``float_list`` (a key with ints and floats too;
+    a warning names ints float32 rounds), ``str`` / ``bytes`` → ``bytes_list``; lists and arrays
+    give multi-valued features. Rows are dealt round-robin over the shards.
 
     Args:
       rows: an iterable of dicts ``{feature: value}`` or a pandas DataFrame (one row each).
@@ -1091,8 +1057,7 @@ def write_tfrecord(
     Raises:
       ValueError: ``num_shards`` < 1, a bad ``compression``, or an int outside int64.
       TypeError: a row that is not a dict, a value of an unsupported type (None among them),
-        nested lists of different lengths, or a key holding numbers in some rows and strings
-        in others.
+        ragged nested lists, or a key holding numbers in some rows and strings in others.
 
     Example:
 
