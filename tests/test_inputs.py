@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import re
 import shutil
 import warnings
 import zlib
@@ -220,7 +219,7 @@ def test_from_csv_errors_name_pattern_file_line_and_columns(csv_dir):
         inputs.from_csv(str(csv_dir / "part-0.csv"), label_name="label")
     bad = csv_dir / "bad.csv"
     bad.write_text("a,b,c\n1,2,3\n4,5,6\n7,8\n")
-    with pytest.raises(inputs.DataError, match=r"bad\.csv:4: row has 2 fields, expected 3"):
+    with pytest.raises(inputs.DataError, match=r"bad\.csv:4.* 2 fields.* 3"):
         inputs.from_csv(str(bad), label_name="c")
     with pytest.raises(ValueError, match="column_names"):
         inputs.from_csv(str(bad), header=False)
@@ -301,9 +300,7 @@ def test_from_csv_refuses_a_mostly_missing_numeric_column(tmp_path):
     # strings, it failed far from the file ("Pack Op have types [string, float32]").
     path = tmp_path / "data.csv"
     path.write_text("age,code,label\nNA,a,0\nNA,b,1\n31.5,7,0\nNA,c,1\n")
-    with pytest.raises(
-        inputs.DataError, match=r"data\.csv:2: column 'age' holds numbers but also 'NA' .*3 non"
-    ):
+    with pytest.raises(inputs.DataError, match=r"data\.csv:2.*'age'.*'NA'.*3 non"):
         inputs.from_csv(str(path), label_name="label")
     fn = inputs.from_csv(str(path), label_name="label", na_value="NA", shuffle=False)
     [(feats, _)] = _batches(fn())
@@ -325,8 +322,7 @@ def test_from_csv_refuses_a_numeric_column_with_a_few_other_fields(tmp_path):
     path.write_text('x,y,city,label\n1.5,2,oslo,0\nNA,3,rome,1\n2.5,"1,000",7,0\n3.5,4,lima,1\n')
     with pytest.raises(
         inputs.DataError,
-        match=r"data\.csv:3: column 'x' holds numbers but also 'NA'; .*na_value='NA'.*"
-        r"column_defaults=\{'x': ''\}",
+        match=r"data\.csv:3.*'x'.*'NA'.*na_value='NA'.*" r"column_defaults=\{'x': ''\}",
     ):
         inputs.from_csv(str(path), label_name="label")
     with pytest.raises(inputs.DataError, match=r"data\.csv:4: column 'y' .* also '1,000'"):
@@ -381,9 +377,7 @@ def test_from_csv_refuses_a_numeric_column_with_a_few_other_fields(tmp_path):
 
     many = tmp_path / "many.csv"
     many.write_text("v,label\n1,0\n?,1\n2,0\n-,1\n?,0\n3,1\n4,0\n5,1\n")
-    with pytest.raises(
-        inputs.DataError, match=r"many\.csv:3: .*'\?' \(3 non-numeric .*'\?' 2x, '-' 1x"
-    ):
+    with pytest.raises(inputs.DataError, match=r"many\.csv:3.*3 non-numeric.*'\?' 2x, '-' 1x"):
         inputs.from_csv(str(many), label_name="label")
 
 
@@ -393,7 +387,7 @@ def test_from_csv_header_false_on_a_file_with_a_header_suggests_header_true(tmp_
     path.write_text("age,city,label\n30,oslo,0\n41,rome,1\n")
     with pytest.raises(
         inputs.DataError,
-        match=r"data\.csv:1: column 'age' holds numbers but its first row is 'age'.*header=True",
+        match=r"data\.csv:1.*'age'.*header=True",
     ):
         inputs.from_csv(str(path), ["age", "city", "label"], "label", header=False)
     fn = inputs.from_csv(str(path), ["age", "city", "label"], "label", shuffle=False)
@@ -559,8 +553,8 @@ def test_tfrecord_truncated_shard_is_named_before_training(tmp_path, record_byte
         with pytest.raises(inputs.DataError) as raised:
             inputs.from_tfrecord(pattern, _BYTES_SPEC, "label")
         message = str(raised.value)
-        assert message.startswith(f"{paths[1]}: it is truncated: the record at byte ")
-        assert "copy or write it again, or leave it out of `file_pattern`" in message
+        assert message.startswith(paths[1]) and "truncated" in message
+        assert "copy or write it again" in message
         shutil.copy(whole, paths[1])
     # The error comes before any training; the shard restored, the data read as before.
     assert sum(len(labels) for _, labels in _batches(fn())) == count
@@ -570,7 +564,7 @@ def test_tfrecord_garbage_cut_and_compressed_shards_are_named(tmp_path):
     paths = inputs.write_tfrecord(ROWS, tmp_path / "d.tfr", num_shards=2)
     with open(paths[1], "wb") as f:
         f.write(b"age,income\n30,1.5\n")  # a CSV under a TFRecord name
-    with pytest.raises(inputs.DataError, match=r"d\.tfr-00001-of-00002: it does not start with a"):
+    with pytest.raises(inputs.DataError, match=r"d\.tfr-00001-of-00002: .*TFRecord header"):
         inputs.from_tfrecord(str(tmp_path / "d.tfr-*"), SPEC, "label")
     # A damaged header on the way to a cut end is named where it is.
     with open(paths[0], "r+b") as f:
@@ -578,7 +572,7 @@ def test_tfrecord_garbage_cut_and_compressed_shards_are_named(tmp_path):
         f.seek(16 + first)  # the second record's length
         f.write(b"\xff")
     _cut(paths[0], 3)
-    with pytest.raises(inputs.DataError, match=rf"it is corrupt: the bytes at {16 + first} are"):
+    with pytest.raises(inputs.DataError, match=rf"corrupt.* {16 + first}"):
         inputs.from_tfrecord(paths[0], SPEC, "label")
     # A large record cut short, and a cut GZIP shard, are named too.
     rows = [{"blob": b"x" * 100, "label": 0}, {"blob": b"y" * 1_500_000, "label": 1}]
@@ -714,11 +708,11 @@ def test_from_tfrecord_names_a_dtype_examples_cannot_hold(tmp_path, dtype):
 @pytest.mark.parametrize(
     "data, compression, fix",
     [
-        (gzip.compress(b"a,b\n1,2\n"), None, "it is GZIP-compressed: pass compression='GZIP'"),
-        (b"a,b\n1,2\n", "GZIP", "check that it is GZIP-compressed, or pass compression=None"),
-        (b"a,b\n1,2\n", "ZLIB", "check that it is ZLIB-compressed, or pass compression=None"),
-        (zlib.compress(b"a,b\n1,2\n"), "GZIP", "check that it is GZIP-compressed"),
-        ("a,b\nK\u00f8ln,2\n".encode("latin-1"), None, "not UTF-8 text: save it as UTF-8"),
+        (gzip.compress(b"a,b\n1,2\n"), None, "GZIP-compressed.*compression='GZIP'"),
+        (b"a,b\n1,2\n", "GZIP", "GZIP-compressed.*compression=None"),
+        (b"a,b\n1,2\n", "ZLIB", "ZLIB-compressed.*compression=None"),
+        (zlib.compress(b"a,b\n1,2\n"), "GZIP", "GZIP-compressed"),
+        ("a,b\nK\u00f8ln,2\n".encode("latin-1"), None, "UTF-8"),
     ],
     # Named: gzip data holds its time of compression, and every xdist worker must collect the
     # same test ids.
@@ -734,7 +728,7 @@ def test_from_csv_names_a_file_it_cannot_read_and_the_fix(tmp_path, data, compre
     # gzip's BadGzipFile, zlib.error and UnicodeDecodeError came out bare, naming no file.
     path = tmp_path / "data.csv"
     path.write_bytes(data)
-    with pytest.raises(inputs.DataError, match=rf"data\.csv: cannot read it .*{re.escape(fix)}"):
+    with pytest.raises(inputs.DataError, match=rf"data\.csv: cannot read.*{fix}"):
         inputs.from_csv(str(path), label_name="b", compression=compression)
 
 
