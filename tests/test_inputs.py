@@ -777,14 +777,23 @@ def test_official_make_csv_dataset_reads_a_numeric_column_with_na_as_strings(tmp
         inputs.from_csv(str(path), label_name="y")
 
 
-def test_official_make_csv_dataset_reads_unshuffled_files_sorted_not_as_given(tmp_path):
-    # from_csv(shuffle=False) reads files in the order given (predictions follow the rows).
+def test_official_pipelines_read_unshuffled_files_sorted_not_as_given(tmp_path):
+    # Ours (shuffle=False) read files in the order given: predictions follow the rows.
     for name, value in (("a.csv", 1), ("b.csv", 2)):
         (tmp_path / name).write_text(f"x\n{value}\n")
     files = [str(tmp_path / "b.csv"), str(tmp_path / "a.csv")]
     ds = tf2.data.experimental.make_csv_dataset(files, batch_size=2, shuffle=False, num_epochs=1)
     assert [int(v) for v in next(iter(ds))["x"]] == [1, 2]
     ours = _batches(inputs.from_csv(files, shuffle=False, batch_size=2)())
+    assert ours[0]["x"].tolist() == [2, 1]
+    # make_batched_features_dataset, the official TFRecord pipeline, sorts them too.
+    spec = {"x": tf.io.FixedLenFeature([], tf.int64)}
+    shards = [inputs.write_tfrecord([{"x": v}], tmp_path / f"{v}.tfr")[0] for v in (2, 1)]
+    ds = tf2.data.experimental.make_batched_features_dataset(
+        shards, 2, spec, shuffle=False, num_epochs=1
+    )
+    assert [int(v) for v in next(iter(ds))["x"]] == [1, 2]
+    ours = _batches(inputs.from_tfrecord(shards, spec, shuffle=False, batch_size=2)())
     assert ours[0]["x"].tolist() == [2, 1]
 
 

@@ -88,8 +88,8 @@ def _read_files(files, read, shuffle: bool, seed, files_at_once: Optional[int] =
 
     Shuffling: files in an order the seed fixes, up to 8 interleaved (files of one class each
     gave batches of one class). Not shuffling: one file after another in the order given, so
-    that predictions follow the rows (make_csv_dataset sorts them:
-    test_official_make_csv_dataset_reads_unshuffled_files_sorted_not_as_given).
+    that predictions follow the rows (make_csv_dataset and make_batched_features_dataset sort
+    them: test_official_pipelines_read_unshuffled_files_sorted_not_as_given).
     """
     paths = tf2.data.Dataset.from_tensor_slices(files)
     if shuffle:
@@ -280,7 +280,7 @@ def _rows_of(data: Any, rows: Any) -> Any:
 # CsvDataset reads, as in make_csv_dataset, after check_csv's pass over the files, which
 # make_csv_dataset lacks: it names no file:line for a bad row, reads a numeric column with "NA"
 # as strings, types "1_000" as an int that CsvDataset refuses, sorts unshuffled files and has no
-# drop_remainder (the test_official_make_csv_dataset_* tests show each).
+# drop_remainder (the test_official_* tests show each).
 
 
 def _record_default(value: Any):
@@ -457,6 +457,7 @@ def from_tfrecord(
     files = glob_files(file_pattern)
     check_tfrecords(files, spec, compression)
     buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
+    # Not make_batched_features_dataset: it sorts unshuffled files (see _read_files).
     # TFRecordDataset's own AUTOTUNE read the files one after another (TF 2.15).
     parallel = None if num_parallel_reads in (None, AUTOTUNE) else num_parallel_reads
 
