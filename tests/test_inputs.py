@@ -580,6 +580,7 @@ def test_tfrecord_garbage_cut_and_compressed_shards_are_named(tmp_path):
     _cut(big, 10)
     with pytest.raises(inputs.DataError, match=r"big\.tfr: it is truncated"):
         inputs.from_tfrecord(big, _BYTES_SPEC, "label")
+    inputs.from_tfrecord(big, _BYTES_SPEC, "label", validate=False)  # the first example only
     [packed] = inputs.write_tfrecord(ROWS * 50, tmp_path / "p.tfr", compression="GZIP")
     inputs.from_tfrecord(packed, SPEC, "label", compression="GZIP")
     _cut(packed, 10)
