@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import re
 import shutil
 import warnings
 import zlib
@@ -13,7 +12,6 @@ import pandas as pd
 import pytest
 
 from tfest_kit import TfestKitError, inputs
-from tfest_kit import _tfrecord_framing as _framing
 from tfest_kit._tf import tf, tf2
 
 
@@ -221,7 +219,7 @@ def test_from_csv_errors_name_pattern_file_line_and_columns(csv_dir):
         inputs.from_csv(str(csv_dir / "part-0.csv"), label_name="label")
     bad = csv_dir / "bad.csv"
     bad.write_text("a,b,c\n1,2,3\n4,5,6\n7,8\n")
-    with pytest.raises(inputs.DataError, match=r"bad\.csv:4: row has 2 fields, expected 3"):
+    with pytest.raises(inputs.DataError, match=r"bad\.csv:4.* 2 fields.* 3"):
         inputs.from_csv(str(bad), label_name="c")
     with pytest.raises(ValueError, match="column_names"):
         inputs.from_csv(str(bad), header=False)
@@ -302,9 +300,7 @@ def test_from_csv_refuses_a_mostly_missing_numeric_column(tmp_path):
     # strings, it failed far from the file ("Pack Op have types [string, float32]").
     path = tmp_path / "data.csv"
     path.write_text("age,code,label\nNA,a,0\nNA,b,1\n31.5,7,0\nNA,c,1\n")
-    with pytest.raises(
-        inputs.DataError, match=r"data\.csv:2: column 'age' holds numbers but also 'NA' .*3 non"
-    ):
+    with pytest.raises(inputs.DataError, match=r"data\.csv:2.*'age'.*'NA'.*3 non"):
         inputs.from_csv(str(path), label_name="label")
     fn = inputs.from_csv(str(path), label_name="label", na_value="NA", shuffle=False)
     [(feats, _)] = _batches(fn())
@@ -326,8 +322,7 @@ def test_from_csv_refuses_a_numeric_column_with_a_few_other_fields(tmp_path):
     path.write_text('x,y,city,label\n1.5,2,oslo,0\nNA,3,rome,1\n2.5,"1,000",7,0\n3.5,4,lima,1\n')
     with pytest.raises(
         inputs.DataError,
-        match=r"data\.csv:3: column 'x' holds numbers but also 'NA'; .*na_value='NA'.*"
-        r"column_defaults=\{'x': ''\}",
+        match=r"data\.csv:3.*'x'.*'NA'.*na_value='NA'.*" r"column_defaults=\{'x': ''\}",
     ):
         inputs.from_csv(str(path), label_name="label")
     with pytest.raises(inputs.DataError, match=r"data\.csv:4: column 'y' .* also '1,000'"):
@@ -382,9 +377,7 @@ def test_from_csv_refuses_a_numeric_column_with_a_few_other_fields(tmp_path):
 
     many = tmp_path / "many.csv"
     many.write_text("v,label\n1,0\n?,1\n2,0\n-,1\n?,0\n3,1\n4,0\n5,1\n")
-    with pytest.raises(
-        inputs.DataError, match=r"many\.csv:3: .*'\?' \(3 non-numeric .*'\?' 2x, '-' 1x"
-    ):
+    with pytest.raises(inputs.DataError, match=r"many\.csv:3.*3 non-numeric.*'\?' 2x, '-' 1x"):
         inputs.from_csv(str(many), label_name="label")
 
 
@@ -394,7 +387,7 @@ def test_from_csv_header_false_on_a_file_with_a_header_suggests_header_true(tmp_
     path.write_text("age,city,label\n30,oslo,0\n41,rome,1\n")
     with pytest.raises(
         inputs.DataError,
-        match=r"data\.csv:1: column 'age' holds numbers but its first row is 'age'.*header=True",
+        match=r"data\.csv:1.*'age'.*header=True",
     ):
         inputs.from_csv(str(path), ["age", "city", "label"], "label", header=False)
     fn = inputs.from_csv(str(path), ["age", "city", "label"], "label", shuffle=False)
@@ -560,36 +553,18 @@ def test_tfrecord_truncated_shard_is_named_before_training(tmp_path, record_byte
         with pytest.raises(inputs.DataError) as raised:
             inputs.from_tfrecord(pattern, _BYTES_SPEC, "label")
         message = str(raised.value)
-        assert message.startswith(f"{paths[1]}: it is truncated: the record at byte ")
-        assert "copy or write it again, or leave it out of `file_pattern`" in message
+        assert message.startswith(paths[1]) and "truncated" in message
+        assert "copy or write it again" in message
         shutil.copy(whole, paths[1])
     # The error comes before any training; the shard restored, the data read as before.
     assert sum(len(labels) for _, labels in _batches(fn())) == count
 
 
-def test_tfrecord_record_headers_are_found_by_their_checksums(tmp_path):
-    # Payloads of small integers (token ids) make most 8-byte windows plausible lengths, so
-    # every one of them is checksummed: the vectorised search must agree with the plain one.
-    rng = np.random.RandomState(0)
-    path = tmp_path / "ids.tfr"
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for size in rng.randint(0, 400, 40):
-            writer.write(rng.randint(0, 3, size).astype("<i8").tobytes())
-    data = path.read_bytes()[5:-7]  # a window that starts and ends inside records
-    plain = [
-        at
-        for at in range(len(data) - 11)
-        if int.from_bytes(data[at : at + 8], "little") < 2**40 and _framing._is_header(data, at)
-    ]
-    assert len(plain) >= 38
-    assert _framing._record_headers(data) == plain
-
-
-def test_tfrecord_garbage_shard_and_what_is_not_claimed(tmp_path):
+def test_tfrecord_garbage_cut_and_compressed_shards_are_named(tmp_path):
     paths = inputs.write_tfrecord(ROWS, tmp_path / "d.tfr", num_shards=2)
     with open(paths[1], "wb") as f:
         f.write(b"age,income\n30,1.5\n")  # a CSV under a TFRecord name
-    with pytest.raises(inputs.DataError, match=r"d\.tfr-00001-of-00002: it does not start with a"):
+    with pytest.raises(inputs.DataError, match=r"d\.tfr-00001-of-00002: .*TFRecord header"):
         inputs.from_tfrecord(str(tmp_path / "d.tfr-*"), SPEC, "label")
     # A damaged header on the way to a cut end is named where it is.
     with open(paths[0], "r+b") as f:
@@ -597,17 +572,20 @@ def test_tfrecord_garbage_shard_and_what_is_not_claimed(tmp_path):
         f.seek(16 + first)  # the second record's length
         f.write(b"\xff")
     _cut(paths[0], 3)
-    with pytest.raises(inputs.DataError, match=rf"it is corrupt: the bytes at {16 + first} are"):
+    with pytest.raises(inputs.DataError, match=rf"corrupt.* {16 + first}"):
         inputs.from_tfrecord(paths[0], SPEC, "label")
-    # A record longer than the largest read (1 MiB) cut short: nothing to check it against,
-    # so nothing is claimed and TensorFlow reports it when it gets there.
+    # A large record cut short, and a cut GZIP shard, are named too.
     rows = [{"blob": b"x" * 100, "label": 0}, {"blob": b"y" * 1_500_000, "label": 1}]
     [big] = inputs.write_tfrecord(rows, tmp_path / "big.tfr")
     _cut(big, 10)
-    inputs.from_tfrecord(big, _BYTES_SPEC, "label")
-    # Compressed files are not checked: the end of a GZIP stream says nothing about records.
-    [packed] = inputs.write_tfrecord(ROWS, tmp_path / "p.tfr", compression="GZIP")
+    with pytest.raises(inputs.DataError, match=r"big\.tfr: it is truncated"):
+        inputs.from_tfrecord(big, _BYTES_SPEC, "label")
+    inputs.from_tfrecord(big, _BYTES_SPEC, "label", validate=False)  # the first example only
+    [packed] = inputs.write_tfrecord(ROWS * 50, tmp_path / "p.tfr", compression="GZIP")
     inputs.from_tfrecord(packed, SPEC, "label", compression="GZIP")
+    _cut(packed, 10)
+    with pytest.raises(inputs.DataError, match=r"p\.tfr"):
+        inputs.from_tfrecord(packed, SPEC, "label", compression="GZIP")
 
 
 # --------------------------------------------------------------------------- with an Estimator
@@ -731,11 +709,11 @@ def test_from_tfrecord_names_a_dtype_examples_cannot_hold(tmp_path, dtype):
 @pytest.mark.parametrize(
     "data, compression, fix",
     [
-        (gzip.compress(b"a,b\n1,2\n"), None, "it is GZIP-compressed: pass compression='GZIP'"),
-        (b"a,b\n1,2\n", "GZIP", "check that it is GZIP-compressed, or pass compression=None"),
-        (b"a,b\n1,2\n", "ZLIB", "check that it is ZLIB-compressed, or pass compression=None"),
-        (zlib.compress(b"a,b\n1,2\n"), "GZIP", "check that it is GZIP-compressed"),
-        ("a,b\nK\u00f8ln,2\n".encode("latin-1"), None, "not UTF-8 text: save it as UTF-8"),
+        (gzip.compress(b"a,b\n1,2\n"), None, "GZIP-compressed.*compression='GZIP'"),
+        (b"a,b\n1,2\n", "GZIP", "GZIP-compressed.*compression=None"),
+        (b"a,b\n1,2\n", "ZLIB", "ZLIB-compressed.*compression=None"),
+        (zlib.compress(b"a,b\n1,2\n"), "GZIP", "GZIP-compressed"),
+        ("a,b\nK\u00f8ln,2\n".encode("latin-1"), None, "UTF-8"),
     ],
     # Named: gzip data holds its time of compression, and every xdist worker must collect the
     # same test ids.
@@ -751,7 +729,7 @@ def test_from_csv_names_a_file_it_cannot_read_and_the_fix(tmp_path, data, compre
     # gzip's BadGzipFile, zlib.error and UnicodeDecodeError came out bare, naming no file.
     path = tmp_path / "data.csv"
     path.write_bytes(data)
-    with pytest.raises(inputs.DataError, match=rf"data\.csv: cannot read it .*{re.escape(fix)}"):
+    with pytest.raises(inputs.DataError, match=rf"data\.csv: cannot read.*{fix}"):
         inputs.from_csv(str(path), label_name="b", compression=compression)
 
 
@@ -800,8 +778,8 @@ def test_official_make_csv_dataset_reads_a_numeric_column_with_na_as_strings(tmp
         inputs.from_csv(str(path), label_name="y")
 
 
-def test_official_make_csv_dataset_reads_unshuffled_files_sorted_not_as_given(tmp_path):
-    # from_csv(shuffle=False) reads files in the order given (predictions follow the rows).
+def test_official_pipelines_read_unshuffled_files_sorted_not_as_given(tmp_path):
+    # Ours (shuffle=False) read files in the order given: predictions follow the rows.
     for name, value in (("a.csv", 1), ("b.csv", 2)):
         (tmp_path / name).write_text(f"x\n{value}\n")
     files = [str(tmp_path / "b.csv"), str(tmp_path / "a.csv")]
@@ -809,6 +787,29 @@ def test_official_make_csv_dataset_reads_unshuffled_files_sorted_not_as_given(tm
     assert [int(v) for v in next(iter(ds))["x"]] == [1, 2]
     ours = _batches(inputs.from_csv(files, shuffle=False, batch_size=2)())
     assert ours[0]["x"].tolist() == [2, 1]
+    # make_batched_features_dataset, the official TFRecord pipeline, sorts them too.
+    spec = {"x": tf.io.FixedLenFeature([], tf.int64)}
+    shards = [inputs.write_tfrecord([{"x": v}], tmp_path / f"{v}.tfr")[0] for v in (2, 1)]
+    ds = tf2.data.experimental.make_batched_features_dataset(
+        shards, 2, spec, shuffle=False, num_epochs=1
+    )
+    assert [int(v) for v in next(iter(ds))["x"]] == [1, 2]
+    ours = _batches(inputs.from_tfrecord(shards, spec, shuffle=False, batch_size=2)())
+    assert ours[0]["x"].tolist() == [2, 1]
+
+
+def test_official_make_csv_dataset_types_1_000_as_int_and_has_no_static_batch(tmp_path):
+    # Its inference takes what Python's int() takes; CsvDataset then refuses the field. Its
+    # batches have no drop_remainder, so TPU-style static shapes are impossible.
+    path = tmp_path / "under.csv"
+    path.write_text("x,y\n1_000,0\n2,1\n")
+    ds = tf2.data.experimental.make_csv_dataset(str(path), 2, shuffle=False, num_epochs=1)
+    assert ds.element_spec["x"].dtype == tf.int32 and ds.element_spec["x"].shape[0] is None
+    with pytest.raises(tf.errors.InvalidArgumentError, match="1_000"):
+        next(iter(ds))
+    fn = inputs.from_csv(str(path), label_name="y", batch_size=2, drop_remainder=True)
+    assert fn().element_spec[0]["x"].dtype == tf.string
+    assert fn().element_spec[0]["x"].shape.as_list() == [2]
 
 
 def test_official_make_csv_dataset_names_no_file_and_line_for_a_short_row(tmp_path):

@@ -1,8 +1,6 @@
-"""Argument checks shared by tfest_kit's modules: counts, sizes, steps and non-negative numbers.
+"""Argument checks every tfest_kit module shares: one test and one wording for ``batch_size=0``.
 
-One place for the test every entry point repeats ("an int, not a bool, at least N") and for
-the wording of its error, so that ``batch_size=0`` reads the same in every module. No
-TensorFlow and no NumPy here: NumPy's scalars are recognised through :mod:`numbers`.
+No TensorFlow and no NumPy here: NumPy's scalars are recognised through :mod:`numbers`.
 """
 
 from __future__ import annotations
@@ -24,12 +22,7 @@ __all__ = [
 
 
 def check_bool(name: str, value: Any, more: str = "") -> bool:
-    """Returns ``value`` if it is a bool; TypeError otherwise (``"no"`` would be truthy).
-
-    Example:
-
-        fail = check_bool("fail", fail)      # TypeError: `fail` must be True or False. Got: 'no'
-    """
+    """``value`` if it is a bool; TypeError otherwise (``"no"`` would be truthy)."""
     if not isinstance(value, bool):
         alternatives = f"True, False {more}" if more else "True or False"
         raise TypeError(f"`{name}` must be {alternatives}. Got: {value!r}")
@@ -37,102 +30,48 @@ def check_bool(name: str, value: Any, more: str = "") -> bool:
 
 
 def did_you_mean(name: Any, choices: Sequence[str]) -> str:
-    """``" Did you mean 'x'?"`` for the choice nearest to a misspelt ``name``, else ``""``.
-
-    Example:
-
-        raise ValueError(f"unknown key {key!r}.{did_you_mean(key, KEYS)}")
-    """
+    """``" Did you mean 'x'?"`` for the choice nearest to a misspelt ``name``, else ``""``."""
     close = difflib.get_close_matches(str(name), choices, n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def is_int_at_least(value: Any, minimum: int) -> bool:
-    """Tells whether ``value`` is a Python or NumPy int (not a bool) that is ``>= minimum``.
+    """Whether ``value`` is a Python or NumPy int (not a bool: True would pass as 1) >= minimum.
 
-    For callers whose error message carries more context than :func:`check_int` writes
-    (a ``TF_CONFIG`` excerpt, the other forms an argument may take).
-
-    Args:
-      value: anything.
-      minimum: the smallest accepted value.
-
-    Returns:
-      True for ``3`` or ``np.int64(3)`` with ``minimum=1``; False for ``True``, ``3.0``, ``"3"``
-      and ``0``.
-
-    Example:
-
-        if not is_int_at_least(index, 0):
-            raise ValueError(f"TF_CONFIG task.index must be a non-negative integer. Got: {task}")
+    For callers whose message says more than :func:`check_int` writes (a ``TF_CONFIG`` excerpt).
     """
-    # bool is an Integral too; True would pass as 1.
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         return False
     return value >= minimum
 
 
-def _expectation(minimum: int) -> str:
-    if minimum == 1:
-        return "a positive int"
-    return f"an int >= {minimum}"
-
-
 def check_int(
     name: str, value: Any, minimum: int = 1, *, allow_none: bool = False, hint: str = ""
 ) -> Optional[int]:
-    """Returns ``value`` as a Python int, or raises ValueError naming ``name``.
+    """``int(value)`` for a Python or NumPy int >= ``minimum``, else ValueError naming ``name``.
 
-    Python and NumPy ints are accepted; bools, floats (even ``3.0``) and strings are not.
-
-    Args:
-      name: the argument's name, shown in backticks in the message.
-      value: what the caller passed.
-      minimum: the smallest accepted value (1: "a positive int", otherwise "an int >= N").
-      allow_none: accept ``None`` (returned as is); the message then says "or None".
-      hint: a few words of context added in parentheses after the expectation, e.g.
-        ``"None repeats forever"``.
-
-    Returns:
-      ``int(value)``, or None when ``value`` is None and ``allow_none`` is set.
-
-    Raises:
-      ValueError: ``"`name` must be a positive int[ or None][ (hint)]. Got: value"`` (or
-        ``"an int >= N"`` for another ``minimum``).
+    Bools, floats (even ``3.0``) and strings are refused; ``None`` only with ``allow_none``.
+    ``hint`` adds a few words in parentheses (``"None repeats forever"``).
 
     Example:
 
-        batch_size = check_int("batch_size", batch_size)
-        eval_steps = check_int("eval_steps", eval_steps, allow_none=True)
-        min_steps = check_int("min_steps", min_steps, 0)
+        batch_size = check_int("batch_size", batch_size)  # `batch_size` must be a positive int
+        min_steps = check_int("min_steps", min_steps, 0)  # `min_steps` must be an int >= 0
     """
     if value is None and allow_none:
         return None
     if not is_int_at_least(value, minimum):
+        expected = "a positive int" if minimum == 1 else f"an int >= {minimum}"
         more = " or None" if allow_none else ""
         note = f" ({hint})" if hint else ""
-        raise ValueError(f"`{name}` must be {_expectation(minimum)}{more}{note}. Got: {value!r}")
+        raise ValueError(f"`{name}` must be {expected}{more}{note}. Got: {value!r}")
     return int(value)
 
 
 def check_number(
     name: str, value: Any, minimum: float = 0.0, *, hint: str = ""
 ) -> Union[int, float]:
-    """Returns ``value`` as a Python int or float ``>= minimum``, or raises ValueError.
-
-    Python and NumPy ints and floats are accepted; bools, strings and NaN are not.
-
-    Args:
-      name: the argument's name, shown in backticks in the message.
-      value: what the caller passed.
-      minimum: the smallest accepted value.
-      hint: a few words of context added in parentheses, e.g. the unit (``"seconds"``).
-
-    Returns:
-      ``value`` as a Python ``int`` if it is an int, else as a ``float``.
-
-    Raises:
-      ValueError: ``"`name` must be a number >= minimum[ (hint)]. Got: value"``.
+    """``value`` as a Python int or float >= ``minimum``; ValueError for bools, strings, NaN.
 
     Example:
 
@@ -146,17 +85,7 @@ def check_number(
 
 
 def positive_int_arg(text: str) -> int:
-    """An ``argparse`` ``type=`` for counts: the int in ``text`` if it is >= 1.
-
-    Args:
-      text: the command-line value.
-
-    Returns:
-      The value as an int.
-
-    Raises:
-      argparse.ArgumentTypeError: if ``text`` is not an integer >= 1 (argparse prints it after
-        the option's name and exits with status 2).
+    """An ``argparse`` ``type=`` for counts: argparse prints the error and exits with status 2.
 
     Example:
 
