@@ -264,7 +264,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "doctor",
         help="check Python/TensorFlow/Keras versions and devices",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=__doc__.split("\n\n")[1],
     )
     parser.set_defaults(func=run)
     return parser
