@@ -1,20 +1,19 @@
 """``python -m tfest_kit plot MODEL_DIR``: training loss and eval metrics drawn to a PNG.
 
-The curves are read with TensorBoard's own event reader (``EventAccumulator``) from the files
-the Estimator writes: ``MODEL_DIR`` for training summaries, ``MODEL_DIR/eval*`` for each
-evaluation. ``tensorboard --logdir MODEL_DIR`` shows the same curves.
+The curves are read from the event files the Estimator writes: ``MODEL_DIR`` for training
+summaries, ``MODEL_DIR/eval*`` for each evaluation; ``tensorboard --logdir MODEL_DIR`` shows
+the same curves.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import math
 import os
 import sys
 from typing import Optional
 
-from tfest_kit._eval_events import eval_dirs
+from tfest_kit._eval_events import eval_dirs, metrics_by_step
 
 __all__ = ["scalar_history", "eval_dirs", "check_model_dir", "plot", "add_parser", "run"]
 
@@ -50,12 +49,10 @@ def check_model_dir(command: str, model_dir: str) -> None:
 
 
 def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
-    """Reads every scalar in the event files directly inside ``log_dir``.
+    """Every scalar in the event files directly inside ``log_dir`` (TF1 and TF2 summaries).
 
-    Both TF1 ``simple_value`` summaries and scalar TF2 tensor summaries are read.
-
-    Args:
-      log_dir: a directory holding ``events.out.tfevents.*`` files.
+    Read with the reader early stopping and the best exporter use (``tf.train.summary_iterator``
+    underneath), so the curves are the values they decided on.
 
     Returns:
       ``{tag: [(step, value), ...]}`` sorted by step; the last value wins for a repeated step.
@@ -64,32 +61,11 @@ def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
 
         loss = scalar_history(model_dir)["loss"]
     """
-    from tensorboard.backend.event_processing import event_accumulator
-    from tensorboard.util import tensor_util
-
-    # size_guidance 0 = keep every event (the default samples 10,000 scalars per tag).
-    accumulator = event_accumulator.EventAccumulator(
-        log_dir, size_guidance={event_accumulator.SCALARS: 0, event_accumulator.TENSORS: 0}
-    )
-    # Every Estimator (re)start writes a graph and a meta graph event; TensorBoard warns
-    # about each repeat ("Found more than one graph event per run"), which is normal here.
-    logger = logging.getLogger("tensorboard")
-    previous = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        accumulator.Reload()
-    finally:
-        logger.setLevel(previous)
-    tags = accumulator.Tags()
-    history: dict[str, dict[int, float]] = {}
-    for tag in tags.get(event_accumulator.SCALARS, []):
-        history[tag] = {e.step: float(e.value) for e in accumulator.Scalars(tag)}
-    for tag in tags.get(event_accumulator.TENSORS, []):
-        for event in accumulator.Tensors(tag):
-            value = tensor_util.make_ndarray(event.tensor_proto)
-            if value.size == 1 and value.dtype.kind in "fiu":
-                history.setdefault(tag, {})[event.step] = float(value.reshape(()))
-    return {tag: sorted(points.items()) for tag, points in history.items() if points}
+    history: dict[str, list[tuple[int, float]]] = {}
+    for step, metrics in metrics_by_step(log_dir).items():
+        for tag, value in metrics.items():
+            history.setdefault(tag, []).append((step, value))
+    return history
 
 
 def _with_loss_named_loss(train: dict) -> dict:
