@@ -66,11 +66,8 @@ def _absl_handler() -> logging.Handler | None:
 
 
 def _prints_to_terminal(handler: logging.Handler) -> bool:
-    """Whether ``handler`` prints to the terminal (not to a file, a buffer or a queue).
-
-    pytest's live-log handler and other libraries' handlers (absl's, rich's) do; of
-    ``logging``'s own, a ``StreamHandler`` on stderr or stdout does.
-    """
+    """Whether ``handler`` prints to the terminal: pytest's live log, other libraries' (absl's,
+    rich's) and a ``StreamHandler`` on stderr or stdout do; files, buffers, queues do not."""
     if isinstance(handler, logging.NullHandler):
         return False
     if type(handler).__name__ == "_LiveLoggingStreamHandler":  # pytest --log-cli-level
@@ -133,12 +130,8 @@ class _OneRouteHandler(logging.Handler):
 
 
 class _OwnModelFnParamsFilter(logging.Filter):
-    """Drops Estimator's "model_fn (…) includes params argument" for tfest_kit's model_fns.
-
-    A WARNING of Estimator's constructor. tfest_kit's model_fns take ``params`` because
-    TPUEstimator passes ``params['batch_size']`` and work without it; a user's own model_fn
-    still gets the warning.
-    """
+    """Drops Estimator's WARNING "model_fn (…) includes params argument" for tfest_kit's
+    model_fns, which take ``params`` for TPUEstimator's batch size and work without it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if "includes params argument" not in str(record.msg):
@@ -148,14 +141,12 @@ class _OwnModelFnParamsFilter(logging.Filter):
 
 
 class _RacedGlobalStepFilter(logging.Filter):
-    """Drops StepCounterHook's "global step has not been increased" WARNING when it is a race.
+    """Drops StepCounterHook's WARNING "global step has not been increased" when it is a race.
 
-    The hook reads the global step in the same run as the train op, unordered with a v1
-    optimizer's (or Keras') increment, so two runs may read one value and the hook tells a
-    correct model_fn to increment the step. A race reads a value twice once; a model_fn that
-    never increments the step reads it again and again: the first report of a value is
-    dropped, the next passes. Only the last dropped value is kept, since a later run in the
-    process may race at the same step.
+    The hook reads the step in the same run as the train op, unordered with a v1 optimizer's
+    (or Keras') increment, so two runs may read one value. A race reads a value twice once; a
+    model_fn that never increments the step reads it again and again: the first report of a
+    value is dropped, the next passes (a later run may race at the same step again).
     """
 
     def __init__(self) -> None:
@@ -301,10 +292,8 @@ def setup(
 
 @contextlib.contextmanager
 def quieted(level: int = logging.WARNING) -> Iterator[None]:
-    """Raises TensorFlow's log level for the ``with`` block, e.g. around a second Estimator.
-
-    tfest_kit sometimes builds an Estimator only to hand it on (a wrapper around a converted
-    Keras model); its constructor would log the whole ``RunConfig`` again.
+    """Raises TensorFlow's log level for the ``with`` block, e.g. around a second Estimator
+    built only to hand on, whose constructor would log the whole ``RunConfig`` again.
 
     Args:
       level: the least severe level still printed inside the block.
