@@ -243,8 +243,8 @@ def test_inspect_marks_best_among_the_exports_of_the_current_monitor(trained, tm
     assert _cli(["inspect", model_dir]) == 0
     out = capsys.readouterr().out
     assert "accuracy=0.95  BEST" in out and "loss=1.3\n" in out, out
-    assert "BEST compares only the accuracy exports (max), as the exporter now does" in out
-    assert "the ones for loss are from before its monitor was switched" in out
+    note = next(line for line in out.splitlines() if "BEST compares only" in line)
+    assert "accuracy" in note and "(max)" in note and "loss" in note and "switched" in note
     # Without a switch there is nothing to explain.
     assert _cli(["inspect", trained["model_dir"]]) == 0
     assert "BEST compares only" not in capsys.readouterr().out
@@ -384,9 +384,11 @@ def test_inspect_warns_about_a_state_file_restore_would_trip_on(trained, tmp_pat
     assert _cli(["inspect", model_dir]) == 0
     assert _snapshot(model_dir) == before  # inspect only reads
     out = capsys.readouterr().out
-    assert "model.ckpt-40 as latest, but its files are gone" in out
-    assert "not a valid checkpoint" in out and "tf.train.update_checkpoint_state" in out
-    assert "model.ckpt-40  <- latest  (listed in `checkpoint`, but its files are missing)" in out
+    warning = next(line for line in out.splitlines() if line.startswith("warning:"))
+    assert "model.ckpt-40" in warning and "gone" in warning and "not a valid checkpoint" in warning
+    assert "tf.train.update_checkpoint_state" in warning
+    line40 = next(line for line in out.splitlines() if "model.ckpt-40" in line and "step" in line)
+    assert "<- latest" in line40 and "files are missing" in line40
 
     with open(os.path.join(model_dir, "checkpoint"), "w") as f:
         f.write("half-written {")
@@ -454,24 +456,19 @@ def test_inspect_shows_unfinished_exports_and_recognises_an_export_dir(tmp_path,
     assert _cli(["inspect", str(tmp_path / "model")]) == 0
     out = capsys.readouterr().out
     assert "exports export/best/:" in out and "(no numbered export directories)" in out
-    assert "temp-1712345678  (unfinished: an export being written now" in out
+    assert "temp-1712345678  (unfinished" in out
 
     base = str(tmp_path / "model" / "export" / "best")
     assert _cli(["inspect", base]) == 0
-    assert (
-        f"looks like an export, not a model_dir: see it with `python -m tfest_kit signature {base}`"
-        in (capsys.readouterr().out)
-    )
+    out = capsys.readouterr().out
+    assert "looks like an export" in out and f"python -m tfest_kit signature {base}" in out
     assert _cli(["inspect", str(temp / "variables" / "nothing")]) == 1
-    assert "it does not exist. Pass the model_dir given to the Estimator" in (
-        capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "model_dir given to the Estimator" in err
     (tmp_path / "model.ckpt-1.index").write_text("")
     assert _cli(["plot", str(tmp_path / "model.ckpt-1.index")]) == 1
-    assert (
-        f"is not a directory but a file. Pass the directory that holds it: {str(tmp_path)!r}"
-        in (capsys.readouterr().err)
-    )
+    err = capsys.readouterr().err
+    assert "is not a directory but a file" in err and repr(str(tmp_path)) in err
 
 
 def test_plot_rejects_an_out_it_cannot_write_as_named(trained, tmp_path, capsys):
@@ -493,12 +490,13 @@ def test_plot_rejects_an_out_it_cannot_write_as_named(trained, tmp_path, capsys)
     assert _snapshot(model_dir) == before
 
 
-def test_plot_reads_restarted_runs_without_tensorboard_warnings(trained, tmp_path, caplog):
-    # Each of the fixture's two train() calls wrote a graph and a meta graph event.
+def test_plot_reads_restarted_runs_without_warnings(trained, tmp_path, caplog):
+    # Each of the fixture's two train() calls wrote a graph and a meta graph event, which
+    # TensorBoard's reader warned about.
     out = str(tmp_path / "curves.png")
     with caplog.at_level(logging.WARNING):
         assert _cli(["plot", trained["model_dir"], "--out", out]) == 0
-    assert [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard")] == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert _png_size(out)[0] >= 600
 
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 import sys
 
-from tfest_kit.cli import build_parser, command_modules, main
+from tfest_kit.cli import main
 
-__all__ = ["build_parser", "main", "command_modules"]
+__all__ = ["main"]
 
 
 def _main_on_a_pipe() -> int:
-    """Runs :func:`main` for ``python -m``: a reader that stops early (``| head``) ends it
-    quietly with 141 (128 + SIGPIPE), as Unix tools end, instead of a BrokenPipeError
-    traceback."""
+    """Runs :func:`main`; a reader that stops early (``| head``) ends it quietly with 141
+    (128 + SIGPIPE), as Unix tools end, instead of a BrokenPipeError traceback."""
     try:
         try:
             return main()

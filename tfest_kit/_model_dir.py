@@ -655,6 +655,22 @@ class ExportNotFoundError(TfestKitError, FileNotFoundError):
     """No complete SavedModel export was found where one was expected."""
 
 
+EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
+
+
+def read_export_metrics(export_dir: str) -> Optional[dict]:
+    """The metrics an export was made for (``assets.extra``), or None if absent or unreadable."""
+    path = os.path.join(export_dir, "assets.extra", EXPORT_METRICS_FILE)
+    if not tf.gfile.Exists(path):
+        return None
+    try:
+        with tf.gfile.GFile(path) as f:
+            return json.load(f)
+    except (ValueError, OSError) as e:
+        tf.logging.warning("Ignoring unreadable export metrics %s: %s", path, e)
+        return None
+
+
 def _is_complete(path: str) -> bool:
     has_graph = tf.gfile.Exists(os.path.join(path, "saved_model.pb")) or tf.gfile.Exists(
         os.path.join(path, "saved_model.pbtxt")

@@ -21,6 +21,8 @@ __all__ = [
     "object_graph_key_mapping",
     "estimator_training",
     "lookup_ops",
+    "deprecation",
+    "module_wrapper",
     "summary_ops_v2",
     "TrainingExecutor",
     "ContinuousEvalListener",
@@ -99,6 +101,9 @@ from tensorflow.python.ops import lookup_ops, summary_ops_v2  # noqa: E402
 # The reader Estimator's own warm start uses for object-based (Keras) checkpoints.
 from tensorflow.python.training.saver import object_graph_key_mapping  # noqa: E402
 
+# TensorFlow's switches for its deprecation warnings (logs.py; deprecation.silence() sets one).
+from tensorflow.python.util import deprecation, module_wrapper  # noqa: E402
+
 # Estimator's train_and_evaluate machinery, for its one extension point with no public name:
 # the continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)), which
 # decides before and after each evaluation, locally and on the evaluator task.
@@ -141,6 +146,8 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.compat.v1:Session._make_callable_from_options": "_predictor.py: feeds by name",
     "tensorflow.core.protobuf.config_pb2:CallableOptions": "_predictor.py",
     "tensorflow.core.protobuf.saved_model_pb2:SavedModel": "read signatures without weights",
+    "tensorflow.python.util.deprecation:_PRINT_DEPRECATION_WARNINGS": "logs.py: deprecations",
+    "tensorflow.python.util.module_wrapper:_PER_MODULE_WARNING_LIMIT": "logs.py: v1 names",
     # Checkpoints and sessions.
     "tensorflow.python.training.saver:object_graph_key_mapping": "keras_bridge.py: warm start",
     "tensorflow.compat.v1:Variable()._save_slice_info": "_warm_start.py: skip partitioned",

@@ -34,11 +34,13 @@ from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._model_dir import (
+    EXPORT_METRICS_FILE,
     ExportNotFoundError,
     complete_exports,
     eval_dirs,
     latest_export,
     metrics_by_step,
+    read_export_metrics,
 )
 from tfest_kit._predictor import ExportLoadError, Predictor, PredictorInputError, read_signatures
 from tfest_kit._tf import estimator as tf_estimator
@@ -415,7 +417,6 @@ def image_bytes_receiver(
 
 # Written into each export by the best exporter (through ``assets_extra``, so it appears
 # atomically with the export) to remember which metric value the export had.
-EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
 
 
 def _scalar(value: Any) -> Optional[float]:
@@ -428,15 +429,7 @@ def _scalar(value: Any) -> Optional[float]:
 
 def _exported_value(export_dir: str, monitor: str) -> Optional[float]:
     """The ``monitor`` value an export was made for, from its metrics file; None if unknown."""
-    path = os.path.join(export_dir, "assets.extra", EXPORT_METRICS_FILE)
-    if not tf.gfile.Exists(path):
-        return None
-    try:
-        with tf.gfile.GFile(path) as f:
-            metrics = json.load(f)
-    except (ValueError, OSError) as e:
-        tf.logging.warning("Ignoring unreadable export metrics %s: %s", path, e)
-        return None
+    metrics = read_export_metrics(export_dir) or {}
     return _scalar(metrics.get("value")) if metrics.get("monitor") == monitor else None
 
 

@@ -1,8 +1,7 @@
 """The ``python -m tfest_kit`` command line: one module per command, listed in ``COMMANDS``.
 
-A command module has ``add_parser(subparsers) -> argparse.ArgumentParser`` (which sets
-``func=run`` as a default) and ``run(args) -> int`` (the exit code). Adding a command is
-adding its module and its line in ``COMMANDS``.
+A command module has ``add_parser(subparsers)`` (which sets ``func=run`` as a default) and
+``run(args) -> int`` (the exit code). Adding a command is adding its module and its line here.
 
 Example:
 
@@ -18,10 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
-__all__ = ["COMMANDS", "build_parser", "command_modules", "main"]
+__all__ = ["COMMANDS", "build_parser", "main"]
 
-# Command name -> module. Imported only when the parser is built: all but doctor load
-# TensorFlow, and doctor must run where TensorFlow is missing or broken.
+# Command name -> module, imported when the parser is built: all but doctor load TensorFlow,
+# and doctor must run where TensorFlow is missing or broken.
 COMMANDS = {
     "doctor": "tfest_kit.cli.doctor",
     "inspect": "tfest_kit.cli.inspect",
@@ -29,20 +28,6 @@ COMMANDS = {
     "predict": "tfest_kit.cli.predict",
     "signature": "tfest_kit.cli.signature",
 }
-
-
-def command_modules(only: Optional[Sequence[str]] = None) -> list:
-    """Imports and returns the command modules of ``COMMANDS``, sorted by command name.
-
-    Args:
-      only: command names to import; default: all.
-
-    Example:
-
-        [m.__name__ for m in command_modules()]   # ['tfest_kit.cli.doctor', ...]
-    """
-    names = sorted(n for n in COMMANDS if only is None or n in only)
-    return [importlib.import_module(COMMANDS[name]) for name in names]
 
 
 def build_parser(only: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
@@ -57,8 +42,8 @@ def build_parser(only: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
         description="tfest_kit command line: serve, inspect and check Estimator models.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in command_modules(only):
-        module.add_parser(subparsers)
+    for name in sorted(only or COMMANDS):
+        importlib.import_module(COMMANDS[name]).add_parser(subparsers)
     return parser
 
 
@@ -73,8 +58,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         parser = build_parser()
     except ImportError:
-        # TensorFlow is missing, broken or unsupported: the other commands need it, and doctor
-        # is the one that says what to install.
+        # TensorFlow is missing, broken or unsupported: doctor says what to install.
         if argv[:1] != ["doctor"]:
             raise
         parser = build_parser(only=["doctor"])

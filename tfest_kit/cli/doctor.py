@@ -100,13 +100,7 @@ class Finding(NamedTuple):
 
 def _release(version: str) -> tuple:
     """``"2.15.1"`` -> ``(2, 15, 1)``; pre-release and local suffixes are ignored."""
-    parts = []
-    for piece in version.split("."):
-        match = re.match(r"\d+", piece)
-        if not match:
-            break
-        parts.append(int(match.group()))
-    return tuple(parts)
+    return tuple(int(p) for p in re.match(r"[\d.]*", version).group().split(".") if p)
 
 
 def _range_text(low: tuple, high: tuple) -> str:
@@ -264,7 +258,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "doctor",
         help="check Python/TensorFlow/Keras versions and devices",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=__doc__.split("\n\n")[1],
     )
     parser.set_defaults(func=run)
     return parser

@@ -1,39 +1,29 @@
 """``python -m tfest_kit plot MODEL_DIR``: training loss and eval metrics drawn to a PNG.
 
-The curves are read with TensorBoard's own event reader (``EventAccumulator``) from the files
-the Estimator writes: ``MODEL_DIR`` for training summaries, ``MODEL_DIR/eval*`` for each
-evaluation. ``tensorboard --logdir MODEL_DIR`` shows the same curves.
+The curves are read from the event files the Estimator writes: ``MODEL_DIR`` for training
+summaries, ``MODEL_DIR/eval*`` for each evaluation; ``tensorboard --logdir MODEL_DIR`` shows
+the same curves.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import logging
 import math
 import os
 import sys
-from collections.abc import Iterator
 from typing import Optional
 
-from tfest_kit._model_dir import eval_dirs
+from tfest_kit._model_dir import eval_dirs, metrics_by_step
 
 __all__ = ["scalar_history", "eval_dirs", "check_model_dir", "plot", "add_parser", "run"]
 
-# Scalars that describe the run rather than the model.
-_SKIP_TAGS = frozenset({"global_step"})
+_SKIP_TAGS = frozenset({"global_step"})  # the run's, not the model's
 _MAX_PANELS = 9
 
 
 def check_model_dir(command: str, model_dir: str) -> None:
-    """Raises ``FileNotFoundError`` saying what to pass if ``model_dir`` is not a directory.
-
-    Args:
-      command: the command name that starts the message.
-      model_dir: the MODEL_DIR argument.
-
-    Raises:
-      FileNotFoundError: if ``model_dir`` does not exist or is a file.
+    """Raises ``FileNotFoundError`` starting with ``command``, saying what to pass, if
+    ``model_dir`` is not a directory (missing, a file, or remote).
 
     Example:
 
@@ -58,26 +48,11 @@ def check_model_dir(command: str, model_dir: str) -> None:
     )
 
 
-@contextlib.contextmanager
-def _quiet_tensorboard() -> Iterator[None]:
-    # Every Estimator (re)start writes a graph and a meta graph event; TensorBoard warns
-    # about each repeat ("Found more than one graph event per run"), which is normal here.
-    logger = logging.getLogger("tensorboard")
-    previous = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(previous)
-
-
 def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
-    """Reads every scalar in the event files directly inside ``log_dir``.
+    """Every scalar in the event files directly inside ``log_dir`` (TF1 and TF2 summaries).
 
-    Both TF1 ``simple_value`` summaries and scalar TF2 tensor summaries are read.
-
-    Args:
-      log_dir: a directory holding ``events.out.tfevents.*`` files.
+    Read with the reader early stopping and the best exporter use (``tf.train.summary_iterator``
+    underneath), so the curves are the values they decided on.
 
     Returns:
       ``{tag: [(step, value), ...]}`` sorted by step; the last value wins for a repeated step.
@@ -86,31 +61,11 @@ def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
 
         loss = scalar_history(model_dir)["loss"]
     """
-    from tensorboard.backend.event_processing import event_accumulator
-    from tensorboard.util import tensor_util
-
-    # size_guidance 0 = keep every event (the default samples 10,000 scalars per tag).
-    accumulator = event_accumulator.EventAccumulator(
-        log_dir, size_guidance={event_accumulator.SCALARS: 0, event_accumulator.TENSORS: 0}
-    )
-    with _quiet_tensorboard():
-        accumulator.Reload()
-    tags = accumulator.Tags()
-    history: dict[str, dict[int, float]] = {}
-    for tag in tags.get(event_accumulator.SCALARS, []):
-        history[tag] = {e.step: float(e.value) for e in accumulator.Scalars(tag)}
-    for tag in tags.get(event_accumulator.TENSORS, []):
-        for event in accumulator.Tensors(tag):
-            value = tensor_util.make_ndarray(event.tensor_proto)
-            if value.size == 1 and value.dtype.kind in "fiu":
-                history.setdefault(tag, {})[event.step] = float(value.reshape(()))
-    return {tag: sorted(points.items()) for tag, points in history.items() if points}
-
-
-def _series(model_dir: str) -> tuple[dict, dict]:
-    train = scalar_history(model_dir)
-    evals = {os.path.basename(d): scalar_history(d) for d in eval_dirs(model_dir)}
-    return train, evals
+    history: dict[str, list[tuple[int, float]]] = {}
+    for step, metrics in metrics_by_step(log_dir).items():
+        for tag, value in metrics.items():
+            history.setdefault(tag, []).append((step, value))
+    return history
 
 
 def _with_loss_named_loss(train: dict) -> dict:
@@ -159,8 +114,8 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
     out = out or os.path.join(model_dir, "training.png")
     plt = _pyplot()
     _check_out(out)
-    train, evals = _series(model_dir)
-    train = _with_loss_named_loss(train)
+    train = _with_loss_named_loss(scalar_history(model_dir))
+    evals = {os.path.basename(d): scalar_history(d) for d in eval_dirs(model_dir)}
     if not train and not any(evals.values()):
         raise FileNotFoundError(
             f"plot: no scalar summaries in {model_dir!r} or its eval*/ directories. "
@@ -249,15 +204,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "plot",
         help="draw training loss and eval metrics from the event files to a PNG",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=__doc__.split("\n\n")[1],
     )
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="the Estimator model_dir")
-    parser.add_argument(
-        "--out",
-        metavar="FILE.png",
-        default=None,
-        help="output file (default MODEL_DIR/training.png)",
-    )
+    parser.add_argument("--out", metavar="FILE.png", help="default MODEL_DIR/training.png")
     parser.set_defaults(func=run)
     return parser
 
