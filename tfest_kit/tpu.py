@@ -33,8 +33,8 @@ from typing import Any, Callable, Optional, Union
 
 from tfest_kit import _model_dir
 from tfest_kit._checks import check_int
+from tfest_kit._class_ids import label_errors
 from tfest_kit._eval_guard import EvalGuard
-from tfest_kit._heads import label_errors
 from tfest_kit._progress import LossLoggingHook, ProgressHook
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._run_config import session_config
