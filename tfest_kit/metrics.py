@@ -1,14 +1,10 @@
 """Streaming multi-class eval metrics: precision, recall, F1 and recall@k.
 
-Each function returns ``(value_op, update_op)`` like ``tf.compat.v1.metrics``: run ``update_op``
-once per batch, read ``value_op`` at the end.  Precision, recall and F1 accumulate a
-``num_classes x num_classes`` confusion matrix in a local variable (collections
-``LOCAL_VARIABLES`` and ``METRIC_VARIABLES``, exactly where ``tf.compat.v1.metrics`` keeps its
-state), so Estimator's evaluation resets them before every evaluation and the result over many
-batches equals the metric computed over the whole set at once.
-
-They work in ``EstimatorSpec(eval_metric_ops=...)`` and inside a TPU ``metric_fn`` (which runs on
-the host CPU).
+``tf.compat.v1.metrics`` has binary precision / recall only; these average over classes.
+Each returns ``(value_op, update_op)`` like ``tf.compat.v1.metrics``, its state a confusion
+matrix in a local variable of ``LOCAL_VARIABLES`` and ``METRIC_VARIABLES`` (reset before every
+evaluation), so the result over many batches equals the metric over the whole set. They work
+in ``eval_metric_ops`` and in a TPU ``metric_fn`` (which runs on the host CPU).
 
 Averages follow scikit-learn's ``precision_recall_fscore_support``:
 
@@ -22,10 +18,9 @@ Averages follow scikit-learn's ``precision_recall_fscore_support``:
 * ``"weighted"``: mean of the per-class scores weighted by each class's (weighted) support.
 
 A per-class score whose denominator is 0 counts as 0 (scikit-learn's ``zero_division=0``).
-The default is ``"macro"``, what the model_fn builders' bare ``"precision"``, ``"recall"`` and
-``"f1"`` report. Everything after ``num_classes`` (or ``k``) is keyword-only: the official
-``tf.compat.v1.metrics`` functions take ``weights`` (and ``recall_at_k`` ``class_id``) in those
-places, and a call ported from them would otherwise pass its weights as something else.
+The default, ``"macro"``, is what the model_fn builders' bare ``"f1"`` etc. report. Arguments
+after ``num_classes`` (or ``k``) are keyword-only: ``tf.compat.v1.metrics`` take ``weights``
+there, which a ported call would pass as something else.
 
 Example:
 
