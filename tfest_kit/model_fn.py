@@ -248,19 +248,8 @@ def build(
       export_outputs_fn: ``(predictions) -> {key: ExportOutput}``, added to the
         ``"serving_default"`` and ``"predict"`` PredictOutputs and the head's signatures.
       head: an official head, e.g. ``tf.estimator.MultiLabelHead(5)``.
-      optimizer: a name in :data:`OPTIMIZERS`, a ``tf.compat.v1.train.Optimizer`` or a callable
-        ``learning_rate_tensor -> Optimizer``.
-      learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance.
-      warmup_steps: steps of linear warm-up from 0.
-      decay_steps: step at which the rate has decayed linearly to 0 (None: no decay).
-      clip_norm: clip gradients to this global norm (BERT uses 1.0); None: no clipping.
-      init_checkpoint: checkpoint prefix or directory to warm-start matching variables from,
-        checked now, read only while model_dir has no checkpoint of its own.
-      assignment_map: ``tf.compat.v1.train.init_from_checkpoint`` map; default: every
-        variable whose name and shape match.
-      weight_key: feature of per-example weights for loss and metrics (monitor
-        ``average_loss``, the weighted mean loss per example).
-      tpu_spec: return ``TPUEstimatorSpec`` (``eval_metrics``, ``scaffold_fn``).
+      optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, init_checkpoint,
+        assignment_map, weight_key, tpu_spec: as for :func:`classifier`.
 
     Returns:
       ``model_fn(features, labels, mode, params, config)`` for ``Estimator`` or
@@ -332,18 +321,7 @@ def _build(
     clip_norm = schedule["clip_norm"]
     if clip_norm is not None and not clip_norm > 0:
         raise ValueError(f"`clip_norm` must be None or > 0. Got: {clip_norm!r}")
-    if assignment_map is not None and init_checkpoint is None:
-        raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
-    if assignment_map is not None and not isinstance(assignment_map, Mapping):
-        raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
-    checkpoint, checkpoint_error = None, None
-    if init_checkpoint:
-        try:
-            checkpoint = _warm_start.resolve_checkpoint(init_checkpoint)
-        except ValueError as error:
-            # Raised at the first graph build unless model_dir has a checkpoint of its own: a
-            # restart after the source was rotated away or deleted must still resume.
-            checkpoint_error = error
+    checkpoint, checkpoint_error = _init_checkpoint(init_checkpoint, assignment_map)
     train_op_fn = functools.partial(
         _train_op, optimizer=optimizer, learning_rate=learning_rate, **schedule
     )
@@ -402,6 +380,22 @@ def _build(
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
     return model_fn
+
+
+def _init_checkpoint(init_checkpoint, assignment_map) -> tuple:
+    """``(prefix, None)``, or ``(None, error)`` to raise unless model_dir has a checkpoint."""
+    if assignment_map is not None and init_checkpoint is None:
+        raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
+    if assignment_map is not None and not isinstance(assignment_map, Mapping):
+        raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
+    if init_checkpoint:
+        try:
+            return _warm_start.resolve_checkpoint(init_checkpoint), None
+        except ValueError as error:
+            # Raised at the first graph build unless model_dir has a checkpoint of its own: a
+            # restart after the source was rotated away or deleted must still resume.
+            return None, error
+    return None, None
 
 
 def _warm_start_fn(checkpoint, assignment_map, tpu_spec: bool) -> Optional[Callable]:
@@ -684,7 +678,8 @@ def classifier(
       decay_steps: step at which the rate has decayed linearly to 0 (BERT's
         ``num_train_steps``); None for no decay.
       init_checkpoint: checkpoint prefix or model directory to warm-start from; each variable
-        whose name and shape match is initialised from it and logged with ``*INIT_FROM_CKPT*``.
+        whose name and shape match is initialised from it and logged with ``*INIT_FROM_CKPT*``;
+        checked at once, read only while model_dir has no checkpoint of its own.
       assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
       metrics: names from :data:`CLASSIFIER_METRICS`: ``"accuracy"``, ``"precision"``,
         ``"recall"``, ``"f1"`` (macro averages), their ``_micro`` / ``_macro`` / ``_weighted``
