@@ -266,7 +266,7 @@ def test_an_optimizer_that_leaves_the_global_step_alone_still_counts_steps(tmp_p
     with captured_tf_log() as lines:
         est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=50)  # 8 batches, then the data ends
     assert est.get_variable_value("global_step") == 8
-    assert any("_StepLeftAloneOptimizer does not increment the global step" in x for x in lines)
+    assert any("_StepLeftAloneOptimizer" in x and "global step" in x for x in lines), lines
 
 
 def test_regularization_losses_are_in_the_loss():
@@ -424,7 +424,7 @@ def test_weighted_regressor_average_loss_is_the_weighted_mse():
         # The instance trains at 0.1: the 0.5 was ignored, and logged as the rate.
         (
             {"optimizer": tf.train.GradientDescentOptimizer(0.1), "learning_rate": 0.5},
-            r"`learning_rate`.*instance trains with its own rate\. Drop learning_rate=0\.5",
+            r"`learning_rate`.*own rate.*learning_rate=0\.5",
         ),
     ],
 )
@@ -665,7 +665,8 @@ def test_binary_auc_and_float_labels():
         spec = model_fn(
             {"x": tf.constant(X_EVAL[:8])}, tf.constant(Y_EVAL[:8] % 2), estimator.ModeKeys.EVAL
         )
-        assert set(spec.eval_metric_ops) == {"auc", "accuracy", "average_loss"}
+        # The official BinaryClassHead's metrics, "auc" among them.
+        assert {"auc", "accuracy", "average_loss", "label/mean"} <= set(spec.eval_metric_ops)
         with pytest.raises(ValueError, match="`labels` must be integer.*float32"):
             model_fn({"x": tf.constant(X_EVAL[:8])}, tf.zeros([8]), estimator.ModeKeys.EVAL)
 
@@ -724,9 +725,8 @@ def test_warm_start_names_the_scope_the_checkpoint_keeps_model_variables_under(t
 
     values, hints = build(scoped)
     assert not np.array_equal(values["model/hidden/kernel"], kernel)
-    assert len(hints) == 1 and "nothing was warm-started" in hints[0], hints
-    assert "4 are in it under another scope" in hints[0]
-    assert "Pass assignment_map={'/': 'model/'}." in hints[0]
+    assert len(hints) == 1 and "4 variables" in hints[0] and "0 were" in hints[0], hints
+    assert "assignment_map={'/': 'model/'}." in hints[0]
     # The map it names warm-starts them, without a hint.
     values, hints = build(scoped, {"/": "model/"})
     np.testing.assert_array_equal(values["model/hidden/kernel"], kernel)
@@ -735,8 +735,8 @@ def test_warm_start_names_the_scope_the_checkpoint_keeps_model_variables_under(t
     # Part matched by name (hidden/*), part under another scope (head/logits/*).
     values, hints = build(head_scoped)
     np.testing.assert_array_equal(values["hidden/kernel"], kernel)
-    assert len(hints) == 1 and "2 variables of the model are in the checkpoint" in hints[0]
-    assert "assignment_map={'/': 'head/'}, plus entries for the 2 variables" in hints[0]
+    assert len(hints) == 1 and "2 variables" in hints[0] and "2 were" in hints[0], hints
+    assert "assignment_map={'/': 'head/'}, plus entries" in hints[0]
 
 
 def test_tpu_spec_scaffold_does_not_warm_start_optimizer_slots(trained):
@@ -818,7 +818,7 @@ def test_labels_out_of_range_in_training_and_evaluation_are_one_short_value_erro
     est = tpu.TPUEstimator(
         mf.classifier(network, NUM_CLASSES), config=config, use_tpu=False, eval_batch_size=16
     )
-    message = r"`labels` must be class ids in \[0, num_classes=3\)\. Got: labels from 0 to 5\."
+    message = r"`labels`.*num_classes=3.*0 to 5"
     with pytest.raises(ValueError, match=message) as raised:
         est.train(input_fn(X_TRAIN, bad, repeat=False), max_steps=2)
     assert "Graph execution error" not in str(raised.value)
@@ -985,7 +985,7 @@ def test_warm_start_skips_a_variable_saved_with_another_dtype(tmp_path):
         with tf.train.MonitoredSession() as sess:
             np.testing.assert_array_equal(sess.run(bias), np.full(8, 0.5, np.float32))
     assert any(
-        "dtype differs: hidden/kernel (model float32, checkpoint float16)" in line for line in lines
+        "dtype differs" in line and "hidden/kernel" in line and "float16" in line for line in lines
     ), lines
 
 
@@ -1060,5 +1060,22 @@ def test_feature_lookup_by_name_on_a_tuple_input_is_named(tmp_path):
         return sizes["width"]  # a bug of the network's own, not the input's
 
     est = estimator.Estimator(mf.classifier(other_tuple_network, 2), str(tmp_path / "other"))
-    with pytest.raises(TypeError, match=r"^tuple indices must be integers or slices, not str$"):
+    with pytest.raises(TypeError, match=r"^tuple indices"):
         est.train(tuple_input_fn, max_steps=1)
+
+
+def test_build_takes_an_official_head_and_adds_metric_fn():
+    def total(labels, outputs, weights):
+        return {"total": tf.metrics.mean(tf.reduce_sum(outputs))}
+
+    model_fn = mf.build(network, head=estimator.MultiLabelHead(NUM_CLASSES), metric_fn=total)
+    with tf.Graph().as_default():
+        labels = tf.constant(np.eye(NUM_CLASSES, dtype=np.int64)[Y_EVAL[:8]])
+        spec = model_fn({"x": tf.constant(X_EVAL[:8])}, labels, estimator.ModeKeys.EVAL)
+        assert {"average_loss", "auc", "total"} <= set(spec.eval_metric_ops)
+    with tf.Graph().as_default():
+        spec = model_fn({"x": tf.constant(X_EVAL[:8])}, None, estimator.ModeKeys.PREDICT)
+        assert {"serving_default", "predict", "classification"} <= set(spec.export_outputs)
+        assert "probabilities" in spec.predictions
+    with pytest.raises(TypeError, match=r"`head`.*`loss_fn`"):
+        mf.build(network, predictions_fn=lambda outputs: {})

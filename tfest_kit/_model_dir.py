@@ -513,7 +513,7 @@ def training(estimator) -> Iterator[tf.train.SessionRunHook]:
         with training(est) as counter:
             est.train(input_fn, max_steps=100, hooks=[counter])
     """
-    from tfest_kit._heads import label_errors
+    from tfest_kit._class_ids import label_errors
     from tfest_kit.hooks import NanLossError
 
     model_dir = estimator.model_dir

@@ -1,4 +1,10 @@
-"""Warm start from a checkpoint, BERT style, for :mod:`tfest_kit.model_fn`."""
+"""Warm start from a checkpoint, BERT style, and the check that a checkpoint fits the model.
+
+``tf.compat.v1.train.init_from_checkpoint`` does the warm start; this module finds the
+checkpoint, maps variables by name and shape (as BERT's ``run_classifier.py``), lists them and
+names what did not match. :func:`check_model_dir` is shared with ``tpu.py`` and
+``keras_bridge.py``.
+"""
 
 from __future__ import annotations
 
@@ -28,19 +34,11 @@ _RESUMING: set = set()
 
 
 def resolve_checkpoint(init_checkpoint: str) -> str:
-    """Returns the checkpoint prefix for a prefix or a directory; fails clearly if unreadable.
+    """The checkpoint prefix of ``init_checkpoint``; ValueError naming it if unreadable.
 
-    Args:
-      init_checkpoint: a checkpoint prefix (``.../model.ckpt-100``), one of its files
-        (``.index``, ``.meta``, ``.data-…``), a directory holding a ``checkpoint`` file (or a
-        single checkpoint without one, as a downloaded BERT model), that ``checkpoint`` file,
-        or a SavedModel directory.
-
-    Returns:
-      The checkpoint prefix.
-
-    Raises:
-      ValueError: if the path does not exist, holds no checkpoint, or cannot be read.
+    Takes a prefix (``.../model.ckpt-100``), one of its files (``.index``, ``.meta``,
+    ``.data-…``), a directory with a ``checkpoint`` file or a single checkpoint (a downloaded
+    BERT model), that ``checkpoint`` file, or a SavedModel directory.
     """
     if not isinstance(init_checkpoint, (str, os.PathLike)):
         raise TypeError(
@@ -81,12 +79,8 @@ _FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
 
 
 def _only_checkpoint_in(directory: str) -> Optional[str]:
-    """The prefix of a directory's one checkpoint when it has no ``checkpoint`` file.
-
-    A downloaded BERT model directory holds ``bert_model.ckpt.*`` and no ``checkpoint`` file;
-    a SavedModel keeps its variables as the checkpoint ``variables/variables`` (which
-    ``warm_start_from`` accepts too).
-    """
+    """A directory's one checkpoint without a ``checkpoint`` file (a downloaded BERT model),
+    or a SavedModel's ``variables/variables``."""
     saved_model_variables = os.path.join(directory, "variables", "variables")
     if tf.io.gfile.exists(saved_model_variables + ".index"):
         return saved_model_variables
@@ -97,8 +91,7 @@ def _only_checkpoint_in(directory: str) -> Optional[str]:
 def resuming(model_dir: Optional[str]) -> bool:
     """Whether ``model_dir`` has a checkpoint, which Estimator restores instead of warm starting.
 
-    Says so once per model_dir and process: Estimator builds the graph again for every
-    evaluation and export.
+    Says so once per model_dir and process (Estimator builds the graph for every evaluation).
     """
     prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
     if prefix is None:
@@ -110,9 +103,8 @@ def resuming(model_dir: Optional[str]) -> bool:
 
 
 def _strip_file_suffix(path: str) -> str:
-    """``model.ckpt-100.index`` / ``.meta`` / ``.data-00000-of-00001`` -> ``model.ckpt-100``.
+    """``model.ckpt-100.index`` / ``.meta`` / ``.data-…`` -> ``model.ckpt-100``.
 
-    Users often pass one of the checkpoint's files (BERT's ``bert_model.ckpt.index``);
     TensorFlow wants the prefix and fails on ``.data`` / ``.meta`` with "not an sstable".
     """
     prefix = _FILE_SUFFIX.sub("", path)
@@ -137,12 +129,8 @@ def _variable_name(var) -> str:
 
 
 def assignment_map_for(prefix: str, variables) -> tuple[dict, list[str]]:
-    """Maps every variable whose name and shape match the checkpoint (BERT's assignment map).
-
-    Returns:
-      ``(assignment_map, skipped)``: ``{checkpoint_name: variable}`` and descriptions of
-      variables whose name matched with a different shape or dtype.
-    """
+    """``({checkpoint_name: variable}, skipped)`` for the variables whose name and shape match
+    (BERT's assignment map); ``skipped`` describes those of another shape or dtype."""
     reader = tf.train.load_checkpoint(prefix)
     shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
     assignment_map, skipped = {}, []
@@ -173,18 +161,13 @@ def _as_scope(prefix: str) -> str:
 
 
 def scope_hint(prefix: str, variables) -> Optional[tuple[str, str, int, str]]:
-    """Finds the scope under which the checkpoint holds model variables it lacks by name.
+    """``(checkpoint_scope, model_scope, count, example)``: the scope the checkpoint keeps the
+    model's unmatched variables under, or None.
 
-    A BERT checkpoint keeps ``bert/encoder/layer_0/...`` where a model built without the outer
-    scope has ``encoder/layer_0/...``: matched by name, nothing of the encoder is warm-started
-    and nothing fails. Each variable missing from the checkpoint votes for the scope pair that
-    makes its name (at least its last two components) and shape match a checkpoint variable;
-    the pair with the most votes is named when it explains more than half of them.
-
-    Returns:
-      ``(checkpoint_scope, model_scope, count, example)`` for an ``assignment_map`` entry
-      ``{checkpoint_scope: model_scope}`` that would warm-start ``count`` (>= 2) more
-      variables, ``example`` naming one of them; or None.
+    A BERT checkpoint keeps ``bert/encoder/...`` where a model built without that scope has
+    ``encoder/...``: nothing is warm-started and nothing fails. Each unmatched variable votes
+    for the scope pair that makes its name (at least two components) and shape match; a pair
+    explaining more than half of them, at least 2, is named.
     """
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     by_tail = defaultdict(list)  # (last name component, shape) -> checkpoint names
@@ -222,16 +205,10 @@ def scope_hint(prefix: str, variables) -> Optional[tuple[str, str, int, str]]:
     return _as_scope(ckpt_scope), _as_scope(model_scope), count, examples[(ckpt_scope, model_scope)]
 
 
-def _scope_prefix(name: str) -> str:
-    """``'scope/'`` -> ``'scope/'``; the root forms ``'/'`` and ``''`` -> ``''``."""
-    return "" if name == "/" else name
-
-
 def _check_entry(entry: str, ckpt_name: str, var, shapes: Mapping, prefix: str) -> None:
     """Fails naming the ``assignment_map`` entry when its checkpoint name or shape is wrong.
 
-    ``init_from_checkpoint`` would raise too, but its message for a missing name prints the
-    whole checkpoint map (hundreds of entries for BERT) and neither names the entry.
+    ``init_from_checkpoint``'s own message prints the whole checkpoint map and not the entry.
     """
     if ckpt_name not in shapes:
         names = sorted(name for name in shapes if not re.search(r"/(Adam|adam_[mv])", name))
@@ -252,11 +229,10 @@ def _check_entry(entry: str, ckpt_name: str, var, shapes: Mapping, prefix: str) 
 
 
 def _expand(prefix: str, assignment_map: Mapping, variables) -> dict:
-    """Turns a user map of names and ``'scope/': 'scope/'`` entries into ``{ckpt_name: var}``.
+    """A user map of names and ``'scope/': 'scope/'`` entries -> ``{ckpt_name: var}``.
 
-    ``tf.train.init_from_checkpoint`` resolves names only among ``tf.get_variable`` variables;
-    Keras layers create theirs differently, so names are resolved here against the graph.
-    As there, ``'/'`` on either side of a scope entry stands for the root scope.
+    ``init_from_checkpoint`` resolves names only among ``tf.get_variable`` variables; Keras
+    layers create theirs otherwise, so names are resolved here against the graph.
     """
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     by_name = {_variable_name(var): var for var in variables}
@@ -270,7 +246,8 @@ def _expand(prefix: str, assignment_map: Mapping, variables) -> dict:
             _check_entry(entry, ckpt_name, by_name[target], shapes, prefix)
             expanded[ckpt_name] = by_name[target]
         elif (ckpt_name.endswith("/") or not ckpt_name) and (target.endswith("/") or not target):
-            ckpt_scope, target_scope = _scope_prefix(ckpt_name), _scope_prefix(target)
+            # '/' stands for the root scope, as in init_from_checkpoint.
+            ckpt_scope, target_scope = ckpt_name.lstrip("/"), target.lstrip("/")
             matched = {
                 ckpt_scope + name[len(target_scope) :]: var
                 for name, var in by_name.items()
@@ -296,15 +273,11 @@ def _expand(prefix: str, assignment_map: Mapping, variables) -> dict:
 
 
 def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=None) -> None:
-    """Sets initialisers of the graph's model variables from ``prefix`` and logs the listing.
+    """``init_from_checkpoint`` for the model's variables, listed as BERT's ``run_classifier``.
 
-    Without ``assignment_map`` every variable (except the global step) whose name and shape
-    match the checkpoint is initialised from it.  Logs one line per variable, marking the
-    initialised ones with ``*INIT_FROM_CKPT*`` as BERT's ``run_classifier.py`` does.
-
-    ``variables`` (default: the graph's global variables) are the candidates; a caller that
-    warm-starts after building the train op passes the variables from before it, so optimizer
-    slots are neither warm-started nor listed.
+    Without ``assignment_map`` every variable (but the global step) whose name and shape match
+    is initialised. ``variables`` (default: the graph's global variables) are the candidates:
+    one warm-starting after the train op exists passes those from before, without the slots.
     """
     global_step = tf.train.get_global_step()
     if variables is None:
@@ -340,28 +313,19 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
     hint = None if by_user else scope_hint(prefix, variables)
     if hint:
         ckpt_scope, model_scope, count, example = hint
-        entry = f"assignment_map={{{ckpt_scope!r}: {model_scope!r}}}"
-        if assignment_map:
-            # A map replaces matching by name: say so, as something matched that way.
-            tf.logging.warning(
-                "init_checkpoint %s: %d variables of the model are in the checkpoint under "
-                "another scope (%s) and were not warm-started. Pass %s, plus entries for the "
-                "%d variables matched by name now.",
-                prefix,
-                count,
-                example,
-                entry,
-                len(assignment_map),
-            )
-        else:
-            tf.logging.warning(
-                "init_checkpoint %s: no variable of the model matches the checkpoint by name, "
-                "but %d are in it under another scope (%s); nothing was warm-started. Pass %s.",
-                prefix,
-                count,
-                example,
-                entry,
-            )
+        # A map replaces matching by name: the variables matched that way need entries too.
+        tf.logging.warning(
+            "init_checkpoint %s: %d variables of the model are in the checkpoint under another "
+            "scope (%s) and were not warm-started; %d were, by name. Pass "
+            "assignment_map={%r: %r}%s.",
+            prefix,
+            count,
+            example,
+            len(assignment_map),
+            ckpt_scope,
+            model_scope,
+            ", plus entries for those matched by name" if assignment_map else "",
+        )
     elif not assignment_map:
         tf.logging.warning(
             "init_checkpoint %s: no variable of the model matches the checkpoint by name and "
@@ -387,14 +351,8 @@ def _optimizer_state(name: str, trainable_names: set) -> bool:
 class FitCheckingSaver(tf.train.Saver):
     """A ``tf.compat.v1.train.Saver`` that checks a checkpoint fits before restoring it.
 
-    ``evaluate``, ``predict`` and the exports restore the ``checkpoint_path`` given to them
-    (model_dir's latest without one), and only the saver is handed that path: checking in
-    ``restore`` checks the checkpoint that is restored, whatever model_dir holds.
-
-    Args:
-      model_dir: the Estimator's model_dir, named in the message.
-      variables: checkpoint name -> variable, as for :func:`check_model_dir`.
-      **kwargs: ``tf.compat.v1.train.Saver``'s arguments.
+    ``evaluate``, ``predict`` and the exports hand only the saver the ``checkpoint_path`` they
+    restore. ``variables``: checkpoint name -> variable; ``kwargs``: the Saver's arguments.
     """
 
     def __init__(self, model_dir: str, variables: Mapping[str, Any], **kwargs):
@@ -425,31 +383,24 @@ def check_model_dir(
 ) -> Optional[FitCheckingSaver]:
     """Raises when the checkpoint Estimator restores does not fit the graph's variables.
 
-    Call it from a model_fn once the graph's variables exist.  Estimator would restore that
-    checkpoint: a missing variable fails with a long ``NotFoundError`` and a variable of
-    another shape may even be restored silently, failing steps later far from the cause.
-    Variables missing from the checkpoint are reported when they are trainable, or when they
-    are all an optimizer's (the checkpoint was trained with another optimizer); partitioned
-    variables and replicated (distribution strategy) graphs are skipped.  Without
-    ``variables``, so is a model with its own ``Saver`` (in ``scaffold`` or the ``SAVERS``
-    collection), which may store its variables under other names.
-
-    Training restores model_dir's latest checkpoint, which is checked at once. ``evaluate``,
-    ``predict`` and the exports may restore a ``checkpoint_path`` given to them instead: for
-    ``mode`` EVAL or PREDICT a :class:`FitCheckingSaver` goes into the ``SAVERS`` collection
-    and checks the checkpoint it restores. It is returned: an export restores with the spec's
-    ``Scaffold.saver`` alone, so for PREDICT put it there (:func:`with_saver`).
+    Call it from a model_fn once the variables exist. Unchecked, a missing variable fails with
+    a long ``NotFoundError`` and one of another shape may even be restored silently. Reported:
+    missing trainable variables, or a missing optimizer state (another optimizer); partitioned
+    variables, distribution strategies and (without ``variables``) a model with its own
+    ``Saver`` are skipped. Training checks model_dir's latest checkpoint now; for ``mode``
+    EVAL / PREDICT a :class:`FitCheckingSaver` goes into ``SAVERS`` and checks the one
+    restored, and is returned (an export restores with ``Scaffold.saver`` only:
+    :func:`with_saver`).
 
     Args:
       model_dir: the Estimator's model_dir; None skips the check.
-      scaffold: the spec's ``Scaffold``, if the model_fn has made one.
-      variables: checkpoint name -> variable, for a model whose saver names them otherwise
-        than the graph does (``keras_bridge``'s object-based checkpoints, whose saver checks
-        for EVAL and PREDICT); default: the graph's global variables under their own names.
-      mode: the ``tf.estimator.ModeKeys`` the model_fn runs for; None: TRAIN.
+      scaffold: the spec's ``Scaffold``, if any.
+      variables: checkpoint name -> variable for a saver that names them otherwise (Keras
+        object-based checkpoints); default: the graph's global variables.
+      mode: the ``ModeKeys`` the model_fn runs for; None: TRAIN.
 
     Returns:
-      The :class:`FitCheckingSaver` put into the ``SAVERS`` collection, or None.
+      The :class:`FitCheckingSaver` put into ``SAVERS``, or None.
 
     Raises:
       ValueError: naming the variables that differ, the checkpoint and the likely causes.
@@ -481,15 +432,7 @@ def check_model_dir(
 
 
 def with_saver(scaffold: Any, saver: Any) -> Any:
-    """``scaffold`` (None: a new ``Scaffold``) with ``saver``, the rest copied.
-
-    Args:
-      scaffold: a ``tf.compat.v1.train.Scaffold`` or None.
-      saver: the ``Saver`` to restore and save with.
-
-    Returns:
-      A ``tf.compat.v1.train.Scaffold``.
-    """
+    """``scaffold`` (None: a new ``Scaffold``) with ``saver``, the rest copied."""
     return tf.train.Scaffold(saver=saver, copy_from_scaffold=scaffold)
 
 

@@ -1,14 +1,10 @@
 """Streaming multi-class eval metrics: precision, recall, F1 and recall@k.
 
-Each function returns ``(value_op, update_op)`` like ``tf.compat.v1.metrics``: run ``update_op``
-once per batch, read ``value_op`` at the end.  Precision, recall and F1 accumulate a
-``num_classes x num_classes`` confusion matrix in a local variable (collections
-``LOCAL_VARIABLES`` and ``METRIC_VARIABLES``, exactly where ``tf.compat.v1.metrics`` keeps its
-state), so Estimator's evaluation resets them before every evaluation and the result over many
-batches equals the metric computed over the whole set at once.
-
-They work in ``EstimatorSpec(eval_metric_ops=...)`` and inside a TPU ``metric_fn`` (which runs on
-the host CPU).
+``tf.compat.v1.metrics`` has binary precision / recall only; these average over classes.
+Each returns ``(value_op, update_op)`` like ``tf.compat.v1.metrics``, its state a confusion
+matrix in a local variable of ``LOCAL_VARIABLES`` and ``METRIC_VARIABLES`` (reset before every
+evaluation), so the result over many batches equals the metric over the whole set. They work
+in ``eval_metric_ops`` and in a TPU ``metric_fn`` (which runs on the host CPU).
 
 Averages follow scikit-learn's ``precision_recall_fscore_support``:
 
@@ -22,10 +18,9 @@ Averages follow scikit-learn's ``precision_recall_fscore_support``:
 * ``"weighted"``: mean of the per-class scores weighted by each class's (weighted) support.
 
 A per-class score whose denominator is 0 counts as 0 (scikit-learn's ``zero_division=0``).
-The default is ``"macro"``, what the model_fn builders' bare ``"precision"``, ``"recall"`` and
-``"f1"`` report. Everything after ``num_classes`` (or ``k``) is keyword-only: the official
-``tf.compat.v1.metrics`` functions take ``weights`` (and ``recall_at_k`` ``class_id``) in those
-places, and a call ported from them would otherwise pass its weights as something else.
+The default, ``"macro"``, is what the model_fn builders' bare ``"f1"`` etc. report. Arguments
+after ``num_classes`` (or ``k``) are keyword-only: ``tf.compat.v1.metrics`` take ``weights``
+there, which a ported call would pass as something else.
 
 Example:
 
@@ -122,12 +117,7 @@ def _streaming_confusion_matrix(labels, predictions, num_classes, weights):
     return total, tf.assign_add(total, batch)
 
 
-def _present(*tensors) -> list:
-    return [tensor for tensor in tensors if tensor is not None]
-
-
-def _safe_div(numerator, denominator):
-    return tf.math.divide_no_nan(numerator, denominator)
+_safe_div = tf.math.divide_no_nan
 
 
 def _scores(matrix, metric: str, average: str):
@@ -173,7 +163,9 @@ def _streaming_score(
     num_classes = check_int("num_classes", num_classes, 2)
     average = _check_average(average)
     with tf.variable_scope(
-        name, default_name=metric, values=_present(labels, predictions, weights)
+        name,
+        default_name=metric,
+        values=[t for t in (labels, predictions, weights) if t is not None],
     ):
         matrix, update_matrix = _streaming_confusion_matrix(
             labels, predictions, num_classes, weights
@@ -260,81 +252,38 @@ _SCORE_DOC = """Streaming multi-class {what}, averaged ``"micro"``, ``"macro"`` 
     """
 
 
-def precision(
-    labels,
-    predictions,
-    num_classes: int,
-    *,
-    average: str = "macro",
-    weights=None,
-    metrics_collections: Optional[Sequence[str]] = None,
-    updates_collections: Optional[Sequence[str]] = None,
-    name: Optional[str] = None,
-):
-    return _streaming_score(
-        "precision",
+def _score_function(metric: str, what: str):
+    def score(
         labels,
         predictions,
-        num_classes,
-        average,
-        weights,
-        metrics_collections,
-        updates_collections,
-        name,
-    )
+        num_classes: int,
+        *,
+        average: str = "macro",
+        weights=None,
+        metrics_collections: Optional[Sequence[str]] = None,
+        updates_collections: Optional[Sequence[str]] = None,
+        name: Optional[str] = None,
+    ):
+        return _streaming_score(
+            metric,
+            labels,
+            predictions,
+            num_classes,
+            average,
+            weights,
+            metrics_collections,
+            updates_collections,
+            name,
+        )
+
+    score.__name__ = score.__qualname__ = metric
+    score.__doc__ = _SCORE_DOC.format(what=what, metric=metric)
+    return score
 
 
-def recall(
-    labels,
-    predictions,
-    num_classes: int,
-    *,
-    average: str = "macro",
-    weights=None,
-    metrics_collections: Optional[Sequence[str]] = None,
-    updates_collections: Optional[Sequence[str]] = None,
-    name: Optional[str] = None,
-):
-    return _streaming_score(
-        "recall",
-        labels,
-        predictions,
-        num_classes,
-        average,
-        weights,
-        metrics_collections,
-        updates_collections,
-        name,
-    )
-
-
-def f1(
-    labels,
-    predictions,
-    num_classes: int,
-    *,
-    average: str = "macro",
-    weights=None,
-    metrics_collections: Optional[Sequence[str]] = None,
-    updates_collections: Optional[Sequence[str]] = None,
-    name: Optional[str] = None,
-):
-    return _streaming_score(
-        "f1",
-        labels,
-        predictions,
-        num_classes,
-        average,
-        weights,
-        metrics_collections,
-        updates_collections,
-        name,
-    )
-
-
-precision.__doc__ = _SCORE_DOC.format(what="precision", metric="precision")
-recall.__doc__ = _SCORE_DOC.format(what="recall", metric="recall")
-f1.__doc__ = _SCORE_DOC.format(what="F1 score", metric="f1")
+precision = _score_function("precision", "precision")
+recall = _score_function("recall", "recall")
+f1 = _score_function("f1", "F1 score")
 
 
 def recall_at_k(
@@ -349,8 +298,8 @@ def recall_at_k(
 ):
     """Streaming share of examples whose true class is among the ``k`` highest scores.
 
-    For single-label data this is top-k accuracy.  Ties are broken towards the lower class id,
-    as ``tf.math.top_k`` does.
+    For single-label data this is top-k accuracy: ``tf.compat.v1.metrics.recall_at_k`` with the
+    labels' shapes checked and a float32 result. Ties go to the lower class id (``tf.math.top_k``).
 
     Args:
       labels: int tensor of true class ids, shape ``[batch]`` or ``[batch, 1]``.
@@ -363,7 +312,7 @@ def recall_at_k(
       name: variable scope name (default ``"recall_at_<k>"``).
 
     Returns:
-      ``(value_op, update_op)`` as from ``tf.compat.v1.metrics.mean``.
+      ``(value_op, update_op)``, float32 scalars.
 
     Raises:
       ValueError: if ``k`` < 1 or larger than the number of classes, or ``logits_or_probs``
@@ -383,15 +332,16 @@ def recall_at_k(
     num_classes = scores.shape[1]
     if num_classes is not None and k > num_classes:
         raise ValueError(f"`k` must be at most the number of classes ({num_classes}). Got: {k!r}")
-    with tf.variable_scope(name, default_name=f"recall_at_{k}", values=(labels, scores)):
-        labels = _flat(labels, "labels", tf.int64)
-        top_k = tf.cast(tf.math.top_k(scores, k=k).indices, tf.int64)
-        hits = tf.reduce_any(tf.equal(top_k, labels[:, None]), axis=1)
-        if weights is not None:
-            weights = _flat(weights, "weights", tf.float32)
-        return tf.metrics.mean(
-            tf.cast(hits, tf.float32),
-            weights=weights,
-            metrics_collections=metrics_collections,
-            updates_collections=updates_collections,
-        )
+    weights = None if weights is None else _flat(weights, "weights", tf.float32)
+    value_op, update_op = tf.metrics.recall_at_k(
+        _flat(labels, "labels", tf.int64),
+        scores,
+        k,
+        weights=weights,
+        name=name or f"recall_at_{k}",
+    )
+    # float32, as tf.compat.v1.metrics.mean and the other metrics here give.
+    value_op, update_op = tf.cast(value_op, tf.float32), tf.cast(update_op, tf.float32)
+    _add_to_collections(metrics_collections, value_op)
+    _add_to_collections(updates_collections, update_op)
+    return value_op, update_op

@@ -1,32 +1,25 @@
 """Builders that turn a network function into a complete Estimator ``model_fn``.
 
-``network_fn(features, mode, params)`` builds the network and returns its output tensor
-(logits for :func:`classifier`); the builder adds the loss, the optimizer with an optional
-BERT-style schedule, eval metrics, predictions, export signatures and warm start.
+``network_fn(features, mode, params)`` returns the network's output; :func:`classifier` and
+:func:`regressor` hand it to the official Head API (``tf.estimator.MultiClassHead``,
+``BinaryClassHead`` for 2 classes, ``RegressionHead``), whose ``loss``, ``metrics`` and export
+signatures they use; :func:`build` takes any official head, or loss and prediction functions.
+What this module adds to the head:
 
-* PREDICT — classifier: ``"logits"``, ``"probabilities"``, ``"class_ids"`` (int64 ``[batch]``)
-  and, with ``top_k``, ``"top_k_probabilities"`` / ``"top_k_class_ids"`` (``[batch, top_k]``);
-  regressor: ``"predictions"`` (``[batch, label_dimension]``).
-* EVAL — the loss plus the named metrics (see :data:`CLASSIFIER_METRICS`).
-* TRAIN — ``optimizer`` by name or instance; ``warmup_steps`` / ``decay_steps`` give BERT's
-  linear warm-up then linear decay to 0 (:func:`learning_rate_schedule`). An optimizer that
-  leaves the global step alone (BERT's own ``AdamWeightDecayOptimizer``) gets the increment
-  from the train op, as BERT's ``create_optimizer`` adds it. The loss, in TRAIN and EVAL,
-  includes ``REGULARIZATION_LOSSES``, as the official heads do: ``tf.compat.v1.layers`` put
-  their regularizers' losses there; for ``tf.keras`` layers, whose ``losses`` stay on the
-  layer, the network_fn adds them (``tf.compat.v1.add_to_collection(
-  tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES, loss)`` for each). Each step also runs
-  ``UPDATE_OPS`` and the updates Keras layers keep out of it (``BatchNormalization``'s moving
-  averages), which a hand-written model_fn must add itself.
-* PREDICT carries ``export_outputs``: ``"serving_default"`` and ``"predict"`` (all prediction
-  keys) plus ``"classification"`` (or, for one regression output, ``"regression"``).
-  Classification/regression signatures need a receiver with a single string input (serialized
-  ``tf.train.Example``); with other receivers Estimator leaves them out and keeps the predict
-  signatures.
-* ``tpu_spec=True`` returns ``TPUEstimatorSpec`` with ``eval_metrics=(metric_fn, tensors)`` and
-  the warm start inside ``scaffold_fn``, for ``TPUEstimator`` (or ``tfest_kit.tpu``).
-* Keras layers the network builds take their initial weights from ``RunConfig.tf_random_seed``;
-  :func:`seeded` gives a hand-written model_fn the same.
+* TRAIN: an optimizer by name, BERT's linear warm-up and decay (:func:`learning_rate_schedule`),
+  gradient clipping, a global-step increment for optimizers that leave it alone (BERT's
+  ``AdamWeightDecayOptimizer``), ``REGULARIZATION_LOSSES`` in the loss, and the state updates
+  Keras layers keep out of ``UPDATE_OPS`` (``BatchNormalization``'s moving averages).
+* PREDICT: classifier keys ``"logits"``, ``"probabilities"``, ``"class_ids"`` (int64
+  ``[batch]``), with ``top_k`` also ``"top_k_probabilities"`` / ``"top_k_class_ids"``;
+  regressor ``"predictions"``. Signatures ``"serving_default"`` and ``"predict"`` carry all
+  keys; the head adds ``"classification"`` (or ``"regression"``), which needs a receiver of
+  serialized ``tf.train.Example``.
+* EVAL: the head's metrics (``average_loss``, ``accuracy``; for 2 classes ``auc`` and more)
+  and the ``metrics`` named (:data:`CLASSIFIER_METRICS`, :data:`REGRESSOR_METRICS`).
+* ``init_checkpoint``: BERT-style warm start; errors naming the feature, label or argument at
+  fault; ``tpu_spec=True`` for ``TPUEstimatorSpec``; Keras layers seeded from
+  ``RunConfig.tf_random_seed`` (:func:`seeded` does that for a hand-written model_fn).
 
 Example:
 
@@ -43,14 +36,19 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import re
 from collections.abc import Mapping, Sequence
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-from tfest_kit import _heads, _warm_start
+from tfest_kit import _warm_start
+from tfest_kit import metrics as _metrics
 from tfest_kit._checks import check_int
-from tfest_kit._model_fn_call import call_model_fn, keras_seeds, model_fn_args
+from tfest_kit._class_ids import check_class_ids
+from tfest_kit._model_fn_call import call_model_fn, model_fn_args
+from tfest_kit._network_call import network_outputs, shape
 from tfest_kit._schedules import (
     OPTIMIZERS,
     AdamWeightDecayOptimizer,
@@ -74,34 +72,65 @@ __all__ = [
     "seeded",
 ]
 
-CLASSIFIER_METRICS = _heads.CLASSIFIER_METRICS
-REGRESSOR_METRICS = _heads.REGRESSOR_METRICS
+# Bare "precision" / "recall" / "f1" are macro averages: for single-label data the micro
+# average equals accuracy and would add nothing.
+_SCORES = {
+    f"{score}{suffix}": (score, average)
+    for score in ("precision", "recall", "f1")
+    for suffix, average in (
+        ("", "macro"),
+        ("_macro", "macro"),
+        ("_micro", "micro"),
+        ("_weighted", "weighted"),
+    )
+}
+CLASSIFIER_METRICS = ("accuracy", "auc", *_SCORES, "recall_at_<k>")
+REGRESSOR_METRICS = ("mse", "mae", "rmse")
+_RECALL_AT = re.compile(r"^recall_at_(\d+)$")
 
 ModeKeys = estimator.ModeKeys
 NetworkFn = Callable[..., tf.Tensor]
 
 
-def _check_callable(value, name: str) -> None:
-    if not callable(value):
-        raise TypeError(f"`{name}` must be callable. Got: {value!r}")
+@dataclasses.dataclass(frozen=True)
+class _Head:
+    """What a model_fn adds to the network: an official ``tf.estimator.Head`` and/or functions.
+
+    ``official_logits`` turns the checked output into the head's logits; the head's metrics
+    and signatures named in ``official_dropped`` are left out.
+    """
+
+    predictions_fn: Optional[Callable] = None
+    loss_fn: Optional[Callable] = None
+    metric_fn: Optional[Callable] = None
+    check_outputs: Optional[Callable] = None
+    labels_fn: Optional[Callable] = None
+    export_outputs_fn: Optional[Callable] = None
+    official: Any = None
+    official_logits: Optional[Callable] = None
+    official_dropped: tuple = ()
+
+    def logits(self, outputs):
+        return outputs if self.official_logits is None else self.official_logits(outputs)
 
 
 def _check_signature(fn: Callable, name: str, arguments: tuple) -> None:
     """Raises TypeError unless ``fn`` can be called with ``len(arguments)`` positional arguments.
 
-    build calls these functions positionally, deep inside graph construction, where a
-    mismatch would surface as a bare "takes 2 positional arguments but 3 were given".
+    These functions are called positionally deep inside graph construction, where a mismatch
+    would surface as a bare "takes 2 positional arguments but 3 were given".
     """
+    if not callable(fn):
+        raise TypeError(f"`{name}` must be callable. Got: {fn!r}")
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # builtins without a signature: let the call decide
         return
     try:
         signature.bind(*arguments)
+        return
     except TypeError:
         pass
-    else:
-        return
     kinds = [p.kind for p in signature.parameters.values()]
     positional = sum(
         kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -131,7 +160,16 @@ def _spec(tpu_spec: bool, **kwargs):
     return estimator.EstimatorSpec(**kwargs)
 
 
-def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard):
+# Ops that may change a variable given as an input: assignments, and the control flow
+# (tf.cond / tf.while_loop) an increment may sit in. A read (ReadVariableOp) is none of them.
+_WRITE_OP_TYPES = frozenset(
+    {"AssignAddVariableOp", "AssignVariableOp", "AssignAdd", "Assign"}
+    | {"If", "StatelessIf", "While", "StatelessWhile"}
+)
+
+
+def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard):
+    """The schedule, the optimizer, clipping, and one increment of the global step per step."""
     global_step = tf.train.get_or_create_global_step()
     lr = learning_rate_schedule(
         learning_rate, global_step, warmup_steps=warmup_steps, decay_steps=decay_steps
@@ -140,11 +178,9 @@ def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_no
     if cross_shard:
         opt = tf.tpu.CrossShardOptimizer(opt)
     elif not isinstance(optimizer, tf.train.Optimizer):
-        # Summaries inside a TPU model_fn need a host_call; off the TPU they are free. An
-        # Optimizer instance has a rate of its own, which `lr` is not.
+        # Summaries inside a TPU model_fn need a host_call. An instance has its own rate.
         tf.summary.scalar("learning_rate", lr)
-    grads_and_vars = opt.compute_gradients(loss)
-    grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+    grads_and_vars = [(g, v) for g, v in opt.compute_gradients(loss) if g is not None]
     if not grads_and_vars:
         raise ValueError(
             "`network_fn` created no trainable variable that the loss depends on. Got: "
@@ -156,16 +192,18 @@ def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_no
         grads_and_vars = list(zip(grads, variables))
     graph = tf.get_default_graph()
     first_op = len(graph.get_operations())
-    # Batch-norm moving averages and similar live in UPDATE_OPS.
     with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
         train_op = opt.apply_gradients(grads_and_vars, global_step=global_step)
-    if any(_writes(op, global_step) for op in graph.get_operations()[first_op:]):
+    if any(
+        op.type in _WRITE_OP_TYPES and any(t.op is global_step.op for t in op.inputs)
+        for op in graph.get_operations()[first_op:]
+    ):
         return train_op
-    # BERT's AdamWeightDecayOptimizer (optimization.py) takes `global_step` and leaves it alone:
-    # its create_optimizer adds the increment. Without one, training never reaches max_steps.
+    # BERT's AdamWeightDecayOptimizer takes `global_step` and leaves it alone (its
+    # create_optimizer adds the increment): without one, training never reaches max_steps.
     tf2.get_logger().info(
-        "%s does not increment the global step; the train op does it once per step, as BERT's "
-        "create_optimizer does.",
+        "%s does not increment the global step; the train op does it once per step, as "
+        "BERT's create_optimizer does.",
         type(opt).__name__,
     )
     with tf.control_dependencies([train_op]):
@@ -175,12 +213,13 @@ def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_no
 def build(
     network_fn: NetworkFn,
     *,
-    loss_fn: Callable,
-    predictions_fn: Callable,
+    loss_fn: Optional[Callable] = None,
+    predictions_fn: Optional[Callable] = None,
     metric_fn: Optional[Callable] = None,
     check_outputs: Optional[Callable] = None,
     labels_fn: Optional[Callable] = None,
     export_outputs_fn: Optional[Callable] = None,
+    head: Optional[Any] = None,
     optimizer: OptimizerArg = "adam",
     learning_rate: Optional[float] = None,
     warmup_steps: int = 0,
@@ -191,68 +230,42 @@ def build(
     weight_key: Optional[str] = None,
     tpu_spec: bool = False,
 ) -> Callable:
-    """Builds ``model_fn(features, labels, mode, params)`` from a network and head functions.
+    """Builds ``model_fn(features, labels, mode, params, config)`` from a network and a head.
 
-    :func:`classifier` and :func:`regressor` are this function with their heads bound.
+    The head is an official ``tf.estimator.Head`` (``head=``, whose ``weight_column`` should be
+    ``weight_key``) or the functions ``loss_fn`` and ``predictions_fn``. Each function is
+    called positionally with the arguments named here and checked for them at once.
 
     Args:
-      network_fn: ``network_fn(features, mode, params) -> outputs``.
-      loss_fn: ``loss_fn(labels, outputs, weights) -> scalar loss``, called positionally;
-        ``weights`` is the ``[batch]`` tensor of ``weight_key``, or None without one. A
-        ``tf.compat.v1.losses.*`` function fails on None (its default is 1.0): wrap it, e.g.
-        ``lambda labels, outputs, w: tf.compat.v1.losses.mean_squared_error(labels, outputs,
-        weights=1.0 if w is None else w)``.
-      predictions_fn: ``predictions_fn(outputs) -> dict`` of ``[batch, ...]`` tensors.
-      metric_fn: ``metric_fn(labels, outputs, weights) -> {name: (value_op, update_op)}``,
-        called positionally; ``weights`` is None without ``weight_key`` (the default of
-        ``tf.compat.v1.metrics.*``). It only receives tensors, so it also serves as the TPU
-        ``metric_fn``.
-      check_outputs: ``check_outputs(outputs) -> outputs``: validates / normalises the network's
-        output (raise ValueError on a wrong shape).
-      labels_fn: ``labels_fn(labels) -> labels``: validates / normalises the labels.
-      export_outputs_fn: ``export_outputs_fn(predictions) -> {key: ExportOutput}`` added to the
-        ``"serving_default"`` and ``"predict"`` PredictOutputs.
-      optimizer: a name in :data:`OPTIMIZERS`, a ``tf.compat.v1.train.Optimizer`` or a callable
-        ``learning_rate_tensor -> Optimizer``.
-      learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance, which
-        has its own.
-      warmup_steps: steps of linear warm-up from 0.
-      decay_steps: step at which the rate has decayed linearly to 0 (None: no decay).
-      clip_norm: clip gradients to this global norm (BERT uses 1.0); None for no clipping.
-      init_checkpoint: checkpoint prefix or directory to warm-start matching variables from;
-        checked when this function is called, read only while the Estimator's model_dir has
-        no checkpoint of its own (as ``warm_start_from``: a resumed run restores model_dir).
-      assignment_map: ``tf.compat.v1.train.init_from_checkpoint`` map; default: every model
-        variable whose name and shape match the checkpoint (with a warning naming the map to
-        pass when the checkpoint holds most of the others under another scope).
-      weight_key: name of a feature holding per-example weights for loss and metrics. The
-        classifier and regressor heads report ``average_loss``, the (weighted) mean loss per
-        example over the eval set, as the canned heads do (``loss`` is Estimator's mean of
-        per-batch losses, which counts a short last batch as a full one and grows with the
-        weights' scale): monitor it when the weights are not 0 / 1.
-      tpu_spec: return ``TPUEstimatorSpec`` (``eval_metrics``, ``scaffold_fn``) instead of
-        ``EstimatorSpec``.
+      network_fn: ``(features, mode, params) -> outputs``.
+      loss_fn: ``(labels, outputs, weights) -> scalar loss``; ``weights`` is the ``[batch]``
+        tensor of ``weight_key``, or None.
+      predictions_fn: ``(outputs) -> {key: [batch, ...] tensor}``; default: the head's.
+      metric_fn: ``(labels, outputs, weights) -> {name: (value_op, update_op)}``, added to the
+        head's metrics; it gets tensors only, so it also serves as the TPU ``metric_fn``.
+      check_outputs: ``(outputs) -> outputs``, validating / normalising the network's output.
+      labels_fn: ``(labels) -> labels``, validating / normalising the labels.
+      export_outputs_fn: ``(predictions) -> {key: ExportOutput}``, added to the
+        ``"serving_default"`` and ``"predict"`` PredictOutputs and the head's signatures.
+      head: an official head, e.g. ``tf.estimator.MultiLabelHead(5)``.
+      optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, init_checkpoint,
+        assignment_map, weight_key, tpu_spec: as for :func:`classifier`.
 
     Returns:
-      ``model_fn(features, labels, mode, params, config)`` for ``tf.estimator.Estimator`` or
-      ``TPUEstimator``; with ``config`` it checks that a checkpoint already in
-      ``config.model_dir`` belongs to this model, and Keras layers ``network_fn`` builds take
-      their initial weights from ``config.tf_random_seed`` (Keras 2.10+ seeds them from
-      Python's ``random`` otherwise).
+      ``model_fn(features, labels, mode, params, config)`` for ``Estimator`` or
+      ``TPUEstimator``; it checks that a checkpoint in ``config.model_dir`` fits the model.
 
     Raises:
-      TypeError: at once, for a function argument that is not callable or cannot be called
-        with the arguments listed above (e.g. a ``loss_fn`` without ``weights``).
-      ValueError / TypeError: for an unknown optimizer or a bad schedule, at once; when the
-        model_fn runs, for a missing or unreadable ``init_checkpoint`` (unless model_dir has
-        a checkpoint to resume from), a network output or labels of the wrong shape, a
-        feature ``network_fn`` looks up that the input lacks (TypeError when the input_fn
-        yields one tensor instead of a dict of features), or a checkpoint in ``model_dir``
-        from another model.
+      TypeError: at once, for a function that cannot be called as above, or neither ``head``
+        nor ``loss_fn`` and ``predictions_fn``.
+      ValueError: at once for a bad optimizer or schedule; when the model_fn runs, for an
+        unreadable ``init_checkpoint`` (unless resuming), outputs or labels of the wrong shape,
+        a feature the input lacks, or a checkpoint in ``model_dir`` from another model.
 
     Example:
 
         model_fn = build(network, loss_fn=my_loss, predictions_fn=lambda y: {"y": y})
+        model_fn = build(network, head=tf.estimator.MultiLabelHead(5))
     """
     for value, name, arguments in (
         (network_fn, "network_fn", ("features", "mode", "params")),
@@ -263,146 +276,208 @@ def build(
         (labels_fn, "labels_fn", ("labels",)),
         (export_outputs_fn, "export_outputs_fn", ("predictions",)),
     ):
-        if value is None and name not in ("network_fn", "loss_fn", "predictions_fn"):
-            continue
-        _check_callable(value, name)
-        _check_signature(value, name, arguments)
-    check_optimizer(optimizer, warmup_steps, decay_steps, learning_rate)
+        if value is not None or name == "network_fn":
+            _check_signature(value, name, arguments)
+    if head is not None and not isinstance(head, estimator.Head):
+        raise TypeError(f"`head` must be a tf.estimator.Head. Got: {head!r}")
+    if (head is None) == (loss_fn is None) or (head is None and predictions_fn is None):
+        raise TypeError(
+            "`build` needs either `head` (a tf.estimator.Head) or both `loss_fn` and "
+            f"`predictions_fn`. Got: head={head!r}, loss_fn={loss_fn!r}, "
+            f"predictions_fn={predictions_fn!r}"
+        )
+    parts = _Head(predictions_fn, loss_fn, metric_fn, check_outputs, labels_fn, export_outputs_fn)
+    return _build(
+        network_fn,
+        dataclasses.replace(parts, official=head),
+        optimizer=optimizer,
+        learning_rate=learning_rate,
+        warmup_steps=warmup_steps,
+        decay_steps=decay_steps,
+        clip_norm=clip_norm,
+        init_checkpoint=init_checkpoint,
+        assignment_map=assignment_map,
+        weight_key=weight_key,
+        tpu_spec=tpu_spec,
+    )
+
+
+def _build(
+    network_fn,
+    head: _Head,
+    *,
+    optimizer,
+    learning_rate,
+    init_checkpoint,
+    assignment_map,
+    weight_key,
+    tpu_spec,
+    **schedule,
+) -> Callable:
+    """Checks the options and returns the model_fn; :func:`build`'s body."""
+    check_optimizer(optimizer, schedule["warmup_steps"], schedule["decay_steps"], learning_rate)
     learning_rate = 1e-3 if learning_rate is None else learning_rate
-    check_schedule(learning_rate, warmup_steps, decay_steps)
+    check_schedule(learning_rate, schedule["warmup_steps"], schedule["decay_steps"])
+    clip_norm = schedule["clip_norm"]
     if clip_norm is not None and not clip_norm > 0:
         raise ValueError(f"`clip_norm` must be None or > 0. Got: {clip_norm!r}")
-    if assignment_map is not None and init_checkpoint is None:
-        raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
-    if assignment_map is not None and not isinstance(assignment_map, Mapping):
-        raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
-    checkpoint, checkpoint_error = None, None
-    if init_checkpoint:
-        try:
-            checkpoint = _warm_start.resolve_checkpoint(init_checkpoint)
-        except ValueError as error:
-            # Raised at the first graph build unless model_dir has a checkpoint of its own: a
-            # restart after the source was rotated away or deleted must still resume.
-            checkpoint_error = error
+    checkpoint, checkpoint_error = _init_checkpoint(init_checkpoint, assignment_map)
+    train_op_fn = functools.partial(
+        _train_op, optimizer=optimizer, learning_rate=learning_rate, **schedule
+    )
 
     def model_fn(features, labels, mode, params=None, config=None):
         params = dict(params or {})
+        model_dir = getattr(config, "model_dir", None)
         warm_start_from = checkpoint
-        if init_checkpoint and _warm_start.resuming(getattr(config, "model_dir", None)):
-            # Estimator restores model_dir's checkpoint over any initialiser (as it skips
-            # warm_start_from): the source is not read, and need not exist any more.
+        if init_checkpoint and _warm_start.resuming(model_dir):
+            # Estimator restores model_dir's checkpoint over any initialiser: the source is
+            # not read, and need not exist any more.
             warm_start_from = None
         elif checkpoint_error is not None:
             raise checkpoint_error
-        graph = tf.get_default_graph()
-        first_op = len(graph.get_operations())
-        with keras_seeds(getattr(config, "tf_random_seed", None)):
-            outputs = _call_network(network_fn, features, mode, params)
-        if mode == ModeKeys.TRAIN:
-            _run_layer_updates(graph.get_operations()[first_op:])
-        if check_outputs is not None:
-            outputs = check_outputs(outputs)
-        predictions = predictions_fn(outputs)
-
-        scaffold_fn = None
-        if warm_start_from is not None:
-            # TPUEstimator calls scaffold_fn after the train op exists; warm-start only the
-            # network's variables, not the optimizer slots (as BERT and the Estimator path do).
-            model_variables = tf.global_variables()
-
-            def scaffold_fn():
-                _warm_start.warm_start(warm_start_from, assignment_map, model_variables)
-                return tf.train.Scaffold()
-
-            if not tpu_spec:
-                # Estimator accepts the initialisers directly; no Scaffold needed.
-                _warm_start.warm_start(warm_start_from, assignment_map)
-                scaffold_fn = None
-
-        # Only an export (PREDICT) reads them. Built in TRAIN / EVAL they would put the
-        # classification output's string ops (class names) into a TPU computation, which has
-        # no string kernels.
-        export_outputs = None
-        if mode == ModeKeys.PREDICT:
-            export_outputs = {
-                "serving_default": estimator.export.PredictOutput(predictions),
-                "predict": estimator.export.PredictOutput(predictions),
-            }
-            if export_outputs_fn is not None:
-                export_outputs.update(export_outputs_fn(predictions))
-        common = {"mode": mode, "scaffold_fn": scaffold_fn, "export_outputs": export_outputs}
+        outputs = network_outputs(network_fn, features, mode, params, config)
+        if head.check_outputs is not None:
+            outputs = head.check_outputs(outputs)
+        if head.predictions_fn is not None:
+            predictions = head.predictions_fn(outputs)
+        else:
+            predictions = head.official.predictions(head.logits(outputs))
+        on_tpu = bool(tpu_spec and params.get("use_tpu"))
+        common = {
+            "mode": mode,
+            "scaffold_fn": _warm_start_fn(warm_start_from, assignment_map, tpu_spec),
+            "predictions": predictions,
+        }
         # On a TPU the variables live in the TPU computation; check only off it.
-        check_dir = config is not None and not (tpu_spec and params.get("use_tpu"))
-
+        check_dir = None if on_tpu else model_dir
         if mode == ModeKeys.PREDICT:
-            saver = _warm_start.check_model_dir(config.model_dir, mode=mode) if check_dir else None
-            if saver is not None:
-                # An export restores with the Scaffold's saver only, not the SAVERS collection.
-                inner = common["scaffold_fn"]
-                common["scaffold_fn"] = lambda: _warm_start.with_saver(
-                    inner() if inner else None, saver
-                )
-            return _spec(tpu_spec, predictions=predictions, **common)
-
-        labels = labels_fn(labels) if labels_fn is not None else labels
-        weights = None
-        if weight_key is not None:
-            if not isinstance(features, Mapping) or weight_key not in features:
-                available = sorted(features) if isinstance(features, Mapping) else "not a dict"
-                raise ValueError(
-                    f"`weight_key` {weight_key!r} is not a feature. Got features: {available}"
-                )
-            weights = _weights(features[weight_key], weight_key)
-        loss = loss_fn(labels, outputs, weights)
-        # tf.compat.v1.layers' regularizers; the official heads add them in TRAIN and EVAL.
+            return _predict_spec(head, outputs, common, check_dir, tpu_spec)
+        labels = head.labels_fn(labels) if head.labels_fn is not None else labels
+        weights = _weights(features, weight_key)
         regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
-        if regularization:
-            loss = loss + tf.add_n(regularization, name="regularization_loss")
-
-        if mode == ModeKeys.EVAL:
-            if check_dir:
-                _warm_start.check_model_dir(config.model_dir, mode=mode)
-            eval_metrics = None
-            if metric_fn is not None:
-                tensors = {"labels": labels, "outputs": outputs}
-                if weights is not None:
-                    tensors["weights"] = weights
-                eval_metrics = (_tensors_metric_fn(metric_fn), tensors)
-            return _spec(
-                tpu_spec, loss=loss, eval_metrics=eval_metrics, predictions=predictions, **common
+        if head.official is None:
+            loss = head.loss_fn(labels, outputs, weights)
+            if regularization:
+                loss += tf.add_n(regularization, name="regularization_loss")
+        else:
+            # The head's loss, as its create_estimator_spec(train_op_fn=…) makes it; called
+            # directly, it leaves out the head's string predictions, which a TPU computation
+            # cannot hold.
+            loss = head.official.loss(
+                labels=labels,
+                logits=head.logits(outputs),
+                features={} if weights is None else {weight_key: weights},
+                mode=mode,
+                regularization_losses=regularization or None,
             )
-
-        cross_shard = bool(tpu_spec and params.get("use_tpu"))
-        train_op = _train_op(
-            loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard
-        )
-        if check_dir:
-            _warm_start.check_model_dir(config.model_dir, mode=mode)
+        if mode == ModeKeys.EVAL:
+            _warm_start.check_model_dir(check_dir, mode=mode)
+            metric_fn = _eval_metrics(head, weight_key, labels, outputs, weights, regularization)
+            return _spec(tpu_spec, loss=loss, eval_metrics=metric_fn, **common)
+        train_op = train_op_fn(loss, cross_shard=on_tpu)
+        _warm_start.check_model_dir(check_dir, mode=mode)  # the optimizer's variables too
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
     return model_fn
 
 
-# What a layer's moving averages and similar state updates are made of.
-_UPDATE_OP_TYPES = frozenset(
-    {"AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd"}
-)
+def _init_checkpoint(init_checkpoint, assignment_map) -> tuple:
+    """``(prefix, None)``, or ``(None, error)`` to raise unless model_dir has a checkpoint."""
+    if assignment_map is not None and init_checkpoint is None:
+        raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
+    if assignment_map is not None and not isinstance(assignment_map, Mapping):
+        raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
+    if init_checkpoint:
+        try:
+            return _warm_start.resolve_checkpoint(init_checkpoint), None
+        except ValueError as error:
+            # Raised at the first graph build unless model_dir has a checkpoint of its own: a
+            # restart after the source was rotated away or deleted must still resume.
+            return None, error
+    return None, None
 
 
-# Ops that may change a variable given as an input: assignments, and the control flow
-# (tf.cond / tf.while_loop) an increment may sit in. A read (ReadVariableOp) is none of them.
-_WRITE_OP_TYPES = frozenset(
-    {"AssignAddVariableOp", "AssignVariableOp", "AssignAdd", "Assign"}
-    | {"If", "StatelessIf", "While", "StatelessWhile"}
-)
+def _warm_start_fn(checkpoint, assignment_map, tpu_spec: bool) -> Optional[Callable]:
+    """Warm-starts the network's variables now, or returns the TPU ``scaffold_fn`` that does."""
+    if checkpoint is None:
+        return None
+    if not tpu_spec:
+        _warm_start.warm_start(checkpoint, assignment_map)
+        return None
+    # TPUEstimator calls scaffold_fn after the train op exists; warm-start only the network's
+    # variables, not the optimizer slots (as BERT and the Estimator path do).
+    network_variables = tf.global_variables()
+
+    def scaffold_fn():
+        _warm_start.warm_start(checkpoint, assignment_map, network_variables)
+        return tf.train.Scaffold()
+
+    return scaffold_fn
 
 
-def _writes(op, variable) -> bool:
-    return op.type in _WRITE_OP_TYPES and any(t.op is variable.op for t in op.inputs)
+def _predict_spec(head: _Head, outputs, common: dict, check_dir, tpu_spec: bool):
+    # Only PREDICT builds export outputs: in TRAIN / EVAL the class names' string ops would
+    # land in a TPU computation, which has no string kernels.
+    predictions = common["predictions"]
+    export_outputs = {
+        "serving_default": estimator.export.PredictOutput(predictions),
+        "predict": estimator.export.PredictOutput(predictions),
+    }
+    if head.official is not None:
+        spec = head.official.create_estimator_spec(
+            features={}, mode=ModeKeys.PREDICT, logits=head.logits(outputs)
+        )
+        for key, output in spec.export_outputs.items():
+            if key not in export_outputs and key not in head.official_dropped:
+                export_outputs[key] = output
+    if head.export_outputs_fn is not None:
+        export_outputs.update(head.export_outputs_fn(predictions))
+    saver = _warm_start.check_model_dir(check_dir, mode=ModeKeys.PREDICT)
+    if saver is not None:
+        # An export restores with the Scaffold's saver only, not the SAVERS collection.
+        inner = common["scaffold_fn"]
+        common["scaffold_fn"] = lambda: _warm_start.with_saver(inner() if inner else None, saver)
+    return _spec(tpu_spec, export_outputs=export_outputs, **common)
 
 
-def _weights(weights, weight_key: str):
+def _eval_metrics(head: _Head, weight_key, labels, outputs, weights, regularization):
+    """``(metric_fn, tensors)``: the head's metrics and ``metric_fn``'s, from tensors only."""
+    if head.official is None and head.metric_fn is None:
+        return None
+    tensors = {"labels": labels, "outputs": outputs}
+    if weights is not None:
+        tensors["weights"] = weights
+    if regularization and head.official is not None:
+        tensors["regularization_loss"] = tf.add_n(regularization)
+
+    def metric_fn(labels, outputs, weights=None, regularization_loss=None):
+        ops = {}
+        if head.official is not None:
+            losses = None if regularization_loss is None else [regularization_loss]
+            official = head.official.update_metrics(
+                head.official.metrics(losses),
+                {} if weights is None else {weight_key: weights},
+                head.logits(outputs),
+                labels,
+                losses,
+            )
+            ops.update((k, v) for k, v in official.items() if k not in head.official_dropped)
+        if head.metric_fn is not None:
+            ops.update(head.metric_fn(labels, outputs, weights))
+        return ops
+
+    return metric_fn, tensors
+
+
+def _weights(features, weight_key: Optional[str]):
     """The ``[batch]`` float32 weights of ``features[weight_key]``, or an error naming it."""
+    if weight_key is None:
+        return None
+    if not isinstance(features, Mapping) or weight_key not in features:
+        available = sorted(features) if isinstance(features, Mapping) else "not a dict"
+        raise ValueError(f"`weight_key` {weight_key!r} is not a feature. Got features: {available}")
+    weights = features[weight_key]
     if not isinstance(weights, tf.Tensor):
         raise ValueError(
             f"`weight_key` {weight_key!r} must be a dense tensor, one weight per example; "
@@ -422,135 +497,156 @@ def _weights(weights, weight_key: str):
     return tf.reshape(tf.cast(weights, tf.float32), [-1])
 
 
-def _run_layer_updates(network_ops: list) -> None:
-    """Puts the state updates nothing would run into ``UPDATE_OPS``, which the train op waits for.
+def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str], num_classes=None):
+    """Returns the metric names as a tuple; ValueError naming the accepted ones otherwise."""
+    if isinstance(metrics, str) or not isinstance(metrics, (list, tuple)):
+        raise TypeError(f"`metrics` must be a list or tuple of names. Got: {metrics!r}")
+    for name in metrics:
+        match = _RECALL_AT.match(name) if isinstance(name, str) else None
+        if name == "recall_at_<k>" and name in accepted:
+            # Listed among the accepted names to show the pattern; it is no metric by itself.
+            raise ValueError(
+                "`metrics` entry 'recall_at_<k>' is a pattern: put the number k in it, use "
+                f"e.g. 'recall_at_{min(5, num_classes - 1)}'. Got: {name!r}"
+            )
+        if match and "recall_at_<k>" in accepted:
+            if not 1 <= int(match.group(1)) <= num_classes:
+                raise ValueError(
+                    f"`metrics` entry {name!r} needs 1 <= k <= num_classes ({num_classes}). "
+                    f"Got: k={match.group(1)}"
+                )
+        elif name == "auc" and "auc" in accepted and num_classes != 2:
+            raise ValueError(
+                f"`metrics` entry 'auc' needs num_classes == 2. Got: num_classes={num_classes}"
+            )
+        elif name not in accepted:
+            raise ValueError(f"`metrics` entries must be among {list(accepted)}. Got: {name!r}")
+    return tuple(metrics)
 
-    ``tf.keras.layers.BatchNormalization`` (what ``tf.layers.batch_normalization``'s
-    deprecation notice recommends) keeps its moving-average updates on the layer, out of
-    ``UPDATE_OPS``: in a model_fn nothing runs them, and evaluation and prediction then
-    normalise with the initial mean 0 and variance 1. An update is taken when no op reads
-    it or waits for it; ``tf.layers`` updates, already in ``UPDATE_OPS``, are left alone.
-    """
-    waiting = {}
-    for op in network_ops:
-        for dependency in op.control_inputs:
-            waiting.setdefault(dependency, []).append(op)
 
-    def unused(op) -> bool:
-        if any(output.consumers() for output in op.outputs):
-            return False
-        return all(unused(later) for later in waiting.get(op, ()))
+def _flat_labels(labels, num_columns: int):
+    if labels is None:
+        raise ValueError("`labels` must be given in TRAIN and EVAL mode. Got: None")
+    if isinstance(labels, dict):
+        raise TypeError(f"`labels` must be a tensor, not a dict. Got: keys {sorted(labels)}")
+    labels = tf.convert_to_tensor(labels)
+    rank = labels.shape.rank
+    wide = rank == 2 and labels.shape[1] is not None and labels.shape[1] != num_columns
+    if rank is None or rank > 2 or wide or (rank == 1 and num_columns != 1):
+        expected = "[batch] or [batch, 1]" if num_columns == 1 else f"[batch, {num_columns}]"
+        raise ValueError(f"`labels` must have shape {expected}. Got: shape {shape(labels)}")
+    return labels
 
-    known = set(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
-    updates = [
-        op for op in network_ops if op.type in _UPDATE_OP_TYPES and op not in known and unused(op)
-    ]
-    for op in updates:
-        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, op)
-    if updates:
-        tf.logging.info(
-            "model_fn: %d state updates of Keras layers in network_fn (%s) run with each "
-            "training step; Keras keeps them out of UPDATE_OPS",
-            len(updates),
-            ", ".join(sorted({op.name.split("/")[0] for op in updates})),
+
+def _checked_outputs(outputs, columns: int, what: str):
+    """``outputs`` as float32 ``[batch, columns]`` (``[batch]`` too for one regression column)."""
+    if not isinstance(outputs, (tf.Tensor, tf.Variable)):
+        raise TypeError(
+            f"`network_fn` must return a {what} tensor [batch, {columns}]. Got: {outputs!r}"
         )
-
-
-class _MissingFeature(KeyError):
-    """A lookup on the features mapping found no such feature."""
-
-
-class _Features(dict):
-    """The features as the network sees them: a missing key is told apart from other lookups.
-
-    It is still a ``KeyError``, so a network that catches one for an optional feature works.
-    """
-
-    def __missing__(self, key):
-        raise _MissingFeature(key)
-
-
-class _NameOnSequence(TypeError):
-    """A lookup by name on features that are a tuple or list (``features["x"]``)."""
-
-
-class _FeatureTuple(tuple):
-    """Tuple features as the network sees them: a lookup by name is told apart.
-
-    Python's own error ("tuple indices must be integers or slices, not str") names neither the
-    tuple nor the key; raised here, the lookup is known to be on the features. Still a
-    ``TypeError``, and indexing by position, slicing and iterating are a tuple's.
-    """
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            raise _NameOnSequence(key)
-        return super().__getitem__(key)
-
-
-class _FeatureList(list):
-    """List features as the network sees them; see :class:`_FeatureTuple`."""
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            raise _NameOnSequence(key)
-        return super().__getitem__(key)
-
-
-# The end of TensorFlow's error for ``tensor["x"]``: "... are valid indices, got 'x'".
-_NAME_AS_INDEX = re.compile(r"valid indices, got ('[^']*'|\"[^\"]*\")$")
-
-
-def _call_network(network_fn: Callable, features, mode, params):
-    """Calls ``network_fn``; a lookup of a feature the input does not provide gets named.
-
-    Only lookups on the features themselves are rewritten: a ``KeyError`` from anywhere else
-    (a ``params`` key the network expects, say) is not the input pipeline's fault. A lookup by
-    name on features that are one tensor (an input_fn yielding ``(x, y)``), which TensorFlow
-    reports as a bad slice index, or a tuple of tensors (``((x1, x2), y)``) is named too; a
-    network that takes a bare tensor or indexes the tuple by position is unaffected.
-    """
-    is_mapping = isinstance(features, Mapping)
-    if is_mapping:
-        features = _Features(features)
-    elif type(features) is tuple:  # not a namedtuple, whose fields the network may read
-        features = _FeatureTuple(features)
-    elif type(features) is list:
-        features = _FeatureList(features)
-    try:
-        return network_fn(features, mode, params)
-    except _MissingFeature as error:
+    if outputs.shape.rank == 1 and what == "predictions" and columns == 1:
+        outputs = outputs[:, None]
+    elif outputs.shape.rank != 2 or outputs.shape[1] not in (None, columns):
         raise ValueError(
-            f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
-            f"receiver) does not provide. Got features: {sorted(map(str, features))}"
-        ) from error
-    except _NameOnSequence as error:
-        key = error.args[0]
-        kind = "tuple" if isinstance(features, tuple) else "list"
-        raise TypeError(
-            f"`network_fn` looked up feature {key!r}, but the input_fn yields a "
-            f"{kind} of {len(features)} features, not a dict of features; "
-            f"yield ({{{key!r}: x, ...}}, y) (inputs.from_arrays does)"
-        ) from error
-    except TypeError as error:
-        match = _NAME_AS_INDEX.search(str(error))
-        if is_mapping or not tf.is_tensor(features) or match is None:
-            raise
-        key = match.group(1)
-        raise TypeError(
-            f"`network_fn` looked up feature {key}, but the input_fn yields a single tensor, "
-            f"not a dict of features; yield ({{{key}: x}}, y) (inputs.from_arrays does). "
-            f"Got: a {features.dtype.name} tensor of shape {_heads._shape(features)}"
-        ) from error
+            f"`network_fn` must return {what} of shape [batch, "
+            f"{'num_classes' if what == 'logits' else 'label_dimension'}={columns}]"
+            f"{' (or [batch])' if what == 'predictions' and columns == 1 else ''}. "
+            f"Got: shape {shape(outputs)}"
+        )
+    return tf.ensure_shape(tf.cast(outputs, tf.float32), [None, columns])
 
 
-def _tensors_metric_fn(metric_fn: Callable) -> Callable:
-    """Adapts ``metric_fn(labels, outputs, weights)`` to TPU's ``metric_fn(**tensors)``."""
+def _classifier_head(num_classes: int, metrics: tuple, top_k, weight_key) -> _Head:
+    def labels_fn(labels):
+        labels = _flat_labels(labels, 1)
+        if not labels.dtype.is_integer:
+            fix = (
+                "map class names to ids in the input_fn (e.g. with tf.lookup.StaticHashTable)"
+                if labels.dtype == tf.string
+                else "cast them in the input_fn: tf.cast(labels, tf.int64)"
+            )
+            raise ValueError(
+                f"`labels` must be integer class ids in [0, num_classes); {fix}. "
+                f"Got: dtype {labels.dtype.name}"
+            )
+        return check_class_ids(labels, num_classes)
 
-    def tensors_metric_fn(labels, outputs, weights=None):
-        return metric_fn(labels, outputs, weights)
+    def predictions_fn(logits):
+        # The head's class_ids are [batch, 1] and it adds string classes; these keys are ours.
+        probabilities = tf.nn.softmax(logits, name="probabilities")
+        predictions = {
+            "logits": logits,
+            "probabilities": probabilities,
+            "class_ids": tf.argmax(logits, axis=-1, name="class_ids"),
+        }
+        if top_k:
+            values, indices = tf.math.top_k(probabilities, k=top_k)
+            predictions["top_k_probabilities"] = values
+            predictions["top_k_class_ids"] = tf.cast(indices, tf.int64)
+        return predictions
 
-    return tensors_metric_fn
+    def metric_fn(labels, logits, weights):
+        class_ids = tf.argmax(logits, axis=-1)
+        ops = {}
+        for name in metrics:
+            if name in _SCORES:
+                score, average = _SCORES[name]
+                ops[name] = getattr(_metrics, score)(
+                    labels, class_ids, num_classes, average=average, weights=weights, name=name
+                )
+            elif _RECALL_AT.match(name):
+                k = int(_RECALL_AT.match(name).group(1))
+                ops[name] = _metrics.recall_at_k(labels, logits, k, weights=weights, name=name)
+        return ops  # "accuracy" and, for 2 classes, "auc" are the head's
+
+    if num_classes == 2:
+        # BinaryClassHead takes one logit: the difference of the two gives the same softmax.
+        official = estimator.BinaryClassHead(weight_column=weight_key)
+        official_logits = lambda logits: logits[:, 1:] - logits[:, :1]  # noqa: E731
+    else:
+        official = estimator.MultiClassHead(num_classes, weight_column=weight_key)
+        official_logits = None
+    return _Head(
+        predictions_fn=predictions_fn,
+        metric_fn=metric_fn,
+        check_outputs=lambda logits: _checked_outputs(logits, num_classes, "logits"),
+        labels_fn=labels_fn,
+        official=official,
+        official_logits=official_logits,
+        # Ours: "precision" / "recall" are macro averages (the binary head's are class 1's),
+        # and a classifier has no regression signature.
+        official_dropped=("precision", "recall", "regression"),
+    )
+
+
+def _regressor_head(label_dimension: int, metrics: tuple, weight_key) -> _Head:
+    def labels_fn(labels):
+        labels = _flat_labels(labels, label_dimension)
+        # Unchecked, a string label fails only when the first step runs, as an
+        # UnimplementedError about a cast.
+        if not (labels.dtype.is_integer or labels.dtype.is_floating or labels.dtype == tf.bool):
+            raise ValueError(
+                "`labels` must be numeric for a regressor; parse them into numbers in the "
+                f"input_fn. Got: dtype {labels.dtype.name}"
+            )
+        return tf.reshape(tf.cast(labels, tf.float32), [-1, label_dimension])
+
+    def metric_fn(labels, outputs, weights):
+        weights = None if weights is None else tf.reshape(weights, [-1, 1])
+        functions = {
+            "mse": tf.metrics.mean_squared_error,
+            "mae": tf.metrics.mean_absolute_error,
+            "rmse": tf.metrics.root_mean_squared_error,
+        }
+        return {name: functions[name](labels, outputs, weights=weights) for name in metrics}
+
+    return _Head(
+        predictions_fn=lambda outputs: {"predictions": outputs},
+        metric_fn=metric_fn,
+        check_outputs=lambda outputs: _checked_outputs(outputs, label_dimension, "predictions"),
+        labels_fn=labels_fn,
+        official=estimator.RegressionHead(label_dimension, weight_column=weight_key),
+    )
 
 
 def classifier(
@@ -569,43 +665,39 @@ def classifier(
     clip_norm: Optional[float] = None,
     weight_key: Optional[str] = None,
 ) -> Callable:
-    """A softmax classifier ``model_fn`` over ``network_fn``'s logits.
+    """A softmax classifier ``model_fn`` over ``network_fn``'s logits, on the official head.
 
     Args:
-      network_fn: ``network_fn(features, mode, params) -> logits [batch, num_classes]``.
+      network_fn: ``(features, mode, params) -> logits [batch, num_classes]``.
       num_classes: number of classes (>= 2); labels are int ids ``[batch]`` or ``[batch, 1]``.
       optimizer: a name in :data:`OPTIMIZERS` (``"adam"``, ``"adamw"`` — BERT's
         AdamWeightDecay —, ``"sgd"``, ``"momentum"``, ``"adagrad"``, ``"rmsprop"``), a
         ``tf.compat.v1.train.Optimizer``, or a callable ``learning_rate -> Optimizer``.
-      learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance, which
-        has its own.
+      learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance.
       warmup_steps: steps of linear warm-up from 0 (BERT's ``num_warmup_steps``).
       decay_steps: step at which the rate has decayed linearly to 0 (BERT's
         ``num_train_steps``); None for no decay.
-      init_checkpoint: checkpoint prefix or model directory to warm-start from; every variable
-        whose name and shape match is initialised from it and listed in the log with
-        ``*INIT_FROM_CKPT*``.  Read only while model_dir has no checkpoint of its own.
+      init_checkpoint: checkpoint prefix or model directory to warm-start from; each variable
+        whose name and shape match is initialised from it and logged with ``*INIT_FROM_CKPT*``;
+        checked at once, read only while model_dir has no checkpoint of its own.
       assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
       metrics: names from :data:`CLASSIFIER_METRICS`: ``"accuracy"``, ``"precision"``,
         ``"recall"``, ``"f1"`` (macro averages), their ``_micro`` / ``_macro`` / ``_weighted``
-        variants, ``"recall_at_<k>"`` (e.g. ``"recall_at_5"``) and, for 2 classes, ``"auc"``.
+        variants, ``"recall_at_<k>"`` (e.g. ``"recall_at_5"``), for 2 classes ``"auc"``.
       top_k: also predict the ``top_k`` most likely classes and their probabilities.
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
       clip_norm: clip gradients to this global norm; None for no clipping.
-      weight_key: feature holding per-example weights for loss and metrics; evaluation's
-        ``average_loss`` is then the weighted mean loss (see :func:`build`).
+      weight_key: feature holding per-example weights for loss and metrics.
 
     Returns:
       ``model_fn(features, labels, mode, params, config)``, as from :func:`build`.
 
     Raises:
-      TypeError: at once, for a ``network_fn`` that is not callable or does not take
-        ``(features, mode, params)``, an optimizer of an unsupported type, or ``metrics``
-        that is not a list or tuple.
-      ValueError: for ``num_classes`` < 2, an unknown optimizer or metric name, a bad
-        ``top_k`` or schedule; when the model_fn runs, for logits that are not
-        ``[batch, num_classes]`` or a missing / unreadable ``init_checkpoint`` (unless
-        model_dir has a checkpoint to resume from).
+      TypeError: at once, for a ``network_fn`` that does not take ``(features, mode,
+        params)``, an optimizer of an unsupported type, or ``metrics`` not a list or tuple.
+      ValueError: at once, for ``num_classes`` < 2, an unknown optimizer or metric, a bad
+        ``top_k`` or schedule; when the model_fn runs, for logits not ``[batch, num_classes]``,
+        labels that are not integer class ids, or an unreadable ``init_checkpoint``.
 
     Example:
 
@@ -613,14 +705,15 @@ def classifier(
                               warmup_steps=100, decay_steps=1000, top_k=3,
                               metrics=("accuracy", "f1_macro", "recall_at_3"))
     """
+    _check_signature(network_fn, "network_fn", ("features", "mode", "params"))
     num_classes = check_int("num_classes", num_classes, 2)
     top_k = check_int("top_k", top_k, allow_none=True)
     if top_k is not None and top_k > num_classes:
         raise ValueError(f"`top_k` must be at most num_classes ({num_classes}). Got: {top_k}")
-    metrics = _heads.check_metric_names(metrics, CLASSIFIER_METRICS, num_classes)
-    return build(
+    metrics = _check_metric_names(metrics, CLASSIFIER_METRICS, num_classes)
+    return _build(
         network_fn,
-        **_heads.classifier_parts(num_classes, metrics, top_k),
+        _classifier_head(num_classes, metrics, top_k, weight_key),
         optimizer=optimizer,
         learning_rate=learning_rate,
         warmup_steps=warmup_steps,
@@ -648,48 +741,36 @@ def regressor(
     clip_norm: Optional[float] = None,
     weight_key: Optional[str] = None,
 ) -> Callable:
-    """A mean-squared-error regressor ``model_fn``.
+    """A mean-squared-error regressor ``model_fn``, on the official ``RegressionHead``.
 
     Args:
-      network_fn: ``network_fn(features, mode, params) -> [batch, label_dimension]`` (or
-        ``[batch]`` when ``label_dimension`` is 1).
-      optimizer: as for :func:`classifier`.
-      learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance, which
-        has its own.
-      warmup_steps: steps of linear warm-up from 0.
-      decay_steps: step at which the rate has decayed linearly to 0; None for no decay.
-      init_checkpoint: checkpoint prefix or directory to warm-start from, read only while
-        model_dir has no checkpoint of its own.
-      assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
-      metrics: names from :data:`REGRESSOR_METRICS` (``"mse"``, ``"mae"``, ``"rmse"``).
-      tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
+      network_fn: ``(features, mode, params) -> [batch, label_dimension]`` (or ``[batch]``).
+      optimizer, learning_rate, warmup_steps, decay_steps, init_checkpoint, assignment_map,
+        tpu_spec, clip_norm, weight_key: as for :func:`classifier`.
+      metrics: names from :data:`REGRESSOR_METRICS` (``"mse"``, ``"mae"``, ``"rmse"``), beside
+        the head's ``average_loss``, ``prediction/mean`` and ``label/mean``.
       label_dimension: number of regression targets per example.
-      clip_norm: clip gradients to this global norm; None for no clipping.
-      weight_key: feature holding per-example weights for loss and metrics; evaluation's
-        ``average_loss`` is then the weighted mean loss (see :func:`build`).
 
     Returns:
       ``model_fn(features, labels, mode, params, config)``, as from :func:`build`; PREDICT
       gives ``"predictions"``.
 
     Raises:
-      TypeError: at once, for a ``network_fn`` that is not callable or does not take
-        ``(features, mode, params)``, an optimizer of an unsupported type, or ``metrics``
-        that is not a list or tuple.
-      ValueError: for an unknown optimizer or metric name, a bad schedule or
-        ``label_dimension``; when the model_fn runs, for labels that are not numeric (strings
-        left unparsed) or a missing / unreadable ``init_checkpoint`` (unless model_dir has a
-        checkpoint to resume from).
+      TypeError: as for :func:`classifier`.
+      ValueError: at once, for an unknown optimizer or metric, a bad schedule or
+        ``label_dimension``; when the model_fn runs, for labels that are not numeric or an
+        unreadable ``init_checkpoint``.
 
     Example:
 
         model_fn = regressor(network, learning_rate=1e-2, metrics=("mse", "rmse"))
     """
+    _check_signature(network_fn, "network_fn", ("features", "mode", "params"))
     label_dimension = check_int("label_dimension", label_dimension)
-    metrics = _heads.check_metric_names(metrics, REGRESSOR_METRICS)
-    return build(
+    metrics = _check_metric_names(metrics, REGRESSOR_METRICS)
+    return _build(
         network_fn,
-        **_heads.regressor_parts(label_dimension, metrics),
+        _regressor_head(label_dimension, metrics, weight_key),
         optimizer=optimizer,
         learning_rate=learning_rate,
         warmup_steps=warmup_steps,

@@ -30,8 +30,8 @@ from urllib.parse import urlparse
 
 from tfest_kit import _model_dir
 from tfest_kit._checks import check_int
+from tfest_kit._class_ids import label_errors
 from tfest_kit._eval_guard import EvalGuard
-from tfest_kit._heads import label_errors
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._task_guard import check_direct_call

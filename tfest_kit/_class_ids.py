@@ -1,0 +1,63 @@
+"""The classifier's check that labels are class ids in ``[0, num_classes)``, and its error.
+
+The check lives in the graph :func:`tfest_kit.model_fn.classifier` builds; ``tpu.py`` and
+``_model_dir.py`` turn its failure, raised while training or evaluating, into a short
+``ValueError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+
+from tfest_kit._tf import tf
+
+__all__ = ["check_class_ids", "label_errors"]
+
+_ASSERTION = re.compile(
+    r"assertion failed: \[(`labels` must be class ids[^\]]*)\] \[(-?\d+)\] \[to\] \[(-?\d+)\]"
+)
+
+
+def check_class_ids(labels, num_classes: int):
+    """``labels`` as int32 ``[batch]``, failing at run time when one is outside the range.
+
+    The official heads say "Labels must be <= n_classes - 1" without the label, and in EVAL
+    the confusion-matrix metrics fail first with the first three labels, not the bad one.
+    """
+    labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+    in_range = tf.reduce_all((labels >= 0) & (labels < num_classes))
+    message = f"`labels` must be class ids in [0, num_classes={num_classes}). Got: labels from"
+    check = tf.Assert(
+        in_range,
+        [message, tf.reduce_min(labels), "to", tf.reduce_max(labels)],
+        name="check_labels",
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(labels, name="labels")
+
+
+@contextlib.contextmanager
+def label_errors() -> Iterator[None]:
+    """Re-raises a failed :func:`check_class_ids` as a short ``ValueError``.
+
+    TensorFlow reports it as ``InvalidArgumentError: Graph execution error`` and about forty
+    lines of op stack. Every other error passes unchanged.
+
+    Example:
+
+        with label_errors():
+            est.train(input_fn, max_steps=100)
+    """
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as e:
+        match = _ASSERTION.search(str(e.message))
+        if match is None:
+            raise
+        text, low, high = match.groups()
+        raise ValueError(
+            f"{text} {low} to {high}. Map the labels to class ids 0…num_classes-1 in the "
+            "input_fn (or raise num_classes)."
+        ) from None
