@@ -1144,6 +1144,34 @@ def test_contrib_opt_decoupled_weight_decay_and_tf115_slot_names(contrib_modules
     np.testing.assert_allclose(result["u"], u - 0.5 * u - 0.1 * (2 * u), rtol=1e-5)
 
 
+def test_contrib_opt_lazy_adam_updates_only_the_gathered_rows(contrib_modules_run):
+    result = contrib_modules_run[0]["opt"]
+    # TF 1.15's slot names: LazyAdamOptimizer keeps AdamOptimizer's name, "Adam".
+    assert result["lazy_variables"] == [
+        "beta1_power",
+        "beta2_power",
+        "emb",
+        "emb/Adam",
+        "emb/Adam_1",
+    ]
+    # Adam on the rows each step gathers (duplicates summed); the beta powers are global.
+    emb = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])
+    m, v = np.zeros_like(emb), np.zeros_like(emb)
+    for t, grads in enumerate([{0: 1.0, 2: 2.0}, {1: 1.0, 2: 1.0}], start=1):
+        lr = 0.1 * np.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        for row, count in grads.items():
+            g = count * np.array([1.0, -1.0])
+            m[row] = 0.9 * m[row] + 0.1 * g
+            v[row] = 0.999 * v[row] + 0.001 * g * g
+            emb[row] -= lr * m[row] / (np.sqrt(v[row]) + 1e-8)
+    np.testing.assert_allclose(result["lazy_emb"], emb, rtol=1e-5)
+    np.testing.assert_allclose(result["lazy_m"], m, rtol=1e-5)
+    # Lazy: row 0, not gathered in step 2, kept its step-1 value though its m is not zero
+    # (dense Adam would have moved it again); row 3 was never touched.
+    assert result["lazy_m"][0] != [0.0, 0.0]
+    assert result["lazy_emb"][3] == [7.0, 8.0]
+
+
 def test_contrib_summary_writes_graph_mode_summaries(contrib_modules_run):
     import glob
 

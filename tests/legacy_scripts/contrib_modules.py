@@ -251,7 +251,7 @@ def crf_section():
 
 
 def opt_section():
-  """One AdamW step and one MomentumW step, as BERT-era fine-tuners used them."""
+  """AdamW and MomentumW steps (as BERT-era fine-tuners used them), two LazyAdam steps."""
   with tf.Graph().as_default(), tf.Session() as sess:
     w = tf.get_variable("w", initializer=tf.constant([1.0, -2.0]))
     u = tf.get_variable("u", initializer=tf.constant([0.5, 0.5]))
@@ -265,7 +265,23 @@ def opt_section():
     sess.run([step_u])
     w_value, u_value = sess.run([w, u])
     names = sorted(v.op.name for v in tf.global_variables())
-  return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names}
+  with tf.Graph().as_default(), tf.Session() as sess:
+    # LazyAdam on an embedding, as recommenders and NMT models used it: rows 0, 2, then 1, 2.
+    emb = tf.get_variable("emb", initializer=tf.constant([[1.0, 2.0], [3.0, 4.0],
+                                                          [5.0, 6.0], [7.0, 8.0]]))
+    ids = tf.placeholder(tf.int32, [None])
+    rows = tf.nn.embedding_lookup(emb, ids)
+    lazy_loss = tf.reduce_sum(rows * tf.constant([1.0, -1.0]))
+    lazy = tf.contrib.opt.LazyAdamOptimizer(learning_rate=0.1)
+    lazy_step = lazy.minimize(lazy_loss)
+    sess.run(tf.global_variables_initializer())
+    sess.run(lazy_step, {ids: [0, 2, 2]})
+    sess.run(lazy_step, {ids: [1, 2]})
+    lazy_names = sorted(v.op.name for v in tf.global_variables())
+    emb_value, m_value = sess.run([emb, lazy.get_slot(emb, "m")])
+  return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names,
+          "lazy_emb": emb_value.tolist(), "lazy_m": m_value.tolist(),
+          "lazy_variables": lazy_names}
 
 
 def summary_section():
