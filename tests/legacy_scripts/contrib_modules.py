@@ -179,6 +179,41 @@ def layers_section():
   return result
 
 
+BN_INPUT = np.array([[1.0, 2.0, 0.0], [3.0, 0.0, 1.0], [5.0, 4.0, 2.0], [7.0, 2.0, 5.0]],
+                    np.float32)
+
+
+def batch_norm_section():
+  """contrib.layers.batch_norm as CTR models use it (train / infer twins, updates in place),
+  and slim.batch_norm under arg_scope with a tensor is_training and UPDATE_OPS."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    training = tf.placeholder(tf.bool, [])
+    inp = tf.constant(BN_INPUT)
+    bn_train = tf.contrib.layers.batch_norm(
+        inp, decay=0.9, center=True, scale=True, updates_collections=None,
+        is_training=True, reuse=None, scope="bn_0")
+    bn_infer = tf.contrib.layers.batch_norm(
+        inp, decay=0.9, center=True, scale=True, updates_collections=None,
+        is_training=False, reuse=True, scope="bn_0")
+    with tf.contrib.slim.arg_scope([tf.contrib.slim.batch_norm], decay=0.5, scale=True):
+      images = tf.contrib.slim.batch_norm(tf.constant(IMAGES), is_training=training)
+    update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    sess.run(tf.global_variables_initializer())
+    got = {"train": sess.run(bn_train)}
+    by_name = {v.op.name: v for v in tf.global_variables()}
+    got["moving_mean"], got["moving_variance"] = sess.run(
+        [by_name["bn_0/moving_mean"], by_name["bn_0/moving_variance"]])
+    got["infer"] = sess.run(bn_infer)
+    got["images_infer"] = sess.run(images, {training: False})
+    got["images_train"], _ = sess.run([images, update_ops], {training: True})
+    got["images_mean"] = sess.run(by_name["BatchNorm/moving_mean"])
+    result = {k: np.asarray(v).tolist() for k, v in got.items()}
+    result["variables"] = sorted(v.op.name for v in tf.global_variables())
+    result["model_variables"] = sorted(v.op.name for v in tf.model_variables())
+    result["update_ops"] = len(update_ops)
+  return result
+
+
 def estimator_section():
   """contrib.estimator extenders and hooks on a tiny regressor, contrib.distribute's strategy."""
   rng = np.random.RandomState(3)
@@ -307,6 +342,7 @@ def main(_):
       "lookup": lookup_section(),
       "rnn": rnn_section(),
       "layers": layers_section(),
+      "batch_norm": batch_norm_section(),
       "estimator": estimator_section(),
       "crf": crf_section(),
       "opt": opt_section(),

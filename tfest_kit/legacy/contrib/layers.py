@@ -4,8 +4,9 @@
 arguments, defaults (``fully_connected``'s ReLU, ``variance_scaling_initializer``'s factor 2.0,
 ``l2_regularizer``'s ``scale * sum(w ** 2) / 2``) and variable names (``fully_connected/
 weights``, ``Conv/weights``, ``BatchNorm/moving_mean`` …), so they are served as they are.
-Two are tfest_kit's: ``layer_norm`` (:func:`tfest_kit.legacy.layer_norm`, BERT's epsilon, the
-same ``LayerNorm/{beta,gamma}``) and ``embed_sequence`` (a port: ``EmbedSequence/embeddings``);
+Three are tfest_kit's: ``layer_norm`` (:func:`tfest_kit.legacy.layer_norm`, BERT's epsilon, the
+same ``LayerNorm/{beta,gamma}``), ``embed_sequence`` (a port: ``EmbedSequence/embeddings``) and
+``batch_norm`` (a port: tf_slim 1.1's does not run on TensorFlow 2.15; ``BatchNorm/moving_mean`` …);
 ``safe_embedding_lookup_sparse`` is ``tf.compat.v1.nn``'s.  The feature-column functions
 (``real_valued_column`` …) are not served: their TensorFlow 2.15 home is ``tf.feature_column``.
 
@@ -25,12 +26,12 @@ import tf_slim
 
 from tfest_kit._tf import tf
 from tfest_kit.legacy._layer_norm import layer_norm
+from tfest_kit.legacy.contrib._batch_norm import batch_norm
 
 # TF 1.15's tf.contrib.layers names that tf_slim 1.1 carries on.
 _FROM_SLIM = (
     "avg_pool2d",
     "avg_pool3d",
-    "batch_norm",
     "bias_add",
     "conv1d",
     "conv2d",
@@ -99,6 +100,7 @@ _FROM_SLIM = (
 
 __all__ = [
     *_FROM_SLIM,
+    "batch_norm",
     "layer_norm",
     "embed_sequence",
     "safe_embedding_lookup_sparse",
@@ -113,6 +115,7 @@ BACKING = {
         "tf.keras.layers.LayerNormalization(epsilon=1e-12, name='LayerNorm')"
     ),
     "embed_sequence": "tf.nn.embedding_lookup (tfest_kit.legacy.contrib.layers, a port)",
+    "batch_norm": "tf.nn.fused_batch_norm (tfest_kit.legacy.contrib.layers, a port of TF 1.15's)",
     "safe_embedding_lookup_sparse": "tf.compat.v1.nn.safe_embedding_lookup_sparse",
 }
 
