@@ -1168,6 +1168,15 @@ def test_contrib_opt_decoupled_weight_decay_and_tf115_slot_names(contrib_modules
     np.testing.assert_allclose(result["u"], u - 0.5 * u - 0.1 * (2 * u), rtol=1e-5)
 
 
+def test_contrib_layers_optimize_loss_with_a_learning_rate(contrib_modules_run):
+    # tf_slim 1.1's optimize_loss fails on TensorFlow 2.15 for any learning_rate (ops.Tensor).
+    result = contrib_modules_run[0]["opt"]["optimize_loss"]
+    assert result["variables"] == ["OptimizeLoss/learning_rate", "global_step", "v"]
+    assert result["step"] == 1
+    # One SGD step at the decayed rate 0.1 * 0.5.
+    np.testing.assert_allclose(result["v"], [1.0 - 0.05 * 3.0, -2.0 - 0.05 * 0.25], rtol=1e-6)
+
+
 def test_contrib_opt_lazy_adam_updates_only_the_gathered_rows(contrib_modules_run):
     result = contrib_modules_run[0]["opt"]
     # TF 1.15's slot names: LazyAdamOptimizer keeps AdamOptimizer's name, "Adam".

@@ -314,7 +314,19 @@ def opt_section():
     sess.run(lazy_step, {ids: [1, 2]})
     lazy_names = sorted(v.op.name for v in tf.global_variables())
     emb_value, m_value = sess.run([emb, lazy.get_slot(emb, "m")])
+  with tf.Graph().as_default(), tf.Session() as sess:
+    # optimize_loss with a float learning rate and a decay, as Estimator-era model_fns did.
+    step = tf.train.get_or_create_global_step()
+    v = tf.get_variable("v", initializer=tf.constant([1.0, -2.0]))
+    train = tf.contrib.layers.optimize_loss(
+        tf.reduce_sum(v * tf.constant([3.0, 0.25])), step, 0.1, "SGD",
+        learning_rate_decay_fn=lambda lr, s: lr * 0.5)
+    sess.run(tf.global_variables_initializer())
+    sess.run(train)
+    optimize_loss = {"v": sess.run(v).tolist(), "step": int(sess.run(step)),
+                     "variables": sorted(x.op.name for x in tf.global_variables())}
   return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names,
+          "optimize_loss": optimize_loss,
           "lazy_emb": emb_value.tolist(), "lazy_m": m_value.tolist(),
           "lazy_variables": lazy_names}
 
