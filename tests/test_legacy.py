@@ -1066,6 +1066,30 @@ def test_contrib_layers_slim_framework_keep_tf115_names_and_values(contrib_modul
     np.testing.assert_allclose(result["penalty"], 0.5 * (weights**2).sum() / 2, rtol=1e-5)
 
 
+def test_contrib_batch_norm_keeps_tf115_names_and_statistics(contrib_modules_run):
+    # tf_slim 1.1's batch_norm fails on TensorFlow 2.15 (ops.Tensor, tf_keras): served by a port.
+    result = contrib_modules_run[0]["batch_norm"]
+    stats = [f"{s}/{v}" for s in ("BatchNorm", "bn_0") for v in ("beta", "gamma")]
+    stats += [f"{s}/{v}" for s in ("BatchNorm", "bn_0") for v in ("moving_mean", "moving_variance")]
+    assert result["variables"] == result["model_variables"] == sorted(stats)
+    assert result["update_ops"] == 2
+    x = np.array([[1.0, 2.0, 0.0], [3.0, 0.0, 1.0], [5.0, 4.0, 2.0], [7.0, 2.0, 5.0]])
+    mean, var = x.mean(0), x.var(0)
+    np.testing.assert_allclose(result["train"], (x - mean) / np.sqrt(var + 1e-3), rtol=1e-4)
+    # The moving averages take the Bessel-corrected batch variance (TF 1.15's fused kernel).
+    np.testing.assert_allclose(result["moving_mean"], 0.1 * mean, rtol=1e-5)
+    np.testing.assert_allclose(result["moving_variance"], 0.9 + 0.1 * x.var(0, ddof=1), rtol=1e-5)
+    moving_mean, moving_var = 0.1 * mean, 0.9 + 0.1 * x.var(0, ddof=1)
+    want = (x - moving_mean) / np.sqrt(moving_var + 1e-3)
+    np.testing.assert_allclose(result["infer"], want, rtol=1e-4)
+    images = np.arange(2 * 5 * 5 * 3, dtype=np.float64).reshape(2, 5, 5, 3) / 150.0 - 0.5
+    np.testing.assert_allclose(result["images_infer"], images / np.sqrt(1 + 1e-3), atol=1e-5)
+    channel_mean = images.mean((0, 1, 2))
+    train = (images - channel_mean) / np.sqrt(images.var((0, 1, 2)) + 1e-3)
+    np.testing.assert_allclose(result["images_train"], train, atol=1e-4)
+    np.testing.assert_allclose(result["images_mean"], 0.5 * channel_mean, atol=1e-6)
+
+
 def test_contrib_estimator_extenders_and_distribute(contrib_modules_run):
     result = contrib_modules_run[0]["estimator"]
     predicted, labels = np.array(result["predicted"]), np.array(result["labels"])
@@ -1142,6 +1166,43 @@ def test_contrib_opt_decoupled_weight_decay_and_tf115_slot_names(contrib_modules
     np.testing.assert_allclose(result["w"], want_w, rtol=1e-5)
     u = np.array([0.5, 0.5])
     np.testing.assert_allclose(result["u"], u - 0.5 * u - 0.1 * (2 * u), rtol=1e-5)
+
+
+def test_contrib_layers_optimize_loss_with_a_learning_rate(contrib_modules_run):
+    # tf_slim 1.1's optimize_loss fails on TensorFlow 2.15 for any learning_rate (ops.Tensor).
+    result = contrib_modules_run[0]["opt"]["optimize_loss"]
+    assert result["variables"] == ["OptimizeLoss/learning_rate", "global_step", "v"]
+    assert result["step"] == 1
+    # One SGD step at the decayed rate 0.1 * 0.5.
+    np.testing.assert_allclose(result["v"], [1.0 - 0.05 * 3.0, -2.0 - 0.05 * 0.25], rtol=1e-6)
+
+
+def test_contrib_opt_lazy_adam_updates_only_the_gathered_rows(contrib_modules_run):
+    result = contrib_modules_run[0]["opt"]
+    # TF 1.15's slot names: LazyAdamOptimizer keeps AdamOptimizer's name, "Adam".
+    assert result["lazy_variables"] == [
+        "beta1_power",
+        "beta2_power",
+        "emb",
+        "emb/Adam",
+        "emb/Adam_1",
+    ]
+    # Adam on the rows each step gathers (duplicates summed); the beta powers are global.
+    emb = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])
+    m, v = np.zeros_like(emb), np.zeros_like(emb)
+    for t, grads in enumerate([{0: 1.0, 2: 2.0}, {1: 1.0, 2: 1.0}], start=1):
+        lr = 0.1 * np.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        for row, count in grads.items():
+            g = count * np.array([1.0, -1.0])
+            m[row] = 0.9 * m[row] + 0.1 * g
+            v[row] = 0.999 * v[row] + 0.001 * g * g
+            emb[row] -= lr * m[row] / (np.sqrt(v[row]) + 1e-8)
+    np.testing.assert_allclose(result["lazy_emb"], emb, rtol=1e-5)
+    np.testing.assert_allclose(result["lazy_m"], m, rtol=1e-5)
+    # Lazy: row 0, not gathered in step 2, kept its step-1 value though its m is not zero
+    # (dense Adam would have moved it again); row 3 was never touched.
+    assert result["lazy_m"][0] != [0.0, 0.0]
+    assert result["lazy_emb"][3] == [7.0, 8.0]
 
 
 def test_contrib_summary_writes_graph_mode_summaries(contrib_modules_run):

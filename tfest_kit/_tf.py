@@ -159,6 +159,15 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.compat.v1:train.Saver()._object_restore_saver": "keras_bridge.py: same",
     "tensorflow:data.Dataset()._input_dataset": "serving.py: a batched dataset's batch",
     "tensorflow:data.Dataset()._drop_remainder": "serving.py: same",
+    # legacy/contrib/opt.py: LazyAdamOptimizer, TF 1.15's AdamOptimizer subclass.
+    "tensorflow.compat.v1:train.AdamOptimizer._get_beta_accumulators": "LazyAdam's beta powers",
+    "tensorflow.compat.v1:train.AdamOptimizer._apply_sparse": "LazyAdam overrides it",
+    "tensorflow.compat.v1:train.AdamOptimizer._resource_apply_sparse": "LazyAdam overrides it",
+    "tensorflow.compat.v1:train.AdamOptimizer()._lr_t": "LazyAdam: the prepared lr tensor",
+    "tensorflow.compat.v1:train.AdamOptimizer()._beta1_t": "LazyAdam: same",
+    "tensorflow.compat.v1:train.AdamOptimizer()._beta2_t": "LazyAdam: same",
+    "tensorflow.compat.v1:train.AdamOptimizer()._epsilon_t": "LazyAdam: same",
+    "tensorflow.compat.v1:train.AdamOptimizer()._use_locking": "LazyAdam: same",
     # Keras 2.15.
     "keras:Model._get_compile_args": "keras_bridge.py: what a model was compiled with",
     "keras:Model()._is_graph_network": "keras_bridge.py: a subclassed model",

@@ -179,6 +179,41 @@ def layers_section():
   return result
 
 
+BN_INPUT = np.array([[1.0, 2.0, 0.0], [3.0, 0.0, 1.0], [5.0, 4.0, 2.0], [7.0, 2.0, 5.0]],
+                    np.float32)
+
+
+def batch_norm_section():
+  """contrib.layers.batch_norm as CTR models use it (train / infer twins, updates in place),
+  and slim.batch_norm under arg_scope with a tensor is_training and UPDATE_OPS."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    training = tf.placeholder(tf.bool, [])
+    inp = tf.constant(BN_INPUT)
+    bn_train = tf.contrib.layers.batch_norm(
+        inp, decay=0.9, center=True, scale=True, updates_collections=None,
+        is_training=True, reuse=None, scope="bn_0")
+    bn_infer = tf.contrib.layers.batch_norm(
+        inp, decay=0.9, center=True, scale=True, updates_collections=None,
+        is_training=False, reuse=True, scope="bn_0")
+    with tf.contrib.slim.arg_scope([tf.contrib.slim.batch_norm], decay=0.5, scale=True):
+      images = tf.contrib.slim.batch_norm(tf.constant(IMAGES), is_training=training)
+    update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    sess.run(tf.global_variables_initializer())
+    got = {"train": sess.run(bn_train)}
+    by_name = {v.op.name: v for v in tf.global_variables()}
+    got["moving_mean"], got["moving_variance"] = sess.run(
+        [by_name["bn_0/moving_mean"], by_name["bn_0/moving_variance"]])
+    got["infer"] = sess.run(bn_infer)
+    got["images_infer"] = sess.run(images, {training: False})
+    got["images_train"], _ = sess.run([images, update_ops], {training: True})
+    got["images_mean"] = sess.run(by_name["BatchNorm/moving_mean"])
+    result = {k: np.asarray(v).tolist() for k, v in got.items()}
+    result["variables"] = sorted(v.op.name for v in tf.global_variables())
+    result["model_variables"] = sorted(v.op.name for v in tf.model_variables())
+    result["update_ops"] = len(update_ops)
+  return result
+
+
 def estimator_section():
   """contrib.estimator extenders and hooks on a tiny regressor, contrib.distribute's strategy."""
   rng = np.random.RandomState(3)
@@ -251,7 +286,7 @@ def crf_section():
 
 
 def opt_section():
-  """One AdamW step and one MomentumW step, as BERT-era fine-tuners used them."""
+  """AdamW and MomentumW steps (as BERT-era fine-tuners used them), two LazyAdam steps."""
   with tf.Graph().as_default(), tf.Session() as sess:
     w = tf.get_variable("w", initializer=tf.constant([1.0, -2.0]))
     u = tf.get_variable("u", initializer=tf.constant([0.5, 0.5]))
@@ -265,7 +300,35 @@ def opt_section():
     sess.run([step_u])
     w_value, u_value = sess.run([w, u])
     names = sorted(v.op.name for v in tf.global_variables())
-  return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names}
+  with tf.Graph().as_default(), tf.Session() as sess:
+    # LazyAdam on an embedding, as recommenders and NMT models used it: rows 0, 2, then 1, 2.
+    emb = tf.get_variable("emb", initializer=tf.constant([[1.0, 2.0], [3.0, 4.0],
+                                                          [5.0, 6.0], [7.0, 8.0]]))
+    ids = tf.placeholder(tf.int32, [None])
+    rows = tf.nn.embedding_lookup(emb, ids)
+    lazy_loss = tf.reduce_sum(rows * tf.constant([1.0, -1.0]))
+    lazy = tf.contrib.opt.LazyAdamOptimizer(learning_rate=0.1)
+    lazy_step = lazy.minimize(lazy_loss)
+    sess.run(tf.global_variables_initializer())
+    sess.run(lazy_step, {ids: [0, 2, 2]})
+    sess.run(lazy_step, {ids: [1, 2]})
+    lazy_names = sorted(v.op.name for v in tf.global_variables())
+    emb_value, m_value = sess.run([emb, lazy.get_slot(emb, "m")])
+  with tf.Graph().as_default(), tf.Session() as sess:
+    # optimize_loss with a float learning rate and a decay, as Estimator-era model_fns did.
+    step = tf.train.get_or_create_global_step()
+    v = tf.get_variable("v", initializer=tf.constant([1.0, -2.0]))
+    train = tf.contrib.layers.optimize_loss(
+        tf.reduce_sum(v * tf.constant([3.0, 0.25])), step, 0.1, "SGD",
+        learning_rate_decay_fn=lambda lr, s: lr * 0.5)
+    sess.run(tf.global_variables_initializer())
+    sess.run(train)
+    optimize_loss = {"v": sess.run(v).tolist(), "step": int(sess.run(step)),
+                     "variables": sorted(x.op.name for x in tf.global_variables())}
+  return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names,
+          "optimize_loss": optimize_loss,
+          "lazy_emb": emb_value.tolist(), "lazy_m": m_value.tolist(),
+          "lazy_variables": lazy_names}
 
 
 def summary_section():
@@ -291,6 +354,7 @@ def main(_):
       "lookup": lookup_section(),
       "rnn": rnn_section(),
       "layers": layers_section(),
+      "batch_norm": batch_norm_section(),
       "estimator": estimator_section(),
       "crf": crf_section(),
       "opt": opt_section(),

@@ -222,6 +222,13 @@ def _training_python(report: Report) -> ShimModule:
     )
 
 
+_BATCH_NORM = "tf.nn.fused_batch_norm (tfest_kit.legacy.contrib.layers, a port of TF 1.15's)"
+
+
+def _slim_batch_norm() -> Any:
+    return importlib.import_module("tfest_kit.legacy.contrib.layers").batch_norm
+
+
 def _layers_python(report: Report) -> ShimModule:
     """``tf.contrib.layers.python.layers``: tf_slim's ``layers`` package (``initializers`` …)."""
     layers = ShimModule(
@@ -413,6 +420,8 @@ def build_contrib(report: Report) -> ShimModule:
             lambda: ShimModule(
                 "tf.contrib.slim",
                 report,
+                # tf_slim 1.1's batch_norm does not run on TensorFlow 2.15: contrib.layers' port.
+                entries={"batch_norm": Entry(_slim_batch_norm, _BATCH_NORM)},
                 fallbacks=[(lambda: importlib.import_module("tf_slim"), "tf_slim")],
                 kind=SHIM,
                 provides="Of tf.contrib.slim it provides what tf_slim 1.1 has. ",

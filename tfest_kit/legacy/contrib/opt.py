@@ -1,4 +1,4 @@
-"""``tf.contrib.opt``'s decoupled weight decay optimizers (AdamW), a port of TF 1.15's.
+"""``tf.contrib.opt``'s AdamW and LazyAdam optimizers, a port of TF 1.15's.
 
 ``AdamWOptimizer`` and ``MomentumWOptimizer`` are TF 1.15's ``tf.train`` optimizers with
 decoupled weight decay (Loshchilov & Hutter): before each variable's update,
@@ -7,6 +7,10 @@ together yourself), for the variables in ``decay_var_list`` (default: all).  The
 accumulators are the base optimizer's under the names TF 1.15 gave (``w/AdamW``,
 ``w/AdamW_1``, ``beta1_power`` …), so TF 1.15 checkpoints restore.  tensorflow-addons'
 ``AdamW`` is a Keras optimizer, which a ``tf.train``-style ``model_fn`` cannot use.
+
+``LazyAdamOptimizer`` is TF 1.15's: Adam whose sparse updates (an embedding's gathered rows)
+touch only those rows of the variable and of its ``m`` / ``v`` slots; dense gradients get
+plain Adam.  Its slots keep Adam's names (``emb/Adam``, ``emb/Adam_1``).
 
 Example:
 
@@ -25,15 +29,15 @@ __all__ = [
     "extend_with_decoupled_weight_decay",
     "AdamWOptimizer",
     "MomentumWOptimizer",
+    "LazyAdamOptimizer",
     "BACKING",
     "NOT_SERVED",
 ]
 
 _PORT = "tf.compat.v1.train optimizers (tfest_kit.legacy.contrib.opt, a port of TF 1.15's)"
-BACKING = {name: _PORT for name in __all__[:4]}
+BACKING = {name: _PORT for name in __all__[:5]}
 _KERAS = "(a Keras optimizer: it does not take tf.train's minimize(loss, global_step))"
 NOT_SERVED = {
-    "LazyAdamOptimizer": f"tfa.optimizers.LazyAdam from tensorflow-addons 0.23 {_KERAS}",
     "MovingAverageOptimizer": f"tfa.optimizers.MovingAverage {_KERAS}",
     "LARSOptimizer": "tf.compat.v1.train.MomentumOptimizer with per-layer learning rates",
     "ScipyOptimizerInterface": "scipy.optimize.minimize on values read with a tf.Session",
@@ -166,3 +170,61 @@ class MomentumWOptimizer(DecoupledWeightDecayExtension, tf.train.MomentumOptimiz
             name=name,
             use_nesterov=use_nesterov,
         )
+
+
+class LazyAdamOptimizer(tf.train.AdamOptimizer):
+    """``tf.contrib.opt.LazyAdamOptimizer``: Adam updating only the rows a sparse gradient has.
+
+    The arguments and defaults are ``tf.train.AdamOptimizer``'s (``name="Adam"``, as in
+    TF 1.15), so are the slot names.  For a sparse gradient, the rows it indexes get
+    ``m = beta1 * m + (1 - beta1) * g``, ``v = beta2 * v + (1 - beta2) * g * g`` and
+    ``var -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon)``; other rows
+    and their moments are left as they are.
+
+    Example:
+
+        optimizer = tf.contrib.opt.LazyAdamOptimizer(learning_rate=1e-3)
+        train_op = optimizer.minimize(loss, global_step=tf.train.get_global_step())
+    """
+
+    def _lazy_update(self, grad, var, indices, scatter_update, scatter_sub):
+        # TF 1.15's _apply_sparse_shared; the hyperparameter tensors and beta powers are the
+        # ones AdamOptimizer._prepare / _create_slots made (names in _tf.PRIVATE_NAMES).
+        dtype = var.dtype.base_dtype
+        beta1_power, beta2_power = (tf.cast(p, dtype) for p in self._get_beta_accumulators())
+        lr_t, beta1_t, beta2_t, epsilon_t = (
+            tf.cast(t, dtype) for t in (self._lr_t, self._beta1_t, self._beta2_t, self._epsilon_t)
+        )
+        lr = lr_t * tf.sqrt(1 - beta2_power) / (1 - beta1_power)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_t = scatter_update(m, indices, beta1_t * tf.gather(m, indices) + (1 - beta1_t) * grad)
+        v_t = scatter_update(
+            v, indices, beta2_t * tf.gather(v, indices) + (1 - beta2_t) * tf.square(grad)
+        )
+        m_slice, v_slice = tf.gather(m_t, indices), tf.gather(v_t, indices)
+        var_update = scatter_sub(var, indices, lr * m_slice / (tf.sqrt(v_slice) + epsilon_t))
+        return tf.group(var_update, m_t, v_t)
+
+    def _apply_sparse(self, grad, var):
+        def update(x, i, value):
+            return tf.scatter_update(x, i, value, use_locking=self._use_locking)
+
+        def sub(x, i, value):
+            return tf.scatter_sub(x, i, value, use_locking=self._use_locking)
+
+        return self._lazy_update(grad.values, var, grad.indices, update, sub)
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        def update(x, i, value):
+            with tf.control_dependencies(
+                [tf.raw_ops.ResourceScatterUpdate(resource=x.handle, indices=i, updates=value)]
+            ):
+                return x.value()
+
+        def sub(x, i, value):
+            with tf.control_dependencies(
+                [tf.raw_ops.ResourceScatterSub(resource=x.handle, indices=i, updates=value)]
+            ):
+                return x.value()
+
+        return self._lazy_update(grad, var, indices, update, sub)
