@@ -1,16 +1,20 @@
-"""`python -m recipes.mobilenet_cats_dogs` end to end, at test size, as a subprocess."""
+"""`python -m recipes.mobilenet_cats_dogs` end to end, at test size, as a subprocess.
+
+Ctrl-C during training and a rerun with nothing to train go through the same
+``recipes._interrupt.Run`` as every recipe: tested in test_interrupt.py and, as programs, in
+test_guide_recipes.py (tpu_digits) and test_bert_classifier.py.
+"""
 
 from __future__ import annotations
 
 import io
 import os
-import re
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import interrupt_program, run_program
+from tests.conftest import run_program
 from tfest_kit import serving
 
 RECIPE = ["-m", "recipes.mobilenet_cats_dogs"]
@@ -218,22 +222,6 @@ def test_image_folder_with_two_folders_for_a_class_is_an_error(tmp_path):
         _save(tmp_path / folder / "x.jpg")
     with pytest.raises(ValueError, match=r"more than one folder for a class.*'Cats'.*'cat'"):
         _pets_data.class_dirs(str(tmp_path))
-
-
-@pytest.mark.slow
-def test_ctrl_c_mid_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path):
-    model_dir = tmp_path / "model"
-    args = [*RECIPE, "--data=sample", f"--cache_dir={tmp_path / 'cache'}"]
-    args += ["--sample_per_class=16", f"--model_dir={model_dir}", *TEST_SIZE]
-    args += ["--steps=100000", "--log_every=1"]
-    # Ctrl-C once training is under way.
-    returncode, out, err = interrupt_program(args, "step 2/100000", env=_offline_env(tmp_path))
-    assert returncode == 130, out + err
-    assert "Traceback" not in err
-    match = re.search(r"interrupted at step (\d+)/100000; checkpoint saved", out)
-    assert match and f"--model_dir={model_dir}" in out, out + err
-    assert (model_dir / f"model.ckpt-{match.group(1)}.index").is_file()
-    assert "eval:" not in out  # stops instead of going on to evaluation and export
 
 
 def test_weights_file_that_is_not_mobilenet_is_one_line_error_without_offline_hint(tmp_path):
