@@ -32,7 +32,7 @@ from recipes import _previous_run as previous_run
 from tfest_kit import cluster, hooks
 from tfest_kit._tf import tf
 
-__all__ = ["Run", "UsageError", "checkpoint_step"]
+__all__ = ["Run", "StartLine", "UsageError", "checkpoint_step"]
 
 
 class UsageError(Exception):
@@ -49,6 +49,63 @@ def checkpoint_step(directory: str) -> Optional[int]:
     checkpoint = tf.train.latest_checkpoint(directory)
     suffix = checkpoint.rsplit("-", 1)[-1] if checkpoint else ""
     return int(suffix) if suffix.isdigit() else None
+
+
+def _say_training(step: int, max_steps: int, name: Optional[str]) -> None:
+    of = f" {name}" if name else ""
+    print(f"training{of} from step {step} to {max_steps}", flush=True)
+
+
+def _say_trained(model_dir: str, step: int, name: Optional[str], more: str) -> None:
+    who = f"{name} " if name else ""
+    print(f"{who}already trained to step {step} in {model_dir}; {more}", flush=True)
+
+
+class StartLine(tf.train.SessionRunHook):
+    """Says ``training from step S to N`` with S the global step the session restored.
+
+    Before training, the ``checkpoint`` state file may be garbled, empty or name damaged
+    files; tfest_kit's estimators and ``train_and_evaluate`` then resume from the newest
+    intact checkpoint, which only the restored session tells. When that step has reached
+    ``max_steps``, Estimator trains nothing and creates no session:
+    :meth:`end_of_training` then says so. Reading the step once costs one tiny session run.
+
+    Args:
+      model_dir: where the model's checkpoints are.
+      max_steps: the step training goes to.
+      name: the model's name, for a recipe that trains several.
+      more: how to train further, e.g. ``raise --steps to train more``.
+
+    Example:
+
+        start = StartLine(model_dir, 100, None, "raise --steps to train more")
+        estimator.train(input_fn, max_steps=100, hooks=[start])
+        start.end_of_training()
+    """
+
+    def __init__(self, model_dir: str, max_steps: int, name: Optional[str], more: str) -> None:
+        self._model_dir, self._max_steps, self._name, self._more = model_dir, max_steps, name, more
+        self._said = False
+        self._global_step = None
+
+    def begin(self) -> None:
+        self._global_step = tf.train.get_global_step()
+
+    def after_create_session(self, session, coord) -> None:
+        if self._said:  # a session recreated after an error: training goes on, said already
+            return
+        self._said = True
+        if self._global_step is None:
+            step = checkpoint_step(self._model_dir) or 0
+        else:
+            step = int(session.run(self._global_step))
+        _say_training(step, self._max_steps, self._name)
+
+    def end_of_training(self) -> None:
+        """After training: says the model was trained already when no session was created."""
+        if not self._said:
+            step = checkpoint_step(self._model_dir) or 0
+            _say_trained(self._model_dir, step, self._name, self._more)
 
 
 class Run:
@@ -233,10 +290,12 @@ class Run:
           name: the model's name in the message, for a recipe that trains several.
           more: how to train further once ``max_steps`` is reached (the recipe's flag).
         """
-        if not self.say_start(estimator.model_dir, max_steps, name, more):
+        starts = self.start_hooks(estimator.model_dir, max_steps, name, more)
+        if not starts:
             return False
         interrupt = self.preemption_hook()
-        estimator.train(input_fn, max_steps=max_steps, hooks=[*train_hooks, interrupt])
+        estimator.train(input_fn, max_steps=max_steps, hooks=[*starts, *train_hooks, interrupt])
+        starts[0].end_of_training()
         if interrupt.preempted:
             self.say_interrupted(checkpoint_step(estimator.model_dir), max_steps, name)
         return bool(interrupt.preempted)
@@ -287,8 +346,9 @@ class Run:
         """
         config = estimator.config
         in_cluster = bool(config.cluster_spec.jobs) or config.task_type == "evaluator"
+        starts = []
         if config.is_chief:  # a cluster's other tasks would each say it
-            self.say_start(estimator.model_dir, max_steps, name, more)
+            starts = self.start_hooks(estimator.model_dir, max_steps, name, more)
         interrupt = self.preemption_hook()
         # The evaluator of a cluster evaluates each new checkpoint at once (at least a second
         # apart), and the final one in time for the launcher's grace period; on one process
@@ -300,11 +360,13 @@ class Run:
             eval_input_fn,
             max_steps=max_steps,
             eval_steps=eval_steps,
-            hooks=[*train_hooks, interrupt],
+            hooks=[*starts, *train_hooks, interrupt],
             exporters=list(exporters),
             eval_name=eval_name,
             **waits,
         )
+        for start in starts:
+            start.end_of_training()
         if interrupt.preempted:
             self.say_interrupted(
                 checkpoint_step(estimator.model_dir), max_steps, name, saves=config.is_chief
@@ -336,11 +398,39 @@ class Run:
         return 0
 
     @staticmethod
+    def start_hooks(
+        model_dir: str,
+        max_steps: int,
+        name: Optional[str] = None,
+        more: str = "raise --steps to train more",
+    ) -> list:
+        """:meth:`say_start` for a training call that recovers the checkpoint state first.
+
+        tfest_kit's estimators and ``train_and_evaluate`` resume from the newest intact
+        checkpoint when the ``checkpoint`` state file is garbled, empty or names damaged
+        files, where ``say_start`` beforehand would read step 0. Returns ``[]`` after the
+        ``already trained`` line when the state file says so already; otherwise a
+        :class:`StartLine` hook to add to the training hooks, which says the step the
+        session restored, and whose ``end_of_training()`` is called once training returns.
+
+        Example:
+
+            starts = RUN.start_hooks(model_dir, 100)
+            tfest_kit.train_and_evaluate(est, train_fn, eval_fn, 100, hooks=[*starts])
+            for start in starts:
+                start.end_of_training()
+        """
+        if not Run.say_start(model_dir, max_steps, name, more, resumed=False):
+            return []
+        return [StartLine(model_dir, max_steps, name, more)]
+
+    @staticmethod
     def say_start(
         model_dir: str,
         max_steps: int,
         name: Optional[str] = None,
         more: str = "raise --steps to train more",
+        resumed: bool = True,
     ) -> bool:
         """Says whether a run starts, resumes or has nothing to train; True if it trains.
 
@@ -354,14 +444,15 @@ class Run:
           max_steps: the step training goes to.
           name: the model's name, for a recipe that trains several.
           more: how to train further, e.g. ``raise --steps to train more``.
+          resumed: False before tfest_kit's checkpoint recovery has run: then only the
+            ``already trained`` line is said here (see :meth:`start_hooks`).
         """
         step = checkpoint_step(model_dir) or 0
         if step >= max_steps:
-            who = f"{name} " if name else ""
-            print(f"{who}already trained to step {step} in {model_dir}; {more}", flush=True)
+            _say_trained(model_dir, step, name, more)
             return False
-        of = f" {name}" if name else ""
-        print(f"training{of} from step {step} to {max_steps}", flush=True)
+        if resumed:
+            _say_training(step, max_steps, name)
         return True
 
     @staticmethod

@@ -639,8 +639,9 @@ def _train(settings: _Settings, est, eval_input_fn, receiver):
     if eval_input_fn is None:
         interrupted = RUN.train(est, train_input_fn, num_train_steps, train_hooks, more=more)
         return None, interrupted
+    starts = []
     if not settings.distributed:  # a cluster's tasks would each say it
-        RUN.say_start(settings.output_dir, num_train_steps, more=more)
+        starts = RUN.start_hooks(settings.output_dir, num_train_steps, more=more)
     interrupt = RUN.preemption_hook()
     # On a cluster the best exporter runs on the evaluator task (that is where Estimator
     # calls exporters); on one machine it runs after each evaluation in this process.
@@ -650,11 +651,13 @@ def _train(settings: _Settings, est, eval_input_fn, receiver):
         train_input_fn,
         eval_input_fn,
         max_steps=num_train_steps,
-        hooks=[*train_hooks, interrupt],
+        hooks=[*starts, *train_hooks, interrupt],
         exporters=exporters if FLAGS.do_export else (),
         throttle_secs=0,
         start_delay_secs=0,
     )
+    for start in starts:
+        start.end_of_training()
     if interrupt.preempted:
         RUN.say_interrupted(
             checkpoint_step(settings.output_dir), num_train_steps, saves=est.config.is_chief

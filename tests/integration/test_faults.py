@@ -114,7 +114,7 @@ def _restore_all(model_dir: str, asynchronous: bool = False) -> list[int]:
 
 
 SAVE_STEPS = 10
-MAX_STEPS = 600
+MAX_STEPS = 300
 
 
 def test_sigkill_at_random_moments_then_resume(tmp_path):
@@ -123,7 +123,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
     rng = random.Random(seed)
     args = [f"--max_steps={MAX_STEPS}", f"--save_steps={SAVE_STEPS}", "--step_sleep=0.005"]
     kills, reached, log = 0, None, [f"seed={seed}"]
-    while kills < 10:
+    while kills < 6:
         latest = tf.train.latest_checkpoint(model_dir)
         run = _Run(model_dir, *args)
         try:
@@ -203,17 +203,6 @@ def small_disk(tmp_path):
         yield mount_point
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
-def test_read_only_model_dir_fails_with_a_clear_error(small_disk):
-    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    model_dir = str(small_disk / "model")
-    run = _Run(model_dir, "--max_steps=5")
-    status = run.finish(timeout=120)
-    assert status != 0, run.output
-    last = run.lines[-1]
-    assert model_dir in last and "Read-only file system" in last, run.output
-    assert "START" not in run.output
 
 
 def test_disk_full_during_a_checkpoint_write_keeps_the_previous_one(small_disk):

@@ -5,18 +5,19 @@ short size (iris without --model_dir: every task derives the same one): the chie
 results, the worker and the evaluator end with ``Task … done``, the ps serves until the
 launcher stops it, and every checkpoint is in the chief's model directories (one model per
 directory, which the evaluator evaluated to its final step). bert_classifier has its own,
-longer test in test_bert_classifier.py.
+longer test in test_bert_classifier.py. mobilenet_cats_dogs is left out: it goes through the
+same ``Run.train_and_evaluate`` as these four (to_estimator's Keras model is one more
+Estimator there), its data and flags are tested on one process in
+test_mobilenet_cats_dogs.py, and four MobileNetV2 processes cost a minute of suite time.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from recipes._interrupt import checkpoint_step
 from tests.conftest import run_program
@@ -41,14 +42,6 @@ _RECIPES = {
         [""],
         "eval_list",
     ),
-    "mobilenet_cats_dogs": (
-        # A folder of ten images: no sample to generate, the smallest MobileNetV2.
-        ["--steps=2", "--data=images", "--image_size=32", "--alpha=0.35", "--batch_size=4"]
-        + ["--log_every=1", "--num_predict=2", "--weights=none", "--eval_fraction=0.4"],
-        "eval: accuracy=",
-        [""],
-        "eval",
-    ),
 }
 
 
@@ -57,23 +50,11 @@ def _task_lines(output: str, task: str) -> list[str]:
     return [line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix)]
 
 
-def _image_folder(root) -> list[str]:
-    for folder, colour in (("cats", (230, 140, 50)), ("dogs", (90, 60, 30))):
-        (root / folder).mkdir(parents=True)
-        for i in range(5):
-            buffer = io.BytesIO()
-            Image.new("RGB", (40, 40), colour).save(buffer, "JPEG")
-            (root / folder / f"{i}.jpg").write_bytes(buffer.getvalue())
-    return [f"--image_dir={root}"]
-
-
 @pytest.mark.parametrize("recipe", sorted(_RECIPES))
 def test_recipe_runs_unchanged_as_every_task_of_a_cluster(tmp_path, recipe):
     flags, chief_line, subdirs, eval_name = _RECIPES[recipe]
     steps = int(flags[0].split("=")[1])  # --steps=N
     model_dir = tmp_path / "run"
-    if recipe == "mobilenet_cats_dogs":
-        flags = flags + _image_folder(tmp_path / "pets")
     # Without --model_dir every task (all on this machine) derives the same temporary one.
     given = [] if recipe == "iris_custom_estimator" else [f"--model_dir={model_dir}"]
     proc = run_program(
@@ -83,7 +64,6 @@ def test_recipe_runs_unchanged_as_every_task_of_a_cluster(tmp_path, recipe):
             sys.executable, "-m", f"recipes.{recipe}", *given, *flags,
         ],
         timeout=300,
-        env={"HOME": str(tmp_path / "home")},  # mobilenet: no Keras cache, no download
     )  # fmt: skip
     output = proc.stdout + proc.stderr
     assert "Traceback" not in output and "exited with an error" not in output, output
@@ -107,10 +87,10 @@ def test_recipe_runs_unchanged_as_every_task_of_a_cluster(tmp_path, recipe):
     assert "training done; stopping the parameter servers" in output
 
     # One model per directory, trained by the cluster: the chief's checkpoints are the only
-    # ones (to_estimator's Keras weights aside), and the evaluator evaluated the final one.
+    # ones, and the evaluator evaluated the final one.
     expected = {str(model_dir / subdir).rstrip("/") for subdir in subdirs}
     holding = {os.path.dirname(p) for p in map(str, model_dir.rglob("checkpoint"))}
-    assert holding - {str(model_dir / "keras")} == expected, holding
+    assert holding == expected, holding
     for directory in expected:
         # Asynchronous ps training may overshoot by a step of the worker.
         final_step = checkpoint_step(directory)

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from tests.conftest import interrupt_program, run_program
+from tfest_kit._tf import tf
 
 pytestmark = pytest.mark.slow
 
@@ -160,6 +161,20 @@ def test_tpu_digits_falls_back_and_learns(tmp_path):
     assert "tpu_digits: error: " in proc.stderr and "Traceback" not in proc.stderr
     assert "trained with --seed=0; this run has --seed=1" in proc.stderr
     assert sorted(os.listdir(tmp_path)) == before
+
+    # A garbled `checkpoint` state file, then none: training resumes from the newest intact
+    # checkpoint, and the start line says so (it said "from step 0", read before recovery).
+    state = tmp_path / "checkpoint"
+    for steps, damage in ((301, "garbled"), (302, "deleted")):
+        if damage == "garbled":
+            state.write_text("model_checkpoint_path: {{{ not a state file")
+        else:
+            state.unlink()
+        args = ["-m", "recipes.tpu_digits", f"--steps={steps}", f"--model_dir={tmp_path}"]
+        out = run_program(args).stdout
+        assert f"training from step {steps - 1} to {steps}" in out.splitlines(), (damage, out)
+        assert "from step 0" not in out, (damage, out)
+        assert tf.train.latest_checkpoint(str(tmp_path)).endswith(f"model.ckpt-{steps}"), damage
 
 
 _NOT_POSITIVE = "is not a positive integer"

@@ -115,6 +115,24 @@ def test_ctrl_c_in_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path, 
     )
     assert estimator.latest_checkpoint().endswith("model.ckpt-5")
 
+    # A garbled `checkpoint` state file: train_and_evaluate resumes from model.ckpt-5, and the
+    # lines say so, also when that step has reached max_steps (read before the recovery, the
+    # state file said step 0).
+    def eval_input_fn():
+        x = np.ones([8, 1], np.float32)
+        return tf2.data.Dataset.from_tensors(({"x": x}, x))
+
+    state = os.path.join(model_dir, "checkpoint")
+    for max_steps, line in (
+        (5, f"already trained to step 5 in {model_dir}; raise --steps to train more"),
+        (6, "training from step 5 to 6"),
+    ):
+        with open(state, "w") as f:
+            f.write("garbled {{{")
+        metrics = run.train_and_evaluate(estimator, input_fn, eval_input_fn, max_steps)
+        assert metrics["global_step"] == max_steps
+        assert capsys.readouterr().out == line + "\n"
+
 
 def test_ctrl_c_while_a_recipe_imports_tensorflow_is_one_line(tmp_path):
     # Before main runs, KeyboardInterrupt came out of the import machinery: a 50-line traceback.

@@ -1,16 +1,20 @@
-"""`python -m recipes.mobilenet_cats_dogs` end to end, at test size, as a subprocess."""
+"""`python -m recipes.mobilenet_cats_dogs` end to end, at test size, as a subprocess.
+
+Ctrl-C during training and a rerun with nothing to train go through the same
+``recipes._interrupt.Run`` as every recipe: tested in test_interrupt.py and, as programs, in
+test_guide_recipes.py (tpu_digits) and test_bert_classifier.py.
+"""
 
 from __future__ import annotations
 
 import io
 import os
-import re
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import interrupt_program, run_program
+from tests.conftest import run_program
 from tfest_kit import serving
 
 RECIPE = ["-m", "recipes.mobilenet_cats_dogs"]
@@ -117,7 +121,9 @@ def test_images_folder_skips_corrupted_files(tmp_path):
 
 
 @pytest.mark.slow
-def test_clean_folder_says_nothing_about_skipping_and_a_rerun_has_nothing_to_train(tmp_path):
+def test_clean_folder_says_nothing_about_skipping(tmp_path):
+    # A rerun with nothing to train goes through the same Run.train_and_evaluate as every
+    # recipe: tested in test_interrupt.py and, as a program, in test_bert_classifier.py.
     image_dir, model_dir = tmp_path / "pets", tmp_path / "run"
     for folder, colour in (("cats", (230, 140, 50)), ("dogs", (90, 60, 30))):
         (image_dir / folder).mkdir(parents=True)
@@ -128,10 +134,6 @@ def test_clean_folder_says_nothing_about_skipping_and_a_rerun_has_nothing_to_tra
     proc = run_program(args, env=_offline_env(tmp_path))
     assert "skipped" not in proc.stdout, proc.stdout  # was "skipped 0 corrupted images"
     assert "training from step 0 to 2" in proc.stdout.splitlines(), proc.stdout
-    proc = run_program(args, env=_offline_env(tmp_path))
-    lines = proc.stdout.splitlines()
-    assert f"already trained to step 2 in {model_dir}; raise --steps to train more" in lines
-    assert not any(line.startswith("training ") for line in lines), proc.stdout
 
 
 def test_bad_flag_is_one_line_without_traceback(tmp_path):
@@ -220,22 +222,6 @@ def test_image_folder_with_two_folders_for_a_class_is_an_error(tmp_path):
         _save(tmp_path / folder / "x.jpg")
     with pytest.raises(ValueError, match=r"more than one folder for a class.*'Cats'.*'cat'"):
         _pets_data.class_dirs(str(tmp_path))
-
-
-@pytest.mark.slow
-def test_ctrl_c_mid_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path):
-    model_dir = tmp_path / "model"
-    args = [*RECIPE, "--data=sample", f"--cache_dir={tmp_path / 'cache'}"]
-    args += ["--sample_per_class=16", f"--model_dir={model_dir}", *TEST_SIZE]
-    args += ["--steps=100000", "--log_every=1"]
-    # Ctrl-C once training is under way.
-    returncode, out, err = interrupt_program(args, "step 2/100000", env=_offline_env(tmp_path))
-    assert returncode == 130, out + err
-    assert "Traceback" not in err
-    match = re.search(r"interrupted at step (\d+)/100000; checkpoint saved", out)
-    assert match and f"--model_dir={model_dir}" in out, out + err
-    assert (model_dir / f"model.ckpt-{match.group(1)}.index").is_file()
-    assert "eval:" not in out  # stops instead of going on to evaluation and export
 
 
 def test_weights_file_that_is_not_mobilenet_is_one_line_error_without_offline_hint(tmp_path):
