@@ -103,6 +103,30 @@ def _fallback_lines_said_once_per_test():
 
 
 @pytest.fixture
+def small_disk(tmp_path):
+    """``small_disk(megabytes)``: a fresh tmpfs of that size, or a skip where mounting is not
+    allowed (not root, no CAP_SYS_ADMIN); unmounted after the test."""
+    mounted = []
+
+    def mount(megabytes: int) -> Path:
+        mount_point = tmp_path / f"disk{len(mounted)}"
+        mount_point.mkdir()
+        proc = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(mount_point)],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
+        mounted.append(mount_point)
+        return mount_point
+
+    yield mount
+    for mount_point in mounted:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.fixture
 def model_dir(tmp_path):
     """A fresh Estimator model_dir under pytest's tmp_path."""
     path = tmp_path / "model"

@@ -286,31 +286,13 @@ def test_nan_loss_names_the_step_and_the_newest_finite_checkpoint(tmp_path):
     assert "update_checkpoint_state" in message
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MiB tmpfs, or a skip where mounting is not allowed (not root, no CAP_SYS_ADMIN)."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
 def test_disk_full_while_saving_names_the_directory_and_the_intact_checkpoint(small_disk):
     def model_fn(features, labels, mode, params):
         # 1.2 MB of weights: the fourth checkpoint does not fit on the 4 MiB disk.
         big = tf.get_variable("big", [300000], initializer=tf.zeros_initializer())
         return _model_fn({"x": features["x"] + tf.reduce_mean(big)}, labels, mode, params)
 
-    model_dir = str(small_disk / "model")
+    model_dir = str(small_disk(4) / "model")
     with pytest.raises(TfestKitError, match="No space left on device") as raised:
         _estimator(model_dir, model_fn=model_fn).train(_input_fn, max_steps=1000)
     latest = tf.train.latest_checkpoint(model_dir)
@@ -324,7 +306,8 @@ def test_disk_full_while_saving_names_the_directory_and_the_intact_checkpoint(sm
 
 
 def test_read_only_model_dir_is_named_before_anything_is_built(small_disk):
-    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    model_dir = str(small_disk / "model")
+    disk = small_disk(4)
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    model_dir = str(disk / "model")
     with pytest.raises(TfestKitError, match="Cannot write into model_dir.*Read-only file system"):
         _estimator(model_dir).train(_input_fn, max_steps=5)

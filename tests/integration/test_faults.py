@@ -187,26 +187,9 @@ def test_sigterm_preemption_saves_the_current_step_and_restart_loses_none(tmp_pa
     assert "DONE step=150" in resumed.output
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 8 MiB tmpfs, or a skip where mounting is not allowed (not root, no CAP_SYS_ADMIN)."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
 def test_disk_full_during_a_checkpoint_write_keeps_the_previous_one(small_disk):
-    model_dir = str(small_disk / "model")
+    disk = small_disk(8)
+    model_dir = str(disk / "model")
     args = ["--max_steps=100000", f"--save_steps={SAVE_STEPS}", "--step_sleep=0.01"]
     run = _Run(model_dir, *args)
     try:
@@ -216,7 +199,7 @@ def test_disk_full_during_a_checkpoint_write_keeps_the_previous_one(small_disk):
             120,
         ), run.output
         # Fill the disk: the next checkpoint (or event) write hits ENOSPC.
-        with open(small_disk / "filler", "wb") as f, pytest.raises(OSError):
+        with open(disk / "filler", "wb") as f, pytest.raises(OSError):
             while True:
                 f.write(b"\0" * 65536)
                 f.flush()
@@ -230,7 +213,7 @@ def test_disk_full_during_a_checkpoint_write_keeps_the_previous_one(small_disk):
     assert _step_of(before) >= SAVE_STEPS
     assert _restore_all(model_dir)[-1] == _step_of(before)  # intact and restorable
 
-    os.remove(small_disk / "filler")
+    os.remove(disk / "filler")
     resumed = _Run(model_dir, *args[1:], f"--max_steps={_step_of(before) + 2 * SAVE_STEPS}")
     assert resumed.finish(timeout=120) == 0, resumed.output
     assert resumed.start_step() == _step_of(before)
