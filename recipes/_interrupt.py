@@ -280,7 +280,7 @@ class Run:
         """``estimator.train`` that stops cleanly on Ctrl-C; True (after saying so) if it did.
 
         First says where training starts, or that there is nothing to train (see
-        :meth:`say_start`); then trains nothing in the second case.
+        :meth:`start_hooks`); then trains nothing in the second case.
 
         Args:
           estimator: the Estimator to train.
@@ -316,7 +316,7 @@ class Run:
     ) -> Optional[dict]:
         """Trains and evaluates through ``tfest_kit.train_and_evaluate``, as this process's task.
 
-        On one process: says where training starts (:meth:`say_start`), trains to
+        On one process: says where training starts (:meth:`start_hooks`), trains to
         ``max_steps`` and evaluates the final checkpoint once, as ``train`` then ``evaluate``
         did. In a cluster the chief says it; chief and workers train, the evaluator evaluates
         each new checkpoint (and runs ``exporters``), a ps task serves variables and never
@@ -404,14 +404,21 @@ class Run:
         name: Optional[str] = None,
         more: str = "raise --steps to train more",
     ) -> list:
-        """:meth:`say_start` for a training call that recovers the checkpoint state first.
+        """Says where training starts, or that there is nothing to train; hooks for the call.
 
-        tfest_kit's estimators and ``train_and_evaluate`` resume from the newest intact
-        checkpoint when the ``checkpoint`` state file is garbled, empty or names damaged
-        files, where ``say_start`` beforehand would read step 0. Returns ``[]`` after the
-        ``already trained`` line when the state file says so already; otherwise a
-        :class:`StartLine` hook to add to the training hooks, which says the step the
-        session restored, and whose ``end_of_training()`` is called once training returns.
+        When the newest checkpoint in ``model_dir`` has reached ``max_steps``, prints
+        ``[NAME ]already trained to step S in DIR; MORE`` and returns ``[]``: nothing to
+        train. Otherwise returns a :class:`StartLine` hook to add to the training hooks: it
+        says ``training [NAME] from step S to N`` with S the step the session restored, which
+        is right also when tfest_kit's estimators and ``train_and_evaluate`` recover from a
+        garbled, empty or damaged ``checkpoint`` state file (read beforehand, it says 0).
+        Call its ``end_of_training()`` once training returns.
+
+        Args:
+          model_dir: where the model's checkpoints are.
+          max_steps: the step training goes to.
+          name: the model's name, for a recipe that trains several.
+          more: how to train further, e.g. ``raise --steps to train more``.
 
         Example:
 
@@ -420,40 +427,11 @@ class Run:
             for start in starts:
                 start.end_of_training()
         """
-        if not Run.say_start(model_dir, max_steps, name, more, resumed=False):
-            return []
-        return [StartLine(model_dir, max_steps, name, more)]
-
-    @staticmethod
-    def say_start(
-        model_dir: str,
-        max_steps: int,
-        name: Optional[str] = None,
-        more: str = "raise --steps to train more",
-        resumed: bool = True,
-    ) -> bool:
-        """Says whether a run starts, resumes or has nothing to train; True if it trains.
-
-        Prints ``training [NAME] from step S to N`` (S is the step of the newest checkpoint
-        in ``model_dir``, 0 without one), or ``[NAME ]already trained to step S in DIR; MORE``
-        when S has reached ``max_steps``: a rerun with the same ``--model_dir`` otherwise
-        resumed, or trained nothing, without a word.
-
-        Args:
-          model_dir: where the model's checkpoints are.
-          max_steps: the step training goes to.
-          name: the model's name, for a recipe that trains several.
-          more: how to train further, e.g. ``raise --steps to train more``.
-          resumed: False before tfest_kit's checkpoint recovery has run: then only the
-            ``already trained`` line is said here (see :meth:`start_hooks`).
-        """
         step = checkpoint_step(model_dir) or 0
         if step >= max_steps:
             _say_trained(model_dir, step, name, more)
-            return False
-        if resumed:
-            _say_training(step, max_steps, name)
-        return True
+            return []
+        return [StartLine(model_dir, max_steps, name, more)]
 
     @staticmethod
     def progress_hook(max_steps: int, batch_size: int) -> hooks.ProgressHook:
