@@ -24,8 +24,8 @@ from tfest_kit._model_dir import (
     checkpoint_damage,
     eval_dirs,
     metrics_by_step,
+    read_export_metrics,
 )
-from tfest_kit._model_dir import read_export_metrics as _read_export_metrics
 from tfest_kit.cli.plot import check_model_dir
 
 __all__ = ["describe", "format_text", "add_parser", "run"]
@@ -124,7 +124,7 @@ def _exports(model_dir: str) -> list[dict]:
                     for d, _, files in os.walk(os.path.join(path, entry))
                 ),
                 "complete": _is_complete(os.path.join(path, entry)),
-                "metrics": _read_export_metrics(os.path.join(path, entry)),
+                "metrics": read_export_metrics(os.path.join(path, entry)),
                 "best": False,
             }
             for entry in sorted(e for e in _listdir(path) if e.isdigit())  # versions: ints
