@@ -382,13 +382,14 @@ class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
 
     def __init__(self, message: str, step: int, last_finite_loss, last_finite_step) -> None:
         super().__init__(message)
-        self.message = message
-        self.step = step
-        self.last_finite_loss = last_finite_loss
-        self.last_finite_step = last_finite_step
+        self.step, self.last_finite_loss, self.last_finite_step = (
+            step,
+            last_finite_loss,
+            last_finite_step,
+        )
 
     def __str__(self) -> str:  # NanLossDuringTrainingError hard-codes its text
-        return self.message
+        return self.args[0]
 
 
 class NanGuardHook(tf.train.SessionRunHook):
@@ -417,7 +418,10 @@ class NanGuardHook(tf.train.SessionRunHook):
     def begin(self) -> None:
         self._loss = _find_loss_tensor(self._loss_arg)
         self._global_step = tf.train.get_global_step()
-        self._last_finite = self._last_finite_step = self._first_step = None
+        self._fetches = {"loss": self._loss}
+        if self._global_step is not None:
+            self._fetches["step"] = self._global_step
+        self._last_finite = self._last_finite_step = None
         self._runs = 0
 
     def after_create_session(self, session, coord) -> None:
@@ -425,10 +429,7 @@ class NanGuardHook(tf.train.SessionRunHook):
             self._first_step = int(session.run(self._global_step))
 
     def before_run(self, run_context):
-        fetches = {"loss": self._loss}
-        if self._global_step is not None:
-            fetches["step"] = self._global_step
-        return tf.train.SessionRunArgs(fetches)
+        return tf.train.SessionRunArgs(self._fetches)
 
     def after_run(self, run_context, run_values) -> None:
         loss = float(run_values.results["loss"])
@@ -437,7 +438,7 @@ class NanGuardHook(tf.train.SessionRunHook):
         if self._global_step is not None:
             # The fetched step races with the increment: count, unless other workers moved it.
             step, where = self._first_step + self._runs - 1, "step"
-            if not 0 <= int(run_values.results["step"]) - step <= 1:
+            if not 0 <= run_values.results["step"] - step <= 1:
                 step = int(run_values.results["step"])
         if math.isfinite(loss):
             self._last_finite, self._last_finite_step = loss, step
@@ -460,7 +461,7 @@ class NanGuardHook(tf.train.SessionRunHook):
 
 def _set_aside_checkpoints_after(step: int) -> str:
     """Renames ``diverged-*`` the checkpoints saved after ``step``; a sentence saying so, or ""."""
-    moved = []
+    moved, directory = [], None
     for saver in tf.get_collection(tf.GraphKeys.SAVERS):
         for path in list(getattr(saver, "last_checkpoints", [])):
             suffix = path.rsplit("-", 1)[-1]
@@ -475,54 +476,43 @@ def _set_aside_checkpoints_after(step: int) -> str:
             kept = [p for p in paths if os.path.basename(p) != name]
             if kept:
                 tf.train.update_checkpoint_state(directory, kept[-1], kept)
-            elif state is not None:  # nothing saved before: no checkpoint is the latest
+            elif state:  # nothing saved before: no checkpoint is the latest
                 tf.gfile.Rename(
                     os.path.join(directory, "checkpoint"),
                     os.path.join(directory, "diverged-checkpoint"),
                     overwrite=True,
                 )
-            moved.append((name, directory))
+            moved.append(name)
     if not moved:
         return ""
-    latest = tf.train.latest_checkpoint(moved[-1][1])
+    latest = tf.train.latest_checkpoint(directory)
     return (
-        f" The checkpoint saved after that step ({', '.join(name for name, _ in moved)}) holds "
-        "the diverged weights, so its files were renamed with the prefix 'diverged-'; the "
-        "latest checkpoint is "
-        + (os.path.basename(latest) if latest else "none (there was no earlier one)")
-        + "."
+        f" The checkpoint saved after that step ({', '.join(moved)}) holds the diverged "
+        "weights, so its files were renamed with the prefix 'diverged-'; the latest checkpoint "
+        f"is {os.path.basename(latest) if latest else 'none (there was no earlier one)'}."
     )
-
-
-SignalArg = Union[int, str, signal.Signals]
 
 
 def _check_signals(signals) -> tuple:
     """``signals`` (one signal or a list) as a tuple of distinct, catchable ``signal.Signals``."""
-    if isinstance(signals, (numbers.Integral, str)):
-        signals = [signals]
-    if not isinstance(signals, Iterable):
-        raise TypeError(
-            "`signals` must be a signal or a list of signals (numbers, signal.Signals or names "
-            f"like 'SIGTERM'). Got: {signals!r}"
-        )
     checked = []
-    for entry in signals:
+    for entry in (
+        signals if isinstance(signals, Iterable) and not isinstance(signals, str) else [signals]
+    ):
         number = isinstance(entry, numbers.Integral) and not isinstance(entry, bool)
         if not (number or isinstance(entry, str)):
             raise TypeError(
-                "`signals` entries must be signal numbers, signal.Signals or names like "
-                f"'SIGTERM'. Got: {entry!r}"
+                f"`signals` must be signal numbers or names like 'SIGTERM'. Got: {entry!r}"
             )
         try:
             checked.append(signal.Signals(int(entry)) if number else signal.Signals[entry])
         except (KeyError, ValueError):
-            kind = "numbers such as signal.SIGTERM" if number else "names such as 'SIGTERM'"
-            raise ValueError(f"`signals` entries must be signal {kind}. Got: {entry!r}") from None
-        if checked[-1].name in ("SIGKILL", "SIGSTOP"):
             raise ValueError(
-                "`signals` entries must be signals a process can catch; use SIGTERM or SIGINT. "
-                f"Got: {checked[-1].name}"
+                f"`signals` must be signal numbers or names like 'SIGTERM'. Got: {entry!r}"
+            ) from None
+        if checked[-1] in (signal.SIGKILL, signal.SIGSTOP):
+            raise ValueError(
+                f"`signals` must be signals a process can catch: SIGTERM, SIGINT… Got: {entry!r}"
             )
     if not checked:
         raise ValueError(f"`signals` must name at least one signal. Got: {signals!r}")
@@ -557,14 +547,14 @@ class PreemptionHook(tf.train.SessionRunHook):
     def __init__(
         self,
         checkpoint_dir: Optional[str] = None,
-        signals: Union[SignalArg, Sequence[SignalArg]] = (signal.SIGTERM, signal.SIGINT),
+        signals: Union[int, str, Sequence[Union[int, str]]] = (signal.SIGTERM, signal.SIGINT),
         is_chief: Optional[bool] = None,
     ) -> None:
         self._checkpoint_dir = checkpoint_dir
         self._signals = _check_signals(signals)
-        if is_chief is not None:
-            check_bool("is_chief", is_chief, "or None")
-        self._is_chief_arg = is_chief
+        self._is_chief = (
+            is_chief if is_chief is None else check_bool("is_chief", is_chief, "or None")
+        )
         self._preempted: Optional[int] = None
         self._session = None
 
@@ -575,11 +565,10 @@ class PreemptionHook(tf.train.SessionRunHook):
 
     def begin(self) -> None:
         _unregister(self)  # a run that raised never reached end()
-        self._preempted = self._saved = self._session = self._saver = None
-        is_chief = self._is_chief_arg
-        if is_chief is None:
-            is_chief = is_chief_task("PreemptionHook")
+        self._preempted = self._session = self._saver = None
+        self._stopping = False
         self._global_step = tf.train.get_global_step()
+        is_chief = is_chief_task("PreemptionHook") if self._is_chief is None else self._is_chief
         if self._checkpoint_dir and is_chief:  # before the graph is finalized
             self._saver = tf.train.Saver(sharded=True, save_relative_paths=True)
             tf.gfile.MakeDirs(self._checkpoint_dir)
@@ -596,25 +585,22 @@ class PreemptionHook(tf.train.SessionRunHook):
                 _ORIGINAL[signum] = signal.getsignal(signum)
                 signal.signal(signum, _dispatch)
 
-    def _is_live(self) -> bool:
-        # A run that raised never called end(); its closed session marks the hook as stale.
-        return self._session is not None and not getattr(self._session, "_closed", False)
-
     def after_run(self, run_context, run_values) -> None:
-        if self._preempted is None or self._saved:
+        if self._preempted is None or self._stopping:
             return
-        step = None
-        if self._global_step is not None:
-            step = int(run_context.session.run(self._global_step))
-        name = signal.Signals(self._preempted).name
-        where = "this step" if step is None else f"step {step}"
-        if self._saver is not None:
+        self._stopping = True
+        step = (
+            None if self._global_step is None else int(run_context.session.run(self._global_step))
+        )
+        where = f"{signal.Signals(self._preempted).name} received: stopping after " + (
+            "this step" if step is None else f"step {step}"
+        )
+        if self._saver is None:  # whether the session's saver will save, a hook cannot tell
+            tf.logging.warning("%s", where)
+        else:
             prefix = os.path.join(self._checkpoint_dir, "model.ckpt")
             path = self._saver.save(run_context.session, prefix, global_step=step)
-            tf.logging.warning("%s received: stopping after %s; saved %s", name, where, path)
-        else:  # whether the session's saver will save, a hook cannot tell: claim nothing
-            tf.logging.warning("%s received: stopping after %s", name, where)
-        self._saved = True
+            tf.logging.warning("%s; saved %s", where, path)
         run_context.request_stop()
 
     def end(self, session) -> None:
@@ -643,8 +629,8 @@ def _release(signum: int):
 
 
 def _dispatch(signum, frame) -> None:
-    for hook in [hook for hook in _ACTIVE if not hook._is_live()]:
-        _ACTIVE.remove(hook)
+    # A run that raised never called end(); its closed session marks the hook as stale.
+    _ACTIVE[:] = [h for h in _ACTIVE if h._session and not getattr(h._session, "_closed", False)]
     waiting = [h for h in _ACTIVE if signum in h._signals and h._preempted is None]
     for hook in waiting:
         hook._preempted = signum
@@ -674,28 +660,29 @@ class _NoImprovement:
         self._said_empty = self._warned_elsewhere = False
         self.fired = False
 
-    def _say_no_results(self) -> None:
-        if not self._said_empty:  # every fresh run starts so: news, not a warning
-            tf.logging.info("early_stopping: no eval results in %s yet.", self._eval_dir)
-            self._said_empty = True
-        own = os.path.normpath(self._eval_dir)
-        others = [
-            path
-            for path in eval_dirs(os.path.dirname(own))
-            if os.path.normpath(path) != own and metrics_by_step(path)
-        ]
-        if others and not self._warned_elsewhere:
-            name = os.path.basename(others[0])[len("eval_") :] or None
-            tf.logging.warning(
-                f"early_stopping: no eval results in {self._eval_dir}, but {', '.join(others)} "
-                f"has some: watch it with early_stopping(…, eval_dir=estimator.eval_dir({name!r}))."
-            )
-            self._warned_elsewhere = True
-
     def __call__(self) -> bool:
         results = metrics_by_step(self._eval_dir)
         if not results:
-            self._say_no_results()
+            if not self._said_empty:  # every fresh run starts so: news, not a warning
+                tf.logging.info("early_stopping: no eval results in %s yet.", self._eval_dir)
+                self._said_empty = True
+            own = os.path.normpath(self._eval_dir)
+            others = (
+                []
+                if self._warned_elsewhere
+                else [
+                    path
+                    for path in eval_dirs(os.path.dirname(own))
+                    if os.path.normpath(path) != own and metrics_by_step(path)
+                ]
+            )
+            if others:
+                name = os.path.basename(others[0])[len("eval_") :] or None
+                tf.logging.warning(
+                    f"early_stopping: no eval results in {self._eval_dir}, but {', '.join(others)}"
+                    f" has some: pass early_stopping(…, eval_dir=estimator.eval_dir({name!r}))."
+                )
+                self._warned_elsewhere = True
             return False
         steps = [step for step in results if step >= self._min_steps]
         having = [step for step in steps if self._monitor in results[step]]
@@ -749,10 +736,9 @@ def _stand_in_estimator(model_dir: str):
 def _stop_flag_out_of_checkpoints(summed: bool = False) -> tf.Variable:
     """The official hooks' ``signal_early_stopping/STOP`` flag, created first, in no collection.
 
-    Theirs is a global variable, saved with the model: a model_dir trained without early
-    stopping could not resume with it, and a cluster restored an early stop's ``True``. The
-    chief initialises ours (a local variable misses a model_fn's own ``local_init_op``).
-    ``summed``: the multi-worker int32 vote count.
+    Theirs is saved with the model: a model_dir trained without early stopping could not resume
+    with it, and a cluster restored an early stop's ``True``. The chief initialises ours (a
+    local variable misses a model_fn's own ``local_init_op``). ``summed``: multi-worker votes.
     """
     if tf.train.get_global_step() is None:  # the official hook fails with a TypeError
         raise ValueError(
