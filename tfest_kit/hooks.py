@@ -179,9 +179,6 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._runs_since_report = 0
         self._step, self._last_step, self._last_time = step, step, now
 
-    def _report(self, loss, step: int, elapsed: Optional[float], steps: int, final: bool) -> None:
-        raise NotImplementedError
-
 
 class LossLoggingHook(_IntervalHook):
     """The fallback ``TPUEstimator``'s one loss line an interval, with steps and examples/sec.
@@ -230,14 +227,12 @@ class LossLoggingHook(_IntervalHook):
 class ProgressHook(_IntervalHook):
     """Shows step / total, loss, steps/sec, examples/sec and ETA every ``every_n_steps`` steps.
 
-    A live bar on a terminal (ended before any log line), else one line an interval. The last
-    step gets a line (``stopped`` when short of ``total_steps``); ``evaluate()`` and
-    ``predict()`` count batches.
+    A live bar on a terminal, else one line an interval; the last step gets a line (``stopped``
+    when short of ``total_steps``). ``evaluate()`` and ``predict()`` count batches.
 
     Args:
       every_n_steps: update every this many global steps (and after the first).
-      total_steps: the step training ends at, for the percentage and ETA (batches in
-        evaluation or prediction).
+      total_steps: the step training ends at (batches to evaluate), for the percentage and ETA.
       batch_size: global batch size, for examples/sec.
       loss: the loss tensor or its name; None: the last of ``tf.GraphKeys.LOSSES``.
       stream: where lines go; None: ``sys.stderr`` if a terminal, else ``tf.logging``.
@@ -382,11 +377,8 @@ class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
 
     def __init__(self, message: str, step: int, last_finite_loss, last_finite_step) -> None:
         super().__init__(message)
-        self.step, self.last_finite_loss, self.last_finite_step = (
-            step,
-            last_finite_loss,
-            last_finite_step,
-        )
+        self.step = step
+        self.last_finite_loss, self.last_finite_step = last_finite_loss, last_finite_step
 
     def __str__(self) -> str:  # NanLossDuringTrainingError hard-codes its text
         return self.args[0]
@@ -854,27 +846,24 @@ def early_stopping(
     ``train_distribute`` taken for multi-worker, a stop flag saved in checkpoints.
 
     Args:
-      estimator: the ``tf.estimator.Estimator`` being trained; None in a TF1 loop, with
-        ``eval_dir``.
+      estimator: the ``tf.estimator.Estimator`` trained; None in a TF1 loop, with ``eval_dir``.
       monitor: the eval metric name, e.g. ``"loss"``, ``"accuracy"``.
       mode: ``"min"``, ``"max"`` or ``"auto"`` (guessed from the words of ``monitor``).
       min_delta: the smallest change that counts as an improvement (>= 0).
       patience_steps: stop after this many global steps without improvement.
       min_steps: ignore evaluations before this global step.
-      run_every_steps: check every this many steps (needed under ``MultiWorkerMirroredStrategy``,
-        where every worker votes).
+      run_every_steps: check every this many steps (needed under multi-worker strategies).
       run_every_secs: else check at most every this many seconds.
       eval_dir: read these summaries instead of ``estimator.eval_dir()``.
-      is_chief: with ``estimator=None``, whether this task is the chief; None reads
-        ``TF_CONFIG``.
+      is_chief: with ``estimator=None``, whether this task is the chief; None: ``TF_CONFIG``.
 
     Returns:
       A ``tf.compat.v1.train.SessionRunHook`` for ``train()`` or a ``TrainSpec``.
 
     Raises:
       TypeError: if ``estimator`` is neither an Estimator nor None.
-      ValueError: for a bad argument, a ``TF_CONFIG`` without a chief, and (at session
-        start) a graph without a global step.
+      ValueError: for a bad argument, a ``TF_CONFIG`` without a chief, and (at session start)
+        a graph without a global step.
 
     Example:
 
