@@ -157,18 +157,14 @@ def _level(verbosity: Union[str, int, None]) -> int:
             f"`verbosity` must be one of {sorted(LEVELS)} or a logging level number. "
             f"Got: {verbosity!r}"
         )
-    absl_flags = sys.modules.get("absl.flags")
-    if absl_flags is None or "verbosity" not in absl_flags.FLAGS:
-        return logging.INFO
-    flag = absl_flags.FLAGS["verbosity"]
-    if not absl_flags.FLAGS.is_parsed() or not flag.present:
-        return logging.INFO
-    from absl.logging import converter
+    absl_flags = sys.modules.get("absl.flags")  # absl's --verbosity, when the command line gave it
+    if absl_flags and "verbosity" in absl_flags.FLAGS and absl_flags.FLAGS.is_parsed():
+        flag = absl_flags.FLAGS["verbosity"]
+        if flag.present:
+            from absl.logging import converter
 
-    # absl's rule: -1 WARNING, 0 INFO, 1 DEBUG, each level above 1 one step below.
-    if flag.value <= converter.ABSL_DEBUG:
-        return converter.absl_to_standard(flag.value)
-    return logging.DEBUG - (flag.value - 1)
+            return converter.absl_to_standard(flag.value)
+    return logging.INFO
 
 
 def setup(
