@@ -95,9 +95,8 @@ def _moves_global_step() -> bool:
 class _IntervalHook(tf.train.SessionRunHook):
     """Reports at multiples of ``every_n_steps`` global steps, fetching nothing on other steps.
 
-    ``LoggingTensorHook`` and ``StepCounterHook`` fetch every run; this one predicts the step
-    (runs move it as they did on average: 2 in a GAN loop) and reads it on the steps that
-    report. With ``_count_runs`` (eval, predict) it counts runs.
+    Unlike ``LoggingTensorHook`` and ``StepCounterHook``, which fetch every run, it predicts the
+    step (runs move it as they did on average: 2 in a GAN loop). ``_count_runs``: eval, predict.
     """
 
     _count_runs = False
@@ -181,11 +180,8 @@ class _IntervalHook(tf.train.SessionRunHook):
 
 
 class LossLoggingHook(_IntervalHook):
-    """The fallback ``TPUEstimator``'s one loss line an interval, with steps and examples/sec.
-
-    Replaces ``LoggingTensorHook`` plus ``StepCounterHook`` (two or three lines an interval);
-    ``output_dir`` gets their summaries; ``log_lines = False`` writes those only.
-    """
+    """The fallback ``TPUEstimator``'s one loss line an interval, for ``LoggingTensorHook`` plus
+    ``StepCounterHook``'s two or three; ``output_dir`` gets their summaries too."""
 
     def __init__(self, every_n_steps=100, batch_size=None, output_dir=None, loss=None) -> None:
         super().__init__(every_n_steps, loss)
@@ -622,7 +618,7 @@ def _release(signum: int):
 
 def _dispatch(signum, frame) -> None:
     # A run that raised never called end(); its closed session marks the hook as stale.
-    _ACTIVE[:] = [h for h in _ACTIVE if h._session and not getattr(h._session, "_closed", False)]
+    _ACTIVE[:] = [h for h in _ACTIVE if not getattr(h._session, "_closed", True)]
     waiting = [h for h in _ACTIVE if signum in h._signals and h._preempted is None]
     for hook in waiting:
         hook._preempted = signum
@@ -640,11 +636,8 @@ _MULTI_WORKER = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
 
 
 class _NoImprovement:
-    """True after ``patience_steps`` without an improvement over ``min_delta``.
-
-    Unlike ``stop_if_no_*_hook``'s predicate: ``min_delta``, NaN never best, evaluations from
-    before the metric existed skipped, and a word while another eval directory has results.
-    """
+    """True after ``patience_steps`` without an improvement over ``min_delta``; unlike
+    ``stop_if_no_*_hook``'s: NaN never best, evaluations before the metric existed skipped."""
 
     def __init__(self, eval_dir, monitor, higher, min_delta, patience_steps, min_steps):
         self._eval_dir, self._monitor, self._higher = eval_dir, monitor, higher
@@ -706,12 +699,8 @@ class _NoImprovement:
 
 
 def _stand_in_estimator(model_dir: str):
-    """A chief Estimator without ``train_distribute``, for the official factory to read.
-
-    The factory takes any ``train_distribute`` for multi-worker (its test of a generator is
-    always true). ``TF_CONFIG`` is hidden: the caller decided this task is the chief, and
-    RunConfig refuses a ps-and-workers cluster without one.
-    """
+    """A chief Estimator without ``train_distribute`` (the factory takes any for multi-worker:
+    its test of a generator is always true); ``TF_CONFIG`` hidden, as the caller decided."""
     saved = os.environ.pop("TF_CONFIG", None)
     try:
         with logs.quieted():  # it would log its whole config
@@ -747,10 +736,7 @@ def _stop_flag_out_of_checkpoints(summed: bool = False) -> tf.Variable:
 
 
 class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
-    """Runs the official early-stopping hook with its flag kept out of checkpoints.
-
-    ``stopped_early`` tells ``tfest_kit.train_and_evaluate`` that the hook stopped training.
-    """
+    """The official hook, its flag out of checkpoints; ``stopped_early`` for train_and_evaluate."""
 
     def __init__(self, hook, predicate: _NoImprovement, summed: bool = False) -> None:
         self._hook, self._predicate, self._summed = hook, predicate, summed
@@ -779,11 +765,7 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
 
 
 class _StopWhenTheChiefSays(tf.train.SessionRunHook):
-    """A non-chief worker's hook: stops once the chief's flag is set.
-
-    As the official ``_CheckForStoppingHook``, but the flag (out of checkpoints) is
-    initialised by the chief, which may come later: until then it asks whether it is.
-    """
+    """A non-chief's official ``_CheckForStoppingHook``, waiting for the chief to init the flag."""
 
     def begin(self) -> None:
         flag = _stop_flag_out_of_checkpoints()
