@@ -204,7 +204,7 @@ def test_params_warning_is_dropped_for_tfest_kit_model_fns_only(tf_log_lines, tm
 
 
 def test_official_settings_do_not_reach_the_params_warning(tmp_path):
-    # Why _OwnModelFnParamsFilter reads the text: with TensorFlow's deprecation switches off
+    # Why _NoiseFilter reads the text: with TensorFlow's deprecation switches off
     # and the logger at WARNING (the quietest level that keeps warnings), the line still comes.
     from tfest_kit import model_fn
     from tfest_kit._tf import deprecation, estimator, tf
@@ -213,7 +213,7 @@ def test_official_settings_do_not_reach_the_params_warning(tmp_path):
         return tf.layers.dense(features["x"], 2)
 
     logger = logs.setup("warning")
-    ours = [f for f in logger.filters if isinstance(f, logs._OwnModelFnParamsFilter)]
+    ours = [f for f in logger.filters if isinstance(f, logs._NoiseFilter)]
     records = []
     collect = logging.Handler(logging.WARNING)
     collect.emit = records.append
@@ -341,8 +341,8 @@ def test_a_raced_global_step_warning_is_dropped_a_stuck_step_is_not():
     from tfest_kit._tf import tf2
 
     logger = tf2.get_logger()
-    assert any(isinstance(f, logs._RacedGlobalStepFilter) for f in logger.filters)
-    fresh = logs._RacedGlobalStepFilter()  # the installed one remembers this process's runs
+    assert any(isinstance(f, logs._NoiseFilter) for f in logger.filters)
+    fresh = logs._NoiseFilter()  # the installed one remembers this process's runs
     shown = [
         (stale, previous)
         for stale, previous in [(76, 76), (351, 351), (0, 0), (0, 0), (5, 4), (0, 0), (76, 76)]

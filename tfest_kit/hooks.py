@@ -1,18 +1,8 @@
 """Session-run hooks for ``Estimator.train(hooks=…)``, ``TrainSpec`` and TF1 loops.
 
-:func:`early_stopping` wraps the official ``make_early_stopping_hook``; upstream has no
-progress line, no preemption handling and a ``NanTensorHook`` that misses inf and names no
+:func:`early_stopping` wraps the official ``make_early_stopping_hook``. Upstream has no
+progress line and no preemption handling, and its ``NanTensorHook`` misses inf and names no
 step, so those hooks are ours. Each resets its state in ``begin()``.
-
-Example:
-
-    from tfest_kit import hooks
-
-    estimator.train(input_fn, max_steps=1000, hooks=[
-        hooks.ProgressHook(every_n_steps=50, total_steps=1000, batch_size=32),
-        hooks.NanGuardHook(),
-        hooks.PreemptionHook(),
-    ])
 """
 
 from __future__ import annotations
@@ -42,18 +32,13 @@ from tfest_kit.cluster import is_chief_task
 
 __all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "PreemptionHook"]
 
-# ---------------------------------------------------------------- interval lines
-
 
 def _find_loss_tensor(loss=None) -> tf.Tensor:
     """``loss``, the tensor it names, or (None) the last tensor of ``tf.GraphKeys.LOSSES``."""
     if loss is None:
         losses = tf.get_collection(tf.GraphKeys.LOSSES)
         if not losses:
-            raise ValueError(
-                "No loss found: tf.GraphKeys.LOSSES is empty. Pass the loss tensor or its "
-                "name, e.g. NanGuardHook(loss=loss) or loss='total_loss:0'."
-            )
+            raise ValueError("No loss in tf.GraphKeys.LOSSES: pass `loss`, the tensor or its name.")
         return losses[-1]
     if isinstance(loss, str):
         try:
@@ -63,14 +48,6 @@ def _find_loss_tensor(loss=None) -> tf.Tensor:
     if isinstance(loss, (tf.Tensor, tf.Variable)):
         return loss
     raise TypeError(f"`loss` must be None, a tensor or a tensor name. Got: {loss!r}")
-
-
-def _format_duration(secs: float) -> str:
-    minutes, seconds = divmod(int(round(secs)), 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{seconds:02d}s"
-    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
 def _plain_number(value: float, digits: int) -> str:
@@ -83,49 +60,43 @@ def _plain_number(value: float, digits: int) -> str:
     return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
 
 
-_WARNED_INFO_HIDDEN: set = set()  # each warning of _warn_if_info_hidden once per process
-_FIX_INFO_HIDDEN = (
-    "Call tfest_kit.logs.setup() (or "
-    "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO))"
-)
+def _format_duration(secs: float) -> str:
+    minutes, seconds = divmod(int(round(secs)), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{seconds:02d}s"
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
-def _warn_if_info_hidden(message: str) -> None:
-    """Logs ``message`` once per process if TensorFlow's INFO lines are not shown."""
-    if message in _WARNED_INFO_HIDDEN or logging.getLogger("tensorflow").isEnabledFor(logging.INFO):
+_WARNED_INFO_HIDDEN: set = set()
+
+
+def _warn_if_info_hidden(what: str, fix: str = "") -> None:
+    """Warns once per process that ``what`` will not appear, if TensorFlow's INFO is hidden."""
+    if what in _WARNED_INFO_HIDDEN or logging.getLogger("tensorflow").isEnabledFor(logging.INFO):
         return
-    _WARNED_INFO_HIDDEN.add(message)
-    tf.logging.warning(message)
-
-
-def _terminal_handlers() -> list:
-    """The non-file handlers of TensorFlow's and the root logger (absl's handler sits there)."""
-    handlers = []
-    for logger in (logging.getLogger("tensorflow"), logging.getLogger()):
-        for handler in logger.handlers:
-            if not isinstance(handler, logging.FileHandler) and handler not in handlers:
-                handlers.append(handler)
-    return handlers
+    _WARNED_INFO_HIDDEN.add(what)
+    tf.logging.warning(
+        f"{what} will not appear: TensorFlow's INFO lines are not shown. Call tfest_kit.logs."
+        f"setup() (or tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)){fix}."
+    )
 
 
 def _moves_global_step() -> bool:
     """Whether the default graph increments its global step, i.e. it is a training graph."""
     global_step = tf.train.get_global_step()
-    if global_step is None:
-        return False
-    name = global_step.op.name
-    return any(
-        op.type in ("AssignAdd", "AssignAddVariableOp") and op.inputs[0].op.name == name
+    return global_step is not None and any(
+        op.type in ("AssignAdd", "AssignAddVariableOp")
+        and op.inputs[0].op.name == global_step.op.name
         for op in tf.get_default_graph().get_operations()
     )
 
 
 class _IntervalHook(tf.train.SessionRunHook):
-    """Prints at multiples of ``every_n_steps`` global steps, fetching nothing on other steps.
+    """Reports at multiples of ``every_n_steps`` global steps, fetching nothing on other steps.
 
-    Unlike ``LoggingTensorHook`` (runs) and ``StepCounterHook`` (fetches the step every run),
-    the step is predicted (runs move it as much as they did on average: 2 in a GAN loop) and
-    read on the steps that print. With ``_count_runs`` (eval, predict) it counts runs.
+    Unlike ``LoggingTensorHook`` and ``StepCounterHook``, which fetch every run, it predicts the
+    step (runs move it as they did on average: 2 in a GAN loop). ``_count_runs``: eval, predict.
     """
 
     _count_runs = False
@@ -136,19 +107,19 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._loss_arg = loss
 
     def begin(self) -> None:
+        name = type(self).__name__
         self._global_step = tf.train.get_global_step()
         if self._global_step is None and not self._count_runs:
             raise RuntimeError(
-                f"{type(self).__name__} needs a global step: call "
+                f"{name} needs a global step: call "
                 "tf.compat.v1.train.get_or_create_global_step() before building the train op."
             )
         self._loss = self._find_loss()
         if self._loss is not None and self._loss.shape.num_elements() not in (None, 1):
-            # float() of it failed at the first printed step and stopped training.
+            # float() of it failed at the first report and stopped training.
             raise ValueError(
-                f"{type(self).__name__} shows a scalar loss, but {self._loss.name} has shape "
-                f"{self._loss.shape} (a per-example loss). Pass "
-                f"{type(self).__name__}(loss=tf.reduce_mean(…)) or the loss you minimize."
+                f"{name} shows a scalar loss, but {self._loss.name} has shape {self._loss.shape}"
+                f" (per example). Pass {name}(loss=tf.reduce_mean(…)) or the loss you minimize."
             )
 
     def _find_loss(self) -> Optional[tf.Tensor]:
@@ -183,12 +154,10 @@ class _IntervalHook(tf.train.SessionRunHook):
             return
         step = self._read_step(run_context.session)
         if not self._due(step, self._last_step):
-            # Predicted to cross, but the step did not (other workers move it too): printing
-            # now and again at the crossing gave two lines a few steps apart.
+            # Other workers moved the step: a line now and at the crossing came steps apart.
             self._step = step
             return
-        loss = None if self._loss is None else float(np.mean(run_values.results))
-        self._report_now(loss, step)
+        self._report_now(None if self._loss is None else float(np.mean(run_values.results)), step)
 
     def _read_step(self, session) -> int:
         if self._count_runs:
@@ -209,17 +178,10 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._runs_since_report = 0
         self._step, self._last_step, self._last_time = step, step, now
 
-    def _report(self, loss, step: int, elapsed: Optional[float], steps: int, final: bool) -> None:
-        raise NotImplementedError
-
 
 class LossLoggingHook(_IntervalHook):
-    """The fallback ``TPUEstimator``'s one loss line an interval, with steps and examples/sec.
-
-    ``LoggingTensorHook`` plus ``StepCounterHook`` print two or three lines an interval.
-    ``output_dir`` gets their ``global_step/sec`` and ``examples/sec`` summaries;
-    ``log_lines = False`` writes those only.
-    """
+    """The fallback ``TPUEstimator``'s one loss line an interval, for ``LoggingTensorHook`` plus
+    ``StepCounterHook``'s two or three; ``output_dir`` gets their summaries too."""
 
     def __init__(self, every_n_steps=100, batch_size=None, output_dir=None, loss=None) -> None:
         super().__init__(every_n_steps, loss)
@@ -229,18 +191,14 @@ class LossLoggingHook(_IntervalHook):
 
     @property
     def writes_summaries(self) -> bool:
-        """Whether the hook writes ``global_step/sec`` summaries (it has an ``output_dir``)."""
         return bool(self._output_dir)
 
     def begin(self) -> None:
         super().begin()
-        self._writer = (
-            tf.summary.FileWriterCache.get(self._output_dir) if self._output_dir else None
-        )
+        self._writer = self._output_dir and tf.summary.FileWriterCache.get(self._output_dir)
         if self.log_lines:
             _warn_if_info_hidden(
-                "Loss lines (LossLoggingHook, which tfest_kit's TPUEstimator adds) will not "
-                f"appear: TensorFlow's INFO lines are not shown. {_FIX_INFO_HIDDEN}."
+                "Loss lines (LossLoggingHook, which tfest_kit's TPUEstimator adds)"
             )
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
@@ -258,25 +216,22 @@ class LossLoggingHook(_IntervalHook):
             values.append(tf.Summary.Value(tag="examples/sec", simple_value=args[-1]))
         if self.log_lines:
             tf.logging.info(line, *args)
-        if self._writer is not None:
+        if self._writer:
             self._writer.add_summary(tf.Summary(value=values), step)
 
 
 class ProgressHook(_IntervalHook):
     """Shows step / total, loss, steps/sec, examples/sec and ETA every ``every_n_steps`` steps.
 
-    A live line on a terminal (ended before any log line), else one line per interval to
-    ``stream`` or ``tf.logging``. The first line has no rate (set-up time); the last step gets
-    a line, ``stopped`` when short of ``total_steps``. ``evaluate()`` and ``predict()`` count
-    batches (``eval batch 10/40``, ``batch 10``).
+    A live bar on a terminal, else one line an interval; the last step gets a line (``stopped``
+    when short of ``total_steps``). ``evaluate()`` and ``predict()`` count batches.
 
     Args:
-      every_n_steps: update every this many global steps (and after the first step).
-      total_steps: the step training ends at (``max_steps``), for the percentage and ETA; in
-        evaluation or prediction, the number of batches.
+      every_n_steps: update every this many global steps (and after the first).
+      total_steps: the step training ends at (batches to evaluate), for the percentage and ETA.
       batch_size: global batch size, for examples/sec.
       loss: the loss tensor or its name; None: the last of ``tf.GraphKeys.LOSSES``.
-      stream: where the lines go; None: ``sys.stderr`` if a terminal, else ``tf.logging``.
+      stream: where lines go; None: ``sys.stderr`` if a terminal, else ``tf.logging``.
 
     Raises:
       ValueError: for a non-positive ``every_n_steps``, ``total_steps`` or ``batch_size``.
@@ -305,11 +260,11 @@ class ProgressHook(_IntervalHook):
     def begin(self) -> None:
         self._evaluating = bool(tf.get_collection(tf.GraphKeys.EVAL_STEP))
         # Prediction: no loss, no train op and nothing that moves the global step.
-        self._count_runs = self._evaluating or (
-            self._loss_arg is None
-            and not tf.get_collection(tf.GraphKeys.LOSSES)
-            and not tf.get_collection(tf.GraphKeys.TRAIN_OP)
-            and not _moves_global_step()
+        self._count_runs = self._evaluating or not (
+            self._loss_arg is not None
+            or tf.get_collection(tf.GraphKeys.LOSSES)
+            or tf.get_collection(tf.GraphKeys.TRAIN_OP)
+            or _moves_global_step()
         )
         super().begin()
         self._stream = self._stream_arg if self._stream_arg is not None else sys.stderr
@@ -321,14 +276,16 @@ class ProgressHook(_IntervalHook):
         self._stop_watching()  # a run that raised never reached end()
         if self._live:
             # A handler filters a record just before printing it: the moment to end the line.
-            self._watched_handlers = _terminal_handlers()
-            for handler in self._watched_handlers:
-                handler.addFilter(self._end_bar_line)
+            # absl's handler sits on the root logger.
+            for logger in (logging.getLogger("tensorflow"), logging.getLogger()):
+                for handler in logger.handlers:
+                    if not isinstance(handler, logging.FileHandler):
+                        handler.addFilter(self._end_bar_line)
+                        self._watched_handlers.append(handler)
         elif self._stream_arg is None:
             _warn_if_info_hidden(
-                "ProgressHook: output is not a terminal and TensorFlow's INFO lines are not "
-                f"shown, so progress lines will not appear. {_FIX_INFO_HIDDEN}, or pass "
-                "ProgressHook(stream=sys.stderr)."
+                "ProgressHook: output is not a terminal, and its lines",
+                ", or pass ProgressHook(stream=sys.stderr)",
             )
 
     def after_create_session(self, session, coord) -> None:
@@ -343,18 +300,17 @@ class ProgressHook(_IntervalHook):
         if self._loss_arg is None and not tf.get_collection(tf.GraphKeys.LOSSES):
             if not self._count_runs:  # a TF1 loop's own loss is in no collection
                 tf.logging.info(
-                    "ProgressHook: no loss in tf.GraphKeys.LOSSES, so the lines show none; "
-                    "pass ProgressHook(loss=loss) to show it."
+                    "ProgressHook: no loss in LOSSES to show; pass ProgressHook(loss=loss)."
                 )
             return None  # Estimator keeps its evaluation loss out of LOSSES
         return _find_loss_tensor(self._loss_arg)
 
-    def _line(self, loss, step: int, elapsed: Optional[float], steps: int, final: bool) -> str:
+    def _report(self, loss, step, elapsed, steps, final) -> None:
         label = "eval batch" if self._evaluating else "batch" if self._count_runs else "step"
-        parts = [f"{label} {step}/{self._total}" if self._total else f"{label} {step}"]
+        parts = [f"{label} {step}"]
         if self._total:
-            percent = round(100 * step / self._total)
-            parts[0] += f" ({min(percent, 99) if step < self._total else 100}%)"
+            percent = min(round(100 * step / self._total), 99) if step < self._total else 100
+            parts[0] += f"/{self._total} ({percent}%)"
         if loss is not None:
             parts.append(f"loss = {loss:.6g}")
         if elapsed is not None and elapsed > 0 and steps > 0:
@@ -368,27 +324,22 @@ class ProgressHook(_IntervalHook):
                 parts.append(f"ETA {_format_duration(max(0, self._total - step) / total_rate)}")
         if final and self._total and step < self._total:
             parts.append("stopped")  # no ETA for steps that will not run
-        return ", ".join(parts)
-
-    def _report(self, loss, step, elapsed, steps, final) -> None:
-        line = self._line(loss, step, elapsed, steps, final)
-        if not self._live:
-            if self._stream_arg is None:
-                tf.logging.info("%s", line)
-            else:
-                self._stream.write(line + "\n")
-                self._stream.flush()
+        line = ", ".join(parts)
+        if self._live:
+            if self._total:
+                done = int(20 * min(1.0, step / self._total))
+                line = "[" + "#" * done + "." * (20 - done) + "] " + line
+            self._stream.write("\r" + line + "\033[K")
+            self._bar_open = True
+        elif self._stream_arg is None:
+            tf.logging.info("%s", line)
             return
-        if self._total:
-            done = int(20 * min(1.0, step / self._total))
-            line = "[" + "#" * done + "." * (20 - done) + "] " + line
-        self._stream.write("\r" + line + "\033[K")
+        else:
+            self._stream.write(line + "\n")
         self._stream.flush()
-        self._bar_open = True
 
     def _end_bar_line(self, record: Optional[logging.LogRecord] = None) -> bool:
         """Ends the live bar's line, if open, so a log line starts its own; lets records pass."""
-        del record
         if self._bar_open:
             self._bar_open = False
             self._stream.write("\n")
@@ -401,8 +352,7 @@ class ProgressHook(_IntervalHook):
             if step > self._last_step:
                 self._report_now(None, step, final=True)
         elif self._reported_once and self._total and self._last_step < self._total:
-            # Stopped right after a line whose ETA promised more steps.
-            self._report(None, self._last_step, None, 0, True)
+            self._report(None, self._last_step, None, 0, True)  # the last line promised more
         self._stop_watching()
         self._end_bar_line()
 
@@ -412,11 +362,8 @@ class ProgressHook(_IntervalHook):
         self._watched_handlers = []
 
 
-# ---------------------------------------------------------------- NanGuardHook
-
-
 class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
-    """The loss became NaN or infinite. Also a ``tf.train.NanLossDuringTrainingError``.
+    """The loss became NaN or infinite; also a ``tf.train.NanLossDuringTrainingError``.
 
     Attributes:
       step: the global step whose loss was not finite.
@@ -426,27 +373,23 @@ class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
 
     def __init__(self, message: str, step: int, last_finite_loss, last_finite_step) -> None:
         super().__init__(message)
-        self.message = message
         self.step = step
-        self.last_finite_loss = last_finite_loss
-        self.last_finite_step = last_finite_step
+        self.last_finite_loss, self.last_finite_step = last_finite_loss, last_finite_step
 
     def __str__(self) -> str:  # NanLossDuringTrainingError hard-codes its text
-        return self.message
+        return self.args[0]
 
 
 class NanGuardHook(tf.train.SessionRunHook):
     """Stops training when the loss becomes NaN or infinite, naming the step and last good loss.
 
-    The official ``NanTensorHook`` misses inf, names no step, and leaves the diverged weights
-    as the latest checkpoint. This one raises :class:`NanLossError` and renames
-    ``diverged-<name>`` a checkpoint saved after the failing step; ``fail=False`` requests a
-    stop instead (in a TF1 loop; Estimator's own ``NanTensorHook`` raises anyway). Without a
-    global step it counts session runs.
+    Unlike the official ``NanTensorHook`` it catches inf, names the step, and renames
+    ``diverged-<name>`` a checkpoint saved after the failing step, so the latest checkpoint
+    holds good weights. Without a global step it counts session runs.
 
     Args:
       loss: the loss tensor or its name; None: the last of ``tf.GraphKeys.LOSSES``.
-      fail: raise (True) or just stop (False).
+      fail: raise :class:`NanLossError` (True) or request a stop (False, for a TF1 loop).
 
     Raises:
       TypeError: if ``fail`` is not a bool.
@@ -463,7 +406,10 @@ class NanGuardHook(tf.train.SessionRunHook):
     def begin(self) -> None:
         self._loss = _find_loss_tensor(self._loss_arg)
         self._global_step = tf.train.get_global_step()
-        self._last_finite = self._last_finite_step = self._first_step = None
+        self._fetches = {"loss": self._loss}
+        if self._global_step is not None:
+            self._fetches["step"] = self._global_step
+        self._last_finite = self._last_finite_step = None
         self._runs = 0
 
     def after_create_session(self, session, coord) -> None:
@@ -471,17 +417,17 @@ class NanGuardHook(tf.train.SessionRunHook):
             self._first_step = int(session.run(self._global_step))
 
     def before_run(self, run_context):
-        fetches = {"loss": self._loss}
-        if self._global_step is not None:
-            fetches["step"] = self._global_step
-        return tf.train.SessionRunArgs(fetches)
+        return tf.train.SessionRunArgs(self._fetches)
 
     def after_run(self, run_context, run_values) -> None:
         loss = float(run_values.results["loss"])
         self._runs += 1
-        step, where = self._step(run_values.results.get("step")), "step"
-        if self._global_step is None:
-            step, where = self._runs, "session run"
+        step, where = self._runs, "session run"
+        if self._global_step is not None:
+            # The fetched step races with the increment: count, unless other workers moved it.
+            step, where = self._first_step + self._runs - 1, "step"
+            if not 0 <= run_values.results["step"] - step <= 1:
+                step = int(run_values.results["step"])
         if math.isfinite(loss):
             self._last_finite, self._last_finite_step = loss, step
             return
@@ -493,27 +439,17 @@ class NanGuardHook(tf.train.SessionRunHook):
             f"Loss became {loss} at {where} {step}; {previous}. Lower the learning rate, clip "
             "gradients or check the input for NaN/inf values."
         )
-        if self._fail and step is not None and self._global_step is not None:
+        if self._fail and self._global_step is not None:
             message += _set_aside_checkpoints_after(step)
         tf.logging.error("%s", message)
         if self._fail:
             raise NanLossError(message, step, self._last_finite, self._last_finite_step)
         run_context.request_stop()
 
-    def _step(self, fetched: Optional[int]) -> Optional[int]:
-        """The step the run started at: the fetched one races with the increment, so it counts.
-
-        The fetched value wins only when it is further off than one (other workers moved it).
-        """
-        if fetched is None or self._first_step is None:
-            return fetched
-        counted = self._first_step + self._runs - 1
-        return counted if 0 <= int(fetched) - counted <= 1 else int(fetched)
-
 
 def _set_aside_checkpoints_after(step: int) -> str:
     """Renames ``diverged-*`` the checkpoints saved after ``step``; a sentence saying so, or ""."""
-    moved = []
+    moved, directory = [], None
     for saver in tf.get_collection(tf.GraphKeys.SAVERS):
         for path in list(getattr(saver, "last_checkpoints", [])):
             suffix = path.rsplit("-", 1)[-1]
@@ -524,80 +460,63 @@ def _set_aside_checkpoints_after(step: int) -> str:
                 renamed = os.path.join(directory, "diverged-" + os.path.basename(data))
                 tf.gfile.Rename(data, renamed, overwrite=True)
             state = tf.train.get_checkpoint_state(directory)
-            if state is not None:
-                kept = [p for p in state.all_model_checkpoint_paths if os.path.basename(p) != name]
-                if kept:
-                    tf.train.update_checkpoint_state(directory, kept[-1], kept)
-                else:  # nothing saved before: no checkpoint is the latest
-                    tf.gfile.Rename(
-                        os.path.join(directory, "checkpoint"),
-                        os.path.join(directory, "diverged-checkpoint"),
-                        overwrite=True,
-                    )
-            moved.append((name, directory))
+            paths = state.all_model_checkpoint_paths if state else []
+            kept = [p for p in paths if os.path.basename(p) != name]
+            if kept:
+                tf.train.update_checkpoint_state(directory, kept[-1], kept)
+            elif state:  # nothing saved before: no checkpoint is the latest
+                tf.gfile.Rename(
+                    os.path.join(directory, "checkpoint"),
+                    os.path.join(directory, "diverged-checkpoint"),
+                    overwrite=True,
+                )
+            moved.append(name)
     if not moved:
         return ""
-    latest = tf.train.latest_checkpoint(moved[-1][1])
-    names = ", ".join(name for name, _ in moved)
+    latest = tf.train.latest_checkpoint(directory)
     return (
-        f" The checkpoint saved after that step ({names}) holds the diverged weights, so "
-        "its files were renamed with the prefix 'diverged-'; the latest checkpoint is "
-        + (os.path.basename(latest) if latest else "none (there was no earlier one)")
-        + "."
+        f" The checkpoint saved after that step ({', '.join(moved)}) holds the diverged "
+        "weights, so its files were renamed with the prefix 'diverged-'; the latest checkpoint "
+        f"is {os.path.basename(latest) if latest else 'none (there was no earlier one)'}."
     )
 
 
-# ---------------------------------------------------------------- PreemptionHook
-
-SignalArg = Union[int, str, signal.Signals]
-
-
-def _to_signal(entry) -> signal.Signals:
-    number = isinstance(entry, numbers.Integral) and not isinstance(entry, bool)
-    if not (number or isinstance(entry, str)):
-        raise TypeError(
-            "`signals` entries must be signal numbers, signal.Signals or names like "
-            f"'SIGTERM'. Got: {entry!r}"
-        )
-    try:
-        entry = signal.Signals(int(entry)) if number else signal.Signals[entry]
-    except (KeyError, ValueError):
-        kind = "numbers such as signal.SIGTERM" if number else "names such as 'SIGTERM'"
-        raise ValueError(f"`signals` entries must be signal {kind}. Got: {entry!r}") from None
-    if entry.name in ("SIGKILL", "SIGSTOP"):
-        raise ValueError(
-            "`signals` entries must be signals a process can catch; use SIGTERM or SIGINT. "
-            f"Got: {entry.name}"
-        )
-    return entry
-
-
 def _check_signals(signals) -> tuple:
-    """``signals`` (one signal or a list) as a tuple of distinct ``signal.Signals``."""
-    if isinstance(signals, (numbers.Integral, str)):
-        signals = [signals]
-    if not isinstance(signals, Iterable):
-        raise TypeError(
-            "`signals` must be a signal or a list of signals (numbers, signal.Signals or names "
-            f"like 'SIGTERM'). Got: {signals!r}"
-        )
-    checked = tuple(dict.fromkeys(_to_signal(entry) for entry in signals))
+    """``signals`` (one signal or a list) as a tuple of distinct, catchable ``signal.Signals``."""
+    checked = []
+    for entry in (
+        signals if isinstance(signals, Iterable) and not isinstance(signals, str) else [signals]
+    ):
+        number = isinstance(entry, numbers.Integral) and not isinstance(entry, bool)
+        if not (number or isinstance(entry, str)):
+            raise TypeError(
+                f"`signals` must be signal numbers or names like 'SIGTERM'. Got: {entry!r}"
+            )
+        try:
+            checked.append(signal.Signals(int(entry)) if number else signal.Signals[entry])
+        except (KeyError, ValueError):
+            raise ValueError(
+                f"`signals` must be signal numbers or names like 'SIGTERM'. Got: {entry!r}"
+            ) from None
+        if checked[-1] in (signal.SIGKILL, signal.SIGSTOP):
+            raise ValueError(
+                f"`signals` must be signals a process can catch: SIGTERM, SIGINT… Got: {entry!r}"
+            )
     if not checked:
         raise ValueError(f"`signals` must name at least one signal. Got: {signals!r}")
-    return checked
+    return tuple(dict.fromkeys(checked))
 
 
 class PreemptionHook(tf.train.SessionRunHook):
     """On SIGTERM / SIGINT: finish the current step, save a checkpoint there, stop cleanly.
 
-    After the running step it logs ``SIGTERM received: stopping after step 207`` (``; saved
-    PATH`` when it saved), saves (chief only) and requests a stop, so ``train()`` returns and a
-    restart resumes there. Without ``checkpoint_dir`` the session's ``CheckpointSaverHook``
-    saves as the session closes. A second signal goes to the previous handler (Ctrl-C twice
-    kills). Handlers need the main thread; elsewhere the hook warns and does nothing.
+    Logs ``SIGTERM received: stopping after step 207`` (``; saved PATH`` when it saved), saves
+    (chief only) and requests a stop, so ``train()`` returns and a restart resumes there. A
+    second signal goes to the previous handler (Ctrl-C twice kills). Handlers need the main
+    thread; elsewhere the hook warns and does nothing.
 
     Args:
-      checkpoint_dir: directory to save to; None relies on the session's checkpoint saver.
+      checkpoint_dir: directory to save to; None: the session's ``CheckpointSaverHook`` saves.
       signals: one or a list of ``signal.Signals``, numbers or names (``"SIGTERM"``).
       is_chief: whether this task saves; None reads ``TF_CONFIG``. Non-chief tasks only stop.
 
@@ -610,20 +529,20 @@ class PreemptionHook(tf.train.SessionRunHook):
         hook = PreemptionHook()
         estimator.train(input_fn, max_steps=10000, hooks=[hook])
         if hook.preempted:
-            sys.exit(0)   # the scheduler restarts us; training resumes from the checkpoint
+            sys.exit(0)  # the scheduler restarts us; training resumes from the checkpoint
     """
 
     def __init__(
         self,
         checkpoint_dir: Optional[str] = None,
-        signals: Union[SignalArg, Sequence[SignalArg]] = (signal.SIGTERM, signal.SIGINT),
+        signals: Union[int, str, Sequence[Union[int, str]]] = (signal.SIGTERM, signal.SIGINT),
         is_chief: Optional[bool] = None,
     ) -> None:
         self._checkpoint_dir = checkpoint_dir
         self._signals = _check_signals(signals)
-        if is_chief is not None:
-            check_bool("is_chief", is_chief, "or None")
-        self._is_chief_arg = is_chief
+        self._is_chief = (
+            is_chief if is_chief is None else check_bool("is_chief", is_chief, "or None")
+        )
         self._preempted: Optional[int] = None
         self._session = None
 
@@ -634,12 +553,11 @@ class PreemptionHook(tf.train.SessionRunHook):
 
     def begin(self) -> None:
         _unregister(self)  # a run that raised never reached end()
-        self._preempted = self._saved_step = self._session = self._saver = None
-        self._is_chief = self._is_chief_arg
-        if self._is_chief is None:
-            self._is_chief = is_chief_task("PreemptionHook")
+        self._preempted = self._session = self._saver = None
+        self._stopping = False
         self._global_step = tf.train.get_global_step()
-        if self._checkpoint_dir and self._is_chief:  # before the graph is finalized
+        is_chief = is_chief_task("PreemptionHook") if self._is_chief is None else self._is_chief
+        if self._checkpoint_dir and is_chief:  # before the graph is finalized
             self._saver = tf.train.Saver(sharded=True, save_relative_paths=True)
             tf.gfile.MakeDirs(self._checkpoint_dir)
 
@@ -648,28 +566,29 @@ class PreemptionHook(tf.train.SessionRunHook):
             tf.logging.warning("PreemptionHook: signal handlers need the main thread; none set.")
             return
         self._session = session
-        _register(self)
-
-    def _is_live(self) -> bool:
-        # A run that raised never called end(); its closed session marks the hook as stale.
-        return self._session is not None and not getattr(self._session, "_closed", False)
+        if self not in _ACTIVE:
+            _ACTIVE.append(self)
+        for signum in self._signals:
+            if signum not in _ORIGINAL:
+                _ORIGINAL[signum] = signal.getsignal(signum)
+                signal.signal(signum, _dispatch)
 
     def after_run(self, run_context, run_values) -> None:
-        if self._preempted is None or self._saved_step is not None:
+        if self._preempted is None or self._stopping:
             return
-        step = None
-        if self._global_step is not None:
-            step = int(run_context.session.run(self._global_step))
-        name = signal.Signals(self._preempted).name
-        where = "this step" if step is None else f"step {step}"
-        if self._saver is not None:
+        self._stopping = True
+        step = (
+            None if self._global_step is None else int(run_context.session.run(self._global_step))
+        )
+        where = f"{signal.Signals(self._preempted).name} received: stopping after " + (
+            "this step" if step is None else f"step {step}"
+        )
+        if self._saver is None:  # whether the session's saver will save, a hook cannot tell
+            tf.logging.warning("%s", where)
+        else:
             prefix = os.path.join(self._checkpoint_dir, "model.ckpt")
             path = self._saver.save(run_context.session, prefix, global_step=step)
-            tf.logging.warning("%s received: stopping after %s; saved %s", name, where, path)
-        else:
-            # Whether the session's saver will save, a hook cannot tell: claim nothing.
-            tf.logging.warning("%s received: stopping after %s", name, where)
-        self._saved_step = step if step is not None else -1
+            tf.logging.warning("%s; saved %s", where, path)
         run_context.request_stop()
 
     def end(self, session) -> None:
@@ -680,15 +599,6 @@ class PreemptionHook(tf.train.SessionRunHook):
 # installed before the first is put back after the last.
 _ACTIVE: list = []
 _ORIGINAL: dict = {}
-
-
-def _register(hook: PreemptionHook) -> None:
-    if hook not in _ACTIVE:
-        _ACTIVE.append(hook)
-    for signum in hook._signals:
-        if signum not in _ORIGINAL:
-            _ORIGINAL[signum] = signal.getsignal(signum)
-            signal.signal(signum, _dispatch)
 
 
 def _unregister(hook: PreemptionHook) -> None:
@@ -707,8 +617,8 @@ def _release(signum: int):
 
 
 def _dispatch(signum, frame) -> None:
-    for hook in [hook for hook in _ACTIVE if not hook._is_live()]:
-        _ACTIVE.remove(hook)
+    # A run that raised never called end(); its closed session marks the hook as stale.
+    _ACTIVE[:] = [h for h in _ACTIVE if not getattr(h._session, "_closed", True)]
     waiting = [h for h in _ACTIVE if signum in h._signals and h._preempted is None]
     for hook in waiting:
         hook._preempted = signum
@@ -722,17 +632,12 @@ def _dispatch(signum, frame) -> None:
         signal.raise_signal(signum)
 
 
-# ---------------------------------------------------------------- early_stopping
-
 _MULTI_WORKER = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
 
 
 class _NoImprovement:
-    """True after ``patience_steps`` without an improvement over ``min_delta``.
-
-    Unlike ``stop_if_no_*_hook``'s predicate: ``min_delta``, NaN never best, evaluations from
-    before the metric existed skipped, and a word while another eval directory has results.
-    """
+    """True after ``patience_steps`` without an improvement over ``min_delta``; unlike
+    ``stop_if_no_*_hook``'s: NaN never best, evaluations before the metric existed skipped."""
 
     def __init__(self, eval_dir, monitor, higher, min_delta, patience_steps, min_steps):
         self._eval_dir, self._monitor, self._higher = eval_dir, monitor, higher
@@ -740,51 +645,45 @@ class _NoImprovement:
         self._said_empty = self._warned_elsewhere = False
         self.fired = False
 
-    def _better(self, value: float, best: float) -> bool:
-        if self._higher:
-            return value > best + self._min_delta
-        return value < best - self._min_delta
-
-    def _say_no_results(self) -> None:
-        if not self._said_empty:  # every fresh run starts so: news, not a warning
-            tf.logging.info("early_stopping: no eval results in %s yet.", self._eval_dir)
-            self._said_empty = True
-        if self._warned_elsewhere:
-            return
-        own = os.path.normpath(self._eval_dir)
-        others = [
-            path
-            for path in eval_dirs(os.path.dirname(own))
-            if os.path.normpath(path) != own and metrics_by_step(path)
-        ]
-        if others:
-            name = os.path.basename(others[0])[len("eval_") :] or None
-            tf.logging.warning(
-                f"early_stopping: no eval results in {self._eval_dir}, but {', '.join(others)} "
-                f"has some: watch it with early_stopping(…, eval_dir=estimator.eval_dir({name!r}))."
-            )
-            self._warned_elsewhere = True
-
     def __call__(self) -> bool:
         results = metrics_by_step(self._eval_dir)
         if not results:
-            self._say_no_results()
+            if not self._said_empty:  # every fresh run starts so: news, not a warning
+                tf.logging.info("early_stopping: no eval results in %s yet.", self._eval_dir)
+                self._said_empty = True
+            own = os.path.normpath(self._eval_dir)
+            others = (
+                []
+                if self._warned_elsewhere
+                else [
+                    path
+                    for path in eval_dirs(os.path.dirname(own))
+                    if os.path.normpath(path) != own and metrics_by_step(path)
+                ]
+            )
+            if others:
+                name = os.path.basename(others[0])[len("eval_") :] or None
+                tf.logging.warning(
+                    f"early_stopping: no eval results in {self._eval_dir}, but {', '.join(others)}"
+                    f" has some: pass early_stopping(…, eval_dir=estimator.eval_dir({name!r}))."
+                )
+                self._warned_elsewhere = True
             return False
         steps = [step for step in results if step >= self._min_steps]
         having = [step for step in steps if self._monitor in results[step]]
         # Evaluations before the metric existed are skipped; after, a lack is an error.
-        first = having[0] if having else None
-        lacking = [s for s in steps if first is None or (s > first and s not in having)]
+        lacking = [s for s in steps if not having or (s > having[0] and s not in having)]
         if lacking:
             raise ValueError(
                 f"early_stopping: `monitor` {self._monitor!r} is not among the eval metrics "
                 f"in {self._eval_dir} at step {lacking[-1]}. Available: "
                 f"{sorted(results[lacking[-1]])}."
             )
+        sign = 1 if self._higher else -1
         best = best_step = None
         for step in having:
             value = results[step][self._monitor]
-            if not math.isnan(value) and (best is None or self._better(value, best)):
+            if not math.isnan(value) and (best is None or sign * (value - best) > self._min_delta):
                 best, best_step = value, step
             since = step - (having[0] if best_step is None else best_step)
             if since >= self._patience:
@@ -800,12 +699,8 @@ class _NoImprovement:
 
 
 def _stand_in_estimator(model_dir: str):
-    """A chief Estimator without ``train_distribute``, for the official factory to read.
-
-    The factory takes any ``train_distribute`` for multi-worker (its test of a generator is
-    always true). ``TF_CONFIG`` is hidden from ``RunConfig``: the caller decided this task is
-    the chief, and RunConfig refuses a ps-and-workers cluster without one.
-    """
+    """A chief Estimator without ``train_distribute`` (the factory takes any for multi-worker:
+    its test of a generator is always true); ``TF_CONFIG`` hidden, as the caller decided."""
     saved = os.environ.pop("TF_CONFIG", None)
     try:
         with logs.quieted():  # it would log its whole config
@@ -822,10 +717,9 @@ def _stand_in_estimator(model_dir: str):
 def _stop_flag_out_of_checkpoints(summed: bool = False) -> tf.Variable:
     """The official hooks' ``signal_early_stopping/STOP`` flag, created first, in no collection.
 
-    Theirs is a global variable, saved with the model: a model_dir trained without early
-    stopping could not resume with it ("Key signal_early_stopping/STOP not found"), and a
-    cluster restored an early stop's ``True``. The chief initialises ours (a local variable
-    misses a model_fn's own ``local_init_op``). ``summed``: the multi-worker int32 vote count.
+    Theirs is saved with the model: a model_dir trained without early stopping could not resume
+    with it, and a cluster restored an early stop's ``True``. The chief initialises ours (a
+    local variable misses a model_fn's own ``local_init_op``). ``summed``: multi-worker votes.
     """
     if tf.train.get_global_step() is None:  # the official hook fails with a TypeError
         raise ValueError(
@@ -842,14 +736,10 @@ def _stop_flag_out_of_checkpoints(summed: bool = False) -> tf.Variable:
 
 
 class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
-    """Runs the official early-stopping hook with its flag kept out of checkpoints.
-
-    ``stopped_early`` tells ``tfest_kit.train_and_evaluate`` that the hook stopped training.
-    """
+    """The official hook, its flag out of checkpoints; ``stopped_early`` for train_and_evaluate."""
 
     def __init__(self, hook, predicate: _NoImprovement, summed: bool = False) -> None:
         self._hook, self._predicate, self._summed = hook, predicate, summed
-        self._init_flag = None
 
     @property
     def stopped_early(self) -> bool:
@@ -875,11 +765,7 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
 
 
 class _StopWhenTheChiefSays(tf.train.SessionRunHook):
-    """A non-chief worker's hook: stops once the chief's flag is set.
-
-    As the official ``_CheckForStoppingHook``, but the flag (out of checkpoints) is
-    initialised by the chief, which may come later: until then it asks whether it is.
-    """
+    """A non-chief's official ``_CheckForStoppingHook``, waiting for the chief to init the flag."""
 
     def begin(self) -> None:
         flag = _stop_flag_out_of_checkpoints()
@@ -921,25 +807,6 @@ def _chief_of(estimator, eval_dir, is_chief) -> bool:
     return estimator.config.is_chief
 
 
-def _interval(run_every_secs, run_every_steps, strategy) -> tuple:
-    """``(run_every_secs, run_every_steps)`` for the official factory: one of them set."""
-    run_every_steps = check_int("run_every_steps", run_every_steps, allow_none=True)
-    if run_every_steps is not None:
-        return None, run_every_steps
-    if strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER):
-        # The official message blamed the default run_every_secs=60.
-        raise ValueError(
-            f"early_stopping under {type(strategy).__name__}: every worker votes, so all must "
-            "check at the same steps. Pass run_every_steps=…, e.g. your save_checkpoints_steps."
-        )
-    if run_every_secs is None or run_every_secs <= 0:
-        raise ValueError(
-            "Set `run_every_steps` (int >= 1) or `run_every_secs` (> 0). "
-            f"Got: run_every_steps=None, run_every_secs={run_every_secs!r}"
-        )
-    return run_every_secs, None
-
-
 def early_stopping(
     estimator: Optional[tf_estimator.Estimator],
     monitor: str = "loss",
@@ -955,35 +822,30 @@ def early_stopping(
 ) -> tf.train.SessionRunHook:
     """Returns a hook that stops training when an eval metric stops improving.
 
-    The official ``make_early_stopping_hook`` with a ``stop_if_no_decrease_hook``-like
-    predicate, plus ``min_delta``, ``mode="auto"`` (accuracy / auc / f1 … up, loss / mse …
-    down), NaN never best, the metrics listed when ``monitor`` is missing, and these upstream
-    defects fixed: a missing eval directory (never fires), a one-machine ``train_distribute``
-    taken for multi-worker, a stop flag saved in checkpoints (a model_dir trained without
-    early stopping could not resume with it). Under ``MultiWorkerMirroredStrategy`` every
-    worker votes, so pass ``run_every_steps``.
+    The official ``make_early_stopping_hook`` with ``min_delta``, ``mode="auto"`` (accuracy /
+    auc / f1 … up, loss / mse … down), NaN never best and the metrics listed when ``monitor``
+    is missing. Fixed upstream defects: a missing eval directory (never fires), a one-machine
+    ``train_distribute`` taken for multi-worker, a stop flag saved in checkpoints.
 
     Args:
-      estimator: the ``tf.estimator.Estimator`` being trained (its ``eval_dir()`` and
-        ``RunConfig`` are read); None in a hand-written loop, with ``eval_dir``.
+      estimator: the ``tf.estimator.Estimator`` trained; None in a TF1 loop, with ``eval_dir``.
       monitor: the eval metric name, e.g. ``"loss"``, ``"accuracy"``.
       mode: ``"min"``, ``"max"`` or ``"auto"`` (guessed from the words of ``monitor``).
       min_delta: the smallest change that counts as an improvement (>= 0).
       patience_steps: stop after this many global steps without improvement.
       min_steps: ignore evaluations before this global step.
-      run_every_steps: check every this many steps (then ``run_every_secs`` is ignored).
-      run_every_secs: check at most every this many seconds (not under multi-worker).
+      run_every_steps: check every this many steps (needed under multi-worker strategies).
+      run_every_secs: else check at most every this many seconds.
       eval_dir: read these summaries instead of ``estimator.eval_dir()``.
-      is_chief: with ``estimator=None``, whether this task is the chief; None reads
-        ``TF_CONFIG`` (without one: the chief).
+      is_chief: with ``estimator=None``, whether this task is the chief; None: ``TF_CONFIG``.
 
     Returns:
       A ``tf.compat.v1.train.SessionRunHook`` for ``train()`` or a ``TrainSpec``.
 
     Raises:
       TypeError: if ``estimator`` is neither an Estimator nor None.
-      ValueError: for a bad argument, a ``TF_CONFIG`` without a chief, and (at session
-        start) a graph without a global step.
+      ValueError: for a bad argument, a ``TF_CONFIG`` without a chief, and (at session start)
+        a graph without a global step.
 
     Example:
 
@@ -997,9 +859,21 @@ def early_stopping(
     min_delta = float(check_number("min_delta", min_delta))
     patience_steps = check_int("patience_steps", patience_steps)
     min_steps = check_int("min_steps", min_steps, 0)
+    run_every_steps = check_int("run_every_steps", run_every_steps, allow_none=True)
     strategy = estimator.config.train_distribute if estimator is not None else None
-    multi_worker = strategy is not None and type(strategy).__name__.startswith(_MULTI_WORKER)
-    run_every_secs, run_every_steps = _interval(run_every_secs, run_every_steps, strategy)
+    multi_worker = type(strategy).__name__.startswith(_MULTI_WORKER)
+    if run_every_steps is not None:
+        run_every_secs = None
+    elif multi_worker:  # the official message blamed the default run_every_secs=60
+        raise ValueError(
+            f"early_stopping under {type(strategy).__name__}: every worker votes, so all must "
+            "check at the same steps. Pass run_every_steps=…, e.g. your save_checkpoints_steps."
+        )
+    elif run_every_secs is None or run_every_secs <= 0:
+        raise ValueError(
+            "Set `run_every_steps` (int >= 1) or `run_every_secs` (> 0). "
+            f"Got: run_every_steps=None, run_every_secs={run_every_secs!r}"
+        )
     eval_dir = eval_dir or estimator.eval_dir()
     tf.gfile.MakeDirs(eval_dir)
     if not multi_worker and not chief:
