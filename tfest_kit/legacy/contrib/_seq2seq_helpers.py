@@ -179,18 +179,18 @@ class TrainingHelper(Helper):
             self._inputs = inputs
             if not time_major:
                 inputs = tf.nest.map_structure(transpose_batch_time, inputs)
-            self._input_tas = tf.nest.map_structure(
-                lambda inp: tf.TensorArray(
-                    dtype=inp.dtype, size=tf.shape(inp)[0], element_shape=inp.shape[1:]
-                ).unstack(inp),
-                inputs,
-            )
             self._sequence_length = tf.convert_to_tensor(sequence_length, name="sequence_length")
             if self._sequence_length.shape.ndims != 1:
                 raise ValueError(
                     "`sequence_length` must be a vector of lengths. Got shape: "
                     f"{self._sequence_length.shape}"
                 )
+            self._input_tas = tf.nest.map_structure(
+                lambda inp: tf.TensorArray(
+                    dtype=inp.dtype, size=tf.shape(inp)[0], element_shape=inp.shape[1:]
+                ).unstack(inp),
+                inputs,
+            )
             self._zero_inputs = tf.nest.map_structure(lambda inp: tf.zeros_like(inp[0, :]), inputs)
             self._batch_size = tf.size(sequence_length)
 
