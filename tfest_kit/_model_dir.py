@@ -458,9 +458,8 @@ def _summary_number(value) -> Optional[float]:
     """A TF1 ``simple_value``, or a TF2 scalar summary's rank-0 numeric tensor, else None."""
     if value.HasField("simple_value"):
         return value.simple_value
-    if not value.HasField("tensor"):
-        return None
-    if value.metadata.plugin_data.plugin_name not in ("", "scalars"):
+    plugin = value.metadata.plugin_data.plugin_name
+    if not value.HasField("tensor") or plugin not in ("", "scalars"):  # text, histograms …
         return None
     try:
         array = tf.make_ndarray(value.tensor)

@@ -292,17 +292,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None (JSON's null)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     """Runs ``inspect``; returns 0, or 1 if MODEL_DIR is not a readable directory."""
     try:
@@ -311,7 +300,8 @@ def run(args: argparse.Namespace) -> int:
         print(e if str(e).startswith("inspect:") else f"inspect: cannot read: {e}", file=sys.stderr)
         return 1
     if args.json:  # strict JSON: a diverged run's NaN / Infinity metrics become null
-        print(json.dumps(_finite(info), indent=1, sort_keys=True, allow_nan=False))
+        info = json.loads(json.dumps(info), parse_constant=lambda constant: None)
+        print(json.dumps(info, indent=1, sort_keys=True, allow_nan=False))
     else:
         sys.stdout.write(format_text(info))
     return 0

@@ -304,20 +304,12 @@ def free_ports(count: int, host: str = "") -> list[int]:
 def cluster_spec(
     *, chief: int = 1, workers: int = 0, ps: int = 0, host: str = "127.0.0.1"
 ) -> dict[str, list[str]]:
-    """Builds the ``"cluster"`` part of ``TF_CONFIG`` for tasks on free ports of this machine.
-
-    Args:
-      chief: must be 1 (an Estimator cluster has exactly one).
-      workers: number of non-chief workers.
-      ps: number of parameter servers.
-      host: the address ``TF_CONFIG`` gives every task.
-
-    Returns:
-      ``{"chief": ["127.0.0.1:PORT"], "worker": [...], "ps": [...]}``, empty jobs left out.
+    """The ``"cluster"`` part of ``TF_CONFIG``: 1 chief (no other number), ``workers`` and
+    ``ps`` tasks, each at ``host`` on a port free on this machine; empty jobs are left out.
 
     Example:
 
-        spec = cluster_spec(workers=2, ps=1)
+        spec = cluster_spec(workers=2, ps=1)  # {"chief": ["127.0.0.1:…"], "worker": […], …}
     """
     if chief != 1:
         raise ValueError(
