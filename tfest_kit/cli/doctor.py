@@ -226,9 +226,10 @@ def run(args: argparse.Namespace) -> int:
 
         devices = [(d.device_type, d.name) for d in tf2.config.list_physical_devices()]
         error = None
-        notes = [_bfloat16(), _cpu_replicas(devices)]
     except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
-        devices, error, notes = [], f"{type(e).__name__}: {e}", []
+        devices, error = [], f"{type(e).__name__}: {e}"
+    # Without a working TensorFlow the notes would only repeat the devices error.
+    notes = [] if error else [_bfloat16(), _cpu_replicas(devices)]
     text, code = report(check(), devices, error, [note for note in notes if note])
     print(text, flush=True)
     return code

@@ -60,7 +60,8 @@ def _parse(tf_config: Union[str, Mapping[str, Any], None]) -> dict:
                 f"TF_CONFIG is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}, "
                 f"near {tf_config[max(0, e.pos - 20) : e.pos + 20]!r}. Expected an object like "
                 '{"cluster": {"chief": ["host:2222"]}, "task": {"type": "chief", "index": 0}}; '
-                f"fix the variable, or unset it for one process. Got: {_shown(tf_config)}"
+                "fix the TF_CONFIG environment variable, or unset it for one process. "
+                f"Got: {_shown(tf_config)}"
             ) from e
     elif isinstance(tf_config, Mapping):
         parsed = tf_config
