@@ -259,14 +259,8 @@ def validate_tf_config(
 def is_chief_task(where: str) -> bool:
     """Whether ``TF_CONFIG`` makes this process the chief (True without a cluster).
 
-    For hooks outside an Estimator, where no ``RunConfig`` says it. A TF1 cluster of ps and
-    workers has no chief task (its loop picks worker 0), so there the caller must say.
-
-    Args:
-      where: the caller, for the error message (``"early_stopping"``).
-
-    Raises:
-      ValueError: an invalid ``TF_CONFIG``, or a cluster without a chief (pass ``is_chief``).
+    For hooks outside an Estimator, where no ``RunConfig`` says it. ``where`` (the caller)
+    starts the ValueError for a cluster without a chief, where the caller must pass is_chief.
 
     Example:
 

@@ -242,12 +242,8 @@ class LocalCluster:
 
         A chief that fails, a ``timeout``, a parameter server that exits (the chief would
         wait for it forever) or a broken output stream stops every task at once. After a
-        chief's success, workers and the evaluator get their grace periods; then all stop.
-
-        Args:
-          timeout: seconds the chief may run; None waits forever.
-          worker_grace_secs: how long workers may run on after the chief succeeded.
-          evaluator_grace_secs: how long the evaluator may run on after the chief succeeded.
+        chief's success, workers and the evaluator get ``worker_grace_secs`` and
+        ``evaluator_grace_secs`` to finish; then all stop.
 
         Returns:
           The chief's status (``128 + N`` for signal N, 124 on timeout), a lost parameter
