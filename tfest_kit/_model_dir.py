@@ -1,25 +1,8 @@
 """A model_dir: its checkpoints, one writer at a time, its eval events and its exports.
 
-:func:`training` is what tfest_kit's estimators and ``train_and_evaluate`` wrap a training
-call in. On the process that writes checkpoints (the chief, or the only process) it
-
-* holds ``model_dir/.tfest_kit.lock`` (an advisory ``flock``) so that a second training into
-  the same model_dir stops at once instead of overwriting the first one's checkpoints;
-* makes the ``checkpoint`` state file name an intact checkpoint: TensorFlow ignores a
-  garbled or empty state file, or one naming deleted files, and trains from step 0 over the
-  existing ``model.ckpt-N`` files; a truncated or garbled newest checkpoint stops resume with
-  a raw ``DataLossError``. The newest intact checkpoint is found from the files instead, one
-  warning says which, and the state file is rewritten (atomically, by the official
-  ``tf.train.update_checkpoint_state``). Where checkpoint files exist but none is intact,
-  training does not start: deleting those files (or another model_dir) is the explicit
-  choice to start afresh.
-
-and on every process it turns Estimator's bare "NaN loss during training." and a full disk
-during a checkpoint save into messages naming the step, the directory and the checkpoint to
-resume from (and the model_fn builders' failed label check into a short ValueError).
-
-The lock protects local and NFS-like file systems, where ``flock`` works; on object stores
-(``gs://``, ``s3://`` …) there is no lock.
+:func:`training` wraps every training call of tfest_kit's estimators: the writer lock, resume
+from the newest intact checkpoint (TensorFlow ignores a garbled state file and restarts from
+step 0 over existing files), and NaN / full-disk errors that name the step and the checkpoint.
 """
 
 from __future__ import annotations
@@ -62,24 +45,26 @@ __all__ = [
 ]
 
 LOCK_FILE = ".tfest_kit.lock"
+# The global step as an object-based checkpoint (to_estimator's default) names it, where the
+# official reader finds nothing and takes the step for 0.
+OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
+EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
 _STEP = re.compile(r"-(\d+)$")
 _DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
-# NanGuardHook sets aside the checkpoints of diverged weights under this prefix.
-_SET_ASIDE = "diverged-"
-# Tensors whose bytes in the data file neither the index nor a cheap read tell.
-_UNSIZED = {tf.variant, tf.resource}
+_SET_ASIDE = "diverged-"  # NanGuardHook's prefix for checkpoints of diverged weights
+_UNSIZED = {tf.variant, tf.resource}  # their bytes in the data file are not cheap to tell
 
 
 class ModelDirLockedError(TfestKitError):
-    """Another process is training into the same model_dir.
-
-    Attributes:
-      holder: what that process wrote into the lock file (``host``, ``pid``, ``since``).
-    """
+    """Another process trains into the same model_dir; ``holder`` is its lock file's dict."""
 
     def __init__(self, message: str, holder: dict) -> None:
         super().__init__(message)
         self.holder = holder
+
+
+class ExportNotFoundError(TfestKitError, FileNotFoundError):
+    """No complete SavedModel export was found where one was expected."""
 
 
 def _step(prefix: str) -> Optional[int]:
@@ -88,24 +73,10 @@ def _step(prefix: str) -> Optional[int]:
 
 
 def checkpoint_damage(prefix: str) -> Optional[str]:
-    """Why the checkpoint ``prefix`` cannot be restored, or None when it looks intact.
+    """Why checkpoint ``prefix`` cannot be restored (``"its .index file is missing"``), or None.
 
-    Cheap enough for every ``train()``: it reads the ``.index`` (the table of every tensor's
-    dtype and shape), the string tensors (an object-based checkpoint's object graph, a few
-    KB; TF1 checkpoints have none), and the sizes of the data shards, but not the numeric
-    tensors. A garbled index, a missing shard and data files shorter than the tensors the
-    index lists are found; a truncation by less than a string tensor's few bytes of length
-    prefix and checksum is not.
-
-    Args:
-      prefix: a checkpoint path such as ``model_dir/model.ckpt-100``.
-
-    Returns:
-      None, or a short reason such as ``"its .index file is missing"``.
-
-    Example:
-
-        checkpoint_damage(tf.train.latest_checkpoint(model_dir))  # None
+    Reads the index, the string tensors and the shard sizes, not the numeric tensors: cheap
+    enough for every ``train()``; a truncation by a few bytes may go unseen.
     """
     if not tf.io.gfile.exists(prefix + ".index"):
         return "its .index file is missing"
@@ -161,13 +132,12 @@ def _read_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]
         if tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
             return None, [], "the `checkpoint` state file is unreadable (not a CheckpointState)"
         return None, [], "there is no `checkpoint` state file"
-    # (get_checkpoint_state has joined relative entries onto model_dir.)
     listed = [os.path.normpath(p) for p in state.all_model_checkpoint_paths]
     return os.path.normpath(state.model_checkpoint_path), listed, None
 
 
 def _checkpoints_on_disk(model_dir: str) -> list[str]:
-    """The checkpoint prefixes with a step in ``model_dir``, newest first (one listing)."""
+    """The checkpoint prefixes with a step in ``model_dir``, newest first."""
     try:
         names = tf.io.gfile.listdir(model_dir)
     except tf.errors.NotFoundError:
@@ -183,34 +153,14 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
 
 
 def recover_checkpoint_state(model_dir: str) -> Optional[str]:
-    """Makes the ``checkpoint`` state file name an intact checkpoint; returns the one to resume.
+    """Makes the ``checkpoint`` state file name an intact checkpoint; returns it (None: none).
 
-    The fast path (a readable state file naming an intact checkpoint) reads the state file
-    and that checkpoint's index. Otherwise the newest intact ``*-<step>`` checkpoint in
-    ``model_dir`` is chosen, one warning names it and the damaged ones, and the state file is
-    rewritten (atomically, by ``tf.train.update_checkpoint_state``) with it as the latest,
-    listing besides it only the intact checkpoints the old state file listed: the saver's
-    ``keep_checkpoint_max`` clean-up deletes listed ones. Damaged files stay where they are
-    (training overwrites a checkpoint of the same step when it reaches it).
-
-    Args:
-      model_dir: the Estimator's model_dir.
-
-    Returns:
-      The checkpoint training resumes from, or None when there is none (a fresh start).
-
-    Raises:
-      TfestKitError: when ``model_dir`` holds checkpoint files but none is intact; the message
-        lists them and says how to start afresh.
-
-    Example:
-
-        recover_checkpoint_state("/tmp/run")  # "/tmp/run/model.ckpt-60", after a warning
+    A damaged or missing one is replaced by the newest intact checkpoint, with one warning;
+    checkpoint files without an intact one raise a ``TfestKitError`` naming them and the fix.
     """
     named, listed_before, state_problem = _read_state(model_dir)
     if named is not None:
-        damage = checkpoint_damage(named)
-        if damage is None:
+        if checkpoint_damage(named) is None:
             return named
         state_problem = (
             f"the `checkpoint` state file names {os.path.basename(named)}, which is damaged"
@@ -218,7 +168,6 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
     on_disk = _checkpoints_on_disk(model_dir)
     if not on_disk:
         if named is not None:
-            # Nothing is left to resume or to overwrite; TensorFlow starts from step 0.
             tf.logging.warning(
                 "model_dir %s: %s, and there are no other checkpoint files: training starts "
                 "from step 0.",
@@ -245,8 +194,7 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
             "from a copy."
         )
     chosen = intact[0]
-    # Only what the state file listed before stays listed: the saver deletes the oldest listed
-    # checkpoints beyond keep_checkpoint_max, and must not take ones it never listed.
+    # The saver deletes listed checkpoints beyond keep_checkpoint_max: list no new ones.
     kept = [p for p in reversed(intact[1:]) if os.path.normpath(p) in listed_before]
     tf.train.update_checkpoint_state(
         model_dir,
@@ -260,30 +208,19 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
         state_problem,
         os.path.basename(chosen),
         _step(chosen),
-        # Left in place: training overwrites them when it reaches their step.
-        f". Damaged: {damaged_text}" if damaged_text else "",
+        f". Damaged (overwritten when training reaches them): {damaged_text}"
+        if damaged_text
+        else "",
     )
     return chosen
 
 
-# model_dir (real path) -> [open lock file descriptor, depth of nested holds in this process]
-_held: dict[str, list] = {}
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
+_held: set[str] = set()  # the real paths of the model_dirs this process holds
 
 
 def _holder(fd: int) -> dict:
     try:
-        text = os.pread(fd, 4096, 0).decode("utf-8", "replace")
-        holder = json.loads(text) if text.strip() else {}
+        holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
     except (OSError, ValueError):
         holder = {}
     return holder if isinstance(holder, dict) else {}
@@ -298,46 +235,36 @@ def _describe(holder: dict) -> str:
     )
 
 
+def _gone(holder: dict) -> str:
+    pid = holder.get("pid")
+    if holder.get("host") == socket.gethostname() and isinstance(pid, int):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "is no longer running"
+        except PermissionError:  # another user's live process
+            pass
+    return "no longer holds it"
+
+
 @contextlib.contextmanager
 def writer_lock(model_dir: str) -> Iterator[None]:
-    """Holds ``model_dir``'s writer lock for the ``with`` block.
+    """Holds ``model_dir``'s writer lock (a ``flock`` on ``.tfest_kit.lock``) for the block.
 
-    The lock is an advisory ``flock`` on ``model_dir/.tfest_kit.lock``, which holds the
-    holder's host, pid and start time; it is released (and the file emptied) at the end of
-    the block, and by the operating system when the process dies. A non-empty file found
-    unlocked was left by a process that died (SIGKILL, a crash): it is taken over with a
-    warning. Nested holds in one process are allowed. Paths with a scheme (``gs://`` …) and
-    file systems without ``flock`` get no lock (the latter with a warning).
-
-    Args:
-      model_dir: the directory training writes checkpoints to (created if missing).
-
-    Raises:
-      ModelDirLockedError: another process holds the lock; the message names it.
-      TfestKitError: ``model_dir`` cannot be created or written (read-only, no permission).
-
-    Example:
-
-        with writer_lock(estimator.model_dir):
-            estimator.train(input_fn, max_steps=1000)
+    The file names the holder (host, pid, start time); one left by a dead process is taken
+    over with a warning. Nested holds are allowed; ``gs://``-like paths and file systems
+    without ``flock`` get no lock. Raises ``ModelDirLockedError`` naming the holder, or a
+    ``TfestKitError`` when ``model_dir`` cannot be written.
     """
-    if fcntl is None or "://" in model_dir:
-        yield
-        return
     key = os.path.realpath(model_dir)
-    if key in _held:
-        _held[key][1] += 1
-        try:
-            yield
-        finally:
-            _held[key][1] -= 1
+    if fcntl is None or "://" in model_dir or key in _held:  # no lock, or held by this process
+        yield
         return
     path = os.path.join(model_dir, LOCK_FILE)
     try:
         os.makedirs(model_dir, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:
-        # Training would fail there too, with a longer message, once the graph is built.
+    except OSError as e:  # training would fail too, later and at length
         raise TfestKitError(
             f"Cannot write into model_dir {model_dir}: {e.strerror} ({e.filename}). Training "
             "writes its checkpoints there: pick a writable directory."
@@ -350,8 +277,7 @@ def writer_lock(model_dir: str) -> Iterator[None]:
         raise ModelDirLockedError(
             f"Another process is training into model_dir {model_dir}: {_describe(holder)}. "
             "Two trainings in one model_dir overwrite each other's checkpoints. Wait for it to "
-            "end, stop it, or train into another model_dir. (Its lock is "
-            f"{path}; it is released when that process ends.)",
+            f"end, stop it, or train into another model_dir. (Its lock is {path}.)",
             holder,
         ) from None
     except OSError as e:
@@ -368,27 +294,21 @@ def writer_lock(model_dir: str) -> Iterator[None]:
         return
     left = _holder(fd)
     if left and left.get("pid") != os.getpid():
-        host, pid = left.get("host"), left.get("pid")
-        gone = (
-            "is no longer running"
-            if host == socket.gethostname() and isinstance(pid, int) and not _pid_alive(pid)
-            else "no longer holds it"
-        )
         tf.logging.warning(
             "model_dir %s: taking over the lock left by %s, which %s.",
             model_dir,
             _describe(left),
-            gone,
+            _gone(left),
         )
     since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     mine = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": since})
     os.ftruncate(fd, 0)
     os.pwrite(fd, mine.encode("utf-8"), 0)
-    _held[key] = [fd, 0]
+    _held.add(key)
     try:
         yield
     finally:
-        del _held[key]
+        _held.discard(key)
         try:
             os.ftruncate(fd, 0)  # an empty file: nobody left it behind
         finally:
@@ -396,10 +316,7 @@ def writer_lock(model_dir: str) -> Iterator[None]:
 
 
 class _StepCounter(tf.train.SessionRunHook):
-    """Counts session runs from the restored global step: the step a failing run started at.
-
-    It fetches nothing per step, so the training loop does no extra work.
-    """
+    """Counts runs from the restored global step, fetching nothing per step."""
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
@@ -414,25 +331,16 @@ class _StepCounter(tf.train.SessionRunHook):
             self.step += 1
 
 
-def _newest_finite_checkpoint(model_dir: str) -> tuple[Optional[str], Optional[str]]:
-    """(the newest checkpoint whose float tensors are all finite, the latest one)."""
-    latest = tf.train.latest_checkpoint(model_dir)
-    for prefix in _checkpoints_on_disk(model_dir):
-        if checkpoint_damage(prefix) is not None:
-            continue
-        reader = tf.train.load_checkpoint(prefix)
-        dtypes = reader.get_variable_to_dtype_map()
-        if all(
-            np.all(np.isfinite(reader.get_tensor(name)))
-            for name, dtype in dtypes.items()
-            if dtype.is_floating
-        ):
-            return prefix, latest
-    return None, latest
-
-
 def _nan_message(model_dir: str, step: Optional[int]) -> str:
-    finite, latest = _newest_finite_checkpoint(model_dir)
+    latest = tf.train.latest_checkpoint(model_dir)
+    finite = None
+    for prefix in _checkpoints_on_disk(model_dir):
+        if checkpoint_damage(prefix) is None:
+            reader = tf.train.load_checkpoint(prefix)
+            floats = [n for n, d in reader.get_variable_to_dtype_map().items() if d.is_floating]
+            if all(np.all(np.isfinite(reader.get_tensor(name))) for name in floats):
+                finite = prefix
+                break
     where = f"at global step {step}" if step is not None else "during training"
     message = (
         f"NaN loss {where} (model_dir {model_dir}). Lower the learning rate, clip gradients or "
@@ -452,24 +360,18 @@ def _nan_message(model_dir: str, step: Optional[int]) -> str:
     return message + "."
 
 
-def _is_disk_full(error: BaseException) -> bool:
-    if isinstance(error, OSError):
-        return error.errno == errno.ENOSPC
-    return isinstance(error, tf.errors.OpError) and "No space left on device" in str(error)
-
-
 def _disk_full_message(model_dir: str) -> str:
     latest = tf.train.latest_checkpoint(model_dir)
+    damage = checkpoint_damage(latest) if latest else None
     if latest is None:
         kept = "There is no earlier checkpoint."
-    else:
-        damage = checkpoint_damage(latest)
+    elif damage is None:
         kept = (
             f"The previous checkpoint, {os.path.basename(latest)}, is intact: training "
             "resumes from it once there is space."
-            if damage is None
-            else f"The previous checkpoint, {os.path.basename(latest)}, is damaged: {damage}."
         )
+    else:
+        kept = f"The previous checkpoint, {os.path.basename(latest)}, is damaged: {damage}."
     return (
         f"No space left on device while writing to model_dir {model_dir}; training stopped. "
         f"{kept} Free space there (or lower RunConfig(keep_checkpoint_max=…))."
@@ -482,8 +384,7 @@ def _writes_checkpoints(config) -> bool:
     jobs = config.cluster_spec.jobs if config.cluster_spec else []
     if not jobs:
         return True
-    # Under MultiWorkerMirroredStrategy every worker's config says is_chief; only the chief
-    # (or worker 0 of a cluster without one) writes into model_dir.
+    # Under MultiWorkerMirroredStrategy every worker says is_chief; only one writes.
     if "chief" in jobs:
         return config.task_type == "chief"
     return config.task_type == "worker" and config.task_id == 0
@@ -493,25 +394,9 @@ def _writes_checkpoints(config) -> bool:
 def training(estimator) -> Iterator[tf.train.SessionRunHook]:
     """Wraps one training call of ``estimator``; yields a hook to add to its training hooks.
 
-    On the process that writes checkpoints: the writer lock, then
-    :func:`recover_checkpoint_state`. On every process: a NaN loss from Estimator's own
-    ``NanTensorHook`` is raised as ``tfest_kit.hooks.NanLossError`` naming the step (counted
-    by the yielded hook) and the newest checkpoint with finite weights; a full disk as a
-    ``TfestKitError`` naming model_dir and the previous checkpoint. Nested calls (an
-    estimator's ``train()`` inside ``train_and_evaluate``) check once more and add nothing.
-
-    Args:
-      estimator: a ``tf.estimator.Estimator``.
-
-    Raises:
-      ModelDirLockedError: another process trains into the same model_dir.
-      TfestKitError: checkpoint files but no intact checkpoint; a full disk.
-      NanLossError: the loss became NaN.
-
-    Example:
-
-        with training(est) as counter:
-            est.train(input_fn, max_steps=100, hooks=[counter])
+    On the checkpoint writer: :func:`writer_lock`, then :func:`recover_checkpoint_state`.
+    Everywhere: a NaN loss becomes ``NanLossError`` naming the step (counted by the hook) and
+    the newest finite checkpoint; a full disk a ``TfestKitError`` naming the last checkpoint.
     """
     from tfest_kit._class_ids import label_errors
     from tfest_kit.hooks import NanLossError
@@ -528,36 +413,21 @@ def training(estimator) -> Iterator[tf.train.SessionRunHook]:
         except tf.train.NanLossDuringTrainingError as e:
             if isinstance(e, NanLossError):
                 raise
-            message = _nan_message(model_dir, getattr(counter, "step", None))
-            raise NanLossError(message, counter.step, None, None) from e
+            step = getattr(counter, "step", None)
+            raise NanLossError(_nan_message(model_dir, step), step, None, None) from e
         except (OSError, tf.errors.OpError) as e:
-            if not _is_disk_full(e) or not model_dir:
+            full = (
+                e.errno == errno.ENOSPC
+                if isinstance(e, OSError)
+                else "No space left on device" in str(e)
+            )
+            if not full or not model_dir:
                 raise
             raise TfestKitError(_disk_full_message(model_dir)) from e
 
 
-# The global step of the newest checkpoint, under either name it is saved as: Estimator reads
-# it back by its TF1 name, ``global_step``; an object-based checkpoint
-# (``keras_bridge.to_estimator``'s default) keeps it as ``estimator_global_step/…``, where the
-# official reader finds nothing and takes the step for 0.
-OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
-
-
 def saved_step(model_dir: Optional[str]) -> Optional[int]:
-    """Returns the global step of the newest checkpoint: 0 without one, None if unreadable.
-
-    Args:
-      model_dir: an Estimator model_dir, or None.
-
-    Returns:
-      The step, 0 when ``model_dir`` has no checkpoint, or None when the checkpoint holds no
-      global step or was deleted while being read (by the chief's ``keep_checkpoint_max``
-      clean-up).
-
-    Example:
-
-        saved_step(estimator.model_dir)  # 300
-    """
+    """The global step of the newest checkpoint (either name): 0 without one, None if unreadable."""
     prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
     if prefix is None:
         return 0
@@ -566,21 +436,13 @@ def saved_step(model_dir: Optional[str]) -> Optional[int]:
         for name in (tf.GraphKeys.GLOBAL_STEP, OBJECT_GLOBAL_STEP):
             if name in names:
                 return int(tf.train.load_variable(prefix, name))
-    except tf.errors.NotFoundError:
+    except tf.errors.NotFoundError:  # deleted by the chief's keep_checkpoint_max clean-up
         pass
     return None
 
 
 def eval_dirs(model_dir: str) -> list[str]:
-    """Returns ``MODEL_DIR/eval`` and every ``MODEL_DIR/eval_<name>`` directory, sorted.
-
-    ``EvalSpec(name=…)`` / ``evaluate(name=…)`` write to ``eval_<name>``; readers that look
-    only at ``eval/`` miss them.
-
-    Example:
-
-        eval_dirs("/tmp/run")   # ['/tmp/run/eval', '/tmp/run/eval_holdout']
-    """
+    """``MODEL_DIR/eval`` and every ``MODEL_DIR/eval_<name>`` (``EvalSpec(name=…)``), sorted."""
     if not tf.gfile.IsDirectory(model_dir):
         return []
     names = sorted(entry.rstrip("/") for entry in tf.gfile.ListDirectory(model_dir))
@@ -593,48 +455,27 @@ def eval_dirs(model_dir: str) -> list[str]:
 
 
 def _summary_number(value) -> Optional[float]:
-    """A summary value's number: a TF1 ``simple_value`` or a TF2 ``tf.summary.scalar`` tensor.
-
-    TF2's summaries (Keras' TensorBoard callback, ``tf.summary.scalar`` under a
-    ``create_file_writer``) store a rank-0 tensor instead of a ``simple_value``; tensors of
-    other plugins (text, histograms, images) are not scalars and are left out.
-    """
+    """A TF1 ``simple_value``, or a TF2 scalar summary's rank-0 numeric tensor, else None."""
     if value.HasField("simple_value"):
         return value.simple_value
-    if not value.HasField("tensor"):
-        return None
-    if value.metadata.plugin_data.plugin_name not in ("", "scalars"):
+    plugin = value.metadata.plugin_data.plugin_name
+    if not value.HasField("tensor") or plugin not in ("", "scalars"):  # text, histograms …
         return None
     try:
         array = tf.make_ndarray(value.tensor)
     except (TypeError, ValueError):
         return None
-    # The same test as the plot command's reader: one number of a numeric type.
     if array.size != 1 or array.dtype.kind not in "fiu":
         return None
     return float(array.reshape(()))
 
 
 def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
-    """Returns ``{step: {tag: value}}`` for the scalar summaries in ``eval_dir``, by step.
+    """``{step: {tag: value}}`` of the scalar summaries in ``eval_dir`` (missing: ``{}``).
 
-    One reader for early stopping, the best exporter, ``train_and_evaluate``'s result on
-    distributed tasks and the ``inspect`` / ``plot`` commands (the official
-    ``read_eval_metrics`` is not exported and reads no TF2 summaries). Both TF1 summaries
-    (``simple_value``, what ``Estimator.evaluate`` writes) and TF2 ones (``tf.summary.scalar``)
-    are read. Files are read in name order and a later value for the same step and tag wins.
-    A torn last record (the evaluator may be appending to the file right now) ends that
-    file's reading.
-
-    Args:
-      eval_dir: e.g. ``estimator.eval_dir()``; a missing directory reads as empty.
-
-    Returns:
-      The metrics of each evaluated step, in step order; ``{}`` when there are none.
-
-    Example:
-
-        history = metrics_by_step(est.eval_dir())   # {100: {"loss": 0.7, ...}, 200: {...}}
+    The one reader for early stopping, the best exporter and the CLI: the official
+    ``read_eval_metrics`` is private and skips TF2 summaries. A torn last record (the
+    evaluator is appending) ends that file's reading; a later value for a step wins.
     """
     by_step: dict[int, dict[str, float]] = {}
     # Listed, not globbed: a model_dir such as "lr[0.1]" is no pattern.
@@ -651,13 +492,6 @@ def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
     return dict(sorted(by_step.items()))
 
 
-class ExportNotFoundError(TfestKitError, FileNotFoundError):
-    """No complete SavedModel export was found where one was expected."""
-
-
-EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
-
-
 def read_export_metrics(export_dir: str) -> Optional[dict]:
     """The metrics an export was made for (``assets.extra``), or None if absent or unreadable."""
     path = os.path.join(export_dir, "assets.extra", EXPORT_METRICS_FILE)
@@ -672,34 +506,27 @@ def read_export_metrics(export_dir: str) -> Optional[dict]:
 
 
 def _is_complete(path: str) -> bool:
-    has_graph = tf.gfile.Exists(os.path.join(path, "saved_model.pb")) or tf.gfile.Exists(
-        os.path.join(path, "saved_model.pbtxt")
+    graph = any(
+        tf.gfile.Exists(os.path.join(path, n)) for n in ("saved_model.pb", "saved_model.pbtxt")
     )
-    return has_graph and tf.gfile.Exists(os.path.join(path, "variables", "variables.index"))
+    return graph and tf.gfile.Exists(os.path.join(path, "variables", "variables.index"))
 
 
 def complete_exports(export_dir_base: str) -> list[str]:
-    """Returns the complete numbered exports under ``export_dir_base``, oldest first.
-
-    ``temp-*`` directories (an export in progress or one that crashed) and numbered directories
-    without ``saved_model.pb`` and ``variables/variables.index`` are left out.
-    """
+    """The complete numbered exports under ``export_dir_base``, oldest first (no ``temp-*``)."""
     if not tf.gfile.IsDirectory(export_dir_base):
         return []
-    versions = []
-    for entry in tf.gfile.ListDirectory(export_dir_base):
-        entry = entry.rstrip("/")
-        if entry.isdigit() and _is_complete(os.path.join(export_dir_base, entry)):
-            versions.append(int(entry))
-    return [os.path.join(export_dir_base, str(v)) for v in sorted(versions)]
+    entries = [e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base)]
+    versions = sorted(int(e) for e in entries if e.isdigit())
+    paths = [os.path.join(export_dir_base, str(v)) for v in versions]
+    return [path for path in paths if _is_complete(path)]
 
 
 def latest_export(export_dir_base: str) -> str:
     """Returns the newest complete export under ``export_dir_base``.
 
-    Exports are the numbered (timestamp) directories ``Estimator.export_saved_model`` writes.
-    One without ``saved_model.pb`` and ``variables/variables.index`` (a crash mid-export or a
-    partial copy) and ``temp-*`` directories are never returned.
+    A numbered directory without ``saved_model.pb`` and ``variables/variables.index`` (a crash
+    mid-export) and ``temp-*`` directories are never returned.
 
     Args:
       export_dir_base: the directory given to ``export_saved_model``, e.g.
@@ -709,8 +536,7 @@ def latest_export(export_dir_base: str) -> str:
       The path of the newest complete export.
 
     Raises:
-      ExportNotFoundError: (a ``TfestKitError`` and ``FileNotFoundError``) if there is none;
-        the message lists what the directory holds.
+      ExportNotFoundError: if there is none; the message lists what the directory holds.
 
     Example:
 

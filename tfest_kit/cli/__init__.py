@@ -1,12 +1,7 @@
 """The ``python -m tfest_kit`` command line: one module per command, listed in ``COMMANDS``.
 
-A command module has ``add_parser(subparsers)`` (which sets ``func=run`` as a default) and
-``run(args) -> int`` (the exit code). Adding a command is adding its module and its line here.
-
-Example:
-
-    python -m tfest_kit signature model_dir/export/best
-    python -m tfest_kit predict model_dir/export/best --json request.json
+A command module has ``add_parser(subparsers)`` (which sets ``func=run``) and
+``run(args) -> int`` (the exit code).
 """
 
 from __future__ import annotations
@@ -19,8 +14,7 @@ from typing import Optional
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-# Command name -> module, imported when the parser is built: all but doctor load TensorFlow,
-# and doctor must run where TensorFlow is missing or broken.
+# Imported when the parser is built; doctor must run where TensorFlow is missing or broken.
 COMMANDS = {
     "doctor": "tfest_kit.cli.doctor",
     "inspect": "tfest_kit.cli.inspect",
@@ -57,8 +51,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
-    except ImportError:
-        # TensorFlow is missing, broken or unsupported: doctor says what to install.
+    except ImportError:  # TensorFlow is missing, broken or unsupported: doctor says the fix
         if argv[:1] != ["doctor"]:
             raise
         parser = build_parser(only=["doctor"])

@@ -9,10 +9,10 @@ everything required fits, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
-import sys
 from collections.abc import Sequence
 from importlib import metadata
 from typing import NamedTuple, Optional
@@ -21,71 +21,64 @@ __all__ = ["Requirement", "REQUIREMENTS", "check", "add_parser", "run"]
 
 
 class Requirement(NamedTuple):
-    """One package tfest_kit needs: the accepted range and the pin to install."""
+    """One package: the accepted versions (``wanted``) and the pin to install on Python 3.11."""
 
     name: str
-    low: tuple  # inclusive
-    high: tuple  # exclusive
-    pin: str  # on Python 3.11, the tested environment
+    wanted: str  # ">=LOW,<HIGH"
+    pin: str
     optional: bool = False
     why: str = ""
-    # ((python_below, pin), ...): the pin requirements.txt has on older Pythons, lowest first.
-    older_pythons: tuple = ()
+    older_pythons: tuple = ()  # ((python_below, pin), ...), lowest first
 
     def pin_for(self, python: tuple) -> str:
         """The pin to install on Python ``python`` (``(major, minor)``)."""
         return next((pin for below, pin in self.older_pythons if python < below), self.pin)
 
 
-# Mirrors requirements.txt, which is not installed with the package; tests/test_requirements.py
-# keeps the two in step.
+# Mirrors requirements.txt (tests/test_requirements.py keeps them in step). The suite also
+# passed on TensorFlow 2.13.1 and 2.14.1.
 REQUIREMENTS = (
-    # 2.15 is pinned and tested in CI; the whole suite also passed on 2.13.1 and 2.14.1.
     Requirement(
-        "tensorflow", (2, 13), (2, 16), "tensorflow==2.15.1", why="tf.estimator left in 2.16"
+        "tensorflow", ">=2.13,<2.16", "tensorflow==2.15.1", why="tf.estimator left in 2.16"
     ),
-    Requirement("tensorflow-estimator", (2, 13), (2, 16), "tensorflow-estimator==2.15.0"),
-    Requirement("keras", (2, 13), (2, 16), "keras==2.15.0", why="Keras 3 has no estimator bridge"),
-    Requirement("numpy", (1, 23), (2,), "numpy==1.26.4", why="TensorFlow 2.15 needs NumPy 1"),
+    Requirement("tensorflow-estimator", ">=2.13,<2.16", "tensorflow-estimator==2.15.0"),
+    Requirement("keras", ">=2.13,<2.16", "keras==2.15.0", why="Keras 3 has no estimator bridge"),
+    Requirement("numpy", ">=1.23,<2", "numpy==1.26.4", why="TensorFlow 2.15 needs NumPy 1"),
+    # tensorflow-metadata 1.15 wants protobuf < 4.21 below Python 3.11.
     Requirement(
         "protobuf",
-        (3, 20, 3),
-        (5,),
+        ">=3.20.3,<5",
         "protobuf==4.25.3",
-        why="TF 2.15 cannot load 5",
-        # tensorflow-metadata 1.15 wants protobuf < 4.21 below Python 3.11.
-        older_pythons=(((3, 11), "protobuf==3.20.3"),),
+        False,
+        "TF 2.15 cannot load 5",
+        (((3, 11), "protobuf==3.20.3"),),
     ),
-    Requirement("absl-py", (1, 0), (3,), "absl-py==2.1.0"),
+    Requirement("absl-py", ">=1.0,<3", "absl-py==2.1.0"),
+    # 4.9.4+ need Python 3.10.
     Requirement(
         "tensorflow-datasets",
-        (4, 9),
-        (4, 10),
+        ">=4.9,<4.10",
         "tensorflow-datasets==4.9.6",
-        optional=True,
-        why="only for recipes that download data sets",
-        older_pythons=(((3, 10), "tensorflow-datasets==4.9.3"),),  # 4.9.4+ need Python 3.10
+        True,
+        "only for recipes that download data sets",
+        (((3, 10), "tensorflow-datasets==4.9.3"),),
     ),
     # tensorflow-datasets' own dependencies, whose newest releases break it under TF 2.15.
     Requirement(
         "tensorflow-metadata",
-        (1, 13),
-        (1, 16),
+        ">=1.13,<1.16",
         "tensorflow-metadata==1.15.0",
-        optional=True,
-        why="1.16+ needs protobuf 5: tensorflow_datasets fails at import",
+        True,
+        "1.16+ needs protobuf 5: tensorflow_datasets fails at import",
     ),
     Requirement(
-        "pyarrow",
-        (10,),
-        (18,),
-        "pyarrow==17.0.0",
-        optional=True,
-        why="18+ needs NumPy 2 (tensorflow_datasets imports it)",
+        "pyarrow", ">=10,<18", "pyarrow==17.0.0", True, "18+ needs NumPy 2 (tfds imports it)"
     ),
-    Requirement("matplotlib", (3, 5), (4,), "matplotlib==3.9.2", optional=True, why="for `plot`"),
+    Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.9.2", True, "for `plot`"),
 )
-PYTHON_RANGE = ((3, 9), (3, 12))
+PYTHON_RANGE = ">=3.9,<3.12"
+# TensorFlow also ships as these distributions (Docker and CI images).
+_ALSO_NAMED = {"tensorflow": ("tensorflow-cpu", "tensorflow-intel", "tensorflow-macos")}
 
 
 class Finding(NamedTuple):
@@ -99,37 +92,28 @@ class Finding(NamedTuple):
 
 
 def _release(version: str) -> tuple:
-    """``"2.15.1"`` -> ``(2, 15, 1)``; pre-release and local suffixes are ignored."""
+    """``"2.15.1rc0"`` -> ``(2, 15, 1)``."""
     return tuple(int(p) for p in re.match(r"[\d.]*", version).group().split(".") if p)
 
 
-def _range_text(low: tuple, high: tuple) -> str:
-    return f">={'.'.join(map(str, low))},<{'.'.join(map(str, high))}"
-
-
-# TensorFlow ships under other distribution names too (Docker and CI images often use
-# tensorflow-cpu); any of them provides the `tensorflow` package.
-_ALSO_NAMED = {"tensorflow": ("tensorflow-cpu", "tensorflow-intel", "tensorflow-macos")}
+def _fits(version: Optional[str], wanted: str) -> bool:
+    low, high = (_release(bound) for bound in re.findall(r"[\d.]+", wanted))
+    return version is not None and low <= _release(version) < high
 
 
 def _installed(name: str) -> Optional[str]:
     for distribution in (name, *_ALSO_NAMED.get(name, ())):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             return metadata.version(distribution)
-        except metadata.PackageNotFoundError:
-            continue
     return None
 
 
 def check(installed: Optional[dict] = None, python: Optional[str] = None) -> list:
-    """Compares installed versions against :data:`REQUIREMENTS`.
+    """Compares installed versions against :data:`REQUIREMENTS`; returns ``Finding``\\ s.
 
     Args:
       installed: ``{package: version or None}``; by default read with ``importlib.metadata``.
       python: the Python version; by default the running interpreter's.
-
-    Returns:
-      A list of ``Finding`` tuples, Python first.
 
     Example:
 
@@ -140,8 +124,8 @@ def check(installed: Optional[dict] = None, python: Optional[str] = None) -> lis
         Finding(
             "python",
             python,
-            _range_text(*PYTHON_RANGE),
-            PYTHON_RANGE[0] <= _release(python)[:2] < PYTHON_RANGE[1],
+            PYTHON_RANGE,
+            _fits(python, PYTHON_RANGE),
             False,
             "use Python 3.9-3.11 (3.11 preferred) for the virtualenv",
             "TensorFlow 2.15 wheels exist for 3.9-3.11",
@@ -149,29 +133,10 @@ def check(installed: Optional[dict] = None, python: Optional[str] = None) -> lis
     ]
     for req in REQUIREMENTS:
         version = installed.get(req.name) if installed is not None else _installed(req.name)
-        ok = version is not None and req.low <= _release(version) < req.high
-        findings.append(
-            Finding(
-                req.name,
-                version,
-                _range_text(req.low, req.high),
-                ok,
-                req.optional,
-                None if ok else f"pip install {req.pin_for(_release(python)[:2])}",
-                req.why,
-            )
-        )
+        ok = _fits(version, req.wanted)
+        fix = None if ok else f"pip install {req.pin_for(_release(python)[:2])}"
+        findings.append(Finding(req.name, version, req.wanted, ok, req.optional, fix, req.why))
     return findings
-
-
-def _devices() -> tuple[list, Optional[str]]:
-    """Returns ([(device_type, name)], error text or None)."""
-    try:
-        from tfest_kit._tf import tf2
-
-        return [(d.device_type, d.name) for d in tf2.config.list_physical_devices()], None
-    except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
-        return [], f"{type(e).__name__}: {e}"
 
 
 def _bfloat16() -> str:
@@ -179,8 +144,7 @@ def _bfloat16() -> str:
     try:
         from tfest_kit import config
 
-        problem = config._bfloat16_problem()
-        flags = config._cpu_flags()
+        problem, flags = config._bfloat16_problem(), config._cpu_flags()
     except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
         return f"bfloat16: could not tell ({type(e).__name__}: {e})"
     if problem:
@@ -215,12 +179,9 @@ def report(
     lines = [f"{'':5}{'package':22}{'installed':14}{'supported':18}note"]
     for f in findings:
         status = "ok" if f.ok else ("opt" if f.optional else "FAIL")
-        lines.append(
-            f"{status:5}{f.name:22}{f.installed or 'missing':14}{f.wanted:18}"
-            f"{'' if f.ok else f.why}"
-        )
-    lines.append("")
-    lines.append(f"cpu cores: {os.cpu_count()}  platform: {platform.platform()}")
+        note = "" if f.ok else f.why
+        lines.append(f"{status:5}{f.name:22}{f.installed or 'missing':14}{f.wanted:18}{note}")
+    lines += ["", f"cpu cores: {os.cpu_count()}  platform: {platform.platform()}"]
     if device_error:
         lines.append(f"devices: could not ask TensorFlow ({device_error})")
     else:
@@ -238,19 +199,13 @@ def report(
             "optional, not installed or not supported: "
             + ", ".join(f"{f.name} ({f.why}; {f.fix})" for f in optional)
         )
-    if required or device_error:
-        fixes = [f.fix.replace("pip install ", "") for f in required if f.fix and "pip" in f.fix]
-        if fixes:
-            lines.append(
-                "To fix: pip install " + " ".join(fixes) + "   (or pip install -r requirements.txt)"
-            )
-        for f in required:
-            if f.fix and "pip" not in f.fix:
-                lines.append(f"To fix: {f.fix}")
-        lines.append("doctor: NOT OK")
-        return "\n".join(lines), 1
-    lines.append("doctor: all required packages fit")
-    return "\n".join(lines), 0
+    if not required and not device_error:
+        return "\n".join([*lines, "doctor: all required packages fit"]), 0
+    pins = [f.fix[len("pip install ") :] for f in required if f.fix.startswith("pip install ")]
+    if pins:
+        lines.append(f"To fix: pip install {' '.join(pins)}   (or pip install -r requirements.txt)")
+    lines += [f"To fix: {f.fix}" for f in required if not f.fix.startswith("pip install ")]
+    return "\n".join([*lines, "doctor: NOT OK"]), 1
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -266,12 +221,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``doctor``; returns the exit code (0 = everything required fits)."""
-    del args
-    findings = check()
-    devices, error = _devices()
-    # Without a working TensorFlow the bfloat16 check would only repeat the devices error.
+    try:
+        from tfest_kit._tf import tf2
+
+        devices = [(d.device_type, d.name) for d in tf2.config.list_physical_devices()]
+        error = None
+    except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
+        devices, error = [], f"{type(e).__name__}: {e}"
+    # Without a working TensorFlow the notes would only repeat the devices error.
     notes = [] if error else [_bfloat16(), _cpu_replicas(devices)]
-    text, code = report(findings, devices, error, [note for note in notes if note])
-    print(text)
-    sys.stdout.flush()
+    text, code = report(check(), devices, error, [note for note in notes if note])
+    print(text, flush=True)
     return code

@@ -30,10 +30,11 @@ from tfest_kit.cli.plot import check_model_dir
 
 __all__ = ["describe", "format_text", "add_parser", "run"]
 
+_FIX_STATE = "Fix: tf.train.update_checkpoint_state(MODEL_DIR, '<model.ckpt-N below>')."
+
 
 def _stat(path: str) -> Optional[os.stat_result]:
-    # A running Estimator deletes old checkpoints and exports between our listing and our stat.
-    try:
+    try:  # a running Estimator deletes old checkpoints and exports between listing and stat
         return os.stat(path)
     except OSError:
         return None
@@ -52,11 +53,7 @@ def _listdir(path: str) -> list[str]:
 
 
 def _checkpoints(model_dir: str) -> dict:
-    """The checkpoints the ``checkpoint`` state file lists and the ``*.index`` files found.
-
-    ``model_dir`` is absolute: TensorFlow joins relative state entries onto it and Keras-bridge
-    models write absolute ones, so both compare equal to the files found here.
-    """
+    """The checkpoints the state file lists and the ``*.index`` files found (absolute paths)."""
     latest, listed, state_error = None, [], None
     if os.path.lexists(os.path.join(model_dir, "checkpoint")):
         latest, listed, state_error = _read_state(model_dir)
@@ -73,10 +70,11 @@ def _checkpoints(model_dir: str) -> dict:
                 "path": prefix,
                 "step": _step(prefix),
                 "bytes": _size(glob.glob(glob.escape(prefix) + ".*")),
-                "modified": _when(index.st_mtime) if index else None,
+                "modified": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(index.st_mtime))
+                if index
+                else None,
                 "in_state_file": prefix in listed or prefix == latest,
                 "complete": index is not None,
-                # Why restoring it would fail (truncated data, garbled index), else None.
                 "damaged": checkpoint_damage(prefix) if index is not None else None,
             }
         )
@@ -90,20 +88,6 @@ def _checkpoints(model_dir: str) -> dict:
     }
 
 
-def _when(seconds: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
-
-
-def _evaluations(model_dir: str) -> list[dict]:
-    results = []
-    for directory in eval_dirs(model_dir):
-        by_step = metrics_by_step(directory)
-        step = max(by_step, default=None)
-        metrics = {k: v for k, v in sorted(by_step.get(step, {}).items()) if k != "global_step"}
-        results.append({"dir": os.path.basename(directory), "step": step, "metrics": metrics})
-    return results
-
-
 def _exports(model_dir: str) -> list[dict]:
     """Versions under ``export/<exporter>/`` (EvalSpec exporters) and ``export/`` itself."""
     base = os.path.join(model_dir, "export")
@@ -115,22 +99,23 @@ def _exports(model_dir: str) -> list[dict]:
             exporters.append((name, path))
     found = []
     for name, path in exporters:
-        versions = [
-            {
-                "path": os.path.join(path, entry),
-                "version": int(entry),
-                "bytes": sum(
-                    _size(os.path.join(d, f) for f in files)
-                    for d, _, files in os.walk(os.path.join(path, entry))
-                ),
-                "complete": _is_complete(os.path.join(path, entry)),
-                "metrics": read_export_metrics(os.path.join(path, entry)),
-                "best": False,
-            }
-            for entry in sorted(e for e in _listdir(path) if e.isdigit())  # versions: ints
-            if os.path.isdir(os.path.join(path, entry))
-        ]
-        versions.sort(key=lambda v: v["version"])  # "10" after "9"
+        versions = []
+        for entry in sorted((e for e in _listdir(path) if e.isdigit()), key=int):
+            version = os.path.join(path, entry)
+            if os.path.isdir(version):
+                walk = os.walk(version)
+                versions.append(
+                    {
+                        "path": version,
+                        "version": int(entry),
+                        "bytes": sum(
+                            _size(os.path.join(d, f) for f in files) for d, _, files in walk
+                        ),
+                        "complete": _is_complete(version),
+                        "metrics": read_export_metrics(version),
+                        "best": False,
+                    }
+                )
         temp = [e for e in _listdir(path) if e.startswith("temp-")]  # being written, or crashed
         if name != "." or versions or temp:
             best_by = _mark_best(versions)
@@ -141,55 +126,49 @@ def _exports(model_dir: str) -> list[dict]:
 
 
 def _mark_best(versions: list[dict]) -> Optional[dict]:
-    """Marks the best export, if a best exporter recorded values; returns what it compared.
+    """Marks the best export; returns the ``{"monitor", "mode"}`` compared, or None.
 
-    Only exports recorded for the newest one's monitor compare, in its mode, as the exporter
-    itself compares after a restart: once its monitor was switched (``loss`` to ``accuracy``),
-    the older values are of another metric.
-
-    Returns:
-      ``{"monitor", "mode"}`` the exports were compared by, or None if none has a value.
+    Only exports of the newest one's monitor compare, as the best exporter compares after a
+    restart: once its monitor was switched, the older values are of another metric.
     """
-    scored = [
-        v for v in versions if v["complete"] and _is_number((v["metrics"] or {}).get("value"))
-    ]
+
+    def finite(value: Any) -> bool:  # the exporter skips NaN, which would win no comparison
+        return (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        )
+
+    scored = [v for v in versions if v["complete"] and finite((v["metrics"] or {}).get("value"))]
     if not scored:
         return None
     monitor, mode = scored[-1]["metrics"].get("monitor"), scored[-1]["metrics"].get("mode")
     same = [v for v in scored if v["metrics"].get("monitor") == monitor]
-    best = (max if mode == "max" else min)(same, key=lambda v: v["metrics"]["value"])
-    best["best"] = True
+    (max if mode == "max" else min)(same, key=lambda v: v["metrics"]["value"])["best"] = True
     return {"monitor": monitor, "mode": mode}
-
-
-def _is_number(value: Any) -> bool:
-    # A NaN would win no comparison, and never lose one either (the exporter skips them).
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def describe(model_dir: str) -> dict:
     """Collects checkpoints, latest evaluations and exports of ``model_dir``.
-
-    Args:
-      model_dir: an Estimator ``model_dir``.
 
     Returns:
       ``{"model_dir", "checkpoints": {...}, "evaluations": [...], "exports": [...]}``.
 
     Raises:
       FileNotFoundError: if ``model_dir`` is not a directory (the message says what to pass).
-
-    Example:
-
-        info = describe("/tmp/model")
-        print(info["checkpoints"]["latest"])
     """
     check_model_dir("inspect", model_dir)
-    model_dir = os.path.abspath(model_dir)  # one spelling per checkpoint (see _checkpoints)
+    # Absolute: TensorFlow joins relative state entries onto it, the Keras bridge writes
+    # absolute ones; so each checkpoint has one spelling.
+    model_dir = os.path.abspath(model_dir)
+    evaluations = []
+    for directory in eval_dirs(model_dir):
+        by_step = metrics_by_step(directory)
+        step = max(by_step, default=None)
+        metrics = {k: v for k, v in sorted(by_step.get(step, {}).items()) if k != "global_step"}
+        evaluations.append({"dir": os.path.basename(directory), "step": step, "metrics": metrics})
     return {
         "model_dir": model_dir,
         "checkpoints": _checkpoints(model_dir),
-        "evaluations": _evaluations(model_dir),
+        "evaluations": evaluations,
         "exports": _exports(model_dir),
     }
 
@@ -204,9 +183,6 @@ def _human(size: float) -> str:
 
 def _number(value: Any) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
-_FIX_STATE = "Fix: tf.train.update_checkpoint_state(MODEL_DIR, '<model.ckpt-N below>')."
 
 
 def _checkpoint_lines(model_dir: str, ckpts: dict) -> list[str]:
@@ -227,9 +203,8 @@ def _checkpoint_lines(model_dir: str, ckpts: dict) -> list[str]:
         lines.append(
             f"checkpoints: none (no `checkpoint` state file, no *.index files). {files[:20]}"
         )
-        if {"saved_model.pb", "saved_model.pbtxt"} & set(files) or any(
-            f.isdigit() or f.startswith("temp-") for f in files
-        ):
+        export_like = any(f.isdigit() or f.startswith(("temp-", "saved_model.pb")) for f in files)
+        if export_like:
             lines.append(
                 "  This looks like an export, not a model_dir: see it with "
                 f"`python -m tfest_kit signature {model_dir}`."
@@ -241,29 +216,15 @@ def _checkpoint_lines(model_dir: str, ckpts: dict) -> list[str]:
     for c in ckpts["checkpoints"]:
         mark = "  <- latest" if c["path"] == ckpts["latest"] else ""
         note = "" if c["complete"] else "  (listed in `checkpoint`, but its files are missing)"
-        if c["damaged"]:
-            note = f"  (damaged: {c['damaged']})"
+        note = f"  (damaged: {c['damaged']})" if c["damaged"] else note
         # A state file copied from elsewhere names paths outside MODEL_DIR: show them whole.
         name = c["path"]
         name = os.path.basename(name) if os.path.dirname(name) == model_dir else name
         step = "?" if c["step"] is None else c["step"]
+        modified = c["modified"] or "-"
         lines.append(
-            f"  step {step:>8}  {_human(c['bytes']):>9}  {c['modified'] or '-':19}  "
-            f"{name}{mark}{note}"
+            f"  step {step:>8}  {_human(c['bytes']):>9}  {modified:19}  {name}{mark}{note}"
         )
-    return lines
-
-
-def _evaluation_lines(evaluations: list[dict]) -> list[str]:
-    if not evaluations:
-        return ["evaluations: none (no eval/ or eval_<name>/ directory)"]
-    lines = []
-    for ev in evaluations:
-        if ev["step"] is None:
-            lines.append(f"evaluation {ev['dir']}/: no scalar summaries yet")
-            continue
-        lines.append(f"latest evaluation {ev['dir']}/ at step {ev['step']}:")
-        lines += [f"  {tag:30} {_number(value)}" for tag, value in ev["metrics"].items()]
     return lines
 
 
@@ -276,10 +237,8 @@ def _export_lines(model_dir: str, exports: list[dict]) -> list[str]:
         if not exporter["versions"]:
             lines.append("  (no numbered export directories)")
         best_by = exporter["best_by"] or {}
-        others = sorted(
-            {str(v["metrics"].get("monitor")) for v in exporter["versions"] if v["metrics"]}
-            - {str(best_by.get("monitor"))}
-        )
+        monitors = {str(v["metrics"].get("monitor")) for v in exporter["versions"] if v["metrics"]}
+        others = sorted(monitors - {str(best_by.get("monitor"))})
         if best_by and others:  # a switched exporter: say why BEST ignores some exports
             mode = f" ({best_by['mode']})" if best_by["mode"] else ""
             lines.append(
@@ -304,17 +263,19 @@ def _export_lines(model_dir: str, exports: list[dict]) -> list[str]:
 
 
 def format_text(info: dict) -> str:
-    """Renders :func:`describe`'s result for a terminal.
-
-    Example:
-
-        sys.stdout.write(format_text(describe("/tmp/model")))
-    """
+    """Renders :func:`describe`'s result for a terminal."""
     model_dir = info["model_dir"]
     lines = [f"model_dir: {model_dir}", ""]
     lines += _checkpoint_lines(model_dir, info["checkpoints"]) + [""]
-    lines += _evaluation_lines(info["evaluations"]) + [""]
-    lines += _export_lines(model_dir, info["exports"])
+    if not info["evaluations"]:
+        lines.append("evaluations: none (no eval/ or eval_<name>/ directory)")
+    for ev in info["evaluations"]:
+        if ev["step"] is None:
+            lines.append(f"evaluation {ev['dir']}/: no scalar summaries yet")
+        else:
+            lines.append(f"latest evaluation {ev['dir']}/ at step {ev['step']}:")
+            lines += [f"  {tag:30} {_number(value)}" for tag, value in ev["metrics"].items()]
+    lines += ["", *_export_lines(model_dir, info["exports"])]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -331,17 +292,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None (JSON's null)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     """Runs ``inspect``; returns 0, or 1 if MODEL_DIR is not a readable directory."""
     try:
@@ -350,7 +300,8 @@ def run(args: argparse.Namespace) -> int:
         print(e if str(e).startswith("inspect:") else f"inspect: cannot read: {e}", file=sys.stderr)
         return 1
     if args.json:  # strict JSON: a diverged run's NaN / Infinity metrics become null
-        print(json.dumps(_finite(info), indent=1, sort_keys=True, allow_nan=False))
+        info = json.loads(json.dumps(info), parse_constant=lambda constant: None)
+        print(json.dumps(info, indent=1, sort_keys=True, allow_nan=False))
     else:
         sys.stdout.write(format_text(info))
     return 0

@@ -15,20 +15,14 @@ from typing import Optional
 
 from tfest_kit._model_dir import eval_dirs, metrics_by_step
 
-__all__ = ["scalar_history", "eval_dirs", "check_model_dir", "plot", "add_parser", "run"]
+__all__ = ["scalar_history", "check_model_dir", "plot", "add_parser", "run"]
 
-_SKIP_TAGS = frozenset({"global_step"})  # the run's, not the model's
 _MAX_PANELS = 9
 
 
 def check_model_dir(command: str, model_dir: str) -> None:
-    """Raises ``FileNotFoundError`` starting with ``command``, saying what to pass, if
-    ``model_dir`` is not a directory (missing, a file, or remote).
-
-    Example:
-
-        check_model_dir("plot", "/tmp/model")
-    """
+    """Raises ``FileNotFoundError`` (starting with ``command``) unless ``model_dir`` is a local
+    directory; the message says what to pass instead."""
     if os.path.isdir(model_dir):
         return
     if "://" in model_dir:
@@ -49,17 +43,9 @@ def check_model_dir(command: str, model_dir: str) -> None:
 
 
 def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
-    """Every scalar in the event files directly inside ``log_dir`` (TF1 and TF2 summaries).
+    """``{tag: [(step, value), ...]}`` of the event files in ``log_dir``, by step.
 
-    Read with the reader early stopping and the best exporter use (``tf.train.summary_iterator``
-    underneath), so the curves are the values they decided on.
-
-    Returns:
-      ``{tag: [(step, value), ...]}`` sorted by step; the last value wins for a repeated step.
-
-    Example:
-
-        loss = scalar_history(model_dir)["loss"]
+    Read as early stopping and the best exporter read them (:func:`metrics_by_step`).
     """
     history: dict[str, list[tuple[int, float]]] = {}
     for step, metrics in metrics_by_step(log_dir).items():
@@ -69,46 +55,28 @@ def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
 
 
 def _with_loss_named_loss(train: dict) -> dict:
-    """Renames Estimator's training-loss tag to ``loss`` where the graph made it ``loss_1``.
-
-    Estimator writes its ``loss`` summary under the name the graph gives it, and a model that
-    already has an op named ``loss`` (every ``keras_bridge.to_estimator`` model) gets
-    ``loss_1``: drawn apart from the eval loss, under a name nobody chose.
-    """
-    if "loss" in train:
-        return train
-    numbered = sorted(
-        (int(tag[len("loss_") :]), tag)
-        for tag in train
-        if tag.startswith("loss_") and tag[len("loss_") :].isdigit()
-    )
-    if not numbered:
+    """Names ``loss`` the training loss a graph with its own ``loss`` op (to_estimator's)
+    made ``loss_1``, so that it is drawn with the eval loss."""
+    numbered = [t for t in train if t.startswith("loss_") and t[len("loss_") :].isdigit()]
+    if "loss" in train or not numbered:
         return train
     renamed = dict(train)
-    renamed["loss"] = renamed.pop(numbered[0][1])
+    renamed["loss"] = renamed.pop(min(numbered, key=lambda t: int(t[len("loss_") :])))
     return renamed
 
 
 def plot(model_dir: str, out: Optional[str] = None) -> str:
-    """Draws training loss and eval metrics over steps to a PNG.
+    """Draws training loss and eval metrics over steps to a PNG; returns the path written.
 
     Args:
       model_dir: an Estimator ``model_dir``.
-      out: the PNG to write; default ``MODEL_DIR/training.png``.
-
-    Returns:
-      The path written.
+      out: the image to write; default ``MODEL_DIR/training.png``.
 
     Raises:
-      FileNotFoundError: if ``model_dir`` does not exist or holds no scalar summaries
-        (the message lists what it holds).
-      ValueError: if ``out`` is a directory or not a file name matplotlib can write.
-      OSError: if ``out`` cannot be written (the message says to pass another ``--out``).
-      ImportError: if matplotlib is not installed (the message says what to install).
-
-    Example:
-
-        path = plot("/tmp/model")   # -> /tmp/model/training.png
+      FileNotFoundError: no such directory, or no scalar summaries in it.
+      ValueError: ``out`` is a directory or not a format matplotlib writes.
+      OSError: ``out`` cannot be written.
+      ImportError: matplotlib is not installed.
     """
     check_model_dir("plot", model_dir)
     out = out or os.path.join(model_dir, "training.png")
@@ -122,23 +90,19 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
             f"It holds: {sorted(os.listdir(model_dir))}. Train with an Estimator "
             "(save_summary_steps > 0) first."
         )
-    # Panel per metric: loss first (train and each eval on one axis), then every eval metric,
-    # then other training scalars (e.g. global_step/sec, learning rate).
+    # One panel per tag: loss first (train and each eval), then eval metrics, then the rest.
+    runs = [("train", {"loss": train["loss"]} if "loss" in train else {}), *evals.items()]
+    runs.append(("train", {t: p for t, p in train.items() if t != "loss"}))
     panels: dict[str, list[tuple[str, list]]] = {"loss": []}
-    if "loss" in train:
-        panels["loss"].append(("train", train["loss"]))
-    for name, history in evals.items():
+    for name, history in runs:
         for tag, points in history.items():
-            if tag not in _SKIP_TAGS:
+            if tag != "global_step":  # the run's, not the model's
                 panels.setdefault(tag, []).append((name, points))
-    for tag, points in train.items():
-        if tag not in _SKIP_TAGS and tag != "loss":
-            panels.setdefault(tag, []).append(("train", points))
     panels = {tag: lines for tag, lines in panels.items() if lines}
     shown = list(panels)[:_MAX_PANELS]
     if len(panels) > len(shown):
         print(
-            f"plot: {len(panels) - len(shown)} more scalars not drawn: {list(panels)[len(shown):]}"
+            f"plot: {len(panels) - len(shown)} more scalars not drawn: {list(panels)[len(shown) :]}"
         )
     cols = min(3, len(shown))
     rows = math.ceil(len(shown) / cols)
@@ -149,8 +113,7 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
         for label, points in panels[tag]:
             steps, values = zip(*points)
             ax.plot(steps, values, marker="o" if len(points) < 20 else None, ms=3, label=label)
-        ax.set_title(tag)
-        ax.set_xlabel("step")
+        ax.set(title=tag, xlabel="step")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     fig.suptitle(os.path.abspath(model_dir), fontsize="small")
@@ -190,9 +153,8 @@ def _check_out(out: str) -> None:
     from matplotlib.backend_bases import FigureCanvasBase
 
     formats = sorted(FigureCanvasBase.get_supported_filetypes())
-    extension = os.path.splitext(out)[1].lstrip(".").lower()
     # Without a known extension matplotlib would fail, or silently write OUT.png instead.
-    if extension not in formats:
+    if os.path.splitext(out)[1].lstrip(".").lower() not in formats:
         raise ValueError(
             f"plot: --out {out!r} must end in an image format matplotlib writes: "
             f"{', '.join('.' + f for f in formats)}. E.g. --out {os.path.splitext(out)[0]}.png"
@@ -217,8 +179,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         path = plot(args.model_dir, args.out)
     except (OSError, ValueError, ImportError) as e:
-        message = str(e) if str(e).startswith("plot:") else f"plot: {e}"
-        print(message, file=sys.stderr)
+        print(str(e) if str(e).startswith("plot:") else f"plot: {e}", file=sys.stderr)
         return 1
     print(f"wrote {path}")
     return 0

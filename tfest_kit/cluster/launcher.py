@@ -1,20 +1,9 @@
 """``LocalCluster``: each task of a ``TF_CONFIG`` cluster as a local process; its command line.
 
-``python -m tfest_kit.cluster`` starts a whole cluster on this machine, each task with its own
-``TF_CONFIG`` on free ports, and prefixes every output line with the task::
-
-    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
-        python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster
-
-It exits with the chief's status, stops every task on Ctrl-C or when the chief fails, and shuts
-the parameter servers (which otherwise serve forever) down once training is done. TensorFlow's
-task servers listen on every network interface, not only loopback, and run what any client
-sends them: run a cluster on a trusted network or behind a firewall.
-
-Each task is started in its own process group (so a stop reaches the task's own children too)
-with its own ``TF_CONFIG``; a thread per task copies its output line by line with a
-``[type:index] `` prefix.  On Linux each task also gets ``PR_SET_PDEATHSIG`` so that it dies
-with the launcher even when the launcher itself is killed with SIGKILL.
+Each task gets its own ``TF_CONFIG`` on free ports, its own process group, ``PR_SET_PDEATHSIG``
+(on Linux: it dies with the launcher) and a ``[type:index]`` prefix on its output lines.
+TensorFlow's task servers listen on every interface and run what any client sends: run a
+cluster on a trusted network.
 """
 
 from __future__ import annotations
@@ -38,19 +27,14 @@ from tfest_kit.cluster import cluster_spec, tf_config, validate_tf_config
 __all__ = ["LocalCluster", "main"]
 
 Task = tuple[str, int]
-
-_PR_SET_PDEATHSIG = 1
-_POLL_SECS = 0.1
-# Above train_and_evaluate's default throttle_secs (600): the evaluator sleeps up to that long
-# before it looks for the final checkpoint, and stopping it earlier loses the final evaluation
-# and the final export.
+# Above train_and_evaluate's default throttle_secs (600): the evaluator may sleep that long
+# before it evaluates the final checkpoint and makes the final export.
 _EVALUATOR_GRACE_SECS = 660.0
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    # Not on Linux: stop() and the signal handlers still clean up.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: stop() still cleans up
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
 def _name(task: Task) -> str:
@@ -73,8 +57,8 @@ class LocalCluster:
       evaluator: also run an evaluator task (outside the cluster, as TensorFlow expects).
       env: extra environment variables for every task.
       cwd: working directory of the tasks.
-      output: stream that receives the prefixed output lines (default ``sys.stdout``).
-      cluster: a ready ``"cluster"`` dict to use instead of picking free loopback ports.
+      output: stream for the prefixed output lines (default ``sys.stdout``).
+      cluster: a ready ``"cluster"`` dict instead of free loopback ports.
 
     Raises:
       ValueError: for an empty command, bad counts or a cluster that fails validation.
@@ -121,8 +105,6 @@ class LocalCluster:
         self._reported: set[int] = set()
         self._output_lost = threading.Event()
 
-    # -- one task ---------------------------------------------------------------------------
-
     def tf_config(self, task_type: str, index: int = 0) -> dict:
         """Returns the ``TF_CONFIG`` dict of one task."""
         return tf_config(self.cluster, task_type, index)
@@ -135,9 +117,8 @@ class LocalCluster:
         old = self._procs.get(task)
         if old is not None and old.poll() is None:
             raise RuntimeError(f"Task {_name(task)} is still running (pid {old.pid}).")
-        env = {**os.environ, **self._env}
+        env = {**os.environ, **self._env, "PYTHONUNBUFFERED": "1"}
         env["TF_CONFIG"] = json.dumps(self.tf_config(task_type, index))
-        env["PYTHONUNBUFFERED"] = "1"  # so lines arrive as they are printed
         proc = subprocess.Popen(
             self.command,
             env=env,
@@ -149,33 +130,29 @@ class LocalCluster:
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         self._procs[task] = proc
-        pump = threading.Thread(target=self._pump, args=(task, proc), daemon=True)
-        pump.start()
-        self._pumps[task] = pump
+        self._pumps[task] = threading.Thread(target=self._pump, args=(task, proc), daemon=True)
+        self._pumps[task].start()
         return proc
 
     def _pump(self, task: Task, proc: subprocess.Popen) -> None:
-        prefix = f"[{_name(task)}] "
         for raw in iter(proc.stdout.readline, b""):
             text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            # Progress bars redraw a line after "\r"; written whole, the last redraw would
-            # overwrite the prefix on a terminal. Keep what a terminal would show.
+            # A progress bar redraws after "\r": keep what a terminal would show.
             redraws = [part for part in text.split("\r") if part]
-            self._write(prefix + (redraws[-1] if redraws else ""))
+            self._write(f"[{_name(task)}] " + (redraws[-1] if redraws else ""))
         proc.stdout.close()
 
     def _write(self, line: str) -> None:
         stream = self._output or sys.stdout
         with self._lock:
             if self._output_lost.is_set():
-                return  # the pumps still drain the tasks' pipes, so no task blocks on a write
+                return  # the pumps still drain the tasks' pipes, so no task blocks
             try:
                 stream.write(line + "\n")
                 stream.flush()
             except (BrokenPipeError, ValueError):  # ValueError: the stream was closed
                 self._output_lost.set()
-                if stream is sys.stdout:
-                    # Else Python's flush at exit reports the broken pipe once more.
+                if stream is sys.stdout:  # else Python's flush at exit reports it again
                     with contextlib.suppress(OSError, ValueError):
                         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
@@ -194,62 +171,65 @@ class LocalCluster:
         self, task_type: str, index: int = 0, timeout: Optional[float] = None
     ) -> Optional[int]:
         """Waits for a task to exit; returns its exit status, or None on timeout."""
-        proc = self._procs[(task_type, index)]
         try:
-            status = proc.wait(timeout)
+            status = self._procs[(task_type, index)].wait(timeout)
         except subprocess.TimeoutExpired:
             return None
         self._pumps[(task_type, index)].join(5)  # its last lines
         return status
 
-    # -- the whole cluster ------------------------------------------------------------------
-
     def start(self) -> None:
-        """Starts every task: parameter servers first, then chief, workers and evaluator."""
-        order = sorted(self.tasks, key=lambda t: t[0] != "ps")
-        for task in order:
+        """Starts every task, parameter servers first."""
+        for task in sorted(self.tasks, key=lambda t: t[0] != "ps"):
             self.start_task(*task)
 
     def stop(self, grace_secs: float = 5.0) -> None:
-        """Stops every running task: SIGTERM to each process group, SIGKILL after ``grace_secs``.
+        """Stops every task: SIGTERM to each process group, SIGKILL after ``grace_secs``.
 
-        The parameter servers are stopped last, once the other tasks have exited: a chief
-        that saves a checkpoint on SIGTERM (``PreemptionHook``) needs them to read its
-        variables, and without them it would wait on them for the whole grace period.
+        The parameter servers go last: a chief saving a checkpoint on SIGTERM needs them.
         """
         running = [(t, p) for t, p in self._procs.items() if p.poll() is None]
-        self._stop_tasks([(t, p) for t, p in running if t[0] != "ps"], grace_secs)
-        self._stop_tasks([(t, p) for t, p in running if t[0] == "ps"], grace_secs)
-        for proc in self._procs.values():
-            # Leftovers of a task whose leader already exited.
+        for is_ps in (False, True):
+            group = [(t, p) for t, p in running if (t[0] == "ps") == is_ps]
+            for task, _ in group:
+                self.signal_task(*task, signal.SIGTERM)
+            deadline = time.monotonic() + grace_secs
+            for task, proc in group:
+                try:
+                    proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    self._write(
+                        f"[launcher] {_name(task)} ignored SIGTERM for {grace_secs}s; SIGKILL"
+                    )
+                    self.signal_task(*task, signal.SIGKILL)
+                    proc.wait(10)
+        for proc in self._procs.values():  # leftovers of a task whose leader already exited
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
         for pump in self._pumps.values():
             pump.join(5)
 
-    def _stop_tasks(self, running: list, grace_secs: float) -> None:
-        for task, _ in running:
-            self.signal_task(*task, signal.SIGTERM)
+    def _wait_all(self, job: str, grace_secs: float) -> list[str]:
+        """Waits up to ``grace_secs`` for the tasks of ``job``; returns those still running."""
+        tasks = [t for t in self.tasks if t[0] == job]
         deadline = time.monotonic() + grace_secs
-        for task, proc in running:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self._write(f"[launcher] {_name(task)} ignored SIGTERM for {grace_secs}s; SIGKILL")
-                self.signal_task(*task, signal.SIGKILL)
-                proc.wait(10)
-
-    def _wait_all(self, tasks: list[Task], deadline: float) -> list[Task]:
-        """Waits until ``tasks`` exit or ``deadline``; returns those still running."""
         pending = list(tasks)
         while pending and time.monotonic() < deadline and not self._output_lost.is_set():
             pending = [t for t in pending if self._procs[t].poll() is None]
             if pending:
-                time.sleep(_POLL_SECS)
-        for task in tasks:
-            if task not in pending:
-                self._pumps[task].join(5)  # their last lines before the launcher's next one
-        return pending
+                time.sleep(0.1)
+        for task in set(tasks) - set(pending):
+            self._pumps[task].join(5)  # their last lines before the launcher's next one
+        return [_name(t) for t in pending]
+
+    def _failed_tasks(self) -> list[str]:
+        """Tasks that exited with an error, each reported once (the chief may carry on)."""
+        failed = []
+        for task, proc in self._procs.items():
+            if proc.poll() not in (None, 0) and proc.pid not in self._reported:
+                self._reported.add(proc.pid)
+                failed.append(f"{_name(task)} ({proc.returncode})")
+        return failed
 
     def run(
         self,
@@ -260,105 +240,67 @@ class LocalCluster:
     ) -> int:
         """Starts the cluster, waits for the chief and returns its exit status.
 
-        When the chief fails (or ``timeout`` passes) every task is stopped at once.  When it
-        succeeds, workers get ``worker_grace_secs`` to finish and the evaluator
-        ``evaluator_grace_secs`` for its final evaluation; then everything still running,
-        the parameter servers included, is stopped.
-
-        Args:
-          timeout: seconds the chief may run; None waits forever.
-          worker_grace_secs: how long workers may run on after the chief succeeded.
-          evaluator_grace_secs: how long the evaluator may run on after the chief succeeded.
-
-        A parameter server that exits while the chief runs also stops every task: the chief
-        would wait for it forever (restarting it is :meth:`start_task`'s job, outside ``run``).
-
-        When the output stream breaks (``… | head``) every task is stopped too, as SIGPIPE
-        would stop a single program.
+        A chief that fails, a ``timeout``, a parameter server that exits (the chief would
+        wait for it forever) or a broken output stream stops every task at once. After a
+        chief's success, workers and the evaluator get ``worker_grace_secs`` and
+        ``evaluator_grace_secs`` to finish; then all stop.
 
         Returns:
-          The chief's exit status (``128 + N`` if it died of signal N; 124 on timeout), the
-          status of a parameter server that exited while the chief ran (1 if that was 0), or
-          141 (``128 + SIGPIPE``) when the output broke.
+          The chief's status (``128 + N`` for signal N, 124 on timeout), a lost parameter
+          server's (1 if it was 0), or 141 when the output broke.
         """
         try:
             self.start()
             chief = self._procs[("chief", 0)]
             deadline = float("inf") if timeout is None else time.monotonic() + timeout
             while chief.poll() is None and time.monotonic() < deadline:
-                if self._output_lost.is_set():
-                    # Like a program whose reader went away (`| head`): SIGPIPE's status.
+                if self._output_lost.is_set():  # as SIGPIPE stops a program piped to `head`
                     return 128 + signal.SIGPIPE
-                lost = self._lost_ps()
-                if lost is not None:
-                    task, ps_status = lost
-                    self._pumps[task].join(5)  # its last lines (the reason) before the verdict
-                    # The chief's session would wait for the lost variables forever: no error.
+                lost = [t for t in self.tasks if t[0] == "ps" and self._procs[t].poll() is not None]
+                if lost:
+                    status = self._procs[lost[0]].returncode
+                    self._pumps[lost[0]].join(5)  # its last lines (the reason) first
                     self._write(
-                        f"[launcher] {_name(task)} exited with {ps_status} while the chief "
+                        f"[launcher] {_name(lost[0])} exited with {status} while the chief "
                         "trains; the chief cannot go on without its parameter servers (it would "
                         "wait for them forever); stopping every task"
                     )
-                    return 128 - ps_status if ps_status < 0 else ps_status or 1
+                    return 128 - status if status < 0 else status or 1
                 failed = self._failed_tasks()
                 if failed:
                     self._write(f"[launcher] {failed} exited with an error; the chief goes on")
-                time.sleep(_POLL_SECS)
+                time.sleep(0.1)
             if chief.poll() is None:
                 self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
                 return 124
-            # The chief's last lines (a traceback, say) come before the launcher's verdict.
-            self._pumps[("chief", 0)].join(5)
-            status = chief.returncode
-            if status != 0:
+            self._pumps[("chief", 0)].join(5)  # its last lines (a traceback) first
+            if chief.returncode != 0:
+                status = chief.returncode
                 self._write(f"[launcher] chief:0 exited with {status}; stopping every task")
                 return 128 - status if status < 0 else status
-            self._finish(worker_grace_secs, evaluator_grace_secs)
+            left = self._wait_all("worker", worker_grace_secs)
+            if left:
+                self._write(
+                    f"[launcher] workers {left} still running {worker_grace_secs}s after the "
+                    "chief; stopping them"
+                )
+            if self._wait_all("evaluator", evaluator_grace_secs):
+                # The official evaluator exits only after evaluating a checkpoint at max_steps.
+                self._write(
+                    f"[launcher] the evaluator still runs {evaluator_grace_secs}s after the "
+                    "chief finished; stopping it (it exits by itself once it has evaluated the "
+                    "final checkpoint: at max_steps, or after an early stop through "
+                    "tfest_kit.train_and_evaluate; raise --evaluator-grace above throttle_secs, "
+                    "and check that every task was given the same model_dir: an evaluator that "
+                    "sees no checkpoint waits for one)"
+                )
+            failed = self._failed_tasks()
+            if failed:
+                self._write(f"[launcher] {failed} exited with an error")
+            self._write("[launcher] training done; stopping the parameter servers")
             return 0
         finally:
             self.stop()
-
-    def _lost_ps(self) -> Optional[tuple[Task, int]]:
-        """A parameter server that has exited (a ps never ends by itself), with its status."""
-        for task in self.tasks:
-            if task[0] == "ps" and self._procs[task].poll() is not None:
-                return task, self._procs[task].returncode
-        return None
-
-    def _failed_tasks(self) -> list[str]:
-        # Reported once each: a worker that dies is not fatal (the chief carries on alone).
-        failed = []
-        for task, proc in self._procs.items():
-            if proc.poll() not in (None, 0) and proc.pid not in self._reported:
-                self._reported.add(proc.pid)
-                failed.append(f"{_name(task)} ({proc.returncode})")
-        return failed
-
-    def _finish(self, worker_grace_secs: float, evaluator_grace_secs: float) -> None:
-        workers = [t for t in self.tasks if t[0] == "worker"]
-        left = self._wait_all(workers, time.monotonic() + worker_grace_secs)
-        if left:
-            self._write(
-                f"[launcher] workers {[_name(t) for t in left]} still running "
-                f"{worker_grace_secs}s after the chief; stopping them"
-            )
-        evaluators = [t for t in self.tasks if t[0] == "evaluator"]
-        left = self._wait_all(evaluators, time.monotonic() + evaluator_grace_secs)
-        if left:
-            # The official evaluator exits only once it has evaluated a checkpoint at
-            # max_steps, which never comes when training stopped early.
-            self._write(
-                f"[launcher] the evaluator still runs {evaluator_grace_secs}s after the chief "
-                "finished; stopping it (it exits by itself once it has evaluated the final "
-                "checkpoint: at max_steps, or after an early stop through "
-                "tfest_kit.train_and_evaluate; raise --evaluator-grace above throttle_secs, "
-                "and check that every task was given the same model_dir: an evaluator that "
-                "sees no checkpoint waits for one)"
-            )
-        failed = self._failed_tasks()
-        if failed:
-            self._write(f"[launcher] {failed} exited with an error")
-        self._write("[launcher] training done; stopping the parameter servers")
 
     def __enter__(self) -> LocalCluster:
         return self
@@ -369,15 +311,14 @@ class LocalCluster:
 
 def _seconds(minimum: float, inclusive: bool) -> Any:
     """An argparse type: a number of seconds ``>= minimum`` (or ``> minimum``)."""
-    bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = float("nan")
-        # `not (…)` also rejects NaN.
-        if not (value >= minimum if inclusive else value > minimum):
+        if not (value >= minimum if inclusive else value > minimum):  # `not`: also NaN
+            bound = f"{'>=' if inclusive else '>'} {minimum:g}"
             raise argparse.ArgumentTypeError(f"must be a number of seconds {bound}. Got: {text!r}")
         return value
 
@@ -387,11 +328,9 @@ def _seconds(minimum: float, inclusive: bool) -> Any:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tfest_kit.cluster",
-        description=(
-            "Run a program as a local TF_CONFIG cluster on loopback ports: one chief, N workers, "
-            "M parameter servers and optionally an evaluator. Output lines are prefixed with "
-            "the task; the exit status is the chief's."
-        ),
+        description="Run a program as a local TF_CONFIG cluster on loopback ports: one chief, "
+        "N workers, M parameter servers and optionally an evaluator. Output lines are prefixed "
+        "with the task; the exit status is the chief's.",
         epilog="example: python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- "
         "python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster (the program must "
         "train through train_and_evaluate, as every recipe does)",
@@ -400,9 +339,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")
     parser.add_argument("--ps", type=int, default=0, help="number of parameter servers")
     parser.add_argument("--evaluator", action="store_true", help="also run an evaluator task")
-    parser.add_argument(
-        "--timeout", type=_seconds(0, False), default=None, help="seconds the chief may run"
-    )
+    parser.add_argument("--timeout", type=_seconds(0, False), help="seconds the chief may run")
     parser.add_argument(
         "--worker-grace",
         type=_seconds(0, True),
@@ -414,8 +351,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_seconds(0, True),
         default=_EVALUATOR_GRACE_SECS,
         help="seconds the evaluator may run after the chief finished, for its final "
-        "evaluation; keep it above the program's throttle_secs (default: %(default)s, above "
-        "train_and_evaluate's default throttle_secs of 600)",
+        "evaluation; keep it above the program's throttle_secs (default: %(default)s)",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS…]")
     return parser
@@ -459,8 +395,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         local._write(f"[launcher] {e}: stopping every task")
         local.stop()
         return 128 + e.signum
-    except OSError as e:
-        # Popen of the first task failed (run() stopped anything already started).
+    except OSError as e:  # Popen of the first task failed; run() stopped the others
         print(
             f"[launcher] cannot start {command[0]!r}: {e.strerror}. Give a program on PATH or a "
             f"path to an executable after `--`. Got: {shlex.join(command)}",
