@@ -1243,6 +1243,46 @@ def test_contrib_opt_moving_average_and_swapping_saver(contrib_modules_run):
     )
 
 
+def test_slim_create_train_op_multiplies_and_clips_gradients(contrib_modules_run):
+    result = contrib_modules_run[0]["gradients"]["create_train_op"]
+    # d loss / dw = [3, 4]: times 3 is [9, 12] (norm 15), clipped to norm 10 -> [6, 8];
+    # u's [3, 4] (norm 5) is left as it is; SGD at 1.0.  The op returns the loss before.
+    np.testing.assert_allclose(result["w"], [1 - 6.0, 1 - 8.0], rtol=1e-6)
+    np.testing.assert_allclose(result["u"], [1 - 3.0, 1 - 4.0], rtol=1e-6)
+    assert result["loss"] == 14.0 and result["step"] == 1
+    assert result["summaries"] == [
+        f"summarize_grads/gm/{v}/{s}" for v in ("u", "w") for s in ("gradient", "gradient_norm")
+    ]
+    assert result["indexed"] == [[0.5, 1.0]]
+
+
+def test_contrib_layers_recompute_grad_equals_plain_gradients(contrib_modules_run):
+    result = contrib_modules_run[0]["gradients"]["recompute_grad"]
+    assert result["variables"] == [
+        "block/hidden/kernel",
+        "block/hidden/bias",
+        "block/out/weights",
+        "block/out/biases",
+    ]
+    for got, want in zip(result["grads"], result["plain"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert np.abs(np.array(result["grads"][-1])).max() > 0
+    # Recomputed: the two forward MatMuls again, on top of the plain backward pass's four.
+    assert (result["plain_matmuls"], result["matmuls"]) == (4, 6)
+
+
+def test_tf_slim_gradient_helpers_fail_unwrapped_on_tf215():
+    """The defect the ports fix: tf_slim 1.1 reads ops.Tensor / ops.IndexedSlices."""
+    import tf_slim
+
+    with tf.Graph().as_default():
+        w = tf.get_variable("w", initializer=tf.constant([1.0]))
+        with pytest.raises(AttributeError, match="Tensor|IndexedSlices"):
+            tf_slim.learning.multiply_gradients([(tf.constant([1.0]), w)], {w: 2.0})
+        with pytest.raises(AttributeError, match="Tensor"):
+            tf_slim.recompute_grad(lambda x: x * 2.0)(tf.constant([1.0]))
+
+
 def test_contrib_opt_lazy_adam_updates_only_the_gathered_rows(contrib_modules_run):
     result = contrib_modules_run[0]["opt"]
     # TF 1.15's slot names: LazyAdamOptimizer keeps AdamOptimizer's name, "Adam".

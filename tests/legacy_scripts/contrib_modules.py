@@ -370,6 +370,54 @@ def opt_section():
           "lazy_variables": lazy_names}
 
 
+def gradients_section():
+  """slim.learning.create_train_op with gradient_multipliers and clipping (fine-tuning scripts
+  multiplied the new head's gradients), and layers.recompute_grad against the plain function."""
+  slim = tf.contrib.slim
+  with tf.Graph().as_default(), tf.Session() as sess:
+    w = tf.get_variable("gm/w", initializer=tf.constant([1.0, 1.0]))
+    u = tf.get_variable("gm/u", initializer=tf.constant([1.0, 1.0]))
+    loss = tf.reduce_sum((w + u) * tf.constant([3.0, 4.0]))
+    train_op = slim.learning.create_train_op(
+        loss, tf.train.GradientDescentOptimizer(1.0), gradient_multipliers={"gm/w": 3.0},
+        clip_gradient_norm=10.0, summarize_gradients=True)
+    sess.run(tf.global_variables_initializer())
+    loss_value = sess.run(train_op)
+    created = {"w": sess.run(w).tolist(), "u": sess.run(u).tolist(), "loss": float(loss_value),
+               "step": int(sess.run(tf.train.get_global_step())),
+               "summaries": sorted(x.op.name for x in tf.get_collection(tf.GraphKeys.SUMMARIES))}
+    created["indexed"] = sess.run(slim.learning.multiply_gradients(
+        [(tf.IndexedSlices(tf.constant([[1.0, 2.0]]), tf.constant([1])), w)],
+        {w: 0.5})[0][0].values).tolist()
+
+  @tf.contrib.layers.recompute_grad
+  def block(x):
+    hidden = tf.layers.dense(x, 4, activation=tf.tanh, name="hidden")
+    return tf.contrib.layers.fully_connected(hidden, 1, activation_fn=None, scope="out")
+
+  with tf.Graph().as_default(), tf.Session() as sess:
+    x = tf.constant(np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(3, 2))
+    with tf.variable_scope("block", use_resource=True):
+      y = block(x)
+    variables = tf.trainable_variables()
+    graph = tf.get_default_graph()
+    before = len(graph.get_operations())
+    grads = tf.gradients(tf.reduce_sum(y * y), variables + [x])
+    # The backward pass ran `block` again: its forward MatMuls appear among the gradient ops.
+    recomputed = [op.type for op in graph.get_operations()[before:] if op.type == "MatMul"]
+    with tf.variable_scope("block", reuse=True):
+      plain_y = block.__wrapped__(x)
+    before = len(graph.get_operations())
+    plain_grads = tf.gradients(tf.reduce_sum(plain_y * plain_y), variables + [x])
+    plain = [op.type for op in graph.get_operations()[before:] if op.type == "MatMul"]
+    sess.run(tf.global_variables_initializer())
+    got, want = sess.run([grads, plain_grads])
+    recompute = {"grads": [g.tolist() for g in got], "plain": [g.tolist() for g in want],
+                 "matmuls": len(recomputed), "plain_matmuls": len(plain),
+                 "variables": [v.op.name for v in variables]}
+  return {"create_train_op": created, "recompute_grad": recompute}
+
+
 def summary_section():
   """A TPUEstimator host_call-style summary written with tf.contrib.summary in graph mode."""
   logdir = os.path.join(FLAGS.work_dir, "summaries")
@@ -397,6 +445,7 @@ def main(_):
       "estimator": estimator_section(),
       "crf": crf_section(),
       "opt": opt_section(),
+      "gradients": gradients_section(),
       "summary": summary_section(),
   }))
 
