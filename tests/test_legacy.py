@@ -536,7 +536,7 @@ def test_contrib_replacements_are_named_and_exist():
     for get, replacement in [
         (lambda: ns.contrib.learn, "tf.contrib.learn.Estimator -> tf.estimator.Estimator"),
         (lambda: ns.contrib.layers.real_valued_column, "tf.feature_column.numeric_column"),
-        (lambda: ns.contrib.rnn.LayerNormBasicLSTMCell, "tfa.rnn.LayerNormLSTMCell"),
+        (lambda: ns.contrib.rnn.NASCell, "tfa.rnn.NASCell"),
         (lambda: ns.contrib.predictor.from_contrib_estimator, "out of scope"),
     ]:
         with pytest.raises(AttributeError, match=re.escape(replacement)):
@@ -1027,6 +1027,52 @@ def test_contrib_rnn_fused_cells_equal_tf_cells_and_keep_tf115_names(contrib_mod
         np.testing.assert_allclose(result[key], value, atol=1e-5, err_msg=key)
 
 
+def test_contrib_rnn_layer_norm_basic_lstm_equals_numpy_with_tf115_names(contrib_modules_run):
+    result = contrib_modules_run[0]["rnn"]["layer_norm_lstm"]
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 24.0  # the script's SEQUENCES
+    weights = {k: np.array(v) for k, v in result["weights"].items()}
+    prefix = "ln/rnn/layer_norm_basic_lstm_cell/"
+    norms = ("input", "transform", "forget", "output", "state")
+    assert sorted(weights) == sorted(
+        [f"{prefix}{n}/{p}" for n in norms for p in ("beta", "gamma")]
+        + [f"{prefix}kernel", "plain/rnn/layer_norm_basic_lstm_cell/bias"]
+        + ["plain/rnn/layer_norm_basic_lstm_cell/kernel"]
+    )
+    np.testing.assert_allclose(weights[f"{prefix}input/gamma"], [1.5] * 3)
+    np.testing.assert_allclose(weights[f"{prefix}state/beta"], [0.1] * 3)
+
+    def sigmoid(x):
+        return 1 / (1 + np.exp(-x))
+
+    def run(prefix, units, forget_bias, normed):
+        def norm(x, scope):
+            mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+            gamma, beta = weights[f"{prefix}{scope}/gamma"], weights[f"{prefix}{scope}/beta"]
+            return (x - mean) / np.sqrt(var + 1e-12) * gamma + beta
+
+        c = h = np.zeros((2, units))
+        outputs = []
+        for t in range(x.shape[1]):
+            z = np.concatenate([x[:, t], h], 1) @ weights[f"{prefix}kernel"]
+            if not normed:
+                z = z + weights[f"{prefix}bias"]
+            i, j, f, o = np.split(z, 4, axis=1)
+            if normed:
+                i, j, f, o = (norm(g, s) for g, s in zip((i, j, f, o), norms))
+            c = c * sigmoid(f + forget_bias) + sigmoid(i) * np.tanh(j)
+            if normed:
+                c = norm(c, "state")
+            h = np.tanh(c) * sigmoid(o)
+            outputs.append(h)
+        return np.stack(outputs, 1), c
+
+    out, c = run(prefix, 3, 1.0, True)
+    np.testing.assert_allclose(result["out"], out, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result["c"], c, rtol=1e-4, atol=1e-5)
+    plain, _ = run("plain/rnn/layer_norm_basic_lstm_cell/", 2, 0.5, False)
+    np.testing.assert_allclose(result["plain_out"], plain, rtol=1e-4, atol=1e-5)
+
+
 def test_contrib_layers_slim_framework_keep_tf115_names_and_values(contrib_modules_run):
     result, _, work_dir = contrib_modules_run
     result = result["layers"]
@@ -1175,6 +1221,66 @@ def test_contrib_layers_optimize_loss_with_a_learning_rate(contrib_modules_run):
     assert result["step"] == 1
     # One SGD step at the decayed rate 0.1 * 0.5.
     np.testing.assert_allclose(result["v"], [1.0 - 0.05 * 3.0, -2.0 - 0.05 * 0.25], rtol=1e-6)
+
+
+def test_contrib_opt_moving_average_and_swapping_saver(contrib_modules_run):
+    result = contrib_modules_run[0]["opt"]["moving_average"]
+    assert result["variables"] == ["global_step", "ma_w", "ma_w/ExponentialMovingAverage"]
+    # SGD on sum(w * w) at 0.1: w *= 0.8 each step; the average starts at w's initial value.
+    values = np.array([[1.0, -2.0]]) * 0.8 ** np.arange(4)[:, None]
+    np.testing.assert_allclose(result["values"], values, rtol=1e-6)
+    average = values[0]
+    for value in values[1:]:
+        average = 0.5 * average + 0.5 * value
+    np.testing.assert_allclose(result["average"], average, rtol=1e-6)
+    # The swapping saver wrote the average under the variable's name, and a plain saver
+    # restored it into the variable; the average's own entry holds the trained variable.
+    np.testing.assert_allclose(result["restored"], average, rtol=1e-6)
+    reader = tf2.train.load_checkpoint(result["checkpoint"])
+    np.testing.assert_allclose(reader.get_tensor("ma_w"), average, rtol=1e-6)
+    np.testing.assert_allclose(
+        reader.get_tensor("ma_w/ExponentialMovingAverage"), values[-1], rtol=1e-6
+    )
+
+
+def test_slim_create_train_op_multiplies_and_clips_gradients(contrib_modules_run):
+    result = contrib_modules_run[0]["gradients"]["create_train_op"]
+    # d loss / dw = [3, 4]: times 3 is [9, 12] (norm 15), clipped to norm 10 -> [6, 8];
+    # u's [3, 4] (norm 5) is left as it is; SGD at 1.0.  The op returns the loss before.
+    np.testing.assert_allclose(result["w"], [1 - 6.0, 1 - 8.0], rtol=1e-6)
+    np.testing.assert_allclose(result["u"], [1 - 3.0, 1 - 4.0], rtol=1e-6)
+    assert result["loss"] == 14.0 and result["step"] == 1
+    assert result["summaries"] == [
+        f"summarize_grads/gm/{v}/{s}" for v in ("u", "w") for s in ("gradient", "gradient_norm")
+    ]
+    assert result["indexed"] == [[0.5, 1.0]]
+
+
+def test_contrib_layers_recompute_grad_equals_plain_gradients(contrib_modules_run):
+    result = contrib_modules_run[0]["gradients"]["recompute_grad"]
+    assert result["variables"] == [
+        "block/hidden/kernel",
+        "block/hidden/bias",
+        "block/out/weights",
+        "block/out/biases",
+    ]
+    for got, want in zip(result["grads"], result["plain"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert np.abs(np.array(result["grads"][-1])).max() > 0
+    # Recomputed: the two forward MatMuls again, on top of the plain backward pass's four.
+    assert (result["plain_matmuls"], result["matmuls"]) == (4, 6)
+
+
+def test_tf_slim_gradient_helpers_fail_unwrapped_on_tf215():
+    """The defect the ports fix: tf_slim 1.1 reads ops.Tensor / ops.IndexedSlices."""
+    import tf_slim
+
+    with tf.Graph().as_default():
+        w = tf.get_variable("w", initializer=tf.constant([1.0]))
+        with pytest.raises(AttributeError, match="Tensor|IndexedSlices"):
+            tf_slim.learning.multiply_gradients([(tf.constant([1.0]), w)], {w: 2.0})
+        with pytest.raises(AttributeError, match="Tensor"):
+            tf_slim.recompute_grad(lambda x: x * 2.0)(tf.constant([1.0]))
 
 
 def test_contrib_opt_lazy_adam_updates_only_the_gathered_rows(contrib_modules_run):

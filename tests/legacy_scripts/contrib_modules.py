@@ -145,6 +145,22 @@ def rnn_section():
     names = sorted(v.op.name for v in tf.global_variables())
   result = {k: v.tolist() for k, v in got.items()}
   result["variables"] = names
+  with tf.Graph().as_default(), tf.Session() as sess:
+    # LayerNormBasicLSTMCell with and without layer norm; its variables go into the JSON.
+    x = tf.constant(SEQUENCES)
+    with tf.variable_scope("ln"):
+      ln_out, ln_state = tf.nn.dynamic_rnn(
+          tf.contrib.rnn.LayerNormBasicLSTMCell(3, norm_gain=1.5, norm_shift=0.1), x,
+          dtype=tf.float32)
+    with tf.variable_scope("plain"):
+      plain_out, _ = tf.nn.dynamic_rnn(
+          tf.contrib.rnn.LayerNormBasicLSTMCell(2, forget_bias=0.5, layer_norm=False), x,
+          dtype=tf.float32)
+    sess.run(tf.global_variables_initializer())
+    got = sess.run({"out": ln_out, "c": ln_state.c, "plain_out": plain_out})
+    weights = {v.op.name: sess.run(v).tolist() for v in tf.global_variables()}
+  result["layer_norm_lstm"] = {k: v.tolist() for k, v in got.items()}
+  result["layer_norm_lstm"]["weights"] = weights
   return result
 
 
@@ -325,10 +341,81 @@ def opt_section():
     sess.run(train)
     optimize_loss = {"v": sess.run(v).tolist(), "step": int(sess.run(step)),
                      "variables": sorted(x.op.name for x in tf.global_variables())}
+  with tf.Graph().as_default(), tf.Session() as sess:
+    # MovingAverageOptimizer as slim-era image models trained: average, then a swapping_saver.
+    step = tf.train.get_or_create_global_step()
+    ma_w = tf.get_variable("ma_w", initializer=tf.constant([1.0, -2.0]))
+    ma_opt = tf.contrib.opt.MovingAverageOptimizer(
+        tf.train.GradientDescentOptimizer(0.1), average_decay=0.5)
+    ma_step = ma_opt.minimize(tf.reduce_sum(ma_w * ma_w), global_step=step)
+    swapping = ma_opt.swapping_saver()
+    sess.run(tf.global_variables_initializer())
+    ma_values = [sess.run(ma_w).tolist()]
+    for _ in range(3):
+      sess.run(ma_step)
+      ma_values.append(sess.run(ma_w).tolist())
+    by_name = {x.op.name: x for x in tf.global_variables()}
+    average = sess.run(by_name["ma_w/ExponentialMovingAverage"]).tolist()
+    ma_names = sorted(by_name)
+    ma_ckpt = swapping.save(sess, os.path.join(FLAGS.work_dir, "ema.ckpt"))
+  with tf.Graph().as_default(), tf.Session() as sess:
+    # Evaluation reads the checkpoint with a plain saver: the variable gets the average.
+    restored_w = tf.get_variable("ma_w", [2])
+    tf.train.Saver([restored_w]).restore(sess, ma_ckpt)
+    moving_average = {"values": ma_values, "average": average, "variables": ma_names,
+                      "restored": sess.run(restored_w).tolist(), "checkpoint": ma_ckpt}
   return {"w": w_value.tolist(), "u": u_value.tolist(), "variables": names,
-          "optimize_loss": optimize_loss,
+          "optimize_loss": optimize_loss, "moving_average": moving_average,
           "lazy_emb": emb_value.tolist(), "lazy_m": m_value.tolist(),
           "lazy_variables": lazy_names}
+
+
+def gradients_section():
+  """slim.learning.create_train_op with gradient_multipliers and clipping (fine-tuning scripts
+  multiplied the new head's gradients), and layers.recompute_grad against the plain function."""
+  slim = tf.contrib.slim
+  with tf.Graph().as_default(), tf.Session() as sess:
+    w = tf.get_variable("gm/w", initializer=tf.constant([1.0, 1.0]))
+    u = tf.get_variable("gm/u", initializer=tf.constant([1.0, 1.0]))
+    loss = tf.reduce_sum((w + u) * tf.constant([3.0, 4.0]))
+    train_op = slim.learning.create_train_op(
+        loss, tf.train.GradientDescentOptimizer(1.0), gradient_multipliers={"gm/w": 3.0},
+        clip_gradient_norm=10.0, summarize_gradients=True)
+    sess.run(tf.global_variables_initializer())
+    loss_value = sess.run(train_op)
+    created = {"w": sess.run(w).tolist(), "u": sess.run(u).tolist(), "loss": float(loss_value),
+               "step": int(sess.run(tf.train.get_global_step())),
+               "summaries": sorted(x.op.name for x in tf.get_collection(tf.GraphKeys.SUMMARIES))}
+    created["indexed"] = sess.run(slim.learning.multiply_gradients(
+        [(tf.IndexedSlices(tf.constant([[1.0, 2.0]]), tf.constant([1])), w)],
+        {w: 0.5})[0][0].values).tolist()
+
+  @tf.contrib.layers.recompute_grad
+  def block(x):
+    hidden = tf.layers.dense(x, 4, activation=tf.tanh, name="hidden")
+    return tf.contrib.layers.fully_connected(hidden, 1, activation_fn=None, scope="out")
+
+  with tf.Graph().as_default(), tf.Session() as sess:
+    x = tf.constant(np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(3, 2))
+    with tf.variable_scope("block", use_resource=True):
+      y = block(x)
+    variables = tf.trainable_variables()
+    graph = tf.get_default_graph()
+    before = len(graph.get_operations())
+    grads = tf.gradients(tf.reduce_sum(y * y), variables + [x])
+    # The backward pass ran `block` again: its forward MatMuls appear among the gradient ops.
+    recomputed = [op.type for op in graph.get_operations()[before:] if op.type == "MatMul"]
+    with tf.variable_scope("block", reuse=True):
+      plain_y = block.__wrapped__(x)
+    before = len(graph.get_operations())
+    plain_grads = tf.gradients(tf.reduce_sum(plain_y * plain_y), variables + [x])
+    plain = [op.type for op in graph.get_operations()[before:] if op.type == "MatMul"]
+    sess.run(tf.global_variables_initializer())
+    got, want = sess.run([grads, plain_grads])
+    recompute = {"grads": [g.tolist() for g in got], "plain": [g.tolist() for g in want],
+                 "matmuls": len(recomputed), "plain_matmuls": len(plain),
+                 "variables": [v.op.name for v in variables]}
+  return {"create_train_op": created, "recompute_grad": recompute}
 
 
 def summary_section():
@@ -358,6 +445,7 @@ def main(_):
       "estimator": estimator_section(),
       "crf": crf_section(),
       "opt": opt_section(),
+      "gradients": gradients_section(),
       "summary": summary_section(),
   }))
 

@@ -229,6 +229,19 @@ def _slim_batch_norm() -> Any:
     return importlib.import_module("tfest_kit.legacy.contrib.layers").batch_norm
 
 
+# tf_slim 1.1's gradient helpers and recompute_grad do not run on TensorFlow 2.15 either.
+_SLIM_LEARNING = "tf_slim.learning, its gradient helpers ported (tfest_kit.legacy.contrib)"
+_RECOMPUTE_GRAD = "tf.custom_gradient (tfest_kit.legacy.contrib.layers, a port of TF 1.15's)"
+
+
+def _slim_learning() -> Any:
+    return importlib.import_module("tfest_kit.legacy.contrib._slim_learning")
+
+
+def _recompute_grad() -> Any:
+    return importlib.import_module("tfest_kit.legacy.contrib.layers").recompute_grad
+
+
 def _layers_python(report: Report) -> ShimModule:
     """``tf.contrib.layers.python.layers``: tf_slim's ``layers`` package (``initializers`` …)."""
     layers = ShimModule(
@@ -420,8 +433,12 @@ def build_contrib(report: Report) -> ShimModule:
             lambda: ShimModule(
                 "tf.contrib.slim",
                 report,
-                # tf_slim 1.1's batch_norm does not run on TensorFlow 2.15: contrib.layers' port.
-                entries={"batch_norm": Entry(_slim_batch_norm, _BATCH_NORM)},
+                # tf_slim 1.1's versions of these do not run on TensorFlow 2.15: our ports.
+                entries={
+                    "batch_norm": Entry(_slim_batch_norm, _BATCH_NORM),
+                    "learning": Entry(_slim_learning, _SLIM_LEARNING),
+                    "recompute_grad": Entry(_recompute_grad, _RECOMPUTE_GRAD),
+                },
                 fallbacks=[(lambda: importlib.import_module("tf_slim"), "tf_slim")],
                 kind=SHIM,
                 provides="Of tf.contrib.slim it provides what tf_slim 1.1 has. ",

@@ -27,6 +27,7 @@ import tf_slim
 from tfest_kit._tf import tf
 from tfest_kit.legacy._layer_norm import layer_norm
 from tfest_kit.legacy.contrib._batch_norm import batch_norm
+from tfest_kit.legacy.contrib._recompute_grad import recompute_grad
 
 # TF 1.15's tf.contrib.layers names that tf_slim 1.1 carries on.
 _FROM_SLIM = (
@@ -65,7 +66,6 @@ _FROM_SLIM = (
     "maxout",
     "one_hot_encoding",
     "pool",
-    "recompute_grad",
     "relu",
     "relu6",
     "repeat",
@@ -104,6 +104,7 @@ __all__ = [
     "layer_norm",
     "embed_sequence",
     "safe_embedding_lookup_sparse",
+    "recompute_grad",
     "BACKING",
     "NOT_SERVED",
 ]
@@ -118,6 +119,7 @@ BACKING = {
     "batch_norm": "tf.nn.fused_batch_norm (tfest_kit.legacy.contrib.layers, a port of TF 1.15's)",
     "optimize_loss": "tf.compat.v1.train optimizers (tfest_kit.legacy.contrib.layers, a port)",
     "safe_embedding_lookup_sparse": "tf.compat.v1.nn.safe_embedding_lookup_sparse",
+    "recompute_grad": "tf.custom_gradient (tfest_kit.legacy.contrib.layers, a port of TF 1.15's)",
 }
 
 # tf.contrib.layers' feature columns -> their TensorFlow 2.15 home (all in tf.compat.v1).

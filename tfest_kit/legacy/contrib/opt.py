@@ -8,6 +8,10 @@ accumulators are the base optimizer's under the names TF 1.15 gave (``w/AdamW``,
 ``w/AdamW_1``, ``beta1_power`` …), so TF 1.15 checkpoints restore.  tensorflow-addons'
 ``AdamW`` is a Keras optimizer, which a ``tf.train``-style ``model_fn`` cannot use.
 
+``MovingAverageOptimizer`` is TF 1.15's wrapper on ``tf.compat.v1.train.ExponentialMovingAverage``:
+each step also updates ``<var>/ExponentialMovingAverage``, and ``swapping_saver()`` saves the
+averages under the variables' names (and restores them into the variables).
+
 ``LazyAdamOptimizer`` is TF 1.15's: Adam whose sparse updates (an embedding's gathered rows)
 touch only those rows of the variable and of its ``m`` / ``v`` slots; dense gradients get
 plain Adam.  Its slots keep Adam's names (``emb/Adam``, ``emb/Adam_1``).
@@ -20,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from tfest_kit._tf import tf
 
@@ -30,15 +34,17 @@ __all__ = [
     "AdamWOptimizer",
     "MomentumWOptimizer",
     "LazyAdamOptimizer",
+    "MovingAverageOptimizer",
     "BACKING",
     "NOT_SERVED",
 ]
 
 _PORT = "tf.compat.v1.train optimizers (tfest_kit.legacy.contrib.opt, a port of TF 1.15's)"
 BACKING = {name: _PORT for name in __all__[:5]}
-_KERAS = "(a Keras optimizer: it does not take tf.train's minimize(loss, global_step))"
+BACKING["MovingAverageOptimizer"] = (
+    "tf.compat.v1.train.ExponentialMovingAverage (tfest_kit.legacy.contrib.opt, a port)"
+)
 NOT_SERVED = {
-    "MovingAverageOptimizer": f"tfa.optimizers.MovingAverage {_KERAS}",
     "LARSOptimizer": "tf.compat.v1.train.MomentumOptimizer with per-layer learning rates",
     "ScipyOptimizerInterface": "scipy.optimize.minimize on values read with a tf.Session",
 }
@@ -228,3 +234,104 @@ class LazyAdamOptimizer(tf.train.AdamOptimizer):
                 return x.value()
 
         return self._lazy_update(grad, var, indices, update, sub)
+
+
+class MovingAverageOptimizer(tf.train.Optimizer):
+    """``tf.contrib.opt.MovingAverageOptimizer``: ``opt`` plus a moving average of the variables.
+
+    Each ``apply_gradients`` also runs ``tf.train.ExponentialMovingAverage(average_decay,
+    num_updates).apply`` on the variables that got a gradient, creating TF 1.15's
+    ``<var>/ExponentialMovingAverage`` variables.  Train with :meth:`swapping_saver`: it saves
+    each average under its variable's name, so evaluation and export read the averages with a
+    plain saver.
+
+    Args:
+      opt: the ``tf.compat.v1.train.Optimizer`` that computes and applies the gradients.
+      average_decay: the decay of ``ExponentialMovingAverage``.
+      num_updates: optional step count; the decay is then ``min(average_decay,
+        (1 + num_updates) / (10 + num_updates))``.
+      sequential_update: if True, average after the gradient update; if False, at the same
+        time (reading either value).
+
+    Raises:
+      TypeError: if ``opt`` is not a ``tf.compat.v1.train.Optimizer``.
+
+    Example:
+
+        opt = tf.contrib.opt.MovingAverageOptimizer(tf.train.MomentumOptimizer(0.1, 0.9))
+        train_op = opt.minimize(loss, global_step=tf.train.get_global_step())
+        saver = opt.swapping_saver()   # after minimize
+    """
+
+    def __init__(
+        self,
+        opt: Any,
+        average_decay: float = 0.9999,
+        num_updates: Any = None,
+        sequential_update: bool = True,
+    ):
+        if not isinstance(opt, tf.train.Optimizer):
+            raise TypeError(
+                "MovingAverageOptimizer: `opt` must be a tf.compat.v1.train.Optimizer "
+                f"(e.g. tf.train.MomentumOptimizer(0.1, 0.9)). Got: {opt!r}"
+            )
+        super().__init__(use_locking=False, name="MovingAverageOptimizer")
+        self._optimizer = opt
+        self._ema = tf.train.ExponentialMovingAverage(average_decay, num_updates=num_updates)
+        self._variable_map: Optional[dict] = None
+        self._sequential_update = sequential_update
+
+    def compute_gradients(self, *args: Any, **kwargs: Any):
+        """The wrapped optimizer's ``compute_gradients``."""
+        return self._optimizer.compute_gradients(*args, **kwargs)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        """The wrapped optimizer's update, then the moving averages (op ``train_with_avg``)."""
+        grads_and_vars = list(grads_and_vars)
+        train_op = self._optimizer.apply_gradients(
+            grads_and_vars, global_step=global_step, name=name
+        )
+        var_list = [v for g, v in grads_and_vars if g is not None]
+        self._variable_map = {}
+        if self._sequential_update:
+            with tf.control_dependencies([train_op]):
+                ma_op = self._ema.apply(var_list)
+        else:
+            ma_op = self._ema.apply(var_list)
+        for var in var_list:
+            average = self._ema.average(var)
+            self._variable_map[var.op.name] = average
+            self._variable_map[average.op.name] = var
+        return tf.group(train_op, ma_op, name="train_with_avg")
+
+    def swapping_saver(self, var_list: Any = None, name: str = "swapping_saver", **kwargs: Any):
+        """A ``tf.train.Saver`` that swaps each variable with its moving average.
+
+        Args:
+          var_list: variables (a list, or a dict by checkpoint name) to save; default all
+            global variables.
+          name: the saver's name.
+          **kwargs: ``tf.train.Saver``'s other arguments.
+
+        Returns:
+          A ``tf.compat.v1.train.Saver``: the checkpoint holds each average under its
+          variable's name (and the variable under its average's), and restoring it puts the
+          averages into the variables.
+
+        Raises:
+          RuntimeError: if ``minimize`` / ``apply_gradients`` has not been called yet.
+
+        Example:
+
+            scaffold = tf.train.Scaffold(saver=opt.swapping_saver())
+        """
+        if self._variable_map is None:
+            raise RuntimeError(
+                "Must call apply_gradients or minimize before creating the swapping_saver"
+            )
+        if var_list is None:
+            var_list = tf.global_variables()
+        if not isinstance(var_list, dict):
+            var_list = {var.op.name: var for var in var_list}
+        swapped = {key: self._variable_map.get(var.op.name, var) for key, var in var_list.items()}
+        return tf.train.Saver(swapped, name=name, **kwargs)

@@ -11,6 +11,8 @@
   checkpoints are interchangeable, as they were), ``w_i_diag``/``w_f_diag``/``w_o_diag``
   peepholes; ``gru_cell/gates/{kernel,bias}`` and ``gru_cell/candidate/{kernel,bias}``;
   ``lstm_fused_cell/{kernel,bias}``.
+- ``LayerNormBasicLSTMCell``: a port of contrib's (``kernel``, ``bias`` without layer norm;
+  ``input``/``transform``/``forget``/``output``/``state`` ``{gamma,beta}`` with it).
 - ``stack_bidirectional_rnn`` / ``stack_bidirectional_dynamic_rnn``: a port of contrib's
   (``stack_bidirectional_rnn/cell_<i>/bidirectional_rnn/{fw,bw}/…`` variables).
 
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from tfest_kit._tf import tf
+from tfest_kit.legacy._layer_norm import layer_norm
 
 _CELLS = tf.nn.rnn_cell
 _FROM_RNN_CELL = (
@@ -50,6 +53,7 @@ __all__ = [
     "GRUBlockCellV2",
     "LSTMBlockFusedCell",
     "TimeReversedFusedRNN",
+    "LayerNormBasicLSTMCell",
     "stack_bidirectional_rnn",
     "stack_bidirectional_dynamic_rnn",
     "BACKING",
@@ -66,12 +70,12 @@ BACKING = {
     "GRUBlockCellV2": f"tf.raw_ops.GRUBlockCell {_OURS}",
     "LSTMBlockFusedCell": f"tf.raw_ops.BlockLSTM {_OURS}",
     "TimeReversedFusedRNN": f"tf.reverse_sequence around the fused cell {_PORT}",
+    "LayerNormBasicLSTMCell": f"tf.compat.v1.nn.rnn_cell.RNNCell {_PORT}",
     "stack_bidirectional_rnn": f"tf.compat.v1.nn.static_bidirectional_rnn {_PORT}",
     "stack_bidirectional_dynamic_rnn": f"tf.compat.v1.nn.bidirectional_dynamic_rnn {_PORT}",
 }
 _ADDONS = "tensorflow-addons (tfa.rnn) or a tf.keras RNN cell; variable names differ"
 NOT_SERVED = {
-    "LayerNormBasicLSTMCell": f"tfa.rnn.LayerNormLSTMCell from {_ADDONS}",
     "NASCell": f"tfa.rnn.NASCell from {_ADDONS}",
     "AttentionCellWrapper": _ADDONS,
     "CoupledInputForgetGateLSTMCell": _ADDONS,
@@ -475,3 +479,106 @@ def stack_bidirectional_dynamic_rnn(
             states_fw.append(state_fw)
             states_bw.append(state_bw)
     return layer, tuple(states_fw), tuple(states_bw)
+
+
+class LayerNormBasicLSTMCell(_CELLS.RNNCell):
+    """``tf.contrib.rnn.LayerNormBasicLSTMCell``: an LSTM with layer norm and recurrent dropout.
+
+    TF 1.15's arithmetic: ``[i, j, f, o] = [inputs, h] @ kernel`` (``+ bias`` only without
+    layer norm), each gate layer-normalised in its own scope (``input``, ``transform``,
+    ``forget``, ``output``: ``gamma``, ``beta``), ``g = activation(j)`` dropped out with
+    ``dropout_keep_prob``, ``c' = c * sigmoid(f + forget_bias) + sigmoid(i) * g``, ``c'``
+    normalised (``state``), ``h' = activation(c') * sigmoid(o)``.  The default scope is
+    ``layer_norm_basic_lstm_cell``, as in TF 1.15.
+
+    Args:
+      num_units: size of the state.
+      forget_bias: added to the forget gate's pre-activation.
+      input_size: unused (deprecated in TF 1.15 too).
+      activation: the inner activation.
+      layer_norm: normalise the gates and the cell state.
+      norm_gain: the initial value of each ``gamma``.
+      norm_shift: the initial value of each ``beta``.
+      dropout_keep_prob: a float or scalar tensor; below 1.0 drops ``g`` out.
+      dropout_prob_seed: the dropout's seed.
+      reuse: reuse variables of an existing scope.
+
+    Example:
+
+        cell = tf.contrib.rnn.LayerNormBasicLSTMCell(64, dropout_keep_prob=0.9)
+        outputs, state = tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)
+    """
+
+    def __init__(
+        self,
+        num_units: int,
+        forget_bias: float = 1.0,
+        input_size: Any = None,
+        activation: Any = tf.tanh,
+        layer_norm: bool = True,
+        norm_gain: float = 1.0,
+        norm_shift: float = 0.0,
+        dropout_keep_prob: Any = 1.0,
+        dropout_prob_seed: Optional[int] = None,
+        reuse: Any = None,
+    ):
+        super().__init__(_reuse=reuse)
+        if input_size is not None:
+            tf.logging.warn("%s: The input_size parameter is deprecated.", self)
+        self._num_units = num_units
+        self._activation = activation
+        self._forget_bias = forget_bias
+        self._keep_prob = dropout_keep_prob
+        self._seed = dropout_prob_seed
+        self._layer_norm = layer_norm
+        self._norm_gain = norm_gain
+        self._norm_shift = norm_shift
+
+    @property
+    def state_size(self):
+        return _CELLS.LSTMStateTuple(self._num_units, self._num_units)
+
+    @property
+    def output_size(self):
+        return self._num_units
+
+    def _norm(self, inp, scope: str, dtype):
+        shape = inp.get_shape()[-1:]
+        with tf.variable_scope(scope):
+            tf.get_variable(
+                "gamma",
+                shape=shape,
+                dtype=dtype,
+                initializer=tf.constant_initializer(self._norm_gain),
+            )
+            tf.get_variable(
+                "beta",
+                shape=shape,
+                dtype=dtype,
+                initializer=tf.constant_initializer(self._norm_shift),
+            )
+        return layer_norm(inp, reuse=True, scope=scope)
+
+    def call(self, inputs, state):
+        """One step: ``(h', LSTMStateTuple(c', h'))``."""
+        c, h = state
+        args = tf.concat([inputs, h], 1)
+        dtype = args.dtype
+        out_size = 4 * self._num_units
+        out = tf.matmul(args, tf.get_variable("kernel", [args.get_shape()[-1], out_size], dtype))
+        if not self._layer_norm:
+            out = tf.nn.bias_add(out, tf.get_variable("bias", [out_size], dtype))
+        i, j, f, o = tf.split(out, 4, axis=1)
+        if self._layer_norm:
+            i = self._norm(i, "input", dtype)
+            j = self._norm(j, "transform", dtype)
+            f = self._norm(f, "forget", dtype)
+            o = self._norm(o, "output", dtype)
+        g = self._activation(j)
+        if not isinstance(self._keep_prob, float) or self._keep_prob < 1:
+            g = tf.nn.dropout(g, keep_prob=self._keep_prob, seed=self._seed)
+        new_c = c * tf.sigmoid(f + self._forget_bias) + tf.sigmoid(i) * g
+        if self._layer_norm:
+            new_c = self._norm(new_c, "state", dtype)
+        new_h = self._activation(new_c) * tf.sigmoid(o)
+        return new_h, _CELLS.LSTMStateTuple(new_c, new_h)
