@@ -1,9 +1,8 @@
 """Keras model -> Estimator: input-name adaptation, a warm start that keeps every weight, export.
 
 :func:`to_estimator` wraps ``tf.keras.estimator.model_to_estimator`` (Keras 2.15), which wants
-features keyed exactly by ``model.input_names``, warm-starts trainable variables only (not
-frozen layers or BatchNormalization statistics), names metrics unlike ``model.evaluate``, and
-fails deep inside Keras on an uncompiled model, a missing custom object or Keras 3.
+features keyed exactly by ``model.input_names``, warm-starts trainable variables only, names
+metrics unlike ``model.evaluate``, and fails deep inside Keras on many models it cannot take.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from tfest_kit.cluster import check_tf_config_json
 
 __all__ = ["to_estimator", "check_keras_version"]
 
-_INSTALL = "pip install tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
 # The official model_fn reads Keras sample weights only from features that are exactly
 # {"features": <features>, "sample_weights": <weights>}; any other dict is all features.
 _FEATURES_KEY = "features"
@@ -46,22 +44,16 @@ _MODEL_VARIABLES = r"(?!global_step:|training/)"
 def check_keras_version(version: str) -> None:
     """Raises TfestKitError (naming what to install) unless ``version`` is a Keras 2.
 
-    Args:
-      version: a Keras version string, e.g. ``keras.__version__``.
-
-    Raises:
-      TfestKitError: for Keras 3 or later, which has no ``model_to_estimator``.
-
     Example:
 
-        import keras
         check_keras_version(keras.__version__)
     """
     match = re.match(r"(\d+)", version or "")
     if match is None or int(match.group(1)) >= 3:
         raise TfestKitError(
             f"to_estimator needs Keras 2 (tf.keras 2.15); found Keras {version}, which has no "
-            f"model_to_estimator (Keras 3 / TensorFlow >= 2.16 removed it). Install: {_INSTALL}"
+            f"model_to_estimator (Keras 3 / TensorFlow >= 2.16 removed it). Install: pip install "
+            "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
         )
 
 
@@ -77,23 +69,18 @@ def to_estimator(
     """Converts a compiled ``tf.keras`` model into a ``tf.estimator.Estimator``.
 
     It predicts what ``keras_model.predict`` does (every weight is warm-started), reports
-    the compiled metrics under their Keras names, and takes features as a dict (keys matched
-    without an ``_input`` suffix), a tuple in input order (as ``((a, b), labels)``) or a bare
-    tensor; sample weights as a ``"sample_weights"`` key. The conversion switches Keras to
-    graph mode; converting again before training moves ``model_dir/keras`` aside.
+    metrics under their Keras names, and takes features as a dict (keys matched without an
+    ``_input`` suffix), a tuple in input order or a bare tensor; sample weights as a
+    ``"sample_weights"`` key. The conversion switches Keras to graph mode.
 
     Args:
-      keras_model: a compiled ``tf.keras.Model`` (subclassed only with
-        ``checkpoint_format="saver"``, starting from fresh weights).
-      model_dir: where checkpoints go; a new temporary directory if it and
-        ``config.model_dir`` are unset.
-      config: a ``tf.estimator.RunConfig``. It and the arguments after it are keyword-only
-        (the official converter has other arguments in these places).
+      keras_model: a compiled ``tf.keras.Model`` (subclassed: ``checkpoint_format="saver"``).
+      model_dir: where checkpoints go; None (and no ``config.model_dir``): a temporary one.
+      config: a ``tf.estimator.RunConfig`` (this and the rest are keyword-only).
       custom_objects: ``{name: object}`` for custom layers, losses … of the model.
       checkpoint_format: ``"checkpoint"`` (object-based) or ``"saver"``.
-      warm_start_from: a checkpoint path, SavedModel or ``WarmStartSettings`` instead of the
-        Keras weights: every model variable (not the optimizer's), an object-based checkpoint
-        matched by structure as ``load_weights`` does.
+      warm_start_from: a checkpoint, SavedModel or ``WarmStartSettings`` instead of the Keras
+        weights; every model variable, matched by structure as ``load_weights`` does.
 
     Returns:
       A ``tf.estimator.Estimator``.
@@ -106,7 +93,6 @@ def to_estimator(
 
     Example:
 
-        model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
         est = keras_bridge.to_estimator(model, model_dir="/tmp/keras_est")
         est.train(lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32),
                   steps=100)
@@ -147,9 +133,7 @@ def to_estimator(
 
 
 def _check_model(keras_model, checkpoint_format: str) -> None:
-    """What the official converter would refuse late or obscurely, refused with the fix."""
-    # tf.keras has no __version__; in TensorFlow 2.15 it is the installed `keras` package.
-    import keras
+    import keras  # tf.keras has no __version__; in TensorFlow 2.15 it is `keras`
 
     check_keras_version(getattr(keras, "__version__", ""))
     if not isinstance(keras_model, tf2.keras.Model):
@@ -185,11 +169,8 @@ def _check_model(keras_model, checkpoint_format: str) -> None:
 
 
 def _guard(est, skip_done: bool) -> None:
-    """Wraps ``est.train`` / ``est.evaluate`` as TPUEstimator's (model_dir, EvalGuard, task).
-
-    With ``skip_done``, ``train`` is a no-op once ``max_steps`` is saved: Estimator reads an
-    object-based checkpoint's step as 0 and trained one step past ``max_steps``.
-    """
+    """Guards ``est.train`` / ``evaluate`` as TPUEstimator's; ``skip_done``: no step past a
+    saved ``max_steps`` (Estimator read an object-based checkpoint's step as 0)."""
     official_train, official_evaluate = est.train, est.evaluate
 
     @functools.wraps(official_train)
@@ -229,10 +210,7 @@ def _guard(est, skip_done: bool) -> None:
 
 
 def _check_optimizer(optimizer) -> None:
-    """Refuses an optimizer without a legacy namesake (AdamW …), which the converter needs.
-
-    It failed with "type object 'str' has no attribute 'from_config'".
-    """
+    # The converter needs a legacy namesake: AdamW failed with "'str' has no 'from_config'".
     optimizers = tf2.keras.optimizers
     if isinstance(optimizer, optimizers.legacy.Optimizer) or not isinstance(
         optimizer, optimizers.Optimizer
@@ -250,12 +228,8 @@ def _check_optimizer(optimizer) -> None:
 
 
 def _check_preprocessing_state(keras_model) -> None:
-    """Refuses preprocessing layers whose ``adapt()``ed state the Estimator would not have.
-
-    The converter rebuilds layers from their config, which lacks that state: lookups failed
-    with "Table not initialized", a ``Discretization`` put every value in bin 0. Given at
-    construction, the state is in the config.
-    """
+    # Layers rebuilt from config lack an adapt()ed state: lookups failed with "Table not
+    # initialized", a Discretization put every value in bin 0.
     layers = tf2.keras.layers
     lookups = (layers.StringLookup, layers.IntegerLookup, layers.TextVectorization)
     for layer in keras_model.submodules:
@@ -287,7 +261,6 @@ _CONVERTED: weakref.WeakSet = weakref.WeakSet()
 
 
 def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
-    """Calls the official converter; its failures that end deep inside Keras are named."""
     try:
         with warnings.catch_warnings():
             for message in _NOISY_WARNINGS:
@@ -331,7 +304,6 @@ def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
 
 
 def _missing_object_name(message: str) -> Optional[str]:
-    """The name Keras could not deserialize, parsed from its error message, or None."""
     # "Unknown activation function '{…'config': 'swishy'…", "Unknown layer: 'Scale'".
     patterns = (
         r"Unknown [\w ]+?'\{[^}]*'config': '([\w.]+)'",
@@ -343,7 +315,6 @@ def _missing_object_name(message: str) -> Optional[str]:
 
 
 def _adapting_model_fn(official_model_fn, keras_model, metric_names):
-    """Wraps the official model_fn so features / labels reach it keyed the way Keras wants."""
     input_names = list(getattr(keras_model, "input_names", None) or [])
     output_names = list(getattr(keras_model, "output_names", None) or [])
     input_keys = _dict_keys_to_names(getattr(keras_model, "_nested_inputs", None), input_names)
@@ -402,11 +373,8 @@ def _adapting_model_fn(official_model_fn, keras_model, metric_names):
 
 
 def _dict_keys_to_names(nested, names: list[str]) -> dict:
-    """``{dict key: layer name}`` for a model built with a dict of inputs / outputs.
-
-    Keras' ``fit`` takes such data keyed by the dict's keys, the official model_fn by the
-    layers' names; both in flattened (sorted-key) order.
-    """
+    # Keras' fit keys a dict model's data by the dict's keys, the official model_fn by the
+    # layers' names; both in flattened (sorted-key) order.
     if not isinstance(nested, Mapping) or len(nested) != len(names):
         return {}
     keys = tf.nest.flatten({key: key for key in nested})
@@ -414,7 +382,6 @@ def _dict_keys_to_names(nested, names: list[str]) -> dict:
 
 
 def _keyed_by_names(values, keys_to_names: dict):
-    """``values`` with the model's dict keys replaced by the layer names they stand for."""
     if not keys_to_names or not isinstance(values, Mapping):
         return values
     names = set(keys_to_names.values())
@@ -426,10 +393,7 @@ def _keyed_by_names(values, keys_to_names: dict):
 
 
 def _check_loss_keys(keras_model) -> None:
-    """Refuses a loss / metrics dict keyed by a dict output's keys, not its layers' names.
-
-    (The converter failed with "Unknown entries in loss dictionary".)
-    """
+    # The converter failed with "Unknown entries in loss dictionary".
     output_names = list(getattr(keras_model, "output_names", None) or [])
     keys = _dict_keys_to_names(getattr(keras_model, "_nested_outputs", None), output_names)
     compiled = _compile_args(keras_model)
@@ -447,7 +411,6 @@ def _check_loss_keys(keras_model) -> None:
 
 
 def _checkpoint_keys(saver) -> dict:
-    """Checkpoint key -> variable for the variables of an object-based checkpoint's saver."""
     keys = {}
     for saveable in saver._var_list:  # TrackableSaveables, one spec per variable
         specs, variable = getattr(saveable, "specs", ()), getattr(saveable, "op", None)
@@ -457,12 +420,8 @@ def _checkpoint_keys(saver) -> dict:
 
 
 def _saver_as_configured(saver, config, variables: dict):
-    """The object-based checkpoint's saver, rebuilt with the settings of Estimator's own.
-
-    The official one has ``Saver``'s defaults: ``keep_checkpoint_max`` was ignored and the
-    ``checkpoint`` file held absolute paths (a moved model_dir broke). The rebuilt saver also
-    checks a checkpoint given to evaluate / predict / export.
-    """
+    """The object-based saver with Estimator's settings (the official one ignored
+    ``keep_checkpoint_max`` and wrote absolute paths), checking a checkpoint's fit."""
     rebuilt = _warm_start.FitCheckingSaver(
         config.model_dir,
         variables,
@@ -477,10 +436,7 @@ def _saver_as_configured(saver, config, variables: dict):
 
 
 def _split_sample_weights(features, input_names: list[str]):
-    """``(features, sample_weights or None)``, also from a ``"sample_weights"`` features key.
-
-    (The official model_fn takes only ``{"features": …, "sample_weights": w}``.)
-    """
+    """``(features, sample_weights or None)``, also from a ``"sample_weights"`` features key."""
     if not isinstance(features, Mapping) or _SAMPLE_WEIGHTS_KEY not in features:
         return features, None
     if set(features) == {_FEATURES_KEY, _SAMPLE_WEIGHTS_KEY}:
@@ -492,7 +448,6 @@ def _split_sample_weights(features, input_names: list[str]):
 
 
 def _unbuilt_sequential_features(features: dict):
-    """The one input of a Sequential model built without an input shape (no input name)."""
     if len(features) != 1:  # else "Unexpectedly found an instance of type dict"
         raise ValueError(
             f"features is a dict with keys {sorted(map(str, features))} but the Keras "
@@ -503,7 +458,6 @@ def _unbuilt_sequential_features(features: dict):
 
 
 def _adapt_labels(labels: dict, output_names: list[str]):
-    """``labels`` as the official model_fn wants them (a KeyError with escaped newlines)."""
     if all(name in labels for name in output_names):
         return labels
     if len(output_names) == 1 and len(labels) == 1:
@@ -523,7 +477,6 @@ def _normalise(name: str) -> str:
 
 
 def _adapt_features(features, input_names: list[str]):
-    """``features`` as a dict keyed by ``input_names``, or a ValueError naming both."""
     if isinstance(features, Mapping):
         return _adapt_dict(dict(features), input_names)
     if isinstance(features, Sequence) and not isinstance(features, (str, bytes)):
@@ -564,7 +517,6 @@ def _adapt_dict(features: dict, input_names: list[str]) -> dict:
 
 
 def _compile_args(keras_model) -> Optional[dict]:
-    """What ``keras_model`` was compiled with (Keras' private record); None if unreadable."""
     try:
         return keras_model._get_compile_args()
     except AttributeError:
@@ -572,11 +524,8 @@ def _compile_args(keras_model) -> Optional[dict]:
 
 
 def _warn_unweighted_metrics(keras_model) -> None:
-    """Warns that ``evaluate`` reports ``weighted_metrics`` unweighted.
-
-    Graph-mode Keras builds each weighted metric twice (weight 1, then ``sample_weights``) and
-    Estimator runs the first update only; Estimator and Keras own both halves.
-    """
+    # Graph-mode Keras builds each weighted metric twice (weight 1, then sample_weights)
+    # and Estimator runs the first update only.
     compiled = _compile_args(keras_model)
     weighted = compiled.get("weighted_metrics") if compiled else None
     names = [
@@ -595,11 +544,8 @@ def _warn_unweighted_metrics(keras_model) -> None:
 
 
 def _keras_metric_names(keras_model) -> dict:
-    """``{compiled name: Keras' name}`` for the compiled metrics; call before Keras clones it.
-
-    ``model.evaluate`` reports ``"AUC"`` as ``auc``, graph-mode Keras as ``AUC``; each clone
-    of a multi-output model prefixes a metric object's name once more (``cls_cls_auc``).
-    """
+    """``{compiled name: Keras' name}``; ``model.evaluate`` reports ``"AUC"`` as ``auc``,
+    graph-mode Keras as ``AUC``. Call before Keras clones the model."""
     compiled = _compile_args(keras_model) or {}
     names = {}
     for metrics in (compiled.get("metrics"), compiled.get("weighted_metrics")):
@@ -625,7 +571,6 @@ def _keras_metric_names(keras_model) -> dict:
 
 
 def _renamed_metric_ops(metric_ops: Mapping, metric_names: dict, output_names: list[str]) -> dict:
-    """``metric_ops`` keyed as Keras reports them (``<output>_<name>`` for many outputs)."""
     renamed = {}
     for key, value in metric_ops.items():
         new = metric_names.get(key)
@@ -643,11 +588,8 @@ def _renamed_metric_ops(metric_ops: Mapping, metric_names: dict, output_names: l
 
 
 def _set_aside_stale_keras_checkpoint(model_dir: Optional[str], config: Optional[Any]) -> None:
-    """Moves ``model_dir/keras`` of an earlier conversion aside when no training has started.
-
-    The official converter keeps the old weights there. Renamed, not deleted (they may be the
-    only copy), and only by the chief, as other tasks may be reading it.
-    """
+    """Moves an earlier conversion's ``model_dir/keras`` aside (the converter kept its weights)
+    before any training; renamed, as it may be the only copy, and by the chief only."""
     config_dir = getattr(config, "model_dir", None)
     if model_dir and config_dir and os.fspath(model_dir) != os.fspath(config_dir):
         return  # the converter refuses two different model_dirs
@@ -672,10 +614,7 @@ def _set_aside_stale_keras_checkpoint(model_dir: Optional[str], config: Optional
 
 
 def _all_model_variables(warm_start_from):
-    """A warm-start path as settings covering non-trainable weights too; a ValueError if unread.
-
-    Estimator reads a bare path as ``vars_to_warm_start=".*"``: trainable variables only.
-    """
+    """A path as settings covering non-trainable weights too (Estimator's ``".*"`` does not)."""
     if isinstance(warm_start_from, bytes):
         warm_start_from = warm_start_from.decode()
     if not isinstance(warm_start_from, (str, os.PathLike)):
@@ -690,12 +629,8 @@ def _all_model_variables(warm_start_from):
 
 
 def _matched_by_structure(settings, keras_ckpt: str):
-    """Warm-starts from an object-based checkpoint by the model's structure if names differ.
-
-    A model built again in one process has other layer names (``dense_4/kernel``), so the
-    by-name warm start failed; this matches by structure as ``load_weights`` does, reading this
-    model's keys from the converter's ``keras_ckpt``. A ValueError names missing weights.
-    """
+    """Matches by structure, as ``load_weights`` does, when names differ (a model built
+    again in one process has other layer names); a ValueError names missing weights."""
     path = settings.ckpt_to_initialize_from
     prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
     try:
@@ -727,7 +662,6 @@ def _matched_by_structure(settings, keras_ckpt: str):
 
 
 def _check_checkpoint(path: str) -> None:
-    """Raises a ValueError naming ``warm_start_from`` unless ``path`` reads as a checkpoint."""
     if path.lower().endswith((".h5", ".hdf5", ".keras")):
         raise ValueError(
             "`warm_start_from` must be a TensorFlow checkpoint or SavedModel; a Keras "
