@@ -2,14 +2,18 @@
 
 TensorFlow refused it on a ps or evaluator task with a ``RunConfig`` repr, and on the chief or a
 worker its session waited forever for the task's server, which only ``train_and_evaluate``
-starts. tfest_kit's Estimators call :func:`check_direct_call` first in ``train``/``evaluate``.
+starts. Also the guards tfest_kit's Estimators put around ``train`` and ``evaluate``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from typing import Any, Optional
 from urllib.parse import urlsplit
+
+from tfest_kit import _model_dir
+from tfest_kit._eval_guard import EvalGuard
 
 
 def grpc_reachable(address: str, timeout: float = 2.0) -> Optional[bool]:
@@ -50,3 +54,20 @@ def check_direct_call(config: Any, method: str) -> None:
             f"{fix}; it starts the task's server, which nothing started here (the session "
             f"would wait for it forever). Got: no server at {config.master}"
         )
+
+
+@contextlib.contextmanager
+def guarded_train(estimator, hooks):
+    """Checks the task, then holds model_dir (one writer, an intact checkpoint); yields hooks."""
+    check_direct_call(estimator.config, "train")
+    with _model_dir.training(estimator) as counter:
+        yield [*(hooks or ()), counter]
+
+
+def guarded_eval_hooks(config, hooks, steps) -> list:
+    """Checks the task; ``hooks`` with an ``EvalGuard`` (unless train_and_evaluate's is there)."""
+    check_direct_call(config, "evaluate")
+    hooks = list(hooks or ())
+    if not any(isinstance(hook, EvalGuard) for hook in hooks):
+        hooks.append(EvalGuard(steps, "steps", "input_fn"))
+    return hooks

@@ -7,6 +7,7 @@ metrics unlike ``model.evaluate``, and fails deep inside Keras on many models it
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
 import os
@@ -18,12 +19,11 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from tfest_kit import _model_dir, _warm_start, logs
+from tfest_kit import _warm_start, logs
 from tfest_kit._errors import TfestKitError
-from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._model_dir import saved_step
 from tfest_kit._model_fn_call import call_with_args
-from tfest_kit._task_guard import check_direct_call
+from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
 from tfest_kit._tf import object_graph_key_mapping, tf, tf2
 from tfest_kit.cluster import check_tf_config_json
 
@@ -34,11 +34,17 @@ __all__ = ["to_estimator", "check_keras_version"]
 _FEATURES_KEY = "features"
 _SAMPLE_WEIGHTS_KEY = "sample_weights"
 _CHECKPOINT_FORMATS = ("checkpoint", "saver")
-# Keras 2 prints these from inside the official model_fn on every call; nothing to act on.
-_NOISY_WARNINGS = (r".*set_learning_phase.*", r".*Model\.state_updates.*")
 # Graph variable names of every model variable: not the global step, nor the Keras optimizer's
 # slots and hyper-parameters (under "training/").
 _MODEL_VARIABLES = r"(?!global_step:|training/)"
+
+
+@contextlib.contextmanager
+def _quiet_keras():
+    # Keras 2 warns so from inside the official model_fn on every call; nothing to act on.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*(set_learning_phase|Model\.state_updates)")
+        yield
 
 
 def check_keras_version(version: str) -> None:
@@ -158,9 +164,8 @@ def _check_model(keras_model, checkpoint_format: str) -> None:
     if subclassed and checkpoint_format == "checkpoint":  # the official error: "not supported"
         raise ValueError(
             f"`keras_model` {keras_model.name!r} is a subclassed Model, which the converter "
-            'takes only with checkpoint_format="saver" (starting from fresh weights). Got: '
-            'checkpoint_format="checkpoint". Pass checkpoint_format="saver", or build the '
-            "model with keras.Input and the functional API to keep its weights."
+            'takes only with checkpoint_format="saver" (from fresh weights), or build it with '
+            'the functional API. Got: checkpoint_format="checkpoint"'
         )
     _check_optimizer(keras_model.optimizer)
     _check_preprocessing_state(keras_model)
@@ -175,36 +180,17 @@ def _guard(est, skip_done: bool) -> None:
 
     @functools.wraps(official_train)
     def train(input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        with _model_dir.training(est) as counter:
-            if (
-                skip_done
-                and steps is None
-                and isinstance(max_steps, numbers.Integral)  # np.int64 too
-                and max_steps > 0
-                and est.config.task_type not in ("evaluator", "ps")
-            ):
-                step = saved_step(est.model_dir)
-                if step and max_steps <= step:
-                    tf.logging.info("Skipping training since max_steps has already saved.")
-                    return est
-            check_direct_call(est.config, "train")
-            return official_train(
-                input_fn,
-                hooks=[*(hooks or ()), counter],
-                steps=steps,
-                max_steps=max_steps,
-                saving_listeners=saving_listeners,
-            )
+        with guarded_train(est, hooks) as hooks:
+            step = saved_step(est.model_dir) if skip_done and steps is None else None
+            if step and isinstance(max_steps, numbers.Integral) and 0 < max_steps <= step:
+                tf.logging.info("Skipping training since max_steps has already saved.")
+                return est
+            return official_train(input_fn, hooks, steps, max_steps, saving_listeners)
 
     @functools.wraps(official_evaluate)
     def evaluate(input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
-        hooks = list(hooks or ())
-        if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
-            hooks.append(EvalGuard(steps, "steps", "input_fn"))
-        check_direct_call(est.config, "evaluate")
-        return official_evaluate(
-            input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
-        )
+        hooks = guarded_eval_hooks(est.config, hooks, steps)
+        return official_evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
     est.train, est.evaluate = train, evaluate
 
@@ -220,10 +206,8 @@ def _check_optimizer(optimizer) -> None:
     if not hasattr(optimizers.legacy, name):
         raise ValueError(
             f"`keras_model` is compiled with the optimizer {name}, which has no "
-            "tf.keras.optimizers.legacy version; Keras converts models to Estimators with the "
-            "legacy optimizers only. Compile with one of them, e.g. "
-            "tf.keras.optimizers.legacy.Adam (for AdamW's decoupled weight decay, add an L2 "
-            "penalty to the loss or use a model_fn builder with your own optimizer)."
+            "tf.keras.optimizers.legacy version, the only ones Keras converts. Compile with one, "
+            "e.g. tf.keras.optimizers.legacy.Adam (for AdamW: an L2 penalty in the loss)."
         )
 
 
@@ -262,9 +246,7 @@ _CONVERTED: weakref.WeakSet = weakref.WeakSet()
 
 def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
     try:
-        with warnings.catch_warnings():
-            for message in _NOISY_WARNINGS:
-                warnings.filterwarnings("ignore", message=message)
+        with _quiet_keras():
             return tf2.keras.estimator.model_to_estimator(
                 keras_model=keras_model,
                 model_dir=model_dir,
@@ -343,9 +325,7 @@ def _adapting_model_fn(official_model_fn, keras_model, metric_names):
             features = {_FEATURES_KEY: features, _SAMPLE_WEIGHTS_KEY: sample_weights}
         if isinstance(labels, Mapping) and output_names:
             labels = _adapt_labels(dict(_keyed_by_names(labels, output_keys)), output_names)
-        with warnings.catch_warnings():
-            for message in _NOISY_WARNINGS:
-                warnings.filterwarnings("ignore", message=message)
+        with _quiet_keras():
             spec = call_with_args(
                 official_model_fn, features=features, labels=labels, mode=mode, config=config
             )
@@ -604,11 +584,11 @@ def _set_aside_stale_keras_checkpoint(model_dir: Optional[str], config: Optional
     while tf.io.gfile.exists(aside):  # converted twice within a second
         aside, suffix = f"{stamped}-{suffix}", suffix + 1
     tf.logging.warning(
-        "to_estimator: %s holds the Keras weights of an earlier conversion and %s no Estimator "
-        "checkpoint yet; moved it to %s so that the Estimator starts from this model's weights.",
+        "to_estimator: moved %s, an earlier conversion's Keras weights, to %s (%s has no "
+        "Estimator checkpoint yet) so that the Estimator starts from this model's weights.",
         keras_dir,
-        model_dir,
         aside,
+        model_dir,
     )
     tf.io.gfile.rename(keras_dir, aside)
 
@@ -653,10 +633,8 @@ def _matched_by_structure(settings, keras_ckpt: str):
         problems = [f"missing {missing[:5]}"] if missing else []
         problems += [f"of another shape {other_shape[:5]}"] if other_shape else []
         raise ValueError(
-            "`warm_start_from` does not hold this model's weights, neither under their "
-            "variable names nor by the model's structure (as keras_model.load_weights "
-            f"matches them): {'; '.join(problems)}. Got: {path!r}. Pass a checkpoint of the "
-            "same architecture (keras_model.save_weights or an Estimator model_dir of it)."
+            "`warm_start_from` does not hold this model's weights, by name or by structure: "
+            f"{'; '.join(problems)}. Pass a checkpoint of the same architecture. Got: {path!r}"
         )
     return settings._replace(var_name_to_prev_var_name=model)
 
@@ -664,16 +642,15 @@ def _matched_by_structure(settings, keras_ckpt: str):
 def _check_checkpoint(path: str) -> None:
     if path.lower().endswith((".h5", ".hdf5", ".keras")):
         raise ValueError(
-            "`warm_start_from` must be a TensorFlow checkpoint or SavedModel; a Keras "
-            f"{os.path.splitext(path)[1]} file is neither. Got: {path!r}. Load it into the model "
-            "first (keras_model.load_weights(path)), then call to_estimator(keras_model) "
-            "without warm_start_from."
+            f"`warm_start_from` must be a TensorFlow checkpoint or SavedModel, not a Keras "
+            f"{os.path.splitext(path)[1]} file: call keras_model.load_weights(path) before "
+            f"to_estimator instead. Got: {path!r}"
         )
     if tf.io.gfile.isdir(path) and tf.train.latest_checkpoint(path) is None:
         raise ValueError(
-            "`warm_start_from` is a directory without a checkpoint or a SavedModel. Got: "
-            f"{path!r}, which contains {sorted(tf.io.gfile.listdir(path))[:10]}. Pass a model_dir "
-            "with a `checkpoint` file, a checkpoint prefix (.../model.ckpt-100) or a SavedModel."
+            "`warm_start_from` is a directory without a checkpoint or a SavedModel (pass a "
+            f"model_dir, a prefix like .../model.ckpt-100 or a SavedModel). Got: {path!r}, "
+            f"which contains {sorted(tf.io.gfile.listdir(path))[:10]}"
         )
     try:
         tf.train.load_checkpoint(path)

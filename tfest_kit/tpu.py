@@ -17,13 +17,11 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
-from tfest_kit import _model_dir
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import label_errors
-from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
-from tfest_kit._task_guard import check_direct_call, grpc_reachable
+from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
@@ -62,12 +60,7 @@ _state = {"official_estimator_built": False}
 
 class RunConfig(tf_estimator.tpu.RunConfig):
     """The official ``tpu.RunConfig``; a malformed ``TF_CONFIG`` is a ValueError, not a
-    bare ``JSONDecodeError``.
-
-    Example:
-
-        config = tpu.RunConfig(model_dir="/tmp/run", save_checkpoints_steps=100)
-    """
+    bare ``JSONDecodeError``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         check_tf_config_json()
@@ -91,12 +84,7 @@ def _tpu_name(tpu) -> Optional[str]:
 
 
 class NoTPUClusterResolver(tf2.distribute.cluster_resolver.ClusterResolver):
-    """A resolver meaning "no TPU": empty cluster spec, master ``""``.
-
-    Example:
-
-        config = tpu.RunConfig(cluster=tpu.TPUClusterResolver())  # no TPU: runs on CPU/GPU
-    """
+    """A resolver meaning "no TPU": empty cluster spec, master ``""``."""
 
     def __init__(self, reason: str = "no TPU found") -> None:
         self.reason = reason
@@ -138,9 +126,7 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
 
     Args:
       tpu: TPU name or ``grpc://host:port`` (or a list of one); None reads ``TPU_NAME``.
-      zone: GCE zone, for the official resolver.
-      project: GCP project, for the official resolver.
-      **kw: further arguments for the official resolver.
+      zone, project, **kw: for the official resolver.
 
     Returns:
       The official resolver, or a ``NoTPUClusterResolver`` (whose ``master()`` is ``""``).
@@ -162,16 +148,8 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
 
 
 def tpu_available(tpu: Union[None, str, Sequence[str]] = None) -> bool:
-    """Whether a TPU is reachable; with no name, local devices only (no network).
-
-    Args:
-      tpu: a TPU name or ``grpc://`` address (or a list of one); None reads ``TPU_NAME``.
-
-    Example:
-
-        if not tpu_available():
-            print("training on CPU/GPU")
-    """
+    """Whether a TPU is reachable: ``tpu`` as for ``TPUClusterResolver``; with no name (nor
+    ``TPU_NAME``) local devices only, no network."""
     name = _tpu_name(tpu)
     if name is None:
         return _local_tpu()
@@ -184,7 +162,7 @@ def tpu_available(tpu: Union[None, str, Sequence[str]] = None) -> bool:
 
 
 def tpu_in_use() -> bool:
-    """Whether TPU-only ops may be built (an official TPUEstimator was built, or a TPU is local)."""
+    """Whether TPU-only ops may be built (an official TPUEstimator was built, or a local TPU)."""
     return _state["official_estimator_built"] or _local_tpu()
 
 
@@ -193,17 +171,10 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
 ):
     """The official ``tf.compat.v1.tpu.CrossShardOptimizer`` on a TPU, ``opt`` itself otherwise.
 
-    Off a TPU there are no shards, and the official ``cross_replica_sum`` has no CPU kernel.
-
-    Args:
-      opt: a ``tf.compat.v1.train.Optimizer``.
-      reduction, name, group_assignment: as for the official class (TPU only).
-
-    Returns:
-      The wrapped optimizer on a TPU, else ``opt``.
+    (Off a TPU, the official ``cross_replica_sum`` has no CPU kernel.)
 
     Raises:
-      TypeError: if ``opt`` is no v1 Optimizer.
+      TypeError: if ``opt`` is no ``tf.compat.v1.train.Optimizer``.
 
     Example:
 
@@ -374,19 +345,20 @@ _said_ignored: set[tuple[bool, tuple[str, ...]]] = set()  # (as a warning?, sett
 def _say_ignored(use_tpu, ignored: list[str]) -> None:
     """Says "No TPU found" once, and names unused TPU-only settings (INFO for use_tpu=False)."""
     ignored = tuple(sorted(ignored))
-    if use_tpu is True and not _state.get("said_no_tpu"):
-        _state["said_no_tpu"] = True
-        _said_ignored.add((True, ignored))
-        unused = f"; ignoring TPU-only settings: {', '.join(ignored)}" if ignored else ""
-        tf.logging.warning(
-            "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.", unused
-        )
-        return
+    first = use_tpu is True and not _state.get("said_no_tpu")
     said = (use_tpu is not False, ignored)
-    if ignored and said not in _said_ignored:
-        _said_ignored.add(said)
-        log = tf.logging.warning if use_tpu is not False else tf.logging.info
-        log("No TPU: ignoring TPU-only settings: %s.", ", ".join(ignored))
+    if not first and (not ignored or said in _said_ignored):
+        return
+    _said_ignored.add(said)
+    unused = f"ignoring TPU-only settings: {', '.join(ignored)}"
+    if first:
+        _state["said_no_tpu"] = True
+        tf.logging.warning(
+            "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.",
+            f"; {unused}" if ignored else "",
+        )
+    else:
+        (tf.logging.warning if use_tpu is not False else tf.logging.info)("No TPU: %s.", unused)
 
 
 def _check_arguments(params, export_to_cpu, export_to_tpu, api_version, config) -> None:
@@ -411,10 +383,7 @@ def _check_arguments(params, export_to_cpu, export_to_tpu, api_version, config) 
 
 
 def _without_second_loss_line(spec, hooks, is_chief):
-    """Drops the loss line when a ``ProgressHook`` of the run prints the loss.
-
-    The hook stays, silent, where it writes the ``global_step/sec`` summaries.
-    """
+    """No loss line beside a ``ProgressHook`` (the hook stays, silent, if it writes summaries)."""
     chief_hooks = tuple(spec.training_chief_hooks) if is_chief else ()
     if not any(
         isinstance(hook, ProgressHook)
@@ -432,11 +401,8 @@ def _without_second_loss_line(spec, hooks, is_chief):
 
 
 def _with_checkpoint_saver(spec, config, hooks):
-    """Adds the chief's ``CheckpointSaverHook`` as Estimator would, told one run is one step.
-
-    Estimator's own fetches ``global_step`` again after every step: 25-30 % of a small model's
-    step time (benchmarks/).
-    """
+    """The chief's ``CheckpointSaverHook`` as Estimator's, told one run is one step: Estimator's
+    fetches ``global_step`` again each step, 25-30 % of a small model's step (benchmarks/)."""
     if not (config.save_checkpoints_secs or config.save_checkpoints_steps):
         return spec
     existing = tuple(hooks) + tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
@@ -618,8 +584,7 @@ class TPUEstimator(tf_estimator.Estimator):
 
     def _make_model_fn(self) -> Callable:
         def model_fn(features, labels, mode, params, config):
-            # As in the official class: input_fn runs before model_fn, except in an export,
-            # which has no batch size.
+            # As in the official class: input_fn runs before model_fn, except in an export.
             graph = tf.get_default_graph()
             is_export = graph not in self._input_graphs
             params = dict(params, use_tpu=False)  # a model_fn believing it would build TPU ops
@@ -630,15 +595,9 @@ class TPUEstimator(tf_estimator.Estimator):
                     "export_to_tpu=True but there is no TPU: writing a CPU SavedModel only."
                 )
                 self._warn_cpu_export = False
+            args = dict(features=features, labels=labels, mode=mode, params=params, config=config)
             with _missing_batch_size_named(mode, not is_export and "batch_size" not in params):
-                spec = call_model_fn(
-                    self._user_model_fn,
-                    features=features,
-                    labels=labels,
-                    mode=mode,
-                    params=params,
-                    config=config,
-                )
+                spec = call_model_fn(self._user_model_fn, **args)
             spec_mode = getattr(spec, "mode", mode)
             if spec_mode != mode:  # Estimator would fail later with "None values not supported"
                 raise ValueError(
@@ -663,8 +622,7 @@ class TPUEstimator(tf_estimator.Estimator):
     def _train_with_estimator_spec(
         self, estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
     ):
-        # The one place that knows the spec (with a strategy: the replicas' loss together)
-        # and every hook of the run.
+        # The one place that knows the spec (with a strategy: all replicas') and every hook.
         config, run_hooks = self._config, tuple(worker_hooks) + tuple(hooks)
         if config.train_distribute is not None:  # (without one: in model_fn)
             estimator_spec = self._with_loss_line(estimator_spec, config)
@@ -681,8 +639,7 @@ class TPUEstimator(tf_estimator.Estimator):
         )
 
     def _call_input_fn(self, input_fn, mode, input_context=None):
-        # As the official class does; Estimator calls this from outside train / evaluate /
-        # predict too (InMemoryEvaluatorHook), where a wrapped input_fn would not reach.
+        # Estimator calls this from outside train/evaluate/predict too (InMemoryEvaluatorHook).
         if not callable(input_fn):
             raise ValueError(f"`input_fn` must be a callable. Got: {input_fn!r}")
         self._input_graphs[tf.get_default_graph()] = (
@@ -699,27 +656,15 @@ class TPUEstimator(tf_estimator.Estimator):
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         """As ``Estimator.train``, guarding model_dir (one writer, an intact checkpoint)."""
-        check_direct_call(self.config, "train")
-        with _model_dir.training(self) as counter:
-            return super().train(
-                input_fn,
-                hooks=[*(hooks or ()), counter],
-                steps=steps,
-                max_steps=max_steps,
-                saving_listeners=saving_listeners,
-            )
+        with guarded_train(self, hooks) as hooks:
+            return super().train(input_fn, hooks, steps, max_steps, saving_listeners)
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
-        check_direct_call(self.config, "evaluate")
+        hooks = guarded_eval_hooks(self.config, hooks, steps)
         self._eval_name = name  # host_call summaries go to eval_dir(name)
-        hooks = list(hooks or ())
-        if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
-            hooks.append(EvalGuard(steps, "steps", "input_fn"))
         try:
             with label_errors():
-                return super().evaluate(
-                    input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
-                )
+                return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
         finally:
             self._eval_name = None
