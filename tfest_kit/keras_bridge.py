@@ -523,6 +523,9 @@ def _warn_unweighted_metrics(keras_model) -> None:
         )
 
 
+_FUNCTION_METRICS = ("accuracy", "acc", "crossentropy", "ce")
+
+
 def _keras_metric_names(keras_model) -> dict:
     """``{compiled name: Keras' name}``; ``model.evaluate`` reports ``"AUC"`` as ``auc``,
     graph-mode Keras as ``AUC``. Call before Keras clones the model."""
@@ -534,12 +537,7 @@ def _keras_metric_names(keras_model) -> dict:
                 names.setdefault(metric.name, metric.name)
                 continue
             # Keras makes these functions named by the string, as graph mode does.
-            if not isinstance(metric, str) or metric.lower() in (
-                "accuracy",
-                "acc",
-                "crossentropy",
-                "ce",
-            ):
+            if not isinstance(metric, str) or metric.lower() in _FUNCTION_METRICS:
                 continue
             try:
                 made = tf2.keras.metrics.get(metric)
