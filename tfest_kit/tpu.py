@@ -60,7 +60,12 @@ _state = {"official_estimator_built": False}
 
 class RunConfig(tf_estimator.tpu.RunConfig):
     """The official ``tpu.RunConfig``; a malformed ``TF_CONFIG`` is a ValueError, not a
-    bare ``JSONDecodeError``."""
+    bare ``JSONDecodeError``.
+
+    Example:
+
+        config = tpu.RunConfig(model_dir="/tmp/run", save_checkpoints_steps=100)
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         check_tf_config_json()
@@ -84,7 +89,12 @@ def _tpu_name(tpu) -> Optional[str]:
 
 
 class NoTPUClusterResolver(tf2.distribute.cluster_resolver.ClusterResolver):
-    """A resolver meaning "no TPU": empty cluster spec, master ``""``."""
+    """A resolver meaning "no TPU": empty cluster spec, master ``""``.
+
+    Example:
+
+        config = tpu.RunConfig(cluster=tpu.TPUClusterResolver())  # no TPU: runs on CPU/GPU
+    """
 
     def __init__(self, reason: str = "no TPU found") -> None:
         self.reason = reason
@@ -149,7 +159,12 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
 
 def tpu_available(tpu: Union[None, str, Sequence[str]] = None) -> bool:
     """Whether a TPU is reachable: ``tpu`` as for ``TPUClusterResolver``; with no name (nor
-    ``TPU_NAME``) local devices only, no network."""
+    ``TPU_NAME``) local devices only, no network.
+
+    Example:
+
+        use_tpu = tpu.tpu_available(FLAGS.tpu_name)
+    """
     name = _tpu_name(tpu)
     if name is None:
         return _local_tpu()
