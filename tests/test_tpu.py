@@ -509,7 +509,7 @@ def test_tpu_only_settings_are_a_warning_only_when_a_tpu_was_wanted(model_dir, u
 def test_a_wanted_tpu_that_is_not_here_is_one_warning(model_dir, monkeypatch):
     # "No TPU found" was an INFO line: at TensorFlow's default level a TF1 script asking for a
     # TPU was told nothing about where it ran.
-    monkeypatch.setattr(tpu, "_said_no_tpu_found", [False])
+    monkeypatch.setitem(tpu._state, "said_no_tpu", False)
     config = tpu.RunConfig(model_dir=model_dir, tpu_config=tpu.TPUConfig(num_shards=8))
     with captured_tf_log(logging.WARNING) as lines:
         tpu.TPUEstimator(_make_model_fn(_Recorder()), config=config, use_tpu=True)

@@ -1,10 +1,8 @@
 """A checkpoint the chief deleted while the evaluator evaluated or exported it: found, skipped.
 
-The evaluator task of a cluster evaluates (and exports) checkpoints the chief writes, and the
-chief deletes all but the newest ``RunConfig(keep_checkpoint_max=…)`` of them (default 5). With
-frequent saves it deletes the one being evaluated: the official loop then ends the evaluator
-with "Restoring from checkpoint failed" or "not a valid checkpoint". Shared by ``training``
-(the evaluator's loop, every exporter it calls) and ``serving`` (``best_exporter``).
+The chief keeps only ``keep_checkpoint_max`` checkpoints; with frequent saves it deletes the one
+being evaluated, and the official loop ended the evaluator with "Restoring from checkpoint
+failed". Shared by ``training`` (the evaluator's loop, its exporters) and ``serving``.
 """
 
 from __future__ import annotations
@@ -16,29 +14,16 @@ from typing import Any, Callable, Optional
 
 from tfest_kit._tf import tf
 
-__all__ = ["KEEP_MORE", "export_unless_vanished", "vanished_checkpoint"]
-
-# What to do about it, in every warning about a checkpoint deleted under the evaluator.
 KEEP_MORE = (
     "The chief keeps only the newest RunConfig(keep_checkpoint_max=…) checkpoints (default 5): "
     "raise it (or save less often) so that checkpoints outlive their evaluation and export."
 )
 
 
-def _checkpoint_exists(path: str) -> bool:
-    return tf.gfile.Exists(path + ".index") and bool(tf.gfile.Glob(path + ".data-*"))
-
-
 def vanished_checkpoint(
     error: BaseException, model_dir: str, checkpoint_path: Optional[str] = None
 ) -> Optional[str]:
-    """The checkpoint ``error`` is about, if its files are gone; else None.
-
-    Only a ``NotFoundError`` or ``ValueError`` whose message names the checkpoint counts
-    (``checkpoint_path``, or else any ``model_dir/<name>-<step>``), and only when that
-    checkpoint's files are no longer all there, checked now: any other error is not
-    one to skip.
-    """
+    """The checkpoint ``error`` names (``checkpoint_path`` or any in model_dir) if it is gone."""
     if not isinstance(error, (tf.errors.NotFoundError, ValueError)):
         return None
     message = str(error)
@@ -47,7 +32,10 @@ def vanished_checkpoint(
     else:
         prefix = os.path.join(model_dir, "")
         named = re.findall(re.escape(prefix) + r"[^\s'\"/]+?-\d+", message)
-    return next((path for path in named if not _checkpoint_exists(path)), None)
+    for path in named:
+        if not (tf.gfile.Exists(path + ".index") and tf.gfile.Glob(path + ".data-*")):
+            return path
+    return None
 
 
 def _temp_dirs(export_path: str) -> set[str]:
@@ -60,18 +48,9 @@ def _temp_dirs(export_path: str) -> set[str]:
 def export_unless_vanished(
     export: Callable[[], Any], name: str, export_path: str, checkpoint_path: Optional[str]
 ) -> Any:
-    """Returns ``export()``; None, with a warning, if ``checkpoint_path`` vanished meanwhile.
+    """``export()``, or None with a warning if ``checkpoint_path`` vanished meanwhile.
 
-    ``export_saved_model`` builds the export in ``export_path/temp-<timestamp>`` and restores
-    the checkpoint into it; when the chief deletes the checkpoint first, it fails ("not a
-    valid checkpoint") and leaves that directory behind. It is deleted here, and the next
-    evaluation's export gets its chance. Errors while the checkpoint still exists propagate.
-
-    Args:
-      export: makes the export, e.g. ``lambda: exporter.export(...)``.
-      name: the exporter's name, for the warning.
-      export_path: the exporter's directory, where ``temp-*`` directories are made.
-      checkpoint_path: the checkpoint being exported.
+    The failed export leaves ``export_path/temp-*`` behind; it is deleted here.
     """
     before = _temp_dirs(export_path)
     try:

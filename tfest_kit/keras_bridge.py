@@ -1,13 +1,13 @@
 """Keras model -> Estimator: input-name adaptation, a warm start that keeps every weight, export.
 
 :func:`to_estimator` wraps ``tf.keras.estimator.model_to_estimator`` (Keras 2.15), which wants
-features keyed exactly by ``model.input_names``, warm-starts trainable variables only (not
-frozen layers or BatchNormalization statistics), names metrics unlike ``model.evaluate``, and
-fails deep inside Keras on an uncompiled model, a missing custom object or Keras 3.
+features keyed exactly by ``model.input_names``, warm-starts trainable variables only, names
+metrics unlike ``model.evaluate``, and fails deep inside Keras on many models it cannot take.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
 import os
@@ -19,49 +19,47 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from tfest_kit import _model_dir, _warm_start, logs
+from tfest_kit import _warm_start, logs
 from tfest_kit._errors import TfestKitError
-from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._model_dir import saved_step
 from tfest_kit._model_fn_call import call_with_args
-from tfest_kit._task_guard import check_direct_call
+from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
 from tfest_kit._tf import object_graph_key_mapping, tf, tf2
 from tfest_kit.cluster import check_tf_config_json
 
 __all__ = ["to_estimator", "check_keras_version"]
 
-_INSTALL = "pip install tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
 # The official model_fn reads Keras sample weights only from features that are exactly
 # {"features": <features>, "sample_weights": <weights>}; any other dict is all features.
 _FEATURES_KEY = "features"
 _SAMPLE_WEIGHTS_KEY = "sample_weights"
 _CHECKPOINT_FORMATS = ("checkpoint", "saver")
-# Keras 2 prints these from inside the official model_fn on every call; nothing to act on.
-_NOISY_WARNINGS = (r".*set_learning_phase.*", r".*Model\.state_updates.*")
 # Graph variable names of every model variable: not the global step, nor the Keras optimizer's
 # slots and hyper-parameters (under "training/").
 _MODEL_VARIABLES = r"(?!global_step:|training/)"
 
 
+@contextlib.contextmanager
+def _quiet_keras():
+    # Keras 2 warns so from inside the official model_fn on every call; nothing to act on.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*(set_learning_phase|Model\.state_updates)")
+        yield
+
+
 def check_keras_version(version: str) -> None:
     """Raises TfestKitError (naming what to install) unless ``version`` is a Keras 2.
 
-    Args:
-      version: a Keras version string, e.g. ``keras.__version__``.
-
-    Raises:
-      TfestKitError: for Keras 3 or later, which has no ``model_to_estimator``.
-
     Example:
 
-        import keras
         check_keras_version(keras.__version__)
     """
     match = re.match(r"(\d+)", version or "")
     if match is None or int(match.group(1)) >= 3:
         raise TfestKitError(
             f"to_estimator needs Keras 2 (tf.keras 2.15); found Keras {version}, which has no "
-            f"model_to_estimator (Keras 3 / TensorFlow >= 2.16 removed it). Install: {_INSTALL}"
+            f"model_to_estimator (Keras 3 / TensorFlow >= 2.16 removed it). Install: pip install "
+            "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
         )
 
 
@@ -77,23 +75,18 @@ def to_estimator(
     """Converts a compiled ``tf.keras`` model into a ``tf.estimator.Estimator``.
 
     It predicts what ``keras_model.predict`` does (every weight is warm-started), reports
-    the compiled metrics under their Keras names, and takes features as a dict (keys matched
-    without an ``_input`` suffix), a tuple in input order (as ``((a, b), labels)``) or a bare
-    tensor; sample weights as a ``"sample_weights"`` key. The conversion switches Keras to
-    graph mode; converting again before training moves ``model_dir/keras`` aside.
+    metrics under their Keras names, and takes features as a dict (keys matched without an
+    ``_input`` suffix), a tuple in input order or a bare tensor; sample weights as a
+    ``"sample_weights"`` key. The conversion switches Keras to graph mode.
 
     Args:
-      keras_model: a compiled ``tf.keras.Model`` (subclassed only with
-        ``checkpoint_format="saver"``, starting from fresh weights).
-      model_dir: where checkpoints go; a new temporary directory if it and
-        ``config.model_dir`` are unset.
-      config: a ``tf.estimator.RunConfig``. It and the arguments after it are keyword-only
-        (the official converter has other arguments in these places).
+      keras_model: a compiled ``tf.keras.Model`` (subclassed: ``checkpoint_format="saver"``).
+      model_dir: where checkpoints go; None (and no ``config.model_dir``): a temporary one.
+      config: a ``tf.estimator.RunConfig`` (this and the rest are keyword-only).
       custom_objects: ``{name: object}`` for custom layers, losses … of the model.
       checkpoint_format: ``"checkpoint"`` (object-based) or ``"saver"``.
-      warm_start_from: a checkpoint path, SavedModel or ``WarmStartSettings`` instead of the
-        Keras weights: every model variable (not the optimizer's), an object-based checkpoint
-        matched by structure as ``load_weights`` does.
+      warm_start_from: a checkpoint, SavedModel or ``WarmStartSettings`` instead of the Keras
+        weights; every model variable, matched by structure as ``load_weights`` does.
 
     Returns:
       A ``tf.estimator.Estimator``.
@@ -106,7 +99,6 @@ def to_estimator(
 
     Example:
 
-        model.compile("adam", "binary_crossentropy", metrics=["accuracy"])
         est = keras_bridge.to_estimator(model, model_dir="/tmp/keras_est")
         est.train(lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32),
                   steps=100)
@@ -147,9 +139,7 @@ def to_estimator(
 
 
 def _check_model(keras_model, checkpoint_format: str) -> None:
-    """What the official converter would refuse late or obscurely, refused with the fix."""
-    # tf.keras has no __version__; in TensorFlow 2.15 it is the installed `keras` package.
-    import keras
+    import keras  # tf.keras has no __version__; in TensorFlow 2.15 it is `keras`
 
     check_keras_version(getattr(keras, "__version__", ""))
     if not isinstance(keras_model, tf2.keras.Model):
@@ -174,9 +164,8 @@ def _check_model(keras_model, checkpoint_format: str) -> None:
     if subclassed and checkpoint_format == "checkpoint":  # the official error: "not supported"
         raise ValueError(
             f"`keras_model` {keras_model.name!r} is a subclassed Model, which the converter "
-            'takes only with checkpoint_format="saver" (starting from fresh weights). Got: '
-            'checkpoint_format="checkpoint". Pass checkpoint_format="saver", or build the '
-            "model with keras.Input and the functional API to keep its weights."
+            'takes only with checkpoint_format="saver" (from fresh weights), or build it with '
+            'the functional API. Got: checkpoint_format="checkpoint"'
         )
     _check_optimizer(keras_model.optimizer)
     _check_preprocessing_state(keras_model)
@@ -185,54 +174,29 @@ def _check_model(keras_model, checkpoint_format: str) -> None:
 
 
 def _guard(est, skip_done: bool) -> None:
-    """Wraps ``est.train`` / ``est.evaluate`` as TPUEstimator's (model_dir, EvalGuard, task).
-
-    With ``skip_done``, ``train`` is a no-op once ``max_steps`` is saved: Estimator reads an
-    object-based checkpoint's step as 0 and trained one step past ``max_steps``.
-    """
+    """Guards ``est.train`` / ``evaluate`` as TPUEstimator's; ``skip_done``: no step past a
+    saved ``max_steps`` (Estimator read an object-based checkpoint's step as 0)."""
     official_train, official_evaluate = est.train, est.evaluate
 
     @functools.wraps(official_train)
     def train(input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        with _model_dir.training(est) as counter:
-            if (
-                skip_done
-                and steps is None
-                and isinstance(max_steps, numbers.Integral)  # np.int64 too
-                and max_steps > 0
-                and est.config.task_type not in ("evaluator", "ps")
-            ):
-                step = saved_step(est.model_dir)
-                if step and max_steps <= step:
-                    tf.logging.info("Skipping training since max_steps has already saved.")
-                    return est
-            check_direct_call(est.config, "train")
-            return official_train(
-                input_fn,
-                hooks=[*(hooks or ()), counter],
-                steps=steps,
-                max_steps=max_steps,
-                saving_listeners=saving_listeners,
-            )
+        with guarded_train(est, hooks) as hooks:
+            step = saved_step(est.model_dir) if skip_done and steps is None else None
+            if step and isinstance(max_steps, numbers.Integral) and 0 < max_steps <= step:
+                tf.logging.info("Skipping training since max_steps has already saved.")
+                return est
+            return official_train(input_fn, hooks, steps, max_steps, saving_listeners)
 
     @functools.wraps(official_evaluate)
     def evaluate(input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
-        hooks = list(hooks or ())
-        if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
-            hooks.append(EvalGuard(steps, "steps", "input_fn"))
-        check_direct_call(est.config, "evaluate")
-        return official_evaluate(
-            input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
-        )
+        hooks = guarded_eval_hooks(est.config, hooks, steps)
+        return official_evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
     est.train, est.evaluate = train, evaluate
 
 
 def _check_optimizer(optimizer) -> None:
-    """Refuses an optimizer without a legacy namesake (AdamW …), which the converter needs.
-
-    It failed with "type object 'str' has no attribute 'from_config'".
-    """
+    # The converter needs a legacy namesake: AdamW failed with "'str' has no 'from_config'".
     optimizers = tf2.keras.optimizers
     if isinstance(optimizer, optimizers.legacy.Optimizer) or not isinstance(
         optimizer, optimizers.Optimizer
@@ -242,20 +206,14 @@ def _check_optimizer(optimizer) -> None:
     if not hasattr(optimizers.legacy, name):
         raise ValueError(
             f"`keras_model` is compiled with the optimizer {name}, which has no "
-            "tf.keras.optimizers.legacy version; Keras converts models to Estimators with the "
-            "legacy optimizers only. Compile with one of them, e.g. "
-            "tf.keras.optimizers.legacy.Adam (for AdamW's decoupled weight decay, add an L2 "
-            "penalty to the loss or use a model_fn builder with your own optimizer)."
+            "tf.keras.optimizers.legacy version, the only ones Keras converts. Compile with one, "
+            "e.g. tf.keras.optimizers.legacy.Adam (for AdamW: an L2 penalty in the loss)."
         )
 
 
 def _check_preprocessing_state(keras_model) -> None:
-    """Refuses preprocessing layers whose ``adapt()``ed state the Estimator would not have.
-
-    The converter rebuilds layers from their config, which lacks that state: lookups failed
-    with "Table not initialized", a ``Discretization`` put every value in bin 0. Given at
-    construction, the state is in the config.
-    """
+    # Layers rebuilt from config lack an adapt()ed state: lookups failed with "Table not
+    # initialized", a Discretization put every value in bin 0.
     layers = tf2.keras.layers
     lookups = (layers.StringLookup, layers.IntegerLookup, layers.TextVectorization)
     for layer in keras_model.submodules:
@@ -287,11 +245,8 @@ _CONVERTED: weakref.WeakSet = weakref.WeakSet()
 
 
 def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
-    """Calls the official converter; its failures that end deep inside Keras are named."""
     try:
-        with warnings.catch_warnings():
-            for message in _NOISY_WARNINGS:
-                warnings.filterwarnings("ignore", message=message)
+        with _quiet_keras():
             return tf2.keras.estimator.model_to_estimator(
                 keras_model=keras_model,
                 model_dir=model_dir,
@@ -331,7 +286,6 @@ def _convert(keras_model, model_dir, config, custom_objects, checkpoint_format):
 
 
 def _missing_object_name(message: str) -> Optional[str]:
-    """The name Keras could not deserialize, parsed from its error message, or None."""
     # "Unknown activation function '{…'config': 'swishy'…", "Unknown layer: 'Scale'".
     patterns = (
         r"Unknown [\w ]+?'\{[^}]*'config': '([\w.]+)'",
@@ -343,7 +297,6 @@ def _missing_object_name(message: str) -> Optional[str]:
 
 
 def _adapting_model_fn(official_model_fn, keras_model, metric_names):
-    """Wraps the official model_fn so features / labels reach it keyed the way Keras wants."""
     input_names = list(getattr(keras_model, "input_names", None) or [])
     output_names = list(getattr(keras_model, "output_names", None) or [])
     input_keys = _dict_keys_to_names(getattr(keras_model, "_nested_inputs", None), input_names)
@@ -372,9 +325,7 @@ def _adapting_model_fn(official_model_fn, keras_model, metric_names):
             features = {_FEATURES_KEY: features, _SAMPLE_WEIGHTS_KEY: sample_weights}
         if isinstance(labels, Mapping) and output_names:
             labels = _adapt_labels(dict(_keyed_by_names(labels, output_keys)), output_names)
-        with warnings.catch_warnings():
-            for message in _NOISY_WARNINGS:
-                warnings.filterwarnings("ignore", message=message)
+        with _quiet_keras():
             spec = call_with_args(
                 official_model_fn, features=features, labels=labels, mode=mode, config=config
             )
@@ -402,11 +353,8 @@ def _adapting_model_fn(official_model_fn, keras_model, metric_names):
 
 
 def _dict_keys_to_names(nested, names: list[str]) -> dict:
-    """``{dict key: layer name}`` for a model built with a dict of inputs / outputs.
-
-    Keras' ``fit`` takes such data keyed by the dict's keys, the official model_fn by the
-    layers' names; both in flattened (sorted-key) order.
-    """
+    # Keras' fit keys a dict model's data by the dict's keys, the official model_fn by the
+    # layers' names; both in flattened (sorted-key) order.
     if not isinstance(nested, Mapping) or len(nested) != len(names):
         return {}
     keys = tf.nest.flatten({key: key for key in nested})
@@ -414,7 +362,6 @@ def _dict_keys_to_names(nested, names: list[str]) -> dict:
 
 
 def _keyed_by_names(values, keys_to_names: dict):
-    """``values`` with the model's dict keys replaced by the layer names they stand for."""
     if not keys_to_names or not isinstance(values, Mapping):
         return values
     names = set(keys_to_names.values())
@@ -426,10 +373,7 @@ def _keyed_by_names(values, keys_to_names: dict):
 
 
 def _check_loss_keys(keras_model) -> None:
-    """Refuses a loss / metrics dict keyed by a dict output's keys, not its layers' names.
-
-    (The converter failed with "Unknown entries in loss dictionary".)
-    """
+    # The converter failed with "Unknown entries in loss dictionary".
     output_names = list(getattr(keras_model, "output_names", None) or [])
     keys = _dict_keys_to_names(getattr(keras_model, "_nested_outputs", None), output_names)
     compiled = _compile_args(keras_model)
@@ -447,7 +391,6 @@ def _check_loss_keys(keras_model) -> None:
 
 
 def _checkpoint_keys(saver) -> dict:
-    """Checkpoint key -> variable for the variables of an object-based checkpoint's saver."""
     keys = {}
     for saveable in saver._var_list:  # TrackableSaveables, one spec per variable
         specs, variable = getattr(saveable, "specs", ()), getattr(saveable, "op", None)
@@ -457,12 +400,8 @@ def _checkpoint_keys(saver) -> dict:
 
 
 def _saver_as_configured(saver, config, variables: dict):
-    """The object-based checkpoint's saver, rebuilt with the settings of Estimator's own.
-
-    The official one has ``Saver``'s defaults: ``keep_checkpoint_max`` was ignored and the
-    ``checkpoint`` file held absolute paths (a moved model_dir broke). The rebuilt saver also
-    checks a checkpoint given to evaluate / predict / export.
-    """
+    """The object-based saver with Estimator's settings (the official one ignored
+    ``keep_checkpoint_max`` and wrote absolute paths), checking a checkpoint's fit."""
     rebuilt = _warm_start.FitCheckingSaver(
         config.model_dir,
         variables,
@@ -477,10 +416,7 @@ def _saver_as_configured(saver, config, variables: dict):
 
 
 def _split_sample_weights(features, input_names: list[str]):
-    """``(features, sample_weights or None)``, also from a ``"sample_weights"`` features key.
-
-    (The official model_fn takes only ``{"features": …, "sample_weights": w}``.)
-    """
+    """``(features, sample_weights or None)``, also from a ``"sample_weights"`` features key."""
     if not isinstance(features, Mapping) or _SAMPLE_WEIGHTS_KEY not in features:
         return features, None
     if set(features) == {_FEATURES_KEY, _SAMPLE_WEIGHTS_KEY}:
@@ -492,7 +428,6 @@ def _split_sample_weights(features, input_names: list[str]):
 
 
 def _unbuilt_sequential_features(features: dict):
-    """The one input of a Sequential model built without an input shape (no input name)."""
     if len(features) != 1:  # else "Unexpectedly found an instance of type dict"
         raise ValueError(
             f"features is a dict with keys {sorted(map(str, features))} but the Keras "
@@ -503,7 +438,6 @@ def _unbuilt_sequential_features(features: dict):
 
 
 def _adapt_labels(labels: dict, output_names: list[str]):
-    """``labels`` as the official model_fn wants them (a KeyError with escaped newlines)."""
     if all(name in labels for name in output_names):
         return labels
     if len(output_names) == 1 and len(labels) == 1:
@@ -523,7 +457,6 @@ def _normalise(name: str) -> str:
 
 
 def _adapt_features(features, input_names: list[str]):
-    """``features`` as a dict keyed by ``input_names``, or a ValueError naming both."""
     if isinstance(features, Mapping):
         return _adapt_dict(dict(features), input_names)
     if isinstance(features, Sequence) and not isinstance(features, (str, bytes)):
@@ -564,7 +497,6 @@ def _adapt_dict(features: dict, input_names: list[str]) -> dict:
 
 
 def _compile_args(keras_model) -> Optional[dict]:
-    """What ``keras_model`` was compiled with (Keras' private record); None if unreadable."""
     try:
         return keras_model._get_compile_args()
     except AttributeError:
@@ -572,11 +504,8 @@ def _compile_args(keras_model) -> Optional[dict]:
 
 
 def _warn_unweighted_metrics(keras_model) -> None:
-    """Warns that ``evaluate`` reports ``weighted_metrics`` unweighted.
-
-    Graph-mode Keras builds each weighted metric twice (weight 1, then ``sample_weights``) and
-    Estimator runs the first update only; Estimator and Keras own both halves.
-    """
+    # Graph-mode Keras builds each weighted metric twice (weight 1, then sample_weights)
+    # and Estimator runs the first update only.
     compiled = _compile_args(keras_model)
     weighted = compiled.get("weighted_metrics") if compiled else None
     names = [
@@ -594,12 +523,12 @@ def _warn_unweighted_metrics(keras_model) -> None:
         )
 
 
-def _keras_metric_names(keras_model) -> dict:
-    """``{compiled name: Keras' name}`` for the compiled metrics; call before Keras clones it.
+_FUNCTION_METRICS = ("accuracy", "acc", "crossentropy", "ce")
 
-    ``model.evaluate`` reports ``"AUC"`` as ``auc``, graph-mode Keras as ``AUC``; each clone
-    of a multi-output model prefixes a metric object's name once more (``cls_cls_auc``).
-    """
+
+def _keras_metric_names(keras_model) -> dict:
+    """``{compiled name: Keras' name}``; ``model.evaluate`` reports ``"AUC"`` as ``auc``,
+    graph-mode Keras as ``AUC``. Call before Keras clones the model."""
     compiled = _compile_args(keras_model) or {}
     names = {}
     for metrics in (compiled.get("metrics"), compiled.get("weighted_metrics")):
@@ -608,12 +537,7 @@ def _keras_metric_names(keras_model) -> dict:
                 names.setdefault(metric.name, metric.name)
                 continue
             # Keras makes these functions named by the string, as graph mode does.
-            if not isinstance(metric, str) or metric.lower() in (
-                "accuracy",
-                "acc",
-                "crossentropy",
-                "ce",
-            ):
+            if not isinstance(metric, str) or metric.lower() in _FUNCTION_METRICS:
                 continue
             try:
                 made = tf2.keras.metrics.get(metric)
@@ -625,7 +549,6 @@ def _keras_metric_names(keras_model) -> dict:
 
 
 def _renamed_metric_ops(metric_ops: Mapping, metric_names: dict, output_names: list[str]) -> dict:
-    """``metric_ops`` keyed as Keras reports them (``<output>_<name>`` for many outputs)."""
     renamed = {}
     for key, value in metric_ops.items():
         new = metric_names.get(key)
@@ -643,11 +566,8 @@ def _renamed_metric_ops(metric_ops: Mapping, metric_names: dict, output_names: l
 
 
 def _set_aside_stale_keras_checkpoint(model_dir: Optional[str], config: Optional[Any]) -> None:
-    """Moves ``model_dir/keras`` of an earlier conversion aside when no training has started.
-
-    The official converter keeps the old weights there. Renamed, not deleted (they may be the
-    only copy), and only by the chief, as other tasks may be reading it.
-    """
+    """Moves an earlier conversion's ``model_dir/keras`` aside (the converter kept its weights)
+    before any training; renamed, as it may be the only copy, and by the chief only."""
     config_dir = getattr(config, "model_dir", None)
     if model_dir and config_dir and os.fspath(model_dir) != os.fspath(config_dir):
         return  # the converter refuses two different model_dirs
@@ -662,20 +582,17 @@ def _set_aside_stale_keras_checkpoint(model_dir: Optional[str], config: Optional
     while tf.io.gfile.exists(aside):  # converted twice within a second
         aside, suffix = f"{stamped}-{suffix}", suffix + 1
     tf.logging.warning(
-        "to_estimator: %s holds the Keras weights of an earlier conversion and %s no Estimator "
-        "checkpoint yet; moved it to %s so that the Estimator starts from this model's weights.",
+        "to_estimator: moved %s, an earlier conversion's Keras weights, to %s (%s has no "
+        "Estimator checkpoint yet) so that the Estimator starts from this model's weights.",
         keras_dir,
-        model_dir,
         aside,
+        model_dir,
     )
     tf.io.gfile.rename(keras_dir, aside)
 
 
 def _all_model_variables(warm_start_from):
-    """A warm-start path as settings covering non-trainable weights too; a ValueError if unread.
-
-    Estimator reads a bare path as ``vars_to_warm_start=".*"``: trainable variables only.
-    """
+    """A path as settings covering non-trainable weights too (Estimator's ``".*"`` does not)."""
     if isinstance(warm_start_from, bytes):
         warm_start_from = warm_start_from.decode()
     if not isinstance(warm_start_from, (str, os.PathLike)):
@@ -690,12 +607,8 @@ def _all_model_variables(warm_start_from):
 
 
 def _matched_by_structure(settings, keras_ckpt: str):
-    """Warm-starts from an object-based checkpoint by the model's structure if names differ.
-
-    A model built again in one process has other layer names (``dense_4/kernel``), so the
-    by-name warm start failed; this matches by structure as ``load_weights`` does, reading this
-    model's keys from the converter's ``keras_ckpt``. A ValueError names missing weights.
-    """
+    """Matches by structure, as ``load_weights`` does, when names differ (a model built
+    again in one process has other layer names); a ValueError names missing weights."""
     path = settings.ckpt_to_initialize_from
     prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
     try:
@@ -718,28 +631,24 @@ def _matched_by_structure(settings, keras_ckpt: str):
         problems = [f"missing {missing[:5]}"] if missing else []
         problems += [f"of another shape {other_shape[:5]}"] if other_shape else []
         raise ValueError(
-            "`warm_start_from` does not hold this model's weights, neither under their "
-            "variable names nor by the model's structure (as keras_model.load_weights "
-            f"matches them): {'; '.join(problems)}. Got: {path!r}. Pass a checkpoint of the "
-            "same architecture (keras_model.save_weights or an Estimator model_dir of it)."
+            "`warm_start_from` does not hold this model's weights, by name or by structure: "
+            f"{'; '.join(problems)}. Pass a checkpoint of the same architecture. Got: {path!r}"
         )
     return settings._replace(var_name_to_prev_var_name=model)
 
 
 def _check_checkpoint(path: str) -> None:
-    """Raises a ValueError naming ``warm_start_from`` unless ``path`` reads as a checkpoint."""
     if path.lower().endswith((".h5", ".hdf5", ".keras")):
         raise ValueError(
-            "`warm_start_from` must be a TensorFlow checkpoint or SavedModel; a Keras "
-            f"{os.path.splitext(path)[1]} file is neither. Got: {path!r}. Load it into the model "
-            "first (keras_model.load_weights(path)), then call to_estimator(keras_model) "
-            "without warm_start_from."
+            f"`warm_start_from` must be a TensorFlow checkpoint or SavedModel, not a Keras "
+            f"{os.path.splitext(path)[1]} file: call keras_model.load_weights(path) before "
+            f"to_estimator instead. Got: {path!r}"
         )
     if tf.io.gfile.isdir(path) and tf.train.latest_checkpoint(path) is None:
         raise ValueError(
-            "`warm_start_from` is a directory without a checkpoint or a SavedModel. Got: "
-            f"{path!r}, which contains {sorted(tf.io.gfile.listdir(path))[:10]}. Pass a model_dir "
-            "with a `checkpoint` file, a checkpoint prefix (.../model.ckpt-100) or a SavedModel."
+            "`warm_start_from` is a directory without a checkpoint or a SavedModel (pass a "
+            f"model_dir, a prefix like .../model.ckpt-100 or a SavedModel). Got: {path!r}, "
+            f"which contains {sorted(tf.io.gfile.listdir(path))[:10]}"
         )
     try:
         tf.train.load_checkpoint(path)

@@ -1,17 +1,8 @@
 """A drop-in ``TPUEstimator``: the official one on a TPU, a logging ``Estimator`` elsewhere.
 
-Scripts written for ``tf.compat.v1.estimator.tpu.TPUEstimator`` (BERT and friends) run
-unchanged. With a reachable TPU you get the official class; otherwise an Estimator that injects
-``params['batch_size']``, converts ``TPUEstimatorSpec`` and logs ``loss = …, step = …`` with
-examples/sec, which stock ``TPUEstimator(use_tpu=False)`` never does. TPU detection never asks
-the GCE metadata server. The module also stands in for ``tf.contrib.tpu`` /
-``tf.compat.v1.estimator.tpu``.
-
-Example:
-
-    config = tpu.RunConfig(model_dir=model_dir, tpu_config=tpu.TPUConfig(iterations_per_loop=100))
-    est = tpu.TPUEstimator(model_fn, config=config, use_tpu="auto", train_batch_size=32)
-    est.train(input_fn, max_steps=1000)   # input_fn(params) gets params["batch_size"] == 32
+Off a TPU the Estimator injects ``params['batch_size']``, converts ``TPUEstimatorSpec`` and logs
+``loss = …, step = …`` with examples/sec, which stock ``TPUEstimator(use_tpu=False)`` never
+does. TPU detection never asks the GCE metadata server. It also serves ``tf.contrib.tpu``.
 """
 
 from __future__ import annotations
@@ -22,19 +13,15 @@ import copy
 import functools
 import inspect
 import os
-import socket
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
-from urllib.parse import urlparse
 
-from tfest_kit import _model_dir
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import label_errors
-from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._replica_sync import ReplicaSyncCheckHook
-from tfest_kit._task_guard import check_direct_call
+from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
@@ -61,20 +48,19 @@ InputPipelineConfig = tf_estimator.tpu.InputPipelineConfig
 # The official TPUEstimator reserves these params keys ('use_tpu' is set, not reserved).
 RESERVED_PARAMS_KEYS = ("batch_size", "context")
 _MODES = tf_estimator.ModeKeys
-_BATCH_ARG = {_MODES.TRAIN: "train_batch_size", _MODES.EVAL: "eval_batch_size"}
-_BATCH_ARG[_MODES.PREDICT] = "predict_batch_size"
+_BATCH_ARG = {
+    _MODES.TRAIN: "train_batch_size",
+    _MODES.EVAL: "eval_batch_size",
+    _MODES.PREDICT: "predict_batch_size",
+}
 _METHOD = {_MODES.TRAIN: "train", _MODES.EVAL: "evaluate", _MODES.PREDICT: "predict"}
 _OfficialResolver = tf2.distribute.cluster_resolver.TPUClusterResolver
 _state = {"official_estimator_built": False}
 
 
 class RunConfig(tf_estimator.tpu.RunConfig):
-    """The official ``tf.compat.v1.estimator.tpu.RunConfig``, naming a malformed ``TF_CONFIG``.
-
-    (The official class lets a bare ``JSONDecodeError`` through.)
-
-    Raises:
-      ValueError: when ``TF_CONFIG`` is set but not a JSON object.
+    """The official ``tpu.RunConfig``; a malformed ``TF_CONFIG`` is a ValueError, not a
+    bare ``JSONDecodeError``.
 
     Example:
 
@@ -102,24 +88,12 @@ def _tpu_name(tpu) -> Optional[str]:
     return tpu or os.environ.get("TPU_NAME") or None
 
 
-def _grpc_reachable(address: str, timeout: float = 3.0) -> bool:
-    parsed = urlparse(address)
-    if not parsed.hostname or not parsed.port:
-        return False
-    try:
-        with socket.create_connection((parsed.hostname, parsed.port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 class NoTPUClusterResolver(tf2.distribute.cluster_resolver.ClusterResolver):
     """A resolver meaning "no TPU": empty cluster spec, master ``""``.
 
     Example:
 
-        resolver = tpu.TPUClusterResolver()       # no TPU name, no local TPU
-        config = tpu.RunConfig(cluster=resolver)  # TPUEstimator then runs on CPU/GPU
+        config = tpu.RunConfig(cluster=tpu.TPUClusterResolver())  # no TPU: runs on CPU/GPU
     """
 
     def __init__(self, reason: str = "no TPU found") -> None:
@@ -141,7 +115,7 @@ class NoTPUClusterResolver(tf2.distribute.cluster_resolver.ClusterResolver):
 
 def _official_resolver(name: str, zone, project, **kw) -> Any:
     """The official resolver for ``name``, or an exception saying why it does not resolve."""
-    if name.startswith("grpc://") and not _grpc_reachable(name):
+    if name.startswith("grpc://") and not grpc_reachable(name, timeout=3.0):
         raise ConnectionError(f"nothing answers at {name}")
     resolver = _OfficialResolver(tpu=name, zone=zone, project=project, **kw)
     if not resolver.master():
@@ -158,16 +132,14 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
     """The official ``TPUClusterResolver`` if a TPU resolves, else a ``NoTPUClusterResolver``.
 
     With no name (argument or ``TPU_NAME``) only local devices are looked at: the official
-    class would ask the GCE metadata server. Test ``r.master()`` (``""``: no TPU).
+    class would ask the GCE metadata server.
 
     Args:
       tpu: TPU name or ``grpc://host:port`` (or a list of one); None reads ``TPU_NAME``.
-      zone: GCE zone, for the official resolver.
-      project: GCP project, for the official resolver.
-      **kw: further arguments for the official resolver.
+      zone, project, **kw: for the official resolver.
 
     Returns:
-      A ``tf.distribute.cluster_resolver.TPUClusterResolver`` or a ``NoTPUClusterResolver``.
+      The official resolver, or a ``NoTPUClusterResolver`` (whose ``master()`` is ``""``).
 
     Example:
 
@@ -186,15 +158,12 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
 
 
 def tpu_available(tpu: Union[None, str, Sequence[str]] = None) -> bool:
-    """Whether a TPU is reachable; with no name, local devices only (no network).
-
-    Args:
-      tpu: a TPU name or ``grpc://`` address (or a list of one); None reads ``TPU_NAME``.
+    """Whether a TPU is reachable: ``tpu`` as for ``TPUClusterResolver``; with no name (nor
+    ``TPU_NAME``) local devices only, no network.
 
     Example:
 
-        if not tpu_available():
-            print("training on CPU/GPU")
+        use_tpu = tpu.tpu_available(FLAGS.tpu_name)
     """
     name = _tpu_name(tpu)
     if name is None:
@@ -208,7 +177,7 @@ def tpu_available(tpu: Union[None, str, Sequence[str]] = None) -> bool:
 
 
 def tpu_in_use() -> bool:
-    """Whether TPU-only ops may be built (an official TPUEstimator was built, or a TPU is local)."""
+    """Whether TPU-only ops may be built (an official TPUEstimator was built, or a local TPU)."""
     return _state["official_estimator_built"] or _local_tpu()
 
 
@@ -217,16 +186,10 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
 ):
     """The official ``tf.compat.v1.tpu.CrossShardOptimizer`` on a TPU, ``opt`` itself otherwise.
 
-    Off a TPU there are no shards, and the official ``cross_replica_sum`` has no CPU kernel.
+    (Off a TPU, the official ``cross_replica_sum`` has no CPU kernel.)
 
-    Args:
-      opt: a ``tf.compat.v1.train.Optimizer``.
-      reduction: a ``tf.compat.v1.losses.Reduction`` (TPU only); None: the official default.
-      name: name of the wrapper (TPU only).
-      group_assignment: replica groups (TPU only).
-
-    Returns:
-      The wrapped optimizer on a TPU, else ``opt`` (a TypeError if it is no v1 Optimizer).
+    Raises:
+      TypeError: if ``opt`` is no ``tf.compat.v1.train.Optimizer``.
 
     Example:
 
@@ -240,9 +203,8 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
     return tf.tpu.CrossShardOptimizer(opt, name=name, group_assignment=group_assignment, **kwargs)
 
 
-# --- TPUEstimatorSpec -> EstimatorSpec. The official as_estimator_spec() reads the host calls
-# from a class attribute that the last TPUEstimatorSpec built overwrote; this reads the fields.
-
+# The official as_estimator_spec() reads the host calls from a class attribute that the last
+# TPUEstimatorSpec built overwrote; _to_estimator_spec reads the fields.
 _TPU_SPEC_TYPES = tuple(c for c in TPUEstimatorSpec.__mro__ if c not in (tuple, object))
 
 
@@ -253,7 +215,6 @@ class _HostCallHook(tf.train.SessionRunHook):
         self._fetches = fetches
 
     def begin(self) -> None:
-        # Where v2 summary writers register their init ops.
         self._init_ops = tf.get_collection("_SUMMARY_WRITER_V2")
         self._flush_ops = [
             tf2.raw_ops.FlushSummaryWriter(writer=op.inputs[0]) for op in self._init_ops
@@ -299,21 +260,6 @@ def _call_host_fn(name: str, host_call) -> Any:
     return fn(**tensors)
 
 
-def _run_host_call(host_call, logdir: str):
-    """Calls ``host_call`` under a default summary writer on ``logdir`` and the global step.
-
-    CPU code often relies on a default writer (``tf.summary.scalar`` writes nothing without
-    one); a writer the host_call opens itself takes precedence.
-    """
-    previous_step = tf2.summary.experimental.get_step()
-    tf2.summary.experimental.set_step(tf.train.get_or_create_global_step())
-    try:
-        with tf2.summary.create_file_writer(logdir).as_default(), tf2.summary.record_if(True):
-            return _call_host_fn("host_call", host_call)
-    finally:
-        tf2.summary.experimental.set_step(previous_step)
-
-
 def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
     """An ``EstimatorSpec`` for the model_fn's spec; ``host_call`` writes to ``summary_dir``."""
     if isinstance(spec, tf_estimator.EstimatorSpec):
@@ -327,8 +273,16 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
     if spec.eval_metrics is not None and mode == _MODES.EVAL:
         eval_metric_ops = _call_host_fn("eval_metrics", spec.eval_metrics)
     extra = ()
-    if spec.host_call is not None and mode != _MODES.PREDICT:  # train() and evaluate()
-        extra = (_HostCallHook(_run_host_call(spec.host_call, summary_dir)),)
+    if spec.host_call is not None and mode != _MODES.PREDICT:
+        # Under a default writer and step: CPU code's tf.summary.scalar writes nothing without.
+        previous_step = tf2.summary.experimental.get_step()
+        tf2.summary.experimental.set_step(tf.train.get_or_create_global_step())
+        try:
+            writer = tf2.summary.create_file_writer(summary_dir)
+            with writer.as_default(), tf2.summary.record_if(True):
+                extra = (_HostCallHook(_call_host_fn("host_call", spec.host_call)),)
+        finally:
+            tf2.summary.experimental.set_step(previous_step)
     return tf_estimator.EstimatorSpec(
         mode=mode,
         predictions=spec.predictions,
@@ -343,39 +297,31 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
     )
 
 
-def _own_cluster_address(config) -> Optional[str]:
-    """This task's server in a TF_CONFIG cluster: RunConfig's master there, not a TPU."""
-    spec, task_type = getattr(config, "cluster_spec", None), getattr(config, "task_type", None)
-    if not spec or task_type is None:
-        return None
-    try:
-        return "grpc://" + spec.task_address(task_type, config.task_id or 0)
-    except (ValueError, KeyError, IndexError):
-        return None
-
-
 def _use_tpu_arg(use_tpu) -> Union[bool, str]:
     # By truth value, as in the official class; but "false" (a config file's) is not True.
-    if isinstance(use_tpu, str):
-        if use_tpu != "auto":
-            raise ValueError(
-                f'`use_tpu` must be True, False or "auto" (a bool, not a string). Got: {use_tpu!r}'
-            )
-        return use_tpu
-    return bool(use_tpu)
+    if isinstance(use_tpu, str) and use_tpu != "auto":
+        raise ValueError(
+            f'`use_tpu` must be True, False or "auto" (a bool, not a string). Got: {use_tpu!r}'
+        )
+    return use_tpu if isinstance(use_tpu, str) else bool(use_tpu)
 
 
 def _wants_official(use_tpu, config) -> bool:
     if _use_tpu_arg(use_tpu) is False:
         return False
     cluster = getattr(config, "cluster", None)
-    if isinstance(cluster, NoTPUClusterResolver):
-        return tpu_available()
-    if cluster is not None:
+    if cluster is not None and not isinstance(cluster, NoTPUClusterResolver):
         return True  # an official resolver exists only once the TPU resolved
     master = getattr(config, "master", "") or ""
-    if master.startswith("grpc://") and master != _own_cluster_address(config):
-        return tpu_available(master)
+    if cluster is None and master.startswith("grpc://"):
+        # In a TF_CONFIG cluster RunConfig's master is this task's own server, not a TPU.
+        spec, task_type = getattr(config, "cluster_spec", None), getattr(config, "task_type", None)
+        own = None
+        with contextlib.suppress(ValueError, KeyError, IndexError):
+            if spec and task_type is not None:
+                own = "grpc://" + spec.task_address(task_type, config.task_id or 0)
+        if master != own:
+            return tpu_available(master)
     return tpu_available()
 
 
@@ -398,65 +344,39 @@ def _official_config(config):
         return config  # the official class judges anything else
     # RunConfig keeps each replaceable `name` as `_name`, not all with a public property.
     fields = {name: getattr(config, "_" + name) for name in _RUN_CONFIG_FIELDS}
-    if (
-        config.cluster_spec
-        and "TF_CONFIG" in os.environ
-        and fields["session_config"] == session_config()
-    ):
+    if _from_tf_config(config) and fields["session_config"] == session_config():
         fields["session_config"] = None  # RunConfig's between-graph default; a TPU is in-graph
     return RunConfig().replace(**fields)
 
 
-def _ignored_tpu_settings(config, batch_axis, embedding_config_spec) -> list:
-    tpu_config, default = getattr(config, "tpu_config", None), TPUConfig()
-    names = [
-        f"TPUConfig.{field}"
-        for field in (tpu_config._fields if tpu_config is not None else ())
-        if field != "iterations_per_loop" and getattr(tpu_config, field) != getattr(default, field)
-    ]
-    names += ["batch_axis"] if batch_axis is not None else []
-    return names + (["embedding_config_spec"] if embedding_config_spec is not None else [])
-
-
-def _with_between_graph_defaults(config):
-    """A TPU RunConfig from a TF_CONFIG cluster, with the plain RunConfig's device filters.
-
-    tpu.RunConfig leaves them out (a TPU runs in-graph); without them every session of the
-    chief waits for every worker, and its final predict hung on a worker that had exited.
-    """
-    if (
-        config.session_config is not None
-        or not config.cluster_spec
-        or "TF_CONFIG" not in os.environ
-    ):
-        return config
-    return config.replace(session_config=session_config())
+def _from_tf_config(config) -> bool:
+    return bool(config.cluster_spec) and "TF_CONFIG" in os.environ
 
 
 # Said once per process (programs build a TPUEstimator per evaluation or export too).
-_said_no_tpu_found = [False]
 _said_ignored: set[tuple[bool, tuple[str, ...]]] = set()  # (as a warning?, settings)
 
 
 def _say_ignored(use_tpu, ignored: list[str]) -> None:
-    """Names the unused TPU-only settings: a warning where a TPU was asked for, else INFO."""
+    """Says "No TPU found" once, and names unused TPU-only settings (INFO for use_tpu=False)."""
     ignored = tuple(sorted(ignored))
-    if use_tpu is True and not _said_no_tpu_found[0]:
-        _said_no_tpu_found[0] = True
-        _said_ignored.add((True, ignored))
-        unused = f"; ignoring TPU-only settings: {', '.join(ignored)}" if ignored else ""
-        tf.logging.warning(
-            "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.", unused
-        )
-        return
+    first = use_tpu is True and not _state.get("said_no_tpu")
     said = (use_tpu is not False, ignored)
-    if ignored and said not in _said_ignored:
-        _said_ignored.add(said)
-        log = tf.logging.warning if use_tpu is not False else tf.logging.info
-        log("No TPU: ignoring TPU-only settings: %s.", ", ".join(ignored))
+    if not first and (not ignored or said in _said_ignored):
+        return
+    _said_ignored.add(said)
+    unused = f"ignoring TPU-only settings: {', '.join(ignored)}"
+    if first:
+        _state["said_no_tpu"] = True
+        tf.logging.warning(
+            "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.",
+            f"; {unused}" if ignored else "",
+        )
+    else:
+        (tf.logging.warning if use_tpu is not False else tf.logging.info)("No TPU: %s.", unused)
 
 
-def _check_arguments(params, use_tpu, export_to_cpu, export_to_tpu, api_version, config) -> None:
+def _check_arguments(params, export_to_cpu, export_to_tpu, api_version, config) -> None:
     if params is not None and not isinstance(params, Mapping):
         namespace = isinstance(params, argparse.Namespace)
         fix = "; pass vars(args) for an argparse.Namespace" if namespace else ""
@@ -477,15 +397,13 @@ def _check_arguments(params, use_tpu, export_to_cpu, export_to_tpu, api_version,
         )
 
 
-def _without_second_loss_line(spec, hooks=(), is_chief=True):
-    """Leaves out the loss line when a ``ProgressHook`` among the run's hooks prints the loss.
-
-    The fallback's hook stays, without its line, when it writes the ``global_step/sec``
-    summaries. ``is_chief``: whether this task runs ``training_chief_hooks``.
-    """
+def _without_second_loss_line(spec, hooks, is_chief):
+    """No loss line beside a ``ProgressHook`` (the hook stays, silent, if it writes summaries)."""
     chief_hooks = tuple(spec.training_chief_hooks) if is_chief else ()
-    every = tuple(hooks) + tuple(spec.training_hooks) + chief_hooks
-    if not any(isinstance(hook, ProgressHook) for hook in every):
+    if not any(
+        isinstance(hook, ProgressHook)
+        for hook in tuple(hooks) + tuple(spec.training_hooks) + chief_hooks
+    ):
         return spec
     kept = []
     for hook in spec.training_hooks:
@@ -497,12 +415,9 @@ def _without_second_loss_line(spec, hooks=(), is_chief=True):
     return spec._replace(training_hooks=tuple(kept))
 
 
-def _with_checkpoint_saver(spec, config, hooks=()):
-    """Adds the chief's ``CheckpointSaverHook`` as Estimator would, told one run is one step.
-
-    Estimator's own fetches ``global_step`` again after every step: 25-30 % of a small model's
-    step time (benchmarks/).
-    """
+def _with_checkpoint_saver(spec, config, hooks):
+    """The chief's ``CheckpointSaverHook`` as Estimator's, told one run is one step: Estimator's
+    fetches ``global_step`` again each step, 25-30 % of a small model's step (benchmarks/)."""
     if not (config.save_checkpoints_secs or config.save_checkpoints_steps):
         return spec
     existing = tuple(hooks) + tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
@@ -520,9 +435,8 @@ def _with_checkpoint_saver(spec, config, hooks=()):
 
 
 def _replicas(config, mode: str) -> int:  # sharing one step's batch
-    strategy = {_MODES.TRAIN: config.train_distribute, _MODES.EVAL: config.eval_distribute}.get(
-        mode
-    )
+    strategy = {_MODES.TRAIN: config.train_distribute, _MODES.EVAL: config.eval_distribute}
+    strategy = strategy.get(mode)
     return strategy.num_replicas_in_sync if strategy is not None else 1
 
 
@@ -544,30 +458,21 @@ def _missing_batch_size_named(mode: str, unset: bool):
 class TPUEstimator(tf_estimator.Estimator):
     """``TPUEstimator`` with the official signature that runs everywhere.
 
-    The official ``tf.compat.v1.estimator.tpu.TPUEstimator`` when ``use_tpu`` is True or
-    ``"auto"`` and a TPU is reachable (local, ``RunConfig(cluster=…)``, a ``grpc://`` master,
-    ``TPU_NAME``). Otherwise an Estimator whose model_fn wraps yours: ``params['batch_size']``
-    is the mode's batch size (each replica's share under a strategy; absent when None),
-    ``params['use_tpu']`` is False; a ``TPUEstimatorSpec`` is converted (``eval_metrics``,
-    ``scaffold_fn``, ``host_call`` with a default summary writer); one line ``loss = …, step =
-    … (… sec); global_step/sec: …, examples/sec: …`` every ``log_step_count_steps`` (none
-    beside a ``hooks.ProgressHook``); TPU-only settings are named once as ignored; exports are
-    CPU SavedModels; Keras layers start from ``RunConfig(tf_random_seed=…)``, as in TF 1.x.
+    The official class when ``use_tpu`` is True or ``"auto"`` and a TPU is reachable (local,
+    ``RunConfig(cluster=…)``, a ``grpc://`` master, ``TPU_NAME``). Otherwise an Estimator whose
+    model_fn gets ``params['batch_size']`` (each replica's share under a strategy) and
+    ``params['use_tpu'] = False``, may return a ``TPUEstimatorSpec``, and logs ``loss = …, step
+    = …; examples/sec: …`` every ``log_step_count_steps`` (not beside a ``hooks.ProgressHook``).
 
     Args:
       model_fn: ``model_fn(features, labels, mode, params, config)`` returning a
         ``TPUEstimatorSpec`` or ``EstimatorSpec``.
-      model_dir: as for ``Estimator``.
-      config: a ``tpu.RunConfig`` or a plain ``tf.estimator.RunConfig``; None: ``RunConfig()``.
-      params: dict of hyper-parameters.
-      use_tpu: True, False or ``"auto"`` (other strings are refused).
-      train_batch_size: global batch size for ``train()`` (a multiple of the replicas).
-      eval_batch_size: batch size for ``evaluate()``.
-      predict_batch_size: batch size for ``predict()``.
-      batch_axis, eval_on_tpu, embedding_config_spec, export_saved_model_api_version: TPU only.
-      export_to_tpu: TPU only (a warning off a TPU unless ``use_tpu`` is False).
-      export_to_cpu: write the CPU SavedModel (always, off a TPU).
-      warm_start_from: as for ``Estimator``.
+      model_dir, config, params, warm_start_from: as for ``Estimator`` (``config`` a
+        ``tpu.RunConfig`` or a plain ``RunConfig``).
+      use_tpu: True, False or ``"auto"``.
+      train_batch_size, eval_batch_size, predict_batch_size: global batch size of each mode.
+      batch_axis, eval_on_tpu, embedding_config_spec, export_saved_model_api_version,
+        export_to_tpu, export_to_cpu: as for the official class (off a TPU: a CPU SavedModel).
 
     Raises:
       ValueError: reserved ``params`` keys, a bad batch size, ``use_tpu`` or export flag, a
@@ -617,31 +522,41 @@ class TPUEstimator(tf_estimator.Estimator):
         model_fn_args(model_fn)
         config = RunConfig() if config is None else config
         _check_arguments(
-            params, use_tpu, export_to_cpu, export_to_tpu, export_saved_model_api_version, config
+            params, export_to_cpu, export_to_tpu, export_saved_model_api_version, config
         )
+        sizes = (train_batch_size, eval_batch_size, predict_batch_size)
         self._batch_sizes = {
-            mode: check_int(_BATCH_ARG[mode], size, allow_none=True)
-            for mode, size in zip(
-                _BATCH_ARG, (train_batch_size, eval_batch_size, predict_batch_size)
-            )
+            mode: check_int(name, size, allow_none=True)
+            for (mode, name), size in zip(_BATCH_ARG.items(), sizes)
         }
-        ignored = _ignored_tpu_settings(config, batch_axis, embedding_config_spec)
+        tpu_config, default = getattr(config, "tpu_config", None), TPUConfig()
+        ignored = [
+            f"TPUConfig.{field}"
+            for field in (tpu_config._fields if tpu_config is not None else ())
+            if field != "iterations_per_loop"
+            and getattr(tpu_config, field) != getattr(default, field)
+        ]
+        ignored += ["batch_axis"] if batch_axis is not None else []
+        ignored += ["embedding_config_spec"] if embedding_config_spec is not None else []
         if config.master and "TF_CONFIG" not in os.environ:
             # The master is the TPU that did not resolve; a session on it would hang.
             ignored.append(f"master={config.master!r}")
             config = copy.copy(config)
             config._master = config._evaluation_master = ""  # RunConfig.replace refuses them
         _say_ignored(use_tpu, ignored)
-        config = _with_between_graph_defaults(config)
+        if config.session_config is None and _from_tf_config(config):
+            # tpu.RunConfig leaves out the between-graph device filters: without them the
+            # chief's final predict hung on a worker that had exited.
+            config = config.replace(session_config=session_config())
         # Off a TPU there is no host loop: every log_step_count_steps, not iterations_per_loop.
         self._log_every = config.log_step_count_steps or None
         for mode, batch_size in self._batch_sizes.items():
-            if batch_size is not None and batch_size % _replicas(config, mode):
-                name, replicas = _BATCH_ARG[mode], _replicas(config, mode)
+            replicas = _replicas(config, mode)
+            if batch_size is not None and batch_size % replicas:
                 raise ValueError(
-                    f"`{name}` is the global batch size, shared by the {replicas} replicas of "
-                    f"the distribution strategy: make it a multiple of {replicas}. "
-                    f"Got: {name}={batch_size}"
+                    f"`{_BATCH_ARG[mode]}` is the global batch size, shared by the {replicas} "
+                    f"replicas of the distribution strategy: make it a multiple of {replicas}. "
+                    f"Got: {_BATCH_ARG[mode]}={batch_size}"
                 )
         self._user_model_fn = model_fn
         # use_tpu=False asked for a CPU SavedModel, whatever export_to_tpu says.
@@ -664,15 +579,13 @@ class TPUEstimator(tf_estimator.Estimator):
             )
 
     def _assert_members_are_not_overridden(self) -> None:
-        """Estimator lets only a class named TPUEstimator override train; subclasses may too."""
+        pass  # Estimator lets only a class named TPUEstimator override train; subclasses may
 
-    def _replica_batch_size(self, mode: str) -> Optional[int]:
-        """The global batch size of ``mode`` over the replicas, as each TPU core gets its share."""
+    def _replica_batch_size(self, mode: str) -> Optional[int]:  # each core's share, as on TPU
         batch_size = self._batch_sizes[mode]
         return batch_size // _replicas(self._config, mode) if batch_size is not None else None
 
-    def _with_loss_line(self, spec, config):
-        """Adds the fallback's ``LossLoggingHook`` (summaries from the chief only)."""
+    def _with_loss_line(self, spec, config):  # summaries from the chief only
         if not self._log_every:
             return spec
         writes = config.save_summary_steps and config.is_chief
@@ -686,8 +599,7 @@ class TPUEstimator(tf_estimator.Estimator):
 
     def _make_model_fn(self) -> Callable:
         def model_fn(features, labels, mode, params, config):
-            # As in the official class: input_fn runs before model_fn, except in an export,
-            # which has no batch size.
+            # As in the official class: input_fn runs before model_fn, except in an export.
             graph = tf.get_default_graph()
             is_export = graph not in self._input_graphs
             params = dict(params, use_tpu=False)  # a model_fn believing it would build TPU ops
@@ -698,15 +610,9 @@ class TPUEstimator(tf_estimator.Estimator):
                     "export_to_tpu=True but there is no TPU: writing a CPU SavedModel only."
                 )
                 self._warn_cpu_export = False
+            args = dict(features=features, labels=labels, mode=mode, params=params, config=config)
             with _missing_batch_size_named(mode, not is_export and "batch_size" not in params):
-                spec = call_model_fn(
-                    self._user_model_fn,
-                    features=features,
-                    labels=labels,
-                    mode=mode,
-                    params=params,
-                    config=config,
-                )
+                spec = call_model_fn(self._user_model_fn, **args)
             spec_mode = getattr(spec, "mode", mode)
             if spec_mode != mode:  # Estimator would fail later with "None values not supported"
                 raise ValueError(
@@ -731,8 +637,7 @@ class TPUEstimator(tf_estimator.Estimator):
     def _train_with_estimator_spec(
         self, estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
     ):
-        # The one place that knows the spec (with a strategy: the replicas' loss together)
-        # and every hook of the run.
+        # The one place that knows the spec (with a strategy: all replicas') and every hook.
         config, run_hooks = self._config, tuple(worker_hooks) + tuple(hooks)
         if config.train_distribute is not None:  # (without one: in model_fn)
             estimator_spec = self._with_loss_line(estimator_spec, config)
@@ -749,8 +654,7 @@ class TPUEstimator(tf_estimator.Estimator):
         )
 
     def _call_input_fn(self, input_fn, mode, input_context=None):
-        # As the official class does; Estimator calls this from outside train / evaluate /
-        # predict too (InMemoryEvaluatorHook), where a wrapped input_fn would not reach.
+        # Estimator calls this from outside train/evaluate/predict too (InMemoryEvaluatorHook).
         if not callable(input_fn):
             raise ValueError(f"`input_fn` must be a callable. Got: {input_fn!r}")
         self._input_graphs[tf.get_default_graph()] = (
@@ -767,27 +671,15 @@ class TPUEstimator(tf_estimator.Estimator):
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         """As ``Estimator.train``, guarding model_dir (one writer, an intact checkpoint)."""
-        check_direct_call(self.config, "train")
-        with _model_dir.training(self) as counter:
-            return super().train(
-                input_fn,
-                hooks=[*(hooks or ()), counter],
-                steps=steps,
-                max_steps=max_steps,
-                saving_listeners=saving_listeners,
-            )
+        with guarded_train(self, hooks) as hooks:
+            return super().train(input_fn, hooks, steps, max_steps, saving_listeners)
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
-        check_direct_call(self.config, "evaluate")
+        hooks = guarded_eval_hooks(self.config, hooks, steps)
         self._eval_name = name  # host_call summaries go to eval_dir(name)
-        hooks = list(hooks or ())
-        if not any(isinstance(hook, EvalGuard) for hook in hooks):  # train_and_evaluate's
-            hooks.append(EvalGuard(steps, "steps", "input_fn"))
         try:
             with label_errors():
-                return super().evaluate(
-                    input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name
-                )
+                return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
         finally:
             self._eval_name = None
