@@ -125,9 +125,6 @@ def _glob_files(file_pattern: FilePattern) -> list[str]:
     return list(files)
 
 
-# --------------------------------------------------------------------------- from_arrays
-
-
 def _is_pandas(value: Any) -> bool:
     return hasattr(value, "index") and hasattr(value, "iloc")
 
@@ -276,7 +273,6 @@ def _rows_of(data: Any, rows: Any) -> Any:
     return tf2.nest.pack_sequence_as(data, looked_up)
 
 
-# --------------------------------------------------------------------------- CSV
 # CsvDataset reads after a pass over the files in Python, which make_csv_dataset lacks: it
 # names no file:line for a bad row, reads a numeric column with "NA" as strings, types "1_000"
 # as an int that CsvDataset refuses, sorts unshuffled files and has no drop_remainder.
@@ -618,8 +614,6 @@ def from_csv(
 
     return input_fn
 
-
-# --------------------------------------------------------------------------- TFRecord
 
 _LIST_OF_DTYPE = {tf2.int64: "int64_list", tf2.float32: "float_list", tf2.string: "bytes_list"}
 
