@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import functools
 import gzip
 import io
 import os
@@ -51,17 +52,24 @@ def _check_common(batch_size, num_epochs, shuffle_buffer, compression=None) -> O
     return compression or None
 
 
-def _pipeline(ds, params, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder, parse):
-    """Shuffle before repeat (each epoch sees every example once), batch, parse, prefetch."""
-    if params and params.get("batch_size") is not None:
-        # Estimator(params=...) hands params over unchecked; batch(0) or batch(8.9) fail late.
-        batch_size = check_int("params['batch_size']", params["batch_size"], hint="from params")
-    if shuffle:
-        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-    ds = ds.repeat(num_epochs).batch(batch_size, drop_remainder=drop_remainder)
-    if parse is not None:
-        ds = ds.map(parse, num_parallel_calls=AUTOTUNE)
-    return ds.prefetch(AUTOTUNE)
+def _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder):
+    """``input_fn(params=None)``: ``make()``'s records shuffled before repeat (each epoch sees
+    every example once), batched, parsed and prefetched."""
+
+    def input_fn(params=None):
+        size = batch_size
+        if params and params.get("batch_size") is not None:
+            # Estimator(params=...) hands params over unchecked; batch(0) or batch(8.9) fail late.
+            size = check_int("params['batch_size']", params["batch_size"], hint="from params")
+        ds = make()
+        if shuffle:
+            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+        ds = ds.repeat(num_epochs).batch(size, drop_remainder=drop_remainder)
+        if parse is not None:
+            ds = ds.map(parse, num_parallel_calls=AUTOTUNE)
+        return ds.prefetch(AUTOTUNE)
+
+    return input_fn
 
 
 def _read_files(files, read, shuffle: bool, seed, files_at_once: Optional[int] = None):
@@ -243,18 +251,12 @@ def from_arrays(
     feats, label_array, num_rows = _arrays(features, labels, feature_name)
     buffer = shuffle_buffer or min(num_rows, _DEFAULT_SHUFFLE_BUFFER)
     data = feats if label_array is None else (feats, label_array)
-    embed = sum(array.nbytes for array in tf2.nest.flatten(data)) <= _EMBEDDED_ARRAYS_LIMIT
-
-    def input_fn(params=None):
-        if embed:
-            ds, parse = tf2.data.Dataset.from_tensor_slices(data), None
-        else:  # row numbers, looked up batch by batch
-            ds, parse = tf2.data.Dataset.range(num_rows), lambda rows: _rows_of(data, rows)
-        return _pipeline(
-            ds, params, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder, parse
-        )
-
-    return input_fn
+    if sum(array.nbytes for array in tf2.nest.flatten(data)) <= _EMBEDDED_ARRAYS_LIMIT:
+        make, parse = functools.partial(tf2.data.Dataset.from_tensor_slices, data), None
+    else:  # row numbers, looked up batch by batch
+        make = functools.partial(tf2.data.Dataset.range, num_rows)
+        parse = functools.partial(_rows_of, data)
+    return _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
 
 
 def _rows_of(data: Any, rows: Any) -> Any:
@@ -593,26 +595,19 @@ def from_csv(
         feats = dict(zip(picked, columns))
         return feats if label_name is None else (feats, feats.pop(label_name))
 
-    def input_fn(params=None):
-        record_defaults = [_record_default(d) for d in defaults]
-
-        def read(path):
-            return tf2.data.experimental.CsvDataset(
-                path,
-                record_defaults,
-                compression_type=compression or "",
-                header=header,
-                field_delim=field_delim,
-                na_value=na_value,
-                select_cols=indices,
-            )
-
-        ds = _read_files(files, read, shuffle, seed)
-        return _pipeline(
-            ds, params, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder, to_dict
+    def read(path):
+        return tf2.data.experimental.CsvDataset(
+            path,
+            [_record_default(d) for d in defaults],
+            compression_type=compression or "",
+            header=header,
+            field_delim=field_delim,
+            na_value=na_value,
+            select_cols=indices,
         )
 
-    return input_fn
+    make = functools.partial(_read_files, files, read, shuffle, seed)
+    return _input_fn(make, to_dict, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
 
 
 _LIST_OF_DTYPE = {tf2.int64: "int64_list", tf2.float32: "float_list", tf2.string: "bytes_list"}
@@ -796,16 +791,11 @@ def from_tfrecord(
         feats = tf2.io.parse_example(serialized, spec)
         return feats if label_key is None else (feats, feats.pop(label_key))
 
-    def input_fn(params=None):
-        def read(path):
-            return tf2.data.TFRecordDataset(path, compression_type=compression or "")
+    def read(path):
+        return tf2.data.TFRecordDataset(path, compression_type=compression or "")
 
-        ds = _read_files(files, read, shuffle, seed, parallel)
-        return _pipeline(
-            ds, params, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder, parse
-        )
-
-    return input_fn
+    make = functools.partial(_read_files, files, read, shuffle, seed, parallel)
+    return _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
 
 
 _INT64_LIST, _FLOAT_LIST, _BYTES_LIST = 0, 1, 2  # the value lists of a tf.train.Feature, by kind
