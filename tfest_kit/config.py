@@ -261,7 +261,8 @@ def run_config(
       mixed_precision: ``None`` (float32) or ``"bfloat16"``, oneDNN's, on the CPU; variables stay
         float32. With AVX512-BF16 BERT-tiny trained 20-25 % faster, MobileNetV2 20 % slower.
       cpu_replicas: N >= 2 trains N replicas on the CPU (a ``MirroredStrategy``, each op on one
-        thread; BERT-tiny 1.2-1.3x faster with 2 on 2 cores); ``None`` or 1: one copy.
+        thread; BERT-tiny 1.2-1.3x faster with 2 on 2 cores); the optimizer must aggregate
+        replicas (``tf.compat.v1.train``'s do). ``None`` or 1: one copy.
       seed: graph-level random seed (RunConfig's ``tf_random_seed`` is taken too).
       save_checkpoints_steps: checkpoint every N steps; ``None``: every 600 seconds.
       log_step_count_steps: how often ``global_step/sec`` and the loss are logged; None: never.
@@ -287,7 +288,9 @@ def run_config(
     if save_checkpoints_steps is not None:  # an explicit None would turn time-based ones off too
         kwargs["save_checkpoints_steps"] = save_checkpoints_steps
     _check_run_config_keywords(kwargs)
-    cpu_replicas = check_int("cpu_replicas", cpu_replicas, allow_none=True, hint="None or 1: one")
+    cpu_replicas = check_int(
+        "cpu_replicas", cpu_replicas, allow_none=True, hint="None or 1: no replicas"
+    )
     cpu_replicas = None if cpu_replicas == 1 else cpu_replicas
     if cpu_replicas:
         threads = _cpu_replicas(cpu_replicas, threads, kwargs)

@@ -42,11 +42,13 @@ class DataError(TfestKitError, ValueError):
     """
 
 
-def _check_common(batch_size, num_epochs, shuffle_buffer, compression=None) -> Optional[str]:
-    """Checks the arguments every builder takes; returns ``compression`` (None for "")."""
+def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Optional[int]):
     check_int("batch_size", batch_size)
     check_int("num_epochs", num_epochs, allow_none=True, hint="None repeats forever")
     check_int("shuffle_buffer", shuffle_buffer, allow_none=True)
+
+
+def _check_compression(compression: Optional[str]) -> Optional[str]:
     if compression not in (None, "", "GZIP", "ZLIB"):
         raise ValueError(f"`compression` must be None, 'GZIP' or 'ZLIB'. Got: {compression!r}")
     return compression or None
@@ -581,7 +583,8 @@ def from_csv(
 
         train_fn = from_csv("/tmp/iris/train.csv", label_name="species", num_epochs=None)
     """
-    compression = _check_common(batch_size, num_epochs, shuffle_buffer, compression)
+    _check_common(batch_size, num_epochs, shuffle_buffer)
+    compression = _check_compression(compression)
     if not isinstance(field_delim, str) or len(field_delim) != 1:
         raise ValueError(f"`field_delim` must be a single character. Got: {field_delim!r}")
     files = _glob_files(file_pattern)
@@ -778,7 +781,8 @@ def from_tfrecord(
         spec["y"] = tf.io.FixedLenFeature([], tf.int64)
         train_fn = from_tfrecord("/tmp/data/train.tfr-*", spec, "y", num_epochs=None)
     """
-    compression = _check_common(batch_size, num_epochs, shuffle_buffer, compression)
+    _check_common(batch_size, num_epochs, shuffle_buffer)
+    compression = _check_compression(compression)
     spec = _check_feature_spec(feature_spec, label_key)
     files = _glob_files(file_pattern)
     _check_tfrecords(files, spec, compression, whole=validate)
@@ -927,7 +931,7 @@ def write_tfrecord(
         paths = write_tfrecord([{"age": 39, "city": "Oslo", "label": 1}], "/tmp/d.tfr")
     """
     num_shards = check_int("num_shards", num_shards)
-    compression = _check_common(1, 1, None, compression)
+    compression = _check_compression(compression)
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         rows = rows.to_dict("records")
     serialized = _rows_to_examples(list(rows))
