@@ -20,9 +20,9 @@ def test_check_int_accepts_python_and_numpy_ints(value):
 
 @pytest.mark.parametrize("value", [True, False, 3.0, 2.5, np.float32(2.0), "3", [3], None])
 def test_check_int_rejects_bools_floats_strings_and_none(value):
-    with pytest.raises(ValueError, match=r"^`n` must be a positive int\. Got: ") as info:
+    with pytest.raises(ValueError, match=r"`n`.*positive int") as info:
         check_int("n", value)
-    assert str(info.value).endswith(f"Got: {value!r}")
+    assert f"Got: {value!r}" in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -37,26 +37,21 @@ def test_check_int_message_names_the_minimum(minimum, bad, expectation):
     assert check_int("k", minimum, minimum) == minimum
     with pytest.raises(ValueError) as info:
         check_int("k", bad, minimum)
-    assert str(info.value) == f"`k` must be {expectation}. Got: {bad!r}"
+    assert expectation in str(info.value) and f"Got: {bad!r}" in str(info.value)
 
 
 def test_check_int_none_only_with_allow_none():
     assert check_int("eval_steps", None, allow_none=True) is None
     assert check_int("eval_steps", np.int16(5), allow_none=True) == 5
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=r"`eval_steps`.*positive int or None.*Got: 0"):
         check_int("eval_steps", 0, allow_none=True)
-    assert str(info.value) == "`eval_steps` must be a positive int or None. Got: 0"
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=r"`seed`.*>= 0 or None.*Got: -1"):
         check_int("seed", -1, 0, allow_none=True)
-    assert str(info.value) == "`seed` must be an int >= 0 or None. Got: -1"
 
 
 def test_check_int_hint_is_added_in_parentheses():
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=r"`num_epochs`.*\(None repeats forever\)"):
         check_int("num_epochs", 0, allow_none=True, hint="None repeats forever")
-    assert str(info.value) == (
-        "`num_epochs` must be a positive int or None (None repeats forever). Got: 0"
-    )
 
 
 def test_is_int_at_least():
@@ -82,16 +77,15 @@ def test_check_number_keeps_ints_ints():
 
 @pytest.mark.parametrize("value", [-0.1, -1, True, "1", None, math.nan])
 def test_check_number_rejects(value):
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=r"`min_delta`.*number >= 0") as info:
         check_number("min_delta", value)
-    assert str(info.value) == f"`min_delta` must be a number >= 0. Got: {value!r}"
+    assert f"Got: {value!r}" in str(info.value)
 
 
 def test_check_number_minimum_and_hint():
     assert check_number("lr", 0.5, 0.1) == 0.5
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match=r"`throttle_secs`.*\(seconds\).*-5"):
         check_number("throttle_secs", -5, hint="seconds")
-    assert str(info.value) == "`throttle_secs` must be a number >= 0 (seconds). Got: -5"
     with pytest.raises(ValueError, match=r"`lr` must be a number >= 0\.1\. Got: 0\.05"):
         check_number("lr", 0.05, 0.1)
 
@@ -105,4 +99,4 @@ def test_positive_int_arg_on_a_command_line(capsys):
             parser.parse_args(["--batch_size", text])
         assert info.value.code == 2
         err = capsys.readouterr().err
-        assert f"argument --batch_size: must be a positive integer. Got: {text!r}" in err
+        assert "--batch_size" in err and "positive integer" in err and repr(text) in err

@@ -1,17 +1,7 @@
 """tfest_kit: a thin compatibility layer over the TensorFlow Estimator API (TensorFlow 2.15).
 
-Submodules are imported on first use, so ``import tfest_kit`` costs little more than importing
-TensorFlow itself and prints nothing. Importing it turns TensorFlow's deprecation warnings
-(and Keras' for the legacy ``tf.layers``) off for the whole process, as :func:`logs.setup`
-does; ``logs.setup(show_deprecations=True)`` turns them back on.
-
-Example:
-
-    import tfest_kit
-    from tfest_kit import model_fn, tpu
-
-    estimator = tpu.TPUEstimator(model_fn.classifier(network, num_classes=2), ...)
-    tfest_kit.train_and_evaluate(estimator, train_input_fn, eval_input_fn, max_steps=1000)
+Submodules load on first use; ``import tfest_kit`` prints nothing and turns TensorFlow's
+deprecation warnings off, as ``logs.setup`` does (``logs.setup(show_deprecations=True)``).
 """
 
 from __future__ import annotations
@@ -25,8 +15,7 @@ from tfest_kit._errors import TfestKitError
 try:
     from tfest_kit import _tf  # noqa: F401  (checks the TensorFlow version at import)
 except ImportError:
-    # `python -m tfest_kit doctor` says what to install for exactly this error, so it must get
-    # to run (while Python imports the package to find its __main__, sys.argv[0] is "-m").
+    # `python -m tfest_kit doctor` explains this very error, so it must get to run.
     if sys.argv[:2] != ["-m", "doctor"]:
         raise
 else:
@@ -37,27 +26,11 @@ else:
 __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
-    {
-        "cluster",
-        "config",
-        "hooks",
-        "inputs",
-        "keras_bridge",
-        "legacy",
-        "logs",
-        "metrics",
-        "model_fn",
-        "serving",
-        "tpu",
-        "training",
-    }
+    """cluster config hooks inputs keras_bridge legacy
+    logs metrics model_fn serving tpu training""".split()
 )
 # Top-level conveniences and the submodule each comes from.
-_FUNCTIONS = {
-    "train_and_evaluate": "training",
-    "run_config": "config",
-    "session_config": "config",
-}
+_FUNCTIONS = {"train_and_evaluate": "training", "run_config": "config", "session_config": "config"}
 
 __all__ = ["TfestKitError", "__version__", *sorted(_SUBMODULES), *sorted(_FUNCTIONS)]
 

@@ -1,4 +1,4 @@
-"""Argument checks every tfest_kit module shares: one test and one wording for ``batch_size=0``.
+"""Argument checks every tfest_kit module shares: one test and one wording per kind of argument.
 
 No TensorFlow and no NumPy here: NumPy's scalars are recognised through :mod:`numbers`.
 """
@@ -36,27 +36,17 @@ def did_you_mean(name: Any, choices: Sequence[str]) -> str:
 
 
 def is_int_at_least(value: Any, minimum: int) -> bool:
-    """Whether ``value`` is a Python or NumPy int (not a bool: True would pass as 1) >= minimum.
-
-    For callers whose message says more than :func:`check_int` writes (a ``TF_CONFIG`` excerpt).
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        return False
-    return value >= minimum
+    """Whether ``value`` is a Python or NumPy int (not a bool) >= ``minimum``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum
 
 
 def check_int(
     name: str, value: Any, minimum: int = 1, *, allow_none: bool = False, hint: str = ""
 ) -> Optional[int]:
-    """``int(value)`` for a Python or NumPy int >= ``minimum``, else ValueError naming ``name``.
+    """``int(value)`` for an int >= ``minimum`` (``None`` with ``allow_none``), else ValueError.
 
-    Bools, floats (even ``3.0``) and strings are refused; ``None`` only with ``allow_none``.
-    ``hint`` adds a few words in parentheses (``"None repeats forever"``).
-
-    Example:
-
-        batch_size = check_int("batch_size", batch_size)  # `batch_size` must be a positive int
-        min_steps = check_int("min_steps", min_steps, 0)  # `min_steps` must be an int >= 0
+    ``hint`` adds a few words in parentheses, e.g. ``check_int("num_epochs", n, hint="None
+    repeats forever")``.
     """
     if value is None and allow_none:
         return None
@@ -71,12 +61,7 @@ def check_int(
 def check_number(
     name: str, value: Any, minimum: float = 0.0, *, hint: str = ""
 ) -> Union[int, float]:
-    """``value`` as a Python int or float >= ``minimum``; ValueError for bools, strings, NaN.
-
-    Example:
-
-        throttle_secs = check_number("throttle_secs", throttle_secs, hint="seconds")
-    """
+    """``value`` as a Python int or float >= ``minimum``; ValueError for bools, strings, NaN."""
     # `not value >= minimum` (rather than `value < minimum`) also rejects NaN.
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= minimum:
         note = f" ({hint})" if hint else ""
@@ -85,12 +70,7 @@ def check_number(
 
 
 def positive_int_arg(text: str) -> int:
-    """An ``argparse`` ``type=`` for counts: argparse prints the error and exits with status 2.
-
-    Example:
-
-        parser.add_argument("--batch_size", type=positive_int_arg, default=1024)
-    """
+    """An ``argparse`` ``type=`` for counts: a bad one exits with argparse's usage error."""
     try:
         value = int(text)
     except ValueError:

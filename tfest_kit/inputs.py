@@ -1,52 +1,45 @@
 """``input_fn`` builders over tf.data: NumPy / pandas, CSV, TFRecord of ``tf.train.Example``.
 
-Each builder checks its arguments and files at once and returns an ``input_fn(params=None)``
-(batch size: ``params["batch_size"]`` when the Estimator passes it). Upstream reads
-(``CsvDataset``, ``TFRecordDataset``, ``parse_example``); our checks fill gaps that the
-``test_official_*`` tests in tests/test_inputs.py show. Bad data raises :class:`DataError`.
-
-Example:
-
-    train_fn = inputs.from_arrays({"x": x_train}, y_train, batch_size=64, num_epochs=None)
-    eval_fn = inputs.from_csv("data/eval-*.csv", label_name="species", shuffle=False)
-    paths = inputs.write_tfrecord(rows, "/tmp/data/train.tfrecord", num_shards=4)
-    tfrecord_fn = inputs.from_tfrecord(paths, {"label": tf.io.FixedLenFeature([], tf.int64)})
+Each builder checks its arguments and files at once (where the official readers fail late, or
+name no file: the ``test_official_*`` tests show each gap) and returns ``input_fn(params=None)``;
+``params["batch_size"]``, when the Estimator passes it, wins. Bad data raises :class:`DataError`.
 """
 
 from __future__ import annotations
 
+import collections
+import csv
+import functools
+import gzip
+import io
 import os
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from tfest_kit._checks import check_int
-from tfest_kit._file_checks import (
-    INT32_MAX,
-    INT32_MIN,
-    INT64_MAX,
-    INT64_MIN,
-    DataError,
-    FilePattern,
-    check_csv,
-    check_feature_spec,
-    check_tfrecords,
-    glob_files,
-)
+from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf, tf2
 
 __all__ = ["DataError", "from_arrays", "from_csv", "from_tfrecord", "write_tfrecord"]
 
 AUTOTUNE = tf2.data.AUTOTUNE
 InputFn = Callable[..., Any]
-
+FilePattern = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _DEFAULT_SHUFFLE_BUFFER = 10_000
 _FILES_AT_ONCE = 8  # files read at once while shuffling: the buffer then mixes several shards
 
 
-# --------------------------------------------------------------------------- shared
+class DataError(TfestKitError, ValueError):
+    """The data does not match what the builder was told: missing files, columns or keys, bad rows.
+
+    A ``ValueError`` too, so ``except ValueError`` keeps working.
+    """
 
 
 def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Optional[int]):
@@ -61,35 +54,32 @@ def _check_compression(compression: Optional[str]) -> Optional[str]:
     return compression or None
 
 
-def _batch_size(params: Optional[Mapping[str, Any]], default: int) -> int:
-    # Estimator(params=...) hands params over unchecked; batch(0) or batch(8.9) would fail late.
-    if params and params.get("batch_size") is not None:
-        return check_int(
-            "params['batch_size']",
-            params["batch_size"],
-            hint="the Estimator's params override the builder's batch_size",
-        )
-    return default
+def _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder):
+    """``input_fn(params=None)``: ``make()``'s records shuffled before repeat (each epoch sees
+    every example once), batched, parsed and prefetched."""
 
+    def input_fn(params=None):
+        size = batch_size
+        if params and params.get("batch_size") is not None:
+            # Estimator(params=...) hands params over unchecked; batch(0) or batch(8.9) fail late.
+            size = check_int("params['batch_size']", params["batch_size"], hint="from params")
+        ds = make()
+        if shuffle:
+            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+        ds = ds.repeat(num_epochs).batch(size, drop_remainder=drop_remainder)
+        if parse is not None:
+            ds = ds.map(parse, num_parallel_calls=AUTOTUNE)
+        return ds.prefetch(AUTOTUNE)
 
-def _pipeline(ds, params, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder, parse):
-    """Shuffle before repeat (each epoch sees every example once), batch, parse, prefetch."""
-    if shuffle:
-        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-    ds = ds.repeat(num_epochs)
-    ds = ds.batch(_batch_size(params, batch_size), drop_remainder=drop_remainder)
-    if parse is not None:
-        ds = ds.map(parse, num_parallel_calls=AUTOTUNE)
-    return ds.prefetch(AUTOTUNE)
+    return input_fn
 
 
 def _read_files(files, read, shuffle: bool, seed, files_at_once: Optional[int] = None):
-    """The records of ``files``, each file read by ``read(path)`` into a Dataset.
+    """The records of ``files``, each read by ``read(path)``.
 
-    Shuffling: files in an order the seed fixes, up to 8 interleaved (files of one class each
-    gave batches of one class). Not shuffling: one file after another in the order given, so
-    that predictions follow the rows (make_csv_dataset and make_batched_features_dataset sort
-    them: test_official_pipelines_read_unshuffled_files_sorted_not_as_given).
+    Shuffling: in an order the seed fixes, up to 8 files interleaved (files of one class each
+    gave batches of one class). Else one file after another in the order given, so predictions
+    follow the rows (the official pipelines sort them).
     """
     paths = tf2.data.Dataset.from_tensor_slices(files)
     if shuffle:
@@ -103,40 +93,50 @@ def _read_files(files, read, shuffle: bool, seed, files_at_once: Optional[int] =
     return paths.interleave(read, cycle_length=cycle, num_parallel_calls=AUTOTUNE)
 
 
-# --------------------------------------------------------------------------- from_arrays
+def _describe_dir(directory: str) -> str:
+    directory = directory or "."
+    if not tf2.io.gfile.isdir(directory):
+        return f"directory {directory!r} does not exist"
+    entries = sorted(tf2.io.gfile.listdir(directory))
+    more = f" … and {len(entries) - 20} more" if len(entries) > 20 else ""
+    return f"directory {directory!r} contains: {', '.join(entries[:20]) or 'nothing'}{more}"
 
 
-def _as_feature_dict(features: Any, feature_name: str) -> dict[str, np.ndarray]:
-    if hasattr(features, "to_dict") and hasattr(features, "columns"):  # a pandas DataFrame
-        return {str(col): features[col].to_numpy() for col in features.columns}
-    if isinstance(features, Mapping):
-        if not features:
-            raise ValueError("`features` must not be an empty dict.")
-        return {str(k): np.asarray(v) for k, v in features.items()}
-    if isinstance(features, (np.ndarray, list, tuple)):
-        return {feature_name: np.asarray(features)}
-    raise TypeError(
-        "`features` must be a dict of arrays, a NumPy array or a pandas DataFrame. "
-        f"Got: {type(features).__name__}"
-    )
+def _glob_files(file_pattern: FilePattern) -> list[str]:
+    """The files one pattern or a list of them match; DataError for none or a directory."""
+    if isinstance(file_pattern, (str, os.PathLike)):
+        file_pattern = [file_pattern]
+    if not isinstance(file_pattern, Sequence) or not file_pattern:
+        raise TypeError(
+            "`file_pattern` must be a path / glob pattern or a non-empty list of them. "
+            f"Got: {file_pattern!r}"
+        )
+    files: dict[str, None] = {}  # ordered and fast for 20,000 shards
+    for pattern in map(os.fspath, file_pattern):
+        matched = sorted(tf2.io.gfile.glob(pattern))
+        if not matched:
+            where = _describe_dir(os.path.dirname(pattern))
+            raise DataError(f"`file_pattern` {pattern!r} matches no file; {where}.")
+        for directory in filter(tf2.io.gfile.isdir, matched):
+            # The readers call a directory "the file is empty" or fail with "Is a directory".
+            if os.path.normpath(pattern) == os.path.normpath(directory):
+                what, where = "is a directory", os.path.join(directory, "*")
+            else:
+                what, where = f"matches the directory {directory!r}", pattern
+            inside = [m for m in matched if not tf2.io.gfile.isdir(m)] or tf2.io.gfile.glob(where)
+            extensions = collections.Counter(os.path.splitext(f)[1] for f in inside)
+            extension = max(extensions, key=lambda e: (bool(e), extensions[e]), default="")
+            example = os.path.join(os.path.dirname(where), "*" + extension)
+            raise DataError(
+                f"`file_pattern` {pattern!r} {what}, not files: pass a pattern that matches "
+                f"files only, such as {example!r}; {_describe_dir(directory)}."
+            )
+        files.update(dict.fromkeys(matched))
+    return list(files)
 
 
-def _check_same_index(features: Any, labels: Any) -> None:
-    """ValueError for a pandas ``features`` and ``labels`` whose indexes differ.
-
-    Rows are paired by position, so unequal indexes would pair rows with other rows' labels
-    (``pandas_input_fn`` refuses them too).
-    """
-    if not all(hasattr(v, "index") and hasattr(v, "iloc") for v in (features, labels)):
-        return
-    if features.index.equals(labels.index):
-        return
-    raise ValueError(
-        "`features` and `labels` are pandas objects with different indexes; rows are paired by "
-        f"position. Got: features.index starts {list(features.index[:5])}, labels.index starts "
-        f"{list(labels.index[:5])} ({len(features.index)} and {len(labels.index)} rows). Pass "
-        "labels.loc[features.index], or reset_index(drop=True) on both if positions match."
-    )
+def _is_pandas(value: Any) -> bool:
+    return hasattr(value, "index") and hasattr(value, "iloc")
 
 
 def _tf_friendly(array: np.ndarray, name: str) -> np.ndarray:
@@ -145,19 +145,39 @@ def _tf_friendly(array: np.ndarray, name: str) -> np.ndarray:
         return array.astype(np.float32)
     if array.dtype == object:
         odd = [v for v in array.ravel() if not isinstance(v, (str, bytes))]
-        if not odd:
-            return array.astype(str)
-        raise TypeError(
-            f"Feature {name!r} holds Python objects that are not all strings (missing values?); "
-            f"convert it to a numeric or string array. Got: {odd[0]!r} ({type(odd[0]).__name__})"
-        )
+        if odd:
+            raise TypeError(
+                f"Feature {name!r} holds Python objects that are not all strings (missing "
+                f"values?); convert it to a numeric or string array. Got: {odd[0]!r} "
+                f"({type(odd[0]).__name__})"
+            )
+        return array.astype(str)
     return array
 
 
 def _arrays(features: Any, labels: Any, feature_name: str):
     """(features dict, label array or None, number of rows), checked."""
-    _check_same_index(features, labels)
-    feats = _as_feature_dict(features, feature_name)
+    # Rows are paired by position: unequal indexes would pair rows with other rows' labels.
+    if _is_pandas(features) and _is_pandas(labels) and not features.index.equals(labels.index):
+        raise ValueError(
+            "`features` and `labels` are pandas objects with different indexes; rows are "
+            f"paired by position. Got: features.index starts {list(features.index[:5])}, "
+            f"labels.index starts {list(labels.index[:5])}. Pass labels.loc[features.index], "
+            "or reset_index(drop=True) on both if positions match."
+        )
+    if hasattr(features, "columns") and _is_pandas(features):  # a DataFrame
+        feats = {str(col): features[col].to_numpy() for col in features.columns}
+    elif isinstance(features, Mapping) and features:
+        feats = {str(k): np.asarray(v) for k, v in features.items()}
+    elif isinstance(features, Mapping):
+        raise ValueError("`features` must not be an empty dict.")
+    elif isinstance(features, (np.ndarray, list, tuple)):
+        feats = {feature_name: np.asarray(features)}
+    else:
+        raise TypeError(
+            "`features` must be a dict of arrays, a NumPy array or a pandas DataFrame. "
+            f"Got: {type(features).__name__}"
+        )
     if isinstance(labels, str):
         if labels not in feats:
             raise DataError(
@@ -168,9 +188,8 @@ def _arrays(features: Any, labels: Any, feature_name: str):
             raise ValueError("`features` has no column left once the label column is removed.")
     feats = {k: _tf_friendly(v, k) for k, v in feats.items()}
     label_array = None if labels is None else _tf_friendly(np.asarray(labels), "labels")
-    lengths = {k: (len(v) if v.ndim else -1) for k, v in feats.items()}
-    if label_array is not None:
-        lengths["<labels>"] = len(label_array) if label_array.ndim else -1
+    named = {**feats, "<labels>": label_array} if label_array is not None else feats
+    lengths = {k: (len(v) if v.ndim else -1) for k, v in named.items()}
     if len(set(lengths.values())) != 1 or -1 in lengths.values() or 0 in lengths.values():
         raise ValueError(
             "All feature arrays and the labels must have the same number (>= 1) of rows. "
@@ -200,87 +219,299 @@ def from_arrays(
 ) -> InputFn:
     """Builds an ``input_fn`` over in-memory NumPy arrays or a pandas DataFrame.
 
-    Not ``tf.compat.v1.estimator.inputs.numpy_input_fn`` / ``pandas_input_fn``: they feed
-    through queue runners, with no ``Dataset`` (which ``TPUEstimator`` needs) and no
-    ``drop_remainder`` (test_official_numpy_input_fn_gives_queue_tensors_without_static_batches).
-    ``float64`` arrays are fed as ``float32``, object arrays of strings as ``tf.string``. Arrays
-    over 16 MB in all stay in this process and are read a batch at a time through
-    ``tf.numpy_function``, so their ``input_fn`` runs only where it was built.
+    Unlike ``numpy_input_fn`` / ``pandas_input_fn`` (queue runners), it gives a ``Dataset``
+    (which ``TPUEstimator`` needs) and ``drop_remainder``. ``float64`` is fed as ``float32``;
+    arrays over 16 MB stay in this process (read a batch at a time), so the ``input_fn`` runs
+    only where it was built.
 
     Args:
-      features: a dict ``{name: array}``, a pandas DataFrame (one feature per column) or a single
-        array, which becomes the feature ``feature_name``.
-      labels: an array / pandas Series with one label per row (with the same index as a
-        DataFrame ``features``), the *name* of a column of ``features`` (removed from the
-        features), or None for features only (prediction).
+      features: a dict ``{name: array}``, a DataFrame or one array (the feature ``feature_name``).
+      labels: one label per row (array or Series with the DataFrame's index), the name of a
+        column of ``features``, or None (prediction).
       batch_size: examples per batch unless ``params["batch_size"]`` is given.
-      shuffle: shuffle the rows (use False for evaluation and prediction).
+      shuffle: shuffle the rows (False for evaluation and prediction); files are then read
+        in an order the seed fixes, else one after another in the order given.
       num_epochs: passes over the data; None repeats forever.
       shuffle_buffer: shuffle buffer size; default: all rows, at most 10,000.
       drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
-      seed: shuffle seed for reproducible order.
+      seed: shuffle seed.
       feature_name: the key a bare array ``features`` gets.
 
     Returns:
-      ``input_fn(params=None)`` returning a ``tf.data.Dataset`` of ``(features, labels)`` batches,
-      or of ``features`` when ``labels`` is None.
+      ``input_fn(params=None)``: a ``Dataset`` of ``(features, labels)`` or ``features`` batches.
 
     Raises:
-      DataError: if ``labels`` names a column that is not in ``features``.
-      ValueError: arrays with different numbers of rows, pandas indexes that differ, a bad
-        argument or (from the ``input_fn``) ``params["batch_size"]``.
-      TypeError: if ``features`` is of an unsupported type.
+      DataError: ``labels`` names a column that is not in ``features``.
+      ValueError: rows or pandas indexes that differ, a bad argument or ``params["batch_size"]``.
+      TypeError: ``features`` of an unsupported type.
 
     Example:
 
         train_fn = from_arrays(df, "target", batch_size=64, num_epochs=None)
-        predict_fn = from_arrays({"x": x_test}, shuffle=False)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
     feats, label_array, num_rows = _arrays(features, labels, feature_name)
     buffer = shuffle_buffer or min(num_rows, _DEFAULT_SHUFFLE_BUFFER)
     data = feats if label_array is None else (feats, label_array)
-    embed = sum(array.nbytes for array in tf2.nest.flatten(data)) <= _EMBEDDED_ARRAYS_LIMIT
-
-    def input_fn(params=None):
-        if embed:
-            ds, parse = tf2.data.Dataset.from_tensor_slices(data), None
-        else:  # row numbers, looked up batch by batch
-            ds, parse = tf2.data.Dataset.range(num_rows), lambda rows: _rows_of(data, rows)
-        return _pipeline(
-            ds, params, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder, parse
-        )
-
-    return input_fn
+    if sum(array.nbytes for array in tf2.nest.flatten(data)) <= _EMBEDDED_ARRAYS_LIMIT:
+        make, parse = functools.partial(tf2.data.Dataset.from_tensor_slices, data), None
+    else:  # row numbers, looked up batch by batch
+        make = functools.partial(tf2.data.Dataset.range, num_rows)
+        parse = functools.partial(_rows_of, data)
+    return _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
 
 
 def _rows_of(data: Any, rows: Any) -> Any:
     """``data``'s rows numbered by the int64 tensor ``rows``, read from NumPy in Python."""
     arrays = tf2.nest.flatten(data)
+    # numpy_function turns str arrays into bytes as ASCII: encode them as UTF-8 first.
+    text = [array.dtype.kind == "U" for array in arrays]
 
     def look_up(index):
-        # numpy_function turns str arrays into bytes as ASCII: encode them as UTF-8 first.
-        return [
-            np.char.encode(array[index], "utf-8") if array.dtype.kind == "U" else array[index]
-            for array in arrays
-        ]
+        return [np.char.encode(a[index], "utf-8") if t else a[index] for a, t in zip(arrays, text)]
 
-    looked_up = tf2.numpy_function(
-        look_up,
-        [rows],
-        [tf2.as_dtype(np.bytes_ if array.dtype.kind == "U" else array.dtype) for array in arrays],
-        stateful=False,
-    )
+    dtypes = [tf2.string if t else tf2.as_dtype(a.dtype) for a, t in zip(arrays, text)]
+    looked_up = tf2.numpy_function(look_up, [rows], dtypes, stateful=False)
     for tensor, array in zip(looked_up, arrays):
         tensor.set_shape(rows.shape.concatenate(array.shape[1:]))
     return tf2.nest.pack_sequence_as(data, looked_up)
 
 
-# --------------------------------------------------------------------------- CSV
-# CsvDataset reads, as in make_csv_dataset, after check_csv's pass over the files, which
-# make_csv_dataset lacks: it names no file:line for a bad row, reads a numeric column with "NA"
-# as strings, types "1_000" as an int that CsvDataset refuses, sorts unshuffled files and has no
-# drop_remainder (the test_official_* tests show each).
+# CsvDataset reads after a pass over the files in Python, which make_csv_dataset lacks: it
+# names no file:line for a bad row, reads a numeric column with "NA" as strings, types "1_000"
+# as an int that CsvDataset refuses, sorts unshuffled files and has no drop_remainder.
+
+
+def _lines(path: str, compression: Optional[str]):
+    """The text lines of a CSV file; a read error becomes a DataError naming the file and fix."""
+    try:
+        if compression == "GZIP":
+            handle = gzip.open(tf2.io.gfile.GFile(path, "rb"), "rt", newline="")
+        elif compression == "ZLIB":
+            raw = zlib.decompress(tf2.io.gfile.GFile(path, "rb").read()).decode("utf-8")
+            handle = io.StringIO(raw, newline="")
+        else:
+            handle = tf2.io.gfile.GFile(path, "r")
+        with handle:
+            yield from handle
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+        with tf2.io.gfile.GFile(path, "rb") as raw:
+            gzipped = raw.read(2) == b"\x1f\x8b"
+        if gzipped and compression != "GZIP":
+            fix = "it is GZIP-compressed: pass compression='GZIP'"
+        elif compression is not None:
+            fix = f"check that it is {compression}-compressed, or pass compression=None"
+        elif isinstance(error, UnicodeDecodeError):
+            fix = "it is not UTF-8 text: save it as UTF-8"
+        else:
+            fix = "check that it is a CSV text file"
+        raise DataError(
+            f"{path}: cannot read it (compression={compression!r}): {fix}. ({error})"
+        ) from error
+
+
+_INT32, _INT64, _FLOAT, _STRING = range(4)  # column kinds, in the order they widen
+# What CsvDataset parses (probed against TF 2.15): Python's int() / float() also take "1_000",
+# non-ASCII digits, "+1" as an int and "infinity", which CsvDataset rejects at the first batch.
+_INT_CELL = re.compile(r"-?[0-9]+")
+_FLOAT_CELL = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|nan|inf)", re.IGNORECASE
+)
+# The missing-value markers pandas reads as NaN by default, and the "?" of the UCI datasets.
+_MISSING_MARKERS = frozenset(
+    ["#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA"]
+    + ["NULL", "None", "n/a", "null", "?"]
+)
+
+
+def _cell_kind(value: str) -> int:
+    if _INT_CELL.fullmatch(value):
+        number = int(value)  # ids and timestamps overflow int32
+        if INT32_MIN <= number <= INT32_MAX:
+            return _INT32
+        return _INT64 if INT64_MIN <= number <= INT64_MAX else _FLOAT
+    return _FLOAT if _FLOAT_CELL.fullmatch(value) else _STRING
+
+
+class _Column:
+    """What the scan saw of one column: its kind and its non-numeric fields (a few kept)."""
+
+    def __init__(self):
+        self.kind = None  # None: no value seen yet
+        self.numbers = self.texts = 0
+        self.first = None  # (path, line, field) of the first text
+        self.tokens: dict[str, int] = {}  # up to five distinct texts and their counts
+        self.only_first_rows = True  # every text is in the first row of its file
+
+    def add(self, cell: str, path: str, line: int, first_row: bool) -> None:
+        kind = _cell_kind(cell.strip())
+        self.kind = kind if self.kind is None else max(self.kind, kind)
+        if kind != _STRING:
+            self.numbers += 1
+            return
+        self.texts += 1
+        self.first = self.first or (path, line, cell)
+        if cell in self.tokens or len(self.tokens) < 5:
+            self.tokens[cell] = self.tokens.get(cell, 0) + 1
+        self.only_first_rows = self.only_first_rows and first_row
+
+    def check(self, name: str, default: Any, user_set: bool, header: bool) -> None:
+        """DataError for a numeric column with non-numeric fields.
+
+        Inferred, it would become a string column and fail far from the file ("Pack Op have
+        types [string, float32]"); with a numeric default CsvDataset fails, naming no file.
+        """
+        if user_set:
+            text = isinstance(default, (str, bytes)) or (
+                isinstance(default, tf2.dtypes.DType) and default == tf2.string
+            )
+            if not self.texts or text:
+                return
+        elif not self.numbers or not self.texts:
+            return
+        elif header or not self.only_first_rows:  # not a header line read as a row
+            # Numbers and one missing-value marker, however often: a numeric column with gaps;
+            # else a string column may hold a few numbers.
+            marker = len(self.tokens) == 1 and next(iter(self.tokens)).strip() in _MISSING_MARKERS
+            if not marker and self.numbers <= self.texts:
+                return
+        path, line, token = self.first
+        as_strings = f"column_defaults={{{name!r}: ''}}"
+        if not header and self.only_first_rows:
+            raise DataError(
+                f"{path}:{line}: column {name!r} holds numbers but its first row is {token!r}, "
+                f"which looks like a header line; pass header=True to skip it (or {as_strings} "
+                "if the column holds strings)."
+            )
+        seen = ""
+        if self.texts > 1:
+            listed = ", ".join(f"{t!r} {n}x" for t, n in self.tokens.items())
+            seen = f" ({self.texts} non-numeric fields in the rows read: {listed})"
+        raise DataError(
+            f"{path}:{line}: column {name!r} holds numbers but also {token!r}{seen}; if it marks "
+            f"a missing value pass na_value={token!r} or leave the field empty, else fix the "
+            f"file or pass {as_strings} to read the column as strings."
+        )
+
+
+def _duplicates(names: Sequence[str]) -> list[str]:
+    return sorted(name for name, count in collections.Counter(names).items() if count > 1)
+
+
+def _header(reader, path: str, names: Optional[list[str]], first: tuple) -> list[str]:
+    """The columns a file's header line names, checked against ``names`` and the first file's."""
+    head = [h.strip() for h in next(reader, None) or []]
+    if not head:
+        raise DataError(f"{path}: the file is empty but `header=True` expects a header.")
+    head[0] = head[0].lstrip("\ufeff")  # spreadsheet programs start UTF-8 files with a BOM
+    if names is None and _duplicates(head):
+        # CsvDataset selects columns by strictly increasing index: it fails at the first batch.
+        raise DataError(
+            f"{path}:1: header repeats the column names {_duplicates(head)}; rename them in the "
+            "file, or pass unique `column_names` (the header line is still skipped)."
+        )
+    if names is not None and len(head) != len(names):
+        raise DataError(f"{path}:1: header has {len(head)} columns {head}, expected {names}.")
+    if first[1] and head != first[1]:  # columns are read by position: no silent mix-up
+        raise DataError(
+            f"{path}:1: header {head} differs from {first[0]}'s {first[1]}; "
+            "all files must have the same columns in the same order."
+        )
+    return head
+
+
+def _scan_csv(files, names, header, delim, compression, max_rows, na_value):
+    """(column names, a :class:`_Column` each), checking headers and row widths."""
+    if names is not None and _duplicates(names):
+        raise ValueError(
+            "`column_names` must be unique; rename the repeated ones. "
+            f"Got: {names} (repeated: {_duplicates(names)})"
+        )
+    if names is None and not header:
+        raise ValueError("`column_names` is required when `header=False`. Got: None")
+    first, columns = (files[0], None), None
+    for path in files:
+        reader = csv.reader(_lines(path, compression), delimiter=delim)
+        if header:
+            head = _header(reader, path, names, first)
+            names, first = names or head, (files[0], first[1] or head)
+        for index, row in enumerate(reader):
+            line = reader.line_num
+            if not row:  # CsvDataset reads it as a one-field record and fails mid-training
+                raise DataError(f"{path}:{line}: blank line; remove it (CSV rows only).")
+            if len(row) != len(names):
+                raise DataError(
+                    f"{path}:{line}: row has {len(row)} fields, expected {len(names)} "
+                    f"({', '.join(names)}). Row: {delim.join(row)!r}"
+                )
+            columns = columns or [_Column() for _ in names]
+            for column, cell in zip(columns, row):
+                if cell.strip() and cell != na_value:  # empty: the default, no type
+                    column.add(cell, path, line, index == 0)
+            if max_rows is not None and index + 1 >= max_rows:
+                break
+    return names, columns or [_Column() for _ in names]
+
+
+_DEFAULT_TYPES = (tf2.dtypes.DType, int, np.integer, float, np.floating, str, bytes)
+
+
+def _csv_defaults(names, columns, column_defaults) -> tuple[list[Any], set[int]]:
+    """One default per column (inferred where not given) and the columns the caller typed."""
+    # A column with no value in the rows read is float: it parses ints and floats further down.
+    inferred = [[0, np.int64(0), 0.0, ""][_FLOAT if c.kind is None else c.kind] for c in columns]
+    if column_defaults is None:
+        return inferred, set()
+    if isinstance(column_defaults, Mapping):
+        unknown = sorted(set(column_defaults) - set(names))
+        if unknown:
+            raise DataError(
+                f"`column_defaults` names columns {unknown} not in the data; columns are: {names}."
+            )
+        given = {names.index(n) for n in column_defaults}
+        return [column_defaults.get(n, d) for n, d in zip(names, inferred)], given
+    defaults = list(column_defaults)
+    if len(defaults) != len(names):
+        raise ValueError(
+            f"`column_defaults` must have one entry per column ({len(names)}: {names}). "
+            f"Got {len(defaults)}: {defaults!r}"
+        )
+    return defaults, set(range(len(names)))
+
+
+def _check_csv(files, column_names, label_name, select_columns, column_defaults, scan):
+    """(column indices read, their names, their defaults), all checked against the data.
+
+    ``scan`` is ``(header, field_delim, compression, max_rows, na_value)``.
+    """
+    names, columns = _scan_csv(files, None if column_names is None else list(column_names), *scan)
+    if label_name is not None and label_name not in names:
+        raise DataError(
+            f"`label_name` {label_name!r} is not a column of {files[0]}; columns are: {names}."
+        )
+    defaults, given = _csv_defaults(names, columns, column_defaults)
+    wanted = list(names) if select_columns is None else list(select_columns)
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise DataError(f"`select_columns` {missing} not in the data; columns are: {names}.")
+    if label_name is not None and label_name not in wanted:
+        wanted.append(label_name)
+    indices = sorted(names.index(c) for c in wanted)  # a column left out may hold anything
+    for i in indices:  # checked now, not when train() builds the input_fn's graph
+        default, name = defaults[i], names[i]
+        if isinstance(default, (bool, np.bool_)) or not isinstance(default, _DEFAULT_TYPES):
+            raise TypeError(
+                f"`column_defaults` for column {name!r} must be an int, float, str or a tf "
+                f"dtype. Got: {default!r} ({type(default).__name__})"
+            )
+        if isinstance(default, (int, np.integer)) and not INT64_MIN <= default <= INT64_MAX:
+            raise ValueError(
+                f"`column_defaults` for column {name!r} is outside int64, the widest integer "
+                f"column: pass a float or a string default. Got: {default!r}"
+            )
+    for i in indices:
+        columns[i].check(names[i], defaults[i], i in given, header=scan[0])
+    return indices, [names[i] for i in indices], [defaults[i] for i in indices]
 
 
 def _record_default(value: Any):
@@ -288,14 +519,14 @@ def _record_default(value: Any):
     if isinstance(value, tf2.dtypes.DType):
         return value
     if isinstance(value, np.integer):  # as wide as the NumPy type (uint32 needs int64)
-        wide = value.dtype.itemsize > 4 or (value.dtype.kind == "u" and value.dtype.itemsize == 4)
-        return tf2.constant([int(value)], tf2.int64 if wide else tf2.int32)
-    if isinstance(value, int):
+        wide = value.dtype.itemsize > 4 or value.dtype == np.uint32
+    elif isinstance(value, int):
         wide = not INT32_MIN <= value <= INT32_MAX
-        return tf2.constant([value], tf2.int64 if wide else tf2.int32)
-    if isinstance(value, (float, np.floating)):
+    elif isinstance(value, (float, np.floating)):
         return tf2.constant([float(value)], tf2.float32)
-    return tf2.constant([value], tf2.string)
+    else:
+        return tf2.constant([value], tf2.string)
+    return tf2.constant([int(value)], tf2.int64 if wide else tf2.int32)
 
 
 def from_csv(
@@ -319,53 +550,46 @@ def from_csv(
 ) -> InputFn:
     """Builds an ``input_fn`` over CSV files with ``tf.data.experimental.CsvDataset``.
 
-    The files are checked once, in Python, when the builder is called: row widths (the error
-    names ``file:line``), the label column, and column types, inferred (int32, int64, float32,
-    string) unless ``column_defaults`` gives them. A numeric column with a few other fields or
-    a missing-value marker (``"NA"``, ``"?"``) is refused, naming ``na_value``, not read as text.
+    The files are checked once, in Python, when the builder is called: row widths (naming
+    ``file:line``), columns, and types, inferred (int32, int64, float32, string) unless
+    ``column_defaults`` gives them. A numeric column with a few other fields or a missing-value
+    marker (``"NA"``, ``"?"``) is refused, naming ``na_value``, not read as text.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train-*.csv"``).
       column_names: the column names; default: the header line of the first file.
       label_name: the column to return as the label, or None for features only.
-      column_defaults: one default per column (a list, or a dict ``{name: default}`` for some);
-        a value (``0``, ``0.0``, ``""``) fills empty fields, a dtype (``tf.float32``) makes the
-        column required. Default: inferred from the data.
+      column_defaults: a list, or a dict for some columns: a value (``0``, ``""``) fills empty
+        fields, a dtype (``tf.float32``) makes the column required. Default: inferred.
       select_columns: read only these columns (the label is always read).
       header: whether each file starts with a header line (skipped).
       field_delim: the field separator.
       na_value: a string that stands for a missing value.
       compression: None, ``"GZIP"`` or ``"ZLIB"``.
-      batch_size: examples per batch unless ``params["batch_size"]`` is given.
-      shuffle: shuffle files (8 read at once) and rows; False reads the files in the order given.
-      num_epochs: passes over the data; None repeats forever.
-      shuffle_buffer: shuffle buffer size (default 10,000 rows).
-      drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
-      seed: shuffle seed for reproducible order.
+      batch_size, shuffle, num_epochs, shuffle_buffer, drop_remainder, seed: as in
+        :func:`from_arrays` (the default buffer: 10,000 rows; 8 files read at once).
       validate: check every row up front; False reads 100 rows per file (to infer types).
 
     Returns:
-      ``input_fn(params=None)`` returning a ``tf.data.Dataset`` of ``(features, label)`` batches,
-      ``features`` a dict of ``[batch]`` tensors, or of ``features`` when ``label_name`` is None.
+      ``input_fn(params=None)``: a ``Dataset`` of ``(features, label)`` or ``features`` batches.
 
     Raises:
-      DataError: no file matches; a bad row or header; a missing column named; a numeric column
-        with non-numeric fields.
-      ValueError: a bad argument, or (from the ``input_fn``) a bad ``params["batch_size"]``.
+      DataError: no file matches; a bad row or header; a missing column; a numeric column with
+        non-numeric fields.
+      ValueError: a bad argument or ``params["batch_size"]``.
       TypeError: a ``column_defaults`` entry that is not an int, float, str or tf dtype.
 
     Example:
 
         train_fn = from_csv("/tmp/iris/train.csv", label_name="species", num_epochs=None)
-        eval_fn = from_csv("/tmp/iris/test.csv", label_name="species", shuffle=False)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
     compression = _check_compression(compression)
     if not isinstance(field_delim, str) or len(field_delim) != 1:
         raise ValueError(f"`field_delim` must be a single character. Got: {field_delim!r}")
-    files = glob_files(file_pattern)
+    files = _glob_files(file_pattern)
     scan = (header, field_delim, compression, None if validate else 100, na_value)
-    indices, picked, defaults = check_csv(
+    indices, picked, defaults = _check_csv(
         files, column_names, label_name, select_columns, column_defaults, scan
     )
     buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
@@ -374,29 +598,141 @@ def from_csv(
         feats = dict(zip(picked, columns))
         return feats if label_name is None else (feats, feats.pop(label_name))
 
-    def input_fn(params=None):
-        record_defaults = [_record_default(d) for d in defaults]
-
-        def read(path):
-            return tf2.data.experimental.CsvDataset(
-                path,
-                record_defaults,
-                compression_type=compression or "",
-                header=header,
-                field_delim=field_delim,
-                na_value=na_value,
-                select_cols=indices,
-            )
-
-        ds = _read_files(files, read, shuffle, seed)
-        return _pipeline(
-            ds, params, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder, to_dict
+    def read(path):
+        return tf2.data.experimental.CsvDataset(
+            path,
+            [_record_default(d) for d in defaults],
+            compression_type=compression or "",
+            header=header,
+            field_delim=field_delim,
+            na_value=na_value,
+            select_cols=indices,
         )
 
-    return input_fn
+    make = functools.partial(_read_files, files, read, shuffle, seed)
+    return _input_fn(make, to_dict, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
 
 
-# --------------------------------------------------------------------------- TFRecord
+_LIST_OF_DTYPE = {tf2.int64: "int64_list", tf2.float32: "float_list", tf2.string: "bytes_list"}
+
+
+def _check_feature_spec(feature_spec: Any, label_key: Optional[str]) -> dict:
+    if not isinstance(feature_spec, Mapping) or not feature_spec:
+        raise (ValueError if isinstance(feature_spec, Mapping) else TypeError)(
+            "`feature_spec` must be a non-empty dict {key: tf.io.FixedLenFeature(...) | ...}. "
+            f"Got: {feature_spec!r}"
+        )
+    if label_key is not None and label_key not in feature_spec:
+        raise ValueError(
+            f"`label_key` {label_key!r} is not a key of `feature_spec`; keys are: "
+            f"{sorted(feature_spec)}. Add e.g. "
+            f"feature_spec[{label_key!r}] = tf.io.FixedLenFeature([], tf.int64)."
+        )
+    for key, config in feature_spec.items():
+        dtype = getattr(config, "dtype", None)
+        if dtype is not None and tf2.as_dtype(dtype) not in _LIST_OF_DTYPE:
+            # parse_example refuses it only inside train(), naming `dense_defaults`.
+            raise ValueError(
+                f"`feature_spec` {key!r} asks for {tf2.as_dtype(dtype).name}, which a "
+                "tf.train.Example cannot hold: ask for tf.int64, tf.float32 or tf.string (and "
+                f"cast in the model_fn). Got: {config!r}"
+            )
+    return dict(feature_spec)
+
+
+def _mismatch(key: str, config: Any, feature) -> Optional[str]:
+    """What makes one stored feature unparseable with its spec entry, or None."""
+    checked = (tf2.io.FixedLenFeature, tf2.io.VarLenFeature, tf2.io.FixedLenSequenceFeature)
+    kind = feature.WhichOneof("kind")
+    if not isinstance(config, checked) or kind is None:
+        return None
+    if kind != _LIST_OF_DTYPE[config.dtype]:
+        wanted = {v: k.name for k, v in _LIST_OF_DTYPE.items()}[kind]
+        return (
+            f"{key!r} is stored as {kind} but the spec asks for {config.dtype.name}: store "
+            f"{config.dtype.name} values or ask for tf.{wanted}"
+        )
+    count = len(getattr(feature, kind).value)
+    # An empty list too: parse_example refuses it even when the spec has a default_value.
+    if isinstance(config, tf2.io.FixedLenFeature):
+        size = int(np.prod(config.shape, dtype=np.int64)) if config.shape else 1
+        if count != size:
+            return (
+                f"{key!r} holds {count} values; the spec's shape {list(config.shape)} needs {size}"
+            )
+    return None
+
+
+def _check_example(path: str, record: bytes, spec: Mapping[str, Any]) -> None:
+    """DataError for an Example parse_example would refuse mid-training, naming no file."""
+    present = tf2.train.Example.FromString(record).features.feature
+    missing = sorted(
+        key
+        for key, feature in spec.items()
+        if isinstance(feature, tf2.io.FixedLenFeature)
+        and feature.default_value is None
+        and key not in present
+    )
+    if missing:
+        raise DataError(
+            f"{path}: the first example has no feature {missing}, which `feature_spec` "
+            f"requires; the examples have: {sorted(present)}."
+        )
+    problems = [_mismatch(key, spec[key], present[key]) for key in spec if key in present]
+    if any(problems):
+        raise DataError(
+            f"{path}: the first example does not match `feature_spec`: "
+            f"{'; '.join(p for p in problems if p)}."
+        )
+
+
+def _damage(path: str, error: Exception, compression: Optional[str]) -> DataError:
+    """The DataError for a shard TensorFlow's reader stopped in, naming the file and the fix."""
+    found = re.search(r"(truncated|corrupted) record at (\d+)", str(error))
+    if not found:
+        return DataError(
+            f"{path}: cannot read a tf.train.Example (compression={compression!r}): {error}"
+        )
+    if found[1] == "truncated":
+        problem = f"it is truncated: the record at byte {found[2]} is cut short"
+    elif found[2] == "0" and not compression:
+        problem = (
+            "it does not start with a TFRecord header (if it was written with compression, "
+            "pass compression='GZIP' or 'ZLIB')"
+        )
+    else:
+        problem = f"it is corrupt: the bytes at {found[2]} are not a whole record (bad checksum)"
+    return DataError(
+        f"{path}: {problem}. An interrupted copy or write leaves a file like this; "
+        "copy or write it again, or leave it out of `file_pattern`."
+    )
+
+
+def _check_tfrecords(files: list[str], spec: Mapping[str, Any], compression, whole: bool):
+    """Reads every local shard once (``whole``) with TensorFlow's reader; checks the first example.
+
+    TFRecordDataset meets a cut shard only when training reaches its end, and its message names
+    no file. The C++ reader is fast (12,000 records, 3.6 MB: 15 ms); remote shards are not read.
+    """
+    options = tf.io.TFRecordOptions(compression or "")
+    first = None
+    for path in files:
+        partly = "://" in path or not whole
+        if first is not None and partly:
+            continue
+        try:
+            for record in tf.io.tf_record_iterator(path, options=options):
+                if first is None:
+                    first = path
+                    _check_example(path, record, spec)
+                if partly:
+                    break
+        except DataError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a damaged file, or the wrong compression
+            raise _damage(path, error, compression) from error
+    if first is None:
+        raise DataError(f"No file matched by the pattern holds any example: {files}")
 
 
 def from_tfrecord(
@@ -417,48 +753,39 @@ def from_tfrecord(
     """Builds an ``input_fn`` over TFRecord files of serialized ``tf.train.Example``.
 
     ``TFRecordDataset`` reads, ``tf.io.parse_example`` parses each batch. When the builder is
-    called, every local shard is read once (a cut one is named now, not mid-training; see
-    ``validate``) and the first example is checked against ``feature_spec``.
+    called, every local shard is read once (a cut one is named now, not mid-training) and the
+    first example is checked against ``feature_spec``.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train.tfrecord-*"``).
-      feature_spec: ``{key: tf.io.FixedLenFeature | VarLenFeature | …}``, e.g. from
-        ``tf.feature_column.make_parse_example_spec(columns)`` plus the label's entry.
+      feature_spec: ``{key: tf.io.FixedLenFeature | VarLenFeature | …}`` with the label's entry.
       label_key: the key of ``feature_spec`` to return as the label, or None for features only.
       compression: None, ``"GZIP"`` or ``"ZLIB"`` (as written by :func:`write_tfrecord`).
-      num_parallel_reads: files read at once and interleaved; by default (``AUTOTUNE``) up
-        to 8 when shuffling, else one file after another in the order given.
-      batch_size: examples per batch unless ``params["batch_size"]`` is given.
-      shuffle: shuffle files and records (use False for evaluation and prediction).
-      num_epochs: passes over the data; None repeats forever.
-      shuffle_buffer: shuffle buffer size (default 10,000 records).
-      drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
-      seed: shuffle seed for reproducible order.
-      validate: read every local shard up front (TensorFlow's reader: about 250 MB/s); False
-        reads only the first example, for data too large to read twice.
+      num_parallel_reads: files read at once; default: up to 8 when shuffling, else one by one.
+      batch_size, shuffle, num_epochs, shuffle_buffer, drop_remainder, seed: as in
+        :func:`from_arrays` (the default buffer: 10,000 records).
+      validate: read every local shard up front (about 250 MB/s); False: the first example only.
 
     Returns:
-      ``input_fn(params=None)`` returning a ``tf.data.Dataset`` of ``(features, label)`` batches
-      (``features`` without the label), or of ``features`` when ``label_key`` is None.
+      ``input_fn(params=None)``: a ``Dataset`` of ``(features, label)`` or ``features`` batches.
 
     Raises:
       TypeError: ``feature_spec`` is not a dict.
-      ValueError: ``label_key`` not in ``feature_spec``, an empty spec, a dtype an Example
-        cannot hold, a bad argument.
-      DataError: no file matches, a file is unreadable, cut or corrupt, or the first example
-        does not match ``feature_spec``.
+      ValueError: a bad argument, ``label_key`` or spec dtype.
+      DataError: no file matches; a file unreadable, cut or corrupt; a first example that does
+        not match ``feature_spec``.
 
     Example:
 
-        spec = tf.feature_column.make_parse_example_spec(columns)
-        spec["label"] = tf.io.FixedLenFeature([], tf.int64)
-        train_fn = from_tfrecord("/tmp/data/train.tfrecord-*", spec, "label", num_epochs=None)
+        spec = {"x": tf.io.FixedLenFeature([4], tf.float32)}
+        spec["y"] = tf.io.FixedLenFeature([], tf.int64)
+        train_fn = from_tfrecord("/tmp/data/train.tfr-*", spec, "y", num_epochs=None)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
     compression = _check_compression(compression)
-    spec = check_feature_spec(feature_spec, label_key)
-    files = glob_files(file_pattern)
-    check_tfrecords(files, spec, compression, whole=validate)
+    spec = _check_feature_spec(feature_spec, label_key)
+    files = _glob_files(file_pattern)
+    _check_tfrecords(files, spec, compression, whole=validate)
     buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
     # Not make_batched_features_dataset: it sorts unshuffled files (see _read_files).
     # TFRecordDataset's own AUTOTUNE read the files one after another (TF 2.15).
@@ -468,22 +795,17 @@ def from_tfrecord(
         feats = tf2.io.parse_example(serialized, spec)
         return feats if label_key is None else (feats, feats.pop(label_key))
 
-    def input_fn(params=None):
-        ds = _read_files(
-            files,
-            lambda path: tf2.data.TFRecordDataset(path, compression_type=compression or ""),
-            shuffle,
-            seed,
-            parallel,
-        )
-        return _pipeline(
-            ds, params, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder, parse
-        )
+    def read(path):
+        return tf2.data.TFRecordDataset(path, compression_type=compression or "")
 
-    return input_fn
+    make = functools.partial(_read_files, files, read, shuffle, seed, parallel)
+    return _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
 
 
-_KIND_NAMES = {0: "int64", 1: "float", 2: "bytes"}
+_INT64_LIST, _FLOAT_LIST, _BYTES_LIST = 0, 1, 2  # the value lists of a tf.train.Feature, by kind
+_KIND_NAMES = ["int64", "float", "bytes"]
+# float32, which a float_list holds, has every integer only up to 2**24 (some above too).
+_FLOAT32_EXACT_INTS = 2**24
 
 
 def _outside_int64(where: str, value: int) -> ValueError:
@@ -499,8 +821,7 @@ def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
     if value is None:
         raise TypeError(
             f"{where} is None (a missing value?): a tf.train.Example has no missing values. "
-            "Leave the key out of that row (the reader's default_value then fills it) or write "
-            "a value."
+            "Leave the key out of that row (the reader's default_value fills it) or write one."
         )
     try:
         values = np.asarray(value)
@@ -511,33 +832,25 @@ def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
             f"{where}: nested lists of different lengths; a feature is one list of values "
             f"(flatten it, or write one feature per inner list). Got: {value!r}"
         ) from error
-    flat = values.ravel().tolist() if values.ndim else [values.item()]
-    if values.size == 0:
+    flat = values.ravel().tolist()
+    if not flat:
         return None, []
     if values.dtype.kind in "biu":
-        outside = [int(v) for v in flat if not INT64_MIN <= int(v) <= INT64_MAX]
+        outside = [v for v in flat if not INT64_MIN <= int(v) <= INT64_MAX]
         if outside:
             raise _outside_int64(where, outside[0])
-        return 0, [int(v) for v in flat]
+        return _INT64_LIST, [int(v) for v in flat]
     if values.dtype.kind == "f":
-        return 1, [float(v) for v in flat]
+        return _FLOAT_LIST, flat
     if values.dtype.kind in "SUO":
         if all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
             raise _outside_int64(where, flat[0])  # ints NumPy holds in no integer type
-        if not all(isinstance(v, (str, bytes)) for v in flat):
-            raise TypeError(
-                f"{where}: mixed value types; expected numbers or strings (no None). "
-                f"Got: {value!r}"
-            )
-        return 2, [v.encode("utf-8") if isinstance(v, str) else v for v in flat]
+        if all(isinstance(v, (str, bytes)) for v in flat):
+            return _BYTES_LIST, [v.encode("utf-8") if isinstance(v, str) else v for v in flat]
     raise TypeError(
-        f"{where}: expected int, float, str/bytes or a list/array of them. "
+        f"{where}: expected int, float, str/bytes or a list/array of them (not mixed). "
         f"Got: {value!r} ({values.dtype})"
     )
-
-
-# float32, which a float_list holds, has every integer only up to 2**24 (some above too).
-_FLOAT32_EXACT_INTS = 2**24
 
 
 def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
@@ -551,7 +864,7 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
             kind, values = _value_kind(value, key, index)
             if kind is not None:
                 seen = kinds.setdefault(key, kind)
-                if (seen == 2) != (kind == 2):
+                if (seen == _BYTES_LIST) != (kind == _BYTES_LIST):
                     raise TypeError(
                         f"Row {index}, feature {key!r}: {_KIND_NAMES[kind]} value {value!r}, "
                         f"but earlier rows hold {_KIND_NAMES[seen]}."
@@ -563,7 +876,7 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
         rounded = [
             v
             for entry in converted
-            if kind == 1 and entry.get(key, (None,))[0] == 0
+            if kind == _FLOAT_LIST and entry.get(key, (None,))[0] == _INT64_LIST
             for v in entry[key][1]
             if abs(v) > _FLOAT32_EXACT_INTS and int(np.float32(v)) != v
         ]
@@ -572,25 +885,18 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
                 "write_tfrecord: feature %r holds floats in some rows, so all its values are "
                 "written as float32, which holds every integer only up to 2**24; %d int "
                 "value(s) are rounded (e.g. %d). Write ids as ints only, or as strings.",
-                key,
-                len(rounded),
-                rounded[0],
+                *(key, len(rounded), rounded[0]),
             )
-    lists = [tf2.train.Int64List, tf2.train.FloatList, tf2.train.BytesList]
-    fields = ["int64_list", "float_list", "bytes_list"]
-    return [
-        tf2.train.Example(
-            features=tf2.train.Features(
-                feature={
-                    key: tf2.train.Feature(
-                        **{fields[kinds.get(key, 1)]: lists[kinds.get(key, 1)](value=values)}
-                    )
-                    for key, (_, values) in entry.items()
-                }
-            )
-        ).SerializeToString()
-        for entry in converted
-    ]
+    lists = [("int64_list", tf2.train.Int64List), ("float_list", tf2.train.FloatList)]
+    lists.append(("bytes_list", tf2.train.BytesList))
+    examples = []
+    for entry in converted:
+        features = {}
+        for key, (_, values) in entry.items():
+            field, make = lists[kinds.get(key, _FLOAT_LIST)]
+            features[key] = tf2.train.Feature(**{field: make(value=values)})
+        examples.append(tf2.train.Example(features=tf2.train.Features(feature=features)))
+    return [example.SerializeToString() for example in examples]
 
 
 def write_tfrecord(
@@ -608,8 +914,7 @@ def write_tfrecord(
 
     Args:
       rows: an iterable of dicts ``{feature: value}`` or a pandas DataFrame (one row each).
-      path: the output file; with ``num_shards > 1`` the shards are
-        ``PATH-00000-of-0000N`` … (read them back with the pattern ``PATH-*``).
+      path: the output file; with ``num_shards > 1`` the shards ``PATH-00000-of-0000N`` ….
       num_shards: how many files to write.
       compression: None, ``"GZIP"`` or ``"ZLIB"``.
 
@@ -617,14 +922,13 @@ def write_tfrecord(
       The paths written, in shard order.
 
     Raises:
-      ValueError: ``num_shards`` < 1, a bad ``compression``, or an int outside int64.
-      TypeError: a row that is not a dict, a value of an unsupported type (None among them),
-        ragged nested lists, or a key holding numbers in some rows and strings in others.
+      ValueError: a bad ``num_shards`` or ``compression``, an int outside int64.
+      TypeError: a row that is not a dict; a value that is None, ragged or of another type; a
+        key holding numbers in some rows and strings in others.
 
     Example:
 
-        rows = [{"age": 39, "income": 5.2e4, "city": "Oslo", "label": 1}, ...]
-        paths = write_tfrecord(rows, "/tmp/data/train.tfrecord", num_shards=4)
+        paths = write_tfrecord([{"age": 39, "city": "Oslo", "label": 1}], "/tmp/d.tfr")
     """
     num_shards = check_int("num_shards", num_shards)
     compression = _check_compression(compression)
@@ -635,11 +939,8 @@ def write_tfrecord(
     directory = os.path.dirname(path)
     if directory:
         tf2.io.gfile.makedirs(directory)
-    paths = (
-        [path]
-        if num_shards == 1
-        else [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
-    )
+    paths = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
+    paths = [path] if num_shards == 1 else paths
     options = tf2.io.TFRecordOptions(compression_type=compression or "")
     for shard, shard_path in enumerate(paths):
         with tf2.io.TFRecordWriter(shard_path, options) as writer:
@@ -648,10 +949,11 @@ def write_tfrecord(
     tf.logging.info(
         "write_tfrecord: %d examples in %d file(s) at %s", len(serialized), len(paths), path
     )
+    # Shards of an earlier write with another num_shards: the pattern PATH-* would read them.
     shard_name = re.compile(re.escape(os.path.basename(path)) + r"-\d{5}-of-\d{5}")
     fresh = {os.path.basename(p) for p in paths}
     stale = [
-        os.path.join(directory, n)
+        n
         for n in sorted(tf2.io.gfile.listdir(directory or "."))
         if shard_name.fullmatch(n) and n not in fresh
     ]
@@ -660,9 +962,6 @@ def write_tfrecord(
             "write_tfrecord: %d shard(s) of %s from an earlier write with another num_shards "
             "remain (%s): the pattern %s-* reads them too. Read the paths write_tfrecord "
             "returns, or delete those files.",
-            len(stale),
-            path,
-            ", ".join(os.path.basename(p) for p in stale[:3]) + (", ..." if len(stale) > 3 else ""),
-            path,
+            *(len(stale), path, ", ".join(stale[:3]) + (", ..." if len(stale) > 3 else ""), path),
         )
     return paths
