@@ -62,18 +62,16 @@ def _resolve_export_dir(path: str) -> str:
         ) from e
 
 
-def _shape(info) -> Optional[list]:
-    if info.tensor_shape.unknown_rank:
-        return None
-    return [None if d.size < 0 else d.size for d in info.tensor_shape.dim]
-
-
 def _spec(info) -> tf2.TypeSpec:
     """The TypeSpec of a signature input or output; its ``name`` says what to feed."""
     encoding = info.WhichOneof("encoding")
+    dims = info.tensor_shape.dim
+    shape = (
+        None if info.tensor_shape.unknown_rank else [d.size if d.size >= 0 else None for d in dims]
+    )
     if encoding == "coo_sparse":
         sparse = info.coo_sparse
-        spec = tf2.SparseTensorSpec(_shape(info), tf.as_dtype(info.dtype))
+        spec = tf2.SparseTensorSpec(shape, tf.as_dtype(info.dtype))
         # An attribute, not a subclass: the spec stays equal to a user's tf.SparseTensorSpec.
         spec.name = (
             f"SparseTensor(indices={sparse.indices_tensor_name}, "
@@ -87,18 +85,7 @@ def _spec(info) -> tf2.TypeSpec:
         names = ", ".join(c.name for c in composite.components)
         dtype = tf.as_dtype(composite.components[0].dtype) if composite.components else tf.string
         return tf2.TensorSpec(None, dtype, name=f"{kind}({names})")
-    return tf2.TensorSpec(_shape(info), tf.as_dtype(info.dtype), name=info.name)
-
-
-def _signature_specs(signature_defs) -> dict[str, dict]:
-    return {
-        name: {
-            "method": sig.method_name,
-            "inputs": {k: _spec(v) for k, v in sorted(sig.inputs.items())},
-            "outputs": {k: _spec(v) for k, v in sorted(sig.outputs.items())},
-        }
-        for name, sig in sorted(signature_defs.items())
-    }
+    return tf2.TensorSpec(shape, tf.as_dtype(info.dtype), name=info.name)
 
 
 def read_signatures(
@@ -124,7 +111,15 @@ def read_signatures(
         export_dir, signatures = read_signatures("model_dir/export/best")
     """
     export_dir = _resolve_export_dir(export_dir_or_base)
-    return export_dir, _signature_specs(_meta_graph(export_dir, tags).signature_def)
+    signatures = {
+        name: {
+            "method": sig.method_name,
+            "inputs": {k: _spec(v) for k, v in sorted(sig.inputs.items())},
+            "outputs": {k: _spec(v) for k, v in sorted(sig.outputs.items())},
+        }
+        for name, sig in sorted(_meta_graph(export_dir, tags).signature_def.items())
+    }
+    return export_dir, signatures
 
 
 def _meta_graph(export_dir: str, tags: Sequence[str]):
@@ -552,9 +547,7 @@ class Predictor:
           Input name -> NumPy array of the signature's dtype, for the inputs given.
 
         Raises:
-          PredictorInputError: (a ``ValueError``) for an unknown or needed missing input, a
-            wrong shape, ragged rows, out-of-range numbers, different batch sizes, or a
-            sparse input.
+          PredictorInputError: (a ``ValueError``) if ``features`` do not fit the signature.
           TypeError: if ``features`` is not a dict or a value has the wrong kind of dtype.
         """
         if not isinstance(features, Mapping):
@@ -563,7 +556,19 @@ class Predictor:
                 f"has inputs {self._describe_inputs()}. Got: {_short(features)}"
             )
         if self._unfeedable:
-            raise PredictorInputError(self._unfeedable_message())
+            inputs = ", ".join(_describe(k, self._inputs[k]) for k in self._unfeedable)
+            usable = sorted(
+                name
+                for name, sig in self._signature_defs.items()
+                if all(info.WhichOneof("encoding") == "name" for info in sig.inputs.values())
+            )
+            raise PredictorInputError(
+                f"Signature {self._where} has the sparse (or ragged) input(s) [{inputs}], which "
+                "Predictor cannot feed: export with serving.parsing_receiver (a multi-valued "
+                "feature is then a list per example) or with a dense input that the receiver "
+                "turns into a SparseTensor (tf.sparse.from_dense)."
+                + (f" Signatures of this export with dense inputs only: {usable}" if usable else "")
+            )
         if self._examples is not None and set(features) != set(self._input_names):
             features = {self._input_names[0]: self._examples.build(features, self._where)}
         if len(features) != len(self._input_names) or any(k not in self._inputs for k in features):
@@ -589,33 +594,10 @@ class Predictor:
             )
         return arrays
 
-    def _unfeedable_message(self) -> str:
-        inputs = ", ".join(_describe(k, self._inputs[k]) for k in self._unfeedable)
-        usable = sorted(
-            name
-            for name, sig in self._signature_defs.items()
-            if all(info.WhichOneof("encoding") == "name" for info in sig.inputs.values())
-        )
-        return (
-            f"Signature {self._where} has the sparse (or ragged) input(s) [{inputs}], which "
-            "Predictor cannot feed: export with serving.parsing_receiver (a multi-valued "
-            "feature is then a list per example) or with a dense input that the receiver "
-            "turns into a SparseTensor (tf.sparse.from_dense)."
-            + (f" Signatures of this export with dense inputs only: {usable}" if usable else "")
-        )
-
     def __call__(self, features: Mapping, *, batch_size: Optional[int] = None) -> dict:
-        """Runs the signature on ``features``; returns output name -> NumPy array.
+        """Runs the signature on ``features`` (see :meth:`prepare`); returns output -> array.
 
-        Args:
-          features: see :meth:`prepare`.
-          batch_size: largest batch per session run (default: the constructor's).
-
-        Returns:
-          Output name -> NumPy array, one row per example.
-
-        Raises:
-          PredictorInputError, TypeError: see :meth:`prepare`.
+        ``batch_size`` (default: the constructor's) is the largest batch per session run.
         """
         arrays = self.prepare(features)
         if len(arrays) == len(self._input_names):  # every input given: no set built per call

@@ -170,24 +170,16 @@ def _normalise_raw_spec(spec: Any) -> dict[str, tuple[tf2.DType, list]]:
     return result
 
 
-def _official_raw_receiver(features_spec: Mapping[str, tuple]) -> ReceiverFn:
-    """The official raw receiver for ``name -> (dtype, per-example shape)``.
+def _placeholder_receiver(features_spec: Mapping[str, tuple]) -> ReceiverFn:
+    """What ``build_raw_serving_input_receiver_fn`` builds, handing the model_fn a copy."""
 
-    It hands the model_fn the very dict that becomes the signature's inputs, so a model_fn
-    that pops a feature (a pass-through key) removed that input from the export: here the
-    model_fn gets a copy.
-    """
-    with tf.Graph().as_default():
-        templates = {
+    def serving_input_receiver_fn():
+        tensors = {
             # Op names forbid some characters feature names may hold; the dict key keeps them.
             name: tf.placeholder(dtype, [None, *shape], name=_op_name(name))
             for name, (dtype, shape) in features_spec.items()
         }
-    official = tf_estimator.export.build_raw_serving_input_receiver_fn(templates)
-
-    def serving_input_receiver_fn():
-        tensors = official().receiver_tensors
-        return tf_estimator.export.ServingInputReceiver(dict(tensors), dict(tensors))
+        return tf_estimator.export.ServingInputReceiver(dict(tensors), tensors)
 
     return serving_input_receiver_fn
 
@@ -200,8 +192,7 @@ def _op_name(name: str) -> str:
 def raw_receiver(spec: Any) -> ReceiverFn:
     """Builds a receiver that feeds named tensors straight into the model's ``features``.
 
-    Unlike the official raw receiver, the model_fn gets a copy of the inputs dict, so popping
-    a feature does not drop it from the signature.
+    Unlike the official raw receiver, a model_fn popping a feature does not drop the input.
 
     Args:
       spec: a dict ``name -> (dtype, shape)``, ``shape`` without the batch dimension (an int
@@ -221,7 +212,7 @@ def raw_receiver(spec: Any) -> ReceiverFn:
 
         receiver = raw_receiver({"x": (tf.float32, [4]), "id": (tf.string, [])})
     """
-    return _official_raw_receiver(_normalise_raw_spec(spec))
+    return _placeholder_receiver(_normalise_raw_spec(spec))
 
 
 def parsing_receiver(feature_spec_or_columns: Union[Mapping, Sequence]) -> ReceiverFn:
@@ -283,7 +274,7 @@ def bert_receiver(max_seq_length: int, with_label_ids: bool = False) -> Receiver
     spec = {name: (tf.int32, [length]) for name in ("input_ids", "input_mask", "segment_ids")}
     if with_label_ids:
         spec["label_ids"] = (tf.int32, [])
-    return _official_raw_receiver(spec)
+    return _placeholder_receiver(spec)
 
 
 def image_bytes_receiver(
@@ -403,26 +394,16 @@ class _BestExporter(tf_estimator.BestExporter):
             exports_to_keep=exports_to_keep,
         )
 
-    def _better(self, value: Optional[float], best: Optional[float]) -> bool:
-        if value is None or best is None:
-            return value is not None
-        return value < best if self._mode == "min" else value > best
-
     def _restore_best(self, model_dir: str, export_path: str, eval_result: dict) -> None:
         exports = complete_exports(export_path)
-        values = []
-        for path in exports:
-            metrics = read_export_metrics(path) or {}
-            if metrics.get("monitor") == self._monitor:
-                values.append(_scalar(metrics.get("value")))
+        metrics = [read_export_metrics(path) or {} for path in exports]
+        values = [_scalar(m.get("value")) for m in metrics if m.get("monitor") == self._monitor]
         # Its own exports say what was exported: an evaluation whose export was skipped (its
         # checkpoint deleted first) must not keep later, exported improvements out.
-        if exports and not any(v is not None for v in values):
+        if exports and all(v is None for v in values):
             values = _earlier_evaluations(model_dir, self._monitor, eval_result)
-        self._best = None
-        for value in values:
-            if self._better(value, self._best):
-                self._best = value
+        values = [v for v in values if v is not None]
+        self._best = (min if self._mode == "min" else max)(values, default=None)
         tf.logging.info(
             f"Best exporter {self.name!r}: best {self._monitor} so far = {self._best} "
             f"(from {len(exports)} earlier exports)"
@@ -446,7 +427,8 @@ class _BestExporter(tf_estimator.BestExporter):
         if self._restored_for != key or not complete_exports(export_path):
             self._restore_best(estimator.model_dir, export_path, eval_result)
             self._restored_for = key
-        if not self._better(value, self._best):
+        best = self._best
+        if best is not None and (value >= best if self._mode == "min" else value <= best):
             tf.logging.info(f"{say} is not better than {self._best:.6g}; not exporting")
             return None
         if checkpoint_path and not tf.gfile.Exists(checkpoint_path + ".index"):
