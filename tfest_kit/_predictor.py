@@ -225,11 +225,15 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         if _overflowed(array, converted):
             raise _range_error(f"Input {name!r}", target, array, expected)
         array = converted
-    if not spec.shape.is_compatible_with(array.shape):
+    # Not TensorShape.is_compatible_with: it costs ~10 us per input per call, this ~1 us.
+    want = None if spec.shape.rank is None else spec.shape.as_list()
+    if want is not None and (
+        len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape))
+    ):
         hint = " (add the batch dimension: wrap one example in a list)"
         raise PredictorInputError(
             f"Input {name!r} has shape {list(array.shape)}; {expected} (None = any size)"
-            f"{hint if array.ndim == spec.shape.rank - 1 else ''}"
+            f"{hint if array.ndim == len(want) - 1 else ''}"
         )
     return array
 
