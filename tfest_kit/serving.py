@@ -79,30 +79,24 @@ def _pair(name: str, value: Any) -> Optional[tuple[tf2.DType, list]]:
         return None
     # A tuple starting with a dtype is always (dtype, shape), so a bad shape is an error; a
     # list of two strings (["float", "int"]) may be example data, so a list needs a shape.
-    if isinstance(value, list) and not (
-        shape is None or isinstance(shape, (int, np.integer, tuple, list, tf2.TensorShape))
-    ):
+    is_shape = shape is None or isinstance(shape, (int, np.integer, tuple, list, tf2.TensorShape))
+    if isinstance(value, list) and not is_shape:
         return None
-    if shape is None:
-        return dtype, []
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = [shape]
-    try:
-        if not isinstance(shape, (tuple, list, tf2.TensorShape)):
-            raise TypeError(f"{type(shape).__name__} is not a shape")
-        return dtype, tf2.TensorShape(shape).as_list()
-    except (TypeError, ValueError) as e:
-        raise TypeError(
-            f"`spec[{name!r}]` must be (dtype, shape) with shape a list of dimensions such as "
-            f"[4] (None for an unknown one), an int or None. Got: {value!r}"
-        ) from e
+    if shape is None or isinstance(shape, (tuple, list, tf2.TensorShape)):
+        try:
+            return dtype, tf2.TensorShape([] if shape is None else shape).as_list()
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(
+        f"`spec[{name!r}]` must be (dtype, shape) with shape a list of dimensions such as "
+        f"[4] (None for an unknown one), an int or None. Got: {value!r}"
+    )
 
 
 def _ends_in_a_fixed_batch(dataset: tf2.data.Dataset) -> bool:
-    """Whether ``dataset`` is batched with ``drop_remainder=True`` (its batch size is static).
-
-    tf.data keeps no public record of the batching: its attributes are read defensively.
-    """
+    """Whether ``dataset`` is batched with ``drop_remainder=True``; read defensively (private)."""
     for _ in range(1000):  # a pipeline is a chain of transformations, not a cycle
         name = type(dataset).__name__
         if "Unbatch" in name or "Rebatch" in name:
