@@ -56,8 +56,7 @@ def features_from_request(
       Input (or feature) name -> list of per-instance values.
 
     Raises:
-      RequestError: if the body does not have exactly one of ``instances`` and ``inputs``,
-        its rows disagree in shape or keys, or a ``{"b64": ...}`` value is not base64.
+      RequestError: (a ``ValueError``) if the body is not a TF Serving request.
     """
     if not isinstance(request, dict) or not ({"instances", "inputs"} & set(request)):
         raise RequestError(
@@ -134,11 +133,6 @@ def _jsonable(value: Any, binary: bool = False) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _is_binary(name: str) -> bool:
-    # TF Serving's rule: DT_STRING does not say whether it holds text, an output name does.
-    return name.endswith("_bytes")
-
-
 def predictions_to_json(outputs: dict, count: int) -> dict:
     """Turns :class:`Predictor` outputs into TF Serving's row-format response.
 
@@ -156,9 +150,8 @@ def predictions_to_json(outputs: dict, count: int) -> dict:
 
     def row(name, i):
         array = np.asarray(outputs[name])
-        return _jsonable(
-            array[i] if array.ndim and array.shape[0] == count else array, _is_binary(name)
-        )
+        value = array[i] if array.ndim and array.shape[0] == count else array
+        return _jsonable(value, name.endswith("_bytes"))
 
     names = sorted(outputs)
     if len(names) == 1:
@@ -179,7 +172,8 @@ def outputs_to_json(outputs: dict) -> dict:
       >>> outputs_to_json({"y": np.array([1.5, 2.5]), "id_bytes": np.array([b"a", b"b"])})
       {'outputs': {'id_bytes': [{'b64': 'YQ=='}, {'b64': 'Yg=='}], 'y': [1.5, 2.5]}}
     """
-    columns = {k: _jsonable(np.asarray(v), _is_binary(k)) for k, v in sorted(outputs.items())}
+    # TF Serving's rule: DT_STRING does not say whether it holds text, an output name does.
+    columns = {k: _jsonable(np.asarray(outputs[k]), k.endswith("_bytes")) for k in sorted(outputs)}
     return {"outputs": next(iter(columns.values())) if len(columns) == 1 else columns}
 
 
