@@ -161,19 +161,12 @@ def _to_bytes(value: Any) -> bytes:
     raise TypeError(type(value).__name__)
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _overflowed(array: np.ndarray, converted: np.ndarray) -> bool:
     """Whether finite values became inf in a float conversion (1e300 as float32, say)."""
     if converted.dtype.kind != "f" or array.dtype == converted.dtype or not array.size:
         return False
-    # One scan in the common case: only a conversion that made an inf is looked at further.
-    if not np.isinf(converted).any():
-        return False
-    return bool((np.isinf(converted) & np.isfinite(array.astype(np.float64))).any())
+    inf = np.isinf(converted)  # one scan in the common case, where no inf was made
+    return bool(inf.any() and (inf & np.isfinite(array.astype(np.float64))).any())
 
 
 def _range_error(what: str, target: np.dtype, array: np.ndarray, expected: str):
@@ -205,7 +198,7 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         except ValueError as e:  # NumPy: "setting an array element with a sequence…"
             raise PredictorInputError(
                 f"Input {name!r} is ragged (its rows differ in length); {expected}: pad or cut "
-                f"every row to the same length. Got: {_short(value)}"
+                f"every row to the same length. Got: {value!r:.80}"
             ) from e
         target = np.dtype(dtype.as_numpy_dtype)
         allowed = {"f": "fiu", "c": "fiuc", "i": "iu", "u": "iu", "b": "b"}.get(target.kind, "")
@@ -213,7 +206,7 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         if array.dtype.kind not in allowed and array.size:
             raise TypeError(
                 f"Input {name!r} has dtype {array.dtype}, which cannot be safely converted; "
-                f"{expected}. Got: {_short(value)}"
+                f"{expected}. Got: {value!r:.80}"
             )
         # Same dtype cannot overflow: skip the min/max scans (~10 us per input per call).
         if target.kind in "iu" and array.dtype != target and array.size:
@@ -295,7 +288,7 @@ class _ExampleBuilder:
             if single or (isinstance(values, np.ndarray) and values.ndim == 0):
                 raise PredictorInputError(
                     f"Feature {key!r} must hold one entry per example: wrap one example's "
-                    f"value in a list. Got: {_short(values)}"
+                    f"value in a list. Got: {values!r:.80}"
                 )
         lengths = {k: len(v) for k, v in features.items()}
         if len(set(lengths.values())) > 1:
@@ -317,7 +310,7 @@ class _ExampleBuilder:
         except ValueError as e:  # NumPy: "setting an array element with a sequence…"
             raise PredictorInputError(
                 f"Feature {key!r} of example {index} is nested unevenly: give each example a "
-                f"flat list of values (or an array of the parsed shape). Got: {_short(value)}"
+                f"flat list of values (or an array of the parsed shape). Got: {value!r:.80}"
             ) from e
         shape = self.shapes.get(key)
         if shape is not None and not flat.size and key not in self.required:
@@ -326,7 +319,7 @@ class _ExampleBuilder:
             raise PredictorInputError(
                 f"Feature {key!r} is parsed with shape {shape}, but example {index} holds "
                 f"{flat.size} value(s): give one entry per example (wrap one example in a "
-                f"list). Got: {_short(value)}"
+                f"list). Got: {value!r:.80}"
             )
         feature = example.features.feature[key]
         # An Example holds float32 and int64: a value they cannot hold would be stored as inf
@@ -352,7 +345,7 @@ class _ExampleBuilder:
             raise
         except (TypeError, ValueError) as e:
             raise TypeError(
-                f"Feature {key!r} is parsed as {dtype.name}; cannot store {_short(value)} in a "
+                f"Feature {key!r} is parsed as {dtype.name}; cannot store {value!r:.80} in a "
                 f"tf.train.Example ({e})"
             ) from e
 
@@ -557,7 +550,7 @@ class Predictor:
         if not isinstance(features, Mapping):
             raise TypeError(
                 f"`features` must be a dict of input name -> values; signature {self._where} "
-                f"has inputs {self._describe_inputs()}. Got: {_short(features)}"
+                f"has inputs {self._describe_inputs()}. Got: {features!r:.80}"
             )
         if self._unfeedable:
             inputs = ", ".join(_describe(k, self._inputs[k]) for k in self._unfeedable)
