@@ -117,7 +117,7 @@ def test_raw_receiver_serves_what_estimator_predicts(x_model, tmp_path, spec):
     path = serving.export_and_check(x_model, receiver, {"x": X[:8]}, str(tmp_path))
     predictor = serving.Predictor(path)
     assert predictor.inputs["x"].shape.as_list() == [None, 4]
-    assert predictor.example_features is None and not predictor.parses_examples
+    assert predictor.example_features is None
     got = predictor({"x": X})
     want = _predict(x_model, {"x": X})
     np.testing.assert_allclose(got["probabilities"], want["probabilities"], rtol=1e-5, atol=1e-6)
@@ -140,7 +140,7 @@ def test_parsing_receiver_accepts_plain_features(x_model, tmp_path):
     receiver = serving.parsing_receiver(columns)
     path = serving.export_and_check(x_model, receiver, {"x": X[:5]}, str(tmp_path))
     predictor = serving.Predictor(path)
-    assert predictor.parses_examples and list(predictor.inputs) == ["examples"]
+    assert list(predictor.inputs) == ["examples"]
     assert predictor.example_features == {"x": tf.float32}
     want = _predict(x_model, {"x": X})
     np.testing.assert_allclose(predictor({"x": X.tolist()})["logits"], want["logits"], atol=1e-5)

@@ -1,10 +1,8 @@
 """``Predictor``: load an exported SavedModel once, then answer many calls fast.
 
-The SavedModel is loaded into its own ``tf.compat.v1.Graph`` and ``Session`` and each call runs
-one prepared session callable (a single C++ call): no graph rebuild or checkpoint restore per
-call (as ``estimator.predict`` does) and no eager dispatch per call (as a TF2 signature
-function does).
-See :mod:`tfest_kit.serving`.
+The export is loaded into its own ``tf.compat.v1`` Graph and Session and each call runs one
+prepared session callable: no graph rebuild and restore per call (``estimator.predict``) and no
+eager dispatch per call (a TF2 signature function). See :mod:`tfest_kit.serving`.
 """
 
 from __future__ import annotations
@@ -48,11 +46,10 @@ def _first_cause(error: Exception) -> str:
 def _resolve_export_dir(path: str) -> str:
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"`export_dir_or_base` must be a path. Got: {path!r}")
-    # Estimator.export_saved_model returns the export's path as bytes.
-    path = os.fsdecode(path)
+    path = os.fsdecode(path)  # export_saved_model returns bytes
     try:
-        if tf.gfile.Exists(os.path.join(path, "saved_model.pb")) or tf.gfile.Exists(
-            os.path.join(path, "saved_model.pbtxt")
+        if any(
+            tf.gfile.Exists(os.path.join(path, f)) for f in ("saved_model.pb", "saved_model.pbtxt")
         ):
             return path
     except tf.errors.OpError as e:  # a remote path without network or credentials, say
@@ -66,63 +63,35 @@ def _resolve_export_dir(path: str) -> str:
 
 
 def _spec(info) -> tf2.TypeSpec:
-    """The ``TypeSpec`` of a signature input or output, with a ``name`` saying what to feed.
-
-    A ``SparseTensor`` (or ``RaggedTensor``) in a signature has no tensor name of its own, only
-    component tensors. A ``SparseTensor`` is described as a ``tf.SparseTensorSpec`` whose
-    ``name`` lists them, not as a dense tensor named ``""``; any other composite (a
-    ``RaggedTensor``) as a spec of unknown shape named after its type and components.
-    """
+    """The TypeSpec of a signature input or output; its ``name`` says what to feed."""
     encoding = info.WhichOneof("encoding")
+    dims = info.tensor_shape.dim
+    shape = (
+        None if info.tensor_shape.unknown_rank else [d.size if d.size >= 0 else None for d in dims]
+    )
     if encoding == "coo_sparse":
         sparse = info.coo_sparse
-        spec = tf2.SparseTensorSpec(_shape(info), tf.as_dtype(info.dtype))
+        spec = tf2.SparseTensorSpec(shape, tf.as_dtype(info.dtype))
         # An attribute, not a subclass: the spec stays equal to a user's tf.SparseTensorSpec.
         spec.name = (
             f"SparseTensor(indices={sparse.indices_tensor_name}, "
-            f"values={sparse.values_tensor_name}, "
-            f"dense_shape={sparse.dense_shape_tensor_name})"
+            f"values={sparse.values_tensor_name}, dense_shape={sparse.dense_shape_tensor_name})"
         )
         return spec
     if encoding == "composite_tensor":
-        # A RaggedTensor, say: its TypeSpec is only decoded by TensorFlow internals, so it is
-        # described by its components' dtype and names (and cannot be fed either).
+        # A RaggedTensor, say: only TF internals decode its TypeSpec, so name its components.
         composite = info.composite_tensor
         kind = composite.type_spec.type_spec_class_name.removesuffix("Spec") or "CompositeTensor"
         names = ", ".join(c.name for c in composite.components)
         dtype = tf.as_dtype(composite.components[0].dtype) if composite.components else tf.string
         return tf2.TensorSpec(None, dtype, name=f"{kind}({names})")
-    return tf2.TensorSpec(_shape(info), tf.as_dtype(info.dtype), name=info.name)
-
-
-def _shape(info) -> Optional[list]:
-    if info.tensor_shape.unknown_rank:
-        return None
-    return [None if d.size < 0 else d.size for d in info.tensor_shape.dim]
-
-
-def _is_dense(info) -> bool:
-    """Whether a signature input is one tensor that can be fed (not a SparseTensor, say)."""
-    return info.WhichOneof("encoding") == "name"
-
-
-def _signature_specs(signature_defs) -> dict[str, dict]:
-    return {
-        name: {
-            "method": sig.method_name,
-            "inputs": {k: _spec(v) for k, v in sorted(sig.inputs.items())},
-            "outputs": {k: _spec(v) for k, v in sorted(sig.outputs.items())},
-        }
-        for name, sig in sorted(signature_defs.items())
-    }
+    return tf2.TensorSpec(shape, tf.as_dtype(info.dtype), name=info.name)
 
 
 def read_signatures(
     export_dir_or_base: str, tags: Sequence[str] = ("serve",)
 ) -> tuple[str, dict[str, dict]]:
-    """Reads every signature of an export without choosing one.
-
-    Only ``saved_model.pb`` is read, not the variables, so this is quick on a large export.
+    """Reads every signature of an export; only ``saved_model.pb`` is read, not the variables.
 
     Args:
       export_dir_or_base: an export or a directory of exports (the newest complete one is used).
@@ -142,8 +111,15 @@ def read_signatures(
         export_dir, signatures = read_signatures("model_dir/export/best")
     """
     export_dir = _resolve_export_dir(export_dir_or_base)
-    meta_graph = _meta_graph(export_dir, tags)
-    return export_dir, _signature_specs(meta_graph.signature_def)
+    signatures = {
+        name: {
+            "method": sig.method_name,
+            "inputs": {k: _spec(v) for k, v in sorted(sig.inputs.items())},
+            "outputs": {k: _spec(v) for k, v in sorted(sig.outputs.items())},
+        }
+        for name, sig in sorted(_meta_graph(export_dir, tags).signature_def.items())
+    }
+    return export_dir, signatures
 
 
 def _meta_graph(export_dir: str, tags: Sequence[str]):
@@ -180,92 +156,20 @@ def _describe(name: str, spec: tf2.TypeSpec) -> str:
 
 
 def _to_bytes(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
+    if isinstance(value, (bytes, str)):
+        return value.encode("utf-8") if isinstance(value, str) else value
     raise TypeError(type(value).__name__)
 
 
-def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndarray:
-    """Converts one input to the signature's dtype, or raises saying what was expected."""
-    dtype = spec.dtype
-    expected = f"signature {where} expects {_describe(name, spec)}"
-    if dtype == tf.string:
-        array = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
-        if array.dtype.kind not in "USO":
-            raise TypeError(
-                f"Input {name!r} must hold strings or bytes; {expected}. Got dtype {array.dtype}"
-            )
-        try:
-            array = np.vectorize(_to_bytes, otypes=[object])(array) if array.size else array
-        except TypeError as e:
-            raise TypeError(
-                f"Input {name!r} must hold strings or bytes; {expected}. Got an element of "
-                f"type {e}"
-            ) from e
-        array = array.astype(object)
-    else:
-        try:
-            array = np.asarray(value)
-        except ValueError as e:  # NumPy: "setting an array element with a sequence…"
-            raise PredictorInputError(
-                f"Input {name!r} is ragged (its rows differ in length); {expected}: pad or cut "
-                f"every row to the same length. Got: {_short(value)}"
-            ) from e
-        target = np.dtype(dtype.as_numpy_dtype)
-        kind = array.dtype.kind
-        allowed = {"f": "fiu", "c": "fiuc", "i": "iu", "u": "iu", "b": "b"}.get(target.kind, "")
-        # No values, nothing to convert unsafely: [] is float64 to NumPy, whatever it stands for.
-        if kind not in allowed and array.size:
-            raise TypeError(
-                f"Input {name!r} has dtype {array.dtype}, which cannot be safely converted; "
-                f"{expected}. Got: {_short(value)}"
-            )
-        # Same dtype cannot overflow: skip the min/max scans (they cost ~10 us per input per call).
-        if target.kind in "iu" and array.dtype != target and array.size:
-            info = np.iinfo(target)
-            if array.min() < info.min or array.max() > info.max:
-                raise _range_error(f"Input {name!r}", target, array, expected)
-        if target.kind == "f" and array.dtype != target:
-            with np.errstate(over="ignore"):  # refused below, with the input's name
-                converted = array.astype(target)
-        else:
-            converted = array.astype(target, copy=False)
-        if _overflowed(array, converted):
-            raise _range_error(f"Input {name!r}", target, array, expected)
-        array = converted
-    if spec.shape.rank is not None:
-        want = spec.shape.as_list()
-        if array.ndim != len(want) or any(
-            w is not None and w != g for w, g in zip(want, array.shape)
-        ):
-            hint = (
-                " (add the batch dimension: wrap one example in a list)"
-                if (array.ndim == len(want) - 1)
-                else ""
-            )
-            raise PredictorInputError(
-                f"Input {name!r} has shape {list(array.shape)}; {expected} (None = any size)"
-                f"{hint}"
-            )
-    return array
-
-
 def _overflowed(array: np.ndarray, converted: np.ndarray) -> bool:
-    """Whether finite values became inf in a float conversion (1e300 as float32, say).
-
-    Only a conversion that made an inf is checked further, so the common case costs one scan.
-    """
+    """Whether finite values became inf in a float conversion (1e300 as float32, say)."""
     if converted.dtype.kind != "f" or array.dtype == converted.dtype or not array.size:
         return False
-    if not np.isinf(converted).any():
-        return False
-    return bool((np.isinf(converted) & np.isfinite(array.astype(np.float64))).any())
+    inf = np.isinf(converted)  # one scan in the common case, where no inf was made
+    return bool(inf.any() and (inf & np.isfinite(array.astype(np.float64))).any())
 
 
 def _range_error(what: str, target: np.dtype, array: np.ndarray, expected: str):
-    """The PredictorInputError for values that ``target`` cannot hold."""
     if array.dtype.kind == "f":
         array = array[np.isfinite(array)]  # inf and nan are not what is out of range
     return PredictorInputError(
@@ -274,69 +178,98 @@ def _range_error(what: str, target: np.dtype, array: np.ndarray, expected: str):
     )
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _is_single_value(value: Any) -> bool:
-    """Whether ``value`` is one value rather than one entry per example.
-
-    Not ``np.ndim``: the entries of a multi-valued (``VarLenFeature``) feature differ in length,
-    and NumPy refuses to make an array of such a list.
-    """
-    if isinstance(value, (str, bytes)):
-        return True
-    if isinstance(value, np.ndarray):
-        return value.ndim == 0
-    return not hasattr(value, "__len__")
+def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndarray:
+    """Converts one input to the signature's dtype, or raises saying what was expected."""
+    dtype = spec.dtype
+    expected = f"signature {where} expects {_describe(name, spec)}"
+    if dtype == tf.string:
+        array = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+        try:
+            if array.dtype.kind not in "USO":
+                raise TypeError(f"dtype {array.dtype}")
+            array = np.vectorize(_to_bytes, otypes=[object])(array) if array.size else array
+        except TypeError as e:
+            message = f"Input {name!r} must hold strings or bytes; {expected}. Got: {e}"
+            raise TypeError(message) from e
+        array = array.astype(object)
+    else:
+        try:
+            array = np.asarray(value)
+        except ValueError as e:  # NumPy: "setting an array element with a sequence…"
+            raise PredictorInputError(
+                f"Input {name!r} is ragged (its rows differ in length); {expected}: pad or cut "
+                f"every row to the same length. Got: {value!r:.80}"
+            ) from e
+        target = np.dtype(dtype.as_numpy_dtype)
+        allowed = {"f": "fiu", "c": "fiuc", "i": "iu", "u": "iu", "b": "b"}.get(target.kind, "")
+        # [] is float64 to NumPy, whatever it stands for: no values, nothing to convert unsafely.
+        if array.dtype.kind not in allowed and array.size:
+            raise TypeError(
+                f"Input {name!r} has dtype {array.dtype}, which cannot be safely converted; "
+                f"{expected}. Got: {value!r:.80}"
+            )
+        # Same dtype cannot overflow: skip the min/max scans (~10 us per input per call).
+        if target.kind in "iu" and array.dtype != target and array.size:
+            info = np.iinfo(target)
+            if array.min() < info.min or array.max() > info.max:
+                raise _range_error(f"Input {name!r}", target, array, expected)
+        with np.errstate(over="ignore"):  # refused below, with the input's name
+            converted = array.astype(target, copy=False)
+        if _overflowed(array, converted):
+            raise _range_error(f"Input {name!r}", target, array, expected)
+        array = converted
+    # Not TensorShape.is_compatible_with: it costs ~10 us per input per call, this ~1 us.
+    want = None if spec.shape.rank is None else spec.shape.as_list()
+    if want is not None and (
+        len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape))
+    ):
+        hint = " (add the batch dimension: wrap one example in a list)"
+        raise PredictorInputError(
+            f"Input {name!r} has shape {list(array.shape)}; {expected} (None = any size)"
+            f"{hint if array.ndim == len(want) - 1 else ''}"
+        )
+    return array
 
 
 class _ExampleBuilder:
     """Serializes plain feature dicts into ``tf.train.Example``s for a parsing signature."""
 
-    def __init__(
-        self, keys: dict[str, tf2.DType], required: set[str], shapes: dict[str, list[int]]
-    ):
-        self.keys = keys
-        self.required = required
+    def __init__(self, keys: dict, required: set, shapes: dict):
+        self.keys = keys  # feature name -> dtype
+        self.required = required  # dense features without a default
         self.shapes = shapes  # of the dense features: each example holds exactly this many
 
     @classmethod
-    def find(cls, session, graph, input_tensor) -> Optional[_ExampleBuilder]:
+    def find(cls, session, input_tensor) -> Optional[_ExampleBuilder]:
         for op in input_tensor.consumers():
             if op.type == "ParseExampleV2":
-                # Inputs: serialized, names, sparse_keys, dense_keys, ragged_keys (each one
-                # string tensor), dense_defaults[Ndense].
+                # Inputs: serialized, names, sparse_keys, dense_keys, ragged_keys, dense_defaults.
                 sparse, dense, ragged = session.run(list(op.inputs[2:5]))
                 defaults = op.inputs[5 : 5 + len(dense)]
                 ragged_types = op.get_attr("ragged_value_types")
             elif op.type == "ParseExample":
-                # The v1 op of older exports: one scalar input per key. Inputs: serialized,
-                # names, sparse_keys[Nsparse], dense_keys[Ndense], dense_defaults[Ndense].
+                # The v1 op of older exports, one scalar input per key: serialized, names,
+                # sparse_keys[Nsparse], dense_keys[Ndense], dense_defaults[Ndense].
                 num_sparse, num_dense = op.get_attr("Nsparse"), op.get_attr("Ndense")
-                keys_end = 2 + num_sparse + num_dense
+                end = 2 + num_sparse + num_dense
                 sparse = session.run(list(op.inputs[2 : 2 + num_sparse]))
-                dense = session.run(list(op.inputs[2 + num_sparse : keys_end]))
-                defaults = op.inputs[keys_end : keys_end + num_dense]
+                dense = session.run(list(op.inputs[2 + num_sparse : end]))
+                defaults = op.inputs[end : end + num_dense]
                 ragged, ragged_types = [], []
             else:
                 continue
-            keys = {}
-            for k, t in zip(sparse, op.get_attr("sparse_types")):
+            keys = {
+                k.decode(): tf.as_dtype(t)
+                for k, t in [*zip(sparse, op.get_attr("sparse_types")), *zip(ragged, ragged_types)]
+            }
+            required, shapes = set(), {}
+            dense_attrs = zip(dense, op.get_attr("Tdense"), defaults, op.get_attr("dense_shapes"))
+            for k, t, default, shape in dense_attrs:
                 keys[k.decode()] = tf.as_dtype(t)
-            for k, t in zip(ragged, ragged_types):
-                keys[k.decode()] = tf.as_dtype(t)
-            required = set()
-            shapes = {}
-            dense_shapes = op.get_attr("dense_shapes")
-            for k, t, d, shape in zip(dense, op.get_attr("Tdense"), defaults, dense_shapes):
-                keys[k.decode()] = tf.as_dtype(t)
-                if d.shape.num_elements() == 0:
+                if default.shape.num_elements() == 0:
                     required.add(k.decode())
-                shape = tf.TensorShape(shape)
-                if shape.is_fully_defined():
-                    shapes[k.decode()] = shape.as_list()
+                if tf.TensorShape(shape).is_fully_defined():
+                    shapes[k.decode()] = tf.TensorShape(shape).as_list()
             return cls(keys, required, shapes)
         return None
 
@@ -350,19 +283,20 @@ class _ExampleBuilder:
                 f"Got unknown: {unknown}, missing: {missing}"
             )
         for key, values in features.items():
-            if _is_single_value(values):
+            # Not np.ndim: NumPy refuses the uneven per-example lists of a VarLenFeature.
+            single = isinstance(values, (str, bytes)) or not hasattr(values, "__len__")
+            if single or (isinstance(values, np.ndarray) and values.ndim == 0):
                 raise PredictorInputError(
                     f"Feature {key!r} must hold one entry per example: wrap one example's "
-                    f"value in a list. Got: {_short(values)}"
+                    f"value in a list. Got: {values!r:.80}"
                 )
         lengths = {k: len(v) for k, v in features.items()}
         if len(set(lengths.values())) > 1:
             raise PredictorInputError(
                 f"All features must hold the same number of examples. Got: {lengths}"
             )
-        count = next(iter(lengths.values()), 0)
-        serialized = np.empty([count], dtype=object)
-        for i in range(count):
+        serialized = np.empty([next(iter(lengths.values()), 0)], dtype=object)
+        for i in range(len(serialized)):
             example = tf.train.Example()
             for key, values in features.items():
                 self._fill(example, key, values[i], i)
@@ -376,24 +310,21 @@ class _ExampleBuilder:
         except ValueError as e:  # NumPy: "setting an array element with a sequence…"
             raise PredictorInputError(
                 f"Feature {key!r} of example {index} is nested unevenly: give each example a "
-                f"flat list of values (or an array of the parsed shape). Got: {_short(value)}"
+                f"flat list of values (or an array of the parsed shape). Got: {value!r:.80}"
             ) from e
         shape = self.shapes.get(key)
         if shape is not None and not flat.size and key not in self.required:
-            # No values for a feature parsed with a default: left out of the example, so that
-            # the parser gives the default (a present but empty feature is an error to it).
-            return
-        feature = example.features.feature[key]
+            return  # left out, so the parser gives the default (present but empty is an error)
         if shape is not None and flat.size != int(np.prod(shape)):
             raise PredictorInputError(
                 f"Feature {key!r} is parsed with shape {shape}, but example {index} holds "
                 f"{flat.size} value(s): give one entry per example (wrap one example in a "
-                f"list). Got: {_short(value)}"
+                f"list). Got: {value!r:.80}"
             )
-        # A tf.train.Example holds floats as float32 and integers as int64: a value they
-        # cannot hold would be stored as inf or wrapped around, not refused.
-        what = f"Feature {key!r} of example {index}"
-        expected = f"it is parsed as {dtype.name}"
+        feature = example.features.feature[key]
+        # An Example holds float32 and int64: a value they cannot hold would be stored as inf
+        # or wrapped around, not refused.
+        what, expected = f"Feature {key!r} of example {index}", f"it is parsed as {dtype.name}"
         try:
             if dtype == tf.string:
                 feature.bytes_list.value.extend(_to_bytes(v) for v in flat)
@@ -410,11 +341,11 @@ class _ExampleBuilder:
                 if flat.size and flat.dtype.kind == "u" and flat.max() > np.iinfo(np.int64).max:
                     raise _range_error(what, np.dtype(np.int64), flat, expected)
                 feature.int64_list.value.extend(flat.astype(np.int64).tolist())
+        except PredictorInputError:
+            raise
         except (TypeError, ValueError) as e:
-            if isinstance(e, PredictorInputError):
-                raise
             raise TypeError(
-                f"Feature {key!r} is parsed as {dtype.name}; cannot store {_short(value)} in a "
+                f"Feature {key!r} is parsed as {dtype.name}; cannot store {value!r:.80} in a "
                 f"tf.train.Example ({e})"
             ) from e
 
@@ -422,33 +353,20 @@ class _ExampleBuilder:
 class Predictor:
     """Serves an exported SavedModel from Python: load once, call many times.
 
-    Replaces the removed ``tf.contrib.predictor``. Inputs are checked against the signature
-    (names, dtypes, shapes) and converted to its dtypes when that is safe (float64 -> float32,
-    int64 -> int32 within range); an error names the input and what it expected. A signature
-    that parses serialized ``tf.train.Example``s (:func:`parsing_receiver`, or the v1
-    ``ParseExample`` op of older exports) also takes plain feature dicts, a multi-valued
-    feature as a list of values per example (an empty list gives a feature's default). Large
-    inputs run in batches of ``batch_size``; a rank-0 input (a threshold) goes whole to each.
-    An input the outputs do not depend on (``label_ids`` of a BERT receiver) may be left out.
-    A signature with a ``SparseTensor`` input loads but cannot be called (export with
-    :func:`parsing_receiver` instead).
+    Replaces the removed ``tf.contrib.predictor``. Inputs are checked against the signature and
+    converted to its dtypes when that is safe; an error names the input and what it expected. A
+    signature that parses ``tf.train.Example``s also takes plain feature dicts (a multi-valued
+    feature as a list per example). An input the outputs do not depend on may be left out.
 
     Args:
-      export_dir_or_base: an export (``.../1712345678``) or a directory of exports, in which
-        case the newest complete one is used (:func:`latest_export`); ``str``, ``bytes`` (what
-        ``export_saved_model`` returns) or ``os.PathLike``.
-      signature: the name of the signature to serve, or a ``SignatureDef`` proto naming
-        tensors of the export's graph (a ``TensorInfo`` with only a ``name`` gets its dtype and
-        shape from the graph), as ``tf.contrib.predictor`` took one.
-      batch_size: default largest batch per session run.
+      export_dir_or_base: an export, or a directory of exports (the newest complete one is
+        used); ``str``, ``bytes`` (what ``export_saved_model`` returns) or ``os.PathLike``.
+      signature: the signature's name, or a ``SignatureDef`` naming tensors of the graph.
+      batch_size: default largest batch per session run; a rank-0 input goes whole to each.
       tags: the MetaGraph tags to load.
-      session_config: an optional ``tf.compat.v1.ConfigProto``. Default: ops run in the
-        calling thread (``inter_op_parallelism_threads=-1``, this session only), which saves a
-        thread hand-off per op at batch 1; large ops still use the intra-op thread pool. For
-        the lowest batch-1 latency on few cores pass ``intra_op_parallelism_threads=1``, but
-        TensorFlow shares that pool process-wide and fixes its size when the first session or
-        eager context starts, so it also slows large batches and later training in the process.
-      graph: the ``tf.compat.v1.Graph`` to load the export into; default a new one.
+      session_config: a ``tf.compat.v1.ConfigProto``; default ``inter_op_parallelism_threads=-1``
+        (ops run in the calling thread, this session only).
+      graph: the ``tf.compat.v1.Graph`` to load into; default a new one.
 
     Raises:
       ExportNotFoundError: if there is no complete export.
@@ -475,7 +393,9 @@ class Predictor:
         self.export_dir = _resolve_export_dir(export_dir_or_base)
         self._graph = tf.Graph() if graph is None else graph
         if session_config is None:
-            session_config = _default_session_config()
+            # Ops in the caller's thread (this session only): measured 6-10% lower batch-1
+            # latency on BERT-tiny, equal batch-64 throughput (benchmarks/cases/serving.py).
+            session_config = tf.ConfigProto(inter_op_parallelism_threads=-1)
         self._session = tf.Session(graph=self._graph, config=session_config)
         try:
             self._load(list(tags), signature)
@@ -484,13 +404,11 @@ class Predictor:
             raise
 
     def _load(self, tags: list[str], signature: Union[str, SignatureDef]) -> None:
-        # The loader's RuntimeError for missing tags does not say which ones the export has.
-        _meta_graph(self.export_dir, tags)
+        _meta_graph(self.export_dir, tags)  # the loader's error for missing tags lists none
         try:
             with self._graph.as_default():
                 meta_graph = tf.saved_model.loader.load(self._session, tags, self.export_dir)
         except (OSError, tf.errors.OpError) as e:
-            # TensorFlow reports a truncated file as "Graph execution error" from RestoreV2.
             raise ExportLoadError(
                 f"The SavedModel at {self.export_dir} could not be loaded: it is corrupt or "
                 "incomplete (saved_model.pb and variables/ must come from one complete "
@@ -501,37 +419,33 @@ class Predictor:
         if isinstance(signature, SignatureDef):
             sig = self._completed(signature)
             signature = "<the SignatureDef given>"
-        elif signature not in self._signature_defs:
+        elif signature in self._signature_defs:
+            sig = self._signature_defs[signature]
+        else:
+            # TF2's "__saved_model_init_op" is a signature only in name: it runs no model.
+            names = sorted(k for k in self._signature_defs if k != "__saved_model_init_op")
             raise ValueError(
                 f"`signature` {signature!r} is not in {self.export_dir}. "
-                # TF2's "__saved_model_init_op" is a signature only in name: it runs no model.
-                f"Available signatures: "
-                f"{sorted(k for k in self._signature_defs if k != '__saved_model_init_op')}"
+                f"Available signatures: {names}"
             )
-        else:
-            sig = self._signature_defs[signature]
-        self.signature = signature
+        self.signature, self._sig = signature, sig
         self._inputs = {k: _spec(v) for k, v in sorted(sig.inputs.items())}
         self._outputs = {k: _spec(v) for k, v in sorted(sig.outputs.items())}
-        self._input_names = list(self._inputs)
-        self._output_names = list(self._outputs)
+        self._input_names, self._output_names = list(self._inputs), list(self._outputs)
         self._where = f"{signature!r} of {self.export_dir}"
-        self._examples = None
-        # A SparseTensor input is fed through several component tensors, not one; it is refused
-        # when called (prepare), so that the export's signatures can still be inspected here.
-        self._sig = sig
-        self._unfeedable = [k for k in self._input_names if not _is_dense(sig.inputs[k])]
+        self._examples = self._run = self._needed = None
+        # A SparseTensor input has several component tensors: refused when called, not here.
+        self._unfeedable = [
+            k for k in self._input_names if sig.inputs[k].WhichOneof("encoding") != "name"
+        ]
         if self._unfeedable:
-            self._run = None
             return
-        # Callables for calls that leave out inputs the outputs do not depend on, by the set of
-        # inputs given; built on first use (see _runner_for).
         self._subset_runs: dict[frozenset, tuple[Callable, list[str]]] = {}
-        self._needed: Optional[frozenset] = None
         self._run = self._make_run(self._input_names)
-        feed = self._graph.get_tensor_by_name(sig.inputs[self._input_names[0]].name)
-        if len(self._input_names) == 1 and self._inputs[self._input_names[0]].dtype == tf.string:
-            self._examples = _ExampleBuilder.find(self._session, self._graph, feed)
+        first = self._input_names[0]
+        if len(self._input_names) == 1 and self._inputs[first].dtype == tf.string:
+            feed = self._graph.get_tensor_by_name(sig.inputs[first].name)
+            self._examples = _ExampleBuilder.find(self._session, feed)
 
     def _completed(self, signature: SignatureDef) -> SignatureDef:
         """``signature`` with each tensor's dtype and shape read from the loaded graph."""
@@ -552,77 +466,52 @@ class Predictor:
         return full
 
     def _make_run(self, input_names: list[str]) -> Callable:
-        """``run(*arrays of input_names) -> [every output]``: one session callable."""
-        sig = self._sig
-        feed_names = [sig.inputs[k].name for k in input_names]
-        # An output may be an input passed through (instance keys: predictions={"id":
-        # features["id"]}). A session callable refuses to feed and fetch one tensor, so such
-        # outputs are answered from the fed arrays, as Session.run would answer them.
+        """``run(*arrays of input_names) -> [every output]``: one session callable.
+
+        ``Session.make_callable`` runs ``Session.run``'s Python feed/fetch handling per call; a
+        callable from ``CallableOptions`` (private, in ``_tf.PRIVATE_NAMES``; Keras' TF1 backend
+        uses it) is one C++ call. Measured (``python -m benchmarks --cases serving``, 2 cores):
+        batch-1 latency 2.38 ms with ``make_callable`` vs 1.98 ms with this; batch 1 against the
+        raw TF2 signature 1.15x vs 1.96x (goal 1.5x). The arrays must have the feeds' dtypes.
+        """
+        feed_names = [self._sig.inputs[k].name for k in input_names]
+        # An output may be an input passed through (instance keys). A session callable refuses
+        # to feed and fetch one tensor, so such outputs are answered from the fed arrays.
         sources = [
-            ("input", feed_names.index(sig.outputs[k].name))
-            if sig.outputs[k].name in feed_names
-            else ("fetch", None)
-            for k in self._output_names
+            feed_names.index(name) if name in feed_names else None
+            for name in (self._sig.outputs[k].name for k in self._output_names)
         ]
-        fetch_names = [
-            sig.outputs[k].name
-            for k, (kind, _) in zip(self._output_names, sources)
-            if kind == "fetch"
-        ]
-        feeds = [self._graph.get_tensor_by_name(name) for name in feed_names]
-        fetches = [self._graph.get_tensor_by_name(name) for name in fetch_names]
-        fetch = _session_callable(self._session, feeds, fetches)
-        if not any(kind == "input" for kind, _ in sources):
+        options = CallableOptions()
+        options.feed.extend(feed_names)
+        options.fetch.extend(
+            self._sig.outputs[k].name for k, i in zip(self._output_names, sources) if i is None
+        )
+        fetch = self._session._make_callable_from_options(options)
+        if all(i is None for i in sources):
             return fetch
 
         def run_passing_inputs(*values: np.ndarray) -> list:
             fetched = iter(fetch(*values))
-            return [values[i] if kind == "input" else next(fetched) for kind, i in sources]
+            return [next(fetched) if i is None else values[i] for i in sources]
 
         return run_passing_inputs
 
     def _needed_inputs(self) -> frozenset:
-        """The inputs the outputs depend on; computed once, on the first call that omits one.
-
-        An input fed through a ``placeholder_with_default`` is never needed: the session uses
-        its default, as ``tf.contrib.predictor`` let it.
-        """
+        """The inputs the outputs depend on, except ``placeholder_with_default`` ones."""
         if self._needed is None:
-            by_tensor = {self._sig.inputs[k].name: k for k in self._input_names}
-            needed = set()
-            pending = [
-                self._graph.get_tensor_by_name(self._sig.outputs[k].name).op
-                for k in self._output_names
-            ]
-            for k in self._output_names:
-                if self._sig.outputs[k].name in by_tensor:
-                    needed.add(by_tensor[self._sig.outputs[k].name])
+            get = self._graph.get_tensor_by_name
+            pending = [get(self._sig.outputs[k].name).op for k in self._output_names]
             seen = set()
             while pending:
                 op = pending.pop()
-                if op.name in seen:
-                    continue
-                seen.add(op.name)
-                for tensor in op.inputs:
-                    if tensor.name in by_tensor:
-                        needed.add(by_tensor[tensor.name])
-                    pending.append(tensor.op)
-                pending.extend(op.control_inputs)
+                if op not in seen:
+                    seen.add(op)
+                    pending.extend([t.op for t in op.inputs] + list(op.control_inputs))
+            feeds = {k: get(self._sig.inputs[k].name).op for k in self._input_names}
             self._needed = frozenset(
-                k
-                for k in needed
-                if self._graph.get_tensor_by_name(self._sig.inputs[k].name).op.type
-                != "PlaceholderWithDefault"
+                k for k, op in feeds.items() if op in seen and op.type != "PlaceholderWithDefault"
             )
         return self._needed
-
-    def _runner_for(self, given: frozenset) -> tuple[Callable, list[str]]:
-        """The callable and input order for a call that gives only the inputs ``given``."""
-        cached = self._subset_runs.get(given)
-        if cached is None:
-            names = [k for k in self._input_names if k in given]
-            cached = self._subset_runs[given] = (self._make_run(names), names)
-        return cached
 
     @property
     def signature_names(self) -> list[str]:
@@ -631,10 +520,7 @@ class Predictor:
 
     @property
     def inputs(self) -> dict[str, tf2.TypeSpec]:
-        """Input name -> ``tf.TensorSpec`` (``None`` for a dimension of any size).
-
-        A sparse input is a ``tf.SparseTensorSpec`` whose ``name`` lists its component tensors.
-        """
+        """Input name -> ``tf.TensorSpec`` (a sparse input: ``tf.SparseTensorSpec``)."""
         return dict(self._inputs)
 
     @property
@@ -643,22 +529,9 @@ class Predictor:
         return dict(self._outputs)
 
     @property
-    def parses_examples(self) -> bool:
-        """Whether the signature takes serialized ``tf.train.Example``s."""
-        return self._examples is not None
-
-    @property
     def example_features(self) -> Optional[dict[str, tf2.DType]]:
-        """For a parsing signature, the features it reads from each example, by name.
-
-        Those are the names a plain feature dict passes instead of serialized examples;
-        ``None`` for a signature that takes no ``tf.train.Example`` protos.
-        """
+        """Feature name -> dtype a parsing signature reads from each example; else ``None``."""
         return None if self._examples is None else dict(self._examples.keys)
-
-    def signatures(self) -> dict[str, dict]:
-        """Every signature: ``{name: {"method": str, "inputs": {...}, "outputs": {...}}}``."""
-        return _signature_specs(self._signature_defs)
 
     def prepare(self, features: Mapping) -> dict[str, np.ndarray]:
         """Checks and converts ``features`` into the arrays fed to the signature's inputs.
@@ -667,37 +540,39 @@ class Predictor:
           features: input name -> array-like with a leading batch dimension; for a parsing
             signature, alternatively feature name -> per-example values.
 
-        An input the signature's outputs do not depend on (a ``label_ids`` placeholder in a
-        BERT serving receiver), or one with a default (``placeholder_with_default``), may be
-        left out, as ``tf.contrib.predictor`` allowed; it is then not fed.
-
         Returns:
           Input name -> NumPy array of the signature's dtype, for the inputs given.
 
         Raises:
-          PredictorInputError: (a ``ValueError``) for an unknown input name, a missing one
-            that the outputs depend on, a wrong
-            shape, ragged rows, numbers outside the range of the input's dtype (or of a
-            tf.train.Example's int64 / float32), inputs with different batch sizes, or a
-            signature with a sparse input.
-          TypeError: if ``features`` is not a dict or a value cannot be converted to the
-            input's dtype.
+          PredictorInputError: (a ``ValueError``) if ``features`` do not fit the signature.
+          TypeError: if ``features`` is not a dict or a value has the wrong kind of dtype.
         """
         if not isinstance(features, Mapping):
             raise TypeError(
                 f"`features` must be a dict of input name -> values; signature {self._where} "
-                f"has inputs {self._describe_inputs()}. Got: {_short(features)}"
+                f"has inputs {self._describe_inputs()}. Got: {features!r:.80}"
             )
         if self._unfeedable:
-            raise PredictorInputError(self._unfeedable_message())
+            inputs = ", ".join(_describe(k, self._inputs[k]) for k in self._unfeedable)
+            usable = sorted(
+                name
+                for name, sig in self._signature_defs.items()
+                if all(info.WhichOneof("encoding") == "name" for info in sig.inputs.values())
+            )
+            raise PredictorInputError(
+                f"Signature {self._where} has the sparse (or ragged) input(s) [{inputs}], which "
+                "Predictor cannot feed: export with serving.parsing_receiver (a multi-valued "
+                "feature is then a list per example) or with a dense input that the receiver "
+                "turns into a SparseTensor (tf.sparse.from_dense)."
+                + (f" Signatures of this export with dense inputs only: {usable}" if usable else "")
+            )
         if self._examples is not None and set(features) != set(self._input_names):
             features = {self._input_names[0]: self._examples.build(features, self._where)}
-        given = features.keys()
-        if len(given) != len(self._input_names) or any(k not in self._inputs for k in given):
-            missing = sorted(set(self._input_names) - set(given))
-            unknown = sorted(set(given) - set(self._input_names))
-            if unknown or set(missing) & self._needed_inputs():
-                needed = sorted(set(missing) & self._needed_inputs())
+        if len(features) != len(self._input_names) or any(k not in self._inputs for k in features):
+            missing = sorted(set(self._input_names) - set(features))
+            unknown = sorted(set(features) - set(self._input_names))
+            needed = sorted(set(missing) & self._needed_inputs())
+            if unknown or needed:
                 raise PredictorInputError(
                     f"Signature {self._where} has inputs {self._describe_inputs()}. "
                     f"Got missing: {missing}, unknown: {unknown}"
@@ -716,52 +591,28 @@ class Predictor:
             )
         return arrays
 
-    def _unfeedable_message(self) -> str:
-        inputs = ", ".join(_describe(k, self._inputs[k]) for k in self._unfeedable)
-        usable = sorted(
-            name
-            for name, sig in self._signature_defs.items()
-            if all(_is_dense(info) for info in sig.inputs.values())
-        )
-        others = f" Signatures of this export with dense inputs only: {usable}" if usable else ""
-        return (
-            f"Signature {self._where} has the sparse (or ragged) input(s) [{inputs}], which "
-            "Predictor cannot feed: only dense inputs can be. Export the model with "
-            "serving.parsing_receiver (a multi-valued feature is then given as a list of "
-            "values per example) or with a dense input that the serving_input_receiver_fn "
-            f"turns into a SparseTensor (tf.sparse.from_dense, say).{others}"
-        )
-
     def __call__(self, features: Mapping, *, batch_size: Optional[int] = None) -> dict:
-        """Runs the signature on ``features``; returns output name -> NumPy array.
+        """Runs the signature on ``features`` (see :meth:`prepare`); returns output -> array.
 
-        Args:
-          features: see :meth:`prepare`.
-          batch_size: largest batch per session run (default: the constructor's).
-
-        Returns:
-          Output name -> NumPy array, one row per example.
-
-        Raises:
-          PredictorInputError, TypeError: see :meth:`prepare`.
+        ``batch_size`` (default: the constructor's) is the largest batch per session run.
         """
         arrays = self.prepare(features)
         if len(arrays) == len(self._input_names):  # every input given: no set built per call
             run, names = self._run, self._input_names
         else:
-            run, names = self._runner_for(frozenset(arrays))
+            given = frozenset(arrays)
+            if given not in self._subset_runs:
+                names = [k for k in self._input_names if k in given]
+                self._subset_runs[given] = (self._make_run(names), names)
+            run, names = self._subset_runs[given]
         values = [arrays[k] for k in names]
         limit = self._batch_size if batch_size is None else check_int("batch_size", batch_size)
-        # The batch comes from the batched inputs (prepare checked they agree); a rank-0 input
-        # is passed whole to every chunk.
-        count = next((v.shape[0] for v in values if v.ndim), 0)
+        count = next((v.shape[0] for v in values if v.ndim), 0)  # rank-0 inputs go whole
         if count <= limit:
             return dict(zip(self._output_names, run(*values)))
-        chunks = [
-            run(*[v[start : start + limit] if v.ndim else v for v in values])
-            for start in range(0, count, limit)
-        ]
-        sizes = [min(limit, count - start) for start in range(0, count, limit)]
+        starts = range(0, count, limit)
+        chunks = [run(*[v[s : s + limit] if v.ndim else v for v in values]) for s in starts]
+        sizes = [min(limit, count - s) for s in starts]
         return {
             name: self._merge(name, [c[i] for c in chunks], sizes)
             for i, name in enumerate(self._output_names)
@@ -773,8 +624,7 @@ class Predictor:
         if shape.rank is not None:
             per_example = shape.rank > 0 and shape.as_list()[0] is None
             return np.concatenate(parts) if per_example else parts[0]
-        # Unknown static rank (tf.squeeze, some reshapes): decide from what the runs returned.
-        # tf.squeeze also drops the batch axis of a one-example chunk; it is put back.
+        # Unknown static rank (tf.squeeze): decide from the runs; put back a squeezed batch of 1.
         rows = []
         for part, size in zip(parts, sizes):
             if np.ndim(part) > 0 and np.shape(part)[0] == size:
@@ -800,29 +650,3 @@ class Predictor:
 
     def __repr__(self) -> str:
         return f"Predictor({self.export_dir!r}, signature={self.signature!r})"
-
-
-def _session_callable(session, feeds: list, fetches: list) -> Callable:
-    """``run(*feed_arrays) -> [fetched arrays]`` for one fixed feed/fetch signature.
-
-    Public ``Session.make_callable(fetches, feed_list=feeds)`` goes through ``Session.run``'s
-    Python feed and fetch handling on every call; a callable made from ``CallableOptions``
-    (private, listed in ``_tf.PRIVATE_NAMES``; what Keras' TF1 backend uses) is one C++ call.
-    Measured with ``python -m benchmarks --cases serving`` (2 cores, medians of 3): batch-1
-    latency 2.38 ms with ``make_callable`` vs 1.98 ms with this (1.88 vs 1.05 ms with one intra-op
-    thread); batch 1 against the raw TF2 signature 1.15x vs 1.96x (goal 1.5x). Both callables
-    on one loaded BERT-tiny session, calls interleaved, on a busy 2-core machine: batch 1
-    4.59 vs 3.54 ms, batch 64 49.9 vs 48.1 ms. The arrays must already have the feeds' dtypes,
-    which :meth:`Predictor.prepare` guarantees.
-    """
-    options = CallableOptions()
-    options.feed.extend(t.name for t in feeds)
-    options.fetch.extend(t.name for t in fetches)
-    return session._make_callable_from_options(options)
-
-
-def _default_session_config():
-    # A negative inter-op count runs this session's ops in the caller's thread (per session, no
-    # process-wide pool is resized): measured 6-10% lower batch-1 latency on BERT-tiny with
-    # equal batch-64 throughput (benchmarks/cases/serving.py).
-    return tf.ConfigProto(inter_op_parallelism_threads=-1)

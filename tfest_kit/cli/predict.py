@@ -1,14 +1,10 @@
 """``python -m tfest_kit predict EXPORT_DIR --json FILE``: answer a TF Serving REST request.
 
-Reads ``{"instances": [...]}`` (row format: a list of ``{input: value}`` objects, or of plain
-values when the signature has one input) or ``{"inputs": {input: [...]}}`` (column format)
-from FILE (``-`` for stdin) and answers as TF Serving does: ``{"predictions": [...]}`` to rows,
-one object per instance (one value per instance when the signature has one output), and
-``{"outputs": {output: [...]}}`` to columns (``{"outputs": [...]}`` for one output). Binary
-strings are written as ``{"b64": "..."}`` both ways, and so is every string of an output whose
-name ends in ``_bytes``. For a model exported with a parsing receiver, instances may be plain
-feature objects. A ``"signature_name"`` in the request chooses the signature, as in TF
-Serving. EXPORT_DIR may be one export or a directory of numbered exports.
+Reads ``{"instances": [...]}`` (rows: ``{input: value}`` objects, or plain values for one input)
+or ``{"inputs": {input: [...]}}`` (columns) from FILE (``-``: stdin) and answers as TF Serving:
+``{"predictions": [...]}`` to rows, ``{"outputs": ...}`` to columns. Binary strings, and every
+string of an output named ``*_bytes``, are ``{"b64": "..."}``. A parsing export takes plain
+feature objects; ``"signature_name"`` chooses the signature. EXPORT_DIR: an export or a base.
 """
 
 from __future__ import annotations
@@ -24,13 +20,7 @@ import numpy as np
 from tfest_kit._checks import positive_int_arg
 from tfest_kit.cli.signature import export_hint
 
-__all__ = [
-    "add_parser",
-    "run",
-    "features_from_request",
-    "predictions_to_json",
-    "outputs_to_json",
-]
+__all__ = ["add_parser", "run", "features_from_request", "predictions_to_json", "outputs_to_json"]
 
 
 class RequestError(ValueError):
@@ -38,17 +28,7 @@ class RequestError(ValueError):
 
 
 def _decode(value: Any, name: str, instance: Optional[int] = None) -> Any:
-    """``value`` with each ``{"b64": ...}`` replaced by its bytes.
-
-    Args:
-      value: one input's value: of one instance, or a whole column.
-      name: the input's name, for the message about a value that is not base64.
-      instance: the instance's index, for that message too. None for a column, whose items
-        are then numbered as they are decoded.
-
-    Raises:
-      RequestError: if a ``"b64"`` value is not base64.
-    """
+    """``value`` with each ``{"b64": ...}`` decoded; ``instance`` None: a column, numbered here."""
     if isinstance(value, dict) and set(value) == {"b64"}:
         try:
             return base64.b64decode(value["b64"])
@@ -58,9 +38,7 @@ def _decode(value: Any, name: str, instance: Optional[int] = None) -> Any:
                 f'The "b64" value of {where} is not valid base64 ({e}). Got: {value["b64"]!r:.60}'
             ) from None
     if isinstance(value, list):
-        if instance is None:
-            return [_decode(v, name, i) for i, v in enumerate(value)]
-        return [_decode(v, name, instance) for v in value]
+        return [_decode(v, name, i if instance is None else instance) for i, v in enumerate(value)]
     return value
 
 
@@ -72,17 +50,13 @@ def features_from_request(
     Args:
       request: the parsed JSON.
       input_names: the signature's input names (used when instances are plain values).
-      example_features: the features a signature that parses ``tf.train.Example``s reads, for
-        the messages; None for a signature that takes no examples.
+      example_features: the features a parsing signature reads (for messages), else None.
 
     Returns:
       Input (or feature) name -> list of per-instance values.
 
     Raises:
-      RequestError: if the body has neither or both of ``instances`` and ``inputs``, mixes
-        row shapes, gives objects with different keys, gives plain values (other than
-        serialized examples) for a parsing signature, or holds a ``{"b64": ...}`` value that
-        is not base64.
+      RequestError: (a ``ValueError``) if the body is not a TF Serving request.
     """
     if not isinstance(request, dict) or not ({"instances", "inputs"} & set(request)):
         raise RequestError(
@@ -112,7 +86,19 @@ def features_from_request(
         keys = set(instances[0])
         for index, row in enumerate(instances):
             if set(row) != keys:
-                raise RequestError(_keys_message(index, row, keys, example_features))
+                missing, extra = sorted(keys - set(row)), sorted(set(row) - keys)
+                message = (
+                    f'Every object in "instances" must have the same keys: instance {index} '
+                    f"lacks {missing} and adds {extra}, compared with instance 0"
+                )
+                if example_features is not None:
+                    message += (
+                        "; the signature parses tf.train.Examples, so a feature an instance has "
+                        f'no values for is sent empty, e.g. "{(missing or extra)[0]}": [] (a '
+                        "multi-valued feature, or one parsed with a default value, which it "
+                        "then gets)"
+                    )
+                raise RequestError(message)
         return {k: [_decode(row[k], k, i) for i, row in enumerate(instances)] for k in sorted(keys)}
     if any(rows_are_objects):
         raise RequestError('"instances" mixes objects and plain values')
@@ -122,38 +108,19 @@ def features_from_request(
         raise RequestError(
             f"The signature parses tf.train.Examples with features {example_features}: send "
             f'objects naming the features, e.g. {{"{name}": [...]}}, or b64-encoded '
-            'serialized tf.train.Examples ({"b64": "..."}). '
-            f"Got: {instances[0]!r:.60}"
+            f'serialized tf.train.Examples ({{"b64": "..."}}). Got: {instances[0]!r:.60}'
         )
     if len(input_names) != 1:
         raise RequestError(
-            f"The signature has inputs {input_names}: each instance must be an object "
-            "naming them"
+            f"The signature has inputs {input_names}: each instance must be an object naming them"
         )
-    return {input_names[0]: [_decode(row, input_names[0], i) for i, row in enumerate(instances)]}
-
-
-def _keys_message(index: int, row: dict, keys: set, example_features: Optional[list[str]]) -> str:
-    missing, extra = sorted(keys - set(row)), sorted(set(row) - keys)
-    message = (
-        f'Every object in "instances" must have the same keys: instance {index} lacks '
-        f"{missing} and adds {extra}, compared with instance 0"
-    )
-    if example_features is not None:
-        name = (missing or extra)[0]
-        message += (
-            "; the signature parses tf.train.Examples, so a feature an instance has no values "
-            f'for is sent empty, e.g. "{name}": [] (a multi-valued feature, or one parsed with a '
-            "default value, which it then gets)"
-        )
-    return message
+    return {input_names[0]: _decode(instances, input_names[0])}
 
 
 def _jsonable(value: Any, binary: bool = False) -> Any:
+    """``value`` as JSON; bytes that are not UTF-8, or all when ``binary``, as ``{"b64": ...}``."""
     if isinstance(value, np.ndarray):
-        if value.dtype == object:
-            return [_jsonable(v, binary) for v in value]
-        return _jsonable(value.tolist(), binary)
+        value = list(value) if value.dtype == object else value.tolist()
     if isinstance(value, list):
         return [_jsonable(v, binary) for v in value]
     if isinstance(value, bytes):
@@ -163,15 +130,7 @@ def _jsonable(value: Any, binary: bool = False) -> Any:
             except UnicodeDecodeError:
                 pass
         return {"b64": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, np.generic):
-        return _jsonable(value.item(), binary)
-    return value
-
-
-def _is_binary(name: str) -> bool:
-    # TF Serving's rule: strings of an output named "*_bytes" are always base64, since
-    # DT_STRING does not say whether it holds text or bytes.
-    return name.endswith("_bytes")
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def predictions_to_json(outputs: dict, count: int) -> dict:
@@ -182,8 +141,7 @@ def predictions_to_json(outputs: dict, count: int) -> dict:
       count: the number of instances in the request.
 
     Returns:
-      ``{"predictions": [...]}``: one object per instance, or one value per instance when
-      there is one output.
+      ``{"predictions": [...]}``: an object per instance, or a value when there is one output.
 
     Example:
       >>> predictions_to_json({"y": np.array([1.5, 2.5])}, 2)
@@ -193,20 +151,16 @@ def predictions_to_json(outputs: dict, count: int) -> dict:
     def row(name, i):
         array = np.asarray(outputs[name])
         value = array[i] if array.ndim and array.shape[0] == count else array
-        return _jsonable(value, _is_binary(name))
+        return _jsonable(value, name.endswith("_bytes"))
 
     names = sorted(outputs)
     if len(names) == 1:
-        rows = [row(names[0], i) for i in range(count)]
-    else:
-        rows = [{k: row(k, i) for k in names} for i in range(count)]
-    return {"predictions": rows}
+        return {"predictions": [row(names[0], i) for i in range(count)]}
+    return {"predictions": [{k: row(k, i) for k in names} for i in range(count)]}
 
 
 def outputs_to_json(outputs: dict) -> dict:
     """Turns :class:`Predictor` outputs into TF Serving's column-format response.
-
-    This is the answer to a request that gave ``"inputs"``.
 
     Args:
       outputs: output name -> array, as :class:`Predictor` returns them.
@@ -218,10 +172,9 @@ def outputs_to_json(outputs: dict) -> dict:
       >>> outputs_to_json({"y": np.array([1.5, 2.5]), "id_bytes": np.array([b"a", b"b"])})
       {'outputs': {'id_bytes': [{'b64': 'YQ=='}, {'b64': 'Yg=='}], 'y': [1.5, 2.5]}}
     """
-    columns = {k: _jsonable(np.asarray(v), _is_binary(k)) for k, v in sorted(outputs.items())}
-    if len(columns) == 1:
-        return {"outputs": next(iter(columns.values()))}
-    return {"outputs": columns}
+    # TF Serving's rule: DT_STRING does not say whether it holds text, an output name does.
+    columns = {k: _jsonable(np.asarray(outputs[k]), k.endswith("_bytes")) for k in sorted(outputs)}
+    return {"outputs": next(iter(columns.values())) if len(columns) == 1 else columns}
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -232,19 +185,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[1],
     )
     parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export or its base dir")
-    parser.add_argument(
-        "--json", required=True, metavar="FILE", help='request file, or "-" for stdin'
-    )
+    parser.add_argument("--json", required=True, metavar="FILE", help='request file, "-": stdin')
     parser.add_argument(
         "--signature",
-        default=None,
-        help='signature to run (default: the request\'s "signature_name", else serving_default)',
+        help='signature (default: the request\'s "signature_name", else serving_default)',
     )
     parser.add_argument(
-        "--batch_size",
-        type=positive_int_arg,
-        default=1024,
-        help="largest batch per run (default 1024)",
+        "--batch_size", type=positive_int_arg, default=1024, help="largest batch per run"
     )
     parser.set_defaults(func=run)
     return parser
@@ -257,11 +204,8 @@ def run(args: argparse.Namespace) -> int:
     from tfest_kit.serving import ExportLoadError, ExportNotFoundError, Predictor
 
     try:
-        if args.json == "-":
-            request = json.load(sys.stdin)
-        else:
-            with open(args.json) as f:
-                request = json.load(f)
+        with sys.stdin if args.json == "-" else open(args.json) as f:
+            request = json.load(f)
     except (OSError, ValueError) as e:
         print(f"predict: cannot read the request {args.json!r}: {e}", file=sys.stderr)
         return 2
@@ -273,32 +217,30 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    signature = args.signature or named or "serving_default"
     try:
-        predictor = Predictor(args.export_dir, signature, batch_size=args.batch_size)
-    except ExportNotFoundError as e:
-        print(f"predict: {e}{export_hint(args.export_dir)}", file=sys.stderr)
-        return 1
-    except ExportLoadError as e:
-        print(f"predict: {e}", file=sys.stderr)
+        predictor = Predictor(
+            args.export_dir,
+            args.signature or named or "serving_default",
+            batch_size=args.batch_size,
+        )
+    except (ExportNotFoundError, ExportLoadError) as e:
+        hint = export_hint(args.export_dir) if isinstance(e, ExportNotFoundError) else ""
+        print(f"predict: {e}{hint}", file=sys.stderr)
         return 1
     except ValueError as e:
-        # An unknown signature: the message lists the ones the export has.
         hint = ""
-        if "Available signatures" in str(e):
-            # Point to where the name came from: --signature, the request, or the default.
+        if "Available signatures" in str(e):  # point to where the unknown name came from
             if args.signature is not None:
                 where = "--signature"
             elif named is not None:
                 where = '"signature_name" in the request'
-            else:  # the default, serving_default, which this export lacks
+            else:
                 where = '--signature (or "signature_name" in the request)'
             hint = f". Pass one of them as {where}"
         print(f"predict: {e}{hint}", file=sys.stderr)
         return 2
     with predictor:
         try:
-            # The parsed features are the ones to name in messages about the request.
             parsed = predictor.example_features
             parsed = None if parsed is None else sorted(parsed)
             features = features_from_request(request, list(predictor.inputs), parsed)
@@ -313,6 +255,5 @@ def run(args: argparse.Namespace) -> int:
         response = outputs_to_json(outputs)
     else:
         response = predictions_to_json(outputs, len(next(iter(features.values()))))
-    json.dump(response, sys.stdout)
-    sys.stdout.write("\n")
+    print(json.dumps(response))
     return 0

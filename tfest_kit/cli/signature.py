@@ -24,28 +24,23 @@ def _subdirs(path: str) -> list[str]:
 
 
 def export_hint(path: str) -> str:
-    """What to pass instead of ``path`` when it holds no export (``""`` if nothing to suggest).
+    """What to pass instead of ``path``, which holds no export (``""`` if nothing to suggest).
 
-    A model_dir or its ``export/`` directory is the usual mistake: name the export bases
-    below it. A base holding only ``temp-*`` directories has an export in progress (or one
-    that crashed).
-
-    Example:
-
-        export_hint("/tmp/model")   # " Exports found below it: ['/tmp/model/export/best']; ..."
+    A model_dir or its ``export/`` is the usual mistake: name the export bases below it. A base
+    holding only ``temp-*`` directories has an export in progress (or one that crashed).
     """
     from tfest_kit._model_dir import complete_exports
 
-    bases = []
-    for parent in (path, os.path.join(path, "export")):
-        bases += [
-            d for d in _subdirs(parent) if not os.path.basename(d).isdigit() and complete_exports(d)
-        ]
-    if os.path.join(path, "export") not in bases and complete_exports(os.path.join(path, "export")):
-        bases.append(os.path.join(path, "export"))
+    export = os.path.join(path, "export")
+    bases = [
+        d
+        for d in [*_subdirs(path), *_subdirs(export)]
+        if not os.path.basename(d).isdigit() and complete_exports(d)
+    ]
+    if export not in bases and complete_exports(export):
+        bases.append(export)
     if bases:
         return f" Exports found below it: {bases}; pass one of those."
-    export = os.path.join(path, "export")
     temps = [
         d
         for parent in [path, export, *_subdirs(export)]
@@ -66,20 +61,16 @@ def export_hint(path: str) -> str:
     return ""
 
 
-def _shape(spec) -> list:
-    return None if spec.shape.rank is None else [-1 if d is None else d for d in spec.shape]
-
-
 def _as_dict(signatures: dict) -> dict:
+    def tensor(spec) -> dict:
+        shape = None if spec.shape.rank is None else [-1 if d is None else d for d in spec.shape]
+        return {"dtype": spec.dtype.name, "shape": shape, "tensor": spec.name}
+
     return {
         name: {
             "method": sig["method"],
             **{
-                side: {
-                    k: {"dtype": s.dtype.name, "shape": _shape(s), "tensor": s.name}
-                    for k, s in sig[side].items()
-                }
-                for side in ("inputs", "outputs")
+                side: {k: tensor(s) for k, s in sig[side].items()} for side in ("inputs", "outputs")
             },
         }
         for name, sig in signatures.items()
@@ -87,7 +78,7 @@ def _as_dict(signatures: dict) -> dict:
 
 
 def format_signatures(export_dir: str, signatures: dict) -> str:
-    """Formats :meth:`Predictor.signatures` output as text, one tensor per line."""
+    """Formats :func:`tfest_kit.serving.read_signatures` output as text, one tensor per line."""
     lines = [f"SavedModel: {export_dir}"]
     for name, sig in _as_dict(signatures).items():
         lines.append(f"\nsignature_def[{name!r}]  method: {sig['method']}")
@@ -118,11 +109,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         export_dir, signatures = read_signatures(args.export_dir)
-    except ExportNotFoundError as e:
-        print(f"signature: {e}{export_hint(args.export_dir)}", file=sys.stderr)
-        return 1
-    except (ExportLoadError, ValueError) as e:  # unreadable saved_model.pb; no "serve" graph
-        print(f"signature: {e}", file=sys.stderr)
+    except (ExportLoadError, ValueError, ExportNotFoundError) as e:  # ValueError: no "serve"
+        hint = export_hint(args.export_dir) if isinstance(e, ExportNotFoundError) else ""
+        print(f"signature: {e}{hint}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps({"export_dir": export_dir, "signatures": _as_dict(signatures)}, indent=1))
