@@ -113,19 +113,19 @@ def _assignment_map_for(prefix: str, variables) -> tuple[dict, list[str]]:
         name = _variable_name(var)
         if name not in shapes:
             continue
-        if list(shapes[name]) != var.shape.as_list():
-            skipped.append(
-                f"shape differs: {name} (model {var.shape.as_list()}, checkpoint {shapes[name]})"
+        # Another dtype would fail at session start: "expected dtype float does not equal ...".
+        differ = [
+            f"{what} differs: {name} (model {model}, checkpoint {ckpt})"
+            for what, model, ckpt in (
+                ("shape", var.shape.as_list(), list(shapes[name])),
+                ("dtype", var.dtype.base_dtype.name, dtypes[name].name),
             )
-            continue
-        dtype = var.dtype.base_dtype
-        if dtypes[name] != dtype:
-            # Matched, it would fail at session start: "expected dtype float does not equal ...".
-            skipped.append(
-                f"dtype differs: {name} (model {dtype.name}, checkpoint {dtypes[name].name})"
-            )
-            continue
-        assignment_map[name] = var
+            if model != ckpt
+        ]
+        if differ:
+            skipped.append(differ[0])
+        else:
+            assignment_map[name] = var
     return assignment_map, skipped
 
 
@@ -151,12 +151,7 @@ def _scope_hint(prefix: str, variables) -> Optional[tuple[str, str, int, str]]:
         parts = name.split("/")
         for ckpt_name in by_tail[(parts[-1], tuple(var.shape.as_list()))]:
             ckpt_parts = ckpt_name.split("/")
-            common = 0
-            while (
-                common < min(len(parts), len(ckpt_parts))
-                and parts[-1 - common] == ckpt_parts[-1 - common]
-            ):
-                common += 1
+            common = len(os.path.commonprefix([parts[::-1], ckpt_parts[::-1]]))
             if common < 2:  # "kernel" alone says nothing about where a layer went
                 continue
             pair = ("/".join(ckpt_parts[:-common] + [""]), "/".join(parts[:-common] + [""]))

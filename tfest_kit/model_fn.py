@@ -194,36 +194,21 @@ def _run_layer_updates(network_ops: list) -> None:
         )
 
 
-class _MissingFeature(KeyError):
-    pass
+class _UnknownFeature(KeyError, TypeError):
+    """A lookup by name of a feature the input lacks: a KeyError on a dict, a TypeError on a tuple
+    (whose own "tuple indices must be integers" names neither), as unwrapped."""
 
 
 class _Features(dict):
-    """Still a ``KeyError`` for a missing feature, so a network may catch it."""
-
     def __missing__(self, key):
-        raise _MissingFeature(key)
+        raise _UnknownFeature(key)
 
 
-class _NameOnSequence(TypeError):
-    pass
-
-
-class _NameLookupOnSequence:
-    """Python's "tuple indices must be integers" names neither the sequence nor the key."""
-
+class _FeatureTuple(tuple):
     def __getitem__(self, key):
         if isinstance(key, str):
-            raise _NameOnSequence(key)
+            raise _UnknownFeature(key)
         return super().__getitem__(key)
-
-
-class _FeatureTuple(_NameLookupOnSequence, tuple):
-    pass
-
-
-class _FeatureList(_NameLookupOnSequence, list):
-    pass
 
 
 # The end of TensorFlow's error for ``tensor["x"]``: "... are valid indices, got 'x'".
@@ -232,6 +217,13 @@ _NAME_AS_INDEX = re.compile(r"valid indices, got ('[^']*'|\"[^\"]*\")$")
 
 def _shape(tensor) -> str:
     return str(tensor.shape.as_list()) if tensor.shape.rank is not None else "unknown"
+
+
+def _not_a_dict(key: str, got: str) -> TypeError:
+    return TypeError(
+        f"`network_fn` looked up feature {key}, but the input_fn yields {got}, not a dict of "
+        f"features; yield ({{{key}: x, ...}}, y) (inputs.from_arrays does)"
+    )
 
 
 def _network_outputs(network_fn: Callable, features, mode, params, config):
@@ -245,34 +237,26 @@ def _network_outputs(network_fn: Callable, features, mode, params, config):
     is_mapping = isinstance(features, Mapping)
     if is_mapping:
         features = _Features(features)
-    elif type(features) in (tuple, list):
-        features = (_FeatureTuple if type(features) is tuple else _FeatureList)(features)
+    elif type(features) is tuple:
+        features = _FeatureTuple(features)
     try:
         with keras_seeds(getattr(config, "tf_random_seed", None)):
             outputs = network_fn(features, mode, params)
-    except _MissingFeature as error:
+    except _UnknownFeature as error:
+        if not is_mapping:
+            raise _not_a_dict(
+                repr(error.args[0]), f"a tuple of {len(features)} features"
+            ) from error
         raise ValueError(
             f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
             f"receiver) does not provide. Got features: {sorted(map(str, features))}"
-        ) from error
-    except _NameOnSequence as error:
-        key = error.args[0]
-        raise TypeError(
-            f"`network_fn` looked up feature {key!r}, but the input_fn yields a "
-            f"{'tuple' if isinstance(features, tuple) else 'list'} of {len(features)} "
-            f"features, not a dict of features; yield ({{{key!r}: x, ...}}, y) "
-            "(inputs.from_arrays does)"
         ) from error
     except TypeError as error:
         match = _NAME_AS_INDEX.search(str(error))
         if is_mapping or not tf.is_tensor(features) or match is None:
             raise
-        raise TypeError(
-            f"`network_fn` looked up feature {match.group(1)}, but the input_fn yields a single "
-            f"tensor, not a dict of features; yield ({{{match.group(1)}: x}}, y) "
-            f"(inputs.from_arrays does). Got: a {features.dtype.name} tensor of shape "
-            f"{_shape(features)}"
-        ) from error
+        got = f"a single tensor ({features.dtype.name}, shape {_shape(features)})"
+        raise _not_a_dict(match.group(1), got) from error
     if mode == ModeKeys.TRAIN:
         _run_layer_updates(graph.get_operations()[first_op:])
     return outputs
