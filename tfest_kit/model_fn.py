@@ -93,7 +93,7 @@ def _check_signature(fn: Callable, name: str, arguments: tuple) -> None:
         pass
     except TypeError as error:
         raise TypeError(
-            f"`{name}` must accept {len(arguments)} positional arguments ({', '.join(arguments)}), "
+            f"`{name}` must accept {len(arguments)} positional arguments ({', '.join(arguments)}); "
             f"add those it ignores (e.g. `{arguments[-1]}=None`) and give others defaults "
             f"({error}). "
             f"Got: {getattr(fn, '__name__', type(fn).__name__)}{inspect.signature(fn)}"
@@ -101,15 +101,8 @@ def _check_signature(fn: Callable, name: str, arguments: tuple) -> None:
 
 
 def _spec(tpu_spec: bool, **kwargs):
-    if tpu_spec:
-        return estimator.tpu.TPUEstimatorSpec(**kwargs)
-    scaffold_fn = kwargs.pop("scaffold_fn", None)
-    metric_fn, tensors = kwargs.pop("eval_metrics", None) or (None, None)
-    if metric_fn is not None:
-        kwargs["eval_metric_ops"] = metric_fn(**tensors)
-    if scaffold_fn is not None:
-        kwargs["scaffold"] = scaffold_fn()
-    return estimator.EstimatorSpec(**kwargs)
+    spec = estimator.tpu.TPUEstimatorSpec(**kwargs)
+    return spec if tpu_spec else spec.as_estimator_spec()
 
 
 # Ops that may change a variable given as input (a read, ReadVariableOp, is none of them).
@@ -638,7 +631,6 @@ def _regressor_head(label_dimension: int, metrics: tuple, weight_key) -> _Head:
     return _Head(
         estimator.RegressionHead(label_dimension, weight_column=weight_key),
         metric_fn=metric_fn,
-        predictions_fn=lambda outputs: {"predictions": outputs},
         check_outputs=lambda outputs: _checked_outputs(outputs, label_dimension, "predictions"),
         labels_fn=labels_fn,
     )
