@@ -398,11 +398,11 @@ def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> No
         ):
             differ.append(f"{shown} (checkpoint {list(shapes[name])}, model {shape.as_list()})")
     if missing or differ:
-        problems = []
-        if differ:
-            problems.append(f"shapes differ: {', '.join(differ[:10])}")
-        if missing:
-            problems.append(f"not in the checkpoint: {', '.join(missing[:10])}")
+        problems = [
+            f"{what}: {', '.join(names[:10])}"
+            for what, names in (("shapes differ", differ), ("not in the checkpoint", missing))
+            if names
+        ]
         if named:
             raise ValueError(
                 f"The checkpoint Estimator restores, {prefix!r} (the `checkpoint_path` given, "
@@ -412,11 +412,10 @@ def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> No
             )
         raise ValueError(
             f"`model_dir` {model_dir!r} holds a checkpoint ({prefix}) that does not fit this "
-            f"model: {'; '.join(problems)}. If the model changed, use a new model_dir (to "
-            "start from the old weights, pass the old checkpoint as init_checkpoint / "
-            "warm_start_from). If it did not, the features differ from those it was trained "
-            "on (a first layer's shape follows the number of input columns): check the "
-            "input_fn or serving receiver. The checkpoint was not changed."
+            f"model: {'; '.join(problems)}. A changed model needs a new model_dir (init_checkpoint"
+            " / warm_start_from start it from the old weights); otherwise the features differ "
+            "from those trained on: check the input_fn or serving receiver. The checkpoint was "
+            "not changed."
         )
     if optimizer:
         raise ValueError(
