@@ -157,11 +157,8 @@ def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip
 
 
 def _run_layer_updates(network_ops: list) -> None:
-    """Puts the state updates no op uses into ``UPDATE_OPS``, which the train op waits for.
-
-    ``tf.keras.layers.BatchNormalization`` keeps its moving-average updates out of
-    ``UPDATE_OPS``: unrun, evaluation and prediction normalise with mean 0 and variance 1.
-    """
+    """Puts the state updates no op uses into ``UPDATE_OPS``, which the train op waits for:
+    Keras' ``BatchNormalization`` keeps its moving averages out, unrun (mean 0, variance 1)."""
     waiting = {}
     for op in network_ops:
         for dependency in op.control_inputs:
@@ -665,11 +662,9 @@ def classifier(
         ``tf.compat.v1.train.Optimizer``, or a callable ``learning_rate -> Optimizer``.
       learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance.
       warmup_steps: steps of linear warm-up from 0 (BERT's ``num_warmup_steps``).
-      decay_steps: step at which the rate has decayed linearly to 0 (BERT's
-        ``num_train_steps``); None for no decay.
-      init_checkpoint: checkpoint or model directory to warm-start from, BERT style (variables
-        matching by name and shape, logged ``*INIT_FROM_CKPT*``); read only while model_dir has
-        no checkpoint of its own.
+      decay_steps: step where the rate reaches 0, linearly (``num_train_steps``); None: no decay.
+      init_checkpoint: checkpoint or model directory to warm-start from, BERT style (by name and
+        shape, logged ``*INIT_FROM_CKPT*``); read only while model_dir has no checkpoint.
       assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
       metrics: from :data:`CLASSIFIER_METRICS`; bare ``"precision"``, ``"recall"``, ``"f1"`` are
         macro averages; ``"recall_at_5"`` etc.; ``"auc"`` for 2 classes.
