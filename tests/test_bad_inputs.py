@@ -346,12 +346,12 @@ MODEL_FN_CASES = [
         r"`weight_key` 'w' is not a feature.*\['x'\]",
     ),
     case(
-        "loss_fn without weights",
+        "metric_fn without weights",
         lambda c: model_fn.build(
-            network, loss_fn=lambda labels, outputs: 0.0, predictions_fn=lambda o: {"o": o}
+            network, estimator.RegressionHead(), metric_fn=lambda labels, logits: {}
         ),
         TypeError,
-        r"`loss_fn` must accept 3 positional arguments \(labels, outputs, weights\).*weights=None",
+        r"`metric_fn` must accept 3 positional arguments \(labels, logits, weights\).*weights",
     ),
     case(
         "regressor string labels",

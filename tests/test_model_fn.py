@@ -457,9 +457,9 @@ def test_labels_of_another_dtype_are_named_with_the_fix(labels, match):
     "weights, match",
     [
         # A bare UnimplementedError from the cast, at the first step.
-        (["1", "2"], r"`weight_key` 'w' must be a numeric feature.*Got: dtype string"),
+        (["1", "2"], r"`weight_key` 'w' must be a dense numeric tensor.*Got: dtype string"),
         # TF's "weights can not be broadcast", naming no feature.
-        ([[1.0, 2.0], [3.0, 4.0]], r"`weight_key` 'w' must have shape \[batch\].*\(2, 2\)"),
+        ([[1.0, 2.0], [3.0, 4.0]], r"`weight_key` 'w'.*shape \[batch\].*Got: shape \(2, 2\)"),
     ],
 )
 def test_weight_features_of_another_kind_are_named(weights, match):
@@ -473,7 +473,9 @@ def test_ragged_weights_are_named_and_a_bool_mask_is_taken():
     model_fn = mf.classifier(network, NUM_CLASSES, weight_key="w")
     with tf.Graph().as_default():
         ragged = {"x": tf.constant(X_EVAL[:2]), "w": tf.ragged.constant([[1.0], [2.0, 3.0]])}
-        with pytest.raises(ValueError, match=r"`weight_key` 'w' must be a dense tensor.*Ragged"):
+        with pytest.raises(
+            ValueError, match=r"`weight_key` 'w' must be a dense numeric tensor.*Ragged"
+        ):
             model_fn(ragged, tf.constant(Y_EVAL[:2]), "train", {})
     with tf.Graph().as_default():
         tf.train.get_or_create_global_step()
@@ -992,22 +994,15 @@ def test_warm_start_skips_a_variable_saved_with_another_dtype(tmp_path):
 # ------------------------------------------------------------------ build's function contract
 
 
-def _head(**kw):
-    return {"predictions_fn": lambda outputs: {"logits": outputs}, **kw}
-
-
-def test_build_refuses_head_functions_with_the_wrong_arguments_at_once():
-    with pytest.raises(TypeError, match=r"`loss_fn`.*\(labels, outputs, weights\).*weights=None"):
-        mf.build(network, **_head(loss_fn=lambda labels, outputs: 0.0))
-    with pytest.raises(TypeError, match=r"`metric_fn`.*\(labels, outputs, weights\)"):
-        mf.build(
-            network,
-            **_head(loss_fn=lambda labels, outputs, weights: 0.0, metric_fn=lambda y, o: {}),
-        )
-    with pytest.raises(TypeError, match=r"`predictions_fn`.*\(outputs\).*defaults"):
-        mf.build(network, loss_fn=lambda *args: 0.0, predictions_fn=lambda outputs, extra: {})
+def test_build_refuses_functions_with_the_wrong_arguments_at_once():
+    head = estimator.MultiLabelHead(NUM_CLASSES)
+    with pytest.raises(TypeError, match=r"`metric_fn`.*\(labels, logits, weights\).*weights"):
+        mf.build(network, head, metric_fn=lambda labels, logits: {})
+    with pytest.raises(TypeError, match=r"`network_fn`.*\(features, mode, params\).*defaults"):
+        mf.build(lambda features, mode, params, extra: None, head)
     # *args, **kwargs and defaults are fine.
-    mf.build(network, loss_fn=lambda *args: 0.0, predictions_fn=lambda outputs, **kw: {})
+    mf.build(network, head, metric_fn=lambda *args, **kw: {})
+    mf.build(lambda features, mode, params=None, extra=1: None, head)
 
 
 def test_regressor_refuses_string_labels_when_the_graph_is_built():
@@ -1077,5 +1072,5 @@ def test_build_takes_an_official_head_and_adds_metric_fn():
         spec = model_fn({"x": tf.constant(X_EVAL[:8])}, None, estimator.ModeKeys.PREDICT)
         assert {"serving_default", "predict", "classification"} <= set(spec.export_outputs)
         assert "probabilities" in spec.predictions
-    with pytest.raises(TypeError, match=r"`head`.*`loss_fn`"):
-        mf.build(network, predictions_fn=lambda outputs: {})
+    with pytest.raises(TypeError, match=r"`head`.*tf\.estimator\.Head.*loss_fn"):
+        mf.build(network, lambda labels, logits: 0.0)

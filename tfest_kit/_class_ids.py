@@ -1,8 +1,7 @@
-"""The classifier's check that labels are class ids in ``[0, num_classes)``, and its error.
+"""The classifier's in-graph check that labels lie in ``[0, num_classes)``, and its short error.
 
-The check lives in the graph :func:`tfest_kit.model_fn.classifier` builds; ``tpu.py`` and
-``_model_dir.py`` turn its failure, raised while training or evaluating, into a short
-``ValueError``.
+The official heads say "Labels must be <= n_classes - 1" without the label, and in EVAL the
+confusion-matrix metrics fail first, naming the first three labels, not the bad one.
 """
 
 from __future__ import annotations
@@ -21,11 +20,7 @@ _ASSERTION = re.compile(
 
 
 def check_class_ids(labels, num_classes: int):
-    """``labels`` as int32 ``[batch]``, failing at run time when one is outside the range.
-
-    The official heads say "Labels must be <= n_classes - 1" without the label, and in EVAL
-    the confusion-matrix metrics fail first with the first three labels, not the bad one.
-    """
+    """``labels`` as int32 ``[batch]``, failing at run time when one is outside the range."""
     labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
     in_range = tf.reduce_all((labels >= 0) & (labels < num_classes))
     message = f"`labels` must be class ids in [0, num_classes={num_classes}). Got: labels from"
@@ -40,16 +35,7 @@ def check_class_ids(labels, num_classes: int):
 
 @contextlib.contextmanager
 def label_errors() -> Iterator[None]:
-    """Re-raises a failed :func:`check_class_ids` as a short ``ValueError``.
-
-    TensorFlow reports it as ``InvalidArgumentError: Graph execution error`` and about forty
-    lines of op stack. Every other error passes unchanged.
-
-    Example:
-
-        with label_errors():
-            est.train(input_fn, max_steps=100)
-    """
+    """Re-raises a failed :func:`check_class_ids`, not ~40 lines of op stack; others pass."""
     try:
         yield
     except tf.errors.InvalidArgumentError as e:

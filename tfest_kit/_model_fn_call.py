@@ -1,9 +1,8 @@
-"""Calling a user's model_fn as Estimator would, Keras layers seeded (tpu.py, model_fn.py).
+"""Calling a user's model_fn as Estimator would, its Keras layers seeded (tpu, model_fn).
 
-Since Keras 2.10 an unseeded initializer draws from Python's ``random``, so
-``RunConfig(tf_random_seed=…)`` no longer decides a Keras layer's initial weights (nor those of
-``tf.compat.v1.layers.dense``). ``tf.keras.utils.set_random_seed`` reseeds the whole process;
-:func:`keras_seeds` sets only that generator, only while the model_fn builds its graph.
+Since Keras 2.10 an unseeded initializer draws from Python's ``random``, so ``tf_random_seed``
+no longer decides a Keras layer's first weights; ``tf.keras.utils.set_random_seed`` would
+reseed the whole process, :func:`keras_seeds` only that generator, only while a graph is built.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ def fn_args(fn: Callable) -> tuple:
 
 
 def call_with_args(fn: Callable, **available: Any) -> Any:
-    """Calls ``fn`` with the subset of ``available`` keyword arguments it accepts."""
     names = fn_args(fn)
     return fn(**{k: v for k, v in available.items() if k in names})
 
@@ -58,22 +56,10 @@ def call_model_fn(model_fn: Callable, *, features, labels, mode, params, config)
 
 @contextlib.contextmanager
 def keras_seeds(seed: Optional[int]) -> Iterator[None]:
-    """Inside the block, unseeded Keras initializers draw their seeds from ``seed`` (or None).
-
-    Each entry starts the same sequence again: each model_fn call gives each layer the same
-    initial weights, and two layers different ones.
-
-    Args:
-      seed: ``RunConfig.tf_random_seed``; None changes nothing.
-
-    Example:
-
-        with keras_seeds(config.tf_random_seed):
-            spec = model_fn(features, labels, mode, params, config)
-    """
+    """Unseeded Keras initializers draw from ``seed`` inside; each entry restarts the sequence."""
     state = None
     if seed is not None:
-        # Private to Keras (set_random_seed sets it): no public way to set it alone.
+        # Private to Keras: no public way to set it alone.
         with contextlib.suppress(ImportError):
             state = getattr(importlib.import_module("keras.src.backend"), "_SEED_GENERATOR", None)
     if state is None:

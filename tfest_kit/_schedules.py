@@ -1,4 +1,4 @@
-"""Learning-rate schedule and optimizers-by-name for :mod:`tfest_kit.model_fn`."""
+"""Optimizers by name, BERT's AdamWeightDecay and BERT's learning-rate schedule (model_fn)."""
 
 from __future__ import annotations
 
@@ -9,24 +9,13 @@ from typing import Callable, Optional, Union
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._tf import tf
 
-__all__ = [
-    "OPTIMIZERS",
-    "AdamWeightDecayOptimizer",
-    "check_optimizer",
-    "check_schedule",
-    "learning_rate_schedule",
-    "make_optimizer",
-]
-
 OptimizerArg = Union[str, tf.train.Optimizer, Callable[..., tf.train.Optimizer]]
 
 
 class AdamWeightDecayOptimizer(tf.train.Optimizer):
     """BERT's Adam with decoupled weight decay ("AdamW"), for ``tf.compat.v1`` graphs.
 
-    Like BERT's optimizer it has no bias correction and decays every variable except those whose
-    name matches ``exclude_from_weight_decay`` (LayerNorm and biases by default).  Sparse
-    gradients are densified.
+    As BERT's: no bias correction; no decay for names matching ``exclude_from_weight_decay``.
 
     Example:
 
@@ -51,11 +40,6 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         self._epsilon = epsilon
         self._exclude = list(exclude_from_weight_decay or ())
 
-    def _decays(self, var_name: str) -> bool:
-        if not self._weight_decay_rate:
-            return False
-        return not any(re.search(pattern, var_name) for pattern in self._exclude)
-
     def _create_slots(self, var_list):
         for var in var_list:
             self._zeros_slot(var, "m", self._name)
@@ -64,15 +48,13 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
     def _apply_dense(self, grad, var):
         return self._apply(grad, var)
 
-    def _resource_apply_dense(self, grad, var):
-        return self._apply(grad, var)
+    _resource_apply_dense = _apply_dense
 
-    def _apply_sparse(self, grad, var):
+    def _apply_sparse(self, grad, var):  # sparse gradients are densified
         return self._apply(tf.convert_to_tensor(grad), var)
 
     def _resource_apply_sparse(self, grad, var, indices):
-        dense = tf.math.unsorted_segment_sum(grad, indices, tf.shape(var)[0])
-        return self._apply(dense, var)
+        return self._apply(tf.math.unsorted_segment_sum(grad, indices, tf.shape(var)[0]), var)
 
     def _apply(self, grad, var):
         m = self.get_slot(var, "m")
@@ -82,9 +64,10 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         next_m = self._beta_1 * m + (1.0 - self._beta_1) * grad
         next_v = self._beta_2 * v + (1.0 - self._beta_2) * tf.square(grad)
         update = next_m / (tf.sqrt(next_v) + self._epsilon)
-        if self._decays(var.op.name):
-            # Decoupled decay: added to the update, not to the loss, so Adam's moments never
-            # see it (Loshchilov & Hutter, as in BERT's optimization.py).
+        if self._weight_decay_rate and not any(
+            re.search(pattern, var.op.name) for pattern in self._exclude
+        ):
+            # Decoupled: added to the update, not the loss, so Adam's moments never see it.
             update += self._weight_decay_rate * var
         return tf.group(
             tf.assign(var, var - lr * update), tf.assign(m, next_m), tf.assign(v, next_v)
@@ -99,10 +82,13 @@ OPTIMIZERS: dict[str, Callable[..., tf.train.Optimizer]] = {
     "adagrad": lambda lr: tf.train.AdagradOptimizer(lr),
     "rmsprop": lambda lr: tf.train.RMSPropOptimizer(lr),
 }
+_OPTIMIZER_KINDS = (
+    f"one of {sorted(OPTIMIZERS)}, a tf.compat.v1.train.Optimizer or a callable "
+    "learning_rate -> Optimizer"
+)
 
 
 def check_schedule(learning_rate, warmup_steps, decay_steps) -> None:
-    """Raises ValueError for a negative rate or negative / inconsistent step counts."""
     check_number("learning_rate", learning_rate)
     check_int("warmup_steps", warmup_steps, 0)
     check_int("decay_steps", decay_steps, allow_none=True)
@@ -113,39 +99,20 @@ def check_schedule(learning_rate, warmup_steps, decay_steps) -> None:
         )
 
 
-def check_optimizer(
-    optimizer: OptimizerArg, warmup_steps: int, decay_steps, learning_rate: Optional[float] = None
-) -> None:
-    """Raises ValueError/TypeError for an unknown name or an instance combined with a schedule.
-
-    An instance with a ``learning_rate`` is refused too: the instance's own rate is the one it
-    trains with, and the other would be silently ignored.
-    """
-    if isinstance(optimizer, str):
-        if optimizer.lower() not in OPTIMIZERS:
+def check_optimizer(optimizer: OptimizerArg, warmup_steps, decay_steps, learning_rate) -> None:
+    """Refuses an unknown name, and an instance with a rate or schedule it would ignore."""
+    if isinstance(optimizer, str) and optimizer.lower() not in OPTIMIZERS:
+        raise ValueError(f"`optimizer` must be {_OPTIMIZER_KINDS}. Got: {optimizer!r}")
+    if isinstance(optimizer, tf.train.Optimizer):
+        if learning_rate is not None or warmup_steps or decay_steps is not None:
             raise ValueError(
-                f"`optimizer` must be one of {sorted(OPTIMIZERS)}, a tf.compat.v1.train.Optimizer "
-                f"or a callable learning_rate -> Optimizer. Got: {optimizer!r}"
+                "`learning_rate`, `warmup_steps` and `decay_steps` need `optimizer` as a name or "
+                "a callable learning_rate -> Optimizer; an Optimizer instance trains with its "
+                f"own rate. Got: optimizer={optimizer!r}, learning_rate={learning_rate!r}, "
+                f"warmup_steps={warmup_steps!r}, decay_steps={decay_steps!r}"
             )
-    elif isinstance(optimizer, tf.train.Optimizer):
-        if learning_rate is not None:
-            raise ValueError(
-                "`learning_rate` needs `optimizer` as a name or as a callable learning_rate -> "
-                "Optimizer; an Optimizer instance trains with its own rate. Drop "
-                f"learning_rate={learning_rate!r} or pass the optimizer by name. Got: "
-                f"optimizer={optimizer!r}"
-            )
-        if warmup_steps or decay_steps is not None:
-            raise ValueError(
-                "`warmup_steps` / `decay_steps` need `optimizer` as a name or as a callable "
-                "learning_rate -> Optimizer; an Optimizer instance already fixed its learning "
-                f"rate. Got: optimizer={optimizer!r}"
-            )
-    elif not callable(optimizer):
-        raise TypeError(
-            f"`optimizer` must be one of {sorted(OPTIMIZERS)}, a tf.compat.v1.train.Optimizer or "
-            f"a callable learning_rate -> Optimizer. Got: {optimizer!r}"
-        )
+    elif not isinstance(optimizer, str) and not callable(optimizer):
+        raise TypeError(f"`optimizer` must be {_OPTIMIZER_KINDS}. Got: {optimizer!r}")
 
 
 def learning_rate_schedule(
@@ -157,27 +124,24 @@ def learning_rate_schedule(
 ):
     """BERT's schedule: linear warm-up from 0, then linear decay to 0 at ``decay_steps``.
 
-    ``lr(step) = learning_rate * step / warmup_steps`` while ``step < warmup_steps``, then
-    ``learning_rate * (1 - step / decay_steps)`` (clipped at 0) when ``decay_steps`` is given,
-    else ``learning_rate``.  As in BERT, the decay is counted from step 0, so at the end of
-    warm-up the rate is already ``learning_rate * (1 - warmup_steps / decay_steps)``.
+    As in BERT the decay counts from step 0: at the end of warm-up the rate is already
+    ``learning_rate * (1 - warmup_steps / decay_steps)``.
 
     Args:
       learning_rate: peak learning rate.
-      global_step: int scalar tensor (usually ``tf.compat.v1.train.get_global_step()``).
+      global_step: int scalar tensor.
       warmup_steps: steps of linear warm-up (0 for none).
       decay_steps: step at which the rate reaches 0, or None for no decay.
 
     Returns:
-      A float32 scalar tensor.
+      A float32 scalar tensor named ``learning_rate``.
 
     Raises:
       ValueError: for a negative rate or step count, or ``warmup_steps > decay_steps``.
 
     Example:
 
-        lr = learning_rate_schedule(2e-5, tf.train.get_global_step(),
-                                    warmup_steps=100, decay_steps=1000)
+        lr = learning_rate_schedule(2e-5, step, warmup_steps=100, decay_steps=1000)
     """
     check_schedule(learning_rate, warmup_steps, decay_steps)
     step = tf.cast(global_step, tf.float32)
@@ -185,13 +149,11 @@ def learning_rate_schedule(
     if decay_steps is not None:
         lr = lr * tf.maximum(0.0, 1.0 - tf.minimum(step, float(decay_steps)) / decay_steps)
     if warmup_steps:
-        warmup_lr = float(learning_rate) * step / float(warmup_steps)
-        lr = tf.where(step < warmup_steps, warmup_lr, lr)
+        lr = tf.where(step < warmup_steps, float(learning_rate) * step / warmup_steps, lr)
     return tf.identity(lr, name="learning_rate")
 
 
 def make_optimizer(optimizer: OptimizerArg, learning_rate) -> tf.train.Optimizer:
-    """Turns a name, instance or factory into an Optimizer (``learning_rate`` may be a tensor)."""
     if isinstance(optimizer, str):
         return OPTIMIZERS[optimizer.lower()](learning_rate)
     if isinstance(optimizer, tf.train.Optimizer):

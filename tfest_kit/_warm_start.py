@@ -1,9 +1,5 @@
-"""Warm start from a checkpoint, BERT style, and the check that a checkpoint fits the model.
-
-``tf.compat.v1.train.init_from_checkpoint`` does the warm start; this module finds the
-checkpoint, maps variables by name and shape (as BERT's ``run_classifier.py``), lists them and
-names what did not match. :func:`check_model_dir` is shared with ``tpu.py`` and
-``keras_bridge.py``.
+"""BERT-style warm start (``init_from_checkpoint`` mapped by name and shape, listed, mismatches
+named), and the check that the checkpoint Estimator restores fits the model (tpu, keras_bridge).
 """
 
 from __future__ import annotations
@@ -16,30 +12,16 @@ from typing import Any, Optional
 
 from tfest_kit._tf import tf
 
-__all__ = [
-    "resolve_checkpoint",
-    "resuming",
-    "assignment_map_for",
-    "scope_hint",
-    "warm_start",
-    "check_model_dir",
-    "FitCheckingSaver",
-    "with_saver",
-]
+__all__ = ["FitCheckingSaver", "check_model_dir", "resolve_checkpoint", "resuming"]
+__all__ += ["warm_start", "with_saver"]
 
-# (checkpoint, (name, shape, warm-started) per variable) listed in full by this process.
-_LISTED: set = set()
-# model_dirs this process has said it resumes instead of warm starting.
-_RESUMING: set = set()
+_LISTED: set = set()  # (checkpoint, (name, shape, warm-started) per variable) listed in full
+_RESUMING: set = set()  # model_dirs said to be resumed
 
 
 def resolve_checkpoint(init_checkpoint: str) -> str:
-    """The checkpoint prefix of ``init_checkpoint``; ValueError naming it if unreadable.
-
-    Takes a prefix (``.../model.ckpt-100``), one of its files (``.index``, ``.meta``,
-    ``.data-…``), a directory with a ``checkpoint`` file or a single checkpoint (a downloaded
-    BERT model), that ``checkpoint`` file, or a SavedModel directory.
-    """
+    """The prefix of a checkpoint, one of its files, a model_dir, a directory of one checkpoint
+    (a downloaded BERT model) or a SavedModel; ValueError naming it if unreadable."""
     if not isinstance(init_checkpoint, (str, os.PathLike)):
         raise TypeError(
             f"`init_checkpoint` must be a checkpoint path or directory. Got: {init_checkpoint!r}"
@@ -79,8 +61,6 @@ _FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
 
 
 def _only_checkpoint_in(directory: str) -> Optional[str]:
-    """A directory's one checkpoint without a ``checkpoint`` file (a downloaded BERT model),
-    or a SavedModel's ``variables/variables``."""
     saved_model_variables = os.path.join(directory, "variables", "variables")
     if tf.io.gfile.exists(saved_model_variables + ".index"):
         return saved_model_variables
@@ -89,10 +69,8 @@ def _only_checkpoint_in(directory: str) -> Optional[str]:
 
 
 def resuming(model_dir: Optional[str]) -> bool:
-    """Whether ``model_dir`` has a checkpoint, which Estimator restores instead of warm starting.
-
-    Says so once per model_dir and process (Estimator builds the graph for every evaluation).
-    """
+    """Whether Estimator restores ``model_dir``'s checkpoint (and skips the warm start); says so
+    once per model_dir, not at each graph build."""
     prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
     if prefix is None:
         return False
@@ -103,10 +81,8 @@ def resuming(model_dir: Optional[str]) -> bool:
 
 
 def _strip_file_suffix(path: str) -> str:
-    """``model.ckpt-100.index`` / ``.meta`` / ``.data-…`` -> ``model.ckpt-100``.
-
-    TensorFlow wants the prefix and fails on ``.data`` / ``.meta`` with "not an sstable".
-    """
+    """``model.ckpt-100.index`` / ``.meta`` / ``.data-…`` -> ``model.ckpt-100`` (TensorFlow
+    fails on them with "not an sstable")."""
     prefix = _FILE_SUFFIX.sub("", path)
     if prefix != path and tf.io.gfile.exists(prefix + ".index"):
         return prefix
@@ -116,7 +92,7 @@ def _strip_file_suffix(path: str) -> str:
 
 
 def _checkpoints_in(directory: str) -> list[str]:
-    """The prefixes of the checkpoints in ``directory`` (by their ``.index`` files), at most 10."""
+    """The prefixes of the checkpoints in ``directory``, at most 10."""
     try:
         indexes = tf.io.gfile.glob(os.path.join(directory, "*.index"))
     except Exception:  # noqa: BLE001 - unlistable: no checkpoint to offer or suggest
@@ -128,9 +104,8 @@ def _variable_name(var) -> str:
     return var.op.name if hasattr(var, "op") else var.name.split(":")[0]
 
 
-def assignment_map_for(prefix: str, variables) -> tuple[dict, list[str]]:
-    """``({checkpoint_name: variable}, skipped)`` for the variables whose name and shape match
-    (BERT's assignment map); ``skipped`` describes those of another shape or dtype."""
+def _assignment_map_for(prefix: str, variables) -> tuple[dict, list[str]]:
+    """BERT's map of the variables whose name and shape match, and those of another shape/dtype."""
     reader = tf.train.load_checkpoint(prefix)
     shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
     assignment_map, skipped = {}, []
@@ -138,36 +113,28 @@ def assignment_map_for(prefix: str, variables) -> tuple[dict, list[str]]:
         name = _variable_name(var)
         if name not in shapes:
             continue
-        if list(shapes[name]) != var.shape.as_list():
-            skipped.append(
-                f"shape differs: {name} (model {var.shape.as_list()}, checkpoint {shapes[name]})"
+        # Another dtype would fail at session start: "expected dtype float does not equal ...".
+        differ = [
+            f"{what} differs: {name} (model {model}, checkpoint {ckpt})"
+            for what, model, ckpt in (
+                ("shape", var.shape.as_list(), list(shapes[name])),
+                ("dtype", var.dtype.base_dtype.name, dtypes[name].name),
             )
-            continue
-        dtype = var.dtype.base_dtype
-        if dtypes[name] != dtype:
-            # Matched, it would fail at session start: "expected dtype float does not equal
-            # original dtype half".
-            skipped.append(
-                f"dtype differs: {name} (model {dtype.name}, checkpoint {dtypes[name].name})"
-            )
-            continue
-        assignment_map[name] = var
+            if model != ckpt
+        ]
+        if differ:
+            skipped.append(differ[0])
+        else:
+            assignment_map[name] = var
     return assignment_map, skipped
 
 
-def _as_scope(prefix: str) -> str:
-    """``'bert/'`` stays; the root ``''`` becomes ``'/'``, as ``init_from_checkpoint`` spells it."""
-    return prefix or "/"
+def _scope_hint(prefix: str, variables) -> Optional[tuple[str, str, int, str]]:
+    """``(checkpoint_scope, model_scope, count, example)`` when the checkpoint keeps most unmatched
+    variables under another scope (``bert/encoder/`` for ``encoder/``), or None.
 
-
-def scope_hint(prefix: str, variables) -> Optional[tuple[str, str, int, str]]:
-    """``(checkpoint_scope, model_scope, count, example)``: the scope the checkpoint keeps the
-    model's unmatched variables under, or None.
-
-    A BERT checkpoint keeps ``bert/encoder/...`` where a model built without that scope has
-    ``encoder/...``: nothing is warm-started and nothing fails. Each unmatched variable votes
-    for the scope pair that makes its name (at least two components) and shape match; a pair
-    explaining more than half of them, at least 2, is named.
+    Each unmatched variable votes for the scope pair that makes its name (two components or
+    more) and shape match; a pair explaining over half of them, at least 2, is named.
     """
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     by_tail = defaultdict(list)  # (last name component, shape) -> checkpoint names
@@ -184,12 +151,7 @@ def scope_hint(prefix: str, variables) -> Optional[tuple[str, str, int, str]]:
         parts = name.split("/")
         for ckpt_name in by_tail[(parts[-1], tuple(var.shape.as_list()))]:
             ckpt_parts = ckpt_name.split("/")
-            common = 0
-            while (
-                common < min(len(parts), len(ckpt_parts))
-                and parts[-1 - common] == ckpt_parts[-1 - common]
-            ):
-                common += 1
+            common = len(os.path.commonprefix([parts[::-1], ckpt_parts[::-1]]))
             if common < 2:  # "kernel" alone says nothing about where a layer went
                 continue
             pair = ("/".join(ckpt_parts[:-common] + [""]), "/".join(parts[:-common] + [""]))
@@ -202,14 +164,12 @@ def scope_hint(prefix: str, variables) -> Optional[tuple[str, str, int, str]]:
     # a moved scope moves most of what is missing.
     if count < 2 or 2 * count <= missing:
         return None
-    return _as_scope(ckpt_scope), _as_scope(model_scope), count, examples[(ckpt_scope, model_scope)]
+    # The root scope '' is '/' to init_from_checkpoint.
+    return ckpt_scope or "/", model_scope or "/", count, examples[(ckpt_scope, model_scope)]
 
 
 def _check_entry(entry: str, ckpt_name: str, var, shapes: Mapping, prefix: str) -> None:
-    """Fails naming the ``assignment_map`` entry when its checkpoint name or shape is wrong.
-
-    ``init_from_checkpoint``'s own message prints the whole checkpoint map and not the entry.
-    """
+    """Names the entry; ``init_from_checkpoint`` prints the whole checkpoint map instead."""
     if ckpt_name not in shapes:
         names = sorted(name for name in shapes if not re.search(r"/(Adam|adam_[mv])", name))
         raise ValueError(
@@ -229,11 +189,8 @@ def _check_entry(entry: str, ckpt_name: str, var, shapes: Mapping, prefix: str) 
 
 
 def _expand(prefix: str, assignment_map: Mapping, variables) -> dict:
-    """A user map of names and ``'scope/': 'scope/'`` entries -> ``{ckpt_name: var}``.
-
-    ``init_from_checkpoint`` resolves names only among ``tf.get_variable`` variables; Keras
-    layers create theirs otherwise, so names are resolved here against the graph.
-    """
+    """A user map -> ``{ckpt_name: var}``: ``init_from_checkpoint`` finds ``tf.get_variable``
+    variables only, not those of Keras layers."""
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     by_name = {_variable_name(var): var for var in variables}
     expanded = {}
@@ -273,12 +230,8 @@ def _expand(prefix: str, assignment_map: Mapping, variables) -> dict:
 
 
 def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=None) -> None:
-    """``init_from_checkpoint`` for the model's variables, listed as BERT's ``run_classifier``.
-
-    Without ``assignment_map`` every variable (but the global step) whose name and shape match
-    is initialised. ``variables`` (default: the graph's global variables) are the candidates:
-    one warm-starting after the train op exists passes those from before, without the slots.
-    """
+    """``init_from_checkpoint`` listed as BERT's ``run_classifier`` does; by default every
+    global variable (but the step) whose name and shape match."""
     global_step = tf.train.get_global_step()
     if variables is None:
         variables = tf.global_variables()
@@ -286,15 +239,13 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
     skipped = []
     by_user = assignment_map is not None
     if assignment_map is None:
-        assignment_map, skipped = assignment_map_for(prefix, variables)
+        assignment_map, skipped = _assignment_map_for(prefix, variables)
     else:
         assignment_map = _expand(prefix, assignment_map, variables)
     if assignment_map:
         tf.train.init_from_checkpoint(prefix, assignment_map)
     initialised = {id(var) for var in assignment_map.values()}
-    # Estimator builds the model again for every evaluation, export and predict call; the
-    # same listing and warnings each time would bury the log, so later builds get one line.
-    # The key holds what the listing shows, so another model or map is listed anew.
+    # Estimator builds the graph for every evaluation and export: listed once, then one line.
     key = (
         prefix,
         tuple((_variable_name(var), str(var.shape), id(var) in initialised) for var in variables),
@@ -310,7 +261,7 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
     _LISTED.add(key)
     for description in skipped:
         tf.logging.warning("Not warm-started, %s", description)
-    hint = None if by_user else scope_hint(prefix, variables)
+    hint = None if by_user else _scope_hint(prefix, variables)
     if hint:
         ckpt_scope, model_scope, count, example = hint
         # A map replaces matching by name: the variables matched that way need entries too.
@@ -339,7 +290,7 @@ def warm_start(prefix: str, assignment_map: Optional[Mapping] = None, variables=
 
 
 def _optimizer_state(name: str, trainable_names: set) -> bool:
-    """True for an optimizer's own variables: slots of a trainable one, Adam's beta powers."""
+    """Slots of a trainable variable, Adam's beta powers."""
     return (
         name.rsplit("/", 1)[0] in trainable_names
         or name.split("/")[-1] in ("beta1_power", "beta2_power")
@@ -349,11 +300,8 @@ def _optimizer_state(name: str, trainable_names: set) -> bool:
 
 
 class FitCheckingSaver(tf.train.Saver):
-    """A ``tf.compat.v1.train.Saver`` that checks a checkpoint fits before restoring it.
-
-    ``evaluate``, ``predict`` and the exports hand only the saver the ``checkpoint_path`` they
-    restore. ``variables``: checkpoint name -> variable; ``kwargs``: the Saver's arguments.
-    """
+    """A Saver that checks the checkpoint fits before restoring it: ``evaluate``, ``predict`` and
+    exports hand only the saver their ``checkpoint_path``."""
 
     def __init__(self, model_dir: str, variables: Mapping[str, Any], **kwargs):
         super().__init__(**kwargs)
@@ -367,7 +315,7 @@ class FitCheckingSaver(tf.train.Saver):
 
 
 def _graph_variables() -> dict:
-    """Checkpoint name -> variable for the graph's global variables (not partitioned ones)."""
+    """Checkpoint name -> variable, partitioned variables left out."""
     return {
         _variable_name(var): var
         for var in tf.global_variables()
@@ -381,29 +329,13 @@ def check_model_dir(
     variables: Optional[Mapping[str, Any]] = None,
     mode: Optional[str] = None,
 ) -> Optional[FitCheckingSaver]:
-    """Raises when the checkpoint Estimator restores does not fit the graph's variables.
+    """Raises when the checkpoint Estimator restores does not fit; call it once variables exist.
 
-    Call it from a model_fn once the variables exist. Unchecked, a missing variable fails with
-    a long ``NotFoundError`` and one of another shape may even be restored silently. Reported:
-    missing trainable variables, or a missing optimizer state (another optimizer); partitioned
-    variables, distribution strategies and (without ``variables``) a model with its own
-    ``Saver`` are skipped. Training checks model_dir's latest checkpoint now; for ``mode``
-    EVAL / PREDICT a :class:`FitCheckingSaver` goes into ``SAVERS`` and checks the one
-    restored, and is returned (an export restores with ``Scaffold.saver`` only:
-    :func:`with_saver`).
-
-    Args:
-      model_dir: the Estimator's model_dir; None skips the check.
-      scaffold: the spec's ``Scaffold``, if any.
-      variables: checkpoint name -> variable for a saver that names them otherwise (Keras
-        object-based checkpoints); default: the graph's global variables.
-      mode: the ``ModeKeys`` the model_fn runs for; None: TRAIN.
-
-    Returns:
-      The :class:`FitCheckingSaver` put into ``SAVERS``, or None.
-
-    Raises:
-      ValueError: naming the variables that differ, the checkpoint and the likely causes.
+    Unchecked, a missing variable fails with a long ``NotFoundError`` and one of another shape
+    may be restored silently. TRAIN checks model_dir's latest checkpoint now; EVAL / PREDICT put
+    a :class:`FitCheckingSaver` into ``SAVERS`` and return it (exports need it in the Scaffold:
+    :func:`with_saver`). Partitioned variables, strategies and a model's own Saver are skipped.
+    ``variables``: checkpoint name -> variable for Keras object-based checkpoints.
     """
     if not model_dir or tf.distribute.has_strategy():
         return None
@@ -412,8 +344,8 @@ def check_model_dir(
             return None
         variables = _graph_variables()
         if mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
-            # Estimator's own default for these modes, checking. Built now for PREDICT: an
-            # export does not finalize the Scaffold (which builds a deferred one).
+            # Estimator's default saver, checking; built now for PREDICT, where an export does
+            # not finalize the Scaffold.
             saver = FitCheckingSaver(
                 model_dir,
                 variables,
@@ -432,18 +364,15 @@ def check_model_dir(
 
 
 def with_saver(scaffold: Any, saver: Any) -> Any:
-    """``scaffold`` (None: a new ``Scaffold``) with ``saver``, the rest copied."""
     return tf.train.Scaffold(saver=saver, copy_from_scaffold=scaffold)
 
 
 def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> None:
-    """Raises when checkpoint ``prefix`` lacks ``variables`` or holds them in other shapes."""
     if tf.io.gfile.isdir(prefix):  # a directory's latest, as an export takes it
         prefix = tf.train.latest_checkpoint(prefix)
         if prefix is None:
             return
-    # Another checkpoint than model_dir's latest: evaluate / predict / export with
-    # checkpoint_path=… (the model_dir may even hold another model's).
+    # Not model_dir's latest: a checkpoint_path given (model_dir may even hold another model).
     named = prefix != tf.train.latest_checkpoint(model_dir)
     try:
         shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
@@ -464,16 +393,16 @@ def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> No
             isinstance(shape, tf.TensorShape)
             and shape.is_fully_defined()
             and list(shapes[name]) != shape.as_list()
-            # A slot differs with its variable: naming the variable says it all.
+            # a slot differs with its variable, which is named
             and not _optimizer_state(name, trainable_names)
         ):
             differ.append(f"{shown} (checkpoint {list(shapes[name])}, model {shape.as_list()})")
     if missing or differ:
-        problems = []
-        if differ:
-            problems.append(f"shapes differ: {', '.join(differ[:10])}")
-        if missing:
-            problems.append(f"not in the checkpoint: {', '.join(missing[:10])}")
+        problems = [
+            f"{what}: {', '.join(names[:10])}"
+            for what, names in (("shapes differ", differ), ("not in the checkpoint", missing))
+            if names
+        ]
         if named:
             raise ValueError(
                 f"The checkpoint Estimator restores, {prefix!r} (the `checkpoint_path` given, "
@@ -483,11 +412,10 @@ def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> No
             )
         raise ValueError(
             f"`model_dir` {model_dir!r} holds a checkpoint ({prefix}) that does not fit this "
-            f"model: {'; '.join(problems)}. If the model changed, use a new model_dir (to "
-            "start from the old weights, pass the old checkpoint as init_checkpoint / "
-            "warm_start_from). If it did not, the features differ from those it was trained "
-            "on (a first layer's shape follows the number of input columns): check the "
-            "input_fn or serving receiver. The checkpoint was not changed."
+            f"model: {'; '.join(problems)}. A changed model needs a new model_dir (init_checkpoint"
+            " / warm_start_from start it from the old weights); otherwise the features differ "
+            "from those trained on: check the input_fn or serving receiver. The checkpoint was "
+            "not changed."
         )
     if optimizer:
         raise ValueError(

@@ -1,37 +1,9 @@
-"""Builders that turn a network function into a complete Estimator ``model_fn``.
+"""A network function -> a complete Estimator ``model_fn``, on the official Head API.
 
-``network_fn(features, mode, params)`` returns the network's output; :func:`classifier` and
-:func:`regressor` hand it to the official Head API (``tf.estimator.MultiClassHead``,
-``BinaryClassHead`` for 2 classes, ``RegressionHead``), whose ``loss``, ``metrics`` and export
-signatures they use; :func:`build` takes any official head, or loss and prediction functions.
-What this module adds to the head:
-
-* TRAIN: an optimizer by name, BERT's linear warm-up and decay (:func:`learning_rate_schedule`),
-  gradient clipping, a global-step increment for optimizers that leave it alone (BERT's
-  ``AdamWeightDecayOptimizer``), ``REGULARIZATION_LOSSES`` in the loss, and the state updates
-  Keras layers keep out of ``UPDATE_OPS`` (``BatchNormalization``'s moving averages).
-* PREDICT: classifier keys ``"logits"``, ``"probabilities"``, ``"class_ids"`` (int64
-  ``[batch]``), with ``top_k`` also ``"top_k_probabilities"`` / ``"top_k_class_ids"``;
-  regressor ``"predictions"``. Signatures ``"serving_default"`` and ``"predict"`` carry all
-  keys; the head adds ``"classification"`` (or ``"regression"``), which needs a receiver of
-  serialized ``tf.train.Example``.
-* EVAL: the head's metrics (``average_loss``, ``accuracy``; for 2 classes ``auc`` and more)
-  and the ``metrics`` named (:data:`CLASSIFIER_METRICS`, :data:`REGRESSOR_METRICS`).
-* ``init_checkpoint``: BERT-style warm start; errors naming the feature, label or argument at
-  fault; ``tpu_spec=True`` for ``TPUEstimatorSpec``; Keras layers seeded from
-  ``RunConfig.tf_random_seed`` (:func:`seeded` does that for a hand-written model_fn).
-
-Example:
-
-    from tfest_kit import model_fn
-
-    def network(features, mode, params):
-        hidden = tf.compat.v1.layers.dense(features["x"], 32, activation=tf.nn.relu)
-        return tf.compat.v1.layers.dense(hidden, 3)
-
-    est = tf.estimator.Estimator(
-        model_fn.classifier(network, num_classes=3, metrics=("accuracy", "f1")),
-        model_dir="/tmp/model")
+The head (``MultiClassHead``, ``BinaryClassHead``, ``RegressionHead`` or any given to
+:func:`build`) makes the loss, metrics and export signatures; this module adds an optimizer by
+name with BERT's schedule, warm start from ``init_checkpoint``, ``[batch]`` class ids and top-k
+predictions, multi-class metrics by name, and errors naming the feature, label or argument.
 """
 
 from __future__ import annotations
@@ -47,8 +19,7 @@ from tfest_kit import _warm_start
 from tfest_kit import metrics as _metrics
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import check_class_ids
-from tfest_kit._model_fn_call import call_model_fn, model_fn_args
-from tfest_kit._network_call import network_outputs, shape
+from tfest_kit._model_fn_call import call_model_fn, keras_seeds, model_fn_args
 from tfest_kit._schedules import (
     OPTIMIZERS,
     AdamWeightDecayOptimizer,
@@ -72,8 +43,7 @@ __all__ = [
     "seeded",
 ]
 
-# Bare "precision" / "recall" / "f1" are macro averages: for single-label data the micro
-# average equals accuracy and would add nothing.
+# Bare "precision" / "recall" / "f1" are macro: for single-label data micro equals accuracy.
 _SCORES = {
     f"{score}{suffix}": (score, average)
     for score in ("precision", "recall", "f1")
@@ -87,6 +57,11 @@ _SCORES = {
 CLASSIFIER_METRICS = ("accuracy", "auc", *_SCORES, "recall_at_<k>")
 REGRESSOR_METRICS = ("mse", "mae", "rmse")
 _RECALL_AT = re.compile(r"^recall_at_(\d+)$")
+_REGRESSION_METRICS = {
+    "mse": tf.metrics.mean_squared_error,
+    "mae": tf.metrics.mean_absolute_error,
+    "rmse": tf.metrics.root_mean_squared_error,
+}
 
 ModeKeys = estimator.ModeKeys
 NetworkFn = Callable[..., tf.Tensor]
@@ -94,82 +69,54 @@ NetworkFn = Callable[..., tf.Tensor]
 
 @dataclasses.dataclass(frozen=True)
 class _Head:
-    """What a model_fn adds to the network: an official ``tf.estimator.Head`` and/or functions.
+    """An official head, and what our builders change of it."""
 
-    ``official_logits`` turns the checked output into the head's logits; the head's metrics
-    and signatures named in ``official_dropped`` are left out.
-    """
-
-    predictions_fn: Optional[Callable] = None
-    loss_fn: Optional[Callable] = None
+    official: Any
     metric_fn: Optional[Callable] = None
+    predictions_fn: Optional[Callable] = None
     check_outputs: Optional[Callable] = None
     labels_fn: Optional[Callable] = None
-    export_outputs_fn: Optional[Callable] = None
-    official: Any = None
-    official_logits: Optional[Callable] = None
-    official_dropped: tuple = ()
+    official_logits: Optional[Callable] = None  # our outputs -> the head's logits
+    official_dropped: tuple = ()  # the head's metrics and signatures left out
 
     def logits(self, outputs):
         return outputs if self.official_logits is None else self.official_logits(outputs)
 
 
 def _check_signature(fn: Callable, name: str, arguments: tuple) -> None:
-    """Raises TypeError unless ``fn`` can be called with ``len(arguments)`` positional arguments.
-
-    These functions are called positionally deep inside graph construction, where a mismatch
-    would surface as a bare "takes 2 positional arguments but 3 were given".
-    """
+    """TypeError now, not a bare "takes 2 positional arguments" deep in graph construction."""
     if not callable(fn):
         raise TypeError(f"`{name}` must be callable. Got: {fn!r}")
     try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # builtins without a signature: let the call decide
-        return
-    try:
-        signature.bind(*arguments)
-        return
-    except TypeError:
+        inspect.signature(fn).bind(*arguments)
+    except ValueError:  # no signature (a builtin): let the call decide
         pass
-    kinds = [p.kind for p in signature.parameters.values()]
-    positional = sum(
-        kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        for kind in kinds
-    )
-    if positional < len(arguments) and inspect.Parameter.VAR_POSITIONAL not in kinds:
-        fix = f"add the ones it ignores, e.g. `{arguments[positional]}=None`"
-    else:
-        fix = "give its other parameters defaults"
-    label = getattr(fn, "__name__", type(fn).__name__)
-    raise TypeError(
-        f"`{name}` must accept {len(arguments)} positional argument"
-        f"{'s' if len(arguments) > 1 else ''} ({', '.join(arguments)}); {fix}. "
-        f"Got: {label}{signature}"
-    )
+    except TypeError as error:
+        raise TypeError(
+            f"`{name}` must accept {len(arguments)} positional arguments ({', '.join(arguments)}); "
+            f"add those it ignores (e.g. `{arguments[-1]}=None`) and give others defaults "
+            f"({error}). "
+            f"Got: {getattr(fn, '__name__', type(fn).__name__)}{inspect.signature(fn)}"
+        ) from None
 
 
 def _spec(tpu_spec: bool, **kwargs):
-    if tpu_spec:
-        return estimator.tpu.TPUEstimatorSpec(**kwargs)
-    scaffold_fn = kwargs.pop("scaffold_fn", None)
-    metric_fn, tensors = kwargs.pop("eval_metrics", None) or (None, None)
-    if metric_fn is not None:
-        kwargs["eval_metric_ops"] = metric_fn(**tensors)
-    if scaffold_fn is not None:
-        kwargs["scaffold"] = scaffold_fn()
-    return estimator.EstimatorSpec(**kwargs)
+    spec = estimator.tpu.TPUEstimatorSpec(**kwargs)
+    return spec if tpu_spec else spec.as_estimator_spec()
 
 
-# Ops that may change a variable given as an input: assignments, and the control flow
-# (tf.cond / tf.while_loop) an increment may sit in. A read (ReadVariableOp) is none of them.
+# Ops that may change a variable given as input (a read, ReadVariableOp, is none of them).
 _WRITE_OP_TYPES = frozenset(
     {"AssignAddVariableOp", "AssignVariableOp", "AssignAdd", "Assign"}
     | {"If", "StatelessIf", "While", "StatelessWhile"}
 )
+# What a Keras layer's moving averages and similar state updates are made of.
+_UPDATE_OP_TYPES = frozenset(
+    {"AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd"}
+)
 
 
 def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard):
-    """The schedule, the optimizer, clipping, and one increment of the global step per step."""
     global_step = tf.train.get_or_create_global_step()
     lr = learning_rate_schedule(
         learning_rate, global_step, warmup_steps=warmup_steps, decay_steps=decay_steps
@@ -178,7 +125,7 @@ def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip
     if cross_shard:
         opt = tf.tpu.CrossShardOptimizer(opt)
     elif not isinstance(optimizer, tf.train.Optimizer):
-        # Summaries inside a TPU model_fn need a host_call. An instance has its own rate.
+        # A TPU model_fn needs a host_call for summaries; an instance has its own rate.
         tf.summary.scalar("learning_rate", lr)
     grads_and_vars = [(g, v) for g, v in opt.compute_gradients(loss) if g is not None]
     if not grads_and_vars:
@@ -188,8 +135,7 @@ def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip
         )
     if clip_norm:
         grads, variables = zip(*grads_and_vars)
-        grads, _ = tf.clip_by_global_norm(list(grads), clip_norm)
-        grads_and_vars = list(zip(grads, variables))
+        grads_and_vars = list(zip(tf.clip_by_global_norm(list(grads), clip_norm)[0], variables))
     graph = tf.get_default_graph()
     first_op = len(graph.get_operations())
     with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
@@ -199,8 +145,8 @@ def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip
         for op in graph.get_operations()[first_op:]
     ):
         return train_op
-    # BERT's AdamWeightDecayOptimizer takes `global_step` and leaves it alone (its
-    # create_optimizer adds the increment): without one, training never reaches max_steps.
+    # BERT's AdamWeightDecayOptimizer leaves the step to create_optimizer: without an
+    # increment, training never reaches max_steps.
     tf2.get_logger().info(
         "%s does not increment the global step; the train op does it once per step, as "
         "BERT's create_optimizer does.",
@@ -210,16 +156,107 @@ def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip
         return tf.group(train_op, global_step.assign_add(1), name="train_op")
 
 
+def _run_layer_updates(network_ops: list) -> None:
+    """Puts the state updates no op uses into ``UPDATE_OPS``, which the train op waits for:
+    Keras' ``BatchNormalization`` keeps its moving averages out, unrun (mean 0, variance 1)."""
+    waiting = {}
+    for op in network_ops:
+        for dependency in op.control_inputs:
+            waiting.setdefault(dependency, []).append(op)
+
+    def unused(op) -> bool:
+        if any(output.consumers() for output in op.outputs):
+            return False
+        return all(unused(later) for later in waiting.get(op, ()))
+
+    known = set(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
+    updates = [
+        op for op in network_ops if op.type in _UPDATE_OP_TYPES and op not in known and unused(op)
+    ]
+    for op in updates:
+        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, op)
+    if updates:
+        tf.logging.info(
+            "model_fn: %d state updates of Keras layers in network_fn (%s) run with each "
+            "training step; Keras keeps them out of UPDATE_OPS",
+            len(updates),
+            ", ".join(sorted({op.name.split("/")[0] for op in updates})),
+        )
+
+
+class _UnknownFeature(KeyError, TypeError):
+    """A lookup by name of a feature the input lacks: a KeyError on a dict, a TypeError on a tuple
+    (whose own "tuple indices must be integers" names neither), as unwrapped."""
+
+
+class _Features(dict):
+    def __missing__(self, key):
+        raise _UnknownFeature(key)
+
+
+class _FeatureTuple(tuple):
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            raise _UnknownFeature(key)
+        return super().__getitem__(key)
+
+
+# The end of TensorFlow's error for ``tensor["x"]``: "... are valid indices, got 'x'".
+_NAME_AS_INDEX = re.compile(r"valid indices, got ('[^']*'|\"[^\"]*\")$")
+
+
+def _shape(tensor) -> str:
+    return str(tensor.shape.as_list()) if tensor.shape.rank is not None else "unknown"
+
+
+def _not_a_dict(key: str, got: str) -> TypeError:
+    return TypeError(
+        f"`network_fn` looked up feature {key}, but the input_fn yields {got}, not a dict of "
+        f"features; yield ({{{key}: x, ...}}, y) (inputs.from_arrays does)"
+    )
+
+
+def _network_outputs(network_fn: Callable, features, mode, params, config):
+    """Calls ``network_fn`` seeded from ``config``; a feature lookup the input lacks is named.
+
+    Only lookups on the features are rewritten: a ``KeyError`` elsewhere (a missing ``params``
+    key) is not the input's fault. A namedtuple is left alone: the network may read its fields.
+    """
+    graph = tf.get_default_graph()
+    first_op = len(graph.get_operations())
+    is_mapping = isinstance(features, Mapping)
+    if is_mapping:
+        features = _Features(features)
+    elif type(features) is tuple:
+        features = _FeatureTuple(features)
+    try:
+        with keras_seeds(getattr(config, "tf_random_seed", None)):
+            outputs = network_fn(features, mode, params)
+    except _UnknownFeature as error:
+        if not is_mapping:
+            raise _not_a_dict(
+                repr(error.args[0]), f"a tuple of {len(features)} features"
+            ) from error
+        raise ValueError(
+            f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
+            f"receiver) does not provide. Got features: {sorted(map(str, features))}"
+        ) from error
+    except TypeError as error:
+        match = _NAME_AS_INDEX.search(str(error))
+        if is_mapping or not tf.is_tensor(features) or match is None:
+            raise
+        got = f"a single tensor ({features.dtype.name}, shape {_shape(features)})"
+        raise _not_a_dict(match.group(1), got) from error
+    if mode == ModeKeys.TRAIN:
+        _run_layer_updates(graph.get_operations()[first_op:])
+    return outputs
+
+
 def build(
     network_fn: NetworkFn,
+    head: Any,
     *,
-    loss_fn: Optional[Callable] = None,
-    predictions_fn: Optional[Callable] = None,
     metric_fn: Optional[Callable] = None,
-    check_outputs: Optional[Callable] = None,
-    labels_fn: Optional[Callable] = None,
-    export_outputs_fn: Optional[Callable] = None,
-    head: Optional[Any] = None,
     optimizer: OptimizerArg = "adam",
     learning_rate: Optional[float] = None,
     warmup_steps: int = 0,
@@ -232,64 +269,43 @@ def build(
 ) -> Callable:
     """Builds ``model_fn(features, labels, mode, params, config)`` from a network and a head.
 
-    The head is an official ``tf.estimator.Head`` (``head=``, whose ``weight_column`` should be
-    ``weight_key``) or the functions ``loss_fn`` and ``predictions_fn``. Each function is
-    called positionally with the arguments named here and checked for them at once.
+    The official head makes the loss (a custom one: the head's ``loss_fn``), predictions,
+    metrics and signatures; ``"serving_default"`` and ``"predict"`` carry all predictions.
 
     Args:
-      network_fn: ``(features, mode, params) -> outputs``.
-      loss_fn: ``(labels, outputs, weights) -> scalar loss``; ``weights`` is the ``[batch]``
-        tensor of ``weight_key``, or None.
-      predictions_fn: ``(outputs) -> {key: [batch, ...] tensor}``; default: the head's.
-      metric_fn: ``(labels, outputs, weights) -> {name: (value_op, update_op)}``, added to the
-        head's metrics; it gets tensors only, so it also serves as the TPU ``metric_fn``.
-      check_outputs: ``(outputs) -> outputs``, validating / normalising the network's output.
-      labels_fn: ``(labels) -> labels``, validating / normalising the labels.
-      export_outputs_fn: ``(predictions) -> {key: ExportOutput}``, added to the
-        ``"serving_default"`` and ``"predict"`` PredictOutputs and the head's signatures.
-      head: an official head, e.g. ``tf.estimator.MultiLabelHead(5)``.
+      network_fn: ``(features, mode, params) -> logits``, as the head takes them.
+      head: a ``tf.estimator.Head``, e.g. ``MultiLabelHead(5)``; its ``weight_column`` should be
+        ``weight_key``.
+      metric_fn: ``(labels, logits, weights) -> {name: (value_op, update_op)}``, beside the
+        head's; called positionally with tensors only, so it also serves as a TPU ``metric_fn``.
       optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, init_checkpoint,
         assignment_map, weight_key, tpu_spec: as for :func:`classifier`.
 
     Returns:
-      ``model_fn(features, labels, mode, params, config)`` for ``Estimator`` or
-      ``TPUEstimator``; it checks that a checkpoint in ``config.model_dir`` fits the model.
+      A model_fn for ``Estimator`` or ``TPUEstimator``; it checks that a checkpoint in
+      ``config.model_dir`` fits the model.
 
     Raises:
-      TypeError: at once, for a function that cannot be called as above, or neither ``head``
-        nor ``loss_fn`` and ``predictions_fn``.
+      TypeError: at once, for a function of other arguments or no head.
       ValueError: at once for a bad optimizer or schedule; when the model_fn runs, for an
-        unreadable ``init_checkpoint`` (unless resuming), outputs or labels of the wrong shape,
-        a feature the input lacks, or a checkpoint in ``model_dir`` from another model.
+        unreadable ``init_checkpoint``, a missing feature, or a checkpoint in ``model_dir``
+        from another model.
 
     Example:
 
-        model_fn = build(network, loss_fn=my_loss, predictions_fn=lambda y: {"y": y})
-        model_fn = build(network, head=tf.estimator.MultiLabelHead(5))
+        model_fn = build(network, tf.estimator.MultiLabelHead(5), learning_rate=0.01)
     """
-    for value, name, arguments in (
-        (network_fn, "network_fn", ("features", "mode", "params")),
-        (loss_fn, "loss_fn", ("labels", "outputs", "weights")),
-        (predictions_fn, "predictions_fn", ("outputs",)),
-        (metric_fn, "metric_fn", ("labels", "outputs", "weights")),
-        (check_outputs, "check_outputs", ("outputs",)),
-        (labels_fn, "labels_fn", ("labels",)),
-        (export_outputs_fn, "export_outputs_fn", ("predictions",)),
-    ):
-        if value is not None or name == "network_fn":
-            _check_signature(value, name, arguments)
-    if head is not None and not isinstance(head, estimator.Head):
-        raise TypeError(f"`head` must be a tf.estimator.Head. Got: {head!r}")
-    if (head is None) == (loss_fn is None) or (head is None and predictions_fn is None):
+    _check_signature(network_fn, "network_fn", ("features", "mode", "params"))
+    if metric_fn is not None:
+        _check_signature(metric_fn, "metric_fn", ("labels", "logits", "weights"))
+    if not isinstance(head, estimator.Head):
         raise TypeError(
-            "`build` needs either `head` (a tf.estimator.Head) or both `loss_fn` and "
-            f"`predictions_fn`. Got: head={head!r}, loss_fn={loss_fn!r}, "
-            f"predictions_fn={predictions_fn!r}"
+            "`head` must be a tf.estimator.Head (for a loss of your own, pass it as the head's "
+            f"`loss_fn`). Got: {head!r}"
         )
-    parts = _Head(predictions_fn, loss_fn, metric_fn, check_outputs, labels_fn, export_outputs_fn)
     return _build(
         network_fn,
-        dataclasses.replace(parts, official=head),
+        _Head(head, metric_fn=metric_fn),
         optimizer=optimizer,
         learning_rate=learning_rate,
         warmup_steps=warmup_steps,
@@ -308,22 +324,38 @@ def _build(
     *,
     optimizer,
     learning_rate,
+    warmup_steps,
+    decay_steps,
+    clip_norm,
     init_checkpoint,
     assignment_map,
     weight_key,
     tpu_spec,
-    **schedule,
 ) -> Callable:
-    """Checks the options and returns the model_fn; :func:`build`'s body."""
-    check_optimizer(optimizer, schedule["warmup_steps"], schedule["decay_steps"], learning_rate)
+    check_optimizer(optimizer, warmup_steps, decay_steps, learning_rate)
     learning_rate = 1e-3 if learning_rate is None else learning_rate
-    check_schedule(learning_rate, schedule["warmup_steps"], schedule["decay_steps"])
-    clip_norm = schedule["clip_norm"]
+    check_schedule(learning_rate, warmup_steps, decay_steps)
     if clip_norm is not None and not clip_norm > 0:
         raise ValueError(f"`clip_norm` must be None or > 0. Got: {clip_norm!r}")
-    checkpoint, checkpoint_error = _init_checkpoint(init_checkpoint, assignment_map)
+    if assignment_map is not None and init_checkpoint is None:
+        raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
+    if assignment_map is not None and not isinstance(assignment_map, Mapping):
+        raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
+    checkpoint = checkpoint_error = None
+    if init_checkpoint:
+        try:
+            checkpoint = _warm_start.resolve_checkpoint(init_checkpoint)
+        except ValueError as error:
+            # Raised at the first graph build unless model_dir has a checkpoint: a restart
+            # after the source was deleted must still resume.
+            checkpoint_error = error
     train_op_fn = functools.partial(
-        _train_op, optimizer=optimizer, learning_rate=learning_rate, **schedule
+        _train_op,
+        optimizer=optimizer,
+        learning_rate=learning_rate,
+        warmup_steps=warmup_steps,
+        decay_steps=decay_steps,
+        clip_norm=clip_norm,
     )
 
     def model_fn(features, labels, mode, params=None, config=None):
@@ -331,12 +363,10 @@ def _build(
         model_dir = getattr(config, "model_dir", None)
         warm_start_from = checkpoint
         if init_checkpoint and _warm_start.resuming(model_dir):
-            # Estimator restores model_dir's checkpoint over any initialiser: the source is
-            # not read, and need not exist any more.
-            warm_start_from = None
+            warm_start_from = None  # Estimator restores model_dir's checkpoint over it
         elif checkpoint_error is not None:
             raise checkpoint_error
-        outputs = network_outputs(network_fn, features, mode, params, config)
+        outputs = _network_outputs(network_fn, features, mode, params, config)
         if head.check_outputs is not None:
             outputs = head.check_outputs(outputs)
         if head.predictions_fn is not None:
@@ -349,28 +379,20 @@ def _build(
             "scaffold_fn": _warm_start_fn(warm_start_from, assignment_map, tpu_spec),
             "predictions": predictions,
         }
-        # On a TPU the variables live in the TPU computation; check only off it.
-        check_dir = None if on_tpu else model_dir
+        check_dir = None if on_tpu else model_dir  # on a TPU the variables live in its program
         if mode == ModeKeys.PREDICT:
             return _predict_spec(head, outputs, common, check_dir, tpu_spec)
         labels = head.labels_fn(labels) if head.labels_fn is not None else labels
         weights = _weights(features, weight_key)
         regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
-        if head.official is None:
-            loss = head.loss_fn(labels, outputs, weights)
-            if regularization:
-                loss += tf.add_n(regularization, name="regularization_loss")
-        else:
-            # The head's loss, as its create_estimator_spec(train_op_fn=…) makes it; called
-            # directly, it leaves out the head's string predictions, which a TPU computation
-            # cannot hold.
-            loss = head.official.loss(
-                labels=labels,
-                logits=head.logits(outputs),
-                features={} if weights is None else {weight_key: weights},
-                mode=mode,
-                regularization_losses=regularization or None,
-            )
+        # The head's loss without its string predictions, which a TPU program cannot hold.
+        loss = head.official.loss(
+            labels=labels,
+            logits=head.logits(outputs),
+            features={} if weights is None else {weight_key: weights},
+            mode=mode,
+            regularization_losses=regularization or None,
+        )
         if mode == ModeKeys.EVAL:
             _warm_start.check_model_dir(check_dir, mode=mode)
             metric_fn = _eval_metrics(head, weight_key, labels, outputs, weights, regularization)
@@ -382,31 +404,14 @@ def _build(
     return model_fn
 
 
-def _init_checkpoint(init_checkpoint, assignment_map) -> tuple:
-    """``(prefix, None)``, or ``(None, error)`` to raise unless model_dir has a checkpoint."""
-    if assignment_map is not None and init_checkpoint is None:
-        raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
-    if assignment_map is not None and not isinstance(assignment_map, Mapping):
-        raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
-    if init_checkpoint:
-        try:
-            return _warm_start.resolve_checkpoint(init_checkpoint), None
-        except ValueError as error:
-            # Raised at the first graph build unless model_dir has a checkpoint of its own: a
-            # restart after the source was rotated away or deleted must still resume.
-            return None, error
-    return None, None
-
-
 def _warm_start_fn(checkpoint, assignment_map, tpu_spec: bool) -> Optional[Callable]:
-    """Warm-starts the network's variables now, or returns the TPU ``scaffold_fn`` that does."""
+    """Warm-starts now, or returns the TPU ``scaffold_fn`` that does."""
     if checkpoint is None:
         return None
     if not tpu_spec:
         _warm_start.warm_start(checkpoint, assignment_map)
         return None
-    # TPUEstimator calls scaffold_fn after the train op exists; warm-start only the network's
-    # variables, not the optimizer slots (as BERT and the Estimator path do).
+    # TPUEstimator calls scaffold_fn after the train op exists: leave out the optimizer slots.
     network_variables = tf.global_variables()
 
     def scaffold_fn():
@@ -417,22 +422,17 @@ def _warm_start_fn(checkpoint, assignment_map, tpu_spec: bool) -> Optional[Calla
 
 
 def _predict_spec(head: _Head, outputs, common: dict, check_dir, tpu_spec: bool):
-    # Only PREDICT builds export outputs: in TRAIN / EVAL the class names' string ops would
-    # land in a TPU computation, which has no string kernels.
+    # Export outputs in PREDICT only: the class names' string ops cannot run on a TPU.
     predictions = common["predictions"]
-    export_outputs = {
-        "serving_default": estimator.export.PredictOutput(predictions),
-        "predict": estimator.export.PredictOutput(predictions),
-    }
-    if head.official is not None:
-        spec = head.official.create_estimator_spec(
-            features={}, mode=ModeKeys.PREDICT, logits=head.logits(outputs)
-        )
-        for key, output in spec.export_outputs.items():
-            if key not in export_outputs and key not in head.official_dropped:
-                export_outputs[key] = output
-    if head.export_outputs_fn is not None:
-        export_outputs.update(head.export_outputs_fn(predictions))
+    export_outputs = dict.fromkeys(
+        ("serving_default", "predict"), estimator.export.PredictOutput(predictions)
+    )
+    spec = head.official.create_estimator_spec(
+        features={}, mode=ModeKeys.PREDICT, logits=head.logits(outputs)
+    )
+    for key, output in spec.export_outputs.items():
+        if key not in export_outputs and key not in head.official_dropped:
+            export_outputs[key] = output
     saver = _warm_start.check_model_dir(check_dir, mode=ModeKeys.PREDICT)
     if saver is not None:
         # An export restores with the Scaffold's saver only, not the SAVERS collection.
@@ -443,26 +443,22 @@ def _predict_spec(head: _Head, outputs, common: dict, check_dir, tpu_spec: bool)
 
 def _eval_metrics(head: _Head, weight_key, labels, outputs, weights, regularization):
     """``(metric_fn, tensors)``: the head's metrics and ``metric_fn``'s, from tensors only."""
-    if head.official is None and head.metric_fn is None:
-        return None
     tensors = {"labels": labels, "outputs": outputs}
     if weights is not None:
         tensors["weights"] = weights
-    if regularization and head.official is not None:
+    if regularization:
         tensors["regularization_loss"] = tf.add_n(regularization)
 
     def metric_fn(labels, outputs, weights=None, regularization_loss=None):
-        ops = {}
-        if head.official is not None:
-            losses = None if regularization_loss is None else [regularization_loss]
-            official = head.official.update_metrics(
-                head.official.metrics(losses),
-                {} if weights is None else {weight_key: weights},
-                head.logits(outputs),
-                labels,
-                losses,
-            )
-            ops.update((k, v) for k, v in official.items() if k not in head.official_dropped)
+        losses = None if regularization_loss is None else [regularization_loss]
+        ops = head.official.update_metrics(
+            head.official.metrics(losses),
+            {} if weights is None else {weight_key: weights},
+            head.logits(outputs),
+            labels,
+            losses,
+        )
+        ops = {k: v for k, v in ops.items() if k not in head.official_dropped}
         if head.metric_fn is not None:
             ops.update(head.metric_fn(labels, outputs, weights))
         return ops
@@ -479,32 +475,27 @@ def _weights(features, weight_key: Optional[str]):
         raise ValueError(f"`weight_key` {weight_key!r} is not a feature. Got features: {available}")
     weights = features[weight_key]
     if not isinstance(weights, tf.Tensor):
-        raise ValueError(
-            f"`weight_key` {weight_key!r} must be a dense tensor, one weight per example; "
-            f"make it one in the input_fn. Got: {type(weights).__name__}"
-        )
-    if weights.dtype == tf.string:
-        raise ValueError(
-            f"`weight_key` {weight_key!r} must be a numeric feature (one weight per example); "
-            f"cast or parse it in the input_fn. Got: dtype {weights.dtype.name}"
-        )
-    rank = weights.shape.rank
-    if rank is not None and (rank > 2 or (rank == 2 and weights.shape[1] not in (1, None))):
-        raise ValueError(
-            f"`weight_key` {weight_key!r} must have shape [batch] or [batch, 1], one weight per "
-            f"example. Got: shape {weights.shape}"
-        )
-    return tf.reshape(tf.cast(weights, tf.float32), [-1])
+        got = type(weights).__name__
+    elif weights.dtype == tf.string:
+        got = f"dtype {weights.dtype.name}"
+    elif weights.shape.rank is not None and (
+        weights.shape.rank > 2 or (weights.shape.rank == 2 and weights.shape[1] not in (1, None))
+    ):
+        got = f"shape {weights.shape}"
+    else:
+        return tf.reshape(tf.cast(weights, tf.float32), [-1])
+    raise ValueError(
+        f"`weight_key` {weight_key!r} must be a dense numeric tensor of shape [batch] or "
+        f"[batch, 1], one weight per example; make it one in the input_fn. Got: {got}"
+    )
 
 
 def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str], num_classes=None):
-    """Returns the metric names as a tuple; ValueError naming the accepted ones otherwise."""
     if isinstance(metrics, str) or not isinstance(metrics, (list, tuple)):
         raise TypeError(f"`metrics` must be a list or tuple of names. Got: {metrics!r}")
     for name in metrics:
         match = _RECALL_AT.match(name) if isinstance(name, str) else None
         if name == "recall_at_<k>" and name in accepted:
-            # Listed among the accepted names to show the pattern; it is no metric by itself.
             raise ValueError(
                 "`metrics` entry 'recall_at_<k>' is a pattern: put the number k in it, use "
                 f"e.g. 'recall_at_{min(5, num_classes - 1)}'. Got: {name!r}"
@@ -534,7 +525,7 @@ def _flat_labels(labels, num_columns: int):
     wide = rank == 2 and labels.shape[1] is not None and labels.shape[1] != num_columns
     if rank is None or rank > 2 or wide or (rank == 1 and num_columns != 1):
         expected = "[batch] or [batch, 1]" if num_columns == 1 else f"[batch, {num_columns}]"
-        raise ValueError(f"`labels` must have shape {expected}. Got: shape {shape(labels)}")
+        raise ValueError(f"`labels` must have shape {expected}. Got: shape {_shape(labels)}")
     return labels
 
 
@@ -544,14 +535,14 @@ def _checked_outputs(outputs, columns: int, what: str):
         raise TypeError(
             f"`network_fn` must return a {what} tensor [batch, {columns}]. Got: {outputs!r}"
         )
-    if outputs.shape.rank == 1 and what == "predictions" and columns == 1:
+    flat_ok = what == "predictions" and columns == 1
+    if outputs.shape.rank == 1 and flat_ok:
         outputs = outputs[:, None]
     elif outputs.shape.rank != 2 or outputs.shape[1] not in (None, columns):
         raise ValueError(
             f"`network_fn` must return {what} of shape [batch, "
             f"{'num_classes' if what == 'logits' else 'label_dimension'}={columns}]"
-            f"{' (or [batch])' if what == 'predictions' and columns == 1 else ''}. "
-            f"Got: shape {shape(outputs)}"
+            f"{' (or [batch])' if flat_ok else ''}. Got: shape {_shape(outputs)}"
         )
     return tf.ensure_shape(tf.cast(outputs, tf.float32), [None, columns])
 
@@ -572,7 +563,7 @@ def _classifier_head(num_classes: int, metrics: tuple, top_k, weight_key) -> _He
         return check_class_ids(labels, num_classes)
 
     def predictions_fn(logits):
-        # The head's class_ids are [batch, 1] and it adds string classes; these keys are ours.
+        # The head's class_ids are [batch, 1], with string classes beside: these keys are ours.
         probabilities = tf.nn.softmax(logits, name="probabilities")
         predictions = {
             "logits": logits,
@@ -587,17 +578,18 @@ def _classifier_head(num_classes: int, metrics: tuple, top_k, weight_key) -> _He
 
     def metric_fn(labels, logits, weights):
         class_ids = tf.argmax(logits, axis=-1)
-        ops = {}
+        ops = {}  # "accuracy" and, for 2 classes, "auc" are the head's
         for name in metrics:
+            recall_at = _RECALL_AT.match(name)
             if name in _SCORES:
                 score, average = _SCORES[name]
                 ops[name] = getattr(_metrics, score)(
                     labels, class_ids, num_classes, average=average, weights=weights, name=name
                 )
-            elif _RECALL_AT.match(name):
-                k = int(_RECALL_AT.match(name).group(1))
+            elif recall_at:
+                k = int(recall_at.group(1))
                 ops[name] = _metrics.recall_at_k(labels, logits, k, weights=weights, name=name)
-        return ops  # "accuracy" and, for 2 classes, "auc" are the head's
+        return ops
 
     if num_classes == 2:
         # BinaryClassHead takes one logit: the difference of the two gives the same softmax.
@@ -607,14 +599,13 @@ def _classifier_head(num_classes: int, metrics: tuple, top_k, weight_key) -> _He
         official = estimator.MultiClassHead(num_classes, weight_column=weight_key)
         official_logits = None
     return _Head(
-        predictions_fn=predictions_fn,
+        official,
         metric_fn=metric_fn,
+        predictions_fn=predictions_fn,
         check_outputs=lambda logits: _checked_outputs(logits, num_classes, "logits"),
         labels_fn=labels_fn,
-        official=official,
         official_logits=official_logits,
-        # Ours: "precision" / "recall" are macro averages (the binary head's are class 1's),
-        # and a classifier has no regression signature.
+        # Our "precision" / "recall" are macro (the binary head's, class 1's).
         official_dropped=("precision", "recall", "regression"),
     )
 
@@ -622,8 +613,7 @@ def _classifier_head(num_classes: int, metrics: tuple, top_k, weight_key) -> _He
 def _regressor_head(label_dimension: int, metrics: tuple, weight_key) -> _Head:
     def labels_fn(labels):
         labels = _flat_labels(labels, label_dimension)
-        # Unchecked, a string label fails only when the first step runs, as an
-        # UnimplementedError about a cast.
+        # Unchecked, a string label fails only at the first step, as an UnimplementedError.
         if not (labels.dtype.is_integer or labels.dtype.is_floating or labels.dtype == tf.bool):
             raise ValueError(
                 "`labels` must be numeric for a regressor; parse them into numbers in the "
@@ -633,19 +623,13 @@ def _regressor_head(label_dimension: int, metrics: tuple, weight_key) -> _Head:
 
     def metric_fn(labels, outputs, weights):
         weights = None if weights is None else tf.reshape(weights, [-1, 1])
-        functions = {
-            "mse": tf.metrics.mean_squared_error,
-            "mae": tf.metrics.mean_absolute_error,
-            "rmse": tf.metrics.root_mean_squared_error,
-        }
-        return {name: functions[name](labels, outputs, weights=weights) for name in metrics}
+        return {name: _REGRESSION_METRICS[name](labels, outputs, weights) for name in metrics}
 
     return _Head(
-        predictions_fn=lambda outputs: {"predictions": outputs},
+        estimator.RegressionHead(label_dimension, weight_column=weight_key),
         metric_fn=metric_fn,
         check_outputs=lambda outputs: _checked_outputs(outputs, label_dimension, "predictions"),
         labels_fn=labels_fn,
-        official=estimator.RegressionHead(label_dimension, weight_column=weight_key),
     )
 
 
@@ -665,25 +649,25 @@ def classifier(
     clip_norm: Optional[float] = None,
     weight_key: Optional[str] = None,
 ) -> Callable:
-    """A softmax classifier ``model_fn`` over ``network_fn``'s logits, on the official head.
+    """A softmax classifier ``model_fn`` on ``MultiClassHead`` (``BinaryClassHead`` for 2).
+
+    PREDICT gives ``"logits"``, ``"probabilities"``, ``"class_ids"`` (int64 ``[batch]``) and,
+    with ``top_k``, ``"top_k_probabilities"`` / ``"top_k_class_ids"``; the signatures
+    ``"serving_default"`` and ``"predict"`` carry them all, beside the head's.
 
     Args:
       network_fn: ``(features, mode, params) -> logits [batch, num_classes]``.
       num_classes: number of classes (>= 2); labels are int ids ``[batch]`` or ``[batch, 1]``.
-      optimizer: a name in :data:`OPTIMIZERS` (``"adam"``, ``"adamw"`` — BERT's
-        AdamWeightDecay —, ``"sgd"``, ``"momentum"``, ``"adagrad"``, ``"rmsprop"``), a
+      optimizer: a name in :data:`OPTIMIZERS` (``"adamw"`` is BERT's AdamWeightDecay), a
         ``tf.compat.v1.train.Optimizer``, or a callable ``learning_rate -> Optimizer``.
       learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance.
       warmup_steps: steps of linear warm-up from 0 (BERT's ``num_warmup_steps``).
-      decay_steps: step at which the rate has decayed linearly to 0 (BERT's
-        ``num_train_steps``); None for no decay.
-      init_checkpoint: checkpoint prefix or model directory to warm-start from; each variable
-        whose name and shape match is initialised from it and logged with ``*INIT_FROM_CKPT*``;
-        checked at once, read only while model_dir has no checkpoint of its own.
+      decay_steps: step where the rate reaches 0, linearly (``num_train_steps``); None: no decay.
+      init_checkpoint: checkpoint or model directory to warm-start from, BERT style (by name and
+        shape, logged ``*INIT_FROM_CKPT*``); read only while model_dir has no checkpoint.
       assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
-      metrics: names from :data:`CLASSIFIER_METRICS`: ``"accuracy"``, ``"precision"``,
-        ``"recall"``, ``"f1"`` (macro averages), their ``_micro`` / ``_macro`` / ``_weighted``
-        variants, ``"recall_at_<k>"`` (e.g. ``"recall_at_5"``), for 2 classes ``"auc"``.
+      metrics: from :data:`CLASSIFIER_METRICS`; bare ``"precision"``, ``"recall"``, ``"f1"`` are
+        macro averages; ``"recall_at_5"`` etc.; ``"auc"`` for 2 classes.
       top_k: also predict the ``top_k`` most likely classes and their probabilities.
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
       clip_norm: clip gradients to this global norm; None for no clipping.
@@ -693,17 +677,14 @@ def classifier(
       ``model_fn(features, labels, mode, params, config)``, as from :func:`build`.
 
     Raises:
-      TypeError: at once, for a ``network_fn`` that does not take ``(features, mode,
-        params)``, an optimizer of an unsupported type, or ``metrics`` not a list or tuple.
-      ValueError: at once, for ``num_classes`` < 2, an unknown optimizer or metric, a bad
-        ``top_k`` or schedule; when the model_fn runs, for logits not ``[batch, num_classes]``,
-        labels that are not integer class ids, or an unreadable ``init_checkpoint``.
+      TypeError: at once, for a ``network_fn`` of other arguments or a bad optimizer type.
+      ValueError: at once, for a bad number, name or schedule; when the model_fn runs, for
+        logits or labels that do not fit, or an unreadable ``init_checkpoint``.
 
     Example:
 
         model_fn = classifier(network, num_classes=10, optimizer="adamw", learning_rate=2e-5,
-                              warmup_steps=100, decay_steps=1000, top_k=3,
-                              metrics=("accuracy", "f1_macro", "recall_at_3"))
+                              warmup_steps=100, decay_steps=1000, metrics=("accuracy", "f1"))
     """
     _check_signature(network_fn, "network_fn", ("features", "mode", "params"))
     num_classes = check_int("num_classes", num_classes, 2)
@@ -741,25 +722,20 @@ def regressor(
     clip_norm: Optional[float] = None,
     weight_key: Optional[str] = None,
 ) -> Callable:
-    """A mean-squared-error regressor ``model_fn``, on the official ``RegressionHead``.
+    """A mean-squared-error regressor ``model_fn`` on ``RegressionHead``: ``"predictions"``.
 
     Args:
       network_fn: ``(features, mode, params) -> [batch, label_dimension]`` (or ``[batch]``).
       optimizer, learning_rate, warmup_steps, decay_steps, init_checkpoint, assignment_map,
         tpu_spec, clip_norm, weight_key: as for :func:`classifier`.
-      metrics: names from :data:`REGRESSOR_METRICS` (``"mse"``, ``"mae"``, ``"rmse"``), beside
-        the head's ``average_loss``, ``prediction/mean`` and ``label/mean``.
+      metrics: from :data:`REGRESSOR_METRICS`, beside the head's ``average_loss``.
       label_dimension: number of regression targets per example.
 
     Returns:
-      ``model_fn(features, labels, mode, params, config)``, as from :func:`build`; PREDICT
-      gives ``"predictions"``.
+      ``model_fn(features, labels, mode, params, config)``, as from :func:`build`.
 
     Raises:
-      TypeError: as for :func:`classifier`.
-      ValueError: at once, for an unknown optimizer or metric, a bad schedule or
-        ``label_dimension``; when the model_fn runs, for labels that are not numeric or an
-        unreadable ``init_checkpoint``.
+      TypeError, ValueError: as for :func:`classifier`; labels must be numeric.
 
     Example:
 
@@ -784,35 +760,27 @@ def regressor(
 
 
 def seeded(model_fn: Callable) -> Callable:
-    """Makes the Keras layers a ``model_fn`` builds start from ``RunConfig.tf_random_seed``.
+    """Makes the Keras layers a hand-written ``model_fn`` builds start from ``tf_random_seed``.
 
-    Under TensorFlow 1.x, ``RunConfig(tf_random_seed=…)`` made each run of an Estimator start
-    from the same weights. In TensorFlow 2.15 a layer left with its default initializer (any
-    ``tf.keras.layers`` layer, and ``tf.compat.v1.layers.dense``, a Keras layer too) takes its
-    seed from Python's ``random`` (Keras 2.10+), so each run starts from other weights. In the
-    wrapped model_fn those seeds come from ``tf_random_seed`` again, and only there: Python's,
-    NumPy's and TensorFlow's own generators are left alone. With no ``tf_random_seed`` nothing
-    changes. The builders of this module and the fallback ``tfest_kit.tpu.TPUEstimator`` do
-    this by themselves.
+    In TF 2.15 a layer with its default initializer (``tf.keras.layers``, and
+    ``tf.compat.v1.layers.dense``) seeds from Python's ``random``, so ``RunConfig(
+    tf_random_seed=…)`` no longer fixes the first weights; inside ``seeded`` it does again, and
+    no other generator is touched. The builders here and ``tfest_kit.tpu`` do this themselves.
 
     Args:
-      model_fn: ``model_fn(features, labels, mode, params, config)``, or any of the subsets
-        of these arguments that Estimator accepts.
+      model_fn: a model_fn taking any of the arguments Estimator accepts.
 
     Returns:
-      A model_fn for ``tf.estimator.Estimator`` that calls ``model_fn`` with the arguments it
-      takes and returns what it returns.
+      A model_fn for ``tf.estimator.Estimator`` calling ``model_fn`` with the arguments it takes.
 
     Raises:
-      ValueError: if ``model_fn`` is not callable or takes no ``features`` argument; when it
-        runs, if the input_fn returns labels and ``model_fn`` takes none, or ``params`` are
-        given and it takes none (the checks Estimator makes on an unwrapped model_fn).
+      ValueError: as Estimator would: ``model_fn`` not callable or without ``features``; when
+        it runs, labels or params given that ``model_fn`` does not take.
 
     Example:
 
-        est = tf.estimator.Estimator(
-            model_fn.seeded(my_model_fn),
-            config=tf.estimator.RunConfig(model_dir="/tmp/model", tf_random_seed=42))
+        est = tf.estimator.Estimator(model_fn.seeded(my_model_fn), config=tf.estimator.RunConfig(
+            model_dir="/tmp/model", tf_random_seed=42))
     """
     takes = model_fn_args(model_fn)
 
