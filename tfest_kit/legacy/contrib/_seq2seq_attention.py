@@ -35,7 +35,12 @@ _tfa_attention = addons().seq2seq.attention_wrapper
 
 
 class AttentionMechanism:
-    """The base class TF 1.15's attention mechanisms share (for ``isinstance`` checks)."""
+    """The base class TF 1.15's attention mechanisms share (for ``isinstance`` checks).
+
+    Example:
+
+        assert isinstance(tf.contrib.seq2seq.LuongAttention(8, memory), AttentionMechanism)
+    """
 
     @property
     def alignments_size(self):
@@ -415,7 +420,12 @@ class AttentionWrapperState(
         ("cell_state", "attention", "time", "alignments", "alignment_history", "attention_state"),
     )
 ):
-    """TF 1.15's ``AttentionWrapperState`` (with its ``time`` field and ``clone``)."""
+    """TF 1.15's ``AttentionWrapperState`` (with its ``time`` field and ``clone``).
+
+    Example:
+
+        state = cell.zero_state(batch_size, tf.float32).clone(cell_state=encoder_state)
+    """
 
     def clone(self, **kwargs):
         """A copy with the fields in ``kwargs`` replaced; tensors keep the old static shapes.
