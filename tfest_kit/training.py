@@ -399,6 +399,40 @@ def train_and_evaluate(
     exporters = [
         _FinalAfterEarlyStop(e) for e in _as_list("exporters", exporters, tf_estimator.Exporter)
     ]
+    # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
+    validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
+    eval_spec = _eval_spec(
+        estimator,
+        eval_input_fn,
+        eval_steps,
+        eval_name,
+        eval_hooks,
+        exporters,
+        train_hooks,
+        max_steps,
+        throttle_secs,
+        start_delay_secs,
+    )
+    with _model_dir.training(estimator) as step_counter:
+        train_spec = tf_estimator.TrainSpec(
+            train_input_fn, max_steps=max_steps, hooks=[*train_hooks, step_counter]
+        )
+        return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
+
+
+def _eval_spec(
+    estimator,
+    eval_input_fn,
+    eval_steps,
+    eval_name,
+    eval_hooks,
+    exporters,
+    train_hooks,
+    max_steps,
+    throttle_secs,
+    start_delay_secs,
+) -> tf_estimator.EvalSpec:
+    """``train_and_evaluate``'s ``EvalSpec``, its remaining arguments checked."""
     if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
         raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
     shared = [hook for hook in train_hooks if any(hook is e for e in eval_hooks)]
@@ -418,13 +452,11 @@ def train_and_evaluate(
             throttle_secs,
         )
         throttle_secs = 1
-    # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
-    validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
     eval_hooks += [
         EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
         _Preemption(train_hooks, estimator.model_dir, max_steps),
     ]
-    eval_spec = tf_estimator.EvalSpec(
+    return tf_estimator.EvalSpec(
         eval_input_fn,
         steps=eval_steps,
         name=eval_name,
@@ -433,11 +465,6 @@ def train_and_evaluate(
         start_delay_secs=start_delay_secs,
         throttle_secs=throttle_secs,
     )
-    with _model_dir.training(estimator) as step_counter:
-        train_spec = tf_estimator.TrainSpec(
-            train_input_fn, max_steps=max_steps, hooks=[*train_hooks, step_counter]
-        )
-        return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
 
 
 def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters) -> dict:
