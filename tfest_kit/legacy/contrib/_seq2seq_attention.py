@@ -35,7 +35,13 @@ _tfa_attention = addons().seq2seq.attention_wrapper
 
 
 class AttentionMechanism:
-    """The base class TF 1.15's attention mechanisms share (for ``isinstance`` checks)."""
+    """The base class TF 1.15's attention mechanisms share (for ``isinstance`` checks).
+
+    Example:
+
+        mechanism = tf.contrib.seq2seq.LuongAttention(16, memory)
+        assert isinstance(mechanism, tf.contrib.seq2seq.AttentionMechanism)
+    """
 
     @property
     def alignments_size(self):
@@ -415,7 +421,13 @@ class AttentionWrapperState(
         ("cell_state", "attention", "time", "alignments", "alignment_history", "attention_state"),
     )
 ):
-    """TF 1.15's ``AttentionWrapperState`` (with its ``time`` field and ``clone``)."""
+    """TF 1.15's ``AttentionWrapperState`` (with its ``time`` field and ``clone``).
+
+    Example:
+
+        state = wrapper.zero_state(batch_size, tf.float32)
+        state = state.clone(cell_state=encoder_final_state)
+    """
 
     def clone(self, **kwargs):
         """A copy with the fields in ``kwargs`` replaced; tensors keep the old static shapes.
