@@ -162,6 +162,40 @@ def test_namespace_serves_compat_v1_and_contrib_and_records_them():
     assert "tf.get_variable" in text.split("From tf.compat.v1")[1]
 
 
+def test_contrib_implementation_paths_and_drop_remainder_batching():
+    # tensorflow/tpu's mobilenet: `from tensorflow.contrib.framework.python.ops import
+    # arg_scope` (the function, as TF 1.15's star-importing package gave it), `from
+    # tensorflow.contrib.training.python.training import evaluation`, and
+    # `tf.contrib.data.batch_and_drop_remainder`.
+    import tf_slim
+
+    # `tf_slim.training` is rebound to its `training` module: import the path.
+    slim_evaluation = importlib.import_module("tf_slim.training.evaluation")
+    report = Report()
+    ns = build_namespace(report)
+    assert ns.contrib.framework.python.ops.arg_scope is tf_slim.arg_scope
+    evaluation = ns.contrib.training.python.training.evaluation
+    assert evaluation.checkpoints_iterator is slim_evaluation.checkpoints_iterator
+    dataset = tf.data.Dataset.range(7)
+    batched = dataset.apply(ns.contrib.data.batch_and_drop_remainder(3))
+    assert batched.element_spec.shape.as_list() == [3]
+    assert [b.tolist() for b in batched.as_numpy_iterator()] == [[0, 1, 2], [3, 4, 5]]
+    padded = dataset.map(lambda x: tf.fill([x], x)).apply(
+        ns.contrib.data.padded_batch_and_drop_remainder(2, [None])
+    )
+    assert [b.tolist() for b in padded.as_numpy_iterator()] == [
+        [[0], [1]],
+        [[2, 2, 0], [3, 3, 3]],
+        [[4, 4, 4, 4, 0], [5, 5, 5, 5, 5]],
+    ]
+    assert report.names(SHIM) == [
+        "tf.contrib.framework.python.ops.arg_scope",
+        "tf.contrib.training.python.training.evaluation.checkpoints_iterator",
+        "tf.contrib.data.batch_and_drop_remainder",
+        "tf.contrib.data.padded_batch_and_drop_remainder",
+    ]
+
+
 def test_unknown_symbols_name_themselves_and_the_runner():
     ns = build_namespace(Report())
     for get, symbol in [

@@ -10,7 +10,8 @@
   functions (see :func:`tpu_module`);
 - ``tf.contrib.cluster_resolver.TPUClusterResolver``: ``tfest_kit.tpu.TPUClusterResolver``;
 - ``tf.contrib.data.*`` (``map_and_batch``, ``parallel_interleave`` …):
-  ``tf.compat.v1.data.experimental``;
+  ``tf.compat.v1.data.experimental``; ``batch_and_drop_remainder`` and its padded twin:
+  ``Dataset.batch(…, drop_remainder=True)``;
 - the packages of :mod:`tfest_kit.legacy.contrib`, one module each, imported when a script
   first reaches the package (see :func:`served_package`): ``predictor``
   (``tfest_kit.serving.Predictor``), ``training`` (a port of ``HParams``), ``metrics``
@@ -208,10 +209,26 @@ def _training_python(report: Report) -> ShimModule:
         ],
         kind=SHIM,
     )
+    # `from tensorflow.contrib.training.python.training import evaluation` (tensorflow/tpu's
+    # mobilenet, inception): its checkpoints_iterator … moved to tf_slim.
+    evaluation = ShimModule(
+        "tf.contrib.training.python.training.evaluation",
+        report,
+        fallbacks=[
+            (
+                lambda: importlib.import_module("tf_slim.training.evaluation"),
+                "tf_slim.training.evaluation",
+            )
+        ],
+        kind=SHIM,
+    )
     training = ShimModule(
         "tf.contrib.training.python.training",
         report,
-        entries={"hparam": Entry(lambda: hparam, None)},
+        entries={
+            "hparam": Entry(lambda: hparam, None),
+            "evaluation": Entry(lambda: evaluation, None),
+        },
         kind=SHIM,
     )
     return ShimModule(
@@ -258,6 +275,38 @@ def _layers_python(report: Report) -> ShimModule:
     )
 
 
+_DROP_REMAINDER = "tf.data.Dataset.batch / padded_batch(..., drop_remainder=True)"
+
+
+def batch_and_drop_remainder(batch_size: Any) -> Callable[[Any], Any]:
+    """TF 1.15's ``tf.contrib.data.batch_and_drop_remainder``, for ``Dataset.apply``."""
+    return lambda dataset: dataset.batch(batch_size, drop_remainder=True)
+
+
+def padded_batch_and_drop_remainder(
+    batch_size: Any, padded_shapes: Any, padding_values: Any = None
+) -> Callable[[Any], Any]:
+    """TF 1.15's ``tf.contrib.data.padded_batch_and_drop_remainder``, for ``Dataset.apply``."""
+    return lambda dataset: dataset.padded_batch(
+        batch_size, padded_shapes, padding_values, drop_remainder=True
+    )
+
+
+def _framework_python(report: Report) -> ShimModule:
+    """``tf.contrib.framework.python.ops``: ``tf.contrib.framework``'s names (``arg_scope`` …).
+
+    TF 1.15's ``ops`` package star-imported its modules, so ``from
+    tensorflow.contrib.framework.python.ops import arg_scope`` gave the function.
+    """
+    ops = served_package("framework", report, display="tf.contrib.framework.python.ops")
+    return ShimModule(
+        "tf.contrib.framework.python",
+        report,
+        entries={"ops": Entry(lambda: ops, None)},
+        kind=SHIM,
+    )
+
+
 def cluster_resolver_module(display: str, report: Report) -> ShimModule:
     """Returns a ``cluster_resolver`` stand-in whose ``TPUClusterResolver`` is tfest_kit's.
 
@@ -297,6 +346,7 @@ def served_package(
     *,
     fallbacks: Sequence[tuple[Callable[[], Any], str]] = (),
     extra: Optional[dict[str, Entry]] = None,
+    display: Optional[str] = None,
 ) -> ShimModule:
     """Returns the ``tf.contrib.<package>`` stand-in that ``legacy.contrib.<package>`` serves.
 
@@ -310,6 +360,7 @@ def served_package(
       fallbacks: modules whose names are served too, after the module's own, as
         ``(getter, hint_prefix)`` pairs (``tf.compat.v1.nn.rnn_cell`` for ``rnn`` …).
       extra: more entries (implementation-module paths such as ``layers.python.layers``).
+      display: the module's name (default ``tf.contrib.<package>``).
 
     Returns:
       The stand-in module.
@@ -323,7 +374,7 @@ def served_package(
         for name, backing in module.BACKING.items()
     }
     entries.update(extra or {})
-    display = f"tf.contrib.{package}"
+    display = display or f"tf.contrib.{package}"
     return ShimModule(
         display,
         report,
@@ -355,9 +406,18 @@ def build_contrib(report: Report) -> ShimModule:
             lambda: ShimModule(
                 "tf.contrib.data",
                 report,
+                entries={
+                    "batch_and_drop_remainder": Entry(
+                        lambda: batch_and_drop_remainder, _DROP_REMAINDER
+                    ),
+                    "padded_batch_and_drop_remainder": Entry(
+                        lambda: padded_batch_and_drop_remainder, _DROP_REMAINDER
+                    ),
+                },
                 fallbacks=[(lambda: tf.data.experimental, "tf.data.experimental")],
                 kind=SHIM,
-                provides="Of tf.contrib.data it provides what tf.data.experimental has. ",
+                provides="Of tf.contrib.data it provides what tf.data.experimental has, "
+                "batch_and_drop_remainder and padded_batch_and_drop_remainder. ",
             ),
             None,
         ),
@@ -381,7 +441,15 @@ def build_contrib(report: Report) -> ShimModule:
         ),
         "lookup": Entry(lambda: served_package("lookup", report), None),
         "rnn": Entry(lambda: served_package("rnn", report), None),
-        "framework": Entry(lambda: served_package("framework", report), None),
+        "framework": Entry(
+            lambda: served_package(
+                "framework",
+                report,
+                # `from tensorflow.contrib.framework.python.ops import arg_scope` (tpu's mobilenet).
+                extra={"python": Entry(lambda: _framework_python(report), None)},
+            ),
+            None,
+        ),
         "estimator": Entry(lambda: served_package("estimator", report), None),
         "crf": Entry(lambda: served_package("crf", report), None),
         "seq2seq": Entry(lambda: served_package("seq2seq", report), None),
