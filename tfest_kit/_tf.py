@@ -178,6 +178,19 @@ PRIVATE_NAMES: dict[str, str] = {
         "keras_bridge.py: the converter's error for a model built before a conversion"
     ),
     "keras.src.engine.training_v1#_v1_compile_was_called": "keras_bridge.py: same",
+    # legacy/contrib/seq2seq: the port of TF 1.15's decoders and attention reuses
+    # tensorflow-addons 0.23's arithmetic (pinned; the library is at end of life).
+    **{
+        f"tensorflow_addons.seq2seq.attention_wrapper:{name}": "legacy seq2seq attention"
+        for name in (
+            "_luong_score",
+            "_bahdanau_score",
+            "_monotonic_probability_fn",
+            "_maybe_mask_score",
+            "_prepare_memory",
+        )
+    },
+    "tensorflow_addons.seq2seq.beam_search_decoder:_beam_search_step": "legacy beam search",
     # legacy/: TF 1.15's tf.contrib pieces whose only TF 2.15 home is a private module.
     "tensorflow.python.ops.lookup_ops:index_table_from_file": (
         "legacy/contrib/lookup.py: tf.contrib.lookup's functions and classes"
