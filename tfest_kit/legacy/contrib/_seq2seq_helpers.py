@@ -156,7 +156,23 @@ class CustomHelper(Helper):
             )
 
 
-class TrainingHelper(Helper):
+class _TokenIdHelper(Helper):
+    """A helper whose samples are one int32 token id per sequence, its batch in ``_batch_size``."""
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self):
+        return tf.TensorShape([])
+
+    @property
+    def sample_ids_dtype(self):
+        return tf.int32
+
+
+class TrainingHelper(_TokenIdHelper):
     """``tf.contrib.seq2seq.TrainingHelper``: reads the given inputs step by step (teacher forcing).
 
     Args:
@@ -201,18 +217,6 @@ class TrainingHelper(Helper):
     @property
     def sequence_length(self):
         return self._sequence_length
-
-    @property
-    def batch_size(self):
-        return self._batch_size
-
-    @property
-    def sample_ids_shape(self):
-        return tf.TensorShape([])
-
-    @property
-    def sample_ids_dtype(self):
-        return tf.int32
 
     def initialize(self, name=None):
         with tf.name_scope(name, "TrainingHelperInitialize"):
@@ -323,7 +327,7 @@ class ScheduledEmbeddingTrainingHelper(TrainingHelper):
             return finished, next_inputs, state
 
 
-class GreedyEmbeddingHelper(Helper):
+class GreedyEmbeddingHelper(_TokenIdHelper):
     """``tf.contrib.seq2seq.GreedyEmbeddingHelper``: feeds back the embedding of the argmax.
 
     Args:
@@ -345,18 +349,6 @@ class GreedyEmbeddingHelper(Helper):
         self._end_token = int_scalar(end_token, "end_token")
         self._batch_size = tf.size(start_tokens)
         self._start_inputs = self._embedding_fn(self._start_tokens)
-
-    @property
-    def batch_size(self):
-        return self._batch_size
-
-    @property
-    def sample_ids_shape(self):
-        return tf.TensorShape([])
-
-    @property
-    def sample_ids_dtype(self):
-        return tf.int32
 
     def initialize(self, name=None):
         return tf.tile([False], [self._batch_size]), self._start_inputs

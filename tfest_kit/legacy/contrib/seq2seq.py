@@ -29,6 +29,7 @@ import contextlib
 import numpy as np
 
 from tfest_kit._tf import tf
+from tfest_kit.legacy.contrib import _seq2seq_attention
 from tfest_kit.legacy.contrib._addons import addons
 from tfest_kit.legacy.contrib._seq2seq_attention import (  # noqa: F401 (served)
     AttentionMechanism,
@@ -61,15 +62,7 @@ _FROM_ADDONS = (
     "safe_cumprod",
     "monotonic_attention",
 )
-_ATTENTION = (
-    "AttentionMechanism",
-    "AttentionWrapper",
-    "AttentionWrapperState",
-    "BahdanauAttention",
-    "BahdanauMonotonicAttention",
-    "LuongAttention",
-    "LuongMonotonicAttention",
-)
+_ATTENTION = tuple(_seq2seq_attention.__all__)
 _DECODING = (
     "Decoder",
     "dynamic_decode",
