@@ -353,11 +353,9 @@ def _folder_data(image_dir: str, image_size: int) -> dict:
         train, held_out = _pets_data.split(found.paths, found.labels, FLAGS.eval_fraction)
     except ValueError as e:
         raise RecipeError(f"--image_dir {image_dir!r}: {e}") from e
-    names = [os.path.relpath(path, image_dir) for path in found.skipped[:5]]
-    more = len(found.skipped) - len(names)
-    listed = ": " + ", ".join(names) + (f" and {more} more" if more else "") if names else ""
-    if found.skipped:  # "skipped 0 corrupted images" would only be noise
-        print(f"skipped {len(found.skipped)} corrupted images{listed}")
+    skipped_line = _skipped_line(found.skipped, image_dir)
+    if skipped_line:
+        print(skipped_line)
     _say(f"images: {len(train[0])} for training, {len(held_out[0])} held out ({image_dir})")
     make = _pets_data.folder_input_fn
     size = {"image_size": image_size, "batch_size": FLAGS.batch_size}
@@ -367,6 +365,15 @@ def _folder_data(image_dir: str, image_size: int) -> dict:
         "eval": make(*held_out, training=False, **size),
         "examples": [(os.path.relpath(p, image_dir), y, _read(p)) for p, y in examples],
     }
+
+
+def _skipped_line(skipped: list, image_dir: str) -> str:
+    """ "skipped N corrupted images: a, b …", or "" when none was (a zero count is only noise)."""
+    if not skipped:
+        return ""
+    names = [os.path.relpath(path, image_dir) for path in skipped[:5]]
+    more = f" and {len(skipped) - len(names)} more" if len(skipped) > len(names) else ""
+    return f"skipped {len(skipped)} corrupted images: {', '.join(names)}{more}"
 
 
 def _read(path: str) -> bytes:

@@ -120,20 +120,14 @@ def test_images_folder_skips_corrupted_files(tmp_path):
     assert len(predictions) == 2 and "true: cat" in predictions[0]
 
 
-@pytest.mark.slow
-def test_clean_folder_says_nothing_about_skipping(tmp_path):
-    # A rerun with nothing to train goes through the same Run.train_and_evaluate as every
-    # recipe: tested in test_interrupt.py and, as a program, in test_bert_classifier.py.
-    image_dir, model_dir = tmp_path / "pets", tmp_path / "run"
-    for folder, colour in (("cats", (230, 140, 50)), ("dogs", (90, 60, 30))):
-        (image_dir / folder).mkdir(parents=True)
-        for i in range(5):
-            (image_dir / folder / f"{i}.jpg").write_bytes(_jpeg(colour))
-    args = [*RECIPE, "--data=images", f"--image_dir={image_dir}", *TEST_SIZE, "--steps=2"]
-    args.append(f"--model_dir={model_dir}")
-    proc = run_program(args, env=_offline_env(tmp_path))
-    assert "skipped" not in proc.stdout, proc.stdout  # was "skipped 0 corrupted images"
-    assert "training from step 0 to 2" in proc.stdout.splitlines(), proc.stdout
+def test_skipped_line_names_five_files_and_says_nothing_for_a_clean_folder(tmp_path):
+    from recipes import mobilenet_cats_dogs
+
+    assert mobilenet_cats_dogs._skipped_line([], str(tmp_path)) == ""  # not "skipped 0 …"
+    paths = [str(tmp_path / "cats" / f"{i}.jpg") for i in range(7)]
+    line = mobilenet_cats_dogs._skipped_line(paths, str(tmp_path))
+    assert line.startswith("skipped 7 corrupted images: cats/0.jpg, cats/1.jpg")
+    assert "cats/4.jpg and 2 more" in line and "cats/5.jpg" not in line
 
 
 def test_bad_flag_is_one_line_without_traceback(tmp_path):
