@@ -47,8 +47,7 @@ def _patterns(file_pattern: FilePattern) -> Union[str, list[str]]:
 
 
 def _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder):
-    """``input_fn(params=None)``: ``make()``'s records shuffled before repeat (each epoch sees
-    every example once), batched, parsed and prefetched."""
+    """``make()``'s records shuffled before repeat (each epoch sees each once), batched, parsed."""
 
     def input_fn(params=None):
         ds = make()
