@@ -7,7 +7,6 @@ The knobs that decide CPU/GPU speed (threads, XLA JIT, bfloat16, soft placement)
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import numbers
 import os
@@ -16,7 +15,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from tfest_kit._checks import check_int, did_you_mean, is_int_at_least
+from tfest_kit._checks import check_int, is_int_at_least
 from tfest_kit._tf import estimator, tf, tf2
 from tfest_kit.cluster import validate_tf_config
 from tfest_kit.logs import quieted
@@ -29,10 +28,6 @@ _NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "avx_ne_convert"}
 Threads = Union[int, tuple[int, int], None]
 # Graph-mode (compat.v1) and TF2 strategies; anything else failed inside train().
 _STRATEGY_TYPES = (tf.distribute.Strategy, tf2.distribute.Strategy)
-# Arguments of TPUEstimator's RunConfig (and its TPUConfig) that tf.estimator's does not take.
-_TPU_RUN_CONFIG_ARGS = frozenset(
-    ["tpu_config", "master", "evaluation_master", "cluster", "iterations_per_loop", "num_shards"]
-)
 # RunConfig's own checks fail on a wrong type with "'>=' not supported between 'str' and
 # 'int'", and save_checkpoints_secs=0 silently saves no checkpoint at all.
 _POSITIVE = {
@@ -136,9 +131,6 @@ def _check_session_args(xla: bool, threads: Threads, mixed_precision: Any, base:
             f"Got: {mixed_precision!r}. For float16 on a GPU, wrap the optimizer with "
             "tf.compat.v1.mixed_precision.enable_mixed_precision_graph_rewrite."
         )
-    problem = mixed_precision and _bfloat16_problem()
-    if problem:
-        _warn_once(problem)
     if base is not None and not isinstance(base, tf.ConfigProto):
         raise TypeError(
             "`base` (run_config's `session_config`) must be a tf.compat.v1.ConfigProto. "
@@ -183,11 +175,6 @@ def _cpu_replicas(count: Optional[int], threads: Threads, kwargs: dict) -> Threa
         raise ValueError(
             "`cpu_replicas` trains on the cores of one machine, and TF_CONFIG describes a "
             f"cluster: use tfest_kit.cluster.multi_worker_strategy() there. {got}"
-        )
-    if tf2.config.list_physical_devices("GPU"):
-        _warn_once(
-            "cpu_replicas places every replica on the CPU: for this machine's GPU give "
-            "train_distribute=tf.distribute.MirroredStrategy() instead."
         )
     # The ConfigProto's device_count makes "/cpu:1" … in every Session, not in the eager
     # context: made eagerly, the strategy would place a variable there at once and fail.
@@ -275,7 +262,7 @@ def run_config(
 
     Raises:
       ValueError: a malformed value or ``TF_CONFIG``, or arguments that contradict each other.
-      TypeError: a value of the wrong type, a keyword RunConfig does not take.
+      TypeError: a value of the wrong type; RunConfig's own for a keyword it does not take.
 
     Example:
 
@@ -323,14 +310,7 @@ def _seed(seed: Optional[int], tf_random_seed: Optional[int]) -> Optional[int]:
 
 
 def _check_run_config_keywords(kwargs: dict) -> None:
-    """Names a keyword RunConfig does not take, or a value of the wrong kind, before any work."""
-    known = [p for p in inspect.signature(estimator.RunConfig.__init__).parameters if p != "self"]
-    for name in kwargs:
-        if name not in known:
-            fix = did_you_mean(name, known) or f" It takes: {', '.join(known)}."
-            if name in _TPU_RUN_CONFIG_ARGS:
-                fix = " Use tfest_kit.tpu.RunConfig(…, session_config=tfest_kit.session_config(…))."
-            raise TypeError(f"run_config() got {name!r}, not a RunConfig argument.{fix}")
+    """Names a value of the wrong kind before any work (RunConfig's errors name none)."""
     for name, hint in _POSITIVE.items():
         value = kwargs.get(name)
         number = isinstance(value, numbers.Real) and not isinstance(value, bool)

@@ -1,27 +1,23 @@
 """``input_fn`` builders over tf.data: NumPy / pandas, CSV, TFRecord of ``tf.train.Example``.
 
-Each builder checks its arguments and files at once (where the official readers fail late, or
-name no file: the ``test_official_*`` tests show each gap) and returns ``input_fn(params=None)``;
-``params["batch_size"]``, when the Estimator passes it, wins. Bad data raises :class:`DataError`.
+Each returns ``input_fn(params=None)``; ``params["batch_size"]``, when the Estimator passes it,
+wins. CSV and TFRecord files are read by the official ``make_csv_dataset`` and
+``make_batched_features_dataset``, which report bad files with their own errors.
 """
 
 from __future__ import annotations
 
-import collections
 import functools
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from tfest_kit._checks import check_int
-from tfest_kit._csv_scan import INT64_MAX, INT64_MIN, check_csv, record_default
-from tfest_kit._errors import DataError
 from tfest_kit._tf import tf, tf2
 
-__all__ = ["DataError", "from_arrays", "from_csv", "from_tfrecord", "write_tfrecord"]
+__all__ = ["from_arrays", "from_csv", "from_tfrecord", "write_tfrecord"]
 
 AUTOTUNE = tf2.data.AUTOTUNE
 InputFn = Callable[..., Any]
@@ -36,91 +32,34 @@ def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Op
     check_int("shuffle_buffer", shuffle_buffer, allow_none=True)
 
 
-def _check_compression(compression: Optional[str]) -> Optional[str]:
-    if compression not in (None, "", "GZIP", "ZLIB"):
-        raise ValueError(f"`compression` must be None, 'GZIP' or 'ZLIB'. Got: {compression!r}")
-    return compression or None
+def _batch_size(batch_size: int, params: Optional[Mapping]) -> int:
+    """``params["batch_size"]`` when the Estimator passes one, else ``batch_size``."""
+    if params and params.get("batch_size") is not None:
+        # Estimator(params=...) hands params over unchecked; batch(0) or batch(8.9) fail late.
+        return check_int("params['batch_size']", params["batch_size"], hint="from params")
+    return batch_size
+
+
+def _patterns(file_pattern: FilePattern) -> Union[str, list[str]]:
+    if isinstance(file_pattern, (str, os.PathLike)):
+        return os.fspath(file_pattern)
+    return [os.fspath(pattern) for pattern in file_pattern]
 
 
 def _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder):
-    """``input_fn(params=None)``: ``make()``'s records shuffled before repeat (each epoch sees
-    every example once), batched, parsed and prefetched."""
+    """``make()``'s records shuffled before repeat (each epoch sees each once), batched, parsed."""
 
     def input_fn(params=None):
-        size = batch_size
-        if params and params.get("batch_size") is not None:
-            # Estimator(params=...) hands params over unchecked; batch(0) or batch(8.9) fail late.
-            size = check_int("params['batch_size']", params["batch_size"], hint="from params")
         ds = make()
         if shuffle:
             ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+        size = _batch_size(batch_size, params)
         ds = ds.repeat(num_epochs).batch(size, drop_remainder=drop_remainder)
         if parse is not None:
             ds = ds.map(parse, num_parallel_calls=AUTOTUNE)
         return ds.prefetch(AUTOTUNE)
 
     return input_fn
-
-
-def _read_files(files, read, shuffle: bool, seed, files_at_once: Optional[int] = None):
-    """The records of ``files``, each read by ``read(path)``.
-
-    Shuffling: in an order the seed fixes, up to 8 files interleaved (files of one class each
-    gave batches of one class). Else one file after another in the order given, so predictions
-    follow the rows (the official pipelines sort them).
-    """
-    paths = tf2.data.Dataset.from_tensor_slices(files)
-    if shuffle:
-        paths = paths.shuffle(len(files), seed=seed)
-    if files_at_once is None:
-        files_at_once = _FILES_AT_ONCE if shuffle else 1
-    cycle = max(1, min(files_at_once, len(files)))
-    if cycle == 1:
-        return paths.interleave(read, cycle_length=1)
-    # Deterministic (tf.data's default): the order is the shuffles', which a seed fixes.
-    return paths.interleave(read, cycle_length=cycle, num_parallel_calls=AUTOTUNE)
-
-
-def _describe_dir(directory: str) -> str:
-    directory = directory or "."
-    if not tf2.io.gfile.isdir(directory):
-        return f"directory {directory!r} does not exist"
-    entries = sorted(tf2.io.gfile.listdir(directory))
-    more = f" … and {len(entries) - 20} more" if len(entries) > 20 else ""
-    return f"directory {directory!r} contains: {', '.join(entries[:20]) or 'nothing'}{more}"
-
-
-def _glob_files(file_pattern: FilePattern) -> list[str]:
-    """The files one pattern or a list of them match; DataError for none or a directory."""
-    if isinstance(file_pattern, (str, os.PathLike)):
-        file_pattern = [file_pattern]
-    if not isinstance(file_pattern, Sequence) or not file_pattern:
-        raise TypeError(
-            "`file_pattern` must be a path / glob pattern or a non-empty list of them. "
-            f"Got: {file_pattern!r}"
-        )
-    files: dict[str, None] = {}  # ordered and fast for 20,000 shards
-    for pattern in map(os.fspath, file_pattern):
-        matched = sorted(tf2.io.gfile.glob(pattern))
-        if not matched:
-            where = _describe_dir(os.path.dirname(pattern))
-            raise DataError(f"`file_pattern` {pattern!r} matches no file; {where}.")
-        for directory in filter(tf2.io.gfile.isdir, matched):
-            # The readers call a directory "the file is empty" or fail with "Is a directory".
-            if os.path.normpath(pattern) == os.path.normpath(directory):
-                what, where = "is a directory", os.path.join(directory, "*")
-            else:
-                what, where = f"matches the directory {directory!r}", pattern
-            inside = [m for m in matched if not tf2.io.gfile.isdir(m)] or tf2.io.gfile.glob(where)
-            extensions = collections.Counter(os.path.splitext(f)[1] for f in inside)
-            extension = max(extensions, key=lambda e: (bool(e), extensions[e]), default="")
-            example = os.path.join(os.path.dirname(where), "*" + extension)
-            raise DataError(
-                f"`file_pattern` {pattern!r} {what}, not files: pass a pattern that matches "
-                f"files only, such as {example!r}; {_describe_dir(directory)}."
-            )
-        files.update(dict.fromkeys(matched))
-    return list(files)
 
 
 def _is_pandas(value: Any) -> bool:
@@ -168,7 +107,7 @@ def _arrays(features: Any, labels: Any, feature_name: str):
         )
     if isinstance(labels, str):
         if labels not in feats:
-            raise DataError(
+            raise ValueError(
                 f"Label column {labels!r} is not in `features`; columns are: {sorted(feats)}."
             )
         labels = feats.pop(labels)
@@ -217,8 +156,7 @@ def from_arrays(
       labels: one label per row (array or Series with the DataFrame's index), the name of a
         column of ``features``, or None (prediction).
       batch_size: examples per batch unless ``params["batch_size"]`` is given.
-      shuffle: shuffle the rows (False for evaluation and prediction); files are then read
-        in an order the seed fixes, else one after another in the order given.
+      shuffle: shuffle the rows (False for evaluation and prediction).
       num_epochs: passes over the data; None repeats forever.
       shuffle_buffer: shuffle buffer size; default: all rows, at most 10,000.
       drop_remainder: drop the last, smaller batch (static batch shapes, TPU style).
@@ -229,8 +167,8 @@ def from_arrays(
       ``input_fn(params=None)``: a ``Dataset`` of ``(features, labels)`` or ``features`` batches.
 
     Raises:
-      DataError: ``labels`` names a column that is not in ``features``.
-      ValueError: rows or pandas indexes that differ, a bad argument or ``params["batch_size"]``.
+      ValueError: ``labels`` names no column of ``features``; rows or pandas indexes that
+        differ; a bad argument or ``params["batch_size"]``.
       TypeError: ``features`` of an unsupported type.
 
     Example:
@@ -280,195 +218,80 @@ def from_csv(
     shuffle: bool = True,
     num_epochs: Optional[int] = 1,
     shuffle_buffer: Optional[int] = None,
-    drop_remainder: bool = False,
     seed: Optional[int] = None,
-    validate: bool = True,
 ) -> InputFn:
-    """Builds an ``input_fn`` over CSV files with ``tf.data.experimental.CsvDataset``.
+    """Builds an ``input_fn`` over CSV files with ``tf.data.experimental.make_csv_dataset``.
 
-    The files are checked once, in Python, when the builder is called: row widths (naming
-    ``file:line``), columns, and types, inferred (int32, int64, float32, string) unless
-    ``column_defaults`` gives them. A numeric column with a few other fields or a missing-value
-    marker (``"NA"``, ``"?"``) is refused, naming ``na_value``, not read as text.
+    Column types are inferred from the first 100 rows unless ``column_defaults`` gives them.
+    Unshuffled files are read in sorted order; with ``num_epochs=None`` every batch is full.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train-*.csv"``).
       column_names: the column names; default: the header line of the first file.
       label_name: the column to return as the label, or None for features only.
-      column_defaults: a list, or a dict for some columns: a value (``0``, ``""``) fills empty
-        fields, a dtype (``tf.float32``) makes the column required. Default: inferred.
-      select_columns: read only these columns (the label is always read).
+      column_defaults: one entry per column read, or a dict for some columns: a value (``0``,
+        ``""``) fills empty fields, a dtype (``tf.float32``) makes the column required.
+      select_columns: read only these columns (the label among them).
       header: whether each file starts with a header line (skipped).
       field_delim: the field separator.
       na_value: a string that stands for a missing value.
       compression: None, ``"GZIP"`` or ``"ZLIB"``.
-      batch_size, shuffle, num_epochs, shuffle_buffer, drop_remainder, seed: as in
-        :func:`from_arrays` (the default buffer: 10,000 rows; 8 files read at once).
-      validate: check every row up front; False reads 100 rows per file (to infer types).
+      batch_size, shuffle, num_epochs, shuffle_buffer, seed: as in :func:`from_arrays` (the
+        default buffer: 10,000 rows; 8 files read at once while shuffling).
 
     Returns:
       ``input_fn(params=None)``: a ``Dataset`` of ``(features, label)`` or ``features`` batches.
 
     Raises:
-      DataError: no file matches; a bad row or header; a missing column; a numeric column with
-        non-numeric fields.
-      ValueError: a bad argument or ``params["batch_size"]``.
-      TypeError: a ``column_defaults`` entry that is not an int, float, str or tf dtype.
+      ValueError: a bad argument or ``params["batch_size"]``; ``column_defaults`` names a
+        column that is not read. ``make_csv_dataset``'s errors for files and columns.
 
     Example:
 
         train_fn = from_csv("/tmp/iris/train.csv", label_name="species", num_epochs=None)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
-    compression = _check_compression(compression)
-    if not isinstance(field_delim, str) or len(field_delim) != 1:
-        raise ValueError(f"`field_delim` must be a single character. Got: {field_delim!r}")
-    files = _glob_files(file_pattern)
-    scan = (header, field_delim, compression, None if validate else 100, na_value)
-    indices, picked, defaults = check_csv(
-        files, column_names, label_name, select_columns, column_defaults, scan
-    )
-    buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
+    options = {
+        "column_names": column_names,
+        "select_columns": select_columns,
+        "header": header,
+        "field_delim": field_delim,
+        "na_value": na_value,
+        "compression_type": compression,
+    }
+    patterns = _patterns(file_pattern)
+    defaults = column_defaults
+    if isinstance(column_defaults, Mapping):
+        defaults = _csv_defaults(patterns, column_defaults, options)
 
-    def to_dict(*columns):
-        feats = dict(zip(picked, columns))
-        return feats if label_name is None else (feats, feats.pop(label_name))
-
-    def read(path):
-        return tf2.data.experimental.CsvDataset(
-            path,
-            [record_default(d) for d in defaults],
-            compression_type=compression or "",
-            header=header,
-            field_delim=field_delim,
-            na_value=na_value,
-            select_cols=indices,
+    def input_fn(params=None):
+        return tf2.data.experimental.make_csv_dataset(
+            patterns,
+            _batch_size(batch_size, params),
+            column_defaults=defaults() if callable(defaults) else defaults,
+            label_name=label_name,
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            shuffle_buffer_size=shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER,
+            shuffle_seed=seed,
+            num_parallel_reads=_FILES_AT_ONCE if shuffle else 1,
+            **options,
         )
 
-    make = functools.partial(_read_files, files, read, shuffle, seed)
-    return _input_fn(make, to_dict, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
+    return input_fn
 
 
-_LIST_OF_DTYPE = {tf2.int64: "int64_list", tf2.float32: "float_list", tf2.string: "bytes_list"}
-
-
-def _check_feature_spec(feature_spec: Any, label_key: Optional[str]) -> dict:
-    if not isinstance(feature_spec, Mapping) or not feature_spec:
-        raise (ValueError if isinstance(feature_spec, Mapping) else TypeError)(
-            "`feature_spec` must be a non-empty dict {key: tf.io.FixedLenFeature(...) | ...}. "
-            f"Got: {feature_spec!r}"
-        )
-    if label_key is not None and label_key not in feature_spec:
+def _csv_defaults(patterns, given: Mapping[str, Any], options: dict) -> Callable[[], list]:
+    """One default per column read: ``given``'s, else a zero of the type make_csv_dataset infers."""
+    with tf2.Graph().as_default():  # the inference reads the files in Python, once
+        spec = tf2.data.experimental.make_csv_dataset(patterns, 1, **options).element_spec
+    unknown = sorted(set(given) - set(spec))
+    if unknown:
         raise ValueError(
-            f"`label_key` {label_key!r} is not a key of `feature_spec`; keys are: "
-            f"{sorted(feature_spec)}. Add e.g. "
-            f"feature_spec[{label_key!r}] = tf.io.FixedLenFeature([], tf.int64)."
+            f"`column_defaults` names columns that are not read: {unknown}; columns: {list(spec)}."
         )
-    for key, config in feature_spec.items():
-        dtype = getattr(config, "dtype", None)
-        if dtype is not None and tf2.as_dtype(dtype) not in _LIST_OF_DTYPE:
-            # parse_example refuses it only inside train(), naming `dense_defaults`.
-            raise ValueError(
-                f"`feature_spec` {key!r} asks for {tf2.as_dtype(dtype).name}, which a "
-                "tf.train.Example cannot hold: ask for tf.int64, tf.float32 or tf.string (and "
-                f"cast in the model_fn). Got: {config!r}"
-            )
-    return dict(feature_spec)
-
-
-def _mismatch(key: str, config: Any, feature) -> Optional[str]:
-    """What makes one stored feature unparseable with its spec entry, or None."""
-    checked = (tf2.io.FixedLenFeature, tf2.io.VarLenFeature, tf2.io.FixedLenSequenceFeature)
-    kind = feature.WhichOneof("kind")
-    if not isinstance(config, checked) or kind is None:
-        return None
-    if kind != _LIST_OF_DTYPE[config.dtype]:
-        wanted = {v: k.name for k, v in _LIST_OF_DTYPE.items()}[kind]
-        return (
-            f"{key!r} is stored as {kind} but the spec asks for {config.dtype.name}: store "
-            f"{config.dtype.name} values or ask for tf.{wanted}"
-        )
-    count = len(getattr(feature, kind).value)
-    # An empty list too: parse_example refuses it even when the spec has a default_value.
-    if isinstance(config, tf2.io.FixedLenFeature):
-        size = int(np.prod(config.shape, dtype=np.int64)) if config.shape else 1
-        if count != size:
-            return (
-                f"{key!r} holds {count} values; the spec's shape {list(config.shape)} needs {size}"
-            )
-    return None
-
-
-def _check_example(path: str, record: bytes, spec: Mapping[str, Any]) -> None:
-    """DataError for an Example parse_example would refuse mid-training, naming no file."""
-    present = tf2.train.Example.FromString(record).features.feature
-    missing = sorted(
-        key
-        for key, feature in spec.items()
-        if isinstance(feature, tf2.io.FixedLenFeature)
-        and feature.default_value is None
-        and key not in present
-    )
-    if missing:
-        raise DataError(
-            f"{path}: the first example has no feature {missing}, which `feature_spec` "
-            f"requires; the examples have: {sorted(present)}."
-        )
-    problems = [_mismatch(key, spec[key], present[key]) for key in spec if key in present]
-    if any(problems):
-        raise DataError(
-            f"{path}: the first example does not match `feature_spec`: "
-            f"{'; '.join(p for p in problems if p)}."
-        )
-
-
-def _damage(path: str, error: Exception, compression: Optional[str]) -> DataError:
-    """The DataError for a shard TensorFlow's reader stopped in, naming the file and the fix."""
-    found = re.search(r"(truncated|corrupted) record at (\d+)", str(error))
-    if not found:
-        return DataError(
-            f"{path}: cannot read a tf.train.Example (compression={compression!r}): {error}"
-        )
-    if found[1] == "truncated":
-        problem = f"it is truncated: the record at byte {found[2]} is cut short"
-    elif found[2] == "0" and not compression:
-        problem = (
-            "it does not start with a TFRecord header (if it was written with compression, "
-            "pass compression='GZIP' or 'ZLIB')"
-        )
-    else:
-        problem = f"it is corrupt: the bytes at {found[2]} are not a whole record (bad checksum)"
-    return DataError(
-        f"{path}: {problem}. An interrupted copy or write leaves a file like this; "
-        "copy or write it again, or leave it out of `file_pattern`."
-    )
-
-
-def _check_tfrecords(files: list[str], spec: Mapping[str, Any], compression, whole: bool):
-    """Reads every local shard once (``whole``) with TensorFlow's reader; checks the first example.
-
-    TFRecordDataset meets a cut shard only when training reaches its end, and its message names
-    no file. The C++ reader is fast (12,000 records, 3.6 MB: 15 ms); remote shards are not read.
-    """
-    options = tf.io.TFRecordOptions(compression or "")
-    first = None
-    for path in files:
-        partly = "://" in path or not whole
-        if first is not None and partly:
-            continue
-        try:
-            for record in tf.io.tf_record_iterator(path, options=options):
-                if first is None:
-                    first = path
-                    _check_example(path, record, spec)
-                if partly:
-                    break
-        except DataError:
-            raise
-        except Exception as error:  # noqa: BLE001 - a damaged file, or the wrong compression
-            raise _damage(path, error, compression) from error
-    if first is None:
-        raise DataError(f"No file matched by the pattern holds any example: {files}")
+    # Made when called: each input_fn builds its own graph.
+    return lambda: [given[n] if n in given else tf2.zeros([1], s.dtype) for n, s in spec.items()]
 
 
 def from_tfrecord(
@@ -477,39 +300,32 @@ def from_tfrecord(
     label_key: Optional[str] = None,
     *,
     compression: Optional[str] = None,
-    num_parallel_reads: Optional[int] = AUTOTUNE,
     batch_size: int = 32,
     shuffle: bool = True,
     num_epochs: Optional[int] = 1,
     shuffle_buffer: Optional[int] = None,
     drop_remainder: bool = False,
     seed: Optional[int] = None,
-    validate: bool = True,
 ) -> InputFn:
     """Builds an ``input_fn`` over TFRecord files of serialized ``tf.train.Example``.
 
-    ``TFRecordDataset`` reads, ``tf.io.parse_example`` parses each batch. When the builder is
-    called, every local shard is read once (a cut one is named now, not mid-training) and the
-    first example is checked against ``feature_spec``.
+    ``tf.data.experimental.make_batched_features_dataset`` reads them (8 files at once while
+    shuffling, else one after another in sorted order) and parses each batch.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train.tfrecord-*"``).
       feature_spec: ``{key: tf.io.FixedLenFeature | VarLenFeature | …}`` with the label's entry.
       label_key: the key of ``feature_spec`` to return as the label, or None for features only.
       compression: None, ``"GZIP"`` or ``"ZLIB"`` (as written by :func:`write_tfrecord`).
-      num_parallel_reads: files read at once; default: up to 8 when shuffling, else one by one.
       batch_size, shuffle, num_epochs, shuffle_buffer, drop_remainder, seed: as in
         :func:`from_arrays` (the default buffer: 10,000 records).
-      validate: read every local shard up front (about 250 MB/s); False: the first example only.
 
     Returns:
       ``input_fn(params=None)``: a ``Dataset`` of ``(features, label)`` or ``features`` batches.
 
     Raises:
-      TypeError: ``feature_spec`` is not a dict.
-      ValueError: a bad argument, ``label_key`` or spec dtype.
-      DataError: no file matches; a file unreadable, cut or corrupt; a first example that does
-        not match ``feature_spec``.
+      ValueError: a bad argument or ``params["batch_size"]``; the official reader's errors
+        (``label_key`` not in ``feature_spec``, no file matched, a damaged file).
 
     Example:
 
@@ -518,74 +334,45 @@ def from_tfrecord(
         train_fn = from_tfrecord("/tmp/data/train.tfr-*", spec, "y", num_epochs=None)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
-    compression = _check_compression(compression)
-    spec = _check_feature_spec(feature_spec, label_key)
-    files = _glob_files(file_pattern)
-    _check_tfrecords(files, spec, compression, whole=validate)
-    buffer = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
-    # Not make_batched_features_dataset: it sorts unshuffled files (see _read_files).
-    # TFRecordDataset's own AUTOTUNE read the files one after another (TF 2.15).
-    parallel = None if num_parallel_reads in (None, AUTOTUNE) else num_parallel_reads
+    patterns = _patterns(file_pattern)
 
-    def parse(serialized):
-        feats = tf2.io.parse_example(serialized, spec)
-        return feats if label_key is None else (feats, feats.pop(label_key))
+    def input_fn(params=None):
+        return tf2.data.experimental.make_batched_features_dataset(
+            patterns,
+            _batch_size(batch_size, params),
+            dict(feature_spec),
+            label_key=label_key,
+            reader_args=[compression or ""],
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            shuffle_buffer_size=shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER,
+            shuffle_seed=seed,
+            reader_num_threads=_FILES_AT_ONCE if shuffle else 1,
+            drop_final_batch=drop_remainder,
+        )
 
-    def read(path):
-        return tf2.data.TFRecordDataset(path, compression_type=compression or "")
-
-    make = functools.partial(_read_files, files, read, shuffle, seed, parallel)
-    return _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
+    return input_fn
 
 
 _INT64_LIST, _FLOAT_LIST, _BYTES_LIST = 0, 1, 2  # the value lists of a tf.train.Feature, by kind
 _KIND_NAMES = ["int64", "float", "bytes"]
-# float32, which a float_list holds, has every integer only up to 2**24 (some above too).
-_FLOAT32_EXACT_INTS = 2**24
-
-
-def _outside_int64(where: str, value: int) -> ValueError:
-    return ValueError(
-        f"{where}: {value} is outside int64, the only integer type a tf.train.Example holds; "
-        "write it as a string (bytes_list) or scale it."
-    )
 
 
 def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
     """(kind, flat list of values) of one row's value; kind None for an empty list."""
-    where = f"Row {row}, feature {key!r}"
-    if value is None:
-        raise TypeError(
-            f"{where} is None (a missing value?): a tf.train.Example has no missing values. "
-            "Leave the key out of that row (the reader's default_value fills it) or write one."
-        )
-    try:
-        values = np.asarray(value)
-        if values.dtype == object and values.ndim > 0:
-            values = np.asarray(list(values.ravel()))
-    except ValueError as error:  # NumPy: "inhomogeneous shape"
-        raise TypeError(
-            f"{where}: nested lists of different lengths; a feature is one list of values "
-            f"(flatten it, or write one feature per inner list). Got: {value!r}"
-        ) from error
+    values = np.asarray(value)
     flat = values.ravel().tolist()
     if not flat:
         return None, []
     if values.dtype.kind in "biu":
-        outside = [v for v in flat if not INT64_MIN <= int(v) <= INT64_MAX]
-        if outside:
-            raise _outside_int64(where, outside[0])
         return _INT64_LIST, [int(v) for v in flat]
     if values.dtype.kind == "f":
         return _FLOAT_LIST, flat
-    if values.dtype.kind in "SUO":
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
-            raise _outside_int64(where, flat[0])  # ints NumPy holds in no integer type
-        if all(isinstance(v, (str, bytes)) for v in flat):
-            return _BYTES_LIST, [v.encode("utf-8") if isinstance(v, str) else v for v in flat]
+    if values.dtype.kind in "SU":
+        return _BYTES_LIST, [v.encode("utf-8") if isinstance(v, str) else v for v in flat]
     raise TypeError(
-        f"{where}: expected int, float, str/bytes or a list/array of them (not mixed). "
-        f"Got: {value!r} ({values.dtype})"
+        f"Row {row}, feature {key!r}: expected int, float, str/bytes or a list of them. "
+        f"Got: {value!r}"
     )
 
 
@@ -608,29 +395,14 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
                 kinds[key] = max(seen, kind)  # an int column with some floats holds floats
             entry[str(key)] = (kind, values)
         converted.append(entry)
-    for key, kind in kinds.items():
-        rounded = [
-            v
-            for entry in converted
-            if kind == _FLOAT_LIST and entry.get(key, (None,))[0] == _INT64_LIST
-            for v in entry[key][1]
-            if abs(v) > _FLOAT32_EXACT_INTS and int(np.float32(v)) != v
-        ]
-        if rounded:
-            tf.logging.warning(
-                "write_tfrecord: feature %r holds floats in some rows, so all its values are "
-                "written as float32, which holds every integer only up to 2**24; %d int "
-                "value(s) are rounded (e.g. %d). Write ids as ints only, or as strings.",
-                *(key, len(rounded), rounded[0]),
-            )
-    lists = [("int64_list", tf2.train.Int64List), ("float_list", tf2.train.FloatList)]
-    lists.append(("bytes_list", tf2.train.BytesList))
+    lists = [tf2.train.Int64List, tf2.train.FloatList, tf2.train.BytesList]
+    fields = ["int64_list", "float_list", "bytes_list"]
     examples = []
     for entry in converted:
         features = {}
         for key, (_, values) in entry.items():
-            field, make = lists[kinds.get(key, _FLOAT_LIST)]
-            features[key] = tf2.train.Feature(**{field: make(value=values)})
+            kind = kinds.get(key, _FLOAT_LIST)
+            features[key] = tf2.train.Feature(**{fields[kind]: lists[kind](value=values)})
         examples.append(tf2.train.Example(features=tf2.train.Features(feature=features)))
     return [example.SerializeToString() for example in examples]
 
@@ -644,9 +416,9 @@ def write_tfrecord(
 ) -> list[str]:
     """Writes dict rows as ``tf.train.Example`` records into one or more TFRecord shards.
 
-    Ints and bools → ``int64_list``, floats → ``float_list`` (a key with ints and floats too;
-    a warning names ints float32 rounds), ``str`` / ``bytes`` → ``bytes_list``; lists and arrays
-    give multi-valued features. Rows are dealt round-robin over the shards.
+    Ints and bools → ``int64_list``, floats → ``float_list`` (a key with ints and floats too),
+    ``str`` / ``bytes`` → ``bytes_list``; lists and arrays give multi-valued features. Rows are
+    dealt round-robin over the shards.
 
     Args:
       rows: an iterable of dicts ``{feature: value}`` or a pandas DataFrame (one row each).
@@ -658,23 +430,21 @@ def write_tfrecord(
       The paths written, in shard order.
 
     Raises:
-      ValueError: a bad ``num_shards`` or ``compression``, an int outside int64.
-      TypeError: a row that is not a dict; a value that is None, ragged or of another type; a
-        key holding numbers in some rows and strings in others.
+      ValueError: a bad ``num_shards``.
+      TypeError: a row that is not a dict; a value of another type; a key holding numbers in
+        some rows and strings in others.
 
     Example:
 
         paths = write_tfrecord([{"age": 39, "city": "Oslo", "label": 1}], "/tmp/d.tfr")
     """
     num_shards = check_int("num_shards", num_shards)
-    compression = _check_compression(compression)
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         rows = rows.to_dict("records")
     serialized = _rows_to_examples(list(rows))
     path = os.fspath(path)
-    directory = os.path.dirname(path)
-    if directory:
-        tf2.io.gfile.makedirs(directory)
+    if os.path.dirname(path):
+        tf2.io.gfile.makedirs(os.path.dirname(path))
     paths = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
     paths = [path] if num_shards == 1 else paths
     options = tf2.io.TFRecordOptions(compression_type=compression or "")
@@ -685,19 +455,4 @@ def write_tfrecord(
     tf.logging.info(
         "write_tfrecord: %d examples in %d file(s) at %s", len(serialized), len(paths), path
     )
-    # Shards of an earlier write with another num_shards: the pattern PATH-* would read them.
-    shard_name = re.compile(re.escape(os.path.basename(path)) + r"-\d{5}-of-\d{5}")
-    fresh = {os.path.basename(p) for p in paths}
-    stale = [
-        n
-        for n in sorted(tf2.io.gfile.listdir(directory or "."))
-        if shard_name.fullmatch(n) and n not in fresh
-    ]
-    if stale:
-        tf.logging.warning(
-            "write_tfrecord: %d shard(s) of %s from an earlier write with another num_shards "
-            "remain (%s): the pattern %s-* reads them too. Read the paths write_tfrecord "
-            "returns, or delete those files.",
-            *(len(stale), path, ", ".join(stale[:3]) + (", ..." if len(stale) > 3 else ""), path),
-        )
     return paths
