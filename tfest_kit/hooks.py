@@ -38,11 +38,8 @@ def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
 
 
 class _IntervalHook(tf.train.SessionRunHook):
-    """Reports at multiples of ``every_n_steps`` global steps, fetching nothing on other steps.
-
-    Unlike ``LoggingTensorHook`` and ``StepCounterHook``, which fetch every run, it predicts the
-    step (runs move it as they did on average: 2 in a GAN loop).
-    """
+    """Reports at multiples of ``every_n_steps`` global steps, fetching nothing on other steps
+    (unlike ``LoggingTensorHook``): runs move the step as they did on average (2 in a GAN)."""
 
     _total = None
 
@@ -313,10 +310,9 @@ class NanGuardHook(tf.train.SessionRunHook):
 class PreemptionHook(tf.train.SessionRunHook):
     """On SIGTERM / SIGINT: finish the current step, then stop cleanly.
 
-    Logs ``SIGTERM received: stopping after step 207`` and requests a stop, so ``train()``
-    returns, the session's ``CheckpointSaverHook`` saves there and a restart resumes. A second
-    signal goes to the previous handler (Ctrl-C twice kills). Handlers need the main thread;
-    elsewhere the hook warns and does nothing.
+    Logs ``SIGTERM received: stopping after step 207`` and requests a stop: ``train()`` returns,
+    the session's ``CheckpointSaverHook`` saves there, and a restart resumes. A second signal
+    goes to the previous handler (Ctrl-C twice kills). Handlers need the main thread.
 
     Args:
       signals: the signals (``signal.Signals`` or their numbers) to catch.
@@ -472,12 +468,9 @@ def _stand_in_estimator(model_dir: str):
 
 
 def _stop_flag_out_of_checkpoints(summed: bool = False) -> tf.Variable:
-    """The official hooks' ``signal_early_stopping/STOP`` flag, created first, in no collection.
-
-    Theirs is saved with the model: a model_dir trained without early stopping could not resume
-    with it, and a cluster restored an early stop's ``True``. The chief initialises ours (a
-    local variable misses a model_fn's own ``local_init_op``). ``summed``: multi-worker votes.
-    """
+    """The official hooks' ``signal_early_stopping/STOP`` flag, created first, in no collection:
+    theirs, saved with the model, broke resuming a model_dir trained without it. The chief
+    initialises ours (a local variable misses a model_fn's own ``local_init_op``)."""
     kind = {"dtype": tf.bool, "initializer": tf.initializers.constant(False)}
     if summed:
         kind = {"dtype": tf.int32, "initializer": tf.initializers.constant(0)}
@@ -549,9 +542,8 @@ def early_stopping(
     """Returns a hook that stops training when an eval metric stops improving.
 
     The official ``make_early_stopping_hook`` with ``min_delta``, ``mode="auto"`` (accuracy /
-    auc / f1 … up, loss / mse … down), NaN never best and the metrics listed when ``monitor``
-    is missing. Fixed upstream defects: a missing eval directory (never fires), a one-machine
-    ``train_distribute`` taken for multi-worker, a stop flag saved in checkpoints.
+    auc / f1 … up, loss / mse … down), NaN never best, the metrics listed when ``monitor`` is
+    missing, and a one-machine ``train_distribute`` not taken for multi-worker.
 
     Args:
       estimator: the ``tf.estimator.Estimator`` trained; its ``eval_dir()`` is read.
