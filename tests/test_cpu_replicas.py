@@ -199,7 +199,5 @@ def test_a_fresh_process_gets_one_thread_per_op(model_dir, tmp_path):
     assert "INTRA 1" in proc.stdout, proc.stdout
     log = proc.stderr
     assert "cannot take effect" not in log, log  # set before TensorFlow made its pool
-    # MirroredStrategy's reduction line once, not three times per training graph.
-    assert len(re.findall(r"Reduce to \S+ then broadcast", log)) == 1, log
     assert "preserve tf.data options" not in log, log
     assert re.search(r"loss = \S+, step = 4 .*examples/sec", log), log

@@ -679,9 +679,9 @@ def test_optimizers_without_a_legacy_version_and_one_hot_lookups_are_named(tmp_p
         to_estimator(model, model_dir=str(tmp_path / "one_hot"))
 
 
-def test_nan_guard_sets_aside_the_checkpoint_of_the_diverged_weights(tmp_path):
+def test_nan_guard_names_the_checkpoint_from_before_the_diverged_weights(tmp_path):
     # The object-based saver lives in the converter's Scaffold, in no SAVERS collection, so
-    # NanGuardHook did not see the checkpoint saved in the NaN step: it stayed the latest.
+    # NanGuardHook did not see the checkpoint saved in the NaN step.
     from tfest_kit import hooks
 
     model = keras.Sequential([keras.layers.Dense(1, input_shape=(4,))])
@@ -695,9 +695,9 @@ def test_nan_guard_sets_aside_the_checkpoint_of_the_diverged_weights(tmp_path):
     with pytest.raises(hooks.NanLossError) as info:
         est.train(train_fn, max_steps=50, hooks=[hooks.NanGuardHook()])
     step = info.value.step
-    assert est.latest_checkpoint().endswith(f"model.ckpt-{step}")
-    assert os.path.isfile(tmp_path / f"diverged-model.ckpt-{step + 1}.index")
-    assert "holds the diverged weights" in str(info.value)
+    assert est.latest_checkpoint().endswith(f"model.ckpt-{step + 1}")
+    assert f"from before it is model.ckpt-{step};" in str(info.value)
+    assert f"the latest, model.ckpt-{step + 1}, holds the diverged weights" in str(info.value)
 
 
 def test_damaged_newest_object_checkpoint_resumes_from_the_one_before_and_evaluate_is_guarded(

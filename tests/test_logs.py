@@ -125,29 +125,6 @@ def test_pytest_live_logs_print_each_line_once(tmp_path, capture):
     assert output.count("live-warning-marker") == 1, output
 
 
-def test_setup_follows_absls_verbosity_flag():
-    # setup() forced INFO, so `--verbosity=-1` (absl's WARNING) still printed every INFO line.
-    program = textwrap.dedent(
-        """
-        import sys
-        from absl import app
-        from tfest_kit import logs
-        from tfest_kit._tf import tf
-
-        def main(argv):
-            logs.setup()
-            tf.logging.info("info-marker")
-            tf.logging.warning("warning-marker")
-
-        app.run(main)
-        """
-    )
-    quiet = run_program(["-c", program, "--verbosity=-1"], timeout=120)
-    assert "info-marker" not in quiet.stderr and "warning-marker" in quiet.stderr, quiet.stderr
-    default = run_program(["-c", program], timeout=120)
-    assert "info-marker" in default.stderr, default.stderr  # no flag: INFO, as before
-
-
 def test_setup_plain_python_logs_once(capsys):
     logger = logs.setup("info")
     try:
@@ -167,7 +144,7 @@ def test_setup_sets_level_and_is_idempotent():
     logs.setup("warning")
 
 
-@pytest.mark.parametrize("bad", ["loud", "", 1.5, True])
+@pytest.mark.parametrize("bad", ["loud", "", 1.5])
 def test_bad_verbosity_names_argument(bad):
     with pytest.raises(ValueError, match="`verbosity` must be"):
         logs.setup(bad)
@@ -267,7 +244,6 @@ def test_setup_keeps_a_programs_file_handler_and_replaces_stream_handlers(tmp_pa
 
 
 def test_tensorflow_info_off_leaves_out_tensorflows_own_info_lines_only(capsys, tmp_path):
-    from tfest_kit import _metric_direction
     from tfest_kit._tf import estimator, tf, tf2
 
     def users_model_fn(features, labels, mode, params):
@@ -282,7 +258,6 @@ def test_tensorflow_info_off_leaves_out_tensorflows_own_info_lines_only(capsys, 
         # any given, a WARNING; both come from tensorflow_estimator's own files.
         estimator.Estimator(users_model_fn, model_dir=str(tmp_path / "model"))
         tf.logging.info("program-marker")
-        _metric_direction.higher_is_better("accuracy", "auto", "tfest_kit-marker")
         err = capsys.readouterr().err
         to_file.flush()
         in_file = (tmp_path / "tf.log").read_text()
@@ -291,7 +266,6 @@ def test_tensorflow_info_off_leaves_out_tensorflows_own_info_lines_only(capsys, 
         to_file.close()
         logs.setup("warning")
     assert "INFO:tensorflow:program-marker" in err.splitlines(), err
-    assert "tfest_kit-marker" in err, err
     assert "includes params argument" in err, err  # TensorFlow's warnings stay
     assert "Using config" not in err, err
     assert "Using config" in in_file and "program-marker" in in_file  # a FileHandler gets all
@@ -327,31 +301,3 @@ def test_logging_goes_on_after_the_stderr_it_last_used_is_closed(monkeypatch):
         monkeypatch.undo()
         logs.setup("warning")
     assert "after-marker" in now.getvalue()
-
-
-# StepCounterHook's warning, as tensorflow/python/training/basic_session_run_hooks.py words it.
-_NOT_INCREASED = (
-    "It seems that global step (tf.train.get_global_step) has not been increased. Current "
-    "value (could be stable): %s vs previous value: %s. You could increase the global step by "
-    "passing tf.train.get_global_step() to Optimizer.apply_gradients or Optimizer.minimize."
-)
-
-
-def test_a_raced_global_step_warning_is_dropped_a_stuck_step_is_not():
-    from tfest_kit._tf import tf2
-
-    logger = tf2.get_logger()
-    assert any(isinstance(f, logs._NoiseFilter) for f in logger.filters)
-    fresh = logs._NoiseFilter()  # the installed one remembers this process's runs
-    shown = [
-        (stale, previous)
-        for stale, previous in [(76, 76), (351, 351), (0, 0), (0, 0), (5, 4), (0, 0), (76, 76)]
-        if fresh.filter(
-            logger.makeRecord(
-                "tensorflow", logging.WARNING, "", 0, _NOT_INCREASED, (stale, previous), None
-            )
-        )
-    ]
-    # A race reads each value twice once (a later run may race at 76 again); a step stuck at
-    # 0 is read again and again.
-    assert shown == [(0, 0), (5, 4), (0, 0)]

@@ -169,21 +169,6 @@ def test_loss_is_logged_once_per_interval_without_false_warnings(trained):
     assert len(ignored) == 1 and "TPUConfig.num_shards" in ignored[0], ignored
 
 
-def test_loss_lines_that_would_not_be_shown_are_announced_once(model_dir):
-    # TensorFlow shows WARNING and up by default: the fallback printed nothing, and said nothing.
-    hooks._WARNED_INFO_HIDDEN.clear()
-    rec = _Recorder()
-    try:
-        with captured_tf_log(logging.WARNING) as messages:  # INFO hidden
-            est = _estimator(model_dir, rec, use_tpu=False)
-            est.train(_make_input_fn(rec, repeat=True), max_steps=2)
-            est.train(_make_input_fn(rec, repeat=True), max_steps=4)
-    finally:
-        hooks._WARNED_INFO_HIDDEN.clear()
-    [said] = [m for m in messages if "Loss lines" in m]
-    assert "LossLoggingHook" in said and "logs.setup()" in said, messages
-
-
 def test_progress_hook_among_the_train_hooks_replaces_the_loss_line(model_dir):
     # The README tour passes a ProgressHook: each interval printed two lines whose throughputs,
     # measured over different intervals, disagreed ("332 steps/sec" and "global_step/sec:

@@ -343,7 +343,7 @@ def _run_with_sigusr1(model_dir, max_steps, sender, *, in_eval=False, exporters=
       (estimator, metrics, the SIGUSR1 handler in place when train_and_evaluate returned).
     """
     est = _estimator(model_dir)
-    preemption = hooks.PreemptionHook(signals="SIGUSR1")
+    preemption = hooks.PreemptionHook(signals=[signal.SIGUSR1])
     previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     try:
         metrics = tfest_kit.train_and_evaluate(

@@ -12,9 +12,9 @@ __all__ = ["EvalGuard"]
 class EvalGuard(tf.train.SessionRunHook):
     """Fails an evaluation that would run forever or that ran no batch (its metrics: zeros).
 
-    Estimator's evaluation reads a ``repeat()``ed Dataset forever when it has no step count,
-    and reports zeros for no data, both without a word. For an input of unknown length (a
-    generator) a line after 100, 1,000, … batches says that ``steps`` bounds it.
+    Estimator reads a ``repeat()``ed Dataset forever without a step count and reports zeros for
+    no data, both without a word. For an input of unknown length (a generator) a line after
+    100, 1,000, … batches says that ``steps`` bounds it.
 
     Args:
       steps: the evaluation's step count; None runs until the data ends.
@@ -45,9 +45,8 @@ class EvalGuard(tf.train.SessionRunHook):
         cardinalities = session.run(self._cardinalities) if self._cardinalities else []
         if tf.data.experimental.INFINITE_CARDINALITY in cardinalities:
             raise ValueError(
-                f"`{self._input_arg}` repeats forever (e.g. `.repeat()` or `num_epochs=None`) and "
-                f"`{self._steps_arg}=None` evaluates until the data ends: do not repeat the eval "
-                f"data, or pass `{self._steps_arg}=N` batches. Got: an infinite eval Dataset"
+                f"`{self._input_arg}` repeats forever and `{self._steps_arg}=None` evaluates "
+                f"until the data ends: pass `{self._steps_arg}=N` or do not repeat the eval data."
             )
         # Without a Dataset (queues, a one-shot iterator) the length is unknown too.
         if not cardinalities or min(cardinalities) < 0:
@@ -58,17 +57,16 @@ class EvalGuard(tf.train.SessionRunHook):
         if self._batches == self._next_report:
             self._next_report *= 10  # a long honest pass says it rarely
             tf.logging.warning(
-                "Evaluation: %d batches so far, and `%s` has not ended yet (its length is "
-                "unknown): with `%s=None` it runs until the input ends. Pass `%s=N` to bound it.",
+                "Evaluation: %d batches so far, and `%s` (of unknown length) has not ended yet: "
+                "pass `%s=N` to bound it.",
                 self._batches,
                 self._input_arg,
-                self._steps_arg,
                 self._steps_arg,
             )
 
     def end(self, session) -> None:
         if self._batches == 0:
             raise ValueError(
-                f"`{self._input_arg}` yielded no batch: the evaluation ran on nothing and would "
-                "report zeros. Check that the eval data is not empty. Got: 0 batches"
+                f"`{self._input_arg}` yielded no batch: the evaluation would report zeros. "
+                "Check that the eval data is not empty."
             )

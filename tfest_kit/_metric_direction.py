@@ -1,7 +1,7 @@
 """Whether higher or lower values of an eval metric are better, read from its name.
 
-Shared by ``early_stopping`` and ``best_exporter``: the model kept as the best export should be
-the one early stopping counted as an improvement.
+Shared by ``early_stopping`` and ``best_exporter``: the best export is the model that early
+stopping counted as an improvement.
 """
 
 from __future__ import annotations
@@ -26,14 +26,10 @@ _ERROR_WORDS = frozenset(
 
 
 def higher_is_better(monitor: str, mode: str, who: str) -> bool:
-    """Returns True when higher values of ``monitor`` are better.
+    """Whether higher values of ``monitor`` are better; ``mode="auto"`` reads its words.
 
-    ``mode="auto"`` reads the words of the name (adjacent words also joined, trailing digits
-    also stripped: ``f_1``, ``top_5``, ``acc5``, ``mAP50-95``) and logs the choice as ``who``;
-    a name it does not know is taken as lower-is-better, with a warning.
-
-    Raises:
-      ValueError: if ``mode`` is not ``"min"``, ``"max"`` or ``"auto"``.
+    Adjacent words are also joined and trailing digits stripped (``f_1``, ``top_5``, ``acc5``);
+    a name it does not know is taken as lower-is-better, with a warning naming ``who``.
     """
     if mode not in ("min", "max", "auto"):
         raise ValueError(f'`mode` must be "min", "max" or "auto". Got: {mode!r}')
@@ -44,15 +40,7 @@ def higher_is_better(monitor: str, mode: str, who: str) -> bool:
     words |= {word.rstrip("0123456789") for word in words} - {""}
     top_k = any(re.fullmatch(r"top(\d+|k)", word) for word in words)  # top-5 accuracy
     higher = bool(words & _MAX_WORDS or top_k) and not words & _ERROR_WORDS
-    if higher or words & _ERROR_WORDS:
-        tf.logging.info(
-            '%s: mode="auto" takes %s values of "%s" as better; pass mode="%s" if that is wrong.',
-            who,
-            "higher" if higher else "lower",
-            monitor,
-            "min" if higher else "max",
-        )
-    else:  # at INFO, hidden by default, a higher-is-better metric would keep the worst model
+    if not higher and not words & _ERROR_WORDS:  # a higher-is-better one would keep the worst
         tf.logging.warning(
             '%s: mode="auto" does not know the metric "%s" and takes lower values as better; '
             'pass mode="max" if higher is better (or mode="min" to say so).',

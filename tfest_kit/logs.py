@@ -1,9 +1,7 @@
 """Logging set-up: each line once, deprecation noise off unless asked for.
 
-TensorFlow gives its logger a ``StreamHandler`` at import; once ``absl.app.run`` puts absl's
-handler on the root logger every line prints twice. :func:`setup` gives the ``tensorflow``
-logger one route to the terminal and turns deprecation warnings off with TensorFlow's own
-switches and ``warnings`` filters.
+Once ``absl.app.run`` puts absl's handler on the root logger, TensorFlow's own ``StreamHandler``
+prints every line a second time: :func:`setup` gives the ``tensorflow`` logger one route.
 """
 
 from __future__ import annotations
@@ -16,25 +14,15 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator
-from typing import Optional, Union
+from typing import Union
 
 from tfest_kit._tf import deprecation, module_wrapper, tf2
 
-__all__ = ["setup", "quieted", "LEVELS"]
-
-LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "warning": logging.WARNING,
-    "warn": logging.WARNING,
-    "error": logging.ERROR,
-    "fatal": logging.FATAL,
-}
+__all__ = ["setup", "quieted"]
 
 # TensorFlow, Estimator and Keras all log through the one `tensorflow` logger: only the file a
 # record comes from tells their INFO lines from the program's (setup(tensorflow_info=False)).
 _TENSORFLOW_PACKAGES = ("tensorflow", "tensorflow_estimator", "keras", "tf_keras")
-
 
 _real_path = functools.lru_cache(maxsize=None)(os.path.realpath)  # a few dozen source files
 
@@ -95,37 +83,14 @@ class _OneRouteHandler(logging.Handler):
 
 
 class _NoiseFilter(logging.Filter):
-    """Drops three lines no level reaches without hiding lines users need (test_logs.py).
-
-    Estimator's "model_fn includes params argument" for tfest_kit's model_fns (they take
-    ``params`` for TPUEstimator); StepCounterHook's "global step has not been increased" the
-    first time a value repeats (a race with the increment; a stuck step repeats again); and
-    ``ReductionToOneDevice``'s "Reduce to … then broadcast to …" after its first (ten per run).
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._last_raced: Optional[int] = None
-        self._said_reduce = False
+    """Drops Estimator's "model_fn includes params argument" for tfest_kit's model_fns (they
+    take ``params`` for TPUEstimator); other model_fns keep it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = str(record.msg)
+        if "includes params argument" not in str(record.msg):
+            return True
         args = record.args if isinstance(record.args, tuple) else ()
-        if "includes params argument" in message:
-            return not any(getattr(a, "__module__", "").startswith("tfest_kit.") for a in args)
-        if "has not been increased" in message:
-            try:
-                stale, previous = (int(a) for a in args)
-            except (TypeError, ValueError):
-                return True
-            if stale != previous or stale == self._last_raced:
-                return True
-            self._last_raced = stale
-            return False
-        if message.startswith("Reduce to ") and "then broadcast to" in message:
-            said, self._said_reduce = self._said_reduce, True
-            return not said
-        return True
+        return not any(getattr(a, "__module__", "").startswith("tfest_kit.") for a in args)
 
 
 # The same deprecations as Python warnings: Keras' legacy `tf.layers`, and tf.data's note on a
@@ -147,40 +112,18 @@ def _set_deprecation_warnings(show: bool) -> None:
         warnings.filterwarnings("default" if show else "ignore", message, UserWarning)
 
 
-def _level(verbosity: Union[str, int, None]) -> int:
-    if isinstance(verbosity, str) and verbosity.lower() in LEVELS:
-        return LEVELS[verbosity.lower()]
-    if isinstance(verbosity, int) and not isinstance(verbosity, bool):
-        return verbosity
-    if verbosity is not None:
-        raise ValueError(
-            f"`verbosity` must be one of {sorted(LEVELS)} or a logging level number. "
-            f"Got: {verbosity!r}"
-        )
-    absl_flags = sys.modules.get("absl.flags")  # absl's --verbosity, when the command line gave it
-    if absl_flags and "verbosity" in absl_flags.FLAGS and absl_flags.FLAGS.is_parsed():
-        flag = absl_flags.FLAGS["verbosity"]
-        if flag.present:
-            from absl.logging import converter
-
-            return converter.absl_to_standard(flag.value)
-    return logging.INFO
-
-
 def setup(
-    verbosity: Union[str, int, None] = None,
+    verbosity: Union[str, int] = "info",
     show_deprecations: bool = False,
     tensorflow_info: bool = True,
 ) -> logging.Logger:
     """Configures TensorFlow's logger so that each line is printed once.
 
     Safe to call repeatedly, before or after ``absl.app.run``. TensorFlow's ``StreamHandler``
-    is replaced; a program's own handlers, and the root logger's (``basicConfig(filename=…)``),
-    still get every line.
+    is replaced; a program's own handlers, and the root logger's, still get every line.
 
     Args:
-      verbosity: a name of ``LEVELS`` or a ``logging`` level; None: absl's ``--verbosity`` flag
-        when given, else ``"info"``.
+      verbosity: a ``logging`` level name (``"info"``, ``"warning"`` …) or number.
       show_deprecations: print TensorFlow's and Keras' (``tf.layers``) deprecation warnings.
       tensorflow_info: print the INFO lines of TensorFlow, Estimator and Keras; with False the
         terminal keeps tfest_kit's, the program's and every warning.
@@ -189,20 +132,22 @@ def setup(
       The ``tensorflow`` logger.
 
     Raises:
-      ValueError: if ``verbosity`` is not a name of ``LEVELS`` or an int.
+      ValueError: if ``verbosity`` is no logging level.
 
     Example:
 
         logs.setup(tensorflow_info=False)  # ProgressHook's lines, not Estimator's
     """
-    level = _level(verbosity)
     logger = tf2.get_logger()
+    try:
+        logger.setLevel(verbosity.upper() if isinstance(verbosity, str) else verbosity)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"`verbosity` must be a logging level. Got: {verbosity!r}") from e
     for handler in list(logger.handlers):
         if type(handler) is logging.StreamHandler or isinstance(handler, _OneRouteHandler):
             logger.removeHandler(handler)
     logger.addHandler(_OneRouteHandler(tensorflow_info))
     logger.propagate = False
-    logger.setLevel(level)
     _set_deprecation_warnings(show_deprecations)
     return logger
 
