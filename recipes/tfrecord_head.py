@@ -141,8 +141,7 @@ def _run():
     test_paths = inputs.write_tfrecord(
         test_rows, os.path.join(data_dir, "test.tfrecord"), num_shards=2
     )
-    # write_tfrecord says how many examples went into how many files, at the INFO level the
-    # recipe shows (absl's --verbosity).
+    # write_tfrecord says how many examples went into how many files, at the INFO level.
 
     columns = feature_columns(names, train_rows)
     spec = tf.feature_column.make_parse_example_spec(columns)
