@@ -1050,13 +1050,13 @@ SERVING_CASES = [
         "latest_export of a missing dir",
         lambda c: serving.latest_export(os.path.join(c.root, "missing")),
         serving.ExportNotFoundError,
-        r"not a directory",
+        r"No complete export.*missing",
     ),
     case(
         "latest_export of an empty dir",
         lambda c: serving.latest_export(c.empty_dir),
         serving.ExportNotFoundError,
-        r"No complete export.*contains: nothing",
+        r"No complete export.*export_saved_model",
     ),
     case(
         "export_and_check not an estimator",

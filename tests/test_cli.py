@@ -158,7 +158,7 @@ def test_predict_reports_bad_requests(exports, capsys):
     code, _, err = _main(["predict", exports["raw"], "--json", empty], capsys)
     assert code == 2 and '"instances"' in err
     code, _, err = _main(["predict", str(root / "nothing"), "--json", wrong], capsys)
-    assert code == 1 and "No export found" in err
+    assert code == 1 and "No complete export" in err
     # Values the graph itself refuses: one line and the bad-request status, no traceback.
     not_png = _write(root, "not_png.json", {"instances": [{"b64": "bm90IGFuIGltYWdl"}]})
     code, _, err = _main(["predict", exports["image"], "--json", not_png], capsys)
