@@ -166,18 +166,6 @@ def test_inspect_reads_a_model_dir_named_like_a_pattern_and_writes_strict_json(
     assert "not a local directory" in capsys.readouterr().err
 
 
-def test_doctor_finds_tensorflow_installed_as_tensorflow_cpu(monkeypatch):
-    real = _cli_doctor.metadata.version
-
-    def version(name):
-        if name == "tensorflow":
-            raise _cli_doctor.metadata.PackageNotFoundError(name)
-        return TF_VERSION if name == "tensorflow-cpu" else real(name)
-
-    monkeypatch.setattr(_cli_doctor.metadata, "version", version)
-    assert _cli_doctor._installed("tensorflow") == TF_VERSION
-
-
 def _png_size(path):
     with open(path, "rb") as f:
         head = f.read(24)
@@ -203,17 +191,6 @@ def test_plot_writes_png_into_model_dir(trained, tmp_path, capsys, monkeypatch):
     out = tmp_path / "sub" / "curves.png"
     assert _cli(["plot", model_dir, "--out", str(out)]) == 0
     assert _png_size(out)[0] >= 600
-
-
-def test_plot_draws_a_keras_models_loss_1_as_the_training_loss():
-    # Estimator's loss summary is "loss_1" in to_estimator's graphs (Keras has an op "loss").
-    keras_run = {"loss_1": [(1, 0.7), (101, 0.6)], "global_step/sec": [(101, 900.0)]}
-    assert _cli_plot._with_loss_named_loss(keras_run) == {
-        "loss": [(1, 0.7), (101, 0.6)],
-        "global_step/sec": [(101, 900.0)],
-    }
-    both = {"loss": [(1, 0.5)], "loss_1": [(1, 0.2)]}  # a real "loss" stays, and so does loss_1
-    assert _cli_plot._with_loss_named_loss(both) == both
 
 
 def _snapshot(root):

@@ -214,12 +214,7 @@ def _holder(fd: int) -> dict:
 
 
 def _describe(holder: dict) -> str:
-    if not holder:
-        return "a process that has not written its name yet"
-    return (
-        f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')} "
-        f"(training since {holder.get('since', '?')})"
-    )
+    return f"pid {holder.get('pid')} on host {holder.get('host')} (since {holder.get('since')})"
 
 
 @contextlib.contextmanager

@@ -75,8 +75,6 @@ REQUIREMENTS = (
     Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.9.2", True, "for `plot`"),
 )
 PYTHON_RANGE = ">=3.9,<3.12"
-# TensorFlow also ships as these distributions (Docker and CI images).
-_ALSO_NAMED = {"tensorflow": ("tensorflow-cpu", "tensorflow-intel", "tensorflow-macos")}
 
 
 class Finding(NamedTuple):
@@ -100,9 +98,8 @@ def _fits(version: Optional[str], wanted: str) -> bool:
 
 
 def _installed(name: str) -> Optional[str]:
-    for distribution in (name, *_ALSO_NAMED.get(name, ())):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            return metadata.version(distribution)
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        return metadata.version(name)
     return None
 
 

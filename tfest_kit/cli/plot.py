@@ -37,17 +37,6 @@ def scalar_history(log_dir: str) -> dict[str, list[tuple[int, float]]]:
     return history
 
 
-def _with_loss_named_loss(train: dict) -> dict:
-    """Names ``loss`` the training loss a graph with its own ``loss`` op (to_estimator's)
-    made ``loss_1``, so that it is drawn with the eval loss."""
-    numbered = [t for t in train if t.startswith("loss_") and t[len("loss_") :].isdigit()]
-    if "loss" in train or not numbered:
-        return train
-    renamed = dict(train)
-    renamed["loss"] = renamed.pop(min(numbered, key=lambda t: int(t[len("loss_") :])))
-    return renamed
-
-
 def plot(model_dir: str, out: Optional[str] = None) -> str:
     """Draws training loss and eval metrics over steps to a PNG; returns the path written.
 
@@ -66,7 +55,7 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    train = _with_loss_named_loss(scalar_history(model_dir))
+    train = scalar_history(model_dir)
     evals = {os.path.basename(d): scalar_history(d) for d in eval_dirs(model_dir)}
     if not train and not any(evals.values()):
         raise FileNotFoundError(

@@ -1,7 +1,6 @@
 """``TF_CONFIG`` clusters: validation, the multi-worker strategy and local cluster specs.
 
-TensorFlow reads ``TF_CONFIG`` late and lets many mistakes through into a hang or a gRPC
-error; :func:`validate_tf_config` checks it up front and names the offending part.
+:func:`validate_tf_config` checks what TensorFlow lets through into a hang or a gRPC error.
 :class:`LocalCluster` and ``python -m tfest_kit.cluster`` (``launcher.py``) run a whole
 cluster on this machine; see docs/cluster.md.
 """
@@ -19,7 +18,6 @@ from tfest_kit._checks import check_int
 
 __all__ = [
     "CLUSTER_TASK_TYPES",
-    "TASK_TYPES",
     "LocalCluster",
     "check_tf_config_json",
     "cluster_spec",
@@ -32,7 +30,6 @@ __all__ = [
 ]
 
 CLUSTER_TASK_TYPES = ("chief", "master", "worker", "ps")  # master: TF1's chief
-TASK_TYPES = (*CLUSTER_TASK_TYPES, "evaluator")  # the evaluator runs beside the cluster
 # What RunConfig and the distribute coordinator read.
 _TOP_LEVEL_KEYS = (
     "cluster task environment rpc_layer service session_master eval_session_master model_dir"
@@ -190,8 +187,8 @@ def is_chief_task(where: str) -> bool:
     return not config.get("cluster") or config["task"]["type"] in ("chief", "master")
 
 
-def free_ports(count: int, host: str = "") -> list[int]:
-    """Returns ``count`` distinct TCP ports free on ``host`` (default: every interface) now.
+def free_ports(count: int) -> list[int]:
+    """Returns ``count`` distinct TCP ports free on every interface now.
 
     Example:
 
@@ -201,7 +198,7 @@ def free_ports(count: int, host: str = "") -> list[int]:
     try:
         for _ in range(check_int("count", count, 0)):
             sockets.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sockets[-1].bind((host, 0))
+            sockets[-1].bind(("", 0))
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:

@@ -1,7 +1,5 @@
 """``LocalCluster``: each task of a ``TF_CONFIG`` cluster as a local process; its command line.
 
-Each task gets its own ``TF_CONFIG`` on free ports, its own process group, ``PR_SET_PDEATHSIG``
-(on Linux: it dies with the launcher) and a ``[type:index]`` prefix on its output lines.
 TensorFlow's task servers listen on every interface and run what any client sends: run a
 cluster on a trusted network.
 """
@@ -106,11 +104,6 @@ class LocalCluster:
     def start_task(self, task_type: str, index: int = 0) -> subprocess.Popen:
         """Starts (or restarts, once it has exited) one task; returns its process."""
         task = (task_type, index)
-        if task not in self.tasks:
-            raise ValueError(f"No task {_name(task)} in this cluster; tasks: {self.tasks}")
-        old = self._procs.get(task)
-        if old is not None and old.poll() is None:
-            raise RuntimeError(f"Task {_name(task)} is still running (pid {old.pid}).")
         env = {**os.environ, **self._env, "PYTHONUNBUFFERED": "1"}
         env["TF_CONFIG"] = json.dumps(self.tf_config(task_type, index))
         proc = subprocess.Popen(
@@ -262,12 +255,8 @@ class LocalCluster:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tfest_kit.cluster",
-        description="Run a program as a local TF_CONFIG cluster on loopback ports: one chief, "
-        "N workers, M parameter servers and optionally an evaluator. Output lines are prefixed "
-        "with the task; the exit status is the chief's.",
-        epilog="example: python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- "
-        "python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster (the program must "
-        "train through train_and_evaluate, as every recipe does)",
+        description="Run a program that trains through train_and_evaluate as a local TF_CONFIG "
+        "cluster on loopback ports; the exit status is the chief's.",
     )
     parser.add_argument("--chief", type=int, default=1, choices=[1], help="number of chiefs")
     parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")
