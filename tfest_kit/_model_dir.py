@@ -85,8 +85,7 @@ def checkpoint_damage(prefix: str) -> Optional[str]:
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()
     except (tf.errors.OpError, ValueError) as e:
-        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return f"its .index file is unreadable ({first_line})"
+        return f"its .index file is unreadable ({type(e).__name__})"
     directory, base = os.path.split(prefix)
     shards = {}
     for name in tf.io.gfile.listdir(directory or "."):
@@ -469,7 +468,7 @@ def latest_export(export_dir_base: str) -> str:
       The path of the newest complete export.
 
     Raises:
-      ExportNotFoundError: if there is none.
+      ExportNotFoundError: if there is none; the message lists what the directory holds.
 
     Example:
 
@@ -477,8 +476,11 @@ def latest_export(export_dir_base: str) -> str:
     """
     exports = complete_exports(export_dir_base)
     if not exports:
+        found = "not a directory"
+        if tf.gfile.IsDirectory(export_dir_base):
+            found = sorted(e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base))
         raise ExportNotFoundError(
-            f"No complete export in {export_dir_base!r}: pass the directory given to "
+            f"No complete export in {export_dir_base!r} ({found}): pass the directory given to "
             "export_saved_model (or an exporter's model_dir/export/NAME)."
         )
     return exports[-1]

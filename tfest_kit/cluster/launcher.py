@@ -217,16 +217,13 @@ class LocalCluster:
         """
         try:
             self.start()
-            chief = self._procs[("chief", 0)]
-            deadline = float("inf") if timeout is None else time.monotonic() + timeout
-            while chief.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if chief.poll() is None:
+            try:
+                status = self._procs[("chief", 0)].wait(timeout)
+            except subprocess.TimeoutExpired:
                 self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
                 return 124
             self._pumps[("chief", 0)].join(5)  # its last lines (a traceback) first
-            if chief.returncode != 0:
-                status = chief.returncode
+            if status != 0:
                 self._write(f"[launcher] chief:0 exited with {status}; stopping every task")
                 return 128 - status if status < 0 else status
             left = self._wait_all("worker", worker_grace_secs)
