@@ -1028,13 +1028,13 @@ SERVING_CASES = [
         "latest_export of a missing dir",
         lambda c: serving.latest_export(os.path.join(c.root, "missing")),
         serving.ExportNotFoundError,
-        r"not a directory",
+        r"No complete export.*missing",
     ),
     case(
         "latest_export of an empty dir",
         lambda c: serving.latest_export(c.empty_dir),
         serving.ExportNotFoundError,
-        r"No complete export.*contains: nothing",
+        r"No complete export.*export_saved_model",
     ),
     case(
         "export_and_check not an estimator",
@@ -1335,19 +1335,19 @@ CLUSTER_CASES = [
             _tf_config(cluster={"chief": ["h:1"], "wrker": ["h:2"]})
         ),
         ValueError,
-        r"unknown task type 'wrker'.*Did you mean 'worker'",
+        r"task type 'wrker'",
     ),
     case(
         "index out of range",
         lambda c: cluster.validate_tf_config(_tf_config(task={"type": "worker", "index": 3})),
         ValueError,
-        r"task.index 3 is out of range.*cluster.worker has 1",
+        r"task.index must be an index into cluster.worker, which has 1.*Got: 3",
     ),
     case(
         "negative index",
         lambda c: cluster.validate_tf_config(_tf_config(task={"type": "worker", "index": -1})),
         ValueError,
-        r"task.index must be a non-negative integer",
+        r"task.index.*Got: -1",
     ),
     case(
         "missing chief",
@@ -1365,7 +1365,7 @@ CLUSTER_CASES = [
         "port not a number",
         lambda c: cluster.validate_tf_config(_tf_config(cluster={"chief": ["h:http"]})),
         ValueError,
-        r"cluster.chief\[0\].*'h:http'",
+        r"cluster.chief must hold.*h:http",
     ),
     case(
         "address used twice",
@@ -1373,7 +1373,7 @@ CLUSTER_CASES = [
             _tf_config(cluster={"chief": ["h:1"], "worker": ["h:1"]})
         ),
         ValueError,
-        r"'h:1' to both cluster.chief\[0\] and cluster.worker\[0\]",
+        r"one address to two tasks",
     ),
     case(
         "evaluator in the cluster",
@@ -1381,7 +1381,7 @@ CLUSTER_CASES = [
             _tf_config(cluster={"chief": ["h:1"], "evaluator": ["h:2"]})
         ),
         ValueError,
-        r"must not list 'evaluator'",
+        r"task type 'evaluator'",
     ),
     case(
         "cluster without task",
@@ -1393,25 +1393,19 @@ CLUSTER_CASES = [
         "task type not in cluster",
         lambda c: cluster.validate_tf_config(_tf_config(task={"type": "ps", "index": 0})),
         ValueError,
-        r"task.type 'ps' is not in the cluster",
+        r"task.type must be one of.*Got: ps",
     ),
     case(
         "unknown top-level key",
         lambda c: cluster.validate_tf_config(_tf_config(tsk={"type": "worker"})),
         ValueError,
-        r"unknown top-level keys \['tsk'\].*Did you mean 'task'",
+        r"unknown top-level keys \['tsk'\]",
     ),
     case(
         "TF_CONFIG of the wrong type",
         lambda c: cluster.validate_tf_config(42),
         TypeError,
         r"`tf_config`.*int 42",
-    ),
-    case(
-        "cluster_spec chief=2",
-        lambda c: cluster.cluster_spec(chief=2),
-        ValueError,
-        r"`chief` must be 1.*2",
     ),
     case(
         "cluster_spec negative workers",
@@ -1429,7 +1423,7 @@ CLUSTER_CASES = [
         "tf_config of a task outside the cluster",
         lambda c: cluster.tf_config(cluster.cluster_spec(workers=1), "worker", 2),
         ValueError,
-        r"task.index 2 is out of range",
+        r"task.index must be an index into cluster.worker.*Got: 2",
     ),
     case(
         "free_ports negative",
@@ -1460,7 +1454,7 @@ CLUSTER_CASES = [
 
 LAUNCHER_MESSAGES = {
     "launcher --workers -1": r"`workers` must be an int >= 0\. Got: -1",
-    "launcher --chief 2": r"`chief` must be 1",
+    "launcher --chief 2": r"--chief: invalid choice: 2",
     "launcher without a program": r"give the program to run after `--`",
 }
 
@@ -1476,9 +1470,7 @@ def test_cluster(ctx, call, error, pattern, request, capsys, monkeypatch):
 
 def test_tpu_estimator_names_malformed_tf_config(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}')
-    with pytest.raises(
-        ValueError, match=r"TF_CONFIG is not valid JSON.*environment variable.*Got: \{\"cluster"
-    ):
+    with pytest.raises(ValueError, match=r"TF_CONFIG is not valid JSON.*Got: \{\"cluster"):
         tpu.TPUEstimator(_tpu_model_fn, use_tpu=False)
 
 
@@ -1486,9 +1478,9 @@ def test_malformed_tf_config_in_the_environment_is_named(monkeypatch):
     monkeypatch.setenv(
         "TF_CONFIG", '{"cluster": {"chief": ["h:1"]}, "task": {"type": "chef", "index": 0}}'
     )
-    with pytest.raises(ValueError, match=r"'chef'.*Did you mean 'chief'"):
+    with pytest.raises(ValueError, match=r"task.type must be one of.*Got: chef"):
         cluster.validate_tf_config()
-    with pytest.raises(ValueError, match=r"TF_CONFIG.*'chef'"):
+    with pytest.raises(ValueError, match=r"TF_CONFIG task.type.*chef"):
         cluster.multi_worker_strategy()
 
 

@@ -9,16 +9,14 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 from google.protobuf import text_format
 
-from tests.conftest import ROOT, run_program
+from tests.conftest import run_program
 from tfest_kit import serving
 from tfest_kit.__main__ import main
 from tfest_kit._tf import SavedModel, estimator, tf, tf2
@@ -160,7 +158,7 @@ def test_predict_reports_bad_requests(exports, capsys):
     code, _, err = _main(["predict", exports["raw"], "--json", empty], capsys)
     assert code == 2 and '"instances"' in err
     code, _, err = _main(["predict", str(root / "nothing"), "--json", wrong], capsys)
-    assert code == 1 and "No export found" in err
+    assert code == 1 and "No complete export" in err
     # Values the graph itself refuses: one line and the bad-request status, no traceback.
     not_png = _write(root, "not_png.json", {"instances": [{"b64": "bm90IGFuIGltYWdl"}]})
     code, _, err = _main(["predict", exports["image"], "--json", not_png], capsys)
@@ -238,25 +236,6 @@ def test_help_lists_every_command(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([])
     assert exit_info.value.code == 2
-
-
-def test_output_into_a_closed_pipe_ends_quietly_with_141():
-    # `python -m tfest_kit inspect DIR --json | head` ended with a BrokenPipeError traceback.
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # the reader is gone before the first line is written
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "tfest_kit", "doctor"],
-            cwd=ROOT,
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        os.close(write_end)
-    assert proc.returncode == 141, proc.stderr
-    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
 def _corrupt_copies(exports, tmp_path):

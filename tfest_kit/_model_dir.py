@@ -85,8 +85,7 @@ def checkpoint_damage(prefix: str) -> Optional[str]:
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()
     except (tf.errors.OpError, ValueError) as e:
-        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return f"its .index file is unreadable ({first_line})"
+        return f"its .index file is unreadable ({type(e).__name__})"
     directory, base = os.path.split(prefix)
     shards = {}
     for name in tf.io.gfile.listdir(directory or "."):
@@ -167,13 +166,6 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
         )
     on_disk = _checkpoints_on_disk(model_dir)
     if not on_disk:
-        if named is not None:
-            tf.logging.warning(
-                "model_dir %s: %s, and there are no other checkpoint files: training starts "
-                "from step 0.",
-                model_dir,
-                state_problem,
-            )
         return None
     damaged = {prefix: checkpoint_damage(prefix) for prefix in on_disk}
     intact = [prefix for prefix in on_disk if damaged[prefix] is None]
@@ -187,11 +179,9 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
             if any(name.startswith(os.path.basename(p) + ".") for p in on_disk)
         )
         raise TfestKitError(
-            f"model_dir {model_dir} holds checkpoint files but no intact checkpoint "
-            f"({damaged_text}), so training cannot resume, and starting from step 0 would "
-            "overwrite them. To start afresh, delete (or move away) these files, or train into "
-            f"another model_dir: {', '.join(files)}. To resume, restore a checkpoint's files "
-            "from a copy."
+            f"model_dir {model_dir} has no intact checkpoint ({damaged_text}): training would "
+            f"start from step 0 over them. To start afresh, delete {', '.join(files)} or train "
+            "into another model_dir."
         )
     chosen = intact[0]
     # The saver deletes listed checkpoints beyond keep_checkpoint_max: list no new ones.
@@ -202,15 +192,11 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
         all_model_checkpoint_paths=[os.path.basename(p) for p in [*kept, chosen]],
     )
     tf.logging.warning(
-        "model_dir %s: %s. Resuming from %s (step %d), the newest intact checkpoint, which "
-        "the `checkpoint` state file now names%s.",
+        "model_dir %s: %s. Resuming from %s, the newest intact checkpoint%s.",
         model_dir,
         state_problem,
         os.path.basename(chosen),
-        _step(chosen),
-        f". Damaged (overwritten when training reaches them): {damaged_text}"
-        if damaged_text
-        else "",
+        f" (damaged: {damaged_text})" if damaged_text else "",
     )
     return chosen
 
@@ -227,24 +213,7 @@ def _holder(fd: int) -> dict:
 
 
 def _describe(holder: dict) -> str:
-    if not holder:
-        return "a process that has not written its name yet"
-    return (
-        f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')} "
-        f"(training since {holder.get('since', '?')})"
-    )
-
-
-def _gone(holder: dict) -> str:
-    pid = holder.get("pid")
-    if holder.get("host") == socket.gethostname() and isinstance(pid, int):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return "is no longer running"
-        except PermissionError:  # another user's live process
-            pass
-    return "no longer holds it"
+    return f"pid {holder.get('pid')} on host {holder.get('host')} (since {holder.get('since')})"
 
 
 @contextlib.contextmanager
@@ -253,22 +222,15 @@ def writer_lock(model_dir: str) -> Iterator[None]:
 
     The file names the holder (host, pid, start time); one left by a dead process is taken
     over with a warning. Nested holds are allowed; ``gs://``-like paths and file systems
-    without ``flock`` get no lock. Raises ``ModelDirLockedError`` naming the holder, or a
-    ``TfestKitError`` when ``model_dir`` cannot be written.
+    without ``flock`` get no lock. Raises ``ModelDirLockedError`` naming the holder.
     """
     key = os.path.realpath(model_dir)
     if fcntl is None or "://" in model_dir or key in _held:  # no lock, or held by this process
         yield
         return
     path = os.path.join(model_dir, LOCK_FILE)
-    try:
-        os.makedirs(model_dir, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:  # training would fail too, later and at length
-        raise TfestKitError(
-            f"Cannot write into model_dir {model_dir}: {e.strerror} ({e.filename}). Training "
-            "writes its checkpoints there: pick a writable directory."
-        ) from e
+    os.makedirs(model_dir, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -276,29 +238,19 @@ def writer_lock(model_dir: str) -> Iterator[None]:
         os.close(fd)
         raise ModelDirLockedError(
             f"Another process is training into model_dir {model_dir}: {_describe(holder)}. "
-            "Two trainings in one model_dir overwrite each other's checkpoints. Wait for it to "
-            f"end, stop it, or train into another model_dir. (Its lock is {path}.)",
+            "Wait for it to end, stop it, or train into another model_dir.",
             holder,
         ) from None
     except OSError as e:
         os.close(fd)
         if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
             raise
-        tf.logging.warning(
-            "model_dir %s: its file system does not support locks (%s), so a second training "
-            "into it would not be stopped.",
-            model_dir,
-            e.strerror,
-        )
-        yield
+        yield  # a file system without locks
         return
     left = _holder(fd)
     if left and left.get("pid") != os.getpid():
         tf.logging.warning(
-            "model_dir %s: taking over the lock left by %s, which %s.",
-            model_dir,
-            _describe(left),
-            _gone(left),
+            "model_dir %s: taking over the lock left by %s.", model_dir, _describe(left)
         )
     since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     mine = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": since})
@@ -332,7 +284,6 @@ class _StepCounter(tf.train.SessionRunHook):
 
 
 def _nan_message(model_dir: str, step: Optional[int]) -> str:
-    latest = tf.train.latest_checkpoint(model_dir)
     finite = None
     for prefix in _checkpoints_on_disk(model_dir):
         if checkpoint_damage(prefix) is None:
@@ -342,40 +293,21 @@ def _nan_message(model_dir: str, step: Optional[int]) -> str:
                 finite = prefix
                 break
     where = f"at global step {step}" if step is not None else "during training"
-    message = (
-        f"NaN loss {where} (model_dir {model_dir}). Lower the learning rate, clip gradients or "
-        "check the input for NaN/inf values; tfest_kit.hooks.NanGuardHook() also names the "
-        "last finite loss."
+    finite_name = os.path.basename(finite) if finite else "none"
+    return (
+        f"NaN loss {where} (model_dir {model_dir}); the newest checkpoint with finite weights: "
+        f"{finite_name}. Lower the learning rate, clip gradients or check the input for NaN."
     )
-    if finite is None:
-        return message + " No checkpoint with finite weights is left to resume from."
-    message += f" The newest checkpoint with finite weights is {os.path.basename(finite)}"
-    if latest is not None and os.path.basename(latest) != os.path.basename(finite):
-        message += (
-            f"; the latest, {os.path.basename(latest)}, holds NaN/inf weights, which a resumed "
-            "run would start from: point the state file at the finite one with "
-            f"tf.compat.v1.train.update_checkpoint_state({model_dir!r}, "
-            f"{os.path.basename(finite)!r})"
-        )
-    return message + "."
 
 
 def _disk_full_message(model_dir: str) -> str:
     latest = tf.train.latest_checkpoint(model_dir)
-    damage = checkpoint_damage(latest) if latest else None
-    if latest is None:
-        kept = "There is no earlier checkpoint."
-    elif damage is None:
-        kept = (
-            f"The previous checkpoint, {os.path.basename(latest)}, is intact: training "
-            "resumes from it once there is space."
-        )
-    else:
-        kept = f"The previous checkpoint, {os.path.basename(latest)}, is damaged: {damage}."
-    return (
-        f"No space left on device while writing to model_dir {model_dir}; training stopped. "
-        f"{kept} Free space there (or lower RunConfig(keep_checkpoint_max=…))."
-    )
+    message = f"No space left on device while writing to model_dir {model_dir}."
+    if latest:
+        damage = checkpoint_damage(latest)
+        state = f"damaged: {damage}" if damage else "intact"
+        message += f" The previous checkpoint, {os.path.basename(latest)}, is {state}."
+    return message + " Free space there (or lower RunConfig(keep_checkpoint_max=…))."
 
 
 def _writes_checkpoints(config) -> bool:
@@ -543,15 +475,12 @@ def latest_export(export_dir_base: str) -> str:
         predictor = Predictor(latest_export(os.path.join(model_dir, "export", "best")))
     """
     exports = complete_exports(export_dir_base)
-    if exports:
-        return exports[-1]
-    if not tf.gfile.IsDirectory(export_dir_base):
+    if not exports:
+        found = "not a directory"
+        if tf.gfile.IsDirectory(export_dir_base):
+            found = sorted(e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base))
         raise ExportNotFoundError(
-            f"No export found: {export_dir_base!r} is not a directory. Pass the directory given "
-            "to export_saved_model (or an exporter's model_dir/export/NAME)."
+            f"No complete export in {export_dir_base!r} ({found}): pass the directory given to "
+            "export_saved_model (or an exporter's model_dir/export/NAME)."
         )
-    entries = sorted(e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base))
-    raise ExportNotFoundError(
-        f"No complete export in {export_dir_base!r}: expected numbered directories holding "
-        f"saved_model.pb and variables/variables.index. It contains: {entries or 'nothing'}"
-    )
+    return exports[-1]

@@ -1,7 +1,6 @@
 """The ``python -m tfest_kit`` command line: one module per command, listed in ``COMMANDS``.
 
-A command module has ``add_parser(subparsers)`` (which sets ``func=run``) and
-``run(args) -> int`` (the exit code).
+Each has ``add_parser(subparsers)`` (which sets ``func=run``) and ``run(args) -> int``.
 """
 
 from __future__ import annotations

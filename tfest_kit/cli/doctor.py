@@ -1,9 +1,8 @@
 """``python -m tfest_kit doctor``: are the installed versions the ones tfest_kit needs?
 
-Prints Python and package versions next to the supported range, the devices TensorFlow sees,
-whether the CPU has bfloat16 instructions, the cores ``run_config(cpu_replicas=N)`` could use
-without a GPU, and the ``pip install`` line that fixes whatever does not fit. Exits 0 when
-everything required fits, 1 otherwise.
+Prints Python and package versions next to the supported range, the devices TensorFlow sees
+and the ``pip install`` line that fixes whatever does not fit. Exits 0 when everything required
+fits, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ import contextlib
 import os
 import platform
 import re
-from collections.abc import Sequence
 from importlib import metadata
 from typing import NamedTuple, Optional
 
@@ -77,8 +75,6 @@ REQUIREMENTS = (
     Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.9.2", True, "for `plot`"),
 )
 PYTHON_RANGE = ">=3.9,<3.12"
-# TensorFlow also ships as these distributions (Docker and CI images).
-_ALSO_NAMED = {"tensorflow": ("tensorflow-cpu", "tensorflow-intel", "tensorflow-macos")}
 
 
 class Finding(NamedTuple):
@@ -102,9 +98,8 @@ def _fits(version: Optional[str], wanted: str) -> bool:
 
 
 def _installed(name: str) -> Optional[str]:
-    for distribution in (name, *_ALSO_NAMED.get(name, ())):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            return metadata.version(distribution)
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        return metadata.version(name)
     return None
 
 
@@ -139,43 +134,8 @@ def check(installed: Optional[dict] = None, python: Optional[str] = None) -> lis
     return findings
 
 
-def _bfloat16() -> str:
-    """One line: can ``run_config(mixed_precision="bfloat16")`` help on this machine?"""
-    try:
-        from tfest_kit import config
-
-        problem, flags = config._bfloat16_problem(), config._cpu_flags()
-    except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
-        return f"bfloat16: could not tell ({type(e).__name__}: {e})"
-    if problem:
-        return f"bfloat16: {problem}"
-    if flags is None:
-        return "bfloat16: this platform does not say which instructions its CPU has"
-    native = ", ".join(sorted(flags & config._NATIVE_BFLOAT16_FLAGS))
-    return (
-        f"bfloat16: this CPU has {native}; run_config(mixed_precision='bfloat16') may train "
-        "matmul-heavy models faster (measure yours)"
-    )
-
-
-def _cpu_replicas(devices: list) -> Optional[str]:
-    """One line: can ``run_config(cpu_replicas=N)`` help here? None with a GPU or one core."""
-    from tfest_kit import config
-
-    cores = config._default_thread_count()
-    if cores < 2 or any(device_type == "GPU" for device_type, _ in devices):
-        return None
-    return (
-        f"cpu replicas: this process may use {cores} cores; run_config(cpu_replicas=N), "
-        f"N <= {cores}, may train models with small matrices faster, one float32 replica per "
-        "core (measure yours)"
-    )
-
-
-def report(
-    findings: list, devices: list, device_error: Optional[str], notes: Sequence[str] = ()
-) -> tuple[str, int]:
-    """Formats the findings, then ``notes`` (lines about the machine); returns (text, code)."""
+def report(findings: list, devices: list, device_error: Optional[str]) -> tuple[str, int]:
+    """Formats the findings; returns (text, exit code)."""
     lines = [f"{'':5}{'package':22}{'installed':14}{'supported':18}note"]
     for f in findings:
         status = "ok" if f.ok else ("opt" if f.optional else "FAIL")
@@ -186,12 +146,6 @@ def report(
         lines.append(f"devices: could not ask TensorFlow ({device_error})")
     else:
         lines.append("devices: " + ", ".join(f"{t} {n}" for t, n in devices))
-        if not any(t == "GPU" for t, _ in devices):
-            lines.append(
-                "  no GPU: to use one, pip install 'tensorflow[and-cuda]==2.15.1' "
-                "(no change to your code)"
-            )
-    lines.extend(notes)
     required = [f for f in findings if not f.ok and not f.optional]
     optional = [f for f in findings if not f.ok and f.optional]
     if optional:
@@ -228,8 +182,6 @@ def run(args: argparse.Namespace) -> int:
         error = None
     except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
         devices, error = [], f"{type(e).__name__}: {e}"
-    # Without a working TensorFlow the notes would only repeat the devices error.
-    notes = [] if error else [_bfloat16(), _cpu_replicas(devices)]
-    text, code = report(check(), devices, error, [note for note in notes if note])
+    text, code = report(check(), devices, error)
     print(text, flush=True)
     return code

@@ -1,7 +1,5 @@
 """``LocalCluster``: each task of a ``TF_CONFIG`` cluster as a local process; its command line.
 
-Each task gets its own ``TF_CONFIG`` on free ports, its own process group, ``PR_SET_PDEATHSIG``
-(on Linux: it dies with the launcher) and a ``[type:index]`` prefix on its output lines.
 TensorFlow's task servers listen on every interface and run what any client sends: run a
 cluster on a trusted network.
 """
@@ -13,7 +11,6 @@ import contextlib
 import ctypes
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -22,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, Optional
 
-from tfest_kit.cluster import cluster_spec, tf_config, validate_tf_config
+from tfest_kit.cluster import cluster_spec, tf_config
 
 __all__ = ["LocalCluster", "main"]
 
@@ -58,7 +55,6 @@ class LocalCluster:
       env: extra environment variables for every task.
       cwd: working directory of the tasks.
       output: stream for the prefixed output lines (default ``sys.stdout``).
-      cluster: a ready ``"cluster"`` dict instead of free loopback ports.
 
     Raises:
       ValueError: for an empty command, bad counts or a cluster that fails validation.
@@ -79,7 +75,6 @@ class LocalCluster:
         env: Optional[Mapping[str, str]] = None,
         cwd: Optional[str] = None,
         output: Optional[IO[str]] = None,
-        cluster: Optional[Mapping[str, Sequence[str]]] = None,
     ) -> None:
         if isinstance(command, str) or not command:
             raise ValueError(
@@ -87,8 +82,7 @@ class LocalCluster:
                 f"['python', 'my_trainer.py']. Got: {command!r}"
             )
         self.command = [str(arg) for arg in command]
-        self.cluster = dict(cluster or cluster_spec(workers=workers, ps=ps))
-        validate_tf_config({"cluster": self.cluster, "task": {"type": "chief", "index": 0}})
+        self.cluster = cluster_spec(workers=workers, ps=ps)
         self.tasks: list[Task] = [
             (job, i)
             for job in ("chief", "worker", "ps")
@@ -102,8 +96,6 @@ class LocalCluster:
         self._lock = threading.Lock()
         self._procs: dict[Task, subprocess.Popen] = {}
         self._pumps: dict[Task, threading.Thread] = {}
-        self._reported: set[int] = set()
-        self._output_lost = threading.Event()
 
     def tf_config(self, task_type: str, index: int = 0) -> dict:
         """Returns the ``TF_CONFIG`` dict of one task."""
@@ -112,11 +104,6 @@ class LocalCluster:
     def start_task(self, task_type: str, index: int = 0) -> subprocess.Popen:
         """Starts (or restarts, once it has exited) one task; returns its process."""
         task = (task_type, index)
-        if task not in self.tasks:
-            raise ValueError(f"No task {_name(task)} in this cluster; tasks: {self.tasks}")
-        old = self._procs.get(task)
-        if old is not None and old.poll() is None:
-            raise RuntimeError(f"Task {_name(task)} is still running (pid {old.pid}).")
         env = {**os.environ, **self._env, "PYTHONUNBUFFERED": "1"}
         env["TF_CONFIG"] = json.dumps(self.tf_config(task_type, index))
         proc = subprocess.Popen(
@@ -136,25 +123,15 @@ class LocalCluster:
 
     def _pump(self, task: Task, proc: subprocess.Popen) -> None:
         for raw in iter(proc.stdout.readline, b""):
-            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            # A progress bar redraws after "\r": keep what a terminal would show.
-            redraws = [part for part in text.split("\r") if part]
-            self._write(f"[{_name(task)}] " + (redraws[-1] if redraws else ""))
+            self._write(f"[{_name(task)}] " + raw.decode("utf-8", errors="replace").rstrip())
         proc.stdout.close()
 
     def _write(self, line: str) -> None:
         stream = self._output or sys.stdout
-        with self._lock:
-            if self._output_lost.is_set():
-                return  # the pumps still drain the tasks' pipes, so no task blocks
-            try:
-                stream.write(line + "\n")
-                stream.flush()
-            except (BrokenPipeError, ValueError):  # ValueError: the stream was closed
-                self._output_lost.set()
-                if stream is sys.stdout:  # else Python's flush at exit reports it again
-                    with contextlib.suppress(OSError, ValueError):
-                        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # A closed output must not stop a pump: the task would block on its full pipe.
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            stream.write(line + "\n")
+            stream.flush()
 
     def process(self, task_type: str, index: int = 0) -> Optional[subprocess.Popen]:
         """The latest process of a task, or None if it was never started."""
@@ -214,22 +191,13 @@ class LocalCluster:
         tasks = [t for t in self.tasks if t[0] == job]
         deadline = time.monotonic() + grace_secs
         pending = list(tasks)
-        while pending and time.monotonic() < deadline and not self._output_lost.is_set():
+        while pending and time.monotonic() < deadline:
             pending = [t for t in pending if self._procs[t].poll() is None]
             if pending:
                 time.sleep(0.1)
         for task in set(tasks) - set(pending):
             self._pumps[task].join(5)  # their last lines before the launcher's next one
         return [_name(t) for t in pending]
-
-    def _failed_tasks(self) -> list[str]:
-        """Tasks that exited with an error, each reported once (the chief may carry on)."""
-        failed = []
-        for task, proc in self._procs.items():
-            if proc.poll() not in (None, 0) and proc.pid not in self._reported:
-                self._reported.add(proc.pid)
-                failed.append(f"{_name(task)} ({proc.returncode})")
-        return failed
 
     def run(
         self,
@@ -240,42 +208,22 @@ class LocalCluster:
     ) -> int:
         """Starts the cluster, waits for the chief and returns its exit status.
 
-        A chief that fails, a ``timeout``, a parameter server that exits (the chief would
-        wait for it forever) or a broken output stream stops every task at once. After a
-        chief's success, workers and the evaluator get ``worker_grace_secs`` and
-        ``evaluator_grace_secs`` to finish; then all stop.
+        A chief that fails or a ``timeout`` stops every task at once. After a chief's success,
+        workers and the evaluator get ``worker_grace_secs`` and ``evaluator_grace_secs`` to
+        finish; then all stop.
 
         Returns:
-          The chief's status (``128 + N`` for signal N, 124 on timeout), a lost parameter
-          server's (1 if it was 0), or 141 when the output broke.
+          The chief's status (``128 + N`` for signal N, 124 on timeout).
         """
         try:
             self.start()
-            chief = self._procs[("chief", 0)]
-            deadline = float("inf") if timeout is None else time.monotonic() + timeout
-            while chief.poll() is None and time.monotonic() < deadline:
-                if self._output_lost.is_set():  # as SIGPIPE stops a program piped to `head`
-                    return 128 + signal.SIGPIPE
-                lost = [t for t in self.tasks if t[0] == "ps" and self._procs[t].poll() is not None]
-                if lost:
-                    status = self._procs[lost[0]].returncode
-                    self._pumps[lost[0]].join(5)  # its last lines (the reason) first
-                    self._write(
-                        f"[launcher] {_name(lost[0])} exited with {status} while the chief "
-                        "trains; the chief cannot go on without its parameter servers (it would "
-                        "wait for them forever); stopping every task"
-                    )
-                    return 128 - status if status < 0 else status or 1
-                failed = self._failed_tasks()
-                if failed:
-                    self._write(f"[launcher] {failed} exited with an error; the chief goes on")
-                time.sleep(0.1)
-            if chief.poll() is None:
+            try:
+                status = self._procs[("chief", 0)].wait(timeout)
+            except subprocess.TimeoutExpired:
                 self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
                 return 124
             self._pumps[("chief", 0)].join(5)  # its last lines (a traceback) first
-            if chief.returncode != 0:
-                status = chief.returncode
+            if status != 0:
                 self._write(f"[launcher] chief:0 exited with {status}; stopping every task")
                 return 128 - status if status < 0 else status
             left = self._wait_all("worker", worker_grace_secs)
@@ -285,18 +233,10 @@ class LocalCluster:
                     "chief; stopping them"
                 )
             if self._wait_all("evaluator", evaluator_grace_secs):
-                # The official evaluator exits only after evaluating a checkpoint at max_steps.
                 self._write(
                     f"[launcher] the evaluator still runs {evaluator_grace_secs}s after the "
-                    "chief finished; stopping it (it exits by itself once it has evaluated the "
-                    "final checkpoint: at max_steps, or after an early stop through "
-                    "tfest_kit.train_and_evaluate; raise --evaluator-grace above throttle_secs, "
-                    "and check that every task was given the same model_dir: an evaluator that "
-                    "sees no checkpoint waits for one)"
+                    "chief finished; stopping it (raise --evaluator-grace above throttle_secs)"
                 )
-            failed = self._failed_tasks()
-            if failed:
-                self._write(f"[launcher] {failed} exited with an error")
             self._write("[launcher] training done; stopping the parameter servers")
             return 0
         finally:
@@ -309,46 +249,23 @@ class LocalCluster:
         self.stop()
 
 
-def _seconds(minimum: float, inclusive: bool) -> Any:
-    """An argparse type: a number of seconds ``>= minimum`` (or ``> minimum``)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not (value >= minimum if inclusive else value > minimum):  # `not`: also NaN
-            bound = f"{'>=' if inclusive else '>'} {minimum:g}"
-            raise argparse.ArgumentTypeError(f"must be a number of seconds {bound}. Got: {text!r}")
-        return value
-
-    return parse
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tfest_kit.cluster",
-        description="Run a program as a local TF_CONFIG cluster on loopback ports: one chief, "
-        "N workers, M parameter servers and optionally an evaluator. Output lines are prefixed "
-        "with the task; the exit status is the chief's.",
-        epilog="example: python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- "
-        "python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster (the program must "
-        "train through train_and_evaluate, as every recipe does)",
+        description="Run a program that trains through train_and_evaluate as a local TF_CONFIG "
+        "cluster on loopback ports; the exit status is the chief's.",
     )
-    parser.add_argument("--chief", type=int, default=1, help="number of chiefs (must be 1)")
+    parser.add_argument("--chief", type=int, default=1, choices=[1], help="number of chiefs")
     parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")
     parser.add_argument("--ps", type=int, default=0, help="number of parameter servers")
     parser.add_argument("--evaluator", action="store_true", help="also run an evaluator task")
-    parser.add_argument("--timeout", type=_seconds(0, False), help="seconds the chief may run")
+    parser.add_argument("--timeout", type=float, help="seconds the chief may run")
     parser.add_argument(
-        "--worker-grace",
-        type=_seconds(0, True),
-        default=120.0,
-        help="seconds workers may outlive the chief",
+        "--worker-grace", type=float, default=120.0, help="seconds workers may outlive the chief"
     )
     parser.add_argument(
         "--evaluator-grace",
-        type=_seconds(0, True),
+        type=float,
         default=_EVALUATOR_GRACE_SECS,
         help="seconds the evaluator may run after the chief finished, for its final "
         "evaluation; keep it above the program's throttle_secs (default: %(default)s)",
@@ -371,11 +288,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("give the program to run after `--`, e.g. -- python my_trainer.py")
     try:
         local = LocalCluster(command, workers=args.workers, ps=args.ps, evaluator=args.evaluator)
-        cluster_spec(chief=args.chief)  # the one place --chief is checked
     except ValueError as e:
         parser.error(str(e))
-    if os.environ.get("TF_CONFIG"):
-        local._write("[launcher] ignoring the TF_CONFIG of this shell; each task gets its own")
     for task in local.tasks:
         local._write(f"[launcher] {_name(task)} TF_CONFIG={json.dumps(local.tf_config(*task))}")
 
@@ -395,14 +309,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         local._write(f"[launcher] {e}: stopping every task")
         local.stop()
         return 128 + e.signum
-    except OSError as e:  # Popen of the first task failed; run() stopped the others
-        print(
-            f"[launcher] cannot start {command[0]!r}: {e.strerror}. Give a program on PATH or a "
-            f"path to an executable after `--`. Got: {shlex.join(command)}",
-            file=sys.stderr,
-            flush=True,
-        )
-        return 127 if isinstance(e, FileNotFoundError) else 126
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
