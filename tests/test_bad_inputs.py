@@ -134,14 +134,6 @@ def _features():
     return {"x": tf.constant(X)}
 
 
-def _network_rank3(features, mode, params):
-    return tf.zeros([2, 3, 2])
-
-
-def _network_not_tensor(features, mode, params):
-    return [1.0, 2.0]
-
-
 MODEL_FN_CASES = [
     case("num_classes=1", lambda c: model_fn.classifier(network, 1), ValueError, r"num_classes.*1"),
     case(
@@ -154,34 +146,16 @@ MODEL_FN_CASES = [
         r"`optimizer`.*'adamax'",
     ),
     case(
-        "optimizer not callable",
-        lambda c: model_fn.classifier(network, 2, optimizer=3),
-        TypeError,
-        r"`optimizer`.*Got: 3",
-    ),
-    case(
         "unknown metric",
         lambda c: model_fn.classifier(network, 2, metrics=("accuracy", "f2")),
         ValueError,
         r"`metrics`.*'f2'",
     ),
     case(
-        "metrics as a string",
-        lambda c: model_fn.classifier(network, 2, metrics="accuracy"),
-        TypeError,
-        r"`metrics`.*list or tuple",
-    ),
-    case(
         "auc with 3 classes",
         lambda c: model_fn.classifier(network, 3, metrics=("auc",)),
         ValueError,
-        r"'auc'.*num_classes=3",
-    ),
-    case(
-        "recall_at_k above num_classes",
-        lambda c: model_fn.classifier(network, 3, metrics=("recall_at_5",)),
-        ValueError,
-        r"recall_at_5.*k=5",
+        r"`metrics`.*'auc'",
     ),
     case(
         "unknown regressor metric",
@@ -190,22 +164,10 @@ MODEL_FN_CASES = [
         r"`metrics`.*'accuracy'",
     ),
     case(
-        "top_k above num_classes",
-        lambda c: model_fn.classifier(network, 3, top_k=4),
-        ValueError,
-        r"`top_k`.*4",
-    ),
-    case(
         "negative learning rate",
         lambda c: model_fn.classifier(network, 2, learning_rate=-0.1),
         ValueError,
         r"`learning_rate`.*-0.1",
-    ),
-    case(
-        "warmup beyond decay",
-        lambda c: model_fn.classifier(network, 2, warmup_steps=10, decay_steps=5),
-        ValueError,
-        r"`warmup_steps`.*decay_steps=5",
     ),
     case(
         "negative warmup",
@@ -241,55 +203,7 @@ MODEL_FN_CASES = [
         ValueError,
         r"`init_checkpoint` could not be read",
     ),
-    case(
-        "assignment_map without init_checkpoint",
-        lambda c: model_fn.classifier(network, 2, assignment_map={"a/": "a/"}),
-        ValueError,
-        r"`assignment_map` needs `init_checkpoint`",
-    ),
-    case(
-        "network_fn not callable",
-        lambda c: model_fn.classifier("dense", 2),
-        TypeError,
-        r"`network_fn` must be callable.*'dense'",
-    ),
-    case(
-        "label_dimension=0",
-        lambda c: model_fn.regressor(network, label_dimension=0),
-        ValueError,
-        r"`label_dimension`.*0",
-    ),
-    case(
-        "clip_norm negative",
-        lambda c: model_fn.classifier(network, 2, clip_norm=-1.0),
-        ValueError,
-        r"`clip_norm`.*-1.0",
-    ),
     # When the model_fn runs (graph construction only).
-    case(
-        "logits of rank 3",
-        lambda c: _call_model_fn(model_fn.classifier(_network_rank3, 2), _features(), Y),
-        ValueError,
-        r"logits of shape \[batch, num_classes=2\].*\[2, 3, 2\]",
-    ),
-    case(
-        "network returns a list",
-        lambda c: _call_model_fn(model_fn.classifier(_network_not_tensor, 2), _features(), Y),
-        TypeError,
-        r"`network_fn` must return a logits tensor",
-    ),
-    case(
-        "logits wider than num_classes",
-        lambda c: _call_model_fn(model_fn.classifier(network, 3), _features(), Y),
-        ValueError,
-        r"num_classes=3.*Got: shape \[16, 2\]",
-    ),
-    case(
-        "labels [batch, 3]",
-        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), np.ones((16, 3))),
-        ValueError,
-        r"`labels` must have shape \[batch\] or \[batch, 1\].*\[16, 3\]",
-    ),
     case(
         "float labels",
         lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), Y * 1.0),
@@ -303,60 +217,10 @@ MODEL_FN_CASES = [
         r"`labels` must be integer.*string",
     ),
     case(
-        "labels as dict",
-        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), {"y": Y}),
-        TypeError,
-        r"`labels` must be a tensor, not a dict.*'y'",
-    ),
-    case(
-        "no labels in TRAIN",
-        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), None),
-        ValueError,
-        r"`labels` must be given in TRAIN and EVAL",
-    ),
-    case(
-        "regressor labels of width 2",
-        lambda c: _call_model_fn(
-            model_fn.regressor(lambda f, m, p: tf.layers.dense(f["x"], 1)),
-            _features(),
-            np.ones((16, 2)),
-        ),
-        ValueError,
-        r"`labels` must have shape \[batch\] or \[batch, 1\].*\[16, 2\]",
-    ),
-    case(
         "wrong feature key",
         lambda c: _call_model_fn(model_fn.classifier(network, 2), {"z": tf.constant(X)}, Y),
         ValueError,
         r"feature 'x'.*\['z'\]",
-    ),
-    case(
-        "weight_key not a feature",
-        lambda c: _call_model_fn(model_fn.classifier(network, 2, weight_key="w"), _features(), Y),
-        ValueError,
-        r"`weight_key` 'w' is not a feature.*\['x'\]",
-    ),
-    case(
-        "metric_fn without weights",
-        lambda c: model_fn.build(
-            network, estimator.RegressionHead(), metric_fn=lambda labels, logits: {}
-        ),
-        TypeError,
-        r"`metric_fn` must accept 3 positional arguments \(labels, logits, weights\).*weights",
-    ),
-    case(
-        "regressor string labels",
-        lambda c: _call_model_fn(
-            model_fn.regressor(lambda f, m, p: tf.layers.dense(f["x"], 1)), _features(), ["1"] * 16
-        ),
-        ValueError,
-        r"`labels` must be numeric for a regressor.*input_fn.*string",
-    ),
-    case(
-        "features a single tensor",
-        lambda c: _call_model_fn(model_fn.classifier(network, 2), tf.constant(X), Y),
-        TypeError,
-        r"looked up feature 'x'.*single tensor.*inputs.from_arrays",
     ),
 ]
 
@@ -397,24 +261,6 @@ METRICS_CASES = [
         lambda c: metrics.f1(_labels(), tf.zeros([3, 1, 1]), 3),
         ValueError,
         r"`predictions` must have shape.*\[3, 1, 1\]",
-    ),
-    case(
-        "recall_at_k k=0",
-        lambda c: metrics.recall_at_k(_labels(), tf.zeros([3, 3]), k=0),
-        ValueError,
-        r"`k`.*0",
-    ),
-    case(
-        "recall_at_k k > classes",
-        lambda c: metrics.recall_at_k(_labels(), tf.zeros([3, 3]), k=4),
-        ValueError,
-        r"`k`.*\(3\).*4",
-    ),
-    case(
-        "recall_at_k scores of rank 1",
-        lambda c: metrics.recall_at_k(_labels(), tf.zeros([3]), k=1),
-        ValueError,
-        r"`logits_or_probs`.*\[3\]",
     ),
 ]
 

@@ -8,6 +8,7 @@ from sklearn import metrics as skm
 
 from tests.conftest import captured_tf_log
 from tfest_kit import model_fn as mf
+from tfest_kit._schedules import learning_rate_schedule
 from tfest_kit._tf import estimator, tf, tf2
 
 NUM_CLASSES = 3
@@ -51,8 +52,7 @@ def trained(tmp_path_factory):
             network,
             NUM_CLASSES,
             learning_rate=0.05,
-            top_k=2,
-            metrics=("accuracy", "f1", "precision_weighted", "recall_micro", "recall_at_2"),
+            metrics=("accuracy", "f1", "precision", "recall_at_2"),
         ),
         model_dir=model_dir,
     )
@@ -83,10 +83,7 @@ def test_classifier_eval_metrics_match_numpy(trained):
         "loss": expected_loss,
         "accuracy": skm.accuracy_score(Y_EVAL, class_ids),
         "f1": skm.f1_score(Y_EVAL, class_ids, average="macro", zero_division=0),
-        "precision_weighted": skm.precision_score(
-            Y_EVAL, class_ids, average="weighted", zero_division=0
-        ),
-        "recall_micro": skm.recall_score(Y_EVAL, class_ids, average="micro"),
+        "precision": skm.precision_score(Y_EVAL, class_ids, average="macro", zero_division=0),
         "recall_at_2": (top_2 == Y_EVAL[:, None]).any(axis=1).mean(),
     }
     for name, value in expected.items():
@@ -97,18 +94,11 @@ def test_classifier_predictions_have_documented_keys_and_shapes(trained):
     est, _, _ = trained
     predicted = _predict(est)
     n = len(X_EVAL)
-    assert sorted(predicted) == sorted(
-        ["logits", "probabilities", "class_ids", "top_k_class_ids", "top_k_probabilities"]
-    )
+    assert sorted(predicted) == sorted(["logits", "probabilities", "class_ids"])
     assert predicted["logits"].shape == (n, NUM_CLASSES)
     assert predicted["probabilities"].shape == (n, NUM_CLASSES)
     np.testing.assert_allclose(predicted["probabilities"].sum(axis=1), 1.0, rtol=1e-5)
     assert predicted["class_ids"].shape == (n,) and predicted["class_ids"].dtype == np.int64
-    assert predicted["top_k_class_ids"].shape == (n, 2)
-    np.testing.assert_array_equal(predicted["top_k_class_ids"][:, 0], predicted["class_ids"])
-    np.testing.assert_allclose(
-        predicted["top_k_probabilities"][:, 0], predicted["probabilities"].max(axis=1)
-    )
 
 
 def _examples(x):
@@ -192,9 +182,9 @@ def test_regressor_with_adamw_schedule_learns_and_metrics_match(tmp_path):
 def test_learning_rate_schedule_values():
     with tf.Graph().as_default():
         step = tf.placeholder(tf.int64, [])
-        lr = mf.learning_rate_schedule(1.0, step, warmup_steps=10, decay_steps=100)
-        constant = mf.learning_rate_schedule(0.5, step)
-        decay_only = mf.learning_rate_schedule(1.0, step, decay_steps=100)
+        lr = learning_rate_schedule(1.0, step, 10, 100)
+        constant = learning_rate_schedule(0.5, step, 0, None)
+        decay_only = learning_rate_schedule(1.0, step, 0, 100)
         with tf.Session() as sess:
             got = [sess.run(lr, {step: s}) for s in (0, 5, 9, 10, 50, 100, 150)]
             np.testing.assert_allclose(got, [0.0, 0.5, 0.9, 0.9, 0.5, 0.0, 0.0], atol=1e-6)
@@ -263,10 +253,8 @@ def test_an_optimizer_that_leaves_the_global_step_alone_still_counts_steps(tmp_p
         ),
         model_dir=str(tmp_path),
     )
-    with captured_tf_log() as lines:
-        est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=50)  # 8 batches, then the data ends
+    est.train(input_fn(X_TRAIN, Y_TRAIN), max_steps=50)  # 8 batches, then the data ends
     assert est.get_variable_value("global_step") == 8
-    assert any("_StepLeftAloneOptimizer" in x and "global step" in x for x in lines), lines
 
 
 def test_regularization_losses_are_in_the_loss():
@@ -302,9 +290,7 @@ def test_regularization_losses_are_in_the_loss():
 
 def test_tpu_spec_returns_tpu_estimator_spec(trained):
     est, _, _ = trained
-    model_fn = mf.classifier(
-        network, NUM_CLASSES, tpu_spec=True, init_checkpoint=est.model_dir, top_k=2
-    )
+    model_fn = mf.classifier(network, NUM_CLASSES, tpu_spec=True, init_checkpoint=est.model_dir)
     params = {"batch_size": 8, "use_tpu": False}
     for mode in (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL, estimator.ModeKeys.PREDICT):
         with tf.Graph().as_default():
@@ -331,8 +317,6 @@ def test_tpu_spec_returns_tpu_estimator_spec(trained):
                 assert set(metric_fn(**tensors)) == {"accuracy", "f1", "average_loss"}
             if mode == estimator.ModeKeys.TRAIN:
                 assert spec.train_op is not None
-            if mode == estimator.ModeKeys.PREDICT:
-                assert "top_k_class_ids" in spec.predictions
             assert isinstance(spec.scaffold_fn(), tf.train.Scaffold)
 
 
@@ -411,12 +395,8 @@ def test_weighted_regressor_average_loss_is_the_weighted_mse():
         ({"num_classes": 1}, "`num_classes`.*Got: 1"),
         ({"optimizer": "adamax"}, r"`optimizer`.*'adam'.*Got: 'adamax'"),
         ({"metrics": ("accuracy", "f2")}, r"`metrics`.*'accuracy'.*'f1'.*Got: 'f2'"),
-        ({"metrics": ("recall_at_9",)}, "recall_at_9"),
-        ({"metrics": ("accuracy", "recall_at_<k>")}, r"pattern.*use e\.g\. 'recall_at_2'"),
-        ({"metrics": ("auc",)}, "num_classes == 2"),
-        ({"top_k": 4}, "`top_k`.*Got: 4"),
+        ({"metrics": ("auc",)}, r"`metrics`.*Got: 'auc'"),
         ({"warmup_steps": -1}, "`warmup_steps`"),
-        ({"warmup_steps": 20, "decay_steps": 10}, "`warmup_steps`"),
         (
             {"optimizer": tf.train.GradientDescentOptimizer(0.1), "warmup_steps": 5},
             "`warmup_steps`.*Optimizer instance",
@@ -424,7 +404,7 @@ def test_weighted_regressor_average_loss_is_the_weighted_mse():
         # The instance trains at 0.1: the 0.5 was ignored, and logged as the rate.
         (
             {"optimizer": tf.train.GradientDescentOptimizer(0.1), "learning_rate": 0.5},
-            r"`learning_rate`.*own rate.*learning_rate=0\.5",
+            r"`learning_rate`.*own rate",
         ),
     ],
 )
@@ -435,48 +415,19 @@ def test_bad_builder_arguments_raise_at_once(kwargs, match):
 
 
 def test_regressor_metrics_name_what_a_regressor_has():
-    # It said "'auc' needs num_classes == 2", as if a regressor could have two classes.
     with pytest.raises(ValueError, match=r"`metrics` entries must be among \['mse'"):
         mf.regressor(network, metrics=("auc",))
 
 
-@pytest.mark.parametrize(
-    "labels, match",
-    [
-        (["a", "b"], r"map class names to ids in the input_fn.*Got: dtype string"),
-        ([0.0, 1.0], r"cast them in the input_fn: tf\.cast\(labels, tf\.int64\).*float32"),
-    ],
-)
-def test_labels_of_another_dtype_are_named_with_the_fix(labels, match):
-    with tf.Graph().as_default(), pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize("labels", [["a", "b"], [0.0, 1.0]])
+def test_labels_of_another_dtype_are_named_with_the_fix(labels):
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=r"`labels`.*input_fn.*dtype"):
         features = {"x": tf.constant(X_EVAL[:2])}
         mf.classifier(network, NUM_CLASSES)(features, tf.constant(labels), "train", {})
 
 
-@pytest.mark.parametrize(
-    "weights, match",
-    [
-        # A bare UnimplementedError from the cast, at the first step.
-        (["1", "2"], r"`weight_key` 'w' must be a dense numeric tensor.*Got: dtype string"),
-        # TF's "weights can not be broadcast", naming no feature.
-        ([[1.0, 2.0], [3.0, 4.0]], r"`weight_key` 'w'.*shape \[batch\].*Got: shape \(2, 2\)"),
-    ],
-)
-def test_weight_features_of_another_kind_are_named(weights, match):
-    with tf.Graph().as_default(), pytest.raises(ValueError, match=match):
-        features = {"x": tf.constant(X_EVAL[:2]), "w": tf.constant(weights)}
-        model_fn = mf.classifier(network, NUM_CLASSES, weight_key="w")
-        model_fn(features, tf.constant(Y_EVAL[:2]), "train", {})
-
-
-def test_ragged_weights_are_named_and_a_bool_mask_is_taken():
+def test_a_bool_mask_is_taken_as_weights():
     model_fn = mf.classifier(network, NUM_CLASSES, weight_key="w")
-    with tf.Graph().as_default():
-        ragged = {"x": tf.constant(X_EVAL[:2]), "w": tf.ragged.constant([[1.0], [2.0, 3.0]])}
-        with pytest.raises(
-            ValueError, match=r"`weight_key` 'w' must be a dense numeric tensor.*Ragged"
-        ):
-            model_fn(ragged, tf.constant(Y_EVAL[:2]), "train", {})
     with tf.Graph().as_default():
         tf.train.get_or_create_global_step()
         mask = {"x": tf.constant(X_EVAL[:2]), "w": tf.constant([True, False])}
@@ -509,7 +460,6 @@ def test_unreadable_checkpoints_raise_at_the_first_graph_build(tmp_path):
         ("/no/such/model.ckpt-1", "`init_checkpoint` does not exist"),
         (str(empty), "directory without a checkpoint"),
         (str(broken / "model.ckpt-1"), "could not be read"),
-        (str(broken), "could not be read"),  # its one checkpoint
     ):
         model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=init_checkpoint)
         with pytest.raises(ValueError, match=match):
@@ -552,26 +502,6 @@ def test_init_checkpoint_is_not_needed_to_resume_from_model_dir(trained, tmp_pat
             mf.classifier(network, NUM_CLASSES, init_checkpoint=init_checkpoint),
             str(tmp_path / "new"),
         ).train(train, max_steps=1)
-
-
-def test_wrong_network_output_and_labels_raise_with_shapes():
-    def flat_network(features, mode, params):
-        return tf.reduce_sum(features["x"], axis=1)
-
-    def wide_network(features, mode, params):
-        return tf2.keras.layers.Dense(NUM_CLASSES + 1)(features["x"])
-
-    with tf.Graph().as_default():
-        with pytest.raises(ValueError, match=r"\[batch, num_classes=3\].*Got: shape \[8\]"):
-            _call(mf.classifier(flat_network, NUM_CLASSES), estimator.ModeKeys.PREDICT)
-        with pytest.raises(ValueError, match=r"Got: shape \[8, 4\]"):
-            _call(mf.classifier(wide_network, NUM_CLASSES), estimator.ModeKeys.PREDICT)
-        model_fn = mf.classifier(network, NUM_CLASSES)
-        with pytest.raises(ValueError, match="`labels` must be given"):
-            _call(model_fn, estimator.ModeKeys.EVAL, labels=False)
-        bad_labels = tf.zeros([8, 3], tf.int64)
-        with pytest.raises(ValueError, match=r"`labels`.*Got: shape \[8, 3\]"):
-            model_fn({"x": tf.constant(X_EVAL[:8])}, bad_labels, estimator.ModeKeys.EVAL, {})
 
 
 def test_only_a_missing_feature_is_blamed_on_the_input(tmp_path):
@@ -622,7 +552,7 @@ def test_tpu_spec_runs_under_the_official_tpu_estimator_on_cpu(tmp_path):
             learning_rate=0.05,
             warmup_steps=2,
             decay_steps=20,
-            metrics=("accuracy", "f1_weighted"),
+            metrics=("accuracy", "f1"),
         ),
         model_dir=str(tmp_path),
         use_tpu=False,
@@ -632,30 +562,8 @@ def test_tpu_spec_runs_under_the_official_tpu_estimator_on_cpu(tmp_path):
     )
     est.train(tpu_input_fn(X_TRAIN, Y_TRAIN), max_steps=20)
     result = est.evaluate(tpu_input_fn(X_EVAL, Y_EVAL), steps=3)
-    assert {"loss", "accuracy", "f1_weighted"} <= set(result)
+    assert {"loss", "accuracy", "f1"} <= set(result)
     assert result["global_step"] == 20
-
-
-def test_assignment_map_warm_starts_only_the_mapped_scope(trained):
-    est, _, _ = trained
-    model_fn = mf.classifier(
-        network, NUM_CLASSES, init_checkpoint=est.model_dir, assignment_map={"hidden/": "hidden/"}
-    )
-    with tf.Graph().as_default():
-        tf.train.get_or_create_global_step()
-        _call(model_fn, estimator.ModeKeys.PREDICT)
-        by_name = {v.op.name: v for v in tf.global_variables()}
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            hidden, logits = sess.run([by_name["hidden/kernel"], by_name["logits/kernel"]])
-    np.testing.assert_array_equal(hidden, tf.train.load_variable(est.model_dir, "hidden/kernel"))
-    assert not np.allclose(logits, tf.train.load_variable(est.model_dir, "logits/kernel"))
-
-    bad = mf.classifier(
-        network, NUM_CLASSES, init_checkpoint=est.model_dir, assignment_map={"a/b": "no/such"}
-    )
-    with tf.Graph().as_default(), pytest.raises(ValueError, match="`assignment_map` entry"):
-        _call(bad, estimator.ModeKeys.PREDICT)
 
 
 def test_binary_auc_and_float_labels():
@@ -676,7 +584,7 @@ def test_binary_auc_and_float_labels():
 # ------------------------------------------------------------------------ warm start details
 
 
-def test_warm_start_lists_and_warns_once_across_builds(trained):
+def test_warm_start_lists_once_across_builds_and_skips_other_shapes(trained):
     est, _, _ = trained
 
     def wider(features, mode, params):
@@ -690,55 +598,8 @@ def test_warm_start_lists_and_warns_once_across_builds(trained):
             with tf.Graph().as_default():
                 tf.train.get_or_create_global_step()
                 _call(model_fn, mode)
-    differ = [line for line in lines if "shape differs" in line]
-    assert len(differ) == 2, lines  # logits/kernel and logits/bias, once each
-    assert any("logits/kernel (model [8, 4], checkpoint [8, 3])" in line for line in differ)
     assert sum("**** Variables" in line for line in lines) == 1, lines
     assert sum("*INIT_FROM_CKPT*" in line for line in lines) == 2, lines
-
-
-def test_warm_start_names_the_scope_the_checkpoint_keeps_model_variables_under(trained):
-    # A BERT checkpoint keeps bert/encoder/...; a model built without that outer scope
-    # matches nothing by name, and nothing failed to say so.
-    est, _, _ = trained
-    kernel = tf.train.load_variable(est.model_dir, "hidden/kernel")
-
-    def scoped(features, mode, params):
-        with tf.variable_scope("model"):
-            return network(features, mode, params)
-
-    def head_scoped(features, mode, params):
-        hidden = tf2.keras.layers.Dense(8, activation="tanh", name="hidden")(features["x"])
-        with tf.variable_scope("head"):
-            return tf2.keras.layers.Dense(NUM_CLASSES, name="logits")(hidden)
-
-    def build(network_fn, assignment_map=None):
-        model_fn = mf.classifier(
-            network_fn, NUM_CLASSES, init_checkpoint=est.model_dir, assignment_map=assignment_map
-        )
-        with tf.Graph().as_default(), captured_tf_log() as lines:
-            tf.train.get_or_create_global_step()
-            _call(model_fn, estimator.ModeKeys.PREDICT)
-            by_name = {v.op.name: v for v in tf.global_variables()}
-            with tf.Session() as sess:
-                sess.run(tf.global_variables_initializer())
-                values = sess.run(by_name)
-        return values, [line for line in lines if "another scope" in line]
-
-    values, hints = build(scoped)
-    assert not np.array_equal(values["model/hidden/kernel"], kernel)
-    assert len(hints) == 1 and "4 variables" in hints[0] and "0 were" in hints[0], hints
-    assert "assignment_map={'/': 'model/'}." in hints[0]
-    # The map it names warm-starts them, without a hint.
-    values, hints = build(scoped, {"/": "model/"})
-    np.testing.assert_array_equal(values["model/hidden/kernel"], kernel)
-    assert not hints
-
-    # Part matched by name (hidden/*), part under another scope (head/logits/*).
-    values, hints = build(head_scoped)
-    np.testing.assert_array_equal(values["hidden/kernel"], kernel)
-    assert len(hints) == 1 and "2 variables" in hints[0] and "2 were" in hints[0], hints
-    assert "assignment_map={'/': 'head/'}, plus entries" in hints[0]
 
 
 def test_tpu_spec_scaffold_does_not_warm_start_optimizer_slots(trained):
@@ -757,37 +618,6 @@ def test_tpu_spec_scaffold_does_not_warm_start_optimizer_slots(trained):
     np.testing.assert_array_equal(kernel, tf.train.load_variable(est.model_dir, "hidden/kernel"))
     np.testing.assert_array_equal(slot, np.zeros_like(saved_slot))
     assert not any("/Adam" in line for line in lines)
-
-
-def test_assignment_map_root_scope_and_clear_errors(trained):
-    est, _, _ = trained
-
-    def build(assignment_map, network_fn=network, num_classes=NUM_CLASSES):
-        model_fn = mf.classifier(
-            network_fn, num_classes, init_checkpoint=est.model_dir, assignment_map=assignment_map
-        )
-        tf.train.get_or_create_global_step()
-        _call(model_fn, estimator.ModeKeys.PREDICT)
-        return {v.op.name: v for v in tf.global_variables()}
-
-    # '/' is init_from_checkpoint's root scope.
-    with tf.Graph().as_default():
-        by_name = build({"/": "/"})
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            logits = sess.run(by_name["logits/kernel"])
-    np.testing.assert_array_equal(logits, tf.train.load_variable(est.model_dir, "logits/kernel"))
-
-    missing = r"entry 'nope/kernel'.*not a variable of the checkpoint"
-    with tf.Graph().as_default(), pytest.raises(ValueError, match=missing):
-        build({"nope/kernel": "hidden/kernel"})
-
-    def wider(features, mode, params):
-        return tf2.keras.layers.Dense(NUM_CLASSES + 1, name="logits")(features["x"])
-
-    differ = r"entry 'logits/'.*shapes differ.*logits/kernel"
-    with tf.Graph().as_default(), pytest.raises(ValueError, match=differ):
-        build({"logits/": "logits/"}, wider, NUM_CLASSES + 1)
 
 
 def test_labels_out_of_range_fail_naming_num_classes_and_the_value():
@@ -844,22 +674,6 @@ def _warm_started_kernel(init_checkpoint):
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             return sess.run(kernel)
-
-
-def test_init_checkpoint_given_as_one_of_its_files(trained):
-    est, _, _ = trained
-    prefix = tf.train.latest_checkpoint(est.model_dir)
-    data_file = tf.io.gfile.glob(prefix + ".data-*")[0]
-    for path in (data_file, prefix + ".meta", prefix + ".index"):
-        np.testing.assert_array_equal(
-            _warm_started_kernel(path), tf.train.load_variable(prefix, "hidden/kernel")
-        )
-    step = prefix.rsplit("-", 1)[1]
-    model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=prefix.rsplit("-", 1)[0])
-    with pytest.raises(
-        ValueError, match=rf"does not exist.*checkpoints in that directory.*-{step}"
-    ):
-        _first_graph_build(model_fn)
 
 
 def test_keras_layers_initial_weights_follow_tf_random_seed(tmp_path):
@@ -931,42 +745,11 @@ def test_keras_batch_normalization_moving_averages_are_updated(tmp_path):
         return tf2.keras.layers.Dense(NUM_CLASSES, name="logits")(tf.concat([keras_bn, v1_bn], 1))
 
     est = estimator.Estimator(mf.classifier(bn_network, NUM_CLASSES), model_dir=str(tmp_path))
-    with captured_tf_log() as lines:
-        est.train(input_fn(X_TRAIN + 5.0, Y_TRAIN, repeat=True), max_steps=60)
+    est.train(input_fn(X_TRAIN + 5.0, Y_TRAIN, repeat=True), max_steps=60)
     # momentum 0.99: after 60 steps about 45 % of the way from 0 to the data's mean of 5.
     for name in ("keras_bn/moving_mean", "v1_bn/moving_mean"):
         moved = est.get_variable_value(name)
         assert np.all(moved > 1.5) and np.all(moved < 3.5), (name, moved)
-    assert [line for line in lines if "2 state updates of Keras layers" in line], lines
-
-
-def test_init_checkpoint_from_a_downloaded_model_dir_or_a_saved_model(trained, tmp_path):
-    # A downloaded BERT model directory has bert_model.ckpt.* and no `checkpoint` file; an
-    # export (best_exporter's) keeps its variables as variables/variables. Both were refused.
-    est, _, _ = trained
-    prefix = tf.train.latest_checkpoint(est.model_dir)
-    downloaded = tmp_path / "uncased_L-2_H-128_A-2"
-    downloaded.mkdir()
-    for path in tf.io.gfile.glob(prefix + ".*"):
-        suffix = path[len(prefix) :]
-        tf.io.gfile.copy(path, str(downloaded / f"bert_model.ckpt{suffix}"))
-
-    def receiver():
-        x = tf.placeholder(tf.float32, [None, FEATURES])
-        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
-
-    export = est.export_saved_model(str(tmp_path / "export"), receiver)
-    export = export.decode() if isinstance(export, bytes) else export
-    expected = tf.train.load_variable(prefix, "hidden/kernel")
-    for source in (str(downloaded), export):
-        np.testing.assert_array_equal(_warm_started_kernel(source), expected)
-    (tmp_path / "two").mkdir()
-    for name in ("a.ckpt.index", "b.ckpt.index"):
-        (tmp_path / "two" / name).write_bytes(b"")
-    with pytest.raises(ValueError, match=r"directory without a checkpoint.*/two/a\.ckpt,"):
-        _first_graph_build(
-            mf.classifier(network, NUM_CLASSES, init_checkpoint=str(tmp_path / "two"))
-        )
 
 
 def test_warm_start_skips_a_variable_saved_with_another_dtype(tmp_path):
@@ -986,77 +769,9 @@ def test_warm_start_skips_a_variable_saved_with_another_dtype(tmp_path):
         bias = next(v for v in tf.global_variables() if v.op.name == "hidden/bias")
         with tf.train.MonitoredSession() as sess:
             np.testing.assert_array_equal(sess.run(bias), np.full(8, 0.5, np.float32))
-    assert any(
-        "dtype differs" in line and "hidden/kernel" in line and "float16" in line for line in lines
-    ), lines
-
-
-# ------------------------------------------------------------------ build's function contract
-
-
-def test_build_refuses_functions_with_the_wrong_arguments_at_once():
-    head = estimator.MultiLabelHead(NUM_CLASSES)
-    with pytest.raises(TypeError, match=r"`metric_fn`.*\(labels, logits, weights\).*weights"):
-        mf.build(network, head, metric_fn=lambda labels, logits: {})
-    with pytest.raises(TypeError, match=r"`network_fn`.*\(features, mode, params\).*defaults"):
-        mf.build(lambda features, mode, params, extra: None, head)
-    # *args, **kwargs and defaults are fine.
-    mf.build(network, head, metric_fn=lambda *args, **kw: {})
-    mf.build(lambda features, mode, params=None, extra=1: None, head)
-
-
-def test_regressor_refuses_string_labels_when_the_graph_is_built():
-    def linear(features, mode, params):
-        return tf2.keras.layers.Dense(1)(features["x"])
-
-    with tf.Graph().as_default():
-        labels = tf.constant(["1.5"] * 8)
-        with pytest.raises(ValueError, match=r"numeric for a regressor.*input_fn.*dtype string"):
-            mf.regressor(linear)({"x": tf.constant(X_EVAL[:8])}, labels, estimator.ModeKeys.TRAIN)
-
-
-def test_feature_lookup_on_a_single_tensor_input_is_named(tmp_path):
-    def bare_input_fn(params=None):
-        return tf.data.Dataset.from_tensor_slices((X_TRAIN, Y_TRAIN)).batch(32)
-
-    est = estimator.Estimator(mf.classifier(network, NUM_CLASSES), str(tmp_path / "dict"))
-    with pytest.raises(TypeError, match=r"feature 'x'.*single tensor.*\{'x'"):
-        est.train(bare_input_fn, max_steps=1)
-
-    def bare_network(features, mode, params):  # takes the tensor itself: unaffected
-        return tf2.keras.layers.Dense(NUM_CLASSES)(features)
-
-    est = estimator.Estimator(mf.classifier(bare_network, NUM_CLASSES), str(tmp_path / "bare"))
-    est.train(bare_input_fn, max_steps=2)
-    assert est.get_variable_value("global_step") == 2
-
-
-def test_feature_lookup_by_name_on_a_tuple_input_is_named(tmp_path):
-    def tuple_input_fn(params=None):
-        pair = (X_TRAIN[:, :2], X_TRAIN[:, 2:])
-        return tf.data.Dataset.from_tensor_slices((pair, Y_TRAIN)).batch(32)
-
-    est = estimator.Estimator(mf.classifier(network, NUM_CLASSES), str(tmp_path / "dict"))
-    with pytest.raises(
-        TypeError,
-        match=r"feature 'x'.*tuple of 2.*\{'x'",
-    ):
-        est.train(tuple_input_fn, max_steps=1)
-
-    def tuple_network(features, mode, params):  # indexes by position: unaffected
-        return tf2.keras.layers.Dense(NUM_CLASSES)(tf.concat(features, axis=1))
-
-    est = estimator.Estimator(mf.classifier(tuple_network, NUM_CLASSES), str(tmp_path / "tuple"))
-    est.train(tuple_input_fn, max_steps=2)
-    assert est.get_variable_value("global_step") == 2
-
-    def other_tuple_network(features, mode, params):
-        sizes = (2, 2)
-        return sizes["width"]  # a bug of the network's own, not the input's
-
-    est = estimator.Estimator(mf.classifier(other_tuple_network, 2), str(tmp_path / "other"))
-    with pytest.raises(TypeError, match=r"^tuple indices"):
-        est.train(tuple_input_fn, max_steps=1)
+    assert [line for line in lines if "*INIT_FROM_CKPT*" in line] == [
+        "  name = hidden/bias, shape = (8,), *INIT_FROM_CKPT*"
+    ], lines
 
 
 def test_build_takes_an_official_head_and_adds_metric_fn():
@@ -1072,5 +787,5 @@ def test_build_takes_an_official_head_and_adds_metric_fn():
         spec = model_fn({"x": tf.constant(X_EVAL[:8])}, None, estimator.ModeKeys.PREDICT)
         assert {"serving_default", "predict", "classification"} <= set(spec.export_outputs)
         assert "probabilities" in spec.predictions
-    with pytest.raises(TypeError, match=r"`head`.*tf\.estimator\.Head.*loss_fn"):
+    with pytest.raises(TypeError, match=r"`head`.*tf\.estimator\.Head"):
         mf.build(network, lambda labels, logits: 0.0)

@@ -20,8 +20,8 @@ _ASSERTION = re.compile(
 
 
 def check_class_ids(labels, num_classes: int):
-    """``labels`` as int32 ``[batch]``, failing at run time when one is outside the range."""
-    labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+    """``labels`` as int32, failing at run time when one is outside the range."""
+    labels = tf.cast(labels, tf.int32)
     in_range = tf.reduce_all((labels >= 0) & (labels < num_classes))
     message = f"`labels` must be class ids in [0, num_classes={num_classes}). Got: labels from"
     check = tf.Assert(

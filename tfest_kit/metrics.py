@@ -8,13 +8,12 @@ except that ``"macro"`` leaves out a class seen only in examples of weight 0 (BE
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Optional
 
 from tfest_kit._checks import check_int
 from tfest_kit._tf import tf
 
-__all__ = ["AVERAGES", "confusion_matrix", "precision", "recall", "f1", "recall_at_k"]
+__all__ = ["AVERAGES", "precision", "recall", "f1", "recall_at_k"]
 
 AVERAGES = ("micro", "macro", "weighted")
 
@@ -33,11 +32,6 @@ def _flat(tensor, name: str, dtype=None):
     return tf.cast(tensor, dtype) if dtype is not None else tensor
 
 
-def _add_to_collections(collections: Optional[Sequence[str]], value) -> None:
-    for collection in collections or ():
-        tf.add_to_collections(collection, value)
-
-
 def _streaming_confusion_matrix(labels, predictions, num_classes, weights):
     """``(matrix_variable, update_op)``; ``matrix[i, j]`` counts label i predicted j."""
     labels = _flat(labels, "labels", tf.int64)
@@ -45,14 +39,10 @@ def _streaming_confusion_matrix(labels, predictions, num_classes, weights):
     # A cast floors scores (0.9 -> class 0): probabilities passed by mistake would score wrong.
     if not (predictions.dtype.is_integer or predictions.dtype.is_bool):
         raise ValueError(
-            "`predictions` must be integer class ids, not scores: pass tf.argmax(logits, -1), "
-            "or tf.cast(probabilities > 0.5, tf.int64) for 2 classes. "
+            "`predictions` must be integer class ids, not scores: pass tf.argmax(logits, -1). "
             f"Got: dtype {predictions.dtype.name}"
         )
     if weights is not None:
-        weights = tf.convert_to_tensor(weights)
-        if weights.shape.rank == 0:  # one weight for all, as tf.compat.v1.metrics allow
-            weights = tf.fill(tf.shape(labels), tf.cast(weights, tf.float64))
         weights = _flat(weights, "weights", tf.float64)
     total = tf.Variable(
         lambda: tf.zeros([num_classes, num_classes], tf.float64),
@@ -91,56 +81,14 @@ def _scores(matrix, metric: str, average: str):
     return tf.cast(value, tf.float32)
 
 
-def confusion_matrix(
-    labels,
-    predictions,
-    num_classes: int,
-    *,
-    weights=None,
-    metrics_collections: Optional[Sequence[str]] = None,
-    updates_collections: Optional[Sequence[str]] = None,
-    name: Optional[str] = None,
-):
-    """Streaming confusion matrix: ``matrix[i, j]`` is the (weighted) count of label i predicted j.
-
-    Args:
-      labels: int class ids, ``[batch]`` or ``[batch, 1]``.
-      predictions: int predicted class ids, same shape.
-      num_classes: number of classes (>= 2).
-      weights: per-example weights like ``labels``, or one scalar for all.
-      metrics_collections: collections to add ``value_op`` to.
-      updates_collections: collections to add ``update_op`` to.
-      name: variable scope (default ``"confusion_matrix"``).
-
-    Returns:
-      ``(value_op, update_op)``: float64 ``[num_classes, num_classes]``.
-
-    Raises:
-      ValueError: for ``num_classes`` < 2, a wrong shape, or non-integer ``predictions``.
-
-    Example:
-
-        matrix, update = metrics.confusion_matrix(labels, class_ids, num_classes=3)
-    """
-    num_classes = check_int("num_classes", num_classes, 2)
-    with tf.variable_scope(name, default_name="confusion_matrix", values=(labels, predictions)):
-        matrix, update_op = _streaming_confusion_matrix(labels, predictions, num_classes, weights)
-        value_op = tf.identity(matrix, name="value")
-    _add_to_collections(metrics_collections, value_op)
-    _add_to_collections(updates_collections, update_op)
-    return value_op, update_op
-
-
 _SCORE_DOC = """Streaming multi-class {what}, averaged ``"macro"``, ``"micro"`` or ``"weighted"``.
 
     Args:
       labels: int class ids, ``[batch]`` or ``[batch, 1]``.
       predictions: int predicted class ids (e.g. ``argmax(logits)``), same shape.
       num_classes: number of classes (>= 2).
-      average: one of :data:`AVERAGES`; ``"macro"`` as the model_fn builders' bare ``"{metric}"``.
-      weights: per-example weights like ``labels``, or one scalar for all.
-      metrics_collections: collections to add ``value_op`` to.
-      updates_collections: collections to add ``update_op`` to.
+      average: one of :data:`AVERAGES`; ``"macro"`` as the model_fn builders' ``"{metric}"``.
+      weights: per-example weights like ``labels``.
       name: variable scope (default ``"{metric}"``).
 
     Returns:
@@ -164,8 +112,6 @@ def _score_function(metric: str, what: str):
         *,
         average: str = "macro",
         weights=None,
-        metrics_collections: Optional[Sequence[str]] = None,
-        updates_collections: Optional[Sequence[str]] = None,
         name: Optional[str] = None,
     ):
         num_classes = check_int("num_classes", num_classes, 2)
@@ -176,8 +122,6 @@ def _score_function(metric: str, what: str):
             matrix, update = _streaming_confusion_matrix(labels, predictions, num_classes, weights)
             value_op = tf.identity(_scores(matrix, metric, average), name="value")
             update_op = tf.identity(_scores(update, metric, average), name="update_op")
-        _add_to_collections(metrics_collections, value_op)
-        _add_to_collections(updates_collections, update_op)
         return value_op, update_op
 
     score.__name__ = score.__qualname__ = metric
@@ -190,54 +134,36 @@ recall = _score_function("recall", "recall")
 f1 = _score_function("f1", "F1 score")
 
 
-def recall_at_k(
-    labels,
-    logits_or_probs,
-    k: int,
-    *,
-    weights=None,
-    metrics_collections: Optional[Sequence[str]] = None,
-    updates_collections: Optional[Sequence[str]] = None,
-    name: Optional[str] = None,
-):
+def recall_at_k(labels, logits_or_probs, k: int, *, weights=None, name: Optional[str] = None):
     """Streaming share of examples whose true class is among the ``k`` highest scores.
 
-    ``tf.compat.v1.metrics.recall_at_k`` (top-k accuracy for single-label data), with the
-    shapes checked and a float32 result.
+    ``tf.compat.v1.metrics.recall_at_k`` (top-k accuracy for single-label data) for ``[batch]``
+    or ``[batch, 1]`` labels, with a float32 result.
 
     Args:
       labels: int class ids, ``[batch]`` or ``[batch, 1]``.
       logits_or_probs: float scores ``[batch, num_classes]``.
       k: how many top classes count as a hit (1 <= k <= num_classes).
       weights: per-example weights like ``labels``.
-      metrics_collections: collections to add ``value_op`` to.
-      updates_collections: collections to add ``update_op`` to.
       name: variable scope (default ``"recall_at_<k>"``).
 
     Returns:
       ``(value_op, update_op)``, float32 scalars.
 
     Raises:
-      ValueError: for ``k`` out of range or ``logits_or_probs`` not of rank 2.
+      ValueError: for ``labels`` or ``weights`` of another shape.
 
     Example:
 
         eval_metric_ops = {"recall_at_5": metrics.recall_at_k(labels, logits, k=5)}
     """
-    k = check_int("k", k)
-    scores = tf.convert_to_tensor(logits_or_probs)
-    if scores.shape.rank != 2:
-        raise ValueError(
-            "`logits_or_probs` must have shape [batch, num_classes]. "
-            f"Got: shape {scores.shape.as_list() if scores.shape.rank is not None else None}"
-        )
-    if scores.shape[1] is not None and k > scores.shape[1]:
-        raise ValueError(f"`k` must be at most the number of classes ({scores.shape[1]}). Got: {k}")
     weights = None if weights is None else _flat(weights, "weights", tf.float32)
     ops = tf.metrics.recall_at_k(
-        _flat(labels, "labels", tf.int64), scores, k, weights=weights, name=name or f"recall_at_{k}"
+        _flat(labels, "labels", tf.int64),
+        logits_or_probs,
+        k,
+        weights=weights,
+        name=name or f"recall_at_{k}",
     )
     value_op, update_op = (tf.cast(op, tf.float32) for op in ops)
-    _add_to_collections(metrics_collections, value_op)
-    _add_to_collections(updates_collections, update_op)
     return value_op, update_op

@@ -1,16 +1,13 @@
 """A network function -> a complete Estimator ``model_fn``, on the official Head API.
 
-The head (``MultiClassHead``, ``BinaryClassHead``, ``RegressionHead`` or any given to
-:func:`build`) makes the loss, metrics and export signatures; this module adds an optimizer by
-name with BERT's schedule, warm start from ``init_checkpoint``, ``[batch]`` class ids and top-k
-predictions, multi-class metrics by name, and errors naming the feature, label or argument.
+The head makes the loss, metrics and export signatures; this module adds an optimizer by name
+with BERT's schedule, warm start from ``init_checkpoint``, ``[batch]`` class ids and multi-class
+metrics by name.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
@@ -25,11 +22,10 @@ from tfest_kit._schedules import (
     AdamWeightDecayOptimizer,
     OptimizerArg,
     check_optimizer,
-    check_schedule,
     learning_rate_schedule,
     make_optimizer,
 )
-from tfest_kit._tf import estimator, tf, tf2
+from tfest_kit._tf import estimator, tf
 
 __all__ = [
     "CLASSIFIER_METRICS",
@@ -38,23 +34,12 @@ __all__ = [
     "AdamWeightDecayOptimizer",
     "build",
     "classifier",
-    "learning_rate_schedule",
     "regressor",
     "seeded",
 ]
 
-# Bare "precision" / "recall" / "f1" are macro: for single-label data micro equals accuracy.
-_SCORES = {
-    f"{score}{suffix}": (score, average)
-    for score in ("precision", "recall", "f1")
-    for suffix, average in (
-        ("", "macro"),
-        ("_macro", "macro"),
-        ("_micro", "micro"),
-        ("_weighted", "weighted"),
-    )
-}
-CLASSIFIER_METRICS = ("accuracy", "auc", *_SCORES, "recall_at_<k>")
+# Macro averages: for single-label data micro equals accuracy.
+CLASSIFIER_METRICS = ("accuracy", "auc", "precision", "recall", "f1", "recall_at_<k>")
 REGRESSOR_METRICS = ("mse", "mae", "rmse")
 _RECALL_AT = re.compile(r"^recall_at_(\d+)$")
 _REGRESSION_METRICS = {
@@ -74,7 +59,6 @@ class _Head:
     official: Any
     metric_fn: Optional[Callable] = None
     predictions_fn: Optional[Callable] = None
-    check_outputs: Optional[Callable] = None
     labels_fn: Optional[Callable] = None
     official_logits: Optional[Callable] = None  # our outputs -> the head's logits
     official_dropped: tuple = ()  # the head's metrics and signatures left out
@@ -83,33 +67,11 @@ class _Head:
         return outputs if self.official_logits is None else self.official_logits(outputs)
 
 
-def _check_signature(fn: Callable, name: str, arguments: tuple) -> None:
-    """TypeError now, not a bare "takes 2 positional arguments" deep in graph construction."""
-    if not callable(fn):
-        raise TypeError(f"`{name}` must be callable. Got: {fn!r}")
-    try:
-        inspect.signature(fn).bind(*arguments)
-    except ValueError:  # no signature (a builtin): let the call decide
-        pass
-    except TypeError as error:
-        raise TypeError(
-            f"`{name}` must accept {len(arguments)} positional arguments ({', '.join(arguments)}); "
-            f"add those it ignores (e.g. `{arguments[-1]}=None`) and give others defaults "
-            f"({error}). "
-            f"Got: {getattr(fn, '__name__', type(fn).__name__)}{inspect.signature(fn)}"
-        ) from None
-
-
 def _spec(tpu_spec: bool, **kwargs):
     spec = estimator.tpu.TPUEstimatorSpec(**kwargs)
     return spec if tpu_spec else spec.as_estimator_spec()
 
 
-# Ops that may change a variable given as input (a read, ReadVariableOp, is none of them).
-_WRITE_OP_TYPES = frozenset(
-    {"AssignAddVariableOp", "AssignVariableOp", "AssignAdd", "Assign"}
-    | {"If", "StatelessIf", "While", "StatelessWhile"}
-)
 # What a Keras layer's moving averages and similar state updates are made of.
 _UPDATE_OP_TYPES = frozenset(
     {"AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd"}
@@ -118,40 +80,21 @@ _UPDATE_OP_TYPES = frozenset(
 
 def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard):
     global_step = tf.train.get_or_create_global_step()
-    lr = learning_rate_schedule(
-        learning_rate, global_step, warmup_steps=warmup_steps, decay_steps=decay_steps
-    )
+    lr = learning_rate_schedule(learning_rate, global_step, warmup_steps, decay_steps)
     opt = make_optimizer(optimizer, lr)
     if cross_shard:
         opt = tf.tpu.CrossShardOptimizer(opt)
     elif not isinstance(optimizer, tf.train.Optimizer):
         # A TPU model_fn needs a host_call for summaries; an instance has its own rate.
         tf.summary.scalar("learning_rate", lr)
-    grads_and_vars = [(g, v) for g, v in opt.compute_gradients(loss) if g is not None]
-    if not grads_and_vars:
-        raise ValueError(
-            "`network_fn` created no trainable variable that the loss depends on. Got: "
-            f"{len(tf.trainable_variables())} trainable variables"
-        )
+    grads_and_vars = opt.compute_gradients(loss)
     if clip_norm:
         grads, variables = zip(*grads_and_vars)
         grads_and_vars = list(zip(tf.clip_by_global_norm(list(grads), clip_norm)[0], variables))
-    graph = tf.get_default_graph()
-    first_op = len(graph.get_operations())
     with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-        train_op = opt.apply_gradients(grads_and_vars, global_step=global_step)
-    if any(
-        op.type in _WRITE_OP_TYPES and any(t.op is global_step.op for t in op.inputs)
-        for op in graph.get_operations()[first_op:]
-    ):
-        return train_op
-    # BERT's AdamWeightDecayOptimizer leaves the step to create_optimizer: without an
-    # increment, training never reaches max_steps.
-    tf2.get_logger().info(
-        "%s does not increment the global step; the train op does it once per step, as "
-        "BERT's create_optimizer does.",
-        type(opt).__name__,
-    )
+        # The step is counted here, as BERT's create_optimizer does: its AdamWeightDecay
+        # optimizer leaves `global_step` alone, and training never reached max_steps.
+        train_op = opt.apply_gradients(grads_and_vars)
     with tf.control_dependencies([train_op]):
         return tf.group(train_op, global_step.assign_add(1), name="train_op")
 
@@ -170,83 +113,34 @@ def _run_layer_updates(network_ops: list) -> None:
         return all(unused(later) for later in waiting.get(op, ()))
 
     known = set(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
-    updates = [
-        op for op in network_ops if op.type in _UPDATE_OP_TYPES and op not in known and unused(op)
-    ]
-    for op in updates:
-        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, op)
-    if updates:
-        tf.logging.info(
-            "model_fn: %d state updates of Keras layers in network_fn (%s) run with each "
-            "training step; Keras keeps them out of UPDATE_OPS",
-            len(updates),
-            ", ".join(sorted({op.name.split("/")[0] for op in updates})),
-        )
+    for op in network_ops:
+        if op.type in _UPDATE_OP_TYPES and op not in known and unused(op):
+            tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, op)
 
 
-class _UnknownFeature(KeyError, TypeError):
-    """A lookup by name of a feature the input lacks: a KeyError on a dict, a TypeError on a tuple
-    (whose own "tuple indices must be integers" names neither), as unwrapped."""
+class _MissingFeature(KeyError):
+    pass
 
 
 class _Features(dict):
     def __missing__(self, key):
-        raise _UnknownFeature(key)
-
-
-class _FeatureTuple(tuple):
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            raise _UnknownFeature(key)
-        return super().__getitem__(key)
-
-
-# The end of TensorFlow's error for ``tensor["x"]``: "... are valid indices, got 'x'".
-_NAME_AS_INDEX = re.compile(r"valid indices, got ('[^']*'|\"[^\"]*\")$")
-
-
-def _shape(tensor) -> str:
-    return str(tensor.shape.as_list()) if tensor.shape.rank is not None else "unknown"
-
-
-def _not_a_dict(key: str, got: str) -> TypeError:
-    return TypeError(
-        f"`network_fn` looked up feature {key}, but the input_fn yields {got}, not a dict of "
-        f"features; yield ({{{key}: x, ...}}, y) (inputs.from_arrays does)"
-    )
+        raise _MissingFeature(key)
 
 
 def _network_outputs(network_fn: Callable, features, mode, params, config):
-    """Calls ``network_fn`` seeded from ``config``; a feature lookup the input lacks is named.
-
-    Only lookups on the features are rewritten: a ``KeyError`` elsewhere (a missing ``params``
-    key) is not the input's fault. A namedtuple is left alone: the network may read its fields.
-    """
+    """Calls ``network_fn`` seeded from ``config``; a feature the input lacks is named."""
     graph = tf.get_default_graph()
     first_op = len(graph.get_operations())
-    is_mapping = isinstance(features, Mapping)
-    if is_mapping:
+    if isinstance(features, Mapping):
         features = _Features(features)
-    elif type(features) is tuple:
-        features = _FeatureTuple(features)
     try:
         with keras_seeds(getattr(config, "tf_random_seed", None)):
-            outputs = network_fn(features, mode, params)
-    except _UnknownFeature as error:
-        if not is_mapping:
-            raise _not_a_dict(
-                repr(error.args[0]), f"a tuple of {len(features)} features"
-            ) from error
+            outputs = tf.cast(network_fn(features, mode, params), tf.float32)
+    except _MissingFeature as error:
         raise ValueError(
             f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
             f"receiver) does not provide. Got features: {sorted(map(str, features))}"
         ) from error
-    except TypeError as error:
-        match = _NAME_AS_INDEX.search(str(error))
-        if is_mapping or not tf.is_tensor(features) or match is None:
-            raise
-        got = f"a single tensor ({features.dtype.name}, shape {_shape(features)})"
-        raise _not_a_dict(match.group(1), got) from error
     if mode == ModeKeys.TRAIN:
         _run_layer_updates(graph.get_operations()[first_op:])
     return outputs
@@ -263,7 +157,6 @@ def build(
     decay_steps: Optional[int] = None,
     clip_norm: Optional[float] = None,
     init_checkpoint: Optional[str] = None,
-    assignment_map: Optional[Mapping] = None,
     weight_key: Optional[str] = None,
     tpu_spec: bool = False,
 ) -> Callable:
@@ -279,14 +172,14 @@ def build(
       metric_fn: ``(labels, logits, weights) -> {name: (value_op, update_op)}``, beside the
         head's; called positionally with tensors only, so it also serves as a TPU ``metric_fn``.
       optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, init_checkpoint,
-        assignment_map, weight_key, tpu_spec: as for :func:`classifier`.
+        weight_key, tpu_spec: as for :func:`classifier`.
 
     Returns:
       A model_fn for ``Estimator`` or ``TPUEstimator``; it checks that a checkpoint in
       ``config.model_dir`` fits the model.
 
     Raises:
-      TypeError: at once, for a function of other arguments or no head.
+      TypeError: at once, for no head.
       ValueError: at once for a bad optimizer or schedule; when the model_fn runs, for an
         unreadable ``init_checkpoint``, a missing feature, or a checkpoint in ``model_dir``
         from another model.
@@ -295,14 +188,8 @@ def build(
 
         model_fn = build(network, tf.estimator.MultiLabelHead(5), learning_rate=0.01)
     """
-    _check_signature(network_fn, "network_fn", ("features", "mode", "params"))
-    if metric_fn is not None:
-        _check_signature(metric_fn, "metric_fn", ("labels", "logits", "weights"))
     if not isinstance(head, estimator.Head):
-        raise TypeError(
-            "`head` must be a tf.estimator.Head (for a loss of your own, pass it as the head's "
-            f"`loss_fn`). Got: {head!r}"
-        )
+        raise TypeError(f"`head` must be a tf.estimator.Head. Got: {head!r}")
     return _build(
         network_fn,
         _Head(head, metric_fn=metric_fn),
@@ -312,7 +199,6 @@ def build(
         decay_steps=decay_steps,
         clip_norm=clip_norm,
         init_checkpoint=init_checkpoint,
-        assignment_map=assignment_map,
         weight_key=weight_key,
         tpu_spec=tpu_spec,
     )
@@ -328,19 +214,10 @@ def _build(
     decay_steps,
     clip_norm,
     init_checkpoint,
-    assignment_map,
     weight_key,
     tpu_spec,
 ) -> Callable:
-    check_optimizer(optimizer, warmup_steps, decay_steps, learning_rate)
-    learning_rate = 1e-3 if learning_rate is None else learning_rate
-    check_schedule(learning_rate, warmup_steps, decay_steps)
-    if clip_norm is not None and not clip_norm > 0:
-        raise ValueError(f"`clip_norm` must be None or > 0. Got: {clip_norm!r}")
-    if assignment_map is not None and init_checkpoint is None:
-        raise ValueError(f"`assignment_map` needs `init_checkpoint`. Got: {assignment_map!r}")
-    if assignment_map is not None and not isinstance(assignment_map, Mapping):
-        raise TypeError(f"`assignment_map` must be a dict. Got: {assignment_map!r}")
+    check_optimizer(optimizer, learning_rate, warmup_steps, decay_steps)
     checkpoint = checkpoint_error = None
     if init_checkpoint:
         try:
@@ -349,10 +226,9 @@ def _build(
             # Raised at the first graph build unless model_dir has a checkpoint: a restart
             # after the source was deleted must still resume.
             checkpoint_error = error
-    train_op_fn = functools.partial(
-        _train_op,
+    schedule = dict(
         optimizer=optimizer,
-        learning_rate=learning_rate,
+        learning_rate=1e-3 if learning_rate is None else learning_rate,
         warmup_steps=warmup_steps,
         decay_steps=decay_steps,
         clip_norm=clip_norm,
@@ -367,8 +243,6 @@ def _build(
         elif checkpoint_error is not None:
             raise checkpoint_error
         outputs = _network_outputs(network_fn, features, mode, params, config)
-        if head.check_outputs is not None:
-            outputs = head.check_outputs(outputs)
         if head.predictions_fn is not None:
             predictions = head.predictions_fn(outputs)
         else:
@@ -376,14 +250,16 @@ def _build(
         on_tpu = bool(tpu_spec and params.get("use_tpu"))
         common = {
             "mode": mode,
-            "scaffold_fn": _warm_start_fn(warm_start_from, assignment_map, tpu_spec),
+            "scaffold_fn": _warm_start_fn(warm_start_from, tpu_spec),
             "predictions": predictions,
         }
         check_dir = None if on_tpu else model_dir  # on a TPU the variables live in its program
         if mode == ModeKeys.PREDICT:
             return _predict_spec(head, outputs, common, check_dir, tpu_spec)
         labels = head.labels_fn(labels) if head.labels_fn is not None else labels
-        weights = _weights(features, weight_key)
+        weights = None
+        if weight_key is not None:
+            weights = tf.reshape(tf.cast(features[weight_key], tf.float32), [-1])
         regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
         # The head's loss without its string predictions, which a TPU program cannot hold.
         loss = head.official.loss(
@@ -397,25 +273,25 @@ def _build(
             _warm_start.check_model_dir(check_dir, mode=mode)
             metric_fn = _eval_metrics(head, weight_key, labels, outputs, weights, regularization)
             return _spec(tpu_spec, loss=loss, eval_metrics=metric_fn, **common)
-        train_op = train_op_fn(loss, cross_shard=on_tpu)
+        train_op = _train_op(loss, cross_shard=on_tpu, **schedule)
         _warm_start.check_model_dir(check_dir, mode=mode)  # the optimizer's variables too
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
     return model_fn
 
 
-def _warm_start_fn(checkpoint, assignment_map, tpu_spec: bool) -> Optional[Callable]:
+def _warm_start_fn(checkpoint, tpu_spec: bool) -> Optional[Callable]:
     """Warm-starts now, or returns the TPU ``scaffold_fn`` that does."""
     if checkpoint is None:
         return None
     if not tpu_spec:
-        _warm_start.warm_start(checkpoint, assignment_map)
+        _warm_start.warm_start(checkpoint)
         return None
     # TPUEstimator calls scaffold_fn after the train op exists: leave out the optimizer slots.
     network_variables = tf.global_variables()
 
     def scaffold_fn():
-        _warm_start.warm_start(checkpoint, assignment_map, network_variables)
+        _warm_start.warm_start(checkpoint, network_variables)
         return tf.train.Scaffold()
 
     return scaffold_fn
@@ -466,126 +342,39 @@ def _eval_metrics(head: _Head, weight_key, labels, outputs, weights, regularizat
     return metric_fn, tensors
 
 
-def _weights(features, weight_key: Optional[str]):
-    """The ``[batch]`` float32 weights of ``features[weight_key]``, or an error naming it."""
-    if weight_key is None:
-        return None
-    if not isinstance(features, Mapping) or weight_key not in features:
-        available = sorted(features) if isinstance(features, Mapping) else "not a dict"
-        raise ValueError(f"`weight_key` {weight_key!r} is not a feature. Got features: {available}")
-    weights = features[weight_key]
-    if not isinstance(weights, tf.Tensor):
-        got = type(weights).__name__
-    elif weights.dtype == tf.string:
-        got = f"dtype {weights.dtype.name}"
-    elif weights.shape.rank is not None and (
-        weights.shape.rank > 2 or (weights.shape.rank == 2 and weights.shape[1] not in (1, None))
-    ):
-        got = f"shape {weights.shape}"
-    else:
-        return tf.reshape(tf.cast(weights, tf.float32), [-1])
-    raise ValueError(
-        f"`weight_key` {weight_key!r} must be a dense numeric tensor of shape [batch] or "
-        f"[batch, 1], one weight per example; make it one in the input_fn. Got: {got}"
-    )
-
-
-def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str], num_classes=None):
-    if isinstance(metrics, str) or not isinstance(metrics, (list, tuple)):
-        raise TypeError(f"`metrics` must be a list or tuple of names. Got: {metrics!r}")
+def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str]) -> tuple:
     for name in metrics:
-        match = _RECALL_AT.match(name) if isinstance(name, str) else None
-        if name == "recall_at_<k>" and name in accepted:
-            raise ValueError(
-                "`metrics` entry 'recall_at_<k>' is a pattern: put the number k in it, use "
-                f"e.g. 'recall_at_{min(5, num_classes - 1)}'. Got: {name!r}"
-            )
-        if match and "recall_at_<k>" in accepted:
-            if not 1 <= int(match.group(1)) <= num_classes:
-                raise ValueError(
-                    f"`metrics` entry {name!r} needs 1 <= k <= num_classes ({num_classes}). "
-                    f"Got: k={match.group(1)}"
-                )
-        elif name == "auc" and "auc" in accepted and num_classes != 2:
-            raise ValueError(
-                f"`metrics` entry 'auc' needs num_classes == 2. Got: num_classes={num_classes}"
-            )
-        elif name not in accepted:
+        if name not in accepted and not ("recall_at_<k>" in accepted and _RECALL_AT.match(name)):
             raise ValueError(f"`metrics` entries must be among {list(accepted)}. Got: {name!r}")
     return tuple(metrics)
 
 
-def _flat_labels(labels, num_columns: int):
-    if labels is None:
-        raise ValueError("`labels` must be given in TRAIN and EVAL mode. Got: None")
-    if isinstance(labels, dict):
-        raise TypeError(f"`labels` must be a tensor, not a dict. Got: keys {sorted(labels)}")
-    labels = tf.convert_to_tensor(labels)
-    rank = labels.shape.rank
-    wide = rank == 2 and labels.shape[1] is not None and labels.shape[1] != num_columns
-    if rank is None or rank > 2 or wide or (rank == 1 and num_columns != 1):
-        expected = "[batch] or [batch, 1]" if num_columns == 1 else f"[batch, {num_columns}]"
-        raise ValueError(f"`labels` must have shape {expected}. Got: shape {_shape(labels)}")
-    return labels
-
-
-def _checked_outputs(outputs, columns: int, what: str):
-    """``outputs`` as float32 ``[batch, columns]`` (``[batch]`` too for one regression column)."""
-    if not isinstance(outputs, (tf.Tensor, tf.Variable)):
-        raise TypeError(
-            f"`network_fn` must return a {what} tensor [batch, {columns}]. Got: {outputs!r}"
-        )
-    flat_ok = what == "predictions" and columns == 1
-    if outputs.shape.rank == 1 and flat_ok:
-        outputs = outputs[:, None]
-    elif outputs.shape.rank != 2 or outputs.shape[1] not in (None, columns):
-        raise ValueError(
-            f"`network_fn` must return {what} of shape [batch, "
-            f"{'num_classes' if what == 'logits' else 'label_dimension'}={columns}]"
-            f"{' (or [batch])' if flat_ok else ''}. Got: shape {_shape(outputs)}"
-        )
-    return tf.ensure_shape(tf.cast(outputs, tf.float32), [None, columns])
-
-
-def _classifier_head(num_classes: int, metrics: tuple, top_k, weight_key) -> _Head:
+def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
     def labels_fn(labels):
-        labels = _flat_labels(labels, 1)
+        labels = tf.convert_to_tensor(labels)
         if not labels.dtype.is_integer:
-            fix = (
-                "map class names to ids in the input_fn (e.g. with tf.lookup.StaticHashTable)"
-                if labels.dtype == tf.string
-                else "cast them in the input_fn: tf.cast(labels, tf.int64)"
-            )
             raise ValueError(
-                f"`labels` must be integer class ids in [0, num_classes); {fix}. "
-                f"Got: dtype {labels.dtype.name}"
+                "`labels` must be integer class ids in [0, num_classes); cast or map them in the "
+                f"input_fn. Got: dtype {labels.dtype.name}"
             )
         return check_class_ids(labels, num_classes)
 
     def predictions_fn(logits):
         # The head's class_ids are [batch, 1], with string classes beside: these keys are ours.
-        probabilities = tf.nn.softmax(logits, name="probabilities")
-        predictions = {
+        return {
             "logits": logits,
-            "probabilities": probabilities,
+            "probabilities": tf.nn.softmax(logits, name="probabilities"),
             "class_ids": tf.argmax(logits, axis=-1, name="class_ids"),
         }
-        if top_k:
-            values, indices = tf.math.top_k(probabilities, k=top_k)
-            predictions["top_k_probabilities"] = values
-            predictions["top_k_class_ids"] = tf.cast(indices, tf.int64)
-        return predictions
 
     def metric_fn(labels, logits, weights):
         class_ids = tf.argmax(logits, axis=-1)
         ops = {}  # "accuracy" and, for 2 classes, "auc" are the head's
         for name in metrics:
             recall_at = _RECALL_AT.match(name)
-            if name in _SCORES:
-                score, average = _SCORES[name]
-                ops[name] = getattr(_metrics, score)(
-                    labels, class_ids, num_classes, average=average, weights=weights, name=name
-                )
+            if name in ("precision", "recall", "f1"):
+                score = getattr(_metrics, name)
+                ops[name] = score(labels, class_ids, num_classes, weights=weights, name=name)
             elif recall_at:
                 k = int(recall_at.group(1))
                 ops[name] = _metrics.recall_at_k(labels, logits, k, weights=weights, name=name)
@@ -602,7 +391,6 @@ def _classifier_head(num_classes: int, metrics: tuple, top_k, weight_key) -> _He
         official,
         metric_fn=metric_fn,
         predictions_fn=predictions_fn,
-        check_outputs=lambda logits: _checked_outputs(logits, num_classes, "logits"),
         labels_fn=labels_fn,
         official_logits=official_logits,
         # Our "precision" / "recall" are macro (the binary head's, class 1's).
@@ -610,25 +398,18 @@ def _classifier_head(num_classes: int, metrics: tuple, top_k, weight_key) -> _He
     )
 
 
-def _regressor_head(label_dimension: int, metrics: tuple, weight_key) -> _Head:
+def _regressor_head(metrics: tuple, weight_key) -> _Head:
     def labels_fn(labels):
-        labels = _flat_labels(labels, label_dimension)
-        # Unchecked, a string label fails only at the first step, as an UnimplementedError.
-        if not (labels.dtype.is_integer or labels.dtype.is_floating or labels.dtype == tf.bool):
-            raise ValueError(
-                "`labels` must be numeric for a regressor; parse them into numbers in the "
-                f"input_fn. Got: dtype {labels.dtype.name}"
-            )
-        return tf.reshape(tf.cast(labels, tf.float32), [-1, label_dimension])
+        labels = tf.cast(labels, tf.float32)
+        return labels[:, None] if labels.shape.rank == 1 else labels
 
     def metric_fn(labels, outputs, weights):
         weights = None if weights is None else tf.reshape(weights, [-1, 1])
         return {name: _REGRESSION_METRICS[name](labels, outputs, weights) for name in metrics}
 
     return _Head(
-        estimator.RegressionHead(label_dimension, weight_column=weight_key),
+        estimator.RegressionHead(weight_column=weight_key),
         metric_fn=metric_fn,
-        check_outputs=lambda outputs: _checked_outputs(outputs, label_dimension, "predictions"),
         labels_fn=labels_fn,
     )
 
@@ -642,18 +423,15 @@ def classifier(
     warmup_steps: int = 0,
     decay_steps: Optional[int] = None,
     init_checkpoint: Optional[str] = None,
-    assignment_map: Optional[Mapping] = None,
     metrics: Sequence[str] = ("accuracy", "f1"),
-    top_k: Optional[int] = None,
     tpu_spec: bool = False,
     clip_norm: Optional[float] = None,
     weight_key: Optional[str] = None,
 ) -> Callable:
     """A softmax classifier ``model_fn`` on ``MultiClassHead`` (``BinaryClassHead`` for 2).
 
-    PREDICT gives ``"logits"``, ``"probabilities"``, ``"class_ids"`` (int64 ``[batch]``) and,
-    with ``top_k``, ``"top_k_probabilities"`` / ``"top_k_class_ids"``; the signatures
-    ``"serving_default"`` and ``"predict"`` carry them all, beside the head's.
+    PREDICT gives ``"logits"``, ``"probabilities"`` and ``"class_ids"`` (int64 ``[batch]``);
+    the signatures ``"serving_default"`` and ``"predict"`` carry them all, beside the head's.
 
     Args:
       network_fn: ``(features, mode, params) -> logits [batch, num_classes]``.
@@ -663,12 +441,11 @@ def classifier(
       learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance.
       warmup_steps: steps of linear warm-up from 0 (BERT's ``num_warmup_steps``).
       decay_steps: step where the rate reaches 0, linearly (``num_train_steps``); None: no decay.
-      init_checkpoint: checkpoint or model directory to warm-start from, BERT style (by name and
-        shape, logged ``*INIT_FROM_CKPT*``); read only while model_dir has no checkpoint.
-      assignment_map: explicit ``tf.compat.v1.train.init_from_checkpoint`` map.
-      metrics: from :data:`CLASSIFIER_METRICS`; bare ``"precision"``, ``"recall"``, ``"f1"`` are
+      init_checkpoint: checkpoint prefix, or a directory (its latest checkpoint), to warm-start
+        from, BERT style (by name and shape, logged ``*INIT_FROM_CKPT*``); read only while
+        model_dir has no checkpoint.
+      metrics: from :data:`CLASSIFIER_METRICS`; ``"precision"``, ``"recall"``, ``"f1"`` are
         macro averages; ``"recall_at_5"`` etc.; ``"auc"`` for 2 classes.
-      top_k: also predict the ``top_k`` most likely classes and their probabilities.
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
       clip_norm: clip gradients to this global norm; None for no clipping.
       weight_key: feature holding per-example weights for loss and metrics.
@@ -677,31 +454,26 @@ def classifier(
       ``model_fn(features, labels, mode, params, config)``, as from :func:`build`.
 
     Raises:
-      TypeError: at once, for a ``network_fn`` of other arguments or a bad optimizer type.
       ValueError: at once, for a bad number, name or schedule; when the model_fn runs, for
-        logits or labels that do not fit, or an unreadable ``init_checkpoint``.
+        labels that are not class ids, or an unreadable ``init_checkpoint``.
 
     Example:
 
         model_fn = classifier(network, num_classes=10, optimizer="adamw", learning_rate=2e-5,
                               warmup_steps=100, decay_steps=1000, metrics=("accuracy", "f1"))
     """
-    _check_signature(network_fn, "network_fn", ("features", "mode", "params"))
     num_classes = check_int("num_classes", num_classes, 2)
-    top_k = check_int("top_k", top_k, allow_none=True)
-    if top_k is not None and top_k > num_classes:
-        raise ValueError(f"`top_k` must be at most num_classes ({num_classes}). Got: {top_k}")
-    metrics = _check_metric_names(metrics, CLASSIFIER_METRICS, num_classes)
+    accepted = [name for name in CLASSIFIER_METRICS if name != "auc" or num_classes == 2]
+    metrics = _check_metric_names(metrics, accepted)
     return _build(
         network_fn,
-        _classifier_head(num_classes, metrics, top_k, weight_key),
+        _classifier_head(num_classes, metrics, weight_key),
         optimizer=optimizer,
         learning_rate=learning_rate,
         warmup_steps=warmup_steps,
         decay_steps=decay_steps,
         clip_norm=clip_norm,
         init_checkpoint=init_checkpoint,
-        assignment_map=assignment_map,
         weight_key=weight_key,
         tpu_spec=tpu_spec,
     )
@@ -715,45 +487,39 @@ def regressor(
     warmup_steps: int = 0,
     decay_steps: Optional[int] = None,
     init_checkpoint: Optional[str] = None,
-    assignment_map: Optional[Mapping] = None,
     metrics: Sequence[str] = ("mse", "mae"),
     tpu_spec: bool = False,
-    label_dimension: int = 1,
     clip_norm: Optional[float] = None,
     weight_key: Optional[str] = None,
 ) -> Callable:
     """A mean-squared-error regressor ``model_fn`` on ``RegressionHead``: ``"predictions"``.
 
     Args:
-      network_fn: ``(features, mode, params) -> [batch, label_dimension]`` (or ``[batch]``).
-      optimizer, learning_rate, warmup_steps, decay_steps, init_checkpoint, assignment_map,
-        tpu_spec, clip_norm, weight_key: as for :func:`classifier`.
+      network_fn: ``(features, mode, params) -> [batch, 1]``.
+      optimizer, learning_rate, warmup_steps, decay_steps, init_checkpoint, tpu_spec,
+        clip_norm, weight_key: as for :func:`classifier`.
       metrics: from :data:`REGRESSOR_METRICS`, beside the head's ``average_loss``.
-      label_dimension: number of regression targets per example.
 
     Returns:
       ``model_fn(features, labels, mode, params, config)``, as from :func:`build`.
 
     Raises:
-      TypeError, ValueError: as for :func:`classifier`; labels must be numeric.
+      ValueError: as for :func:`classifier`.
 
     Example:
 
         model_fn = regressor(network, learning_rate=1e-2, metrics=("mse", "rmse"))
     """
-    _check_signature(network_fn, "network_fn", ("features", "mode", "params"))
-    label_dimension = check_int("label_dimension", label_dimension)
     metrics = _check_metric_names(metrics, REGRESSOR_METRICS)
     return _build(
         network_fn,
-        _regressor_head(label_dimension, metrics, weight_key),
+        _regressor_head(metrics, weight_key),
         optimizer=optimizer,
         learning_rate=learning_rate,
         warmup_steps=warmup_steps,
         decay_steps=decay_steps,
         clip_norm=clip_norm,
         init_checkpoint=init_checkpoint,
-        assignment_map=assignment_map,
         weight_key=weight_key,
         tpu_spec=tpu_spec,
     )
