@@ -1,10 +1,7 @@
 """Serving: receivers, ``best_exporter``, ``latest_export``, ``Predictor``, ``export_and_check``.
 
-Example:
-
-    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
-    export_dir = serving.export_and_check(est, receiver, {"x": x_test[:8]}, "/tmp/exports")
-    serving.Predictor("/tmp/exports")({"x": x_test})["probabilities"]
+receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+serving.Predictor(serving.export_and_check(est, receiver, {"x": x[:8]}, "/tmp/e"))({"x": x})
 """
 
 from __future__ import annotations

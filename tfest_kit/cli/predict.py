@@ -1,10 +1,8 @@
 """``python -m tfest_kit predict EXPORT_DIR --json FILE``: answer a TF Serving REST request.
 
-Reads ``{"instances": [...]}`` (rows: ``{input: value}`` objects, or plain values for one input)
-or ``{"inputs": {input: [...]}}`` (columns) from FILE (``-``: stdin) and answers as TF Serving:
-``{"predictions": [...]}`` to rows, ``{"outputs": ...}`` to columns. Binary strings, and every
-string of an output named ``*_bytes``, are ``{"b64": "..."}``. A parsing export takes plain
-feature objects; ``"signature_name"`` chooses the signature. EXPORT_DIR: an export or a base.
+Reads ``{"instances": [...]}`` (rows) or ``{"inputs": {input: [...]}}`` (columns) from FILE (``-``:
+stdin), answers ``{"predictions": [...]}`` or ``{"outputs": ...}``; binary strings, and those of
+an output named ``*_bytes``, are ``{"b64": "..."}``. EXPORT_DIR: an export or a base.
 """
 
 from __future__ import annotations
