@@ -791,28 +791,10 @@ def test_hooks(ctx, call, error, pattern):
 SERVING_CASES = [
     case("raw_receiver empty spec", lambda c: serving.raw_receiver({}), TypeError, r"`spec`"),
     case(
-        "raw_receiver non-str key",
-        lambda c: serving.raw_receiver({1: (tf.float32, [4])}),
-        TypeError,
-        r"`spec` keys.*1",
-    ),
-    case(
         "raw_receiver scalar value",
         lambda c: serving.raw_receiver({"x": 3.0}),
         TypeError,
         r"`spec\['x'\]`.*3.0",
-    ),
-    case(
-        "parsing_receiver non-feature values",
-        lambda c: serving.parsing_receiver({"x": tf.float32}),
-        TypeError,
-        r"`feature_spec_or_columns`.*FixedLenFeature",
-    ),
-    case(
-        "parsing_receiver of a number",
-        lambda c: serving.parsing_receiver(3),
-        TypeError,
-        r"`feature_spec_or_columns`.*3",
     ),
     case(
         "bert_receiver max_seq_length=0",
@@ -821,22 +803,10 @@ SERVING_CASES = [
         r"`max_seq_length`.*0",
     ),
     case(
-        "image_bytes_receiver channels=2",
-        lambda c: serving.image_bytes_receiver(160, channels=2),
-        ValueError,
-        r"`channels`.*2",
-    ),
-    case(
         "image_bytes_receiver bad size",
         lambda c: serving.image_bytes_receiver((160, 160, 3)),
         ValueError,
         r"`image_size`.*\(160, 160, 3\)",
-    ),
-    case(
-        "image_bytes_receiver preprocess not callable",
-        lambda c: serving.image_bytes_receiver(32, preprocess="inception"),
-        TypeError,
-        r"`preprocess`.*'inception'",
     ),
     case(
         "best_exporter bad mode",
@@ -849,18 +819,6 @@ SERVING_CASES = [
         lambda c: serving.best_exporter(_receiver(), exports_to_keep=0),
         ValueError,
         r"`exports_to_keep`.*0",
-    ),
-    case(
-        "best_exporter name with a slash",
-        lambda c: serving.best_exporter(_receiver(), name="a/b"),
-        ValueError,
-        r"`name`.*'a/b'",
-    ),
-    case(
-        "best_exporter receiver not callable",
-        lambda c: serving.best_exporter({"x": 1}),
-        TypeError,
-        r"`serving_input_receiver_fn`",
     ),
     case(
         "best_exporter monitor not evaluated",
@@ -881,12 +839,6 @@ SERVING_CASES = [
         lambda c: serving.latest_export(c.empty_dir),
         serving.ExportNotFoundError,
         r"No complete export.*export_saved_model",
-    ),
-    case(
-        "export_and_check not an estimator",
-        lambda c: serving.export_and_check("est", _receiver(), {"x": X}, c.root),
-        TypeError,
-        r"`estimator`.*'est'",
     ),
     case(
         "export_and_check sample with wrong key",
@@ -927,7 +879,7 @@ PREDICTOR_CASES = [
         "ragged rows",
         lambda c: c.predictor({"x": [[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0]]}),
         serving.PredictorInputError,
-        r"Input 'x' is ragged \(its rows differ in length\).*x: float32 \[None, 4\].*pad",
+        r"Input 'x' is ragged.*x: float32 \[None, 4\]",
     ),
     case(
         "wrong width",
@@ -939,7 +891,7 @@ PREDICTOR_CASES = [
         "no batch dimension",
         lambda c: c.predictor({"x": X[0]}),
         serving.PredictorInputError,
-        r"add the batch dimension",
+        r"Input 'x' has shape \[4\]",
     ),
     case(
         "not a dict",
@@ -963,13 +915,13 @@ PREDICTOR_CASES = [
         "unknown tag",
         lambda c: serving.Predictor(c.export, tags=("gpu",)),
         ValueError,
-        r"no MetaGraph tagged \['gpu'\]. Pass the tags of one it has: \[\['serve'\]\]",
+        r"`tags` \['gpu'\] name no MetaGraph.*it has: \[\['serve'\]\]",
     ),
     case(
         "read_signatures: unknown tag",
         lambda c: serving.read_signatures(c.export, tags=("gpu",)),
         ValueError,
-        r"no MetaGraph tagged \['gpu'\]. Pass the tags of one it has: \[\['serve'\]\]",
+        r"`tags` \['gpu'\] name no MetaGraph.*it has: \[\['serve'\]\]",
     ),
     case(
         "read_signatures: corrupt saved_model.pb",
@@ -993,7 +945,7 @@ PREDICTOR_CASES = [
         "directory without exports",
         lambda c: serving.Predictor(c.empty_dir),
         serving.ExportNotFoundError,
-        r"neither a SavedModel directory nor a directory of exports",
+        r"No complete export",
     ),
     case(
         "corrupt saved_model.pb",

@@ -16,7 +16,7 @@ from google.protobuf import message, text_format
 
 from tfest_kit._checks import check_int
 from tfest_kit._errors import TfestKitError
-from tfest_kit._model_dir import ExportNotFoundError, latest_export
+from tfest_kit._model_dir import latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
 __all__ = ["ExportLoadError", "Predictor", "PredictorInputError", "read_signatures"]
@@ -47,44 +47,20 @@ def _resolve_export_dir(path: str) -> str:
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"`export_dir_or_base` must be a path. Got: {path!r}")
     path = os.fsdecode(path)  # export_saved_model returns bytes
-    try:
-        if any(
-            tf.gfile.Exists(os.path.join(path, f)) for f in ("saved_model.pb", "saved_model.pbtxt")
-        ):
-            return path
-    except tf.errors.OpError as e:  # a remote path without network or credentials, say
-        raise ExportLoadError(f"Cannot read {path!r}: {_first_cause(e)}") from e
-    try:
-        return latest_export(path)
-    except ExportNotFoundError as e:
-        raise ExportNotFoundError(
-            f"{path!r} is neither a SavedModel directory nor a directory of exports. {e}"
-        ) from e
+    if any(tf.gfile.Exists(os.path.join(path, f)) for f in ("saved_model.pb", "saved_model.pbtxt")):
+        return path
+    return latest_export(path)
 
 
-def _spec(info) -> tf2.TypeSpec:
-    """The TypeSpec of a signature input or output; its ``name`` says what to feed."""
-    encoding = info.WhichOneof("encoding")
+def _spec(info) -> tf2.TensorSpec:
+    """The TensorSpec of a signature input or output; its ``name`` says what to feed."""
+    if info.WhichOneof("encoding") != "name":  # a SparseTensor's or RaggedTensor's components
+        dtype = tf.as_dtype(info.dtype) if info.dtype else tf.string
+        return tf2.TensorSpec(None, dtype, name=info.WhichOneof("encoding"))
     dims = info.tensor_shape.dim
     shape = (
         None if info.tensor_shape.unknown_rank else [d.size if d.size >= 0 else None for d in dims]
     )
-    if encoding == "coo_sparse":
-        sparse = info.coo_sparse
-        spec = tf2.SparseTensorSpec(shape, tf.as_dtype(info.dtype))
-        # An attribute, not a subclass: the spec stays equal to a user's tf.SparseTensorSpec.
-        spec.name = (
-            f"SparseTensor(indices={sparse.indices_tensor_name}, "
-            f"values={sparse.values_tensor_name}, dense_shape={sparse.dense_shape_tensor_name})"
-        )
-        return spec
-    if encoding == "composite_tensor":
-        # A RaggedTensor, say: only TF internals decode its TypeSpec, so name its components.
-        composite = info.composite_tensor
-        kind = composite.type_spec.type_spec_class_name.removesuffix("Spec") or "CompositeTensor"
-        names = ", ".join(c.name for c in composite.components)
-        dtype = tf.as_dtype(composite.components[0].dtype) if composite.components else tf.string
-        return tf2.TensorSpec(None, dtype, name=f"{kind}({names})")
     return tf2.TensorSpec(shape, tf.as_dtype(info.dtype), name=info.name)
 
 
@@ -98,8 +74,7 @@ def read_signatures(
       tags: the MetaGraph tags to read.
 
     Returns:
-      ``(export_dir, {name: {"method": str, "inputs": {name: TensorSpec}, "outputs": {...}}})``;
-      a sparse input is a ``tf.SparseTensorSpec`` whose ``name`` lists its component tensors.
+      ``(export_dir, {name: {"method": str, "inputs": {name: TensorSpec}, "outputs": {...}}})``.
 
     Raises:
       ExportNotFoundError: if there is no complete export.
@@ -136,213 +111,107 @@ def _meta_graph(export_dir: str, tags: Sequence[str]):
     except (OSError, tf.errors.OpError, message.DecodeError, text_format.ParseError) as e:
         raise ExportLoadError(
             f"The SavedModel at {export_dir} could not be read: {os.path.basename(path)} is "
-            "corrupt or incomplete. Export the model again or use another export. "
-            f"Got: {type(e).__name__}: {_first_cause(e)}"
+            f"corrupt or incomplete; export the model again. Got: {_first_cause(e)}"
         ) from e
     for meta_graph in saved_model.meta_graphs:
         if set(meta_graph.meta_info_def.tags) == set(tags):
             return meta_graph
     found = [sorted(m.meta_info_def.tags) for m in saved_model.meta_graphs]
-    raise ValueError(
-        f"The SavedModel at {export_dir} has no MetaGraph tagged {sorted(tags)}. "
-        f"Pass the tags of one it has: {found}"
-    )
+    raise ValueError(f"`tags` {sorted(tags)} name no MetaGraph of {export_dir}; it has: {found}")
 
 
-def _describe(name: str, spec: tf2.TypeSpec) -> str:
+def _describe(name: str, spec: tf2.TensorSpec) -> str:
     shape = "unknown" if spec.shape.rank is None else str(spec.shape.as_list())
-    kind = "" if isinstance(spec, tf2.TensorSpec) else f" ({type(spec).__name__})"
-    return f"{name}: {spec.dtype.name} {shape}{kind}"
+    return f"{name}: {spec.dtype.name} {shape}"
 
 
-def _to_bytes(value: Any) -> bytes:
-    if isinstance(value, (bytes, str)):
-        return value.encode("utf-8") if isinstance(value, str) else value
-    raise TypeError(type(value).__name__)
-
-
-def _overflowed(array: np.ndarray, converted: np.ndarray) -> bool:
-    """Whether finite values became inf in a float conversion (1e300 as float32, say)."""
-    if converted.dtype.kind != "f" or array.dtype == converted.dtype or not array.size:
-        return False
-    inf = np.isinf(converted)  # one scan in the common case, where no inf was made
-    return bool(inf.any() and (inf & np.isfinite(array.astype(np.float64))).any())
-
-
-def _range_error(what: str, target: np.dtype, array: np.ndarray, expected: str):
-    if array.dtype.kind == "f":
-        array = array[np.isfinite(array)]  # inf and nan are not what is out of range
-    return PredictorInputError(
-        f"{what} has values outside the {target} range; {expected}. "
-        f"Got: values from {array.min()} to {array.max()}"
-    )
+def _to_bytes(value: Any) -> Any:
+    return value.encode() if isinstance(value, str) else value
 
 
 def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndarray:
-    """Converts one input to the signature's dtype, or raises saying what was expected."""
-    dtype = spec.dtype
+    """Converts one input to the signature's dtype, or raises naming it and what was expected."""
     expected = f"signature {where} expects {_describe(name, spec)}"
-    if dtype == tf.string:
-        array = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
-        try:
-            if array.dtype.kind not in "USO":
-                raise TypeError(f"dtype {array.dtype}")
-            array = np.vectorize(_to_bytes, otypes=[object])(array) if array.size else array
-        except TypeError as e:
-            message = f"Input {name!r} must hold strings or bytes; {expected}. Got: {e}"
-            raise TypeError(message) from e
-        array = array.astype(object)
-    else:
-        try:
+    try:
+        if spec.dtype == tf.string:  # dtype=object: NumPy's bytes dtype drops trailing zeros
+            array = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+            target, allowed = np.dtype(object), "USO"
+        else:
             array = np.asarray(value)
-        except ValueError as e:  # NumPy: "setting an array element with a sequence…"
-            raise PredictorInputError(
-                f"Input {name!r} is ragged (its rows differ in length); {expected}: pad or cut "
-                f"every row to the same length. Got: {value!r:.80}"
-            ) from e
-        target = np.dtype(dtype.as_numpy_dtype)
-        allowed = {"f": "fiu", "c": "fiuc", "i": "iu", "u": "iu", "b": "b"}.get(target.kind, "")
-        # [] is float64 to NumPy, whatever it stands for: no values, nothing to convert unsafely.
-        if array.dtype.kind not in allowed and array.size:
-            raise TypeError(
-                f"Input {name!r} has dtype {array.dtype}, which cannot be safely converted; "
-                f"{expected}. Got: {value!r:.80}"
-            )
-        # Same dtype cannot overflow: skip the min/max scans (~10 us per input per call).
-        if target.kind in "iu" and array.dtype != target and array.size:
-            info = np.iinfo(target)
-            if array.min() < info.min or array.max() > info.max:
-                raise _range_error(f"Input {name!r}", target, array, expected)
-        with np.errstate(over="ignore"):  # refused below, with the input's name
-            converted = array.astype(target, copy=False)
-        if _overflowed(array, converted):
-            raise _range_error(f"Input {name!r}", target, array, expected)
-        array = converted
+            target = np.dtype(spec.dtype.as_numpy_dtype)
+            allowed = {"f": "fiu", "c": "fiuc", "i": "iu", "u": "iu", "b": "b"}[target.kind]
+    except ValueError as e:  # NumPy: "setting an array element with a sequence…"
+        raise PredictorInputError(f"Input {name!r} is ragged; {expected}") from e
+    # [] is float64 to NumPy, whatever it stands for: no values, nothing to convert unsafely.
+    if array.dtype.kind not in allowed and array.size:
+        raise TypeError(f"Input {name!r} has dtype {array.dtype}; {expected}. Got: {value!r:.80}")
+    if target.kind == "O" and array.size:
+        array = np.vectorize(_to_bytes, otypes=[object])(array)
+    array = array.astype(target, copy=False)
     # Not TensorShape.is_compatible_with: it costs ~10 us per input per call, this ~1 us.
-    want = None if spec.shape.rank is None else spec.shape.as_list()
+    want = spec.shape.as_list() if spec.shape.rank is not None else None
     if want is not None and (
         len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape))
     ):
-        hint = " (add the batch dimension: wrap one example in a list)"
-        raise PredictorInputError(
-            f"Input {name!r} has shape {list(array.shape)}; {expected} (None = any size)"
-            f"{hint if array.ndim == len(want) - 1 else ''}"
-        )
+        raise PredictorInputError(f"Input {name!r} has shape {list(array.shape)}; {expected}")
     return array
 
 
 class _ExampleBuilder:
     """Serializes plain feature dicts into ``tf.train.Example``s for a parsing signature."""
 
-    def __init__(self, keys: dict, required: set, shapes: dict):
-        self.keys = keys  # feature name -> dtype
-        self.required = required  # dense features without a default
-        self.shapes = shapes  # of the dense features: each example holds exactly this many
+    def __init__(self, session, parse_op):
+        # Inputs: serialized, names, sparse_keys, dense_keys, ragged_keys, dense_defaults.
+        keys = [k.decode() for keys in session.run(list(parse_op.inputs[2:5])) for k in keys]
+        attrs = ("sparse_types", "Tdense", "ragged_value_types")
+        types = [t for attr in attrs for t in parse_op.get_attr(attr)]
+        self.keys = {k: tf.as_dtype(t) for k, t in zip(keys, types)}  # feature name -> dtype
 
     @classmethod
     def find(cls, session, input_tensor) -> Optional[_ExampleBuilder]:
-        for op in input_tensor.consumers():
-            if op.type == "ParseExampleV2":
-                # Inputs: serialized, names, sparse_keys, dense_keys, ragged_keys, dense_defaults.
-                sparse, dense, ragged = session.run(list(op.inputs[2:5]))
-                defaults = op.inputs[5 : 5 + len(dense)]
-                ragged_types = op.get_attr("ragged_value_types")
-            elif op.type == "ParseExample":
-                # The v1 op of older exports, one scalar input per key: serialized, names,
-                # sparse_keys[Nsparse], dense_keys[Ndense], dense_defaults[Ndense].
-                num_sparse, num_dense = op.get_attr("Nsparse"), op.get_attr("Ndense")
-                end = 2 + num_sparse + num_dense
-                sparse = session.run(list(op.inputs[2 : 2 + num_sparse]))
-                dense = session.run(list(op.inputs[2 + num_sparse : end]))
-                defaults = op.inputs[end : end + num_dense]
-                ragged, ragged_types = [], []
-            else:
-                continue
-            keys = {
-                k.decode(): tf.as_dtype(t)
-                for k, t in [*zip(sparse, op.get_attr("sparse_types")), *zip(ragged, ragged_types)]
-            }
-            required, shapes = set(), {}
-            dense_attrs = zip(dense, op.get_attr("Tdense"), defaults, op.get_attr("dense_shapes"))
-            for k, t, default, shape in dense_attrs:
-                keys[k.decode()] = tf.as_dtype(t)
-                if default.shape.num_elements() == 0:
-                    required.add(k.decode())
-                if tf.TensorShape(shape).is_fully_defined():
-                    shapes[k.decode()] = tf.TensorShape(shape).as_list()
-            return cls(keys, required, shapes)
-        return None
+        ops = [op for op in input_tensor.consumers() if op.type == "ParseExampleV2"]
+        return cls(session, ops[0]) if ops else None
 
     def build(self, features: Mapping, where: str) -> np.ndarray:
         unknown = sorted(set(features) - set(self.keys))
-        missing = sorted(self.required - set(features))
-        if unknown or missing:
+        if unknown:
             raise PredictorInputError(
                 f"Signature {where} parses tf.train.Examples with features "
-                f"{sorted(self.keys)} (required: {sorted(self.required)}). "
-                f"Got unknown: {unknown}, missing: {missing}"
+                f"{sorted(self.keys)}. Got unknown: {unknown}"
             )
-        for key, values in features.items():
-            # Not np.ndim: NumPy refuses the uneven per-example lists of a VarLenFeature.
-            single = isinstance(values, (str, bytes)) or not hasattr(values, "__len__")
-            if single or (isinstance(values, np.ndarray) and values.ndim == 0):
-                raise PredictorInputError(
-                    f"Feature {key!r} must hold one entry per example: wrap one example's "
-                    f"value in a list. Got: {values!r:.80}"
-                )
-        lengths = {k: len(v) for k, v in features.items()}
-        if len(set(lengths.values())) > 1:
+        # Not np.ndim: NumPy refuses the uneven per-example lists of a VarLenFeature.
+        lengths = {
+            k: len(v) if isinstance(v, (list, tuple)) or np.ndim(v) > 0 else None
+            for k, v in features.items()
+        }
+        if None in lengths.values() or len(set(lengths.values())) > 1:
             raise PredictorInputError(
-                f"All features must hold the same number of examples. Got: {lengths}"
+                f"Every feature must hold one entry per example. Got lengths: {lengths}"
             )
         serialized = np.empty([next(iter(lengths.values()), 0)], dtype=object)
         for i in range(len(serialized)):
             example = tf.train.Example()
             for key, values in features.items():
-                self._fill(example, key, values[i], i)
+                self._fill(example, key, values[i])
             serialized[i] = example.SerializeToString()
         return serialized
 
-    def _fill(self, example, key: str, value: Any, index: int) -> None:
+    def _fill(self, example, key: str, value: Any) -> None:
         dtype = self.keys[key]
         try:
             flat = np.asarray(value, dtype=object if dtype == tf.string else None).ravel()
-        except ValueError as e:  # NumPy: "setting an array element with a sequence…"
-            raise PredictorInputError(
-                f"Feature {key!r} of example {index} is nested unevenly: give each example a "
-                f"flat list of values (or an array of the parsed shape). Got: {value!r:.80}"
-            ) from e
-        shape = self.shapes.get(key)
-        if shape is not None and not flat.size and key not in self.required:
-            return  # left out, so the parser gives the default (present but empty is an error)
-        if shape is not None and flat.size != int(np.prod(shape)):
-            raise PredictorInputError(
-                f"Feature {key!r} is parsed with shape {shape}, but example {index} holds "
-                f"{flat.size} value(s): give one entry per example (wrap one example in a "
-                f"list). Got: {value!r:.80}"
-            )
-        feature = example.features.feature[key]
-        # An Example holds float32 and int64: a value they cannot hold would be stored as inf
-        # or wrapped around, not refused.
-        what, expected = f"Feature {key!r} of example {index}", f"it is parsed as {dtype.name}"
-        try:
+            if not flat.size:
+                return  # left out: the parser's default (present but empty is an error)
+            feature = example.features.feature[key]
             if dtype == tf.string:
-                feature.bytes_list.value.extend(_to_bytes(v) for v in flat)
+                # A list, not a generator: protobuf may drop a generator's non-bytes silently.
+                feature.bytes_list.value.extend([_to_bytes(v) for v in flat])
             elif dtype.is_floating:
-                with np.errstate(over="ignore"):  # refused below, with the feature's name
-                    converted = flat.astype(np.float32)
-                if flat.dtype.kind in "iuf" and _overflowed(flat, converted):
-                    raise _range_error(what, np.dtype(np.float32), flat, expected)
-                feature.float_list.value.extend(converted.tolist())
-            else:
-                # An example without values ([] of a VarLenFeature) is float64 to NumPy.
-                if flat.size and flat.dtype.kind not in "iub":
-                    raise TypeError(flat.dtype)
-                if flat.size and flat.dtype.kind == "u" and flat.max() > np.iinfo(np.int64).max:
-                    raise _range_error(what, np.dtype(np.int64), flat, expected)
+                feature.float_list.value.extend(flat.astype(np.float32).tolist())
+            elif flat.dtype.kind in "iub":
                 feature.int64_list.value.extend(flat.astype(np.int64).tolist())
-        except PredictorInputError:
-            raise
+            else:
+                raise TypeError(flat.dtype)
         except (TypeError, ValueError) as e:
             raise TypeError(
                 f"Feature {key!r} is parsed as {dtype.name}; cannot store {value!r:.80} in a "
@@ -353,10 +222,10 @@ class _ExampleBuilder:
 class Predictor:
     """Serves an exported SavedModel from Python: load once, call many times.
 
-    Replaces the removed ``tf.contrib.predictor``. Inputs are checked against the signature and
-    converted to its dtypes when that is safe; an error names the input and what it expected. A
-    signature that parses ``tf.train.Example``s also takes plain feature dicts (a multi-valued
-    feature as a list per example). An input the outputs do not depend on may be left out.
+    Replaces the removed ``tf.contrib.predictor``. Inputs are converted to the signature's dtypes
+    when that is safe; an error names the input and what it expected. A signature that parses
+    ``tf.train.Example``s also takes plain feature dicts (a multi-valued feature as a list per
+    example). An input the outputs do not depend on may be left out.
 
     Args:
       export_dir_or_base: an export, or a directory of exports (the newest complete one is
@@ -410,10 +279,8 @@ class Predictor:
                 meta_graph = tf.saved_model.loader.load(self._session, tags, self.export_dir)
         except (OSError, tf.errors.OpError) as e:
             raise ExportLoadError(
-                f"The SavedModel at {self.export_dir} could not be loaded: it is corrupt or "
-                "incomplete (saved_model.pb and variables/ must come from one complete "
-                "export_saved_model call). Export the model again or use another export. "
-                f"Got: {type(e).__name__}: {_first_cause(e)}"
+                f"The SavedModel at {self.export_dir} could not be loaded; export the model "
+                f"again. Got: {type(e).__name__}: {_first_cause(e)}"
             ) from e
         self._signature_defs = dict(meta_graph.signature_def)
         if isinstance(signature, SignatureDef):
@@ -422,11 +289,9 @@ class Predictor:
         elif signature in self._signature_defs:
             sig = self._signature_defs[signature]
         else:
-            # TF2's "__saved_model_init_op" is a signature only in name: it runs no model.
-            names = sorted(k for k in self._signature_defs if k != "__saved_model_init_op")
             raise ValueError(
                 f"`signature` {signature!r} is not in {self.export_dir}. "
-                f"Available signatures: {names}"
+                f"Available signatures: {sorted(self._signature_defs)}"
             )
         self.signature, self._sig = signature, sig
         self._inputs = {k: _spec(v) for k, v in sorted(sig.inputs.items())}
@@ -458,8 +323,7 @@ class Predictor:
                 except (KeyError, ValueError) as e:
                     raise ValueError(
                         f"`signature` names tensor {info.name!r} for {key!r}, which the graph of "
-                        f"{self.export_dir} does not have: name a tensor as 'op_name:0'. "
-                        f"Got: {e}"
+                        f"{self.export_dir} does not have. Got: {e}"
                     ) from e
                 with self._graph.as_default():  # build_tensor_info refuses eager mode
                     info.CopyFrom(tf.saved_model.utils.build_tensor_info(tensor))
@@ -468,11 +332,9 @@ class Predictor:
     def _make_run(self, input_names: list[str]) -> Callable:
         """``run(*arrays of input_names) -> [every output]``: one session callable.
 
-        ``Session.make_callable`` runs ``Session.run``'s Python feed/fetch handling per call; a
-        callable from ``CallableOptions`` (private, in ``_tf.PRIVATE_NAMES``; Keras' TF1 backend
-        uses it) is one C++ call. Measured (``python -m benchmarks --cases serving``, 2 cores):
-        batch-1 latency 2.38 ms with ``make_callable`` vs 1.98 ms with this; batch 1 against the
-        raw TF2 signature 1.15x vs 1.96x (goal 1.5x). The arrays must have the feeds' dtypes.
+        A callable from ``CallableOptions`` (private, in ``_tf.PRIVATE_NAMES``) is one C++ call,
+        where ``Session.make_callable`` runs Python feed handling: batch-1 latency 1.98 ms vs
+        2.38 ms (``python -m benchmarks --cases serving``, 2 cores).
         """
         feed_names = [self._sig.inputs[k].name for k in input_names]
         # An output may be an input passed through (instance keys). A session callable refuses
@@ -514,24 +376,14 @@ class Predictor:
         return self._needed
 
     @property
-    def signature_names(self) -> list[str]:
-        """Names of all signatures in the loaded MetaGraph."""
-        return sorted(self._signature_defs)
-
-    @property
-    def inputs(self) -> dict[str, tf2.TypeSpec]:
-        """Input name -> ``tf.TensorSpec`` (a sparse input: ``tf.SparseTensorSpec``)."""
+    def inputs(self) -> dict[str, tf2.TensorSpec]:
+        """Input name -> ``tf.TensorSpec``."""
         return dict(self._inputs)
 
     @property
     def outputs(self) -> dict[str, tf2.TensorSpec]:
         """Output name -> ``tf.TensorSpec``."""
         return dict(self._outputs)
-
-    @property
-    def example_features(self) -> Optional[dict[str, tf2.DType]]:
-        """Feature name -> dtype a parsing signature reads from each example; else ``None``."""
-        return None if self._examples is None else dict(self._examples.keys)
 
     def prepare(self, features: Mapping) -> dict[str, np.ndarray]:
         """Checks and converts ``features`` into the arrays fed to the signature's inputs.
@@ -553,18 +405,9 @@ class Predictor:
                 f"has inputs {self._describe_inputs()}. Got: {features!r:.80}"
             )
         if self._unfeedable:
-            inputs = ", ".join(_describe(k, self._inputs[k]) for k in self._unfeedable)
-            usable = sorted(
-                name
-                for name, sig in self._signature_defs.items()
-                if all(info.WhichOneof("encoding") == "name" for info in sig.inputs.values())
-            )
             raise PredictorInputError(
-                f"Signature {self._where} has the sparse (or ragged) input(s) [{inputs}], which "
-                "Predictor cannot feed: export with serving.parsing_receiver (a multi-valued "
-                "feature is then a list per example) or with a dense input that the receiver "
-                "turns into a SparseTensor (tf.sparse.from_dense)."
-                + (f" Signatures of this export with dense inputs only: {usable}" if usable else "")
+                f"Signature {self._where} has sparse or ragged inputs {self._unfeedable}, which "
+                "Predictor cannot feed: export with serving.parsing_receiver or dense inputs."
             )
         if self._examples is not None and set(features) != set(self._input_names):
             features = {self._input_names[0]: self._examples.build(features, self._where)}
@@ -612,28 +455,19 @@ class Predictor:
             return dict(zip(self._output_names, run(*values)))
         starts = range(0, count, limit)
         chunks = [run(*[v[s : s + limit] if v.ndim else v for v in values]) for s in starts]
-        sizes = [min(limit, count - s) for s in starts]
         return {
-            name: self._merge(name, [c[i] for c in chunks], sizes)
+            name: self._merge(name, [c[i] for c in chunks])
             for i, name in enumerate(self._output_names)
         }
 
-    def _merge(self, name: str, parts: list, sizes: list[int]) -> np.ndarray:
+    def _merge(self, name: str, parts: list) -> np.ndarray:
         """Joins one output's chunks: the rows of a per-example output, else the first chunk."""
         shape = self._outputs[name].shape
-        if shape.rank is not None:
+        if shape.rank is None:  # tf.squeeze, say: per example if every run answered rows
+            per_example = all(np.ndim(part) for part in parts)
+        else:
             per_example = shape.rank > 0 and shape.as_list()[0] is None
-            return np.concatenate(parts) if per_example else parts[0]
-        # Unknown static rank (tf.squeeze): decide from the runs; put back a squeezed batch of 1.
-        rows = []
-        for part, size in zip(parts, sizes):
-            if np.ndim(part) > 0 and np.shape(part)[0] == size:
-                rows.append(part)
-            elif size == 1:
-                rows.append(np.expand_dims(part, 0))
-            else:
-                return parts[0]
-        return np.concatenate(rows)
+        return np.concatenate(parts) if per_example else parts[0]
 
     def _describe_inputs(self) -> str:
         return "[" + ", ".join(_describe(k, s) for k, s in self._inputs.items()) + "]"

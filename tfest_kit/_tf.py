@@ -157,8 +157,6 @@ PRIVATE_NAMES: dict[str, str] = {
     ),
     "tensorflow.compat.v1:train.Saver()._var_list": "keras_bridge.py: its saver, rebuilt",
     "tensorflow.compat.v1:train.Saver()._object_restore_saver": "keras_bridge.py: same",
-    "tensorflow:data.Dataset()._input_dataset": "serving.py: a batched dataset's batch",
-    "tensorflow:data.Dataset()._drop_remainder": "serving.py: same",
     # legacy/contrib/opt.py: LazyAdamOptimizer, TF 1.15's AdamOptimizer subclass.
     "tensorflow.compat.v1:train.AdamOptimizer._get_beta_accumulators": "LazyAdam's beta powers",
     "tensorflow.compat.v1:train.AdamOptimizer._apply_sparse": "LazyAdam overrides it",

@@ -1,10 +1,8 @@
 """``python -m tfest_kit predict EXPORT_DIR --json FILE``: answer a TF Serving REST request.
 
-Reads ``{"instances": [...]}`` (rows: ``{input: value}`` objects, or plain values for one input)
-or ``{"inputs": {input: [...]}}`` (columns) from FILE (``-``: stdin) and answers as TF Serving:
-``{"predictions": [...]}`` to rows, ``{"outputs": ...}`` to columns. Binary strings, and every
-string of an output named ``*_bytes``, are ``{"b64": "..."}``. A parsing export takes plain
-feature objects; ``"signature_name"`` chooses the signature. EXPORT_DIR: an export or a base.
+Reads ``{"instances": [...]}`` (rows) or ``{"inputs": {input: [...]}}`` (columns) from FILE (``-``:
+stdin), answers ``{"predictions": [...]}`` or ``{"outputs": ...}``; binary strings, and those of
+an output named ``*_bytes``, are ``{"b64": "..."}``. EXPORT_DIR: an export or a base.
 """
 
 from __future__ import annotations
@@ -13,12 +11,11 @@ import argparse
 import base64
 import json
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from tfest_kit._checks import positive_int_arg
-from tfest_kit.cli.signature import export_hint
 
 __all__ = ["add_parser", "run", "features_from_request", "predictions_to_json", "outputs_to_json"]
 
@@ -27,94 +24,57 @@ class RequestError(ValueError):
     """The request JSON does not have the TF Serving REST shape."""
 
 
-def _decode(value: Any, name: str, instance: Optional[int] = None) -> Any:
-    """``value`` with each ``{"b64": ...}`` decoded; ``instance`` None: a column, numbered here."""
+def _decode(value: Any) -> Any:
+    """``value`` with each ``{"b64": ...}`` decoded."""
     if isinstance(value, dict) and set(value) == {"b64"}:
         try:
             return base64.b64decode(value["b64"])
-        except (ValueError, TypeError) as e:  # binascii.Error is a ValueError
-            where = f'input "{name}"' + ("" if instance is None else f" of instance {instance}")
-            raise RequestError(
-                f'The "b64" value of {where} is not valid base64 ({e}). Got: {value["b64"]!r:.60}'
-            ) from None
+        except ValueError as e:  # binascii.Error
+            raise RequestError(f'Invalid "b64" value {value["b64"]!r:.60}: {e}') from None
     if isinstance(value, list):
-        return [_decode(v, name, i if instance is None else instance) for i, v in enumerate(value)]
+        return [_decode(v) for v in value]
     return value
 
 
-def features_from_request(
-    request: Any, input_names: list[str], example_features: Optional[list[str]] = None
-) -> dict:
+def features_from_request(request: Any, input_names: list[str]) -> dict:
     """Turns a TF Serving REST request body into a dict of columns for :class:`Predictor`.
 
     Args:
       request: the parsed JSON.
       input_names: the signature's input names (used when instances are plain values).
-      example_features: the features a parsing signature reads (for messages), else None.
 
     Returns:
       Input (or feature) name -> list of per-instance values.
 
     Raises:
       RequestError: (a ``ValueError``) if the body is not a TF Serving request.
+
+    Example:
+      >>> features_from_request({"instances": [{"x": 1}, {"x": 2}]}, ["x"])
+      {'x': [1, 2]}
     """
-    if not isinstance(request, dict) or not ({"instances", "inputs"} & set(request)):
+    if not isinstance(request, dict) or len({"instances", "inputs"} & set(request)) != 1:
         raise RequestError(
-            'The request must be a JSON object with "instances" (a list) or "inputs". '
-            f"Got keys: {sorted(request) if isinstance(request, dict) else type(request).__name__}"
-        )
-    if {"instances", "inputs"} <= set(request):
-        # TF Serving refuses it too; answering from one of them would hide the other's data.
-        raise RequestError(
-            'The request has both "instances" and "inputs": send one of them ("instances" '
-            'for rows, "inputs" for columns)'
+            'The request must be a JSON object with either "instances" (rows) or "inputs" '
+            f"(columns). Got: {request!r:.80}"
         )
     if "inputs" in request:
         inputs = request["inputs"]
         if isinstance(inputs, dict):
-            return {k: _decode(v, k) for k, v in inputs.items()}
-        if len(input_names) != 1:
-            raise RequestError(
-                f'"inputs" must be an object naming the inputs {input_names}. Got a list'
-            )
-        return {input_names[0]: _decode(inputs, input_names[0])}
-    instances = request["instances"]
-    if not isinstance(instances, list) or not instances:
-        raise RequestError(f'"instances" must be a non-empty list. Got: {instances!r:.80}')
-    rows_are_objects = [isinstance(i, dict) and set(i) != {"b64"} for i in instances]
-    if all(rows_are_objects):
-        keys = set(instances[0])
-        for index, row in enumerate(instances):
-            if set(row) != keys:
-                missing, extra = sorted(keys - set(row)), sorted(set(row) - keys)
-                message = (
-                    f'Every object in "instances" must have the same keys: instance {index} '
-                    f"lacks {missing} and adds {extra}, compared with instance 0"
-                )
-                if example_features is not None:
-                    message += (
-                        "; the signature parses tf.train.Examples, so a feature an instance has "
-                        f'no values for is sent empty, e.g. "{(missing or extra)[0]}": [] (a '
-                        "multi-valued feature, or one parsed with a default value, which it "
-                        "then gets)"
-                    )
-                raise RequestError(message)
-        return {k: [_decode(row[k], k, i) for i, row in enumerate(instances)] for k in sorted(keys)}
-    if any(rows_are_objects):
-        raise RequestError('"instances" mixes objects and plain values')
-    if example_features is not None and not all(isinstance(r, (str, dict)) for r in instances):
-        # The one input is "examples": numbers would only be refused as "not strings".
-        name = example_features[0] if example_features else "x"
-        raise RequestError(
-            f"The signature parses tf.train.Examples with features {example_features}: send "
-            f'objects naming the features, e.g. {{"{name}": [...]}}, or b64-encoded '
-            f'serialized tf.train.Examples ({{"b64": "..."}}). Got: {instances[0]!r:.60}'
-        )
+            return {k: _decode(v) for k, v in inputs.items()}
+        instances = inputs
+    else:
+        instances = request["instances"]
+        if not isinstance(instances, list) or not instances:
+            raise RequestError(f'"instances" must be a non-empty list. Got: {instances!r:.80}')
+        if all(isinstance(i, dict) and set(i) != {"b64"} for i in instances):
+            keys = set(instances[0])
+            if any(set(row) != keys for row in instances):
+                raise RequestError('Every object in "instances" must have the same keys')
+            return {k: [_decode(row[k]) for row in instances] for k in sorted(keys)}
     if len(input_names) != 1:
-        raise RequestError(
-            f"The signature has inputs {input_names}: each instance must be an object naming them"
-        )
-    return {input_names[0]: _decode(instances, input_names[0])}
+        raise RequestError(f"The signature has inputs {input_names}: name them in each row")
+    return {input_names[0]: _decode(instances)}
 
 
 def _jsonable(value: Any, binary: bool = False) -> Any:
@@ -210,13 +170,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"predict: cannot read the request {args.json!r}: {e}", file=sys.stderr)
         return 2
     named = request.get("signature_name") if isinstance(request, dict) else None
-    if named is not None and args.signature is not None and named != args.signature:
-        print(
-            f'predict: the request names signature_name "{named}" and --signature names '
-            f'"{args.signature}"; give one of them',
-            file=sys.stderr,
-        )
-        return 2
     try:
         predictor = Predictor(
             args.export_dir,
@@ -224,26 +177,14 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
         )
     except (ExportNotFoundError, ExportLoadError) as e:
-        hint = export_hint(args.export_dir) if isinstance(e, ExportNotFoundError) else ""
-        print(f"predict: {e}{hint}", file=sys.stderr)
+        print(f"predict: {e}", file=sys.stderr)
         return 1
-    except ValueError as e:
-        hint = ""
-        if "Available signatures" in str(e):  # point to where the unknown name came from
-            if args.signature is not None:
-                where = "--signature"
-            elif named is not None:
-                where = '"signature_name" in the request'
-            else:
-                where = '--signature (or "signature_name" in the request)'
-            hint = f". Pass one of them as {where}"
-        print(f"predict: {e}{hint}", file=sys.stderr)
+    except ValueError as e:  # an unknown signature
+        print(f"predict: {e}", file=sys.stderr)
         return 2
     with predictor:
         try:
-            parsed = predictor.example_features
-            parsed = None if parsed is None else sorted(parsed)
-            features = features_from_request(request, list(predictor.inputs), parsed)
+            features = features_from_request(request, list(predictor.inputs))
             outputs = predictor(features)
         except (ValueError, TypeError) as e:
             print(f"predict: {e}", file=sys.stderr)

@@ -9,56 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-__all__ = ["add_parser", "run", "format_signatures", "export_hint"]
-
-
-def _subdirs(path: str) -> list[str]:
-    try:
-        names = sorted(os.listdir(path))
-    except OSError:
-        return []
-    return [os.path.join(path, n) for n in names if os.path.isdir(os.path.join(path, n))]
-
-
-def export_hint(path: str) -> str:
-    """What to pass instead of ``path``, which holds no export (``""`` if nothing to suggest).
-
-    A model_dir or its ``export/`` is the usual mistake: name the export bases below it. A base
-    holding only ``temp-*`` directories has an export in progress (or one that crashed).
-    """
-    from tfest_kit._model_dir import complete_exports
-
-    export = os.path.join(path, "export")
-    bases = [
-        d
-        for d in [*_subdirs(path), *_subdirs(export)]
-        if not os.path.basename(d).isdigit() and complete_exports(d)
-    ]
-    if export not in bases and complete_exports(export):
-        bases.append(export)
-    if bases:
-        return f" Exports found below it: {bases}; pass one of those."
-    temps = [
-        d
-        for parent in [path, export, *_subdirs(export)]
-        for d in _subdirs(parent)
-        if os.path.basename(d).startswith("temp-")
-    ]
-    if temps:
-        return (
-            f" {temps} are exports still being written or left by one that crashed: wait "
-            "for the export to finish, or export again."
-        )
-    if os.path.exists(os.path.join(path, "checkpoint")):
-        return (
-            " It is a model_dir without exports: write one with "
-            "Estimator.export_saved_model(MODEL_DIR/export, serving_input_receiver_fn) or an "
-            "EvalSpec exporter (tfest_kit.serving.best_exporter)."
-        )
-    return ""
+__all__ = ["add_parser", "run", "format_signatures"]
 
 
 def _as_dict(signatures: dict) -> dict:
@@ -110,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         export_dir, signatures = read_signatures(args.export_dir)
     except (ExportLoadError, ValueError, ExportNotFoundError) as e:  # ValueError: no "serve"
-        hint = export_hint(args.export_dir) if isinstance(e, ExportNotFoundError) else ""
-        print(f"signature: {e}{hint}", file=sys.stderr)
+        print(f"signature: {e}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps({"export_dir": export_dir, "signatures": _as_dict(signatures)}, indent=1))
