@@ -327,7 +327,7 @@ class TPUEstimator(tf_estimator.Estimator):
       model_fn: ``model_fn(features, labels, mode, params, config)`` returning a
         ``TPUEstimatorSpec`` or ``EstimatorSpec``.
       model_dir, config, params, warm_start_from: as for ``Estimator`` (``config`` a
-        ``tpu.RunConfig`` or a plain ``RunConfig``).
+        ``tpu.RunConfig``; off a TPU a plain ``RunConfig`` too).
       use_tpu: True, False or ``"auto"``.
       train_batch_size, eval_batch_size, predict_batch_size: global batch size of each mode.
       batch_axis, eval_on_tpu, embedding_config_spec, export_saved_model_api_version,
