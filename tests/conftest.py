@@ -89,19 +89,6 @@ def _temporary_files_under_pytest(tmp_path_factory, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", path)  # this process: tempfile caches its choice
 
 
-@pytest.fixture(autouse=True)
-def _fallback_lines_said_once_per_test():
-    """After each test, the fallback may name its unused TPU settings again, as in a new process.
-
-    It names each set once per process; without this, whether a test sees the line would
-    depend on which tests ran before it in the same worker.
-    """
-    yield
-    tpu = sys.modules.get("tfest_kit.tpu")  # not imported here: many tests need no TensorFlow
-    if tpu is not None:
-        tpu._said_ignored.clear()
-
-
 @pytest.fixture
 def small_disk(tmp_path):
     """``small_disk(megabytes)``: a fresh tmpfs of that size, or a skip where mounting is not

@@ -1,8 +1,7 @@
 """``train`` / ``evaluate`` called directly on a ``TF_CONFIG`` cluster task: one clear error.
 
 TensorFlow refused it on a ps or evaluator task with a ``RunConfig`` repr, and on the chief or a
-worker its session waited forever for the task's server, which only ``train_and_evaluate``
-starts. Also the guards tfest_kit's Estimators put around ``train`` and ``evaluate``.
+worker its session waited forever for the task's server, which only ``train_and_evaluate`` starts.
 """
 
 from __future__ import annotations
@@ -39,10 +38,8 @@ def check_direct_call(config: Any, method: str) -> None:
     if not jobs and task_type != "evaluator":
         return  # one process
     fix = (
-        f"Estimator.{method} was called directly on task {task_type}:{config.task_id} of the "
-        "TF_CONFIG cluster. Train through tfest_kit.train_and_evaluate(estimator, "
-        "train_input_fn, eval_input_fn, max_steps=…), the same program on every task: it runs "
-        "each task's part (chief and workers train, the evaluator evaluates, ps tasks serve)"
+        f"Estimator.{method} cannot run by itself on task {task_type}:{config.task_id} of the "
+        "TF_CONFIG cluster: call tfest_kit.train_and_evaluate on every task instead"
     )
     if task_type == "ps" or (method == "train" and task_type == "evaluator"):
         raise ValueError(f"{fix}. Got: task type {task_type!r}")
@@ -50,10 +47,7 @@ def check_direct_call(config: Any, method: str) -> None:
         return  # a strategy starts its own servers
     tasks = sum(len(config.cluster_spec.job_tasks(job)) for job in jobs)
     if tasks > 1 and grpc_reachable(config.master) is False:
-        raise ValueError(
-            f"{fix}; it starts the task's server, which nothing started here (the session "
-            f"would wait for it forever). Got: no server at {config.master}"
-        )
+        raise ValueError(f"{fix} (it starts the task's server). Got: no server at {config.master}")
 
 
 @contextlib.contextmanager

@@ -167,15 +167,9 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.compat.v1:train.AdamOptimizer()._epsilon_t": "LazyAdam: same",
     "tensorflow.compat.v1:train.AdamOptimizer()._use_locking": "LazyAdam: same",
     # Keras 2.15.
-    "keras:Model._get_compile_args": "keras_bridge.py: what a model was compiled with",
-    "keras:Model()._is_graph_network": "keras_bridge.py: a subclassed model",
     "keras:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
     "keras:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
     "keras.src.backend:_SEED_GENERATOR": "_model_fn_call.py: seeds of unseeded initializers",
-    "keras.src.engine.training_v1#_compile_time_distribution_strategy": (
-        "keras_bridge.py: the converter's error for a model built before a conversion"
-    ),
-    "keras.src.engine.training_v1#_v1_compile_was_called": "keras_bridge.py: same",
     # legacy/contrib/seq2seq: the port of TF 1.15's decoders and attention reuses
     # tensorflow-addons 0.23's arithmetic (pinned; the library is at end of life).
     **{

@@ -7,20 +7,16 @@ does. TPU detection never asks the GCE metadata server. It also serves ``tf.cont
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import copy
 import functools
-import inspect
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import label_errors
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
-from tfest_kit._replica_sync import ReplicaSyncCheckHook
 from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
@@ -39,21 +35,19 @@ __all__ = [
     "TPUClusterResolver",
     "NoTPUClusterResolver",
     "tpu_available",
-    "RESERVED_PARAMS_KEYS",
 ]
 
 TPUEstimatorSpec = tf_estimator.tpu.TPUEstimatorSpec
 TPUConfig = tf_estimator.tpu.TPUConfig
 InputPipelineConfig = tf_estimator.tpu.InputPipelineConfig
 # The official TPUEstimator reserves these params keys ('use_tpu' is set, not reserved).
-RESERVED_PARAMS_KEYS = ("batch_size", "context")
+_RESERVED_PARAMS_KEYS = ("batch_size", "context")
 _MODES = tf_estimator.ModeKeys
 _BATCH_ARG = {
     _MODES.TRAIN: "train_batch_size",
     _MODES.EVAL: "eval_batch_size",
     _MODES.PREDICT: "predict_batch_size",
 }
-_METHOD = {_MODES.TRAIN: "train", _MODES.EVAL: "evaluate", _MODES.PREDICT: "predict"}
 _OfficialResolver = tf2.distribute.cluster_resolver.TPUClusterResolver
 _state = {"official_estimator_built": False}
 
@@ -80,11 +74,7 @@ def _local_tpu() -> bool:
 
 def _tpu_name(tpu) -> Optional[str]:
     if isinstance(tpu, (list, tuple)):  # the official resolver takes [FLAGS.tpu] too
-        if len(tpu) != 1:
-            raise ValueError(
-                f"`tpu` must be a TPU name, grpc:// address or list of exactly one. Got: {tpu!r}"
-            )
-        tpu = tpu[0]
+        tpu = tpu[0] if tpu else None
     return tpu or os.environ.get("TPU_NAME") or None
 
 
@@ -188,15 +178,10 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
 
     (Off a TPU, the official ``cross_replica_sum`` has no CPU kernel.)
 
-    Raises:
-      TypeError: if ``opt`` is no ``tf.compat.v1.train.Optimizer``.
-
     Example:
 
         optimizer = CrossShardOptimizer(tf.compat.v1.train.AdamOptimizer(1e-3))
     """
-    if not isinstance(opt, tf.train.Optimizer):
-        raise TypeError(f"`opt` must be a tf.compat.v1.train.Optimizer. Got: {opt!r}")
     if not tpu_in_use():
         return opt
     kwargs = {"reduction": reduction} if reduction is not None else {}
@@ -232,46 +217,18 @@ class _HostCallHook(tf.train.SessionRunHook):
             session.run(self._flush_ops)
 
 
-def _call_host_fn(name: str, host_call) -> Any:
-    pair = isinstance(host_call, (tuple, list)) and len(host_call) == 2
-    if not pair or not callable(host_call[0]):
-        raise ValueError(
-            f"TPUEstimatorSpec.{name} must be a (function, tensors) pair. Got: {host_call!r}"
-        )
+def _call_host_fn(host_call) -> Any:
     fn, tensors = host_call
-    if not isinstance(tensors, (dict, tuple, list)):
-        raise ValueError(f"TPUEstimatorSpec.{name}[1] must be a list or dict. Got: {tensors!r}")
-    if not isinstance(tensors, dict):
-        return fn(*tensors)
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # no signature to compare with: the call decides
-        return fn(**tensors)
-    try:
-        # The official spec checks a list's length, not a dict's keys: the call failed deep
-        # inside Estimator with "unexpected keyword argument", naming neither.
-        signature.bind(**tensors)
-    except TypeError:
-        label = getattr(fn, "__name__", type(fn).__name__)
-        raise TypeError(
-            f"TPUEstimatorSpec.{name} tensors must match the parameters of {label}{signature}; "
-            f"rename the dict's keys to match them. Got: dict keys {sorted(tensors)}"
-        ) from None
-    return fn(**tensors)
+    return fn(**tensors) if isinstance(tensors, dict) else fn(*tensors)
 
 
 def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
     """An ``EstimatorSpec`` for the model_fn's spec; ``host_call`` writes to ``summary_dir``."""
-    if isinstance(spec, tf_estimator.EstimatorSpec):
-        return spec
     if not isinstance(spec, _TPU_SPEC_TYPES):
-        raise TypeError(
-            "model_fn must return a tf.estimator.EstimatorSpec or a "
-            f"tf.compat.v1.estimator.tpu.TPUEstimatorSpec. Got: {type(spec).__name__}"
-        )
+        return spec
     eval_metric_ops = None
     if spec.eval_metrics is not None and mode == _MODES.EVAL:
-        eval_metric_ops = _call_host_fn("eval_metrics", spec.eval_metrics)
+        eval_metric_ops = _call_host_fn(spec.eval_metrics)
     extra = ()
     if spec.host_call is not None and mode != _MODES.PREDICT:
         # Under a default writer and step: CPU code's tf.summary.scalar writes nothing without.
@@ -280,7 +237,7 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
         try:
             writer = tf2.summary.create_file_writer(summary_dir)
             with writer.as_default(), tf2.summary.record_if(True):
-                extra = (_HostCallHook(_call_host_fn("host_call", spec.host_call)),)
+                extra = (_HostCallHook(_call_host_fn(spec.host_call)),)
         finally:
             tf2.summary.experimental.set_step(previous_step)
     return tf_estimator.EstimatorSpec(
@@ -297,104 +254,21 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
     )
 
 
-def _use_tpu_arg(use_tpu) -> Union[bool, str]:
-    # By truth value, as in the official class; but "false" (a config file's) is not True.
-    if isinstance(use_tpu, str) and use_tpu != "auto":
-        raise ValueError(
-            f'`use_tpu` must be True, False or "auto" (a bool, not a string). Got: {use_tpu!r}'
-        )
-    return use_tpu if isinstance(use_tpu, str) else bool(use_tpu)
-
-
 def _wants_official(use_tpu, config) -> bool:
-    if _use_tpu_arg(use_tpu) is False:
+    if not use_tpu:
         return False
     cluster = getattr(config, "cluster", None)
     if cluster is not None and not isinstance(cluster, NoTPUClusterResolver):
         return True  # an official resolver exists only once the TPU resolved
     master = getattr(config, "master", "") or ""
-    if cluster is None and master.startswith("grpc://"):
-        # In a TF_CONFIG cluster RunConfig's master is this task's own server, not a TPU.
-        spec, task_type = getattr(config, "cluster_spec", None), getattr(config, "task_type", None)
-        own = None
-        with contextlib.suppress(ValueError, KeyError, IndexError):
-            if spec and task_type is not None:
-                own = "grpc://" + spec.task_address(task_type, config.task_id or 0)
-        if master != own:
-            return tpu_available(master)
+    # In a TF_CONFIG cluster RunConfig's master is this task's own server, not a TPU.
+    if cluster is None and master.startswith("grpc://") and "TF_CONFIG" not in os.environ:
+        return tpu_available(master)
     return tpu_available()
-
-
-# Every argument a plain RunConfig takes besides master and cluster (read from TF_CONFIG).
-_RUN_CONFIG_FIELDS = (
-    "model_dir tf_random_seed save_summary_steps save_checkpoints_steps save_checkpoints_secs "
-    "session_config keep_checkpoint_max keep_checkpoint_every_n_hours log_step_count_steps "
-    "train_distribute device_fn protocol eval_distribute experimental_distribute "
-    "experimental_max_worker_delay_secs session_creation_timeout_secs checkpoint_save_graph_def"
-).split()
-
-
-def _official_config(config):
-    """The ``tpu.RunConfig`` the official class requires: a plain RunConfig's settings copied."""
-    if config is None:
-        return RunConfig()
-    if isinstance(config, tf_estimator.tpu.RunConfig) or not isinstance(
-        config, tf_estimator.RunConfig
-    ):
-        return config  # the official class judges anything else
-    # RunConfig keeps each replaceable `name` as `_name`, not all with a public property.
-    fields = {name: getattr(config, "_" + name) for name in _RUN_CONFIG_FIELDS}
-    if _from_tf_config(config) and fields["session_config"] == session_config():
-        fields["session_config"] = None  # RunConfig's between-graph default; a TPU is in-graph
-    return RunConfig().replace(**fields)
 
 
 def _from_tf_config(config) -> bool:
     return bool(config.cluster_spec) and "TF_CONFIG" in os.environ
-
-
-# Said once per process (programs build a TPUEstimator per evaluation or export too).
-_said_ignored: set[tuple[bool, tuple[str, ...]]] = set()  # (as a warning?, settings)
-
-
-def _say_ignored(use_tpu, ignored: list[str]) -> None:
-    """Says "No TPU found" once, and names unused TPU-only settings (INFO for use_tpu=False)."""
-    ignored = tuple(sorted(ignored))
-    first = use_tpu is True and not _state.get("said_no_tpu")
-    said = (use_tpu is not False, ignored)
-    if not first and (not ignored or said in _said_ignored):
-        return
-    _said_ignored.add(said)
-    unused = f"ignoring TPU-only settings: {', '.join(ignored)}"
-    if first:
-        _state["said_no_tpu"] = True
-        tf.logging.warning(
-            "No TPU found: TPUEstimator runs as a tf.estimator.Estimator on CPU/GPU%s.",
-            f"; {unused}" if ignored else "",
-        )
-    else:
-        (tf.logging.warning if use_tpu is not False else tf.logging.info)("No TPU: %s.", unused)
-
-
-def _check_arguments(params, export_to_cpu, export_to_tpu, api_version, config) -> None:
-    if params is not None and not isinstance(params, Mapping):
-        namespace = isinstance(params, argparse.Namespace)
-        fix = "; pass vars(args) for an argparse.Namespace" if namespace else ""
-        raise TypeError(f"`params` must be a dict{fix}. Got: {type(params).__name__}")
-    if params is not None and any(k in params for k in RESERVED_PARAMS_KEYS):
-        raise ValueError(
-            f"{list(RESERVED_PARAMS_KEYS)} are reserved keys but existed in params {params}. "
-            "Pass batch sizes as train_batch_size / eval_batch_size / predict_batch_size."
-        )
-    if not export_to_cpu and not export_to_tpu:
-        raise ValueError("One of `export_to_cpu` and `export_to_tpu` must be True. Got: both False")
-    if str(getattr(api_version, "value", api_version)) not in ("1", "2"):
-        raise ValueError(f"`export_saved_model_api_version` must be 1 or 2. Got: {api_version!r}")
-    if not isinstance(config, tf_estimator.RunConfig):
-        raise TypeError(
-            "`config` must be a tfest_kit.tpu.RunConfig or tf.estimator.RunConfig. "
-            f"Got: {type(config).__name__}"
-        )
 
 
 def _without_second_loss_line(spec, hooks, is_chief):
@@ -440,21 +314,6 @@ def _replicas(config, mode: str) -> int:  # sharing one step's batch
     return strategy.num_replicas_in_sync if strategy is not None else 1
 
 
-@contextlib.contextmanager
-def _missing_batch_size_named(mode: str, unset: bool):
-    """Turns ``KeyError('batch_size')`` into a ValueError naming the argument to set."""
-    try:
-        yield
-    except KeyError as e:
-        if not unset or e.args != ("batch_size",):
-            raise
-        name = _BATCH_ARG[mode]
-        raise ValueError(
-            f"`{name}` must be set on TPUEstimator to call {_METHOD[mode]}(): it becomes "
-            f"params['batch_size']. Got: {name}=None"
-        ) from e
-
-
 class TPUEstimator(tf_estimator.Estimator):
     """``TPUEstimator`` with the official signature that runs everywhere.
 
@@ -468,17 +327,15 @@ class TPUEstimator(tf_estimator.Estimator):
       model_fn: ``model_fn(features, labels, mode, params, config)`` returning a
         ``TPUEstimatorSpec`` or ``EstimatorSpec``.
       model_dir, config, params, warm_start_from: as for ``Estimator`` (``config`` a
-        ``tpu.RunConfig`` or a plain ``RunConfig``).
+        ``tpu.RunConfig``; off a TPU a plain ``RunConfig`` too).
       use_tpu: True, False or ``"auto"``.
       train_batch_size, eval_batch_size, predict_batch_size: global batch size of each mode.
       batch_axis, eval_on_tpu, embedding_config_spec, export_saved_model_api_version,
-        export_to_tpu, export_to_cpu: as for the official class (off a TPU: a CPU SavedModel).
+        export_to_tpu, export_to_cpu: for the official class (off a TPU: a CPU SavedModel).
 
     Raises:
-      ValueError: reserved ``params`` keys, a bad batch size, ``use_tpu`` or export flag, a
-        ``model_dir`` that is a file; a batch size read but not set, a spec for another mode.
-      TypeError: ``config`` not a ``RunConfig``, ``params`` not a dict, ``eval_metrics`` dict
-        keys that ``metric_fn`` does not take.
+      ValueError: reserved ``params`` keys, a bad batch size or one that the replicas of a
+        distribution strategy cannot share.
 
     Example:
 
@@ -495,8 +352,9 @@ class TPUEstimator(tf_estimator.Estimator):
             tf.logging.info(
                 "TPU found: using the official tf.compat.v1.estimator.tpu.TPUEstimator."
             )
+            config = RunConfig() if config is None else config
             return tf_estimator.tpu.TPUEstimator(
-                model_fn, model_dir, _official_config(config), params, True, *a, **kw
+                model_fn, model_dir, config, params, True, *a, **kw
             )
         return super().__new__(cls)
 
@@ -518,32 +376,25 @@ class TPUEstimator(tf_estimator.Estimator):
         embedding_config_spec: Any = None,
         export_saved_model_api_version: Any = 1,
     ) -> None:
-        use_tpu = _use_tpu_arg(use_tpu)
         model_fn_args(model_fn)
         config = RunConfig() if config is None else config
-        _check_arguments(
-            params, export_to_cpu, export_to_tpu, export_saved_model_api_version, config
-        )
+        if any(key in (params or {}) for key in _RESERVED_PARAMS_KEYS):
+            raise ValueError(
+                f"`params` must not hold the reserved keys {list(_RESERVED_PARAMS_KEYS)}: pass "
+                f"batch sizes as train_batch_size / eval_batch_size. Got: {sorted(params)}"
+            )
         sizes = (train_batch_size, eval_batch_size, predict_batch_size)
         self._batch_sizes = {
             mode: check_int(name, size, allow_none=True)
             for (mode, name), size in zip(_BATCH_ARG.items(), sizes)
         }
-        tpu_config, default = getattr(config, "tpu_config", None), TPUConfig()
-        ignored = [
-            f"TPUConfig.{field}"
-            for field in (tpu_config._fields if tpu_config is not None else ())
-            if field != "iterations_per_loop"
-            and getattr(tpu_config, field) != getattr(default, field)
-        ]
-        ignored += ["batch_axis"] if batch_axis is not None else []
-        ignored += ["embedding_config_spec"] if embedding_config_spec is not None else []
+        if use_tpu is True and not _state.get("said_no_tpu"):
+            _state["said_no_tpu"] = True
+            tf.logging.warning("No TPU found: TPUEstimator runs as an Estimator on CPU/GPU.")
         if config.master and "TF_CONFIG" not in os.environ:
             # The master is the TPU that did not resolve; a session on it would hang.
-            ignored.append(f"master={config.master!r}")
             config = copy.copy(config)
             config._master = config._evaluation_master = ""  # RunConfig.replace refuses them
-        _say_ignored(use_tpu, ignored)
         if config.session_config is None and _from_tf_config(config):
             # tpu.RunConfig leaves out the between-graph device filters: without them the
             # chief's final predict hung on a worker that had exited.
@@ -554,16 +405,12 @@ class TPUEstimator(tf_estimator.Estimator):
             replicas = _replicas(config, mode)
             if batch_size is not None and batch_size % replicas:
                 raise ValueError(
-                    f"`{_BATCH_ARG[mode]}` is the global batch size, shared by the {replicas} "
-                    f"replicas of the distribution strategy: make it a multiple of {replicas}. "
-                    f"Got: {_BATCH_ARG[mode]}={batch_size}"
+                    f"`{_BATCH_ARG[mode]}` must be a multiple of the {replicas} replicas of the "
+                    f"distribution strategy. Got: {batch_size}"
                 )
         self._user_model_fn = model_fn
-        # use_tpu=False asked for a CPU SavedModel, whatever export_to_tpu says.
-        self._warn_cpu_export = export_to_tpu and use_tpu is not False
-        # Graphs input_fn ran in (-> the evaluation's name): model_fn anywhere else exports.
-        self._input_graphs = weakref.WeakKeyDictionary()
-        self._eval_name = None  # evaluate()'s name, while it runs
+        # Graphs input_fn ran in: model_fn anywhere else exports.
+        self._input_graphs = weakref.WeakSet()
         super().__init__(
             model_fn=self._make_model_fn(),
             model_dir=model_dir,
@@ -572,11 +419,6 @@ class TPUEstimator(tf_estimator.Estimator):
             params=dict(params or {}),
             warm_start_from=warm_start_from,
         )
-        if tf.io.gfile.exists(self.model_dir) and not tf.io.gfile.isdir(self.model_dir):
-            raise ValueError(
-                f"`model_dir` is a file, not a directory (or a path that does not exist yet). "
-                f"Got: {self.model_dir!r}"
-            )
 
     def _assert_members_are_not_overridden(self) -> None:
         pass  # Estimator lets only a class named TPUEstimator override train; subclasses may
@@ -600,31 +442,18 @@ class TPUEstimator(tf_estimator.Estimator):
     def _make_model_fn(self) -> Callable:
         def model_fn(features, labels, mode, params, config):
             # As in the official class: input_fn runs before model_fn, except in an export.
-            graph = tf.get_default_graph()
-            is_export = graph not in self._input_graphs
+            is_export = tf.get_default_graph() not in self._input_graphs
             params = dict(params, use_tpu=False)  # a model_fn believing it would build TPU ops
             if not is_export and self._batch_sizes.get(mode) is not None:
                 params["batch_size"] = self._replica_batch_size(mode)
-            if is_export and self._warn_cpu_export:
-                tf.logging.warning(
-                    "export_to_tpu=True but there is no TPU: writing a CPU SavedModel only."
-                )
-                self._warn_cpu_export = False
             args = dict(features=features, labels=labels, mode=mode, params=params, config=config)
-            with _missing_batch_size_named(mode, not is_export and "batch_size" not in params):
-                spec = call_model_fn(self._user_model_fn, **args)
-            spec_mode = getattr(spec, "mode", mode)
-            if spec_mode != mode:  # Estimator would fail later with "None values not supported"
-                raise ValueError(
-                    f"model_fn returned a spec for mode {spec_mode!r} when called for {mode!r}: "
-                    "pass the `mode` argument through to the (TPU)EstimatorSpec. "
-                    f"Got: {type(spec).__name__}(mode={spec_mode!r})"
-                )
+            spec = call_model_fn(self._user_model_fn, **args)
             summary_dir = config.model_dir or ""
-            if mode == _MODES.EVAL:  # Estimator.eval_dir(name)
-                name = self._input_graphs.get(graph)
-                summary_dir = os.path.join(summary_dir, "eval_" + name if name else "eval")
+            if mode == _MODES.EVAL:
+                summary_dir = os.path.join(summary_dir, "eval")
             spec = _to_estimator_spec(spec, mode, summary_dir)
+            if not isinstance(spec, tf_estimator.EstimatorSpec):
+                return spec  # Estimator's error names what it needs
             if mode == _MODES.TRAIN and config.train_distribute is None:
                 spec = self._with_loss_line(spec, config)
             saver = check_model_dir(config.model_dir, spec.scaffold, mode=mode)
@@ -644,27 +473,18 @@ class TPUEstimator(tf_estimator.Estimator):
         estimator_spec = _without_second_loss_line(estimator_spec, run_hooks, config.is_chief)
         if config.train_distribute is None:
             estimator_spec = _with_checkpoint_saver(estimator_spec, config, run_hooks)
-        else:
-            check = ReplicaSyncCheckHook(config.train_distribute)
-            estimator_spec = estimator_spec._replace(
-                training_hooks=tuple(estimator_spec.training_hooks) + (check,)
-            )
         return super()._train_with_estimator_spec(
             estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
         )
 
     def _call_input_fn(self, input_fn, mode, input_context=None):
         # Estimator calls this from outside train/evaluate/predict too (InMemoryEvaluatorHook).
-        if not callable(input_fn):
-            raise ValueError(f"`input_fn` must be a callable. Got: {input_fn!r}")
-        self._input_graphs[tf.get_default_graph()] = (
-            self._eval_name if mode == _MODES.EVAL else None
-        )
+        self._input_graphs.add(tf.get_default_graph())
         params = self.params  # a copy
         batch_size = self._replica_batch_size(mode)
         if batch_size is not None:  # the official class leaves the key out otherwise
             params["batch_size"] = batch_size
-        with tf.device("/cpu:0"), _missing_batch_size_named(mode, batch_size is None):
+        with tf.device("/cpu:0"):
             return call_with_args(
                 input_fn, mode=mode, params=params, config=self.config, input_context=input_context
             )
@@ -677,9 +497,5 @@ class TPUEstimator(tf_estimator.Estimator):
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
         hooks = guarded_eval_hooks(self.config, hooks, steps)
-        self._eval_name = name  # host_call summaries go to eval_dir(name)
-        try:
-            with label_errors():
-                return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
-        finally:
-            self._eval_name = None
+        with label_errors():
+            return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)

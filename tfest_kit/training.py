@@ -6,7 +6,6 @@ One loop serves one machine and every task of a ``TF_CONFIG`` cluster (``_TaskEx
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import time
@@ -16,17 +15,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from tfest_kit import _model_dir
-from tfest_kit._checks import check_int, check_number
-from tfest_kit._errors import TfestKitError
 from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._model_dir import metrics_by_step, saved_step
-from tfest_kit._tf import (
-    ContinuousEvalListener,
-    EvalStatus,
-    TrainingExecutor,
-    tf,
-    tf2,
-)
+from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, tf
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._vanished_checkpoint import KEEP_MORE, export_unless_vanished, vanished_checkpoint
 from tfest_kit.cluster import validate_tf_config
@@ -39,14 +30,6 @@ _STOPPED_EARLY_FILE = "stopped_early.json"
 # The servers _TaskExecutor started in this process, by (cluster, task type, task index); a
 # server cannot be stopped, and it serves every graph of its task.
 _SERVERS: dict[tuple[str, str, int], Any] = {}
-
-
-def _as_list(name: str, value: Any, kind: type) -> list:
-    items = [value] if isinstance(value, kind) else list(value or ())
-    bad = [v for v in items if not isinstance(v, kind)]
-    if bad:
-        raise TypeError(f"`{name}` must hold {kind.__name__} instances. Got: {bad!r}")
-    return items
 
 
 def _preempted(train_hooks: list) -> bool:
@@ -169,39 +152,6 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
         self.export(**{**call, "is_the_final_export": True})
 
 
-class _NoteWaits(ContinuousEvalListener, logging.Filter):
-    """Says once that the evaluator waits, and filters TensorFlow's per-turn "Waiting … secs
-    before starting next eval run" meanwhile (kept after an evaluation)."""
-
-    def __init__(self, listener, model_dir: str) -> None:
-        logging.Filter.__init__(self)
-        self._listener = listener
-        self._model_dir = model_dir
-        self._evaluated: Optional[str] = None
-        self.waiting = False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.msg if isinstance(record.msg, str) else ""
-        return not (self.waiting and "before starting next eval run" in text)
-
-    def before_eval(self) -> bool:
-        return self._listener.before_eval()
-
-    def after_eval(self, eval_result) -> bool:
-        # The official loop calls this before it logs (and sleeps) "Waiting …".
-        waiting = eval_result.status != EvalStatus.EVALUATED
-        if not waiting:
-            self._evaluated = eval_result.checkpoint_path
-        elif not self.waiting:
-            tf.logging.info(
-                "Evaluator: waiting for a new checkpoint in %s (evaluated last: %s)",
-                self._model_dir,
-                self._evaluated or "none",
-            )
-        self.waiting = waiting
-        return self._listener.after_eval(eval_result)
-
-
 def _not_older(path: str, newest: Optional[str]) -> bool:
     if newest is None:
         return True
@@ -214,25 +164,16 @@ def _not_older(path: str, newest: Optional[str]) -> bool:
 class _TaskExecutor(TrainingExecutor):
     """The official executor of a cluster task, with what its loop lacks.
 
-    The evaluator skips a checkpoint the chief deleted under it (the official loop ended) and
-    logs its waits once; a server that cannot start is named; a task's server is reused by the
-    next executor of the task in this process (the official one failed to start a second).
+    The evaluator skips a checkpoint the chief deleted under it (the official loop ended); a
+    task's server is reused by the next executor of the task in this process (the official one
+    failed to start a second).
     """
 
     def __init__(self, estimator, train_spec, eval_spec, continuous_eval_listener=None) -> None:
-        self._waits = _NoteWaits(
-            continuous_eval_listener or ContinuousEvalListener(), estimator.model_dir
-        )
         self._vanished: set[str] = set()
-        super().__init__(estimator, train_spec, eval_spec, continuous_eval_listener=self._waits)
-
-    def run_evaluator(self):
-        logger = tf2.get_logger()
-        logger.addFilter(self._waits)
-        try:
-            return super().run_evaluator()
-        finally:
-            logger.removeFilter(self._waits)
+        super().__init__(
+            estimator, train_spec, eval_spec, continuous_eval_listener=continuous_eval_listener
+        )
 
     def _execute_evaluator_once(self, evaluator, continuous_eval_listener, throttle_secs):
         start = time.time()
@@ -264,19 +205,7 @@ class _TaskExecutor(TrainingExecutor):
         if key in _SERVERS:
             tf.logging.info("Task %s: reusing the server this process started for it", task)
             return _SERVERS[key]
-        try:
-            server = super()._start_std_server(config)
-        except tf.errors.UnknownError as e:
-            if "Could not start gRPC server" not in str(e):
-                raise
-            address = config.cluster_spec.task_address(config.task_type, config.task_id)
-            raise TfestKitError(
-                f"Task {task} could not start its gRPC server on {address!r}, its address in "
-                f"TF_CONFIG (cluster.{config.task_type}[{config.task_id}]). Check that the "
-                f"port is free (`ss -ltnp | grep :{address.rsplit(':', 1)[-1]}`: a task of an "
-                "earlier run may still be running) and that the host is this machine. "
-                f"Got: {type(e).__name__}: {e.message}"
-            ) from e
+        server = super()._start_std_server(config)
         if server is not None:  # None: a one-task cluster, which needs no server
             _SERVERS[key] = server
         return server
@@ -361,7 +290,7 @@ def train_and_evaluate(
 
     Args:
       estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. ``tpu.TPUEstimator``).
-      train_input_fn: training ``input_fn``; should repeat (running out ends with a warning).
+      train_input_fn: training ``input_fn``; should repeat (running out ends training).
       eval_input_fn: evaluation ``input_fn``; with ``eval_steps=None`` it must end.
       max_steps: global step to train to.
       eval_steps: number of eval batches, or ``None`` for the whole eval set.
@@ -376,11 +305,11 @@ def train_and_evaluate(
       The final evaluation metrics as plain Python numbers, including ``"global_step"``.
 
     Raises:
-      TypeError: a wrong type of ``estimator``, input_fn, hook or exporter.
-      ValueError: a malformed count, duration or ``TF_CONFIG``; an input that yields no batch;
-        an eval input that never ends with ``eval_steps=None``; a hook in both hook lists.
-      TfestKitError: a task's gRPC server cannot start, another process trains into
-        ``model_dir``, no intact checkpoint, a full disk (docs/model_dir.md).
+      TypeError: ``estimator`` is not an Estimator.
+      ValueError: a malformed ``TF_CONFIG``; an input that yields no batch; an eval input that
+        never ends with ``eval_steps=None``. ``TrainSpec`` / ``EvalSpec``'s own errors.
+      TfestKitError: another process trains into ``model_dir``, no intact checkpoint, a full
+        disk (docs/model_dir.md).
 
     Example:
 
@@ -389,82 +318,34 @@ def train_and_evaluate(
     """
     if not isinstance(estimator, tf_estimator.Estimator):
         raise TypeError(f"`estimator` must be a tf.estimator.Estimator. Got: {estimator!r}")
-    for name, fn in (("train_input_fn", train_input_fn), ("eval_input_fn", eval_input_fn)):
-        if not callable(fn):
-            raise TypeError(f"`{name}` must be a callable input_fn. Got: {fn!r}")
-    max_steps = check_int("max_steps", max_steps)
-    eval_steps = check_int("eval_steps", eval_steps, allow_none=True)
-    train_hooks = _as_list("hooks", hooks, tf_estimator.SessionRunHook)
-    eval_hooks = _as_list("eval_hooks", eval_hooks, tf_estimator.SessionRunHook)
+    train_hooks = list(hooks)
+    if isinstance(exporters, tf_estimator.Exporter):  # as EvalSpec takes it
+        exporters = [exporters]
     exporters = [
-        _FinalAfterEarlyStop(e) for e in _as_list("exporters", exporters, tf_estimator.Exporter)
+        _FinalAfterEarlyStop(e) if isinstance(e, tf_estimator.Exporter) else e for e in exporters
     ]
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
-    eval_spec = _eval_spec(
-        estimator,
-        eval_input_fn,
-        eval_steps,
-        eval_name,
-        eval_hooks,
-        exporters,
-        train_hooks,
-        max_steps,
-        throttle_secs,
-        start_delay_secs,
-    )
-    with _model_dir.training(estimator) as step_counter:
-        train_spec = tf_estimator.TrainSpec(
-            train_input_fn, max_steps=max_steps, hooks=[*train_hooks, step_counter]
-        )
-        return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
-
-
-def _eval_spec(
-    estimator,
-    eval_input_fn,
-    eval_steps,
-    eval_name,
-    eval_hooks,
-    exporters,
-    train_hooks,
-    max_steps,
-    throttle_secs,
-    start_delay_secs,
-) -> tf_estimator.EvalSpec:
-    """``train_and_evaluate``'s ``EvalSpec``, its remaining arguments checked."""
-    if eval_name is not None and (not isinstance(eval_name, str) or not eval_name):
-        raise ValueError(f"`eval_name` must be a non-empty str or None. Got: {eval_name!r}")
-    shared = [hook for hook in train_hooks if any(hook is e for e in eval_hooks)]
-    if shared:  # local evaluations run inside the training session: the two runs mix state
-        raise ValueError(
-            f"The same {type(shared[0]).__name__} object is in both `hooks` and `eval_hooks`. "
-            "Pass a separate instance to each, e.g. eval_hooks=[ProgressHook(…)] next to "
-            "hooks=[ProgressHook(…)]."
-        )
-    start_delay_secs = check_number("start_delay_secs", start_delay_secs, hint="seconds")
-    throttle_secs = check_number("throttle_secs", throttle_secs, hint="seconds")
-    if estimator.config.task_type == "evaluator" and throttle_secs < 1:
+    if estimator.config.task_type == "evaluator":
         # With 0 TensorFlow's wait for the next checkpoint spins, logging on every turn.
-        tf.logging.info(
-            "Evaluator: throttle_secs=%s raised to 1 s, so that waiting for the next "
-            "checkpoint does not spin",
-            throttle_secs,
-        )
-        throttle_secs = 1
-    eval_hooks += [
-        EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
-        _Preemption(train_hooks, estimator.model_dir, max_steps),
-    ]
-    return tf_estimator.EvalSpec(
+        throttle_secs = max(throttle_secs, 1)
+    eval_spec = tf_estimator.EvalSpec(
         eval_input_fn,
         steps=eval_steps,
         name=eval_name,
-        hooks=eval_hooks,
+        hooks=[
+            *eval_hooks,
+            EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
+            _Preemption(train_hooks, estimator.model_dir, max_steps),
+        ],
         exporters=exporters,
         start_delay_secs=start_delay_secs,
         throttle_secs=throttle_secs,
     )
+    train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
+    with _model_dir.training(estimator) as step_counter:
+        train_spec = train_spec._replace(hooks=(*train_hooks, step_counter))
+        return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
 
 
 def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters) -> dict:
@@ -502,14 +383,12 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
     )
     if preempted:
         metrics = _newest_metrics(estimator.eval_dir(eval_spec.name))
-        what = "Training interrupted"
-        if interrupted_by:
-            what = (
-                f"{interrupted_by} received during an evaluation, which stopped; training stopped"
-            )
-        (tf.logging.warning if interrupted_by else tf.logging.info)(
-            "%s at global step %s: its checkpoint is not evaluated (the resumed run evaluates "
-            "the ones that follow); newest eval metrics: step %s",
+        what = (
+            f"stopped by {interrupted_by} during an evaluation" if interrupted_by else "interrupted"
+        )
+        tf.logging.warning(
+            "Training %s at global step %s: its checkpoint is not evaluated; newest eval "
+            "metrics: step %s",
             what,
             last_step,
             metrics.get("global_step", "none"),
@@ -520,10 +399,10 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
             eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks, name=eval_spec.name
         )
     elif metrics is None:
-        metrics = _task_metrics(estimator, eval_spec.name, distributed_chief)
+        metrics = latest_eval_metrics(estimator.eval_dir(eval_spec.name))
     metrics = {k: _plain(v) for k, v in metrics.items()}
     if local and not preempted:
-        _check_progress(metrics, start_step, train_spec.max_steps, train_hooks)
+        _check_progress(metrics, start_step, train_spec.max_steps)
     if metrics and not preempted:
         text = " ".join(
             f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
@@ -552,48 +431,11 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _task_metrics(estimator, eval_name: Optional[str], distributed_chief: bool) -> dict:
-    """A cluster task's result: the newest metrics the evaluator wrote."""
-    eval_dir = estimator.eval_dir(eval_name)
-    tf.logging.info(
-        "Distributed task %r: reading the newest eval metrics from %s",
-        estimator.config.task_type,
-        eval_dir,
-    )
-    metrics = _newest_metrics(eval_dir)
-    if not metrics:
-        # A chief that trained to the end with an empty eval dir usually does not share it.
-        unshared = (
-            ". Every task of the cluster (chief, workers, ps, evaluator) must use the same "
-            "model_dir, on a file system they all share (e.g. gs://… or NFS): the evaluator "
-            "writes its metrics there. If it does, the evaluator has not finished an "
-            "evaluation yet."
-        )
-        tf.logging.warning("No eval metrics found in %s%s", eval_dir, unshared * distributed_chief)
-    return metrics
-
-
-def _check_progress(metrics: dict, start_step: Optional[int], max_steps: int, train_hooks) -> None:
-    """Names a local training that took no step, or ended before ``max_steps``."""
+def _check_progress(metrics: dict, start_step: Optional[int], max_steps: int) -> None:
+    """Names a local training that took no step (Estimator ends it silently)."""
     final_step = metrics.get("global_step")
-    if start_step is None or start_step >= max_steps:
-        return
-    if final_step == start_step:
+    if start_step is not None and start_step < max_steps and final_step == start_step:
         raise ValueError(
-            "`train_input_fn` yielded no batch: training ended at global step "
-            f"{start_step} without taking a step (max_steps={max_steps}). Check that the "
-            "training data is not empty (files, filters, `take()`). Got: 0 steps"
-        )
-    if (
-        not _stopped_early(train_hooks)
-        and isinstance(final_step, int)
-        and start_step < final_step < max_steps
-    ):
-        # Estimator ends training silently when the input runs out before max_steps.
-        tf.logging.warning(
-            "Training ended at global step %d, before max_steps=%d: `train_input_fn` ran out "
-            "of data (repeat it, e.g. inputs.from_arrays(..., num_epochs=None), or lower "
-            "max_steps), or a hook stopped it.",
-            final_step,
-            max_steps,
+            "`train_input_fn` yielded no batch: check that the training data is not empty. "
+            f"Got: 0 steps from global step {start_step}"
         )
