@@ -19,6 +19,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
 
 
+def bfloat16_is_emulated() -> bool:
+    """oneDNN off, or a CPU without bfloat16 instructions: bfloat16 runs would only be slow."""
+    if os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() in ("0", "false"):
+        return True
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            words = set(cpuinfo.read().split())
+    except OSError:
+        return False
+    return not {"avx512_bf16", "amx_bf16", "avx_ne_convert"} & words
+
+
 def run_program(args, *, timeout=300, env=None, cwd=None, check_exit=0):
     """Runs ``python ARGS…`` from the project root; on a wrong exit code fails with all output.
 

@@ -19,8 +19,7 @@ from benchmarks import _harness
 from tests import bench_bad_metrics_case as bad_case
 from tests import bench_timeout_case as timeout_case
 from tests import trivial_benchmark_case as trivial_case
-from tests.conftest import run_program
-from tfest_kit import config
+from tests.conftest import bfloat16_is_emulated, run_program
 from tfest_kit._tf import TF_VERSION
 
 _THIS = trivial_case.__name__
@@ -420,7 +419,7 @@ def test_profile_step_measures_other_shapes_and_rejects_bad_ones(capsys):
 
 
 @pytest.mark.skipif(
-    config._bfloat16_problem() is not None,
+    bfloat16_is_emulated(),
     reason="oneDNN off or no bfloat16 instructions on this CPU",
 )
 def test_profile_step_and_the_training_case_run_bfloat16():

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import tfest_kit
-from tests.conftest import run_program
-from tfest_kit import config as tfest_config
+from tests.conftest import bfloat16_is_emulated, run_program
 from tfest_kit._tf import estimator, tf, tf2
 
 
@@ -212,7 +211,7 @@ def _bfloat16_nodes(graphs):
 
 
 @pytest.mark.skipif(
-    tfest_config._bfloat16_problem() is not None,
+    bfloat16_is_emulated(),
     reason="oneDNN off or no bfloat16 instructions on this CPU",
 )
 def test_bfloat16_estimator_trains_in_bfloat16_and_saves_float32(tmp_path):

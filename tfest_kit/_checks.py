@@ -6,33 +6,15 @@ No TensorFlow and no NumPy here: NumPy's scalars are recognised through :mod:`nu
 from __future__ import annotations
 
 import argparse
-import difflib
 import numbers
-from collections.abc import Sequence
 from typing import Any, Optional, Union
 
 __all__ = [
-    "check_bool",
     "check_int",
     "check_number",
-    "did_you_mean",
     "is_int_at_least",
     "positive_int_arg",
 ]
-
-
-def check_bool(name: str, value: Any, more: str = "") -> bool:
-    """``value`` if it is a bool; TypeError otherwise (``"no"`` would be truthy)."""
-    if not isinstance(value, bool):
-        alternatives = f"True, False {more}" if more else "True or False"
-        raise TypeError(f"`{name}` must be {alternatives}. Got: {value!r}")
-    return value
-
-
-def did_you_mean(name: Any, choices: Sequence[str]) -> str:
-    """``" Did you mean 'x'?"`` for the choice nearest to a misspelt ``name``, else ``""``."""
-    close = difflib.get_close_matches(str(name), choices, n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def is_int_at_least(value: Any, minimum: int) -> bool:

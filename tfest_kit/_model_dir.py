@@ -51,7 +51,6 @@ OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
 EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
 _STEP = re.compile(r"-(\d+)$")
 _DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
-_SET_ASIDE = "diverged-"  # NanGuardHook's prefix for checkpoints of diverged weights
 _UNSIZED = {tf.variant, tf.resource}  # their bytes in the data file are not cheap to tell
 
 
@@ -146,7 +145,7 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
         match = _DATA.match(name)
         prefix = match.group(1) if match else name[: -len(".index")]
         listed = match or name.endswith(".index")
-        if listed and not prefix.startswith(_SET_ASIDE) and _step(prefix) is not None:
+        if listed and _step(prefix) is not None:
             prefixes.add(os.path.join(model_dir, prefix))
     return sorted(prefixes, key=lambda p: (_step(p), p), reverse=True)
 

@@ -10,7 +10,6 @@ import contextlib
 import math
 import numbers
 import os
-import sys
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -23,7 +22,6 @@ from tfest_kit.logs import quieted
 __all__ = ["run_config", "session_config"]
 
 # CPU flags (Linux /proc/cpuinfo names) of instructions oneDNN runs bfloat16 matmuls with.
-_NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "avx_ne_convert"})
 
 Threads = Union[int, tuple[int, int], None]
 # Graph-mode (compat.v1) and TF2 strategies; anything else failed inside train().
@@ -64,34 +62,6 @@ def _thread_counts(threads: Threads) -> tuple[int, int]:
             f"tuple (inter_op, intra_op). Got: {threads!r}"
         )
     return int(threads), int(threads)
-
-
-def _cpu_flags() -> Optional[frozenset]:
-    """The CPU's feature flags, or None where they cannot be read (not Linux)."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
-            flags = next((line for line in cpuinfo if line.startswith("flags")), None)
-    except OSError:
-        return None
-    return None if flags is None else frozenset(flags.partition(":")[2].split())
-
-
-def _bfloat16_problem() -> Optional[str]:
-    """Why bfloat16 mixed precision would not help here, or None."""
-    onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "")
-    if onednn.strip().lower() in ("0", "false"):  # TensorFlow then skips the rewrite silently
-        return (
-            f"mixed_precision='bfloat16' needs oneDNN, which TF_ENABLE_ONEDNN_OPTS={onednn} "
-            "turns off: TensorFlow will train in float32."
-        )
-    flags = _cpu_flags() if sys.platform.startswith("linux") else None
-    if flags is not None and not flags & _NATIVE_BFLOAT16_FLAGS:
-        return (
-            "mixed_precision='bfloat16': this CPU has no bfloat16 instructions "
-            f"({' / '.join(sorted(_NATIVE_BFLOAT16_FLAGS))}), so oneDNN emulates them and "
-            "training may be slower than in float32."
-        )
-    return None
 
 
 def _default_thread_count() -> int:

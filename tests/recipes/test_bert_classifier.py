@@ -16,8 +16,8 @@ import pytest
 
 from recipes import _previous_run as previous_run
 from recipes._bert import features, modeling, processors, sample_data, tokenization
-from tests.conftest import captured_tf_log, run_program
-from tfest_kit import config, model_fn
+from tests.conftest import bfloat16_is_emulated, captured_tf_log, run_program
+from tfest_kit import model_fn
 from tfest_kit._tf import estimator, tf, tf2
 
 # --- tokenisation -------------------------------------------------------------------------
@@ -346,8 +346,8 @@ _TEST_SIZE = [
 @pytest.mark.slow
 @pytest.mark.parametrize("precision", ["float32", "bfloat16", "float32 replicas"])
 def test_recipe_at_test_size(tmp_path, precision):
-    if precision == "bfloat16" and config._bfloat16_problem():
-        pytest.skip(config._bfloat16_problem())
+    if precision == "bfloat16" and bfloat16_is_emulated():
+        pytest.skip("oneDNN off or no bfloat16 instructions on this CPU")
     out = tmp_path / "run"
     args = [f"--output_dir={out}", f"--{'' if precision == 'bfloat16' else 'no'}bfloat16"]
     # Two float32 replicas, 16 of the 32 examples each (run_config(cpu_replicas=2)).

@@ -22,7 +22,6 @@ __all__ = [
     "check_tf_config_json",
     "cluster_spec",
     "free_ports",
-    "is_chief_task",
     "main",
     "multi_worker_strategy",
     "tf_config",
@@ -165,26 +164,6 @@ def validate_tf_config(
             "", "has a 'cluster' but no 'task' saying which task this process is", config
         )
     return config
-
-
-def is_chief_task(where: str) -> bool:
-    """Whether ``TF_CONFIG`` makes this process the chief (True without a cluster).
-
-    For hooks outside an Estimator, where no ``RunConfig`` says it; ``where`` (the caller) is
-    named in the ValueError for a cluster without a chief.
-
-    Example:
-
-        is_chief = is_chief_task("early_stopping") if is_chief is None else is_chief
-    """
-    cluster = _parse(None).get("cluster") or {}
-    if isinstance(cluster, Mapping) and cluster and not {"chief", "master"} & set(cluster):
-        raise ValueError(
-            f"{where}: TF_CONFIG's cluster has no 'chief' task; pass is_chief=… (True on one "
-            f"task). Got: {_shown(cluster)}"
-        )
-    config = validate_tf_config()
-    return not config.get("cluster") or config["task"]["type"] in ("chief", "master")
 
 
 def free_ports(count: int) -> list[int]:
