@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -517,3 +518,14 @@ def test_preprocessing_state_given_at_construction_is_carried_over(tmp_path):
     expected = model.predict({"x": values, "w": words}, verbose=0)
     est = to_estimator(model, model_dir=str(tmp_path))
     np.testing.assert_allclose(_predict(est, {"x": values, "w": words}), expected, atol=1e-6)
+
+
+def test_conversion_and_training_say_no_keras_deprecation_warnings(tmp_path):
+    # Keras warns about set_learning_phase and Model.state_updates from inside its own
+    # converter and model_fn, on every call: nothing a user of to_estimator can act on.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = to_estimator(_sequential(), model_dir=str(tmp_path))
+        est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).batch(16), steps=1)
+    said = [str(w.message) for w in caught]
+    assert not [m for m in said if "set_learning_phase" in m or "state_updates" in m], said

@@ -6,10 +6,12 @@ features keyed exactly by ``model.input_names`` and warm-starts trainable variab
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
@@ -29,6 +31,15 @@ _SAMPLE_WEIGHTS_KEY = "sample_weights"
 # Graph variable names of every model variable: not the global step, nor the Keras optimizer's
 # slots and hyper-parameters (under "training/").
 _MODEL_VARIABLES = r"(?!global_step:|training/)"
+
+
+@contextlib.contextmanager
+def _quiet_keras():
+    # Keras 2 warns so from inside the official converter and model_fn on every call, with
+    # nothing a user can act on.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*(set_learning_phase|Model\.state_updates)")
+        yield
 
 
 def to_estimator(
@@ -74,13 +85,14 @@ def to_estimator(
     from_path = isinstance(warm_start_from, (str, bytes, os.PathLike))
     if from_path:
         warm_start_from = _all_model_variables(warm_start_from)
-    official = tf2.keras.estimator.model_to_estimator(
-        keras_model=keras_model,
-        model_dir=model_dir,
-        config=config,
-        custom_objects=dict(custom_objects) if custom_objects else None,
-        checkpoint_format=checkpoint_format,
-    )
+    with _quiet_keras():
+        official = tf2.keras.estimator.model_to_estimator(
+            keras_model=keras_model,
+            model_dir=model_dir,
+            config=config,
+            custom_objects=dict(custom_objects) if custom_objects else None,
+            checkpoint_format=checkpoint_format,
+        )
     keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
     resuming = tf.train.latest_checkpoint(official.model_dir) is not None  # no warm start then
     if from_path and keras_ckpt and not resuming:
@@ -168,9 +180,10 @@ def _adapting_model_fn(official_model_fn, keras_model):
             features = {_FEATURES_KEY: features, _SAMPLE_WEIGHTS_KEY: sample_weights}
         if isinstance(labels, Mapping) and output_names:
             labels = _adapt_labels(dict(_keyed_by_names(labels, output_keys)), output_names)
-        spec = call_with_args(
-            official_model_fn, features=features, labels=labels, mode=mode, config=config
-        )
+        with _quiet_keras():
+            spec = call_with_args(
+                official_model_fn, features=features, labels=labels, mode=mode, config=config
+            )
         saver = spec.scaffold.saver
         if saver is not None and hasattr(saver, "_object_restore_saver"):
             # The object-based restore assigns a saved value of another shape without a
