@@ -453,8 +453,11 @@ class Predictor:
         count = next((v.shape[0] for v in values if v.ndim), 0)  # rank-0 inputs go whole
         if count <= limit:
             return dict(zip(self._output_names, run(*values)))
-        starts = range(0, count, limit)
-        chunks = [run(*[v[s : s + limit] if v.ndim else v for v in values]) for s in starts]
+        starts = list(range(0, count, limit))
+        if limit > 1 and count % limit == 1:  # a one-row run can lose its batch axis (tf.squeeze)
+            starts[-1] -= 1
+        bounds = zip(starts, starts[1:] + [count])
+        chunks = [run(*[v[a:b] if v.ndim else v for v in values]) for a, b in bounds]
         return {
             name: self._merge(name, [c[i] for c in chunks])
             for i, name in enumerate(self._output_names)
