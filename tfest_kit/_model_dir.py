@@ -34,6 +34,7 @@ __all__ = [
     "ExportNotFoundError",
     "ModelDirLockedError",
     "checkpoint_damage",
+    "checkpoint_step",
     "complete_exports",
     "eval_dirs",
     "latest_export",
@@ -66,7 +67,8 @@ class ExportNotFoundError(TfestKitError, FileNotFoundError):
     """No complete SavedModel export was found where one was expected."""
 
 
-def _step(prefix: str) -> Optional[int]:
+def checkpoint_step(prefix: str) -> Optional[int]:
+    """The step a checkpoint prefix ends in (``model.ckpt-200`` -> 200), None without one."""
     match = _STEP.search(prefix)
     return int(match.group(1)) if match else None
 
@@ -145,9 +147,9 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
         match = _DATA.match(name)
         prefix = match.group(1) if match else name[: -len(".index")]
         listed = match or name.endswith(".index")
-        if listed and _step(prefix) is not None:
+        if listed and checkpoint_step(prefix) is not None:
             prefixes.add(os.path.join(model_dir, prefix))
-    return sorted(prefixes, key=lambda p: (_step(p), p), reverse=True)
+    return sorted(prefixes, key=lambda p: (checkpoint_step(p), p), reverse=True)
 
 
 def recover_checkpoint_state(model_dir: str) -> Optional[str]:

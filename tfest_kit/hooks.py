@@ -20,7 +20,7 @@ from tfest_kit import logs
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._errors import TfestKitError
 from tfest_kit._metric_direction import higher_is_better
-from tfest_kit._model_dir import metrics_by_step
+from tfest_kit._model_dir import checkpoint_step, metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
@@ -225,18 +225,12 @@ class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
         return self.args[0]
 
 
-def _checkpoint_step(path: str) -> int:
-    suffix = path.rsplit("-", 1)[-1]
-    return int(suffix) if suffix.isdigit() else -1
-
-
 def _checkpoints_note(step: int) -> str:
     """Names the newest checkpoint saved up to ``step``, and a later one that is the latest."""
     savers = tf.get_collection(tf.GraphKeys.SAVERS)
-    saved = sorted(
-        (p for s in savers for p in getattr(s, "last_checkpoints", [])), key=_checkpoint_step
-    )
-    before = [path for path in saved if 0 <= _checkpoint_step(path) <= step]
+    paths = [path for saver in savers for path in getattr(saver, "last_checkpoints", [])]
+    saved = sorted((p for p in paths if checkpoint_step(p) is not None), key=checkpoint_step)
+    before = [path for path in saved if checkpoint_step(path) <= step]
     if not before:
         return ""
     directory, good = os.path.split(before[-1])

@@ -13,7 +13,13 @@ import os
 import sys
 from typing import Any
 
-from tfest_kit._model_dir import _read_state, _step, checkpoint_damage, eval_dirs, metrics_by_step
+from tfest_kit._model_dir import (
+    _read_state,
+    checkpoint_damage,
+    checkpoint_step,
+    eval_dirs,
+    metrics_by_step,
+)
 from tfest_kit.cli.plot import check_model_dir
 
 __all__ = ["describe", "format_text", "add_parser", "run"]
@@ -25,9 +31,11 @@ def _checkpoints(model_dir: str) -> dict:
     on_disk = [p[: -len(".index")] for p in glob.glob(glob.escape(model_dir) + "/*.index")]
     prefixes = sorted(
         set(listed) | set(on_disk) | ({latest} if latest else set()),
-        key=lambda p: (-1 if _step(p) is None else _step(p), p),
+        key=lambda p: (-1 if checkpoint_step(p) is None else checkpoint_step(p), p),
     )
-    entries = [{"path": p, "step": _step(p), "damaged": checkpoint_damage(p)} for p in prefixes]
+    entries = [
+        {"path": p, "step": checkpoint_step(p), "damaged": checkpoint_damage(p)} for p in prefixes
+    ]
     return {"latest": latest, "checkpoints": entries}
 
 
