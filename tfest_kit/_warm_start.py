@@ -65,27 +65,28 @@ def warm_start(prefix: str, variables=None) -> None:
     reader = tf.train.load_checkpoint(prefix)
     shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
     global_step = tf.train.get_global_step()
-    variables = [var for var in variables or tf.global_variables() if var is not global_step]
+    named = [
+        (_variable_name(v), v) for v in variables or tf.global_variables() if v is not global_step
+    ]
     # Another dtype would fail at session start: "expected dtype float does not equal ...".
     assignment_map = {
-        _variable_name(var): var
-        for var in variables
-        if _variable_name(var) in shapes
-        and list(shapes[_variable_name(var)]) == var.shape.as_list()
-        and dtypes[_variable_name(var)] == var.dtype.base_dtype
+        name: var
+        for name, var in named
+        if name in shapes
+        and list(shapes[name]) == var.shape.as_list()
+        and dtypes[name] == var.dtype.base_dtype
     }
     if assignment_map:
         tf.train.init_from_checkpoint(prefix, assignment_map)
-    initialised = {id(var) for var in assignment_map.values()}
     # Estimator builds the graph for every evaluation and export: listed once.
-    key = (prefix, tuple((_variable_name(var), id(var) in initialised) for var in variables))
+    key = (prefix, tuple((name, name in assignment_map) for name, _ in named))
     if key in _LISTED:
         return
     _LISTED.add(key)
     tf.logging.info("**** Variables (warm start from %s) ****", prefix)
-    for var in variables:
-        mark = ", *INIT_FROM_CKPT*" if id(var) in initialised else ""
-        tf.logging.info("  name = %s, shape = %s%s", _variable_name(var), var.shape, mark)
+    for name, var in named:
+        mark = ", *INIT_FROM_CKPT*" if name in assignment_map else ""
+        tf.logging.info("  name = %s, shape = %s%s", name, var.shape, mark)
 
 
 def _optimizer_state(name: str, trainable_names: set) -> bool:
