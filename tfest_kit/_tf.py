@@ -4,13 +4,15 @@ Every other module takes ``tf`` (``tf.compat.v1``), ``tf2`` (the top-level ``ten
 package) and ``estimator`` (``tf.compat.v1.estimator``) from here, so the version check below
 runs before anything touches ``tf.estimator``.
 
-``tf.estimator`` was removed in TensorFlow 2.16; tfest_kit pins 2.15 (see requirements.txt).
+On TensorFlow 2.16+, which dropped ``tf.estimator``, ``_estimator_bridge`` supplies what the
+unmodified tensorflow-estimator 2.15 imports, and gives ``tf.estimator`` back.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 
 __all__ = [
     "tf",
@@ -32,55 +34,68 @@ __all__ = [
     "check_version",
 ]
 
-_PINS = "tensorflow==2.15.1 tensorflow-estimator==2.15.0"
+_PINS = {
+    "2.15": "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
+    "2.21": "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0",
+}
+# The TensorFlow versions tested (the two stacks) and accepted (the releases between them run
+# the same tensorflow-estimator 2.15 through the same bridge).
+SUPPORTED = ((2, 13), (2, 21))
 
 # TensorFlow's C++ start-up lines (oneDNN notice, "Unable to register cuDNN factory" …) are
 # printed while the shared library loads, before any Python setting can reach them, so the
 # default has to be in place before the import.  A value the user set is respected.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Estimator needs Keras 2: from TensorFlow 2.16 on, tf.keras is Keras 2 (the tf-keras package)
+# only when this is set before TensorFlow is imported. TensorFlow 2.15 ignores it.
+_KERAS_WAS_SET = "TF_USE_LEGACY_KERAS" in os.environ
+_TF_WAS_IMPORTED = "tensorflow" in sys.modules
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 
 def check_version(version: str, has_estimator: bool = True) -> None:
-    """Raises ImportError unless ``version`` is a TensorFlow that still ships ``tf.estimator``.
+    """Raises ImportError unless ``version`` is a TensorFlow that tfest_kit was tested with.
 
     Args:
-      version: ``tensorflow.__version__``, e.g. ``"2.15.1"``.
-      has_estimator: whether ``tensorflow.compat.v1.estimator`` could be imported.
+      version: ``tensorflow.__version__``, e.g. ``"2.21.0"``.
+      has_estimator: whether ``tensorflow_estimator`` could be imported.
 
     Raises:
-      ImportError: for TensorFlow >= 2.16, < 2.13, or any build without ``tf.estimator``;
-        the message names the installed version and what to install.
+      ImportError: for TensorFlow < 2.13 or > 2.21, or without tensorflow-estimator; the
+        message names the installed version and what to install.
     """
     match = re.match(r"(\d+)\.(\d+)", version)
     major_minor = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-    if major_minor >= (2, 16) or not has_estimator:
+    install = f"pip install {_PINS['2.15']}  (Python 3.9-3.11)  or  pip install {_PINS['2.21']}"
+    if not SUPPORTED[0] <= major_minor <= SUPPORTED[1]:
         raise ImportError(
-            f"tfest_kit needs tf.estimator, which TensorFlow {version} does not have "
-            "(it was removed in TensorFlow 2.16). Install the pinned versions: "
-            f"pip install {_PINS}  or  pip install -r requirements.txt"
+            f"tfest_kit was tested with TensorFlow 2.15 and 2.21 (it accepts 2.13-2.21); found "
+            f"{version}. Install one of the two stacks: {install}, or `make setup STACK=2.21`."
         )
-    if major_minor < (2, 13):
+    if not has_estimator:
         raise ImportError(
-            f"tfest_kit supports TensorFlow 2.13-2.15; found {version}. "
-            f"Install the pinned versions: pip install {_PINS}"
+            f"tfest_kit needs the tensorflow-estimator package beside TensorFlow {version}: "
+            f"{install}."
         )
 
 
-import tensorflow as tf2  # noqa: E402  (the environment variable above must come first)
+import tensorflow as tf2  # noqa: E402  (the environment variables above must come first)
 
 TF_VERSION: str = tf2.__version__
-# The version number alone decides for 2.16+, before tensorflow_estimator (which would fail
-# with a less helpful error of its own) is imported.
 check_version(TF_VERSION)
 
+from tfest_kit import _estimator_bridge  # noqa: E402
+
+_estimator_bridge.install()
 try:
     import tensorflow_estimator  # noqa: E402,F401
 
-    _has_estimator = hasattr(tf2.compat.v1, "estimator")
+    _has_estimator = True
 except ImportError:  # pragma: no cover - exercised through the simulated-version test
     _has_estimator = False
 
 check_version(TF_VERSION, _has_estimator)
+_estimator_bridge.restore_estimator_namespace()
 
 tf = tf2.compat.v1
 estimator = tf.estimator

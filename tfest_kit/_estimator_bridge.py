@@ -1,0 +1,369 @@
+"""What the unmodified tensorflow-estimator 2.15 imports and TensorFlow >= 2.16 no longer has.
+
+``_tf.py`` calls :func:`install` after ``import tensorflow`` and before ``import
+tensorflow_estimator``; on TensorFlow 2.15 it does nothing. It supplies, under their TF 2.15 names:
+
+- ``tensorflow.python.distribute.estimator_training``: the distribute-coordinator glue of
+  ``RunConfig``, ``Estimator.train`` / ``evaluate`` and ``train_and_evaluate`` (written after
+  TF 2.15's, on the ``distribute_coordinator`` that TensorFlow still ships), so
+  ``RunConfig(train_distribute=MultiWorkerMirroredStrategy())`` under ``TF_CONFIG`` works as on 2.15;
+- ``tensorflow.python.tpu.session_support``, ``tpu_embedding``, ``tpu_embedding_gradient``: the
+  TPU modules ``tpu_estimator`` imports. Graceful TPU shutdown becomes a warning; TPU embeddings
+  raise a clear error (they need TF 2.15 and a TPU);
+- ``tf_export.ESTIMATOR_API_NAME`` and its attribute names, which ``estimator_export`` reads;
+- ``tf.estimator`` / ``tf.compat.v1.estimator`` (:func:`restore_estimator_namespace`), as the
+  lazily loaded attributes TensorFlow 2.15 had.
+
+Nothing on disk is changed. ``SUPPLIED`` lists every name; ``tests/test_tf_private_names.py``
+checks on each stack that TensorFlow lacks it (or has it, on 2.15) and that the bridge gives it.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import types
+from typing import Any
+
+__all__ = ["SUPPLIED", "needed", "install", "restore_estimator_namespace"]
+
+_DISTRIBUTE = "tensorflow.python.distribute.estimator_training"
+_SESSION_SUPPORT = "tensorflow.python.tpu.session_support"
+_EMBEDDING = "tensorflow.python.tpu.tpu_embedding"
+_EMBEDDING_GRADIENT = "tensorflow.python.tpu.tpu_embedding_gradient"
+_EMBEDDING_PARAMETERS = (
+    "AdagradParameters",
+    "AdamParameters",
+    "FtrlParameters",
+    "MomentumParameters",
+    "ProximalAdagradParameters",
+    "RMSPropParameters",
+    "StochasticGradientDescentParameters",
+)
+
+# "module" is a module the bridge creates; "module:name" an attribute it sets on a TF module.
+SUPPLIED: dict[str, str] = {
+    _DISTRIBUTE: "init_run_config, should_run_distribute_coordinator, train_and_evaluate, "
+    "estimator_train, estimator_evaluate",
+    _SESSION_SUPPORT: "GracefulShutdownHook and its finalizers (a warning), start_worker_watchdog",
+    _EMBEDDING: "the seven *Parameters classes; any use is a clear error",
+    _EMBEDDING_GRADIENT: "any use is a clear error",
+    "tensorflow.python.util.tf_export:ESTIMATOR_API_NAME": "'estimator', with API_ATTRS entries",
+    "tensorflow:estimator": "tensorflow_estimator's api._v2.estimator",
+    "tensorflow.compat.v1:estimator": "tensorflow_estimator's api._v1.estimator",
+    "tensorflow.compat.v2:estimator": "tensorflow_estimator's api._v2.estimator",
+}
+
+
+def needed(version: str) -> bool:
+    """Whether TensorFlow ``version`` lacks what tensorflow-estimator 2.15 imports (>= 2.16)."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return (major, minor) >= (2, 16)
+
+
+# --- tensorflow.python.distribute.estimator_training, after TF 2.15's ------------------------
+
+
+def _count(cluster_spec: Any, *jobs: str) -> int:
+    return sum(len(cluster_spec.as_dict().get(job, [])) for job in jobs)
+
+
+def _global_id(cluster_spec: Any, task_type: str | None, task_id: int) -> int:
+    """The task's index over chief, the other jobs sorted by name, then ps (TF 2.15's order)."""
+    if not task_type:
+        return 0
+    jobs = cluster_spec.jobs
+    order = (["chief"] if "chief" in jobs else []) + sorted(
+        job for job in jobs if job not in ("chief", "ps")
+    )
+    order += ["ps"] if "ps" in jobs else []
+    first = 0
+    for job in order:
+        if job == task_type:
+            return first + task_id
+        first += len(cluster_spec.job_tasks(job))
+    raise RuntimeError(f"task_type {task_type!r} is not in the cluster {cluster_spec}.")
+
+
+def _config_from_worker_context(config: Any, context: Any) -> None:
+    from tensorflow.python.training import server_lib
+
+    # RunConfig's fields, set as TF 2.15's estimator_training set them for each worker.
+    config._service = None
+    config._cluster_spec = context.cluster_spec
+    config._task_type = context.task_type
+    config._task_id = context.task_id
+    config._evaluation_master = config._master = context.master_target
+    config._is_chief = context.is_chief
+    if not config._cluster_spec:
+        config._global_id_in_cluster, config._num_ps_replicas, config._num_worker_replicas = 0, 0, 1
+    elif config._task_type != "evaluator":
+        config._num_ps_replicas = _count(config._cluster_spec, "ps")
+        config._num_worker_replicas = _count(config._cluster_spec, "worker", "chief")
+        config._global_id_in_cluster = _global_id(
+            config._cluster_spec, config._task_type, config._task_id
+        )
+    else:
+        config._cluster_spec = server_lib.ClusterSpec({})
+        config._num_ps_replicas = config._num_worker_replicas = 0
+        config._global_id_in_cluster = None
+
+
+def init_run_config(config: Any, tf_config: dict) -> None:
+    """Sets a ``RunConfig``'s distribute-coordinator mode from ``TF_CONFIG`` (TF 2.15's rules)."""
+    from tensorflow.python.distribute import distribute_coordinator as dc
+    from tensorflow.python.platform import tf_logging as logging
+    from tensorflow.python.training import server_lib
+
+    experimental = config._experimental_distribute
+    for field in ("train_distribute", "eval_distribute"):
+        if experimental and getattr(experimental, field):
+            if getattr(config, "_" + field):
+                raise ValueError(
+                    f"Either `{field}` or `experimental_distribute.{field}` can be set."
+                )
+            setattr(config, "_" + field, getattr(experimental, field))
+    cluster_spec = server_lib.ClusterSpec(tf_config.get("cluster", {}))
+    config._init_distributed_setting_from_environment_var({})
+    if config._train_distribute and experimental and experimental.remote_cluster:
+        if cluster_spec:
+            raise ValueError(
+                'Cannot set both "cluster_spec" of TF_CONFIG and '
+                "`experimental_distribute.remote_cluster`"
+            )
+        config._distribute_coordinator_mode = dc.CoordinatorMode.STANDALONE_CLIENT
+        config._cluster_spec = experimental.remote_cluster
+        logging.info("RunConfig initialized for Distribute Coordinator with STANDALONE_CLIENT mode")
+        return
+    if not cluster_spec or "master" in cluster_spec.jobs or not config._train_distribute:
+        config._distribute_coordinator_mode = None
+        config._init_distributed_setting_from_environment_var(tf_config)
+        config._maybe_overwrite_session_config_for_distributed_training()
+        logging.info("Not using Distribute Coordinator.")
+        return
+    config._cluster_spec = cluster_spec
+    config._distribute_coordinator_mode = dc.CoordinatorMode.INDEPENDENT_WORKER
+    logging.info("RunConfig initialized for Distribute Coordinator with INDEPENDENT_WORKER mode")
+
+
+def should_run_distribute_coordinator(config: Any) -> bool:
+    """Whether ``Estimator`` should hand training to the distribute coordinator."""
+    from tensorflow.python.distribute import distribute_coordinator as dc
+    from tensorflow.python.platform import tf_logging as logging
+
+    mode = getattr(config, "_distribute_coordinator_mode", None)
+    if mode is None:
+        logging.info("Not using Distribute Coordinator.")
+        return False
+    if mode not in (dc.CoordinatorMode.STANDALONE_CLIENT, dc.CoordinatorMode.INDEPENDENT_WORKER):
+        logging.warning("Unexpected distribute_coordinator_mode: %r", mode)
+        return False
+    if not config.cluster_spec:
+        logging.warning(
+            "Running `train_and_evaluate` locally, ignoring "
+            "`experimental_distribute_coordinator_mode`."
+        )
+        return False
+    return True
+
+
+def _local_estimator(estimator: Any, field: str, strategy: Any) -> tuple[Any, Any]:
+    """A copy of ``estimator`` for this worker, its config set from the coordinator's context."""
+    from tensorflow.python.distribute import distribute_coordinator_context as dc_context
+    from tensorflow.python.platform import tf_logging as logging
+
+    local = copy.deepcopy(estimator)
+    setattr(local._config, f"_{field}_distribute", strategy)
+    context = dc_context.get_current_worker_context()
+    _config_from_worker_context(local._config, context)
+    logging.info("Updated config: %s", vars(local._config))
+    setattr(local, f"_{field}_distribution", strategy)
+    return local, context
+
+
+def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor_cls: Any) -> None:
+    """Runs ``train_and_evaluate`` through the distribute coordinator (TF 2.15's behaviour)."""
+    from tensorflow.python.distribute import distribute_coordinator as dc
+
+    run_config = estimator.config
+    mode = run_config._distribute_coordinator_mode
+    if not mode:
+        raise ValueError("Distribute coordinator mode is not specified in `RunConfig`.")
+
+    def worker_fn(strategy: Any) -> None:
+        local, context = _local_estimator(estimator, "train", strategy)
+        independent = mode == dc.CoordinatorMode.INDEPENDENT_WORKER
+        hooks = list(train_spec.hooks) if independent or context.is_chief else []
+        local._config._distribute_coordinator_mode = None
+        local.train(input_fn=train_spec.input_fn, max_steps=train_spec.max_steps, hooks=hooks)
+
+    def eval_fn(strategy: Any) -> None:
+        local, _ = _local_estimator(estimator, "eval", strategy)
+        local._config._distribute_coordinator_mode = None
+        executor_cls(local, train_spec, eval_spec)._start_continuous_evaluation()
+
+    standalone = mode == dc.CoordinatorMode.STANDALONE_CLIENT
+    dc.run_distribute_coordinator(
+        worker_fn,
+        run_config.train_distribute,
+        eval_fn,
+        run_config.eval_distribute,
+        mode=mode,
+        cluster_spec=run_config.cluster_spec if standalone else None,
+        session_config=run_config.session_config,
+    )
+
+
+def _run_standalone(estimator: Any, field: str, method: str, run_fn: Any, hooks: Any) -> Any:
+    """``Estimator.train`` / ``evaluate`` through the coordinator, STANDALONE_CLIENT mode only."""
+    from tensorflow.python.distribute import distribute_coordinator as dc
+    from tensorflow.python.distribute import multi_worker_util
+
+    config = estimator._config
+    cluster_spec = multi_worker_util.normalize_cluster_spec(config.cluster_spec)
+    strategy = getattr(config, f"_{field}_distribute")
+    if "evaluator" in cluster_spec.jobs:
+        raise ValueError(
+            "'evaluator' job is not supported if you don't use `train_and_evaluate`"
+        )
+    if config._distribute_coordinator_mode != dc.CoordinatorMode.STANDALONE_CLIENT:
+        raise ValueError(
+            f"Only `STANDALONE_CLIENT` mode is supported when you call `Estimator.{method}`"
+        )
+    if strategy.extended.experimental_between_graph:
+        raise ValueError(
+            f"`Estimator.{method}` API is not supported for {type(strategy).__name__} with "
+            "`STANDALONE_CLIENT` mode."
+        )
+
+    def worker_fn(worker_strategy: Any) -> Any:
+        local, context = _local_estimator(estimator, field, worker_strategy)
+        result = run_fn(local, worker_strategy, hooks if context.is_chief else [])
+        return local if field == "train" else result
+
+    return dc.run_distribute_coordinator(
+        worker_fn,
+        strategy,
+        mode=config._distribute_coordinator_mode,
+        cluster_spec=cluster_spec,
+        session_config=config.session_config,
+    )
+
+
+def estimator_train(estimator: Any, train_distributed_fn: Any, hooks: Any) -> Any:
+    """``Estimator.train`` through the distribute coordinator."""
+    return _run_standalone(estimator, "train", "train", train_distributed_fn, hooks)
+
+
+def estimator_evaluate(estimator: Any, evaluate_distributed_fn: Any, hooks: Any) -> Any:
+    """``Estimator.evaluate`` through the distribute coordinator."""
+    return _run_standalone(estimator, "eval", "evaluate", evaluate_distributed_fn, hooks)
+
+
+# --- the TPU modules -----------------------------------------------------------------------
+
+
+def _no_tpu_embedding(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError(
+        "TPU embeddings (TPUEstimator's embedding_config_spec, tf.estimator.tpu.experimental."
+        "*Parameters) need a TPU and TensorFlow 2.15: TensorFlow 2.16 removed "
+        "tensorflow.python.tpu.tpu_embedding. Use the TensorFlow 2.15 stack "
+        "(make setup STACK=2.15), or a tf.feature_column embedding column off the TPU."
+    )
+
+
+def _embedding_module(name: str, classes: tuple[str, ...]) -> types.ModuleType:
+    module = types.ModuleType(name, "Supplied by tfest_kit: TPU embeddings need TF 2.15.")
+    for class_name in classes:
+        setattr(module, class_name, type(class_name, (), {"__init__": _no_tpu_embedding}))
+    module.__getattr__ = _embedding_attribute
+    return module
+
+
+def _embedding_attribute(name: str) -> Any:
+    if name.startswith("__"):  # the import system's own probes (__path__ …)
+        raise AttributeError(name)
+    return _no_tpu_embedding()
+
+
+def _session_support_module() -> types.ModuleType:
+    from tensorflow.python.platform import tf_logging as logging
+    from tensorflow.python.training import session_run_hook
+
+    def unavailable(*args: Any, **kwargs: Any) -> None:
+        logging.warning(
+            "Graceful TPU shutdown and the TPU worker watchdog are not available on this "
+            "TensorFlow (tensorflow.python.tpu.session_support was removed in 2.16); a preempted "
+            "TPU job loses the steps since its last checkpoint."
+        )
+
+    class GracefulShutdownHook(session_run_hook.SessionRunHook):
+        """TF 2.15's hook, without the shutdown it needs ``session_support`` for."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            unavailable()
+
+    module = types.ModuleType(_SESSION_SUPPORT, "Supplied by tfest_kit (see _estimator_bridge).")
+    module.GracefulShutdownHook = GracefulShutdownHook
+    module.start_worker_watchdog = unavailable
+    for name in ("ResetComputation", "ShutdownLameWorkers", "ShutdownAllWorkers"):
+        setattr(module, name, type(name, (), {"__call__": lambda self, *args: None}))
+    return module
+
+
+# --- install ------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Supplies everything in ``SUPPLIED`` that this TensorFlow lacks; idempotent.
+
+    Must run after ``import tensorflow`` and before ``import tensorflow_estimator``.
+    """
+    import tensorflow
+    from tensorflow.python import distribute, tpu
+    from tensorflow.python.util import tf_export
+
+    if not needed(tensorflow.__version__) or _DISTRIBUTE in sys.modules:
+        return
+    distribute_module = types.ModuleType(_DISTRIBUTE, "Supplied by tfest_kit (_estimator_bridge).")
+    for name in (
+        "init_run_config",
+        "should_run_distribute_coordinator",
+        "train_and_evaluate",
+        "estimator_train",
+        "estimator_evaluate",
+    ):
+        setattr(distribute_module, name, globals()[name])
+    modules = {
+        _DISTRIBUTE: distribute_module,
+        _SESSION_SUPPORT: _session_support_module(),
+        _EMBEDDING: _embedding_module(_EMBEDDING, _EMBEDDING_PARAMETERS),
+        _EMBEDDING_GRADIENT: _embedding_module(_EMBEDDING_GRADIENT, ()),
+    }
+    for name, module in modules.items():
+        sys.modules[name] = module
+        parent, _, child = name.rpartition(".")
+        setattr(distribute if parent.endswith("distribute") else tpu, child, module)
+    attributes = tf_export._Attributes
+    tf_export.ESTIMATOR_API_NAME = "estimator"
+    tf_export.API_ATTRS["estimator"] = attributes("_estimator_api_names", "_estimator_api_constants")
+    tf_export.API_ATTRS_V1["estimator"] = attributes(
+        "_estimator_api_names_v1", "_estimator_api_constants_v1"
+    )
+    if "estimator" not in tf_export.SUBPACKAGE_NAMESPACES:
+        tf_export.SUBPACKAGE_NAMESPACES.append("estimator")
+
+
+def restore_estimator_namespace() -> None:
+    """Gives ``tf.estimator`` and ``tf.compat.v1/v2.estimator`` back, as TF 2.15 had them."""
+    import tensorflow
+    from tensorflow_estimator.python.estimator.api._v1 import estimator as v1
+    from tensorflow_estimator.python.estimator.api._v2 import estimator as v2
+
+    for namespace, module in (
+        (tensorflow, v2),
+        (tensorflow.compat.v2, v2),
+        (tensorflow.compat.v1, v1),
+    ):
+        if getattr(namespace, "estimator", None) is None:
+            setattr(namespace, "estimator", module)
