@@ -6,7 +6,8 @@ tensorflow_estimator``; on TensorFlow 2.15 it does nothing. It supplies, under t
 - ``tensorflow.python.distribute.estimator_training``: the distribute-coordinator glue of
   ``RunConfig``, ``Estimator.train`` / ``evaluate`` and ``train_and_evaluate`` (written after
   TF 2.15's, on the ``distribute_coordinator`` that TensorFlow still ships), so
-  ``RunConfig(train_distribute=MultiWorkerMirroredStrategy())`` under ``TF_CONFIG`` works as on 2.15;
+  ``RunConfig(train_distribute=MultiWorkerMirroredStrategy())`` under ``TF_CONFIG`` works as
+  on 2.15;
 - ``tensorflow.python.tpu.session_support``, ``tpu_embedding``, ``tpu_embedding_gradient``: the
   TPU modules ``tpu_estimator`` imports. Graceful TPU shutdown becomes a warning; TPU embeddings
   raise a clear error (they need TF 2.15 and a TPU);
@@ -25,6 +26,13 @@ import sys
 import types
 from typing import Any
 
+import tensorflow as tf
+from tensorflow.python import distribute, tpu
+from tensorflow.python.distribute import distribute_coordinator as dc
+from tensorflow.python.distribute import distribute_coordinator_context as dc_context
+from tensorflow.python.distribute import multi_worker_util
+from tensorflow.python.util import tf_export
+
 __all__ = ["SUPPLIED", "needed", "install", "restore_estimator_namespace"]
 
 _DISTRIBUTE = "tensorflow.python.distribute.estimator_training"
@@ -41,6 +49,8 @@ _EMBEDDING_PARAMETERS = (
     "StochasticGradientDescentParameters",
 )
 
+_log = tf.compat.v1.logging
+
 # "module" is a module the bridge creates; "module:name" an attribute it sets on a TF module.
 SUPPLIED: dict[str, str] = {
     _DISTRIBUTE: "init_run_config, should_run_distribute_coordinator, train_and_evaluate, "
@@ -49,6 +59,9 @@ SUPPLIED: dict[str, str] = {
     _EMBEDDING: "the seven *Parameters classes; any use is a clear error",
     _EMBEDDING_GRADIENT: "any use is a clear error",
     "tensorflow.python.util.tf_export:ESTIMATOR_API_NAME": "'estimator', with API_ATTRS entries",
+    "tensorflow.compat.v1.tpu:experimental.AdagradParameters": (
+        "and the other six *Parameters of tpu_embedding, as TF 2.15 exported them"
+    ),
     "tensorflow:estimator": "tensorflow_estimator's api._v2.estimator",
     "tensorflow.compat.v1:estimator": "tensorflow_estimator's api._v1.estimator",
     "tensorflow.compat.v2:estimator": "tensorflow_estimator's api._v2.estimator",
@@ -86,8 +99,6 @@ def _global_id(cluster_spec: Any, task_type: str | None, task_id: int) -> int:
 
 
 def _config_from_worker_context(config: Any, context: Any) -> None:
-    from tensorflow.python.training import server_lib
-
     # RunConfig's fields, set as TF 2.15's estimator_training set them for each worker.
     config._service = None
     config._cluster_spec = context.cluster_spec
@@ -104,16 +115,13 @@ def _config_from_worker_context(config: Any, context: Any) -> None:
             config._cluster_spec, config._task_type, config._task_id
         )
     else:
-        config._cluster_spec = server_lib.ClusterSpec({})
+        config._cluster_spec = tf.train.ClusterSpec({})
         config._num_ps_replicas = config._num_worker_replicas = 0
         config._global_id_in_cluster = None
 
 
 def init_run_config(config: Any, tf_config: dict) -> None:
     """Sets a ``RunConfig``'s distribute-coordinator mode from ``TF_CONFIG`` (TF 2.15's rules)."""
-    from tensorflow.python.distribute import distribute_coordinator as dc
-    from tensorflow.python.platform import tf_logging as logging
-    from tensorflow.python.training import server_lib
 
     experimental = config._experimental_distribute
     for field in ("train_distribute", "eval_distribute"):
@@ -123,7 +131,7 @@ def init_run_config(config: Any, tf_config: dict) -> None:
                     f"Either `{field}` or `experimental_distribute.{field}` can be set."
                 )
             setattr(config, "_" + field, getattr(experimental, field))
-    cluster_spec = server_lib.ClusterSpec(tf_config.get("cluster", {}))
+    cluster_spec = tf.train.ClusterSpec(tf_config.get("cluster", {}))
     config._init_distributed_setting_from_environment_var({})
     if config._train_distribute and experimental and experimental.remote_cluster:
         if cluster_spec:
@@ -133,33 +141,31 @@ def init_run_config(config: Any, tf_config: dict) -> None:
             )
         config._distribute_coordinator_mode = dc.CoordinatorMode.STANDALONE_CLIENT
         config._cluster_spec = experimental.remote_cluster
-        logging.info("RunConfig initialized for Distribute Coordinator with STANDALONE_CLIENT mode")
+        _log.info("RunConfig initialized for Distribute Coordinator with STANDALONE_CLIENT mode")
         return
     if not cluster_spec or "master" in cluster_spec.jobs or not config._train_distribute:
         config._distribute_coordinator_mode = None
         config._init_distributed_setting_from_environment_var(tf_config)
         config._maybe_overwrite_session_config_for_distributed_training()
-        logging.info("Not using Distribute Coordinator.")
+        _log.info("Not using Distribute Coordinator.")
         return
     config._cluster_spec = cluster_spec
     config._distribute_coordinator_mode = dc.CoordinatorMode.INDEPENDENT_WORKER
-    logging.info("RunConfig initialized for Distribute Coordinator with INDEPENDENT_WORKER mode")
+    _log.info("RunConfig initialized for Distribute Coordinator with INDEPENDENT_WORKER mode")
 
 
 def should_run_distribute_coordinator(config: Any) -> bool:
     """Whether ``Estimator`` should hand training to the distribute coordinator."""
-    from tensorflow.python.distribute import distribute_coordinator as dc
-    from tensorflow.python.platform import tf_logging as logging
 
     mode = getattr(config, "_distribute_coordinator_mode", None)
     if mode is None:
-        logging.info("Not using Distribute Coordinator.")
+        _log.info("Not using Distribute Coordinator.")
         return False
     if mode not in (dc.CoordinatorMode.STANDALONE_CLIENT, dc.CoordinatorMode.INDEPENDENT_WORKER):
-        logging.warning("Unexpected distribute_coordinator_mode: %r", mode)
+        _log.warning("Unexpected distribute_coordinator_mode: %r", mode)
         return False
     if not config.cluster_spec:
-        logging.warning(
+        _log.warning(
             "Running `train_and_evaluate` locally, ignoring "
             "`experimental_distribute_coordinator_mode`."
         )
@@ -169,21 +175,18 @@ def should_run_distribute_coordinator(config: Any) -> bool:
 
 def _local_estimator(estimator: Any, field: str, strategy: Any) -> tuple[Any, Any]:
     """A copy of ``estimator`` for this worker, its config set from the coordinator's context."""
-    from tensorflow.python.distribute import distribute_coordinator_context as dc_context
-    from tensorflow.python.platform import tf_logging as logging
 
     local = copy.deepcopy(estimator)
     setattr(local._config, f"_{field}_distribute", strategy)
     context = dc_context.get_current_worker_context()
     _config_from_worker_context(local._config, context)
-    logging.info("Updated config: %s", vars(local._config))
+    _log.info("Updated config: %s", vars(local._config))
     setattr(local, f"_{field}_distribution", strategy)
     return local, context
 
 
 def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor_cls: Any) -> None:
     """Runs ``train_and_evaluate`` through the distribute coordinator (TF 2.15's behaviour)."""
-    from tensorflow.python.distribute import distribute_coordinator as dc
 
     run_config = estimator.config
     mode = run_config._distribute_coordinator_mode
@@ -216,16 +219,12 @@ def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor
 
 def _run_standalone(estimator: Any, field: str, method: str, run_fn: Any, hooks: Any) -> Any:
     """``Estimator.train`` / ``evaluate`` through the coordinator, STANDALONE_CLIENT mode only."""
-    from tensorflow.python.distribute import distribute_coordinator as dc
-    from tensorflow.python.distribute import multi_worker_util
 
     config = estimator._config
     cluster_spec = multi_worker_util.normalize_cluster_spec(config.cluster_spec)
     strategy = getattr(config, f"_{field}_distribute")
     if "evaluator" in cluster_spec.jobs:
-        raise ValueError(
-            "'evaluator' job is not supported if you don't use `train_and_evaluate`"
-        )
+        raise ValueError("'evaluator' job is not supported if you don't use `train_and_evaluate`")
     if config._distribute_coordinator_mode != dc.CoordinatorMode.STANDALONE_CLIENT:
         raise ValueError(
             f"Only `STANDALONE_CLIENT` mode is supported when you call `Estimator.{method}`"
@@ -287,17 +286,14 @@ def _embedding_attribute(name: str) -> Any:
 
 
 def _session_support_module() -> types.ModuleType:
-    from tensorflow.python.platform import tf_logging as logging
-    from tensorflow.python.training import session_run_hook
-
     def unavailable(*args: Any, **kwargs: Any) -> None:
-        logging.warning(
+        _log.warning(
             "Graceful TPU shutdown and the TPU worker watchdog are not available on this "
             "TensorFlow (tensorflow.python.tpu.session_support was removed in 2.16); a preempted "
             "TPU job loses the steps since its last checkpoint."
         )
 
-    class GracefulShutdownHook(session_run_hook.SessionRunHook):
+    class GracefulShutdownHook(tf.compat.v1.train.SessionRunHook):
         """TF 2.15's hook, without the shutdown it needs ``session_support`` for."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -319,11 +315,8 @@ def install() -> None:
 
     Must run after ``import tensorflow`` and before ``import tensorflow_estimator``.
     """
-    import tensorflow
-    from tensorflow.python import distribute, tpu
-    from tensorflow.python.util import tf_export
 
-    if not needed(tensorflow.__version__) or _DISTRIBUTE in sys.modules:
+    if not needed(tf.__version__) or _DISTRIBUTE in sys.modules:
         return
     distribute_module = types.ModuleType(_DISTRIBUTE, "Supplied by tfest_kit (_estimator_bridge).")
     for name in (
@@ -340,13 +333,19 @@ def install() -> None:
         _EMBEDDING: _embedding_module(_EMBEDDING, _EMBEDDING_PARAMETERS),
         _EMBEDDING_GRADIENT: _embedding_module(_EMBEDDING_GRADIENT, ()),
     }
+    experimental = tf.compat.v1.tpu.experimental
+    for class_name in _EMBEDDING_PARAMETERS:
+        if not hasattr(experimental, class_name):
+            setattr(experimental, class_name, getattr(modules[_EMBEDDING], class_name))
     for name, module in modules.items():
         sys.modules[name] = module
         parent, _, child = name.rpartition(".")
         setattr(distribute if parent.endswith("distribute") else tpu, child, module)
     attributes = tf_export._Attributes
     tf_export.ESTIMATOR_API_NAME = "estimator"
-    tf_export.API_ATTRS["estimator"] = attributes("_estimator_api_names", "_estimator_api_constants")
+    tf_export.API_ATTRS["estimator"] = attributes(
+        "_estimator_api_names", "_estimator_api_constants"
+    )
     tf_export.API_ATTRS_V1["estimator"] = attributes(
         "_estimator_api_names_v1", "_estimator_api_constants_v1"
     )
@@ -356,14 +355,13 @@ def install() -> None:
 
 def restore_estimator_namespace() -> None:
     """Gives ``tf.estimator`` and ``tf.compat.v1/v2.estimator`` back, as TF 2.15 had them."""
-    import tensorflow
     from tensorflow_estimator.python.estimator.api._v1 import estimator as v1
     from tensorflow_estimator.python.estimator.api._v2 import estimator as v2
 
     for namespace, module in (
-        (tensorflow, v2),
-        (tensorflow.compat.v2, v2),
-        (tensorflow.compat.v1, v1),
+        (tf, v2),
+        (tf.compat.v2, v2),
+        (tf.compat.v1, v1),
     ):
         if getattr(namespace, "estimator", None) is None:
-            setattr(namespace, "estimator", module)
+            namespace.estimator = module

@@ -14,6 +14,8 @@ import random
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
+from tfest_kit._tf import KERAS_PACKAGE
+
 __all__ = ["fn_args", "call_with_args", "model_fn_args", "call_model_fn", "keras_seeds"]
 
 
@@ -61,7 +63,8 @@ def keras_seeds(seed: Optional[int]) -> Iterator[None]:
     if seed is not None:
         # Private to Keras: no public way to set it alone.
         with contextlib.suppress(ImportError):
-            state = getattr(importlib.import_module("keras.src.backend"), "_SEED_GENERATOR", None)
+            backend = importlib.import_module(f"{KERAS_PACKAGE}.src.backend")
+            state = getattr(backend, "_SEED_GENERATOR", None)
     if state is None:
         yield
         return

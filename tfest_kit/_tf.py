@@ -10,9 +10,10 @@ unmodified tensorflow-estimator 2.15 imports, and gives ``tf.estimator`` back.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
-import sys
+import warnings
 
 __all__ = [
     "tf",
@@ -31,6 +32,7 @@ __all__ = [
     "EvalStatus",
     "PRIVATE_NAMES",
     "TF_VERSION",
+    "KERAS_PACKAGE",
     "check_version",
 ]
 
@@ -47,10 +49,10 @@ SUPPORTED = ((2, 13), (2, 21))
 # default has to be in place before the import.  A value the user set is respected.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # Estimator needs Keras 2: from TensorFlow 2.16 on, tf.keras is Keras 2 (the tf-keras package)
-# only when this is set before TensorFlow is imported. TensorFlow 2.15 ignores it.
-_KERAS_WAS_SET = "TF_USE_LEGACY_KERAS" in os.environ
-_TF_WAS_IMPORTED = "tensorflow" in sys.modules
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# only when this is set before TensorFlow is imported. Set where tf-keras is installed (the 2.21
+# stack); TensorFlow 2.15 would read it too and look for tf-keras.
+if importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 
 def check_version(version: str, has_estimator: bool = True) -> None:
@@ -96,6 +98,16 @@ except ImportError:  # pragma: no cover - exercised through the simulated-versio
 
 check_version(TF_VERSION, _has_estimator)
 _estimator_bridge.restore_estimator_namespace()
+# The Keras 2 package behind tf.keras: keras 2.15 on TensorFlow 2.15, tf-keras from 2.16 on.
+KERAS_PACKAGE = "tf_keras" if _estimator_bridge.needed(TF_VERSION) else "keras"
+if not tf2.keras.__name__.startswith(KERAS_PACKAGE):
+    warnings.warn(
+        f"tf.keras is {tf2.keras.__name__.split('.')[0]} {tf2.keras.__version__}, not Keras 2: "
+        "Estimator and keras_bridge need Keras 2. Install tf-keras (pip install "
+        "tf-keras==2.21.0) and import tfest_kit before tensorflow, or set "
+        "TF_USE_LEGACY_KERAS=1 before TensorFlow is imported.",
+        stacklevel=2,
+    )
 
 tf = tf2.compat.v1
 estimator = tf.estimator
@@ -181,10 +193,10 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.compat.v1:train.AdamOptimizer()._beta2_t": "LazyAdam: same",
     "tensorflow.compat.v1:train.AdamOptimizer()._epsilon_t": "LazyAdam: same",
     "tensorflow.compat.v1:train.AdamOptimizer()._use_locking": "LazyAdam: same",
-    # Keras 2.15.
-    "keras:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
-    "keras:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
-    "keras.src.backend:_SEED_GENERATOR": "_model_fn_call.py: seeds of unseeded initializers",
+    # Keras 2 (keras 2.15, or tf-keras on TensorFlow >= 2.16).
+    f"{KERAS_PACKAGE}:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
+    f"{KERAS_PACKAGE}:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
+    f"{KERAS_PACKAGE}.src.backend:_SEED_GENERATOR": "_model_fn_call.py: unseeded initializers",
     # legacy/contrib/seq2seq: the port of TF 1.15's decoders and attention reuses
     # tensorflow-addons 0.23's arithmetic (pinned; the library is at end of life).
     **{
@@ -198,6 +210,21 @@ PRIVATE_NAMES: dict[str, str] = {
         )
     },
     "tensorflow_addons.seq2seq.beam_search_decoder:_beam_search_step": "legacy beam search",
+    # _estimator_bridge.py (TensorFlow >= 2.16): what it builds on and what it extends.
+    "tensorflow.python.distribute.distribute_coordinator:run_distribute_coordinator": (
+        "the distribute-coordinator path of RunConfig(train_distribute=...)"
+    ),
+    "tensorflow.python.distribute.distribute_coordinator:CoordinatorMode": "same",
+    "tensorflow.python.distribute.distribute_coordinator_context:get_current_worker_context": (
+        "same: each worker's cluster, task and master"
+    ),
+    "tensorflow.python.distribute.multi_worker_util:normalize_cluster_spec": "same",
+    "tensorflow.python.util.tf_export:_Attributes": "the estimator API name's attributes",
+    "tensorflow.python.util.tf_export:API_ATTRS": "same",
+    "tensorflow.python.util.tf_export:API_ATTRS_V1": "same",
+    "tensorflow.python.util.tf_export:SUBPACKAGE_NAMESPACES": "same",
+    "tensorflow_estimator.python.estimator.api._v1:estimator": "tf.compat.v1.estimator",
+    "tensorflow_estimator.python.estimator.api._v2:estimator": "tf.estimator",
     # legacy/: TF 1.15's tf.contrib pieces whose only TF 2.15 home is a private module.
     "tensorflow.python.ops.lookup_ops:index_table_from_file": (
         "legacy/contrib/lookup.py: tf.contrib.lookup's functions and classes"
