@@ -10,10 +10,14 @@ unmodified tensorflow-estimator 2.15 imports, and gives ``tf.estimator`` back.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
+import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
 
 __all__ = [
     "tf",
@@ -48,6 +52,45 @@ SUPPORTED = ((2, 13), (2, 21))
 # printed while the shared library loads, before any Python setting can reach them, so the
 # default has to be in place before the import.  A value the user set is respected.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# "I0000 00:00:17… port.cc:153] oneDNN …", and absl's banner before it.
+_NATIVE_LOG_LINE = re.compile(rb"([IWEF])\d{4} \d\d:\d\d:|WARNING: All log messages before absl")
+
+
+@contextlib.contextmanager
+def _native_log_filtered() -> Iterator[None]:
+    """Applies ``TF_CPP_MIN_LOG_LEVEL`` to what the TensorFlow import writes to file descriptor 2.
+
+    From TensorFlow 2.17 on, the shared libraries log through absl before anything reads the
+    variable, so ``import tensorflow`` prints INFO lines whatever it says. Lines below the level
+    are dropped; every other line (a warning above the level, a Python traceback) is written
+    after the import, in order.
+    """
+    level = (
+        int(os.environ["TF_CPP_MIN_LOG_LEVEL"])
+        if os.environ["TF_CPP_MIN_LOG_LEVEL"].isdigit()
+        else 0
+    )
+    if level <= 0:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            for line in captured:
+                match = _NATIVE_LOG_LINE.match(line)
+                severity = "IWEF".index(match.group(1).decode()) if match and match.group(1) else 0
+                if not match or severity >= level:
+                    os.write(2, line)
+
+
 # Estimator needs Keras 2: from TensorFlow 2.16 on, tf.keras is Keras 2 (the tf-keras package)
 # only when this is set before TensorFlow is imported. Set where tf-keras is installed (the 2.21
 # stack); TensorFlow 2.15 would read it too and look for tf-keras.
@@ -81,33 +124,34 @@ def check_version(version: str, has_estimator: bool = True) -> None:
         )
 
 
-import tensorflow as tf2  # noqa: E402  (the environment variables above must come first)
+with _native_log_filtered():
+    import tensorflow as tf2  # noqa: E402  (the environment variables above must come first)
 
-TF_VERSION: str = tf2.__version__
-check_version(TF_VERSION)
+    TF_VERSION: str = tf2.__version__
+    check_version(TF_VERSION)
 
-from tfest_kit import _estimator_bridge  # noqa: E402
+    from tfest_kit import _estimator_bridge  # noqa: E402
 
-_estimator_bridge.install()
-try:
-    import tensorflow_estimator  # noqa: E402,F401
+    _estimator_bridge.install()
+    try:
+        import tensorflow_estimator  # noqa: E402,F401
 
-    _has_estimator = True
-except ImportError:  # pragma: no cover - exercised through the simulated-version test
-    _has_estimator = False
+        _has_estimator = True
+    except ImportError:  # pragma: no cover - exercised through the simulated-version test
+        _has_estimator = False
 
-check_version(TF_VERSION, _has_estimator)
-_estimator_bridge.restore_estimator_namespace()
-# The Keras 2 package behind tf.keras: keras 2.15 on TensorFlow 2.15, tf-keras from 2.16 on.
-KERAS_PACKAGE = "tf_keras" if _estimator_bridge.needed(TF_VERSION) else "keras"
-if not tf2.keras.__name__.startswith(KERAS_PACKAGE):
-    warnings.warn(
-        f"tf.keras is {tf2.keras.__name__.split('.')[0]} {tf2.keras.__version__}, not Keras 2: "
-        "Estimator and keras_bridge need Keras 2. Install tf-keras (pip install "
-        "tf-keras==2.21.0) and import tfest_kit before tensorflow, or set "
-        "TF_USE_LEGACY_KERAS=1 before TensorFlow is imported.",
-        stacklevel=2,
-    )
+    check_version(TF_VERSION, _has_estimator)
+    _estimator_bridge.restore_estimator_namespace()
+    # The Keras 2 package behind tf.keras: keras 2.15 on TensorFlow 2.15, tf-keras from 2.16 on.
+    KERAS_PACKAGE = "tf_keras" if _estimator_bridge.needed(TF_VERSION) else "keras"
+    if not tf2.keras.__name__.startswith(KERAS_PACKAGE):
+        warnings.warn(
+            f"tf.keras is {tf2.keras.__name__.split('.')[0]} {tf2.keras.__version__}, not Keras 2: "
+            "Estimator and keras_bridge need Keras 2. Install tf-keras (pip install "
+            "tf-keras==2.21.0) and import tfest_kit before tensorflow, or set "
+            "TF_USE_LEGACY_KERAS=1 before TensorFlow is imported.",
+            stacklevel=2,
+        )
 
 tf = tf2.compat.v1
 estimator = tf.estimator
