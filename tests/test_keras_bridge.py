@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import warnings
 
 import numpy as np
 import pytest
 
-from tfest_kit._tf import tf, tf2
+from tfest_kit._tf import KERAS_PACKAGE, tf, tf2
 from tfest_kit.keras_bridge import to_estimator
 from tfest_kit.training import train_and_evaluate
 
@@ -529,3 +530,17 @@ def test_conversion_and_training_say_no_keras_deprecation_warnings(tmp_path):
         est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).batch(16), steps=1)
     said = [str(w.message) for w in caught]
     assert not [m for m in said if "set_learning_phase" in m or "state_updates" in m], said
+
+
+@pytest.mark.skipif(
+    not importlib.util.find_spec("keras") or KERAS_PACKAGE == "keras",
+    reason="`import keras` is Keras 2 on this stack",
+)
+def test_a_keras_3_model_is_refused_in_one_line_naming_keras_2():
+    import keras  # Keras 3 beside tf-keras, as TensorFlow >= 2.16 installs it
+
+    inputs = keras.Input((4,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    with pytest.raises(TypeError, match=r"Keras 3.*Keras 2.*tf\.keras.*import tfest_kit") as info:
+        to_estimator(model)
+    assert "\n" not in str(info.value)

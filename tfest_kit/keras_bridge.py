@@ -1,7 +1,8 @@
 """Keras model -> Estimator: input-name adaptation, a warm start that keeps every weight, export.
 
-:func:`to_estimator` wraps ``tf.keras.estimator.model_to_estimator`` (Keras 2.15), which wants
-features keyed exactly by ``model.input_names`` and warm-starts trainable variables only.
+:func:`to_estimator` wraps ``tf.keras.estimator.model_to_estimator`` (Keras 2: keras 2.15, or
+tf-keras on TensorFlow >= 2.16), which wants features keyed exactly by ``model.input_names``
+and warm-starts trainable variables only.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tfest_kit import _warm_start, logs
 from tfest_kit._model_dir import saved_step
 from tfest_kit._model_fn_call import call_with_args
 from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
-from tfest_kit._tf import object_graph_key_mapping, tf, tf2
+from tfest_kit._tf import KERAS_PACKAGE, object_graph_key_mapping, tf, tf2
 from tfest_kit.cluster import check_tf_config_json
 
 __all__ = ["to_estimator"]
@@ -71,6 +72,7 @@ def to_estimator(
       A ``tf.estimator.Estimator``.
 
     Raises:
+      TypeError: a Keras 3 model (on TensorFlow >= 2.16, ``import keras`` is Keras 3).
       ValueError: a malformed ``TF_CONFIG``; while running, features or labels the model
         cannot take. Keras' own errors for what the converter cannot take.
 
@@ -81,6 +83,13 @@ def to_estimator(
                   steps=100)
     """
     check_tf_config_json()  # the converter's RunConfig() would raise a bare JSONDecodeError
+    if not isinstance(keras_model, tf2.keras.Model) and type(keras_model).__module__.startswith(
+        "keras."
+    ):
+        raise TypeError(
+            "`keras_model` is a Keras 3 model; Estimator converts Keras 2 models only: build "
+            f"it with tf.keras after `import tfest_kit` ({KERAS_PACKAGE}), not `import keras`."
+        )
     _check_preprocessing_state(keras_model)
     from_path = isinstance(warm_start_from, (str, bytes, os.PathLike))
     if from_path:
