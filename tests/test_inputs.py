@@ -85,8 +85,9 @@ def test_from_arrays_errors():
         inputs.from_arrays({"a": [1]}, num_epochs=0)
     with pytest.raises(TypeError, match="features"):
         inputs.from_arrays(42)
-    # A pandas string column with a missing value: the message shows the missing value.
-    with pytest.raises(TypeError, match=r"'city' holds .* Got: None \(NoneType\)"):
+    # A pandas string column with a missing value: the message shows the missing value (pandas
+    # 3 stores it as NaN).
+    with pytest.raises(TypeError, match=r"'city' holds .* Got: (None \(NoneType\)|nan \(float\))"):
         inputs.from_arrays(pd.DataFrame({"city": ["oslo", None]}))
 
 
