@@ -185,19 +185,6 @@ PRIVATE_NAMES: dict[str, str] = {
     "keras:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
     "keras:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
     "keras.src.backend:_SEED_GENERATOR": "_model_fn_call.py: seeds of unseeded initializers",
-    # legacy/contrib/seq2seq: the port of TF 1.15's decoders and attention reuses
-    # tensorflow-addons 0.23's arithmetic (pinned; the library is at end of life).
-    **{
-        f"tensorflow_addons.seq2seq.attention_wrapper:{name}": "legacy seq2seq attention"
-        for name in (
-            "_luong_score",
-            "_bahdanau_score",
-            "_monotonic_probability_fn",
-            "_maybe_mask_score",
-            "_prepare_memory",
-        )
-    },
-    "tensorflow_addons.seq2seq.beam_search_decoder:_beam_search_step": "legacy beam search",
     # legacy/: TF 1.15's tf.contrib pieces whose only TF 2.15 home is a private module.
     "tensorflow.python.ops.lookup_ops:index_table_from_file": (
         "legacy/contrib/lookup.py: tf.contrib.lookup's functions and classes"
