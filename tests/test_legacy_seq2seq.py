@@ -503,3 +503,58 @@ def test_gather_tree_from_array_reorders_beams_like_gather_tree():
     order = _gather_tree_reference(beam_ids, parent_ids, [4, 4], 4)
     want = np.take_along_axis(values, order[..., None], axis=2)
     np.testing.assert_allclose(got, want)
+
+
+def test_beam_search_decoder_backtracks_beams_and_reorders_alignment_history():
+    batch, beams, vocab, end, memory_time = 2, 3, 7, 1, 4
+    rng = np.random.RandomState(6)
+    memory = rng.randn(batch, memory_time, 5).astype(np.float32)
+    with tf.Graph().as_default():
+        tf.set_random_seed(0)
+        runs = {}
+        for reorder in (True, False):
+            with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
+                tiled = seq2seq.tile_batch(memory, beams)
+                mechanism = seq2seq.LuongAttention(6, tiled, memory_sequence_length=[4] * 6)
+                cell = seq2seq.AttentionWrapper(
+                    tf.nn.rnn_cell.GRUCell(6), mechanism, alignment_history=True
+                )
+                decoder = seq2seq.BeamSearchDecoder(
+                    cell,
+                    tf.get_variable("embeddings", [vocab, 3]),
+                    tf.fill([batch], 0),
+                    end,
+                    cell.zero_state(batch * beams, tf.float32),
+                    beams,
+                    tf.layers.Dense(vocab, name="project"),
+                    length_penalty_weight=0.5,
+                    reorder_tensor_arrays=reorder,
+                )
+                outputs, state, _ = seq2seq.dynamic_decode(
+                    decoder, output_time_major=True, maximum_iterations=6
+                )
+            history = state.cell_state.alignment_history
+            runs[reorder] = {
+                "predicted": outputs.predicted_ids,
+                "steps": outputs.beam_search_decoder_output,
+                "lengths": state.lengths,
+                "history": history if reorder else history.stack(),
+            }
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run(runs)
+    sorted_run, raw = got[True], got[False]
+    steps, lengths = sorted_run["steps"], sorted_run["lengths"]
+    np.testing.assert_array_equal(sorted_run["predicted"], raw["predicted"])  # same weights
+    want = _gather_tree_reference(steps.predicted_ids, steps.parent_ids, lengths.max(1), end)
+    np.testing.assert_array_equal(sorted_run["predicted"], want)
+    # The history is re-ordered along the same backtrack, each beam's steps past its length kept.
+    max_time = steps.parent_ids.shape[0]
+    beam_ids = np.broadcast_to(np.arange(beams), steps.parent_ids.shape).astype(np.int32)
+    order = _gather_tree_reference(beam_ids, steps.parent_ids, lengths.max(1), beams + 1)
+    in_bounds = np.arange(max_time)[:, None, None] < lengths[None]
+    order = np.where(in_bounds, order, beam_ids)
+    assert not np.array_equal(order, beam_ids)  # the beams really were re-ordered
+    raw_history = raw["history"].reshape(max_time, batch, beams, memory_time)
+    want = np.take_along_axis(raw_history, order[..., None], axis=2)
+    np.testing.assert_allclose(sorted_run["history"], want.reshape(max_time, -1, memory_time))

@@ -91,9 +91,13 @@ def beam_search_step(
 
         output, state = beam_search_step(logits, cell_state, state, batch_size, 4, EOS, 0.0)
     """
-    static_batch = tf.get_static_value(batch_size)
-    vocab_size = tf.compat.dimension_value(logits.shape[-1]) or tf.shape(logits)[-1]
     finished = tf.convert_to_tensor(beam_state.finished, tf.bool)
+    # The static batch keeps the loop's shapes fixed; shape inference may know it when
+    # batch_size itself is not a constant.
+    static_batch = tf.get_static_value(batch_size)
+    if static_batch is None:
+        static_batch = tf.compat.dimension_value(finished.shape[0])
+    vocab_size = tf.compat.dimension_value(logits.shape[-1]) or tf.shape(logits)[-1]
     step_log_probs = tf.nn.log_softmax(logits)
     # A finished beam puts all its mass on end_token (the lowest float elsewhere, not -inf).
     finished_row = tf.one_hot(
@@ -128,6 +132,7 @@ def beam_search_step(
     next_log_probs = tf.gather(
         tf.reshape(total_probs, [batch_size, -1]), word_indices, axis=1, batch_dims=1
     )
+    next_log_probs.set_shape([static_batch, beam_width])
     next_word_ids = tf.cast(
         tf.math.floormod(word_indices, vocab_size, name="next_beam_word_ids"), tf.int32
     )
