@@ -470,8 +470,8 @@ def test_tf1_package_hands_the_stand_in_to_an_installed_library(tmp_path):
 
 
 def test_contrib_libraries_are_imported_only_when_a_script_reaches_them(tmp_path):
-    # tf_slim and tensorflow-addons cost a second or more to import: a script that does not
-    # use tf.contrib.layers / crf must not pay for them, at start-up or later.
+    # tf_slim costs a second or more to import: a script that does not use tf.contrib.layers
+    # must not pay for it, at start-up or later; tf.contrib.crf loads only its own module.
     script = tmp_path / "lazy.py"
     _write(
         script,
@@ -483,12 +483,12 @@ def test_contrib_libraries_are_imported_only_when_a_script_reaches_them(tmp_path
         heavy = ("tf_slim", "tensorflow_addons", "tfest_kit.legacy.contrib.")
         print("LOADED", sorted(m for m in sys.modules if m.startswith(heavy)))
         _ = tf.contrib.crf.crf_decode
-        print("AFTER", "tensorflow_addons" in sys.modules, "tf_slim" in sys.modules)
+        print("AFTER", sorted(m for m in sys.modules if m.startswith(heavy)))
         """,
     )
     proc = run_program(["-m", "tfest_kit.legacy", str(script)], timeout=120)
-    assert "LOADED []" in proc.stdout and "AFTER True False" in proc.stdout, proc.stdout
-    assert "TensorFlow Addons" not in proc.stderr, proc.stderr
+    assert "LOADED []" in proc.stdout, proc.stdout
+    assert "AFTER ['tfest_kit.legacy.contrib.crf']" in proc.stdout, proc.stdout
 
 
 def test_tf1_package_hint_only_for_tf1_names_in_installed_packages(tmp_path):
@@ -1372,7 +1372,7 @@ def test_report_names_the_library_behind_each_contrib_name(contrib_modules_run):
         ("tf.contrib.layers.conv2d", "tf_slim.conv2d"),
         ("tf.contrib.slim.fully_connected", "tf_slim.fully_connected"),
         ("tf.contrib.framework.arg_scope", "tf_slim.arg_scope"),
-        ("tf.contrib.crf.crf_decode", "tensorflow_addons.text.crf_decode"),
+        ("tf.contrib.crf.crf_decode", "TF ops after TF 1.15's contrib/crf"),
     ]:
         assert re.search(rf"{re.escape(name)} +->  .*{re.escape(backing)}", report), report
 

@@ -4,9 +4,8 @@ The shells are TF1 ``tf.compat.v1.layers.Dense`` / ``RNNCell`` code so that TF 1
 names come out (``memory_layer/kernel`` where the mechanism is built;
 ``<decoder scope>/attention_wrapper/bahdanau_attention/{query_layer/kernel,attention_v}``,
 ``…/luong_attention/attention_g``, ``…/attention_wrapper/attention_layer/kernel`` and the
-wrapped cell's variables under ``…/attention_wrapper/``).  The arithmetic is tensorflow-addons
-0.23's functions (``_bahdanau_score``, ``_luong_score``, ``_prepare_memory``,
-``_maybe_mask_score``, ``_monotonic_probability_fn``), which contrib's became unchanged.
+wrapped cell's variables under ``…/attention_wrapper/``).  The arithmetic (scores, masks,
+monotonic probabilities) is in ``_seq2seq_ops.py``, written after TF 1.15's.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from tfest_kit._tf import tf
-from tfest_kit.legacy.contrib._addons import addons
+from tfest_kit.legacy.contrib import _seq2seq_ops
 
 __all__ = [
     "AttentionMechanism",
@@ -30,8 +29,6 @@ __all__ = [
     "LuongAttention",
     "LuongMonotonicAttention",
 ]
-
-_tfa_attention = addons().seq2seq.attention_wrapper
 
 
 class AttentionMechanism:
@@ -74,7 +71,7 @@ class _BaseAttentionMechanism(AttentionMechanism):
         if score_mask_value is None:
             score_mask_value = tf.as_dtype(memory_layer.dtype).as_numpy_dtype(-np.inf)
         self._probability_fn = lambda score, prev: probability_fn(
-            _tfa_attention._maybe_mask_score(
+            _seq2seq_ops.maybe_mask_score(
                 score,
                 memory_sequence_length=memory_sequence_length,
                 score_mask_value=score_mask_value,
@@ -82,7 +79,7 @@ class _BaseAttentionMechanism(AttentionMechanism):
             prev,
         )
         with tf.name_scope(name, "BaseAttentionMechanismInit", tf.nest.flatten(memory)):
-            self._values = _tfa_attention._prepare_memory(
+            self._values = _seq2seq_ops.prepare_memory(
                 memory,
                 memory_sequence_length=memory_sequence_length,
                 check_inner_dims_defined=check_inner_dims_defined,
@@ -190,7 +187,7 @@ class LuongAttention(_BaseAttentionMechanism):
             attention_g = tf.get_variable(
                 "attention_g", dtype=query.dtype, initializer=tf.ones_initializer, shape=()
             )
-        return _tfa_attention._luong_score(query, self._keys, attention_g)
+        return _seq2seq_ops.luong_score(query, self._keys, attention_g)
 
     def __call__(self, query, state):
         with tf.variable_scope(None, "luong_attention", [query]):
@@ -263,7 +260,7 @@ class BahdanauAttention(_BaseAttentionMechanism):
                 dtype=query.dtype,
                 initializer=tf.zeros_initializer(),
             )
-        return _tfa_attention._bahdanau_score(
+        return _seq2seq_ops.bahdanau_score(
             processed_query, self._keys, attention_v, attention_g, attention_b
         )
 
@@ -285,7 +282,7 @@ class _MonotonicMixin:
 
 def _monotonic_fn(sigmoid_noise, sigmoid_noise_seed, mode):
     return functools.partial(
-        _tfa_attention._monotonic_probability_fn,
+        _seq2seq_ops.monotonic_probability_fn,
         sigmoid_noise=sigmoid_noise,
         mode=mode,
         seed=sigmoid_noise_seed,
@@ -305,7 +302,7 @@ class BahdanauMonotonicAttention(_MonotonicMixin, BahdanauAttention):
       sigmoid_noise: std of the noise added to the scores before the sigmoid.
       sigmoid_noise_seed: the noise's seed.
       score_bias_init: initial value of ``attention_score_bias``.
-      mode: ``"recursive"``, ``"parallel"`` or ``"hard"`` (``tfa.seq2seq.monotonic_attention``).
+      mode: ``"recursive"``, ``"parallel"`` or ``"hard"`` (``monotonic_attention``).
       name: name scope of the set-up ops.
 
     Example:
@@ -345,7 +342,7 @@ class BahdanauMonotonicAttention(_MonotonicMixin, BahdanauAttention):
         if score_mask_value is None:
             score_mask_value = tf.as_dtype(self.dtype).as_numpy_dtype(-np.inf)
         return lambda score, prev: fn(
-            _tfa_attention._maybe_mask_score(
+            _seq2seq_ops.maybe_mask_score(
                 score,
                 memory_sequence_length=memory_sequence_length,
                 score_mask_value=score_mask_value,

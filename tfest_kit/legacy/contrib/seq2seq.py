@@ -1,16 +1,18 @@
 """``tf.contrib.seq2seq`` as TF 1.15 had it: decoders, helpers, beam search and attention.
 
-- ``sequence_loss``, ``tile_batch``, ``gather_tree``, ``hardmax``, ``safe_cumprod``,
-  ``monotonic_attention`` are tensorflow-addons 0.23's (``tfa.seq2seq``), which kept contrib's
-  arguments and results.
+Every piece is TensorFlow ops written after TF 1.15's contrib code (Apache 2.0), one code path
+for every supported TensorFlow:
+
+- ``sequence_loss``, ``tile_batch``, ``gather_tree`` (contrib's C++ kernel, as a ``tf.scan``
+  backtrack), ``hardmax``, ``safe_cumprod``, ``monotonic_attention``: ``_seq2seq_ops.py``.
 - ``Decoder``, ``dynamic_decode``, ``BasicDecoder`` and the helpers (``TrainingHelper``,
-  ``GreedyEmbeddingHelper`` …) are a port of TF 1.15's: ``dynamic_decode`` opens the
-  ``decoder`` variable scope, so a cell and output layer first called inside it get TF 1.15's
-  names (``decoder/basic_lstm_cell/kernel``, ``decoder/dense/kernel``); the helpers are in
+  ``GreedyEmbeddingHelper`` …): ``dynamic_decode`` opens the ``decoder`` variable scope, so a
+  cell and output layer first called inside it get TF 1.15's names
+  (``decoder/basic_lstm_cell/kernel``, ``decoder/dense/kernel``); the helpers are in
   ``_seq2seq_helpers.py``.
-- ``BeamSearchDecoder`` is TF 1.15's shell around tensorflow-addons' beam-search step
-  (``BeamSearchDecoderMixin``: the same step, ``gather_tree`` and re-ordering contrib had).
-- ``AttentionWrapper`` and the mechanisms: a port of TF 1.15's with its variable names
+- ``BeamSearchDecoder``: TF 1.15's step, ``gather_tree`` and re-ordering of beams
+  (``_seq2seq_beam_search.py``).
+- ``AttentionWrapper`` and the mechanisms, with TF 1.15's variable names
   (``_seq2seq_attention.py``).
 
 Example:
@@ -24,13 +26,13 @@ Example:
 from __future__ import annotations
 
 import abc
+import collections
 import contextlib
 
 import numpy as np
 
 from tfest_kit._tf import tf
 from tfest_kit.legacy.contrib import _seq2seq_attention
-from tfest_kit.legacy.contrib._addons import addons
 from tfest_kit.legacy.contrib._seq2seq_attention import (  # noqa: F401 (served)
     AttentionMechanism,
     AttentionWrapper,
@@ -39,6 +41,13 @@ from tfest_kit.legacy.contrib._seq2seq_attention import (  # noqa: F401 (served)
     BahdanauMonotonicAttention,
     LuongAttention,
     LuongMonotonicAttention,
+)
+from tfest_kit.legacy.contrib._seq2seq_beam_search import (  # noqa: F401 (served)
+    BeamSearchDecoderOutput,
+    BeamSearchDecoderState,
+    BeamSearchMixin,
+    FinalBeamSearchDecoderOutput,
+    beam_search_step,
 )
 from tfest_kit.legacy.contrib._seq2seq_helpers import (  # noqa: F401 (served)
     CustomHelper,
@@ -53,8 +62,16 @@ from tfest_kit.legacy.contrib._seq2seq_helpers import (  # noqa: F401 (served)
     int_vector,
     transpose_batch_time,
 )
+from tfest_kit.legacy.contrib._seq2seq_ops import (  # noqa: F401 (served)
+    gather_tree,
+    hardmax,
+    monotonic_attention,
+    safe_cumprod,
+    sequence_loss,
+    tile_batch,
+)
 
-_FROM_ADDONS = (
+_OPS = (
     "sequence_loss",
     "tile_batch",
     "gather_tree",
@@ -83,34 +100,28 @@ _BEAM = (
     "FinalBeamSearchDecoderOutput",
 )
 
-__all__ = [*_FROM_ADDONS, *_ATTENTION, *_DECODING, *_BEAM, "BACKING", "NOT_SERVED"]
+__all__ = [*_OPS, *_ATTENTION, *_DECODING, *_BEAM, "BACKING", "NOT_SERVED"]
 
 _PORT = "a port of TF 1.15's (tfest_kit.legacy.contrib.seq2seq, TF 1.15's variable names)"
-_BEAM_STEP = "tensorflow_addons.seq2seq.beam_search_decoder.BeamSearchDecoderMixin"
+_OPS_PORT = "TF ops after TF 1.15's contrib/seq2seq (tfest_kit.legacy.contrib._seq2seq_ops)"
 BACKING = {
-    **{name: f"tensorflow_addons.seq2seq.{name}" for name in _FROM_ADDONS},
-    **{name: _PORT for name in _DECODING + _ATTENTION},
-    "BahdanauAttention": f"tensorflow_addons.seq2seq's _bahdanau_score in {_PORT}",
-    "LuongAttention": f"tensorflow_addons.seq2seq's _luong_score in {_PORT}",
-    "BeamSearchDecoder": f"{_BEAM_STEP} in {_PORT}",
-    **{name: f"tensorflow_addons.seq2seq.{name}" for name in _BEAM[1:]},
-    "BasicDecoderOutput": "tensorflow_addons.seq2seq.BasicDecoderOutput",
+    **{name: _OPS_PORT for name in _OPS},
+    "gather_tree": f"{_OPS_PORT}: tf.scan in place of contrib's C++ kernel",
+    **{name: _PORT for name in _DECODING + _ATTENTION + _BEAM},
+    "BeamSearchDecoder": f"{_PORT}; TF 1.15's beam-search step (_seq2seq_beam_search)",
 }
 NOT_SERVED = {
-    "ScheduledOutputTrainingHelper": "tfa.seq2seq.ScheduledOutputTrainingSampler "
-    "(a Keras-style sampler in tensorflow-addons 0.23: other arguments)",
-    "BasicDecoderV2": "tfa.seq2seq.BasicDecoder (tensorflow-addons 0.23)",
-    "BeamSearchDecoderV2": "tfa.seq2seq.BeamSearchDecoder (tensorflow-addons 0.23)",
+    "ScheduledOutputTrainingHelper": "tf.contrib.seq2seq.InferenceHelper or CustomHelper "
+    "(feed the outputs back yourself)",
+    "BasicDecoderV2": "tf.contrib.seq2seq.BasicDecoder (TF 1.15's Keras-layer variant is not "
+    "ported)",
+    "BeamSearchDecoderV2": "tf.contrib.seq2seq.BeamSearchDecoder (TF 1.15's Keras-layer variant "
+    "is not ported)",
 }
 
-_seq2seq = addons().seq2seq
-for _name in _FROM_ADDONS:
-    globals()[_name] = getattr(_seq2seq, _name)
-BasicDecoderOutput = _seq2seq.BasicDecoderOutput
-BeamSearchDecoderOutput = _seq2seq.BeamSearchDecoderOutput
-BeamSearchDecoderState = _seq2seq.BeamSearchDecoderState
-FinalBeamSearchDecoderOutput = _seq2seq.FinalBeamSearchDecoderOutput
-_beam_search_step = _seq2seq.beam_search_decoder._beam_search_step
+
+class BasicDecoderOutput(collections.namedtuple("BasicDecoderOutput", ("rnn_output", "sample_id"))):
+    """A ``BasicDecoder`` step's output: the (projected) cell output and the sampled ids."""
 
 
 class Decoder(metaclass=abc.ABCMeta):
@@ -398,7 +409,7 @@ class BasicDecoder(Decoder):
         return BasicDecoderOutput(cell_outputs, sample_ids), next_state, next_inputs, finished
 
 
-class BeamSearchDecoder(_seq2seq.beam_search_decoder.BeamSearchDecoderMixin, Decoder):
+class BeamSearchDecoder(BeamSearchMixin, Decoder):
     """``tf.contrib.seq2seq.BeamSearchDecoder`` with TF 1.15's arguments.
 
     The memory and initial state of an attention cell must be tiled ``beam_width`` times
@@ -444,20 +455,16 @@ class BeamSearchDecoder(_seq2seq.beam_search_decoder.BeamSearchDecoderMixin, Dec
     ):
         _check_cell(cell, output_layer)
         if coverage_penalty_weight != 0.0:
-            # tensorflow-addons' step reads attention probabilities from its own state class.
             raise ValueError(
                 "`coverage_penalty_weight` other than 0.0 is not served by "
-                "tfest_kit.legacy's BeamSearchDecoder; use tfa.seq2seq.BeamSearchDecoder. "
-                f"Got: {coverage_penalty_weight!r}"
+                "tfest_kit.legacy's BeamSearchDecoder (the port has TF 1.15's length penalty "
+                f"only); pass 0.0. Got: {coverage_penalty_weight!r}"
             )
-        super().__init__(
-            cell,
-            beam_width,
-            output_layer=output_layer,
-            length_penalty_weight=length_penalty_weight,
-            coverage_penalty_weight=coverage_penalty_weight,
-            reorder_tensor_arrays=reorder_tensor_arrays,
-        )
+        self._cell = cell
+        self._output_layer = output_layer
+        self._beam_width = beam_width
+        self._length_penalty_weight = length_penalty_weight
+        self._reorder_tensor_arrays = reorder_tensor_arrays
         self._embedding_fn = embedding_fn(embedding)
         self._start_tokens = int_vector(start_tokens, "start_tokens")
         self._end_token = int_scalar(end_token, "end_token")
@@ -520,17 +527,14 @@ class BeamSearchDecoder(_seq2seq.beam_search_decoder.BeamSearchDecoderMixin, Dec
             )
             if self._output_layer is not None:
                 cell_outputs = self._output_layer(cell_outputs)
-            beam_search_output, beam_search_state = _beam_search_step(
-                time=time,
+            beam_search_output, beam_search_state = beam_search_step(
                 logits=cell_outputs,
                 next_cell_state=next_cell_state,
                 beam_state=state,
                 batch_size=self._batch_size,
                 beam_width=self._beam_width,
                 end_token=self._end_token,
-                length_penalty_weight=self._length_penalty_weight,
-                coverage_penalty_weight=self._coverage_penalty_weight,
-                output_all_scores=False,
+                length_penalty=self._length_penalty_weight,
             )
             finished = beam_search_state.finished
             next_inputs = tf.cond(
