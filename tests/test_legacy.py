@@ -570,7 +570,7 @@ def test_contrib_replacements_are_named_and_exist():
     for get, replacement in [
         (lambda: ns.contrib.learn, "tf.contrib.learn.Estimator -> tf.estimator.Estimator"),
         (lambda: ns.contrib.layers.real_valued_column, "tf.feature_column.numeric_column"),
-        (lambda: ns.contrib.rnn.NASCell, "tfa.rnn.NASCell"),
+        (lambda: ns.contrib.rnn.NASCell, "AbstractRNNCell"),
         (lambda: ns.contrib.predictor.from_contrib_estimator, "out of scope"),
     ]:
         with pytest.raises(AttributeError, match=re.escape(replacement)):

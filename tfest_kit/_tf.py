@@ -241,19 +241,6 @@ PRIVATE_NAMES: dict[str, str] = {
     f"{KERAS_PACKAGE}:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
     f"{KERAS_PACKAGE}:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
     f"{KERAS_PACKAGE}.src.backend:_SEED_GENERATOR": "_model_fn_call.py: unseeded initializers",
-    # legacy/contrib/seq2seq: the port of TF 1.15's decoders and attention reuses
-    # tensorflow-addons 0.23's arithmetic (pinned; the library is at end of life).
-    **{
-        f"tensorflow_addons.seq2seq.attention_wrapper:{name}": "legacy seq2seq attention"
-        for name in (
-            "_luong_score",
-            "_bahdanau_score",
-            "_monotonic_probability_fn",
-            "_maybe_mask_score",
-            "_prepare_memory",
-        )
-    },
-    "tensorflow_addons.seq2seq.beam_search_decoder:_beam_search_step": "legacy beam search",
     # _estimator_bridge.py (TensorFlow >= 2.16): what it builds on and what it extends.
     "tensorflow.python.distribute.distribute_coordinator:run_distribute_coordinator": (
         "the distribute-coordinator path of RunConfig(train_distribute=...)"

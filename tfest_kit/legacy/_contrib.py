@@ -71,14 +71,14 @@ CONTRIB_REPLACEMENTS = {
         "learn.Experiment / learn_runner.run -> tf.estimator.train_and_evaluate, "
         "learn.datasets -> tf.keras.datasets"
     ),
-    "legacy_seq2seq": "tfa.seq2seq from tensorflow-addons 0.23",
+    "legacy_seq2seq": "tf.contrib.seq2seq (served: decoders, attention, beam search)",
     "keras": "tf.keras",
     "losses": "tf.losses",
     "feature_column": "tf.feature_column",
     "saved_model": "tf.saved_model",
     "checkpoint": "tf.train.Checkpoint",
     "cudnn_rnn": "tf.keras.layers.LSTM / tf.keras.layers.GRU (cuDNN kernels on a GPU)",
-    "image": "tf.image (and tfa.image from tensorflow-addons 0.23)",
+    "image": "tf.image",
     "distributions": "tensorflow-probability's tfp.distributions",
     "bayesflow": "tensorflow-probability",
     "tensor_forest": "tensorflow-decision-forests",

@@ -5,8 +5,8 @@ decoupled weight decay (Loshchilov & Hutter): before each variable's update,
 ``var -= weight_decay * var`` (not scaled by the learning rate, as in TF 1.15: schedule both
 together yourself), for the variables in ``decay_var_list`` (default: all).  Their slots and
 accumulators are the base optimizer's under the names TF 1.15 gave (``w/AdamW``,
-``w/AdamW_1``, ``beta1_power`` …), so TF 1.15 checkpoints restore.  tensorflow-addons'
-``AdamW`` is a Keras optimizer, which a ``tf.train``-style ``model_fn`` cannot use.
+``w/AdamW_1``, ``beta1_power`` …), so TF 1.15 checkpoints restore.  Keras' ``AdamW``
+is a Keras optimizer, which a ``tf.train``-style ``model_fn`` cannot use.
 
 ``MovingAverageOptimizer`` is TF 1.15's wrapper on ``tf.compat.v1.train.ExponentialMovingAverage``:
 each step also updates ``<var>/ExponentialMovingAverage``, and ``swapping_saver()`` saves the

@@ -74,14 +74,14 @@ BACKING = {
     "stack_bidirectional_rnn": f"tf.compat.v1.nn.static_bidirectional_rnn {_PORT}",
     "stack_bidirectional_dynamic_rnn": f"tf.compat.v1.nn.bidirectional_dynamic_rnn {_PORT}",
 }
-_ADDONS = "tensorflow-addons (tfa.rnn) or a tf.keras RNN cell; variable names differ"
+_KERAS_CELL = "a tf.keras RNN cell (tf.keras.layers.AbstractRNNCell); variable names differ"
 NOT_SERVED = {
-    "NASCell": f"tfa.rnn.NASCell from {_ADDONS}",
-    "AttentionCellWrapper": _ADDONS,
-    "CoupledInputForgetGateLSTMCell": _ADDONS,
-    "UGRNNCell": _ADDONS,
-    "IntersectionRNNCell": _ADDONS,
-    "GridLSTMCell": _ADDONS,
+    "NASCell": _KERAS_CELL,
+    "AttentionCellWrapper": _KERAS_CELL,
+    "CoupledInputForgetGateLSTMCell": _KERAS_CELL,
+    "UGRNNCell": _KERAS_CELL,
+    "IntersectionRNNCell": _KERAS_CELL,
+    "GridLSTMCell": _KERAS_CELL,
     "ConvLSTMCell": "tf.keras.layers.ConvLSTM2D (variable names differ)",
     "OutputProjectionWrapper": "a tf.layers.dense on the outputs of tf.nn.dynamic_rnn",
     "InputProjectionWrapper": "a tf.layers.dense on the inputs of tf.nn.dynamic_rnn",
