@@ -10,6 +10,7 @@ unmodified tensorflow-estimator 2.15 imports, and gives ``tf.estimator`` back.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import sys
@@ -47,10 +48,13 @@ SUPPORTED = ((2, 13), (2, 21))
 # default has to be in place before the import.  A value the user set is respected.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # Estimator needs Keras 2: from TensorFlow 2.16 on, tf.keras is Keras 2 (the tf-keras package)
-# only when this is set before TensorFlow is imported. TensorFlow 2.15 ignores it.
+# only when this is set before TensorFlow is imported. TensorFlow 2.15 reads it too, and then
+# fails at the first tf.keras without tf-keras ("Keras cannot be imported"): set it only where
+# tf-keras is installed.
 _KERAS_WAS_SET = "TF_USE_LEGACY_KERAS" in os.environ
 _TF_WAS_IMPORTED = "tensorflow" in sys.modules
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+if importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 
 def check_version(version: str, has_estimator: bool = True) -> None:
