@@ -20,8 +20,7 @@ def _instance(path: str, tmp_path):
     if path.endswith(":estimator.Estimator"):
         return estimator.Estimator(lambda features, labels, mode: None, str(tmp_path))
     if path.endswith(":Model"):
-        import keras
-
+        keras = tf2.keras  # the package KERAS_PACKAGE names ("keras" beside tf-keras is Keras 3)
         inputs = keras.Input((2,))
         return keras.Model(inputs, keras.layers.Dense(1)(inputs))
     if path.endswith(":data.Dataset"):

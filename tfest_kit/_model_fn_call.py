@@ -59,9 +59,12 @@ def keras_seeds(seed: Optional[int]) -> Iterator[None]:
     """Unseeded Keras initializers draw from ``seed`` inside; each entry restarts the sequence."""
     state = None
     if seed is not None:
+        from tfest_kit._tf import KERAS_PACKAGE  # "keras" is Keras 3 beside tf-keras
+
         # Private to Keras: no public way to set it alone.
         with contextlib.suppress(ImportError):
-            state = getattr(importlib.import_module("keras.src.backend"), "_SEED_GENERATOR", None)
+            backend = importlib.import_module(f"{KERAS_PACKAGE}.src.backend")
+            state = getattr(backend, "_SEED_GENERATOR", None)
     if state is None:
         yield
         return

@@ -32,6 +32,7 @@ __all__ = [
     "EvalStatus",
     "PRIVATE_NAMES",
     "TF_VERSION",
+    "KERAS_PACKAGE",
     "check_version",
 ]
 
@@ -55,6 +56,14 @@ _KERAS_WAS_SET = "TF_USE_LEGACY_KERAS" in os.environ
 _TF_WAS_IMPORTED = "tensorflow" in sys.modules
 if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# The package behind tf.keras, by TensorFlow's own rule (tensorflow/python/util/lazy_loader.py),
+# where Keras' private names live: "keras" (Keras 2.15) or "tf_keras".
+KERAS_PACKAGE = (
+    "tf_keras"
+    if os.environ.get("TF_USE_LEGACY_KERAS") in ("true", "True", "1")
+    and importlib.util.find_spec("tf_keras") is not None
+    else "keras"
+)
 
 
 def check_version(version: str, has_estimator: bool = True) -> None:
@@ -185,10 +194,12 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.compat.v1:train.AdamOptimizer()._beta2_t": "LazyAdam: same",
     "tensorflow.compat.v1:train.AdamOptimizer()._epsilon_t": "LazyAdam: same",
     "tensorflow.compat.v1:train.AdamOptimizer()._use_locking": "LazyAdam: same",
-    # Keras 2.15.
-    "keras:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
-    "keras:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
-    "keras.src.backend:_SEED_GENERATOR": "_model_fn_call.py: seeds of unseeded initializers",
+    # Keras 2.15 or tf-keras: the package behind tf.keras.
+    f"{KERAS_PACKAGE}:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
+    f"{KERAS_PACKAGE}:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
+    f"{KERAS_PACKAGE}.src.backend:_SEED_GENERATOR": (
+        "_model_fn_call.py: seeds of unseeded initializers"
+    ),
     # legacy/contrib/seq2seq: the port of TF 1.15's decoders and attention reuses
     # tensorflow-addons 0.23's arithmetic (pinned; the library is at end of life).
     **{
