@@ -82,10 +82,14 @@ def classifier(model_dir: str) -> Any:
 def keras(model_dir: str) -> Any:
     """A compiled ``tf.keras`` model (input ``"x"``) through ``keras_bridge.to_estimator``."""
     keras = tf2.keras
-    keras.utils.set_random_seed(0)
     inputs = keras.Input((FEATURES,), name="x")
-    hidden = keras.layers.Dense(8, activation="relu", name="hidden")(inputs)
-    model = keras.Model(inputs, keras.layers.Dense(NUM_CLASSES, name="logits")(hidden))
+    hidden = keras.layers.Dense(
+        8, activation="relu", name="hidden", kernel_initializer=keras.initializers.GlorotUniform(0)
+    )(inputs)
+    logits = keras.layers.Dense(
+        NUM_CLASSES, name="logits", kernel_initializer=keras.initializers.GlorotUniform(1)
+    )(hidden)
+    model = keras.Model(inputs, logits)
     model.compile(
         keras.optimizers.Adam(0.05),
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
