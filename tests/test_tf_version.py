@@ -74,20 +74,23 @@ def test_real_tensorflow_is_the_pinned_one():
 
 
 def test_doctor_runs_where_tensorflow_is_unsupported_and_says_what_to_install(tmp_path):
-    # `python -m tfest_kit` imports the package first, which refuses TensorFlow 2.16; doctor,
+    # `python -m tfest_kit` imports the package first, which refuses TensorFlow 2.22; doctor,
     # the command that explains that, must still run. Other commands still refuse.
     site = tmp_path / "fake_site"
     (site / "tensorflow").mkdir(parents=True)
-    (site / "tensorflow" / "__init__.py").write_text('__version__ = "2.16.1"\n')
-    info = site / "tensorflow-2.16.1.dist-info"
+    (site / "tensorflow" / "__init__.py").write_text('__version__ = "2.22.0"\n')
+    info = site / "tensorflow-2.22.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorflow\nVersion: 2.16.1\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorflow\nVersion: 2.22.0\n")
     env = {"PYTHONPATH": str(site)}
     proc = run_program(["-m", "tfest_kit", "doctor"], env=env, check_exit=1, timeout=60)
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out
-    assert re.search(r"^FAIL +tensorflow +2\.16\.1 ", proc.stdout, re.M), out
-    assert "devices: could not ask TensorFlow (ImportError: tfest_kit needs tf.estimator" in out
-    assert "To fix: pip install tensorflow==2.15.1" in out and "doctor: NOT OK" in out
+    assert re.search(r"^FAIL +tensorflow +2\.22\.0 ", proc.stdout, re.M), out
+    assert "devices: could not ask TensorFlow (ImportError: tfest_kit" in out and "2.22.0" in out
+    # TensorFlow 2.16+ is the 2.21 stack's: doctor names its pin, and the other stack's line.
+    assert "stack: 2.21 (TensorFlow 2.22.0)" in out
+    assert "To fix: pip install tensorflow==2.21.0" in out and "doctor: NOT OK" in out
+    assert "other stack: 2.15" in out and "pip install tensorflow==2.15.1" in out
     proc = run_program(["-m", "tfest_kit", "signature", "x"], env=env, check_exit=1, timeout=60)
-    assert "ImportError: tfest_kit needs tf.estimator" in proc.stderr
+    assert "ImportError: tfest_kit" in proc.stderr and "2.22.0" in proc.stderr
