@@ -161,6 +161,8 @@ def test_doctor_names_the_data_set_dependencies_that_break_tensorflow_datasets()
     # README: `doctor` checks the pins below TensorFlow too; they only matter with tfds (2.15).
     installed = {"tensorflow-metadata": "1.16.1", "pyarrow": "18.0.0"}
     findings = _cli_doctor.check(installed, stack="2.15")
+    with pytest.raises(ValueError, match="stack"):
+        _cli_doctor.check(installed, stack="2.16")
     by_name = {f.name: f for f in findings}
     for name, pin in (("tensorflow-metadata", "1.15.0"), ("pyarrow", "17.0.0")):
         assert not by_name[name].ok and by_name[name].optional

@@ -202,6 +202,8 @@ def check(
 
         bad = [f for f in check() if not f.ok and not f.optional]
     """
+    if stack is not None and stack not in STACKS:
+        raise ValueError(f"`stack` must be one of {sorted(STACKS)}. Got: {stack!r}")
     python = python or platform.python_version()
 
     def version(name: str) -> Optional[str]:
