@@ -4,11 +4,11 @@
 #   bash benchmarks/gpu_check.sh            # from the repository root, or from anywhere
 #   OUT=/some/dir bash benchmarks/gpu_check.sh
 #
-# 1. installs tensorflow[and-cuda]==2.15.1 over requirements.txt into .venv (made by
-#    `make setup` first if missing); offline, from wheels downloaded beforehand with
-#    `pip download -r requirements.txt "tensorflow[and-cuda]==2.15.1" -d WHEELS`: WHEELS=that dir;
+# 1. installs tensorflow[and-cuda]==2.15.1 over requirements-2.15.txt into .venv-2.15 (made by
+#    `make setup STACK=2.15` first if missing); offline, from wheels downloaded beforehand with
+#    `pip download -r requirements-2.15.txt "tensorflow[and-cuda]==2.15.1" -d WHEELS`: WHEELS=that dir;
 # 2. records the GPU (nvidia-smi) and what TensorFlow sees;
-# 3. runs `make demo` on the GPU and, beside it, on the CPU (CUDA_VISIBLE_DEVICES=-1), each
+# 3. runs `make demo STACK=2.15` on the GPU and, beside it, on the CPU (CUDA_VISIBLE_DEVICES=-1), each
 #    into a fresh model_dir, timed;
 # 4. runs the suite's fast part (-m "not slow"): tests/conftest.py pins every test to the CPU,
 #    so this checks that the CUDA build of TensorFlow passes it, not GPU speed;
@@ -24,7 +24,7 @@
 # Settings (environment variables):
 #   OUT           where logs and figures go
 #   WHEELS        a directory of wheels to install from, offline (pip --no-index)
-#   SKIP_INSTALL  1: use .venv as it is (a dry run, or wheels already installed)
+#   SKIP_INSTALL  1: use .venv-2.15 as it is (a dry run, or wheels already installed)
 #   ALLOW_NO_GPU  1: go on without a GPU (a dry run on a CPU machine: both runs on the CPU)
 #   DEMO_ARGS     flags for `make demo` (default: the demo's own, ~500 steps)
 #   PYTEST_ARGS   what pytest runs (default: -m "not slow" -n 8)
@@ -37,7 +37,7 @@ cd "$ROOT" || exit 1
 OUT="${OUT:-$ROOT/benchmarks/results/gpu_check}"
 mkdir -p "$OUT" || exit 1
 OUT="$(cd "$OUT" && pwd)"
-PY="$ROOT/.venv/bin/python"
+PY="$ROOT/.venv-2.15/bin/python"
 STEP_TIMEOUT="${STEP_TIMEOUT:-1800}"
 DEMO_ARGS="${DEMO_ARGS:-}"
 PYTEST_ARGS="${PYTEST_ARGS:--m 'not slow' -n 8}"
@@ -72,16 +72,16 @@ step() {
 
 # --- 1. the environment ------------------------------------------------------------------
 if [ ! -x "$PY" ]; then
-    step setup "make setup" || exit 1
+    step setup "make setup STACK=2.15" || exit 1
 fi
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
     # The CUDA libraries come as pip wheels (nvidia-*-cu12) with TensorFlow's and-cuda extra;
-    # requirements.txt keeps every other package at the version the suite passed with.
+    # requirements-2.15.txt keeps every other package at the version the suite passed with.
     source_args=""
     if [ -n "${WHEELS:-}" ]; then
         source_args="--no-index --find-links $(printf '%q' "$WHEELS")"
     fi
-    step install "'$PY' -m pip install $source_args -r requirements.txt 'tensorflow[and-cuda]==2.15.1'" || {
+    step install "'$PY' -m pip install $source_args -r requirements-2.15.txt 'tensorflow[and-cuda]==2.15.1'" || {
         say "cannot install tensorflow[and-cuda]==2.15.1 (offline? set WHEELS, see the top of this file)"
         exit 1
     }
@@ -99,14 +99,14 @@ if ! grep -q "PhysicalDevice(name='/physical_device:GPU" "$OUT/tf_devices.log"; 
 fi
 
 # --- 3. make demo, GPU and CPU -----------------------------------------------------------
-# -o: the venv counts as set up (else make may rebuild it from requirements.txt, which would
+# -o: the venv counts as set up (else make may rebuild it from requirements-2.15.txt, which would
 # reinstall the CPU build and need the network).
-STAMP=".venv/.installed-python$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+STAMP=".venv-2.15/.installed-python$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 for device in gpu cpu; do
     visible=0
     [ "$device" = cpu ] && visible=-1
     rm -rf "$OUT/demo_$device"
-    step "demo_$device" "CUDA_VISIBLE_DEVICES=$visible make -o $STAMP demo ARGS=\"--model_dir=$OUT/demo_$device/model --cache_dir=$OUT/demo_cache $DEMO_ARGS\""
+    step "demo_$device" "CUDA_VISIBLE_DEVICES=$visible make -o $STAMP demo STACK=2.15 ARGS=\"--model_dir=$OUT/demo_$device/model --cache_dir=$OUT/demo_cache $DEMO_ARGS\""
 done
 
 # --- 4. the suite's fast part --------------------------------------------------------------

@@ -73,22 +73,38 @@ def test_doctor_passes_on_this_environment(capsys):
     out = capsys.readouterr().out
     assert "tensorflow" in out and TF_VERSION in out
     assert "CPU" in out
+    stack = "2.15" if TF_VERSION.startswith("2.15") else "2.21"
+    other = {"2.15": "2.21", "2.21": "2.15"}[stack]
+    assert f"stack: {stack} (TensorFlow {TF_VERSION})" in out
+    assert f"other stack: {other}" in out and f"requirements-{other}.txt" in out
     assert "doctor: all required packages fit" in out
 
 
+def _pins(stack: str) -> dict:
+    return {req.name: req.pin.split("==")[1] for req in _cli_doctor.STACKS[stack].requirements}
+
+
 def test_doctor_says_what_to_install_when_versions_do_not_fit():
-    installed = {req.name: req.pin.split("==")[1] for req in _cli_doctor.REQUIREMENTS}
-    installed.update({"tensorflow": "2.16.1", "keras": "3.3.3", "tensorflow-datasets": None})
-    findings = _cli_doctor.check(installed, python="3.12.1")
-    text, code = _cli_doctor.report(findings, [("CPU", "/physical_device:CPU:0")], None)
+    device = [("CPU", "/physical_device:CPU:0")]
+    # TensorFlow 2.16+ is the 2.21 stack's, not refused; it needs tf-keras beside it.
+    installed = _pins("2.21")
+    installed.update({"tf-keras": None, "tensorflow": "2.16.1", "tensorflow-datasets": None})
+    text, code = _cli_doctor.report(_cli_doctor.check(installed, python="3.12.1"), device, None)
     assert code == 1
-    assert "pip install tensorflow==2.15.1 keras==2.15.0" in text
-    assert "Python 3.9-3.11" in text
+    assert "stack: 2.21 (TensorFlow 2.16.1)" in text
+    assert "To fix: pip install tf-keras==2.21.0" in text
     assert "tensorflow-datasets" in text  # optional: reported, not fatal
-    ok = _cli_doctor.check(
-        {req.name: req.pin.split("==")[1] for req in _cli_doctor.REQUIREMENTS}, python="3.11.9"
-    )
-    assert all(f.ok for f in ok)
+    assert "pip install tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0" in text
+    # TensorFlow 2.15 on a Python it has no wheels for: the Pythons, and the other stack.
+    text, code = _cli_doctor.report(_cli_doctor.check(_pins("2.15"), python="3.12.1"), device, None)
+    assert code == 1 and "Python 3.9-3.11" in text
+    assert "pip install -r requirements-2.21.txt" in text
+    # Newer than the bridge was tested with: the 2.21 pins.
+    installed = {**_pins("2.21"), "tensorflow": "2.22.0", "keras": "3.3.3"}
+    text, code = _cli_doctor.report(_cli_doctor.check(installed, python="3.12.1"), device, None)
+    assert code == 1 and "pip install tensorflow==2.21.0" in text
+    for stack, python in (("2.15", "3.11.9"), ("2.21", "3.11.9"), ("2.21", "3.13.0")):
+        assert all(f.ok for f in _cli_doctor.check(_pins(stack), python=python))
 
 
 @pytest.mark.parametrize(
@@ -96,7 +112,7 @@ def test_doctor_says_what_to_install_when_versions_do_not_fit():
     [("2.14.1", "2.14.0", True), ("2.13.1", "2.13.1", True), ("2.12.1", "2.12.0", False)],
 )
 def test_doctor_accepts_the_older_tensorflows_the_suite_passed_on(tensorflow, keras, fits):
-    installed = {req.name: req.pin.split("==")[1] for req in _cli_doctor.REQUIREMENTS}
+    installed = _pins("2.15")
     estimator = tensorflow[: tensorflow.rindex(".")] + ".0"
     installed.update({"tensorflow": tensorflow, "tensorflow-estimator": estimator, "keras": keras})
     findings = {f.name: f for f in _cli_doctor.check(installed, python="3.11.7")}

@@ -87,7 +87,10 @@ def test_doctor_runs_where_tensorflow_is_unsupported_and_says_what_to_install(tm
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out
     assert re.search(r"^FAIL +tensorflow +2\.22\.0 ", proc.stdout, re.M), out
-    assert "devices: could not ask TensorFlow (ImportError: tfest_kit was tested with" in out
-    assert "To fix: pip install tensorflow==" in out and "doctor: NOT OK" in out
+    assert "devices: could not ask TensorFlow (ImportError: tfest_kit" in out and "2.22.0" in out
+    # TensorFlow 2.16+ is the 2.21 stack's: doctor names its pin, and the other stack's line.
+    assert "stack: 2.21 (TensorFlow 2.22.0)" in out
+    assert "To fix: pip install tensorflow==2.21.0" in out and "doctor: NOT OK" in out
+    assert "other stack: 2.15" in out and "pip install tensorflow==2.15.1" in out
     proc = run_program(["-m", "tfest_kit", "signature", "x"], env=env, check_exit=1, timeout=60)
     assert "ImportError: tfest_kit was tested with TensorFlow 2.15 and 2.21" in proc.stderr

@@ -1,8 +1,9 @@
 """``python -m tfest_kit doctor``: are the installed versions the ones tfest_kit needs?
 
-Prints Python and package versions next to the supported range, the devices TensorFlow sees
-and the ``pip install`` line that fixes whatever does not fit. Exits 0 when everything required
-fits, 1 otherwise.
+Prints which TensorFlow stack is installed (2.15, or 2.21 with tf-keras), Python and package
+versions next to the range that stack supports, the devices TensorFlow sees, the ``pip install``
+line that fixes whatever does not fit, and the one that installs the other stack. Exits 0 when
+everything required fits, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from importlib import metadata
 from typing import NamedTuple, Optional
 
-__all__ = ["Requirement", "REQUIREMENTS", "check", "add_parser", "run"]
+__all__ = ["Requirement", "Stack", "STACKS", "stack_of", "check", "report", "add_parser", "run"]
 
 
 class Requirement(NamedTuple):
@@ -33,9 +34,31 @@ class Requirement(NamedTuple):
         return next((pin for below, pin in self.older_pythons if python < below), self.pin)
 
 
-# Mirrors requirements.txt (tests/test_requirements.py keeps them in step). The suite also
-# passed on TensorFlow 2.13.1 and 2.14.1.
-REQUIREMENTS = (
+class Stack(NamedTuple):
+    """One TensorFlow stack: its Pythons, its lock file, its packages and its core install."""
+
+    name: str  # "2.15"
+    pythons: str  # "3.9-3.11"
+    requirements: tuple  # of Requirement
+    install: str  # the `pip install` arguments of its core packages
+
+    @property
+    def lock(self) -> str:
+        """The lock file in the repository, e.g. ``requirements-2.15.txt``."""
+        return f"requirements-{self.name}.txt"
+
+    @property
+    def python_range(self) -> str:
+        """``">=3.9,<3.12"`` for ``pythons="3.9-3.11"``."""
+        low, high = self.pythons.split("-")
+        major, minor = high.split(".")
+        return f">={low},<{major}.{int(minor) + 1}"
+
+
+# Each mirrors its lock file, requirements-<stack>.txt (tests/test_requirements.py keeps them in
+# step). The 2.15 suite also passed on TensorFlow 2.13.1 and 2.14.1; TensorFlow 2.16-2.20 run the
+# same bridge as 2.21 (tfest_kit._tf accepts them) but were not tested.
+_STACK_2_15 = (
     Requirement(
         "tensorflow", ">=2.13,<2.16", "tensorflow==2.15.1", why="tf.estimator left in 2.16"
     ),
@@ -74,7 +97,57 @@ REQUIREMENTS = (
     ),
     Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.9.2", True, "for `plot`"),
 )
-PYTHON_RANGE = ">=3.9,<3.12"
+_STACK_2_21 = (
+    Requirement(
+        "tensorflow", ">=2.16,<2.22", "tensorflow==2.21.0", why="2.22+ not tested with the bridge"
+    ),
+    Requirement(
+        "tensorflow-estimator",
+        ">=2.15,<2.16",
+        "tensorflow-estimator==2.15.0",
+        why="its last release, run through tfest_kit's bridge",
+    ),
+    Requirement(
+        "tf-keras", ">=2.16,<2.22", "tf-keras==2.21.0", why="Keras 2 as tf.keras (Estimator)"
+    ),
+    Requirement(
+        "numpy",
+        ">=1.26,<3",
+        "numpy==2.5.5",
+        why="TensorFlow 2.21 is built against NumPy 2",
+        older_pythons=(((3, 12), "numpy==2.4.6"),),
+    ),
+    Requirement("absl-py", ">=1.0,<3", "absl-py==2.5.1"),
+    Requirement(
+        "tensorflow-datasets",
+        ">=4.9,<4.10",
+        "tensorflow-datasets==4.9.10",
+        True,
+        "only for recipes that download data sets",
+    ),
+    Requirement(
+        "tensorboard",
+        ">=2.16,<2.22",
+        "tensorboard==2.21.0",
+        True,
+        "for `tensorboard --logdir`; TensorFlow 2.16+ no longer brings it",
+    ),
+    Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.11.2", True, "for `plot`"),
+)
+STACKS = {
+    "2.15": Stack(
+        "2.15",
+        "3.9-3.11",
+        _STACK_2_15,
+        "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
+    ),
+    "2.21": Stack(
+        "2.21",
+        "3.11-3.13",
+        _STACK_2_21,
+        "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0",
+    ),
+}
 
 
 class Finding(NamedTuple):
@@ -103,45 +176,89 @@ def _installed(name: str) -> Optional[str]:
     return None
 
 
-def check(installed: Optional[dict] = None, python: Optional[str] = None) -> list:
-    """Compares installed versions against :data:`REQUIREMENTS`; returns ``Finding``\\ s.
+def stack_of(tensorflow: Optional[str], python: str) -> str:
+    """The stack of an environment: by its TensorFlow (2.16 and later: ``"2.21"``), and without
+    one by its Python (3.12 and later: ``"2.21"``, as ``make`` chooses)."""
+    if tensorflow is not None:
+        return "2.21" if _release(tensorflow)[:2] >= (2, 16) else "2.15"
+    return "2.21" if _release(python)[:2] >= (3, 12) else "2.15"
+
+
+def _other(stack: Stack) -> Stack:
+    return next(other for other in STACKS.values() if other.name != stack.name)
+
+
+def check(
+    installed: Optional[dict] = None, python: Optional[str] = None, stack: Optional[str] = None
+) -> list:
+    """Compares installed versions against a stack's requirements; returns ``Finding``\\ s.
 
     Args:
       installed: ``{package: version or None}``; by default read with ``importlib.metadata``.
       python: the Python version; by default the running interpreter's.
+      stack: ``"2.15"`` or ``"2.21"``; by default :func:`stack_of` the installed TensorFlow.
 
     Example:
 
         bad = [f for f in check() if not f.ok and not f.optional]
     """
+    if stack is not None and stack not in STACKS:
+        raise ValueError(f"`stack` must be one of {sorted(STACKS)}. Got: {stack!r}")
     python = python or platform.python_version()
+
+    def version(name: str) -> Optional[str]:
+        return installed.get(name) if installed is not None else _installed(name)
+
+    chosen = STACKS[stack or stack_of(version("tensorflow"), python)]
+    other = _other(chosen)
+    python_fix = f"use Python {chosen.pythons} for the virtualenv"
+    if _fits(python, other.python_range):
+        python_fix += f", or the {other.name} stack: pip install -r {other.lock}"
     findings = [
         Finding(
             "python",
             python,
-            PYTHON_RANGE,
-            _fits(python, PYTHON_RANGE),
+            chosen.python_range,
+            _fits(python, chosen.python_range),
             False,
-            "use Python 3.9-3.11 (3.11 preferred) for the virtualenv",
-            "TensorFlow 2.15 wheels exist for 3.9-3.11",
+            python_fix,
+            f"the {chosen.name} stack is for Python {chosen.pythons}",
         )
     ]
-    for req in REQUIREMENTS:
-        version = installed.get(req.name) if installed is not None else _installed(req.name)
-        ok = _fits(version, req.wanted)
+    for req in chosen.requirements:
+        found = version(req.name)
+        ok = _fits(found, req.wanted)
         fix = None if ok else f"pip install {req.pin_for(_release(python)[:2])}"
-        findings.append(Finding(req.name, version, req.wanted, ok, req.optional, fix, req.why))
+        findings.append(Finding(req.name, found, req.wanted, ok, req.optional, fix, req.why))
     return findings
 
 
-def report(findings: list, devices: list, device_error: Optional[str]) -> tuple[str, int]:
-    """Formats the findings; returns (text, exit code)."""
+def report(
+    findings: list, devices: list, device_error: Optional[str], stack: Optional[str] = None
+) -> tuple[str, int]:
+    """Formats the findings of :func:`check`; returns (text, exit code).
+
+    ``stack`` is the one ``check`` was given; by default :func:`stack_of` the findings.
+    """
+    by_name = {f.name: f for f in findings}
+    tensorflow = by_name["tensorflow"].installed if "tensorflow" in by_name else None
+    chosen = STACKS[stack or stack_of(tensorflow, by_name["python"].installed)]
+    other = _other(chosen)
     lines = [f"{'':5}{'package':22}{'installed':14}{'supported':18}note"]
     for f in findings:
         status = "ok" if f.ok else ("opt" if f.optional else "FAIL")
         note = "" if f.ok else f.why
         lines.append(f"{status:5}{f.name:22}{f.installed or 'missing':14}{f.wanted:18}{note}")
-    lines += ["", f"cpu cores: {os.cpu_count()}  platform: {platform.platform()}"]
+    lines.append("")
+    if tensorflow is None:
+        lines.append(f"stack: none installed; this Python takes the {chosen.name} stack")
+    else:
+        lines.append(f"stack: {chosen.name} (TensorFlow {tensorflow}), pinned in {chosen.lock}")
+    lines.append(
+        f"other stack: {other.name} (Python {other.pythons}): pip install {other.install}"
+        f"   (or pip install -r {other.lock})"
+    )
+    lines.append(f"cpu cores: {os.cpu_count()}  platform: {platform.platform()}")
     if device_error:
         lines.append(f"devices: could not ask TensorFlow ({device_error})")
     else:
@@ -157,7 +274,7 @@ def report(findings: list, devices: list, device_error: Optional[str]) -> tuple[
         return "\n".join([*lines, "doctor: all required packages fit"]), 0
     pins = [f.fix[len("pip install ") :] for f in required if f.fix.startswith("pip install ")]
     if pins:
-        lines.append(f"To fix: pip install {' '.join(pins)}   (or pip install -r requirements.txt)")
+        lines.append(f"To fix: pip install {' '.join(pins)}   (or pip install -r {chosen.lock})")
     lines += [f"To fix: {f.fix}" for f in required if not f.fix.startswith("pip install ")]
     return "\n".join([*lines, "doctor: NOT OK"]), 1
 
