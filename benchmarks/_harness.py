@@ -669,7 +669,7 @@ def _stack_table(results: Results) -> list:
         f"## {vs} vs {first}",
         "",
         f"How many times better each variant did on {vs} than on {first}: the ratio of the "
-        f"medians (> 1: faster on {vs}; for times, {first}'s ÷ the other's).",
+        f"medians (> 1: faster on {vs}; for times it is the median on {first} ÷ the other).",
         "",
         "| case | metric | variant | unit | "
         + " | ".join(f"median {stack}" for stack in results.stacks)
