@@ -539,3 +539,29 @@ def test_a_bad_python_is_one_error_naming_the_flag_and_the_path(tmp_path):
     argv = ["--python", f"a={sys.executable}", "--python", f"a={sys.executable}"]
     proc = run_program(["-m", "benchmarks", *argv], timeout=60, check_exit=2)
     assert "the label 'a' is given twice" in proc.stderr
+
+
+@pytest.mark.slow
+def test_cold_start_measures_the_plain_estimator_on_this_stack(tmp_path):
+    # TensorFlow 2.16+ has no tf.estimator: the variant used to raise AttributeError on 2.21.
+    argv = ["-m", "benchmarks._harness", "--worker", "cold_start:estimator"]
+    argv += ["--workdir", str(tmp_path), "--quick", "--t0", "0"]
+    (record,) = _harness._records(run_program(argv, timeout=120).stdout)
+    assert "error" not in record, record
+    assert record["metrics"]["train_return_s"] >= 0
+
+
+def test_benchmarks_use_keras_2_through_tf_keras_never_bare_keras():
+    # On the 2.21 stack a bare `import keras` is Keras 3, which Estimator cannot use.
+    import ast
+    import pathlib
+
+    for path in pathlib.Path(_harness.ROOT, "benchmarks").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]  # `from tensorflow import keras` is tf.keras
+            else:
+                continue
+            assert not [m for m in modules if m.split(".")[0] == "keras"], (path, modules)
