@@ -5,11 +5,16 @@ Example:
     python -m benchmarks                          # full run -> benchmarks/results/latest.md
     python -m benchmarks --quick                  # < 3 min smoke run -> results/quick.md
     python -m benchmarks --cases mlp,serving --repeats 5   # -> results/partial.md
+    python -m benchmarks --cases mlp --python 2.21=.venv-2.21/bin/python   # this stack and 2.21
 
 Only a run of every case in which no variant failed writes ``latest``; a subset of the cases,
 or a run with errors, writes ``partial`` so that it never replaces the last complete results.
 Exit status: 1 when any variant raised, returned bad metrics or timed out; 0 otherwise, even
 when goals FAIL (a goal not met is a result, not a failure of the run).
+
+``--python LABEL=PATH`` (repeatable) adds a TensorFlow stack: its variants run in processes of
+that interpreter, interleaved with this one's (labelled with its TensorFlow's major.minor), and
+the report compares each stack with the one of the oldest TensorFlow.
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
 import time
 from typing import Optional
 
-from benchmarks import _harness
+from benchmarks import _harness, _stacks
 
 _RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -59,6 +65,56 @@ def _seconds(text: str) -> float:
             f"--timeout must be a positive, finite number of seconds. Got: {text!r}"
         )
     return value
+
+
+def _python(text: str) -> tuple:
+    label, sep, path = text.partition("=")
+    if not sep or not path or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", label):
+        raise argparse.ArgumentTypeError(
+            "--python must be LABEL=PATH, the label letters, digits and . _ + - (e.g. "
+            f"2.21=.venv-2.21/bin/python). Got: {text!r}"
+        )
+    return label, path
+
+
+def _pythons(parser: argparse.ArgumentParser, given: list) -> dict:
+    """{label: versions} of the stacks to run, oldest TensorFlow first; exits 2 on a bad one.
+
+    This interpreter is one of them, under its TensorFlow's major.minor, unless a ``--python``
+    takes that label, or it has no TensorFlow and ``--python`` names others.
+    """
+    stacks = {}
+    for label, path in given:
+        flag = f"--python {label}={path}"
+        if label in stacks:
+            parser.error(f"{flag}: the label {label!r} is given twice; one interpreter per label")
+        path = os.path.abspath(path)  # children start in the repository root; no realpath: venvs
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            parser.error(f"{flag}: {path} is not an executable file; pass a Python interpreter")
+        try:
+            versions = _stacks.stack_versions(path)
+        except ValueError as e:
+            parser.error(f"{flag}: {path} {e}")
+        if not versions["tensorflow"]:
+            parser.error(
+                f"{flag}: {path} has no TensorFlow; pass the python of a project venv "
+                "(`make setup STACK=2.21` makes .venv-2.21)"
+            )
+        stacks[label] = versions
+    own = _stacks.stack_versions()
+    label = _stacks.stack_label(own)
+    if label is None and not stacks:
+        parser.error(
+            f"{sys.executable} has no TensorFlow; run the benchmarks with a project venv's "
+            "python, or name the stacks with --python LABEL=PATH"
+        )
+    if label is not None and label not in stacks:
+        stacks = {label: own, **stacks}
+    return dict(sorted(stacks.items(), key=lambda item: _version_key(item[1]["tensorflow"])))
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split(".")[:3])
 
 
 def _check_out_dir(parser: argparse.ArgumentParser, out_dir: str) -> None:
@@ -126,6 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=_seconds, default=900.0, help="seconds per child process (default 900)"
     )
+    parser.add_argument(
+        "--python",
+        type=_python,
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="also run every variant under this interpreter's TensorFlow stack, labelled LABEL "
+        "(repeatable; this interpreter runs too, labelled with its TensorFlow's major.minor); "
+        "the report compares each stack with the oldest TensorFlow's",
+    )
     return parser
 
 
@@ -133,10 +199,11 @@ def main(argv: Optional[list] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_out_dir(parser, args.out_dir)
+    stacks = _pythons(parser, args.python)
     if args.repeats < 3:
         print(f"note: --repeats {args.repeats} < 3; medians of fewer than 3 runs are fragile")
     start = time.time()
-    machine = _harness.machine_info()
+    machine = _harness.machine_info(stacks)
     workdir = args.workdir or tempfile.mkdtemp(prefix="tfest_kit_bench_")
     try:
         results = _harness.run_benchmarks(
@@ -146,6 +213,7 @@ def main(argv: Optional[list] = None) -> int:
             workdir=workdir,
             timeout=args.timeout,
             log=lambda line: print(line, flush=True),
+            pythons={label: versions["executable"] for label, versions in stacks.items()},
         )
     finally:
         if args.workdir is None:
@@ -157,6 +225,7 @@ def main(argv: Optional[list] = None) -> int:
         "cases": args.cases,
         "repeats": args.repeats,
         "quick": args.quick,
+        "stacks": list(stacks),
         "seconds": time.time() - start,
     }
     stem = _stem(args, results)

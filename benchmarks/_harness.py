@@ -13,6 +13,12 @@ variants. ``--quick`` runs one process per repetition (importing TensorFlow cost
 process): the ``isolate`` case (cold start) first, with only its quick variant, then every
 other case's variants in turn.
 
+Several TensorFlow stacks (``pythons``: {label: interpreter}) run side by side in one run: each
+(variant, stack) pair is measured in processes of its own under that stack's interpreter,
+interleaved as the variants are, and keeps its label (``tfest_kit@2.21``). Goals and ``finish``
+hooks see one stack at a time under the variants' own names; :meth:`Results.stack_rows` gives
+each later stack's medians against the first's.
+
 A child's record is checked against the case's metric names (finite numbers only) before it
 counts; a variant that returns something else is reported as an error. Once every process has
 finished, a case's ``finish`` hook may derive metrics from the whole run (BERT-tiny's share of
@@ -26,6 +32,7 @@ import contextlib
 import dataclasses
 import datetime
 import importlib
+import itertools
 import json
 import math
 import numbers
@@ -39,8 +46,9 @@ import sys
 import tempfile
 import time
 import traceback
-from importlib import metadata
 from typing import Any, Callable, Optional
+
+from benchmarks import _stacks
 
 __all__ = [
     "Metric",
@@ -58,7 +66,7 @@ __all__ = [
 
 CASE_NAMES = ("bert_tiny", "mlp", "serving", "input_pipeline", "cold_start")
 RESULT_PREFIX = "BENCH_RESULT "
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = _stacks.ROOT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,8 +150,10 @@ def metric_problem(case: Case, metrics: Any, *, derived: bool = False) -> Option
 class Results:
     """All values measured, keyed by (case, metric, variant); medians and ratios on demand."""
 
-    def __init__(self, cases: dict):
+    def __init__(self, cases: dict, stacks: tuple = ()):
         self.cases = cases
+        # Stack labels; with two or more, every variant name carries its stack: "tfest_kit@2.21".
+        self.stacks = tuple(stacks) or ("",)
         self.values: dict[tuple, list] = {}
         self.errors: list[dict] = []
         self.notes: list[str] = []  # shown under the table: how derived figures were made
@@ -175,23 +185,42 @@ class Results:
             return math.nan if numerator == 0 else math.copysign(math.inf, numerator)
         return numerator / denominator
 
+    def labelled(self, variant: str, stack: str) -> str:
+        """``variant``'s name in this run: ``variant@stack`` when the run has several stacks."""
+        return f"{variant}@{stack}" if len(self.stacks) > 1 else variant
+
+    def for_stack(self, stack: str) -> Results:
+        """The values of one stack under the variants' own names (what goals and hooks read)."""
+        if len(self.stacks) < 2:
+            return self
+        view = Results(self.cases)
+        suffix = f"@{stack}"
+        for (case, metric, variant), values in self.values.items():
+            if variant.endswith(suffix):
+                view.values[(case, metric, variant[: -len(suffix)])] = values
+        return view
+
     def rows(self) -> list[dict]:
         rows = []
         for key, case in self.cases.items():
             for metric in case.metrics:
-                for variant in case.variants:
-                    values = self.values.get((key, metric.name, variant))
+                for variant, stack in itertools.product(case.variants, self.stacks):
+                    name, baseline = (
+                        self.labelled(variant, stack),
+                        self.labelled(case.baseline, stack),
+                    )
+                    values = self.values.get((key, metric.name, name))
                     if not values:
                         continue
                     ratio = None
                     if metric.compare and variant != case.baseline:
-                        ratio = self.ratio(key, metric.name, variant, case.baseline)
+                        ratio = self.ratio(key, metric.name, name, baseline)
                     rows.append(
                         {
                             "case": key,
                             "metric": metric.name,
-                            "variant": variant,
-                            "baseline": case.baseline,
+                            "variant": name,
+                            "baseline": baseline,
                             "median": statistics.median(values),
                             "min": min(values),
                             "max": max(values),
@@ -202,6 +231,37 @@ class Results:
                             "values": values,
                         }
                     )
+        return rows
+
+    def stack_rows(self) -> list[dict]:
+        """Each (case, metric, variant)'s median on every stack, and each later stack's ratio.
+
+        ``ratios[stack]`` is how many times better the variant did on ``stack`` than on the
+        first stack (> 1 = better; for times, first ÷ stack). Empty with fewer than 2 stacks.
+        """
+        if len(self.stacks) < 2:
+            return []
+        first, rows = self.stacks[0], []
+        for key, case in self.cases.items():
+            for metric, variant in itertools.product(case.metrics, case.variants):
+                names = {stack: self.labelled(variant, stack) for stack in self.stacks}
+                medians = {s: self.median(key, metric.name, name) for s, name in names.items()}
+                if sum(m is not None for m in medians.values()) < 2:
+                    continue
+                ratios = {
+                    stack: self.ratio(key, metric.name, names[stack], names[first])
+                    for stack in self.stacks[1:]
+                }
+                rows.append(
+                    {
+                        "case": key,
+                        "metric": metric.name,
+                        "variant": variant,
+                        "unit": metric.unit,
+                        "medians": medians,
+                        "ratios": ratios,
+                    }
+                )
         return rows
 
 
@@ -326,8 +386,11 @@ def _worker(argv: list) -> int:
 # ---------------------------------------------------------------------------- parent side
 
 
-def machine_info() -> dict:
-    """Cores, CPU model, versions, date and load (without importing TensorFlow)."""
+def machine_info(stacks: Optional[dict] = None) -> dict:
+    """Cores, CPU model, date, load and ``stacks`` ({label: :func:`_stacks.stack_versions`}).
+
+    ``stacks`` defaults to the running interpreter under its :func:`_stacks.stack_label`.
+    """
     cpu = platform.processor() or ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -337,37 +400,25 @@ def machine_info() -> dict:
                     break
     except OSError:
         pass
-
-    def version(package):
-        try:
-            return metadata.version(package)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
+    if stacks is None:
+        versions = _stacks.stack_versions()
+        stacks = {_stacks.stack_label(versions) or "": versions}
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {
         "cores": os.cpu_count(),
         "cpu": cpu or "unknown",
-        "python": platform.python_version(),
-        "tensorflow": version("tensorflow"),
-        "tensorflow_estimator": version("tensorflow-estimator"),
-        "keras": version("keras"),
+        "stacks": stacks,
         "platform": platform.platform(),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "load_average_at_start": [round(x, 2) for x in load] if load else None,
     }
 
 
-def _spawn(jobs: list, workdir: str, quick: bool, timeout: float, log) -> list[dict]:
-    """Runs one child for ``jobs`` = [(case, [variants])]; returns its result records."""
+def _spawn(jobs: list, workdir: str, quick: bool, timeout: float, log, python: str) -> list[dict]:
+    """Runs one child of ``python`` for ``jobs`` = [(case, [variants])]; returns its records."""
     spec = ";".join(f"{case}:{','.join(variants)}" for case, variants in jobs)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    )
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "")
-    cmd = [sys.executable, "-m", "benchmarks._harness", "--worker", spec, "--workdir", workdir]
+    env = _stacks.child_env()
+    cmd = [python, "-m", "benchmarks._harness", "--worker", spec, "--workdir", workdir]
     cmd += ["--quick"] if quick else []
     t0 = time.time()
     cmd += ["--t0", repr(t0)]
@@ -423,26 +474,30 @@ def _records(stdout: str) -> list[dict]:
     return records
 
 
-def _plan(cases: dict, quick: bool, repeat: int = 0) -> list[list]:
-    """The child processes of one repetition, in order: each a list of (case, [variants]).
+def _plan(cases: dict, quick: bool, repeat: int = 0, stacks: tuple = ("",)) -> list[tuple]:
+    """The child processes of one repetition, in order: each (stack, [(case, [variants])]).
 
-    Full mode: one process per (case, variant). Quick mode: one process for everything, with
-    the ``isolate`` cases' quick variants first (they measure the process's own start-up).
-    Repetition ``repeat`` rotates each case's variants by ``repeat`` places, so in as many
-    repetitions as a case has variants, each of them runs once in every place.
+    Full mode: one process per (case, variant, stack), a variant's stacks one after the other.
+    Quick mode: one process per stack for everything, with the ``isolate`` cases' quick
+    variants first (they measure the process's own start-up). Repetition ``repeat`` rotates
+    each case's variants, and the stacks, by ``repeat`` places, so in as many repetitions as a
+    case has variants, each of them runs once in every place (and each stack first by turns).
     """
 
-    def rotated(variants) -> list:
-        variants = list(variants)
-        shift = repeat % len(variants)
-        return variants[shift:] + variants[:shift]
+    def rotated(items) -> list:
+        items = list(items)
+        shift = repeat % len(items)
+        return items[shift:] + items[:shift]
 
     if not quick:
         return [
-            [(key, [variant])] for key, case in cases.items() for variant in rotated(case.variants)
+            (stack, [(key, [variant])])
+            for key, case in cases.items()
+            for variant, stack in itertools.product(rotated(case.variants), rotated(stacks))
         ]
     ordered = sorted(cases.items(), key=lambda item: not item[1].isolate)
-    return [[(key, rotated(case.quick_variants or case.variants)) for key, case in ordered]]
+    jobs = [(key, rotated(case.quick_variants or case.variants)) for key, case in ordered]
+    return [(stack, jobs) for stack in rotated(stacks)]
 
 
 def run_benchmarks(
@@ -453,6 +508,7 @@ def run_benchmarks(
     workdir: str,
     timeout: float = 900.0,
     log: Callable[[str], None] = print,
+    pythons: Optional[dict] = None,
 ) -> Results:
     """Runs the cases ``repeats`` times, interleaved; returns all measured values.
 
@@ -463,30 +519,51 @@ def run_benchmarks(
       workdir: scratch directory (set-up data, model_dirs).
       timeout: seconds allowed per child process.
       log: where progress lines go.
+      pythons: {stack label: interpreter}, the first the stack the others are compared with;
+        default: this interpreter alone. With several, each stack's children get a workdir of
+        their own (``workdir/<label>``) and its variants are named ``variant@label``.
 
     Returns:
       A :class:`Results`.
     """
+    pythons = pythons or {"": sys.executable}
     cases = {name: load_case(name).CASE for name in case_names}
-    results = Results(cases)
+    results = Results(cases, tuple(pythons))
     for repeat in range(repeats):
-        for jobs in _plan(cases, quick, repeat):
+        for stack, jobs in _plan(cases, quick, repeat, results.stacks):
             label = "; ".join(f"{c}: {', '.join(vs)}" for c, vs in jobs)
+            stack_dir = os.path.join(workdir, stack) if len(pythons) > 1 else workdir
+            os.makedirs(stack_dir, exist_ok=True)
             start = time.time()
-            records = _spawn(jobs, workdir, quick, timeout, log)
-            log(f"[{repeat + 1}/{repeats}] {label} ({time.time() - start:.1f} s)")
+            records = _spawn(jobs, stack_dir, quick, timeout, log, pythons[stack])
+            where = f"{stack}: " if len(pythons) > 1 else ""
+            log(f"[{repeat + 1}/{repeats}] {where}{label} ({time.time() - start:.1f} s)")
             for i, record in enumerate(records):
+                record["variant"] = results.labelled(record["variant"], stack)
                 _take(results, record, repeat, first=i == 0 and len(records) > 1, log=log)
-    for key, case in cases.items():
-        if case.finish is None:
-            continue
-        try:
-            results.notes += [f"{key}: {note}" for note in case.finish(results, key)]
-        except Exception as e:  # noqa: BLE001 - the measurements themselves are still good
-            log(f"  ERROR {key}: finish hook failed:\n{traceback.format_exc()}")
-            error = f"finish hook: {type(e).__name__}: {e}"[:500]
-            results.errors.append({"case": key, "variant": "(all)", "error": error})
+    for (key, case), stack in itertools.product(cases.items(), results.stacks):
+        if case.finish is not None:
+            _finish(results, key, case, stack, log)
     return results
+
+
+def _finish(results: Results, key: str, case: Case, stack: str, log) -> None:
+    """Runs ``case.finish`` on one stack's values; keeps its notes and derived values."""
+    view = results.for_stack(stack)
+    where = results.labelled(key, stack)
+    try:
+        notes = case.finish(view, key)
+    except Exception as e:  # noqa: BLE001 - the measurements themselves are still good
+        log(f"  ERROR {where}: finish hook failed:\n{traceback.format_exc()}")
+        error = f"finish hook: {type(e).__name__}: {e}"[:500]
+        results.errors.append(
+            {"case": key, "variant": results.labelled("(all)", stack), "error": error}
+        )
+        return
+    results.notes += [f"{where}: {note}" for note in notes]
+    if view is not results:  # the derived values the hook added
+        for (name, metric, variant), values in view.values.items():
+            results.values.setdefault((name, metric, results.labelled(variant, stack)), values)
 
 
 def _take(results: Results, record: dict, repeat: int, *, first: bool, log) -> None:
@@ -521,22 +598,35 @@ def _fmt(value: Optional[float]) -> str:
 
 
 def evaluate_goals(results: Results, goals: list) -> list[dict]:
+    """Each goal judged on each stack's values (with several stacks, each entry names its own)."""
     evaluated = []
-    for goal in goals:
-        measured, ok = goal.check(results)
+    for goal, stack in itertools.product(goals, results.stacks):
+        measured, ok = goal.check(results.for_stack(stack))
         status = "N/A" if ok is None else ("PASS" if ok else "FAIL")
-        evaluated.append({"goal": goal.text, "measured": measured, "status": status})
+        entry = {"goal": goal.text, "measured": measured, "status": status}
+        evaluated.append({**entry, "stack": stack} if len(results.stacks) > 1 else entry)
     return evaluated
 
 
 def render_markdown(results: Results, goals: list[dict], machine: dict, settings: dict) -> str:
-    """The Markdown report: header, one table of all rows, goals with PASS/FAIL, errors."""
+    """The Markdown report: header, one table of all rows, goals with PASS/FAIL, errors.
+
+    With several stacks, also a table of each later stack's medians against the first's.
+    """
+    several = len(results.stacks) > 1
     lines = [
         "# tfest_kit benchmarks",
         "",
         f"- machine: {machine['cores']} cores, {machine['cpu']}, {machine['platform']}",
-        f"- versions: Python {machine['python']}, TensorFlow {machine['tensorflow']}, "
-        f"tensorflow-estimator {machine['tensorflow_estimator']}, Keras {machine['keras']}",
+    ]
+    for stack, v in machine["stacks"].items():
+        where = f" of {stack} (`{v['executable']}`)" if several else ""
+        lines.append(
+            f"- versions{where}: Python {v['python']}, TensorFlow {v['tensorflow']}, "
+            f"tensorflow-estimator {v['tensorflow_estimator']}, "
+            f"Keras 2: {v['keras_package']} {v['keras']}"
+        )
+    lines += [
         f"- date: {machine['date']}; load average at start: {machine['load_average_at_start']}",
         f"- run: `python -m benchmarks{settings['command']}` — repeats {settings['repeats']}, "
         f"{'quick' if settings['quick'] else 'full'} mode, {settings['seconds']:.0f} s",
@@ -555,12 +645,50 @@ def render_markdown(results: Results, goals: list[dict], machine: dict, settings
         )
     if results.notes:
         lines += [""] + [f"- {note}" for note in results.notes]
-    lines += ["", "## Goals", "", "| goal | measured | status |", "|---|---:|---|"]
-    lines += [f"| {g['goal']} | {g['measured']} | {g['status']} |" for g in goals]
+    if several:
+        lines += _stack_table(results)
+    stack_column = ("| stack ", "|---") if several else ("", "")
+    lines += ["", "## Goals", "", f"{stack_column[0]}| goal | measured | status |"]
+    lines += [f"{stack_column[1]}|---|---:|---|"]
+    lines += [
+        ("| " + g["stack"] + " " if several else "")
+        + f"| {g['goal']} | {g['measured']} | {g['status']} |"
+        for g in goals
+    ]
     if results.errors:
         lines += ["", "## Errors", ""]
         lines += [f"- {_when(e)}, {e['case']}/{e['variant']}: {e['error']}" for e in results.errors]
     return "\n".join(lines) + "\n"
+
+
+def _stack_table(results: Results) -> list:
+    first, later = results.stacks[0], results.stacks[1:]
+    vs = " / ".join(later)
+    lines = [
+        "",
+        f"## {vs} vs {first}",
+        "",
+        f"How many times better each variant did on {vs} than on {first}: the ratio of the "
+        f"medians (> 1: faster on {vs}; for times it is the median on {first} ÷ the other).",
+        "",
+        "| case | metric | variant | unit | "
+        + " | ".join(f"median {stack}" for stack in results.stacks)
+        + " | "
+        + " | ".join(f"{stack} vs {first}" for stack in later)
+        + " |",
+        "|---|---|---|---|" + "---:|" * (len(results.stacks) + len(later)),
+    ]
+    for row in results.stack_rows():
+        medians = " | ".join(_fmt(row["medians"][stack]) for stack in results.stacks)
+        ratios = " | ".join(
+            "" if row["ratios"][stack] is None else f"{row['ratios'][stack]:.3g}×"
+            for stack in later
+        )
+        lines.append(
+            f"| {row['case']} | {row['metric']} | {row['variant']} | {row['unit']} | "
+            f"{medians} | {ratios} |"
+        )
+    return lines
 
 
 def _when(error: dict) -> str:
@@ -584,6 +712,7 @@ def write_report(
                 "machine": machine,
                 "settings": settings,
                 "results": results.rows(),
+                "stack_comparison": results.stack_rows(),
                 "notes": results.notes,
                 "goals": evaluated,
                 "errors": results.errors,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -20,7 +21,7 @@ from tests import bench_bad_metrics_case as bad_case
 from tests import bench_timeout_case as timeout_case
 from tests import trivial_benchmark_case as trivial_case
 from tests.conftest import bfloat16_is_emulated, run_program
-from tfest_kit._tf import TF_VERSION
+from tfest_kit._tf import KERAS_PACKAGE, TF_VERSION
 
 _THIS = trivial_case.__name__
 _TIMEOUT = timeout_case.__name__
@@ -59,8 +60,11 @@ def test_full_mode_interleaves_variants_in_fresh_processes(tmp_path):
     assert all(path.startswith(str(tmp_path)) and not os.path.exists(path) for path in temporary)
 
     machine = _harness.machine_info()
-    # Read from the package metadata (the parent never imports TensorFlow): the one that runs.
-    assert machine["cores"] == os.cpu_count() and machine["tensorflow"] == TF_VERSION
+    # Read from the package metadata (the parent never imports TensorFlow): the one that runs,
+    # and the Keras 2 that tf.keras is (keras 2.15, or tf-keras from TensorFlow 2.16 on).
+    (stack,) = machine["stacks"].values()
+    assert machine["cores"] == os.cpu_count() and stack["tensorflow"] == TF_VERSION
+    assert stack["keras_package"].replace("-", "_") == KERAS_PACKAGE
     settings = {"command": " --x", "repeats": 3, "quick": False, "seconds": 1.0, "cases": [_THIS]}
     md_path, json_path = _harness.write_report(
         results, GOALS, machine, settings, str(tmp_path / "out"), "latest"
@@ -101,14 +105,30 @@ def test_plan_puts_isolated_cases_first_in_quick_mode():
     mlp = _harness.load_case("mlp").CASE
     cases = {"mlp": mlp, "cold_start": cold}
     assert _harness._plan(cases, quick=True) == [
-        [("cold_start", ["tfest_kit"]), ("mlp", list(mlp.variants))]
+        ("", [("cold_start", ["tfest_kit"]), ("mlp", list(mlp.variants))])
     ]
     full = _harness._plan(cases, quick=False)
     assert len(full) == len(mlp.variants) + len(cold.variants)
-    assert all(len(jobs) == 1 and len(jobs[0][1]) == 1 for jobs in full)
+    assert all(len(jobs) == 1 and len(jobs[0][1]) == 1 for _, jobs in full)
     # Over len(variants) repetitions every variant runs first once.
-    firsts = [_harness._plan(cases, quick=False, repeat=r)[0][0][1][0] for r in range(6)]
+    firsts = [_harness._plan(cases, quick=False, repeat=r)[0][1][0][1][0] for r in range(6)]
     assert sorted(firsts[: len(mlp.variants)]) == sorted(mlp.variants)
+    # Two stacks: one process per (variant, stack), a variant's stacks one after the other;
+    # in quick mode one process per stack, the stacks' order rotating too.
+    two = _harness._plan({"mlp": mlp}, quick=False, stacks=("2.15", "2.21"))
+    assert [(stack, jobs[0][1][0]) for stack, jobs in two[:3]] == [
+        ("2.15", "tfest_kit"),
+        ("2.21", "tfest_kit"),
+        ("2.15", mlp.variants[1]),
+    ]
+    assert len(two) == 2 * len(mlp.variants)
+    quick = _harness._plan(cases, quick=True, repeat=1, stacks=("2.15", "2.21"))
+    assert [stack for stack, _ in quick] == ["2.21", "2.15"]
+    second = _harness._plan({"mlp": mlp}, quick=False, repeat=1, stacks=("2.15", "2.21"))
+    assert [(stack, jobs[0][1][0]) for stack, jobs in second[:2]] == [
+        ("2.21", mlp.variants[1]),
+        ("2.15", mlp.variants[1]),
+    ]
 
 
 def test_every_case_module_declares_a_case_and_goals():
@@ -457,3 +477,91 @@ def test_the_training_case_runs_cpu_replicas_outside_quick_mode(tf_thread_pools_
     # --quick runs every variant in one process; this one would set the others' threads.
     assert "tfest_kit_replicas" not in bert_tiny.CASE.quick_variants
     assert _small_bert_tiny_throughput("tfest_kit_replicas") > 0
+
+
+def test_python_runs_the_variants_under_a_second_stack_and_compares_them(
+    tmp_path, monkeypatch, capsys
+):
+    # This interpreter a second time, labelled "other": runs on either stack, in seconds.
+    monkeypatch.setattr(_harness, "CASE_NAMES", (*_harness.CASE_NAMES, _THIS))
+    argv = ["--cases", _THIS, "--repeats", "2", "--out-dir", str(tmp_path / "out")]
+    argv += ["--workdir", str(tmp_path / "work"), "--python", f"other={sys.executable}"]
+    assert bench_main.main(argv) == 1  # the broken variant, on both stacks
+    own = "%d.%d" % tuple(int(part) for part in TF_VERSION.split(".")[:2])
+    # Each (variant, stack) in processes of its own, the stacks' children in their own workdirs.
+    for stack in (own, "other"):
+        assert [v for v, _ in _order(tmp_path / "work" / stack)] == [
+            "fast",
+            "slow",
+            "broken",
+            "slow",
+            "broken",
+            "fast",
+        ]
+    with open(tmp_path / "out" / "partial.md") as f:
+        text = f.read()
+    assert f"- versions of {own} (`{sys.executable}`): Python " in text
+    assert f"- versions of other (`{sys.executable}`): Python " in text
+    assert f"| {_THIS} | speed | fast@other | 4 | 4 | 4 | 2 | things/s | 2× |" in text
+    assert f"| {_THIS} | speed | slow@{own} (baseline) | 2 |" in text
+    assert f"## other vs {own}" in text
+    assert f"| {_THIS} | latency | fast | s | 1 | 1 | 1× |" in text
+    # Goals judged per stack; errors keep their stack.
+    assert f"| {own} | fast ≥ 1.5× slow | 2× | PASS |" in text
+    assert "| other | fast ≥ 1.5× slow | 2× | PASS |" in text
+    assert f"{_THIS}/broken@other: RuntimeError" in text
+    with open(tmp_path / "out" / "partial.json") as f:
+        report = json.load(f)
+    assert list(report["machine"]["stacks"]) == [own, "other"]
+    assert report["settings"]["stacks"] == [own, "other"]
+    (row,) = (
+        r for r in report["stack_comparison"] if r["metric"] == "speed" and r["variant"] == "fast"
+    )
+    assert row["medians"] == {own: 4.0, "other": 4.0} and row["ratios"] == {"other": 1.0}
+    assert "other: " in capsys.readouterr().out  # progress lines name the stack
+
+
+def test_a_bad_python_is_one_error_naming_the_flag_and_the_path(tmp_path):
+    # A Python without TensorFlow: this one without its site-packages.
+    no_tf = tmp_path / "python-no-tf"
+    no_tf.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    no_tf.chmod(0o755)
+    missing = tmp_path / "missing" / "python"
+    for value, message in (
+        (f"2.21={missing}", f"--python 2.21={missing}: {missing} is not an executable file"),
+        (f"x={no_tf}", f"--python x={no_tf}: {no_tf} has no TensorFlow"),
+        ("x=/bin/false", "--python x=/bin/false: /bin/false is not a Python that can run"),
+        (str(no_tf), "--python must be LABEL=PATH"),
+    ):
+        proc = run_program(["-m", "benchmarks", "--python", value], timeout=60, check_exit=2)
+        assert message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) <= 5
+    argv = ["--python", f"a={sys.executable}", "--python", f"a={sys.executable}"]
+    proc = run_program(["-m", "benchmarks", *argv], timeout=60, check_exit=2)
+    assert "the label 'a' is given twice" in proc.stderr
+
+
+@pytest.mark.slow
+def test_cold_start_measures_the_plain_estimator_on_this_stack(tmp_path):
+    # TensorFlow 2.16+ has no tf.estimator: the variant used to raise AttributeError on 2.21.
+    argv = ["-m", "benchmarks._harness", "--worker", "cold_start:estimator"]
+    argv += ["--workdir", str(tmp_path), "--quick", "--t0", "0"]
+    (record,) = _harness._records(run_program(argv, timeout=120).stdout)
+    assert "error" not in record, record
+    assert record["metrics"]["train_return_s"] >= 0
+
+
+def test_benchmarks_use_keras_2_through_tf_keras_never_bare_keras():
+    # On the 2.21 stack a bare `import keras` is Keras 3, which Estimator cannot use.
+    import ast
+    import pathlib
+
+    for path in pathlib.Path(_harness.ROOT, "benchmarks").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]  # `from tensorflow import keras` is tf.keras
+            else:
+                continue
+            assert not [m for m in modules if m.split(".")[0] == "keras"], (path, modules)
