@@ -140,7 +140,9 @@ def test_setup_sets_level_and_is_idempotent():
     logs.setup("debug")
     logger = logs.setup("error")
     assert logger.level == logging.ERROR
-    assert len(logger.handlers) == 1
+    # pytest 9 (the 2.21 lock) also hangs its capture handlers on non-propagating loggers.
+    ours = [h for h in logger.handlers if not type(h).__module__.startswith("_pytest")]
+    assert len(ours) == 1
     logs.setup("warning")
 
 

@@ -31,13 +31,23 @@ class BeamSearchDecoderState(
         ("cell_state", "log_probs", "finished", "lengths", "accumulated_attention_probs"),
     )
 ):
-    """The beam search's state: the cell's, and per beam its log-probability, end and length."""
+    """The beam search's state: the cell's, and per beam its log-probability, end and length.
+
+    Example:
+
+        state = decoder_state.cell_state  # a BeamSearchDecoder step's state
+    """
 
 
 class BeamSearchDecoderOutput(
     collections.namedtuple("BeamSearchDecoderOutput", ("scores", "predicted_ids", "parent_ids"))
 ):
-    """One step's ``[batch_size, beam_width]`` scores, chosen ids and parent beams."""
+    """One step's ``[batch_size, beam_width]`` scores, chosen ids and parent beams.
+
+    Example:
+
+        scores = outputs.beam_search_decoder_output.scores  # [time, batch, beam]
+    """
 
 
 class FinalBeamSearchDecoderOutput(
@@ -45,7 +55,13 @@ class FinalBeamSearchDecoderOutput(
         "FinalBeamDecoderOutput", ["predicted_ids", "beam_search_decoder_output"]
     )
 ):
-    """``predicted_ids`` (whole beams, best first) and the steps' ``BeamSearchDecoderOutput``."""
+    """``predicted_ids`` (whole beams, best first) and the steps' ``BeamSearchDecoderOutput``.
+
+    Example:
+
+        outputs, _, _ = tf.contrib.seq2seq.dynamic_decode(beam_decoder, maximum_iterations=20)
+        best = outputs.predicted_ids[:, :, 0]
+    """
 
 
 def _gather_beams(values, beam_ids):

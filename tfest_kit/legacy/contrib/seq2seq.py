@@ -121,7 +121,13 @@ NOT_SERVED = {
 
 
 class BasicDecoderOutput(collections.namedtuple("BasicDecoderOutput", ("rnn_output", "sample_id"))):
-    """A ``BasicDecoder`` step's output: the (projected) cell output and the sampled ids."""
+    """A ``BasicDecoder`` step's output: the (projected) cell output and the sampled ids.
+
+    Example:
+
+        outputs, _, _ = tf.contrib.seq2seq.dynamic_decode(decoder)
+        logits, ids = outputs.rnn_output, outputs.sample_id
+    """
 
 
 class Decoder(metaclass=abc.ABCMeta):
