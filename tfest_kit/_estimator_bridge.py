@@ -22,6 +22,8 @@ checks on each stack that TensorFlow lacks it (or has it, on 2.15) and that the 
 from __future__ import annotations
 
 import copy
+import importlib
+import importlib.util
 import sys
 import types
 from typing import Any
@@ -316,9 +318,39 @@ def install() -> None:
     Must run after ``import tensorflow`` and before ``import tensorflow_estimator``.
     """
 
-    if not needed(tf.__version__) or _DISTRIBUTE in sys.modules:
+    if not needed(tf.__version__):
         return
-    distribute_module = types.ModuleType(_DISTRIBUTE, "Supplied by tfest_kit (_estimator_bridge).")
+    builders = {
+        _DISTRIBUTE: _distribute_module,
+        _SESSION_SUPPORT: _session_support_module,
+        _EMBEDDING: lambda: _embedding_module(_EMBEDDING, _EMBEDDING_PARAMETERS),
+        _EMBEDDING_GRADIENT: lambda: _embedding_module(_EMBEDDING_GRADIENT, ()),
+    }
+    for name, build in builders.items():
+        if importlib.util.find_spec(name) is not None:  # still in this TensorFlow (or supplied)
+            continue
+        module = sys.modules[name] = build()
+        parent, _, child = name.rpartition(".")
+        setattr(distribute if parent.endswith("distribute") else tpu, child, module)
+    embedding = importlib.import_module(_EMBEDDING)
+    experimental = tf.compat.v1.tpu.experimental
+    for class_name in _EMBEDDING_PARAMETERS:
+        if not hasattr(experimental, class_name):
+            setattr(experimental, class_name, getattr(embedding, class_name))
+    if not hasattr(tf_export, "ESTIMATOR_API_NAME"):
+        attributes = tf_export._Attributes
+        tf_export.ESTIMATOR_API_NAME = "estimator"
+        tf_export.API_ATTRS["estimator"] = attributes(
+            "_estimator_api_names", "_estimator_api_constants"
+        )
+        tf_export.API_ATTRS_V1["estimator"] = attributes(
+            "_estimator_api_names_v1", "_estimator_api_constants_v1"
+        )
+        tf_export.SUBPACKAGE_NAMESPACES.append("estimator")
+
+
+def _distribute_module() -> types.ModuleType:
+    module = types.ModuleType(_DISTRIBUTE, "Supplied by tfest_kit (_estimator_bridge).")
     for name in (
         "init_run_config",
         "should_run_distribute_coordinator",
@@ -326,31 +358,8 @@ def install() -> None:
         "estimator_train",
         "estimator_evaluate",
     ):
-        setattr(distribute_module, name, globals()[name])
-    modules = {
-        _DISTRIBUTE: distribute_module,
-        _SESSION_SUPPORT: _session_support_module(),
-        _EMBEDDING: _embedding_module(_EMBEDDING, _EMBEDDING_PARAMETERS),
-        _EMBEDDING_GRADIENT: _embedding_module(_EMBEDDING_GRADIENT, ()),
-    }
-    experimental = tf.compat.v1.tpu.experimental
-    for class_name in _EMBEDDING_PARAMETERS:
-        if not hasattr(experimental, class_name):
-            setattr(experimental, class_name, getattr(modules[_EMBEDDING], class_name))
-    for name, module in modules.items():
-        sys.modules[name] = module
-        parent, _, child = name.rpartition(".")
-        setattr(distribute if parent.endswith("distribute") else tpu, child, module)
-    attributes = tf_export._Attributes
-    tf_export.ESTIMATOR_API_NAME = "estimator"
-    tf_export.API_ATTRS["estimator"] = attributes(
-        "_estimator_api_names", "_estimator_api_constants"
-    )
-    tf_export.API_ATTRS_V1["estimator"] = attributes(
-        "_estimator_api_names_v1", "_estimator_api_constants_v1"
-    )
-    if "estimator" not in tf_export.SUBPACKAGE_NAMESPACES:
-        tf_export.SUBPACKAGE_NAMESPACES.append("estimator")
+        setattr(module, name, globals()[name])
+    return module
 
 
 def restore_estimator_namespace() -> None:
