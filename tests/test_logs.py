@@ -303,3 +303,20 @@ def test_logging_goes_on_after_the_stderr_it_last_used_is_closed(monkeypatch):
         monkeypatch.undo()
         logs.setup("warning")
     assert "after-marker" in now.getvalue()
+
+
+def test_tensorflow_221s_sharding_callback_line_is_dropped_from_absl_only_that_line():
+    # TensorFlow 2.21's object-based saver logs it through absl at every Keras checkpoint.
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    absl_logger = logging.getLogger("absl")
+    absl_logger.addHandler(handler)
+    try:
+        logs.setup()
+        absl_logger.warning("Sharding callback duration: %s microseconds", 290)
+        absl_logger.warning("a line of the program's own")
+    finally:
+        absl_logger.removeHandler(handler)
+        logs.setup("warning")
+    assert [r.getMessage() for r in records] == ["a line of the program's own"]

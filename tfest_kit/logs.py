@@ -84,9 +84,12 @@ class _OneRouteHandler(logging.Handler):
 
 class _NoiseFilter(logging.Filter):
     """Drops Estimator's "model_fn includes params argument" for tfest_kit's model_fns (they
-    take ``params`` for TPUEstimator); other model_fns keep it."""
+    take ``params`` for TPUEstimator; other model_fns keep it), and TensorFlow 2.21's
+    "Sharding callback duration" line, which its object-based saver logs through absl."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Sharding callback duration"):
+            return False
         if "includes params argument" not in str(record.msg):
             return True
         args = record.args if isinstance(record.args, tuple) else ()
@@ -102,9 +105,9 @@ _DEPRECATION_WARNINGS = (
 
 
 def _set_deprecation_warnings(show: bool) -> None:
-    logger = tf2.get_logger()
-    if not any(isinstance(f, _NoiseFilter) for f in logger.filters):
-        logger.addFilter(_NoiseFilter())
+    for logger in (tf2.get_logger(), logging.getLogger("absl")):
+        if not any(isinstance(f, _NoiseFilter) for f in logger.filters):
+            logger.addFilter(_NoiseFilter())
     # What deprecation.silence() sets, for @deprecated and tf.compat.v1 names (_tf.PRIVATE_NAMES).
     deprecation._PRINT_DEPRECATION_WARNINGS = show
     module_wrapper._PER_MODULE_WARNING_LIMIT = 1 if show else 0
