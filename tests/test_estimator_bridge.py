@@ -7,14 +7,17 @@ is the bridge's (TensorFlow's own package lacks it), on 2.15 it is TensorFlow's 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 
 import numpy as np
 import pytest
 
+from tests.conftest import run_program
 from tfest_kit import _estimator_bridge
 from tfest_kit._tf import TF_VERSION, estimator, tf, tf2
+from tfest_kit.cluster import free_ports
 
 BRIDGED = _estimator_bridge.needed(TF_VERSION)
 MODULES = [name for name in _estimator_bridge.SUPPLIED if ":" not in name]
@@ -97,3 +100,24 @@ def test_estimator_trains_through_tf_estimator(tmp_path):
     first = est.evaluate(input_fn, steps=2)["loss"]
     est.train(input_fn, max_steps=60)
     assert est.evaluate(input_fn, steps=2)["loss"] < first / 10
+
+
+@pytest.mark.slow
+def test_multi_worker_strategy_through_run_config_uses_the_distribute_coordinator(tmp_path):
+    # RunConfig(train_distribute=MultiWorkerMirroredStrategy()) under TF_CONFIG: Estimator
+    # hands train_and_evaluate to estimator_training (the bridge's on TensorFlow >= 2.16).
+    port = free_ports(1)[0]
+    tf_config = {
+        "cluster": {"worker": [f"localhost:{port}"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    proc = run_program(
+        ["tests/programs/coordinator_train.py", str(tmp_path / "model")],
+        env={"TF_CONFIG": json.dumps(tf_config)},
+        timeout=240,
+    )
+    out = proc.stdout + proc.stderr
+    assert "Distribute Coordinator with INDEPENDENT_WORKER mode" in out, out
+    [(before, after)] = [line.split()[1:] for line in proc.stdout.splitlines() if "LOSS" in line]
+    assert float(after) < float(before) / 10, out
+    assert "STEP 40" in proc.stdout, out

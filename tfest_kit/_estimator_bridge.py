@@ -15,8 +15,9 @@ tensorflow_estimator``; on TensorFlow 2.15 it does nothing. It supplies, under t
 - ``tf.estimator`` / ``tf.compat.v1.estimator`` (:func:`restore_estimator_namespace`), as the
   lazily loaded attributes TensorFlow 2.15 had.
 
-Nothing on disk is changed. ``SUPPLIED`` lists every name; ``tests/test_tf_private_names.py``
-checks on each stack that TensorFlow lacks it (or has it, on 2.15) and that the bridge gives it.
+Nothing on disk is changed. ``SUPPLIED`` lists every name; ``tests/test_estimator_bridge.py``
+checks on each stack that TensorFlow lacks it (or has it, on
+2.15) and that the bridge gives it.
 """
 
 from __future__ import annotations
