@@ -94,3 +94,16 @@ def test_doctor_runs_where_tensorflow_is_unsupported_and_says_what_to_install(tm
     assert "other stack: 2.15" in out and "pip install tensorflow==2.15.1" in out
     proc = run_program(["-m", "tfest_kit", "signature", "x"], env=env, check_exit=1, timeout=60)
     assert "ImportError: tfest_kit was tested with TensorFlow 2.15 and 2.21" in proc.stderr
+
+
+def test_a_failing_tensorflow_estimator_import_is_named_with_its_own_error(tmp_path):
+    # The import can fail for another package's reason (Keras 3 where Keras 2 is needed …):
+    # the refusal keeps what the import said.
+    fake = tmp_path / "fake_site" / "tensorflow_estimator"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named keras.src.engine')\n")
+    proc = run_program(
+        ["-c", "import tfest_kit"], env={"PYTHONPATH": str(tmp_path / "fake_site")}, check_exit=1
+    )
+    assert "needs the tensorflow-estimator package" in proc.stderr
+    assert "(import tensorflow_estimator: No module named keras.src.engine)" in proc.stderr

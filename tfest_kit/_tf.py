@@ -135,12 +135,12 @@ with _native_log_filtered():
     _estimator_bridge.install()
     try:
         import tensorflow_estimator  # noqa: E402,F401
+    except ImportError as error:
+        try:
+            check_version(TF_VERSION, has_estimator=False)
+        except ImportError as refusal:  # with what the import said: it may be another package
+            raise ImportError(f"{refusal} (import tensorflow_estimator: {error})") from error
 
-        _has_estimator = True
-    except ImportError:  # pragma: no cover - exercised through the simulated-version test
-        _has_estimator = False
-
-    check_version(TF_VERSION, _has_estimator)
     _estimator_bridge.restore_estimator_namespace()
     # The Keras 2 package behind tf.keras: keras 2.15 on TensorFlow 2.15, tf-keras from 2.16 on.
     KERAS_PACKAGE = "tf_keras" if _estimator_bridge.needed(TF_VERSION) else "keras"
