@@ -107,6 +107,20 @@ def test_doctor_says_what_to_install_when_versions_do_not_fit():
         assert all(f.ok for f in _cli_doctor.check(_pins(stack), python=python))
 
 
+def test_doctor_refuses_the_protobuf_tensorflow_220_cannot_write_a_graph_with():
+    # TensorFlow 2.20 takes any protobuf >= 5.28; 7.34+ breaks every Estimator.train.
+    installed = {**_pins("2.21"), "tensorflow": "2.20.0", "tf-keras": "2.20.1"}
+    for protobuf, fits in (("7.36.2", False), ("6.33.6", True)):
+        findings = {f.name: f for f in _cli_doctor.check({**installed, "protobuf": protobuf})}
+        assert findings["protobuf"].ok is fits
+    assert findings["protobuf"].fix is None
+    assert "protobuf" not in {f.name for f in _cli_doctor.check(_pins("2.21"))}
+    text, code = _cli_doctor.report(
+        _cli_doctor.check({**installed, "protobuf": "7.36.2"}), [("CPU", "cpu:0")], None
+    )
+    assert code == 1 and "pip install protobuf==6.33.6" in text
+
+
 @pytest.mark.parametrize(
     "tensorflow, keras, fits",
     [("2.14.1", "2.14.0", True), ("2.13.1", "2.13.1", True), ("2.12.1", "2.12.0", False)],

@@ -44,8 +44,8 @@ _PINS = {
     "2.15": "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
     "2.21": "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0",
 }
-# The TensorFlow versions tested (the two stacks) and accepted (the releases between them run
-# the same tensorflow-estimator 2.15 through the same bridge).
+# The TensorFlow versions accepted: the two stacks, and the releases around them that ran the
+# smoke tests (docs/install.md), with the same tensorflow-estimator 2.15 and bridge.
 SUPPORTED = ((2, 13), (2, 21))
 
 # TensorFlow's C++ start-up lines (oneDNN notice, "Unable to register cuDNN factory" …) are

@@ -230,6 +230,14 @@ def check(
         ok = _fits(found, req.wanted)
         fix = None if ok else f"pip install {req.pin_for(_release(python)[:2])}"
         findings.append(Finding(req.name, found, req.wanted, ok, req.optional, fix, req.why))
+    # TensorFlow 2.20 allows any protobuf >= 5.28, but its write_graph passes float_format=,
+    # which protobuf 7.34+ refuses: every Estimator.train fails in CheckpointSaverHook.
+    tensorflow, protobuf = version("tensorflow"), version("protobuf")
+    if tensorflow and protobuf and _release(tensorflow)[:2] == (2, 20):
+        ok = _release(protobuf)[:2] < (7, 34)
+        fix = None if ok else "pip install protobuf==6.33.6"
+        why = "TensorFlow 2.20's write_graph fails on 7.34+"
+        findings.append(Finding("protobuf", protobuf, ">=5.28,<7.34", ok, False, fix, why))
     return findings
 
 
