@@ -27,7 +27,7 @@ On a cluster the same command runs unchanged on every task; ``TF_CONFIG`` says w
 process is, and every task must be given the same ``--output_dir`` (a shared directory or a
 ``gs://`` bucket). To try it on this machine (loopback ports, a task per process):
 
-    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \\
         python -m recipes.bert_classifier --output_dir=/tmp/bert_cluster
 
 ``TF_CONFIG`` is checked up front (``tfest_kit.cluster.validate_tf_config``); what a task does

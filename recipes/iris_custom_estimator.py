@@ -17,7 +17,7 @@ Run:
 The same command runs as every task of a ``TF_CONFIG`` cluster, given the same ``--model_dir``
 (see ``recipes/_interrupt.py``); on this machine:
 
-    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \\
         python -m recipes.iris_custom_estimator --model_dir=/tmp/iris_cluster
 """
 

@@ -26,7 +26,7 @@ would change the model's shape or which images are held out is refused before an
 The same command runs as every task of a ``TF_CONFIG`` cluster, given the same ``--model_dir``
 (see ``recipes/_interrupt.py``); the chief evaluates, exports and predicts:
 
-    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \\
         python -m recipes.mobilenet_cats_dogs --model_dir=/tmp/pets_cluster
 """
 

@@ -4,7 +4,7 @@ Baselines first, as the guide recommends: a ``LinearClassifier``, a ``DNNClassif
 ``DNNLinearCombinedClassifier`` share the same numeric feature columns (one per family of
 measurements, each standardised by a ``normalizer_fn`` with the training mean and deviation)
 and the same ``tfest_kit.inputs.from_arrays`` input functions. Their accuracy / AUC / loss on
-the held-out 20 % are printed as a table; the best (by AUC) is exported with
+the held-out fifth are printed as a table; the best (by AUC) is exported with
 ``tfest_kit.serving.parsing_receiver`` and queried through ``tfest_kit.serving.Predictor``.
 
 Run:
@@ -17,7 +17,7 @@ The same command runs as every task of a ``TF_CONFIG`` cluster, given the same `
 each in its sub-directory (each task's server serves all three); the chief prints the table and
 exports the best.
 
-    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \\
         python -m recipes.premade_estimators --model_dir=/tmp/premade_cluster
 """
 

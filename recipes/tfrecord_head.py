@@ -26,7 +26,7 @@ The same command runs as every task of a ``TF_CONFIG`` cluster, given the same `
 (see ``recipes/_interrupt.py``); each task writes its own shards (``data/TYPE_INDEX``, the
 chief's in ``data``):
 
-    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \\
         python -m recipes.tfrecord_head --model_dir=/tmp/tfrecord_cluster
 """
 

@@ -23,7 +23,7 @@ Run:
 Without a TPU the same command runs as every task of a ``TF_CONFIG`` cluster, given the same
 ``--model_dir`` (see ``recipes/_interrupt.py``):
 
-    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \
+    python -m tfest_kit.cluster --workers 1 --ps 1 --evaluator -- \\
         python -m recipes.tpu_digits --model_dir=/tmp/digits_cluster
 """
 

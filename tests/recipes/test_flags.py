@@ -3,10 +3,13 @@ test_mobilenet_cats_dogs.py, test_bert_classifier.py)."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 from absl import flags
 
 from recipes import _flags
+from tests.conftest import ROOT
 
 
 @pytest.fixture
@@ -53,3 +56,16 @@ def test_positive_rejects_zero_and_negative_values(flag_values, value):
         flag_values(["prog", f"--learning_rate={value}"])
     flag_values(["prog", "--learning_rate=1e-5"])
     assert flag_values.learning_rate == 1e-5
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    sorted(p.stem for p in (ROOT / "recipes").glob("*.py") if not p.stem.startswith("_")),
+)
+def test_help_text_keeps_its_cluster_command_and_percent_signs(recipe):
+    # absl prints the module docstring for --help after `doc %= (argv[0],) * count('%')`, and a
+    # backslash at a line's end in a docstring joins the lines of the shell example.
+    doc = ast.get_docstring(ast.parse((ROOT / "recipes" / f"{recipe}.py").read_text()))
+    assert "%" not in doc.replace("%%", ""), f"{recipe}: a % in --help is filled with argv[0]"
+    command = [line for line in doc.splitlines() if "python -m tfest_kit.cluster" in line]
+    assert command and all(line.rstrip().endswith("-- \\") for line in command), command
