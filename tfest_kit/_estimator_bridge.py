@@ -125,7 +125,6 @@ def _config_from_worker_context(config: Any, context: Any) -> None:
 
 def init_run_config(config: Any, tf_config: dict) -> None:
     """Sets a ``RunConfig``'s distribute-coordinator mode from ``TF_CONFIG`` (TF 2.15's rules)."""
-
     experimental = config._experimental_distribute
     for field in ("train_distribute", "eval_distribute"):
         if experimental and getattr(experimental, field):
@@ -159,7 +158,6 @@ def init_run_config(config: Any, tf_config: dict) -> None:
 
 def should_run_distribute_coordinator(config: Any) -> bool:
     """Whether ``Estimator`` should hand training to the distribute coordinator."""
-
     mode = getattr(config, "_distribute_coordinator_mode", None)
     if mode is None:
         _log.info("Not using Distribute Coordinator.")
@@ -178,7 +176,6 @@ def should_run_distribute_coordinator(config: Any) -> bool:
 
 def _local_estimator(estimator: Any, field: str, strategy: Any) -> tuple[Any, Any]:
     """A copy of ``estimator`` for this worker, its config set from the coordinator's context."""
-
     local = copy.deepcopy(estimator)
     setattr(local._config, f"_{field}_distribute", strategy)
     context = dc_context.get_current_worker_context()
@@ -190,7 +187,6 @@ def _local_estimator(estimator: Any, field: str, strategy: Any) -> tuple[Any, An
 
 def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor_cls: Any) -> None:
     """Runs ``train_and_evaluate`` through the distribute coordinator (TF 2.15's behaviour)."""
-
     run_config = estimator.config
     mode = run_config._distribute_coordinator_mode
     if not mode:
@@ -222,7 +218,6 @@ def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor
 
 def _run_standalone(estimator: Any, field: str, method: str, run_fn: Any, hooks: Any) -> Any:
     """``Estimator.train`` / ``evaluate`` through the coordinator, STANDALONE_CLIENT mode only."""
-
     config = estimator._config
     cluster_spec = multi_worker_util.normalize_cluster_spec(config.cluster_spec)
     strategy = getattr(config, f"_{field}_distribute")

@@ -98,12 +98,13 @@ if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 
-def check_version(version: str, has_estimator: bool = True) -> None:
+def check_version(version: str, has_estimator: bool = True, reason: str = "") -> None:
     """Raises ImportError unless ``version`` is a TensorFlow that tfest_kit was tested with.
 
     Args:
       version: ``tensorflow.__version__``, e.g. ``"2.21.0"``.
       has_estimator: whether ``tensorflow_estimator`` could be imported.
+      reason: what its import said, when it could not (another package may be missing).
 
     Raises:
       ImportError: for TensorFlow < 2.13 or > 2.21, or without tensorflow-estimator; the
@@ -120,7 +121,7 @@ def check_version(version: str, has_estimator: bool = True) -> None:
     if not has_estimator:
         raise ImportError(
             f"tfest_kit needs the tensorflow-estimator package beside TensorFlow {version}: "
-            f"{install}."
+            f"{install}." + (f" (import tensorflow_estimator: {reason})" if reason else "")
         )
 
 
@@ -136,10 +137,7 @@ with _native_log_filtered():
     try:
         import tensorflow_estimator  # noqa: E402,F401
     except ImportError as error:
-        try:
-            check_version(TF_VERSION, has_estimator=False)
-        except ImportError as refusal:  # with what the import said: it may be another package
-            raise ImportError(f"{refusal} (import tensorflow_estimator: {error})") from error
+        check_version(TF_VERSION, has_estimator=False, reason=str(error))
 
     _estimator_bridge.restore_estimator_namespace()
     # The Keras 2 package behind tf.keras: keras 2.15 on TensorFlow 2.15, tf-keras from 2.16 on.

@@ -57,7 +57,7 @@ class Stack(NamedTuple):
 
 # Each mirrors its lock file, requirements-<stack>.txt (tests/test_requirements.py keeps them in
 # step). The 2.15 suite also passed on TensorFlow 2.13.1 and 2.14.1; TensorFlow 2.16-2.20 run the
-# same bridge as 2.21 (tfest_kit._tf accepts them) but were not tested.
+# same bridge as 2.21 and passed its smoke tests (docs/install.md).
 _STACK_2_15 = (
     Requirement(
         "tensorflow", ">=2.13,<2.16", "tensorflow==2.15.1", why="tf.estimator left in 2.16"
