@@ -110,7 +110,8 @@ def test_progress_hook_in_monitored_session_plain_lines(log_lines):
         "step 20/30 (67%)",
         "step 30/30 (100%)",
     ]
-    assert "loss = " in lines[-1] and "examples/sec" in lines[-1] and "ETA" in lines[-1]
+    assert "loss = " in lines[-1] and "examples/sec" in lines[-1]
+    assert "ETA" in lines[-2] and "ETA" not in lines[-1]  # none left at the last step
     assert hook.fetching_runs == 4  # nothing fetched on the 26 other steps
 
 

@@ -157,8 +157,11 @@ def test_loss_is_logged_once_per_interval_without_false_warnings(trained):
     assert steps == [1, 5, 10, 15, 20, 25, 30][: len(steps)], steps
     # The time up to the first step is mostly set-up: a rate from it was several times too
     # low. As in Estimator's LoggingTensorHook, the first line has no time (nor rate).
-    assert re.fullmatch(r"loss = \S+, step = 1", loss_lines[0]), loss_lines
+    # TF1's text, then how far training is: max_steps is known.
+    assert re.fullmatch(r"loss = \S+, step = 1; 3% of 30 steps", loss_lines[0]), loss_lines
     assert all(LOSS_LINE.search(line) for line in loss_lines[1:]), loss_lines
+    assert re.search(r"; 100% of 30 steps$", loss_lines[-1]), loss_lines
+    assert all(re.search(r"% of 30 steps, ETA \d+s$", line) for line in loss_lines[1:-1])
 
 
 def test_progress_hook_among_the_train_hooks_replaces_the_loss_line(model_dir):

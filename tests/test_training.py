@@ -644,3 +644,49 @@ def test_a_second_train_and_evaluate_as_the_same_task_reuses_its_server(tmp_path
         est = _small_estimator(str(tmp_path / name))
         training.train_and_evaluate(est, _small_train_input_fn, _small_eval_input_fn, max_steps=5)
         assert est.latest_checkpoint().endswith("model.ckpt-5"), name
+
+
+def test_the_official_call_with_specs_and_progress_totals(tmp_path, tf_log_lines):
+    # The official signature, unchanged: the specs' own settings (steps=None evaluates all).
+    est = _estimator(str(tmp_path))
+    progress = hooks.ProgressHook(every_n_steps=10)  # total_steps from the TrainSpec
+    metrics = tfest_kit.train_and_evaluate(
+        est,
+        estimator.TrainSpec(_train_input_fn, max_steps=30, hooks=[progress]),
+        estimator.EvalSpec(_eval_input_fn, steps=None, throttle_secs=0),
+    )
+    assert metrics["global_step"] == 30 and metrics["examples"] == len(X)
+    assert "step 30/30 (100%)" in " ".join(tf_log_lines)
+    assert "Evaluating 130 batches" in tf_log_lines  # the eval set's length, read once
+
+
+@pytest.mark.parametrize(
+    "specs, kwargs, match",
+    [
+        ((True, False), {}, "EvalSpec"),  # a TrainSpec with an input_fn
+        ((True, True), {"max_steps": 5}, r"keywords \['max_steps'\]"),
+        ((False, False), {}, "`max_steps` is required"),
+    ],
+)
+def test_specs_mixed_with_input_fns_or_keywords_are_refused(tmp_path, specs, kwargs, match):
+    train = estimator.TrainSpec(_train_input_fn, 5) if specs[0] else _train_input_fn
+    evaluate = estimator.EvalSpec(_eval_input_fn) if specs[1] else _eval_input_fn
+    with pytest.raises(TypeError, match=match):
+        tfest_kit.train_and_evaluate(_estimator(str(tmp_path)), train, evaluate, **kwargs)
+
+
+def test_an_input_that_ends_before_max_steps_is_named(tmp_path, tf_log_lines):
+    est = _estimator(str(tmp_path))
+    once = lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(20)  # noqa: E731
+    metrics = tfest_kit.train_and_evaluate(est, once, _eval_input_fn, max_steps=50)
+    assert metrics["global_step"] == 13  # 260 examples / 20
+    warning = [line for line in tf_log_lines if "before max_steps=50" in line]
+    assert len(warning) == 1 and "global step 13" in warning[0] and "repeat" in warning[0]
+
+
+def test_training_says_when_the_graph_is_built(tmp_path, tf_log_lines):
+    est = _estimator(str(tmp_path))
+    tfest_kit.train_and_evaluate(est, _train_input_fn, _eval_input_fn, max_steps=5)
+    building = [i for i, line in enumerate(tf_log_lines) if "building the graph" in line]
+    built = [i for i, line in enumerate(tf_log_lines) if "Training graph built in" in line]
+    assert len(building) == 1 and len(built) == 1 and building[0] < built[0], tf_log_lines

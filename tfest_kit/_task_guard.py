@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from tfest_kit import _model_dir
 from tfest_kit._eval_guard import EvalGuard
+from tfest_kit.hooks import fill_progress_totals
 
 
 def grpc_reachable(address: str, timeout: float = 2.0) -> Optional[bool]:
@@ -51,10 +52,12 @@ def check_direct_call(config: Any, method: str) -> None:
 
 
 @contextlib.contextmanager
-def guarded_train(estimator, hooks):
-    """Checks the task, then holds model_dir (one writer, an intact checkpoint); yields hooks."""
+def guarded_train(estimator, hooks, max_steps=None, steps=None):
+    """Checks the task, then holds model_dir (one writer, an intact checkpoint); yields hooks,
+    their progress hooks told where training ends."""
     check_direct_call(estimator.config, "train")
-    with _model_dir.training(estimator) as counter:
+    fill_progress_totals(hooks or (), max_steps, estimator, steps)
+    with _model_dir.training(estimator, max_steps, steps) as counter:
         yield [*(hooks or ()), counter]
 
 

@@ -24,7 +24,14 @@ from tfest_kit._model_dir import checkpoint_step, metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
-__all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "PreemptionHook"]
+__all__ = [
+    "ProgressHook",
+    "early_stopping",
+    "fill_progress_totals",
+    "NanGuardHook",
+    "NanLossError",
+    "PreemptionHook",
+]
 
 
 def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
@@ -39,13 +46,19 @@ def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
 
 class _IntervalHook(tf.train.SessionRunHook):
     """Reports at multiples of ``every_n_steps`` global steps, fetching nothing on other steps
-    (unlike ``LoggingTensorHook``): runs move the step as they did on average (2 in a GAN)."""
+    (unlike ``LoggingTensorHook``): runs move the step as they did on average (2 in a GAN).
 
-    _total = None
+    ``total_steps`` / ``batch_size`` not given are filled by :func:`fill_progress_totals`:
+    ``total_steps`` is a global step, ``more_steps`` a count from the restored one."""
 
-    def __init__(self, every_n_steps: int, loss=None) -> None:
+    def __init__(self, every_n_steps: int, loss=None, total_steps=None, batch_size=None) -> None:
         self._every_n = check_int("every_n_steps", every_n_steps)
         self._loss_arg = loss
+        self._given = (
+            check_int("total_steps", total_steps, allow_none=True),
+            check_int("batch_size", batch_size, allow_none=True),
+        )
+        self._filled = (None, None, None)  # total_steps, more_steps, batch_size
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
@@ -55,12 +68,15 @@ class _IntervalHook(tf.train.SessionRunHook):
                 "tf.compat.v1.train.get_or_create_global_step() before building the train op."
             )
         self._loss = self._find_loss()
+        self._batch_size = self._given[1] or self._filled[2]
 
     def _find_loss(self) -> Optional[tf.Tensor]:
         return _loss_tensor(self._loss_arg)
 
     def after_create_session(self, session, coord) -> None:
         self._step = int(session.run(self._global_step))
+        total, more = self._given[0] or self._filled[0], self._filled[1]
+        self._total = total or (more and self._step + more)
         self._last_step, self._last_time = self._step, time.monotonic()
         self._reported_once = False
         self._steps_per_run = 1.0
@@ -107,14 +123,47 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._runs_since_report = 0
         self._step, self._last_step, self._last_time = step, step, now
 
+    def _percent(self, step: int) -> int:
+        return min(round(100 * step / self._total), 99) if step < self._total else 100
+
+    def _eta(self, step: int, final: bool) -> str:
+        """``ETA 12s`` from the average rate since the first line (evaluations included)."""
+        if not self._total or final or step >= self._total or not self._reported_once:
+            return ""
+        rate = (step - self._rate_step) / max(time.monotonic() - self._rate_time, 1e-9)
+        if rate <= 0:
+            return ""
+        return f"ETA {max(0, self._total - step) / rate:.0f}s"
+
+
+def fill_progress_totals(
+    hooks, max_steps: Optional[int], estimator=None, steps: Optional[int] = None
+) -> None:
+    """Gives the progress hooks in ``hooks`` the run's end and batch size where not given.
+
+    Args:
+      hooks: training hooks; only :class:`ProgressHook` (and the TPU fallback's loss line)
+        are changed.
+      max_steps: the global step training ends at, or None.
+      estimator: the Estimator, for the global batch size of a ``tpu.TPUEstimator``
+        (``train_batch_size``) or ``params["batch_size"]``.
+      steps: with ``max_steps=None``, the steps to train from the restored one.
+    """
+    batch_size = getattr(estimator, "train_batch_size", None) or (
+        (getattr(estimator, "params", None) or {}).get("batch_size")
+    )
+    for hook in hooks:
+        if isinstance(hook, _IntervalHook):
+            hook._filled = (max_steps, None if max_steps else steps, batch_size)
+
 
 class LossLoggingHook(_IntervalHook):
     """The fallback ``TPUEstimator``'s one loss line an interval, for ``LoggingTensorHook`` plus
-    ``StepCounterHook``'s two or three; ``output_dir`` gets their summaries too."""
+    ``StepCounterHook``'s two or three; ``output_dir`` gets their summaries too. With a known
+    end the line adds ``; 10% of 1000 steps, ETA 6s`` after TensorFlow 1's text."""
 
     def __init__(self, every_n_steps=100, batch_size=None, output_dir=None, loss=None) -> None:
-        super().__init__(every_n_steps, loss)
-        self._batch_size = batch_size
+        super().__init__(every_n_steps, loss, batch_size=batch_size)
         self._output_dir = output_dir
         self.log_lines = True
 
@@ -127,9 +176,13 @@ class LossLoggingHook(_IntervalHook):
         self._writer = self._output_dir and tf.summary.FileWriterCache.get(self._output_dir)
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
+        progress = ""
+        if self._total:
+            eta = self._eta(step, final)
+            progress = f"; {self._percent(step)}% of {self._total} steps" + (eta and ", " + eta)
         if elapsed is None or steps <= 0 or elapsed <= 0:
             if self.log_lines:  # no time on the first line, as in LoggingTensorHook
-                tf.logging.info("loss = %g, step = %d", loss, step)
+                tf.logging.info("loss = %g, step = %d%s", loss, step, progress)
             return
         rate = steps / elapsed
         line = "loss = %g, step = %d (%.3f sec); global_step/sec: %g"
@@ -140,7 +193,7 @@ class LossLoggingHook(_IntervalHook):
             args.append(rate * self._batch_size)
             values.append(tf.Summary.Value(tag="examples/sec", simple_value=args[-1]))
         if self.log_lines:
-            tf.logging.info(line, *args)
+            tf.logging.info(line + "%s", *args, progress)
         if self._writer:
             self._writer.add_summary(tf.Summary(value=values), step)
 
@@ -153,8 +206,11 @@ class ProgressHook(_IntervalHook):
 
     Args:
       every_n_steps: a line every this many global steps (and after the first).
-      total_steps: the step training ends at, for the percentage and ETA.
-      batch_size: global batch size, for examples/sec.
+      total_steps: the step training ends at, for the percentage and ETA; None: the
+        ``max_steps`` (or ``steps``) of ``tfest_kit.train_and_evaluate`` or of a
+        ``tpu.TPUEstimator``'s / tfest_kit estimator's ``train``, if any.
+      batch_size: global batch size, for examples/sec; None: a ``tpu.TPUEstimator``'s
+        ``train_batch_size`` or ``params["batch_size"]`` there, if any.
       loss: the loss tensor; None: the last of ``tf.GraphKeys.LOSSES``, if any.
 
     Raises:
@@ -174,9 +230,7 @@ class ProgressHook(_IntervalHook):
         batch_size: Optional[int] = None,
         loss: Optional[tf.Tensor] = None,
     ) -> None:
-        super().__init__(every_n_steps, loss)
-        self._total = check_int("total_steps", total_steps, allow_none=True)
-        self._batch_size = check_int("batch_size", batch_size, allow_none=True)
+        super().__init__(every_n_steps, loss, total_steps, batch_size)
 
     def _find_loss(self) -> Optional[tf.Tensor]:
         return _loss_tensor(self._loss_arg, required=False)
@@ -184,8 +238,7 @@ class ProgressHook(_IntervalHook):
     def _report(self, loss, step, elapsed, steps, final) -> None:
         parts = [f"step {step}"]
         if self._total:
-            percent = min(round(100 * step / self._total), 99) if step < self._total else 100
-            parts[0] += f"/{self._total} ({percent}%)"
+            parts[0] += f"/{self._total} ({self._percent(step)}%)"
         if loss is not None:
             parts.append(f"loss = {loss:.6g}")
         if elapsed and steps > 0:
@@ -193,12 +246,10 @@ class ProgressHook(_IntervalHook):
             parts.append(f"{rate:.2f} steps/sec")
             if self._batch_size:
                 parts.append(f"{rate * self._batch_size:.0f} examples/sec")
-            total_rate = (step - self._rate_step) / max(time.monotonic() - self._rate_time, 1e-9)
-            if self._total and total_rate > 0 and not final:
-                parts.append(f"ETA {max(0, self._total - step) / total_rate:.0f}s")
+            parts.append(self._eta(step, final))
         if final and self._total and step < self._total:
             parts.append("stopped")  # no ETA for steps that will not run
-        tf.logging.info("%s", ", ".join(parts))
+        tf.logging.info("%s", ", ".join(p for p in parts if p))
 
     def end(self, session) -> None:
         if self._runs_since_report:  # stopped between two lines: where, without a loss

@@ -23,7 +23,7 @@ from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
 from tfest_kit.cluster import check_tf_config_json
 from tfest_kit.config import session_config
-from tfest_kit.hooks import LossLoggingHook, ProgressHook
+from tfest_kit.hooks import LossLoggingHook, ProgressHook, fill_progress_totals
 
 __all__ = [
     "TPUEstimator",
@@ -409,6 +409,7 @@ class TPUEstimator(tf_estimator.Estimator):
                     f"distribution strategy. Got: {batch_size}"
                 )
         self._user_model_fn = model_fn
+        self._train_until = (None, None)  # train()'s max_steps, steps
         # Graphs input_fn ran in: model_fn anywhere else exports.
         self._input_graphs = weakref.WeakSet()
         super().__init__(
@@ -422,6 +423,11 @@ class TPUEstimator(tf_estimator.Estimator):
 
     def _assert_members_are_not_overridden(self) -> None:
         pass  # Estimator lets only a class named TPUEstimator override train; subclasses may
+
+    @property
+    def train_batch_size(self) -> Optional[int]:
+        """The global training batch size given, or None."""
+        return self._batch_sizes[_MODES.TRAIN]
 
     def _replica_batch_size(self, mode: str) -> Optional[int]:  # each core's share, as on TPU
         batch_size = self._batch_sizes[mode]
@@ -437,6 +443,7 @@ class TPUEstimator(tf_estimator.Estimator):
             output_dir=config.model_dir if writes else None,
             loss=spec.loss,
         )
+        fill_progress_totals([hook], self._train_until[0], self, self._train_until[1])
         return spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
 
     def _make_model_fn(self) -> Callable:
@@ -491,7 +498,8 @@ class TPUEstimator(tf_estimator.Estimator):
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         """As ``Estimator.train``, guarding model_dir (one writer, an intact checkpoint)."""
-        with guarded_train(self, hooks) as hooks:
+        self._train_until = (max_steps, steps)  # for the loss line, built in model_fn
+        with guarded_train(self, hooks, max_steps, steps) as hooks:
             return super().train(input_fn, hooks, steps, max_steps, saving_listeners)
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:

@@ -10,7 +10,7 @@ import os
 import signal
 import time
 from collections.abc import Iterable
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, 
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._vanished_checkpoint import KEEP_MORE, export_unless_vanished, vanished_checkpoint
 from tfest_kit.cluster import validate_tf_config
-from tfest_kit.hooks import PreemptionHook
+from tfest_kit.hooks import PreemptionHook, fill_progress_totals
 
 __all__ = ["latest_eval_metrics", "train_and_evaluate"]
 
@@ -266,46 +266,53 @@ def _newest_metrics(eval_dir: str) -> dict:
 
 def train_and_evaluate(
     estimator: tf_estimator.Estimator,
-    train_input_fn: Callable,
-    eval_input_fn: Callable,
+    train_spec: Union[tf_estimator.TrainSpec, Callable],
+    eval_spec: Union[tf_estimator.EvalSpec, Callable],
     *,
-    max_steps: int,
+    max_steps: Optional[int] = None,
     eval_steps: Optional[int] = None,
     hooks: Iterable[tf_estimator.SessionRunHook] = (),
     eval_hooks: Iterable[tf_estimator.SessionRunHook] = (),
     exporters: Any = (),
-    throttle_secs: float = 600,
-    start_delay_secs: float = 120,
+    throttle_secs: Optional[float] = None,
+    start_delay_secs: Optional[float] = None,
     eval_name: Optional[str] = None,
 ) -> dict:
     """Trains to ``max_steps``, evaluating on each new checkpoint; returns the final metrics.
 
-    Wraps ``tf.estimator.train_and_evaluate``, locally or as this process's ``TF_CONFIG`` task.
-    Unlike it: the whole eval set is evaluated by default; the final metrics are returned (on
-    a cluster task: the newest in the eval directory, or ``{}``); after an early stop the last
-    checkpoint is still the final export, and the evaluator task ends; after a
-    ``hooks.PreemptionHook`` fired, the last checkpoint is not evaluated (unless at
-    ``max_steps``); a checkpoint the chief deleted under the evaluator is skipped; the chief
-    takes model_dir's writer lock and resumes from the newest intact checkpoint.
+    Wraps ``tf.estimator.train_and_evaluate``, locally or as this process's ``TF_CONFIG`` task,
+    and takes its call unchanged: ``train_and_evaluate(estimator, train_spec, eval_spec)``. The
+    short form takes input_fns and keywords, with defaults that evaluate the whole eval set on
+    every checkpoint. Unlike the official call: the final metrics are returned (on a cluster
+    task: the newest in the eval directory, or ``{}``); a training input that ends before
+    ``max_steps`` is named; after an early stop the last checkpoint is still the final export,
+    and the evaluator task ends; after a ``hooks.PreemptionHook`` fired, the last checkpoint is
+    not evaluated (unless at ``max_steps``); a checkpoint the chief deleted under the evaluator
+    is skipped; the chief takes model_dir's writer lock and resumes from the newest intact
+    checkpoint; ``hooks.ProgressHook``s without ``total_steps`` count to ``max_steps``.
 
     Args:
       estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. ``tpu.TPUEstimator``).
-      train_input_fn: training ``input_fn``; should repeat (running out ends training).
-      eval_input_fn: evaluation ``input_fn``; with ``eval_steps=None`` it must end.
-      max_steps: global step to train to.
+      train_spec: a ``tf.estimator.TrainSpec``, or the training ``input_fn`` (it should
+        repeat: running out ends training early).
+      eval_spec: a ``tf.estimator.EvalSpec`` (with a ``TrainSpec``), or the evaluation
+        ``input_fn`` (with ``eval_steps=None`` it must end).
+      max_steps: global step to train to (input_fns only, as are the arguments below).
       eval_steps: number of eval batches, or ``None`` for the whole eval set.
       hooks: training ``SessionRunHook``s, e.g. ``tfest_kit.hooks.early_stopping(...)``.
       eval_hooks: evaluation ``SessionRunHook``s (other objects than ``hooks``).
       exporters: a ``tf.estimator.Exporter`` or a list, e.g. ``serving.best_exporter(...)``.
-      throttle_secs: fewest seconds between evaluations (at least 1 on an evaluator task).
-      start_delay_secs: seconds an evaluator task waits before its first evaluation.
+      throttle_secs: fewest seconds between evaluations (default 0; at least 1 on an
+        evaluator task).
+      start_delay_secs: seconds an evaluator task waits before its first evaluation (0).
       eval_name: ``EvalSpec`` name; metrics go to ``model_dir/eval_<name>``.
 
     Returns:
       The final evaluation metrics as plain Python numbers, including ``"global_step"``.
 
     Raises:
-      TypeError: ``estimator`` is not an Estimator.
+      TypeError: ``estimator`` is not an Estimator; specs mixed with input_fns or keywords;
+        input_fns without ``max_steps``.
       ValueError: a malformed ``TF_CONFIG``; an input that yields no batch; an eval input that
         never ends with ``eval_steps=None``. ``TrainSpec`` / ``EvalSpec``'s own errors.
       TfestKitError: another process trains into ``model_dir``, no intact checkpoint, a full
@@ -315,35 +322,62 @@ def train_and_evaluate(
 
         metrics = train_and_evaluate(est, train_fn, eval_fn, max_steps=1000,
                                      hooks=[hooks.early_stopping(est, "loss", patience_steps=200)])
+        metrics = train_and_evaluate(est, tf.estimator.TrainSpec(train_fn, max_steps=1000),
+                                     tf.estimator.EvalSpec(eval_fn, steps=None))
     """
     if not isinstance(estimator, tf_estimator.Estimator):
         raise TypeError(f"`estimator` must be a tf.estimator.Estimator. Got: {estimator!r}")
-    train_hooks = list(hooks)
-    if isinstance(exporters, tf_estimator.Exporter):  # as EvalSpec takes it
-        exporters = [exporters]
-    exporters = [
-        _FinalAfterEarlyStop(e) if isinstance(e, tf_estimator.Exporter) else e for e in exporters
-    ]
+    keywords = dict(max_steps=max_steps, eval_steps=eval_steps, hooks=hooks or None)
+    keywords.update(eval_hooks=eval_hooks or None, exporters=exporters or None, eval_name=eval_name)
+    keywords.update(throttle_secs=throttle_secs, start_delay_secs=start_delay_secs)
+    given = sorted(name for name, value in keywords.items() if value is not None)
+    specs = (
+        isinstance(train_spec, tf_estimator.TrainSpec),
+        isinstance(eval_spec, tf_estimator.EvalSpec),
+    )
+    if any(specs) and not (all(specs) and not given):
+        raise TypeError(
+            "`train_and_evaluate` takes a TrainSpec with an EvalSpec (the official call), or "
+            "two input_fns with `max_steps` and the keywords. Got: "
+            f"{type(train_spec).__name__}, {type(eval_spec).__name__}, keywords {given}"
+        )
+    if not any(specs):
+        if max_steps is None:
+            raise TypeError(
+                "`max_steps` is required with input_fns (or pass a tf.estimator.TrainSpec)."
+            )
+        train_spec = tf_estimator.TrainSpec(train_spec, max_steps=max_steps, hooks=list(hooks))
+        eval_spec = tf_estimator.EvalSpec(
+            eval_spec,
+            steps=eval_steps,
+            name=eval_name,
+            hooks=list(eval_hooks),
+            exporters=exporters,
+            start_delay_secs=start_delay_secs or 0,
+            throttle_secs=throttle_secs or 0,
+        )
+    train_hooks = list(train_spec.hooks)
+    fill_progress_totals(train_hooks, train_spec.max_steps, estimator)
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
+    throttle = eval_spec.throttle_secs
     if estimator.config.task_type == "evaluator":
         # With 0 TensorFlow's wait for the next checkpoint spins, logging on every turn.
-        throttle_secs = max(throttle_secs, 1)
-    eval_spec = tf_estimator.EvalSpec(
-        eval_input_fn,
-        steps=eval_steps,
-        name=eval_name,
-        hooks=[
-            *eval_hooks,
-            EvalGuard(eval_steps, "eval_steps", "eval_input_fn"),
-            _Preemption(train_hooks, estimator.model_dir, max_steps),
-        ],
+        throttle = max(throttle, 1)
+    exporters = [
+        _FinalAfterEarlyStop(e) if isinstance(e, tf_estimator.Exporter) else e
+        for e in eval_spec.exporters
+    ]
+    eval_spec = eval_spec._replace(
+        hooks=(
+            *eval_spec.hooks,
+            EvalGuard(eval_spec.steps, "eval_steps", "eval_input_fn"),
+            _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps),
+        ),
         exporters=exporters,
-        start_delay_secs=start_delay_secs,
-        throttle_secs=throttle_secs,
+        throttle_secs=throttle,
     )
-    train_spec = tf_estimator.TrainSpec(train_input_fn, max_steps=max_steps, hooks=train_hooks)
-    with _model_dir.training(estimator) as step_counter:
+    with _model_dir.training(estimator, train_spec.max_steps) as step_counter:
         train_spec = train_spec._replace(hooks=(*train_hooks, step_counter))
         return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
 
@@ -402,7 +436,7 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
         metrics = latest_eval_metrics(estimator.eval_dir(eval_spec.name))
     metrics = {k: _plain(v) for k, v in metrics.items()}
     if local and not preempted:
-        _check_progress(metrics, start_step, train_spec.max_steps)
+        _check_progress(metrics, start_step, train_spec.max_steps, _stopped_early(train_hooks))
     if metrics and not preempted:
         text = " ".join(
             f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
@@ -431,11 +465,21 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _check_progress(metrics: dict, start_step: Optional[int], max_steps: int) -> None:
-    """Names a local training that took no step (Estimator ends it silently)."""
+def _check_progress(
+    metrics: dict, start_step: Optional[int], max_steps: int, stopped_early: bool
+) -> None:
+    """Names a local training that took no step or ended short (Estimator ends it silently)."""
     final_step = metrics.get("global_step")
     if start_step is not None and start_step < max_steps and final_step == start_step:
         raise ValueError(
             "`train_input_fn` yielded no batch: check that the training data is not empty. "
             f"Got: 0 steps from global step {start_step}"
+        )
+    if final_step is not None and final_step < max_steps and not stopped_early:
+        tf.logging.warning(
+            "Training ended at global step %d, before max_steps=%d: `train_input_fn` ran out "
+            "of data (or a hook stopped it). To reach max_steps, repeat the data (e.g. "
+            "inputs.from_arrays(…, num_epochs=None)).",
+            final_step,
+            max_steps,
         )
