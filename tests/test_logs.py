@@ -9,12 +9,14 @@ import pytest
 
 from tests.conftest import run_program
 from tfest_kit import logs
+from tfest_kit._tf import tf, tf2
 
 _PROGRAM = textwrap.dedent(
     """
     import sys
     from absl import app
     from tfest_kit import logs
+from tfest_kit._tf import tf, tf2
     from tfest_kit._tf import tf
 
     MODE = sys.argv[1]
@@ -72,6 +74,7 @@ _ROOT_HANDLERS_PROGRAM = textwrap.dedent(
                 sys.stderr.write("CONSOLE " + record.getMessage() + "\\n")
         logging.getLogger().addHandler(Console())
     from tfest_kit import logs
+from tfest_kit._tf import tf, tf2
     from tfest_kit._tf import estimator, tf
     logs.setup(tensorflow_info=sys.argv[2] != "tensorflow_info_off")
     tf.logging.info("after-setup-marker")
@@ -102,6 +105,7 @@ def test_setup_keeps_the_root_loggers_handlers(tmp_path, mode):
 _PYTEST_LIVE_LOG_TEST = textwrap.dedent(
     """
     from tfest_kit import logs
+from tfest_kit._tf import tf, tf2
     from tfest_kit._tf import tf
 
     def test_lines():
@@ -320,3 +324,23 @@ def test_tensorflow_221s_sharding_callback_line_is_dropped_from_absl_only_that_l
         absl_logger.removeHandler(handler)
         logs.setup("warning")
     assert [r.getMessage() for r in records] == ["a line of the program's own"]
+
+
+def test_estimators_noise_is_one_line_per_event(tf_log_lines):
+    logger = tf2.get_logger()
+    session_config = tf.ConfigProto(graph_options=tf.GraphOptions(build_cost_model=1))
+    logger.info("Using config: %s", str({"_session_config": session_config}))  # as Estimator
+    for _ in range(3):  # an evaluator polling for the next checkpoint, every second
+        logger.info("Waiting %f secs before starting next eval run.", 0.99)
+    logger.info("Waiting %f secs before starting next eval run.", 590.0)
+    for _ in range(2):  # two exports
+        logger.info("Signatures INCLUDED in export for Classify: None")
+        logger.info("Signatures INCLUDED in export for Predict: ['serving_default']")
+        logger.info("'classification' : Classification signatures can only accept a string")
+    assert tf_log_lines == [
+        "Using config: {'_session_config': graph_options { build_cost_model: 1 } }",
+        "Waiting 590.000000 secs before starting next eval run.",
+        "Signatures INCLUDED in export for Predict: ['serving_default']",
+        "'classification' : Classification signatures can only accept a string",
+        "Signatures INCLUDED in export for Predict: ['serving_default']",
+    ]

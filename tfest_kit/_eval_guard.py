@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Optional
 
 from tfest_kit._tf import tf
@@ -14,7 +15,8 @@ class EvalGuard(tf.train.SessionRunHook):
 
     Estimator reads a ``repeat()``ed Dataset forever without a step count and reports zeros for
     no data, both without a word. For an input of unknown length (a generator) a line after
-    100, 1,000, … batches says that ``steps`` bounds it.
+    100, 1,000, … batches says that ``steps`` bounds it. Every 10 s a line says how far the
+    evaluation is (batches done, of how many when known).
 
     Args:
       steps: the evaluation's step count; None runs until the data ends.
@@ -40,20 +42,26 @@ class EvalGuard(tf.train.SessionRunHook):
         ]
 
     def after_create_session(self, session, coord) -> None:
-        if self._steps is not None:
-            return
         cardinalities = session.run(self._cardinalities) if self._cardinalities else []
+        self._total, self._said_at = self._steps, time.monotonic()
+        if self._steps is None and cardinalities and min(cardinalities) >= 0:
+            self._total = min(cardinalities)
+        tf.logging.info("Evaluating %s batches", self._total or "all")
         if tf.data.experimental.INFINITE_CARDINALITY in cardinalities:
             raise ValueError(
                 f"`{self._input_arg}` repeats forever and `{self._steps_arg}=None` evaluates "
                 f"until the data ends: pass `{self._steps_arg}=N` or do not repeat the eval data."
             )
         # Without a Dataset (queues, a one-shot iterator) the length is unknown too.
-        if not cardinalities or min(cardinalities) < 0:
+        if self._steps is None and (not cardinalities or min(cardinalities) < 0):
             self._next_report = 100
 
     def after_run(self, run_context, run_values) -> None:
         self._batches += 1
+        if time.monotonic() - self._said_at >= 10:
+            self._said_at = time.monotonic()
+            of = f" of {self._total}" if self._total else ""
+            tf.logging.info("Evaluation: batch %d%s", self._batches, of)
         if self._batches == self._next_report:
             self._next_report *= 10  # a long honest pass says it rarely
             tf.logging.warning(

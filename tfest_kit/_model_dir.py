@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import socket
+import time
 from collections.abc import Iterator
 from typing import Optional
 
@@ -268,20 +269,56 @@ def writer_lock(model_dir: str) -> Iterator[None]:
             os.close(fd)  # releases the flock
 
 
+_training_now: set = set()  # the model_dirs training() is in
+
+
 class _StepCounter(tf.train.SessionRunHook):
-    """Counts runs from the restored global step, fetching nothing per step."""
+    """Counts runs from the restored global step, fetching nothing per step. The outermost one
+    (``started``: when the graph build began) says when the graph is built, as the session can
+    take long, and writes the summaries of the last step (``max_steps`` or restored + ``steps``)
+    to ``summary_dir`` unless ``SummarySaverHook``, every ``summary_steps``, does."""
+
+    def __init__(self, started=None, max_steps=None, steps=None, summary_dir=None, every=None):
+        self._started, self._until, self._summary_dir, self._every = (
+            started,
+            (max_steps, steps),
+            summary_dir,
+            every,
+        )
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
         self.step: Optional[int] = None
+        self._summary = None
+        if self._started is not None:
+            tf.logging.info(
+                "Training graph built in %.0f s; creating the session (restoring or "
+                "initialising the variables)",
+                time.monotonic() - self._started,
+            )
+            if self._summary_dir and self._every and any(self._until):
+                self._summary = tf.summary.merge_all()
 
     def after_create_session(self, session, coord) -> None:
         if self._global_step is not None:
             self.step = int(session.run(self._global_step)) - 1
+        if self._summary is not None and self.step is not None:
+            max_steps, steps = self._until
+            self._last = max_steps or self.step + 1 + steps
+            if (self._last - self.step - 2) % self._every == 0:
+                self._summary = None  # SummarySaverHook writes the last step
 
-    def before_run(self, run_context) -> None:
+    def before_run(self, run_context):
         if self.step is not None:
             self.step += 1
+            if self._summary is not None and self.step + 1 == self._last:
+                return tf.train.SessionRunArgs(self._summary)
+        return None
+
+    def after_run(self, run_context, run_values) -> None:
+        if run_values.results is not None:
+            writer = tf.summary.FileWriterCache.get(self._summary_dir)
+            writer.add_summary(run_values.results, self._last)
 
 
 def _nan_message(model_dir: str, step: Optional[int]) -> str:
@@ -324,7 +361,7 @@ def _writes_checkpoints(config) -> bool:
 
 
 @contextlib.contextmanager
-def training(estimator) -> Iterator[tf.train.SessionRunHook]:
+def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.SessionRunHook]:
     """Wraps one training call of ``estimator``; yields a hook to add to its training hooks.
 
     On the checkpoint writer: :func:`writer_lock`, then :func:`recover_checkpoint_state`.
@@ -335,8 +372,22 @@ def training(estimator) -> Iterator[tf.train.SessionRunHook]:
     from tfest_kit.hooks import NanLossError
 
     model_dir = estimator.model_dir
-    counter = _StepCounter()
+    outermost = model_dir not in _training_now  # train_and_evaluate calls train
+    if outermost:
+        tf.logging.info("Training into %s: building the graph", model_dir)
+    writes = outermost and _writes_checkpoints(estimator.config)
+    config = estimator.config
+    counter = _StepCounter(
+        time.monotonic() if outermost else None,
+        max_steps,
+        steps,
+        model_dir if writes else None,
+        config.save_summary_steps,
+    )
     with contextlib.ExitStack() as stack:
+        if outermost:
+            _training_now.add(model_dir)
+            stack.callback(_training_now.discard, model_dir)
         if model_dir and _writes_checkpoints(estimator.config):
             stack.enter_context(writer_lock(model_dir))
             recover_checkpoint_state(model_dir)

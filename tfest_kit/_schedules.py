@@ -109,7 +109,7 @@ def learning_rate_schedule(learning_rate: float, global_step, warmup_steps: int,
         lr = lr * tf.maximum(0.0, 1.0 - tf.minimum(step, float(decay_steps)) / decay_steps)
     if warmup_steps:
         lr = tf.where(step < warmup_steps, float(learning_rate) * step / warmup_steps, lr)
-    return tf.identity(lr, name="learning_rate")
+    return tf.identity(lr, name="scheduled_learning_rate")  # the summary is "learning_rate"
 
 
 def make_optimizer(optimizer: OptimizerArg, learning_rate) -> tf.train.Optimizer:

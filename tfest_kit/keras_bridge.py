@@ -94,6 +94,7 @@ def to_estimator(
     from_path = isinstance(warm_start_from, (str, bytes, os.PathLike))
     if from_path:
         warm_start_from = _all_model_variables(warm_start_from)
+    tf.logging.info("Converting Keras model %r to an Estimator", keras_model.name)
     with _quiet_keras():
         official = tf2.keras.estimator.model_to_estimator(
             keras_model=keras_model,
@@ -154,7 +155,7 @@ def _guard(est, skip_done: bool) -> None:
 
     @functools.wraps(official_train)
     def train(input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        with guarded_train(est, hooks) as hooks:
+        with guarded_train(est, hooks, max_steps, steps) as hooks:
             step = saved_step(est.model_dir) if skip_done and steps is None else None
             if step and isinstance(max_steps, numbers.Integral) and 0 < max_steps <= step:
                 tf.logging.info("Skipping training since max_steps has already saved.")
@@ -205,6 +206,11 @@ def _adapting_model_fn(official_model_fn, keras_model):
             # Hooks find the session's saver here (NanGuardHook); Estimator adds none of its
             # own when the Scaffold has one.
             tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
+        if mode == tf.estimator.ModeKeys.TRAIN:
+            # Keras' "loss" name scope made Estimator's loss summary "loss_1", apart from the
+            # eval "loss" in TensorBoard; the name "loss/" re-enters it: tag and op "loss",
+            # which Estimator takes for the user's loss summary.
+            tf.summary.scalar("loss/", spec.loss)
         return spec
 
     return model_fn

@@ -11,6 +11,7 @@ import functools
 import importlib.util
 import logging
 import os
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -83,16 +84,32 @@ class _OneRouteHandler(logging.Handler):
 
 
 class _NoiseFilter(logging.Filter):
-    """Drops Estimator's "model_fn includes params argument" for tfest_kit's model_fns (they
-    take ``params`` for TPUEstimator; other model_fns keep it), and TensorFlow 2.21's
-    "Sharding callback duration" line, which its object-based saver logs through absl."""
+    """One line per event from Estimator's INFO lines too: drops "model_fn includes params
+    argument" for tfest_kit's model_fns (they take ``params`` for TPUEstimator; other
+    model_fns keep it), TensorFlow 2.21's "Sharding callback duration", an evaluator's wait
+    under 10 s (its poll for the next checkpoint, every second), an export's "Signatures
+    INCLUDED …: None" lines and a repeat of its note on excluded signatures; and prints the
+    RunConfig on one line."""
+
+    _once: set = set()  # the excluded-signature notes said
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if str(record.msg).startswith("Sharding callback duration"):
-            return False
-        if "includes params argument" not in str(record.msg):
-            return True
+        msg = str(record.msg)
         args = record.args if isinstance(record.args, tuple) else ()
+        if msg.startswith("Using config: %s") and args:
+            record.args = (" ".join(str(args[0]).split()),)
+        if msg.startswith("Waiting %f secs before starting next eval run") and args:
+            return args[0] >= 10
+        if msg.startswith("Signatures EXCLUDED") or re.match(r"'\w+' : ", msg):
+            said = msg in self._once
+            self._once.add(msg)
+            return not said
+        if msg.startswith("Sharding callback duration") or (
+            msg.startswith("Signatures INCLUDED") and msg.endswith(": None")
+        ):
+            return False
+        if "includes params argument" not in msg:
+            return True
         return not any(getattr(a, "__module__", "").startswith("tfest_kit.") for a in args)
 
 
