@@ -256,6 +256,9 @@ class Run:
     def announce(self, model_dir: str, checkpoint_dirs: Optional[Iterable[str]] = None) -> None:
         """Prints ``model_dir: DIR``, the first thing a user needs when a run is stopped.
 
+        When the checkpoints go elsewhere (one sub-directory per model), a second line names
+        those directories: ``python -m tfest_kit inspect`` / ``plot`` read a model's own.
+
         Args:
           model_dir: the directory this run writes to.
           checkpoint_dirs: where its checkpoints go (default: ``model_dir``).
@@ -263,6 +266,9 @@ class Run:
         self.model_dir = model_dir
         self._checkpoint_dirs = [model_dir] if checkpoint_dirs is None else list(checkpoint_dirs)
         print(f"{self.dir_flag}: {model_dir}", flush=True)
+        if self._checkpoint_dirs != [model_dir]:
+            dirs = ", ".join(self._checkpoint_dirs)
+            print(f"checkpoints (each model's own, for inspect and plot): {dirs}", flush=True)
 
     def resume_hint(self) -> str:
         """``rerun with --model_dir=DIR (and the same flags)``."""

@@ -258,6 +258,7 @@ def _check_download_reachable() -> None:
     prints every retry; one request without retries tells the same thing in a second.
     """
     import requests
+
     from tensorflow_datasets.image_classification import cats_vs_dogs
 
     url = getattr(cats_vs_dogs, "_URL", None)

@@ -797,7 +797,7 @@ PREDICTOR_CASES = [
     case(
         "strings for a float input",
         lambda c: c.predictor({"x": [["a", "b", "c", "d"]]}),
-        TypeError,
+        serving.PredictorInputError,
         r"Input 'x' has dtype <U1.*float32",
     ),
     case(

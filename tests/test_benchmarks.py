@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -20,7 +22,7 @@ from benchmarks import _harness
 from tests import bench_bad_metrics_case as bad_case
 from tests import bench_timeout_case as timeout_case
 from tests import trivial_benchmark_case as trivial_case
-from tests.conftest import bfloat16_is_emulated, run_program
+from tests.conftest import ROOT, bfloat16_is_emulated, run_program
 from tfest_kit._tf import KERAS_PACKAGE, TF_VERSION
 
 _THIS = trivial_case.__name__
@@ -154,6 +156,57 @@ def test_cli_checks_its_arguments(capsys):
 def test_cli_help_runs_as_a_program():
     proc = run_program(["-m", "benchmarks", "--help"], timeout=60)
     assert "--quick" in proc.stdout and "--repeats" in proc.stdout
+
+
+_FAKE_PYTHON = """#!/bin/sh
+case "$*" in
+*list_physical_devices*) echo 2.15.1; echo "$FAKE_GPUS" ;;
+*version_info*) echo 3.11 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("gpus", "nvidia_smi", "make", "allow_no_gpu", "exit_code"),
+    [
+        ("[]", 9, 0, "1", 0),  # the documented dry run on a CPU machine
+        ("[]", 9, 0, "0", 2),  # no GPU, no dry run asked for
+        ("[]", 9, 1, "1", 1),  # a dry run whose demo fails
+        ("[PhysicalDevice(name='/physical_device:GPU:0')]", 9, 0, "0", 1),  # nvidia-smi fails
+        ("[PhysicalDevice(name='/physical_device:GPU:0')]", 0, 0, "0", 0),
+    ],
+)
+def test_gpu_check_exit_status(tmp_path, gpus, nvidia_smi, make, allow_no_gpu, exit_code):
+    # `SKIP_INSTALL=1 ALLOW_NO_GPU=1 bash benchmarks/gpu_check.sh`, docs/gpu.md's dry run, always
+    # exited 1: nvidia-smi fails without a GPU. The script runs on a copy of its directory with
+    # a fake venv python, make and nvidia-smi (nothing installed, trained or downloaded).
+    (tmp_path / "benchmarks").mkdir()
+    shutil.copy(os.path.join(ROOT, "benchmarks", "gpu_check.sh"), tmp_path / "benchmarks")
+    fakes = {
+        ".venv-2.15/bin/python": _FAKE_PYTHON,
+        "bin/make": f"#!/bin/sh\nexit {make}\n",
+        "bin/nvidia-smi": f"#!/bin/sh\necho nvidia-smi: no driver\nexit {nvidia_smi}\n",
+    }
+    for name, text in fakes.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_GPUS": gpus,
+        "SKIP_INSTALL": "1",
+        "ALLOW_NO_GPU": allow_no_gpu,
+        "OUT": str(tmp_path / "out"),
+    }
+    script = str(tmp_path / "benchmarks" / "gpu_check.sh")
+    proc = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == exit_code, proc.stderr
+    dry_run = gpus == "[]" and exit_code != 2
+    assert ("dry run" in proc.stderr) == dry_run, proc.stderr
+    if exit_code != 2:
+        summary = (tmp_path / "out" / "summary.md").read_text()
+        assert ("dry run" in summary.splitlines()[0]) == dry_run, summary
 
 
 def _results_of(case_module, values: dict) -> _harness.Results:

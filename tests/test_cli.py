@@ -76,7 +76,7 @@ def test_predict_round_trips_json_in_a_subprocess(exports):
     root, expected = exports["root"], exports["expected"]
     request = _write(root, "rows.json", {"instances": [{"x": row} for row in X[:3].tolist()]})
     # The base directory works too: the newest complete export is used.
-    proc = run_program(["-m", "tfest_kit", "predict", str(root / "raw"), "--json", request])
+    proc = run_program(["-m", "tfest_kit", "predict", str(root / "raw"), request])
     predictions = json.loads(proc.stdout)["predictions"]
     assert len(predictions) == 3 and sorted(predictions[0]) == ["class_ids", "logits"]
     np.testing.assert_allclose([p["logits"] for p in predictions], expected["logits"], atol=1e-5)
@@ -86,7 +86,7 @@ def test_predict_round_trips_json_in_a_subprocess(exports):
 def test_predict_reads_plain_values_from_stdin(exports, capsys, monkeypatch):
     body = json.dumps({"instances": X[:3].tolist()})
     monkeypatch.setattr(sys, "stdin", io.StringIO(body))
-    code, out, err = _main(["predict", exports["raw"], "--json", "-"], capsys)
+    code, out, err = _main(["predict", exports["raw"], "-"], capsys)
     assert code == 0, err
     logits = [p["logits"] for p in json.loads(out)["predictions"]]
     np.testing.assert_allclose(logits, exports["expected"]["logits"], atol=1e-5)
@@ -95,7 +95,7 @@ def test_predict_reads_plain_values_from_stdin(exports, capsys, monkeypatch):
 def test_predict_answers_columns_with_columns_as_tf_serving_does(exports, tmp_path, capsys):
     expected = exports["expected"]
     request = _write(tmp_path, "columns.json", {"inputs": {"x": X[:3].tolist()}})
-    code, out, err = _main(["predict", exports["raw"], "--json", request], capsys)
+    code, out, err = _main(["predict", exports["raw"], request], capsys)
     assert code == 0, err
     outputs = json.loads(out)
     assert list(outputs) == ["outputs"] and sorted(outputs["outputs"]) == ["class_ids", "logits"]
@@ -103,7 +103,7 @@ def test_predict_answers_columns_with_columns_as_tf_serving_does(exports, tmp_pa
     assert outputs["outputs"]["class_ids"] == expected["class_ids"].tolist()
     # A signature with one input takes a bare column; one output is given without its name.
     request = _write(tmp_path, "column.json", {"inputs": X[:2].tolist()})
-    code, out, err = _main(["predict", exports["raw"], "--json", request], capsys)
+    code, out, err = _main(["predict", exports["raw"], request], capsys)
     assert code == 0 and len(json.loads(out)["outputs"]["logits"]) == 2, err
     single = {"y": np.array([[1.5], [2.5]], np.float32)}
     assert cli_predict.outputs_to_json(single) == {"outputs": [[1.5], [2.5]]}
@@ -132,7 +132,7 @@ def _main(argv, capsys):
 def test_predict_parsing_and_image_exports(exports, capsys):
     root = exports["root"]
     request = _write(root, "features.json", {"instances": [{"x": row} for row in X[:3].tolist()]})
-    code, out, err = _main(["predict", exports["parsing"], "--json", request], capsys)
+    code, out, err = _main(["predict", exports["parsing"], request], capsys)
     assert code == 0, err
     logits = [p["logits"] for p in json.loads(out)["predictions"]]
     np.testing.assert_allclose(logits, exports["expected"]["logits"], atol=1e-5)
@@ -140,7 +140,7 @@ def test_predict_parsing_and_image_exports(exports, capsys):
     png = tf2.io.encode_png(np.full((6, 6, 3), 200, np.uint8)).numpy()
     encoded = {"b64": base64.b64encode(png).decode()}
     request = _write(root, "image.json", {"instances": [encoded, encoded]})
-    code, out, err = _main(["predict", exports["image"], "--json", request], capsys)
+    code, out, err = _main(["predict", exports["image"], request], capsys)
     assert code == 0, err
     predictions = json.loads(out)["predictions"]
     assert len(predictions) == 2 and predictions[0] == predictions[1]
@@ -149,28 +149,28 @@ def test_predict_parsing_and_image_exports(exports, capsys):
 def test_predict_reports_bad_requests(exports, capsys):
     root = exports["root"]
     wrong = _write(root, "wrong.json", {"instances": [{"z": [1, 2, 3]}]})
-    code, _, err = _main(["predict", exports["raw"], "--json", wrong], capsys)
+    code, _, err = _main(["predict", exports["raw"], wrong], capsys)
     assert code == 2 and "missing: ['x']" in err and "x: float32 [None, 3]" in err
     shape = _write(root, "shape.json", {"instances": [[1.0, 2.0]]})
-    code, _, err = _main(["predict", exports["raw"], "--json", shape], capsys)
+    code, _, err = _main(["predict", exports["raw"], shape], capsys)
     assert code == 2 and "shape [1, 2]" in err
     empty = _write(root, "empty.json", {"rows": []})
-    code, _, err = _main(["predict", exports["raw"], "--json", empty], capsys)
+    code, _, err = _main(["predict", exports["raw"], empty], capsys)
     assert code == 2 and '"instances"' in err
-    code, _, err = _main(["predict", str(root / "nothing"), "--json", wrong], capsys)
+    code, _, err = _main(["predict", str(root / "nothing"), wrong], capsys)
     assert code == 1 and "No complete export" in err
     # Values the graph itself refuses: one line and the bad-request status, no traceback.
     not_png = _write(root, "not_png.json", {"instances": [{"b64": "bm90IGFuIGltYWdl"}]})
-    code, _, err = _main(["predict", exports["image"], "--json", not_png], capsys)
+    code, _, err = _main(["predict", exports["image"], not_png], capsys)
     assert code == 2 and "the model rejected the request: " in err and "image" in err, err
     assert "Traceback" not in err
     # TF Serving's "signature_name" chooses the signature, as --signature does.
     rows = {"instances": X[:3].tolist()}
     named = _write(root, "named.json", {"signature_name": "serving_default", **rows})
-    code, out, err = _main(["predict", exports["raw"], "--json", named], capsys)
+    code, out, err = _main(["predict", exports["raw"], named], capsys)
     assert code == 0 and len(json.loads(out)["predictions"]) == 3, err
     unknown = _write(root, "unknown.json", {"signature_name": "classify", **rows})
-    code, _, err = _main(["predict", exports["raw"], "--json", unknown], capsys)
+    code, _, err = _main(["predict", exports["raw"], unknown], capsys)
     assert code == 2 and "'classify' is not in" in err and "serving_default" in err
 
 
@@ -178,7 +178,7 @@ def test_predict_refuses_a_request_with_both_instances_and_inputs(exports, capsy
     # It used to answer from "inputs" alone; TF Serving's REST API refuses such a request.
     both = {"instances": X[:1].tolist(), "inputs": {"x": X[1:3].tolist()}}
     request = _write(exports["root"], "both.json", both)
-    code, out, err = _main(["predict", exports["raw"], "--json", request], capsys)
+    code, out, err = _main(["predict", exports["raw"], request], capsys)
     assert code == 2 and out == "", out
     assert err.startswith('predict: The request must be a JSON object with either "instances"')
     assert err.count("\n") == 1, err
@@ -188,7 +188,7 @@ def test_predict_names_the_input_whose_b64_value_is_not_base64(exports, capsys):
     png = tf2.io.encode_png(np.full((6, 6, 3), 200, np.uint8)).numpy()
     good = {"b64": base64.b64encode(png).decode()}
     request = _write(exports["root"], "bad_b64.json", {"instances": [good, {"b64": "no!"}]})
-    code, _, err = _main(["predict", exports["image"], "--json", request], capsys)
+    code, _, err = _main(["predict", exports["image"], request], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert "Invalid \"b64\" value 'no!'" in err
 
@@ -243,8 +243,10 @@ def test_predict_and_signature_report_unloadable_exports_in_one_line(exports, tm
     request = _write(tmp_path, "rows.json", {"instances": X[:1].tolist()})
     bad_graph, torn_variables = _corrupt_copies(exports, tmp_path)
     for path in (bad_graph, torn_variables):
-        code, _, err = _main(["predict", path, "--json", request], capsys)
-        assert code == 1 and err.startswith("predict: The SavedModel at") and "export the" in err
+        code, _, err = _main(["predict", path, request], capsys)
+        # After the line naming the export used, for the directory of exports.
+        error = err.splitlines()[-1]
+        assert code == 1 and error.startswith("predict: The SavedModel at") and "export the" in err
     code, _, err = _main(["signature", bad_graph], capsys)
     assert code == 1 and "saved_model.pb is corrupt or incomplete" in err, err
     assert err.startswith("signature: The SavedModel at") and err.count("\n") == 1, err
@@ -255,10 +257,10 @@ def test_predict_and_signature_report_unloadable_exports_in_one_line(exports, tm
 
 def test_predict_rejects_an_unknown_signature_and_batch_size(exports, tmp_path, capsys):
     request = _write(tmp_path, "rows.json", {"instances": X[:1].tolist()})
-    code, _, err = _main(["predict", exports["raw"], "--json", request, "--signature", "x"], capsys)
+    code, _, err = _main(["predict", exports["raw"], request, "--signature", "x"], capsys)
     assert code == 2 and "Available signatures: ['serving_default']" in err
     with pytest.raises(SystemExit) as exit_info:
-        main(["predict", exports["raw"], "--json", request, "--batch_size", "0"])
+        main(["predict", exports["raw"], request, "--batch_size", "0"])
     assert exit_info.value.code == 2
     assert "--batch_size: must be a positive integer. Got: '0'" in capsys.readouterr().err
 
@@ -276,10 +278,62 @@ def test_read_signatures_matches_the_loaded_model_from_a_binary_or_text_graph(ex
     assert serving.read_signatures(str(text_copy))[1] == signatures
 
 
+def test_predict_reads_a_request_file_given_before_or_after_json(exports, tmp_path, capsys):
+    # REQUEST was `--json FILE`; --json is a flag now, as for inspect and signature: the old
+    # spelling reads the same file and the answer is JSON either way.
+    request = _write(tmp_path, "rows.json", {"instances": X[:2].tolist()})
+    for argv in (["--json", request], [request, "--json"], [request]):
+        code, out, err = _main(["predict", exports["raw"], *argv], capsys)
+        assert code == 0 and len(json.loads(out)["predictions"]) == 2, (argv, err)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["predict", exports["raw"], "--json"])
+    assert exit_info.value.code == 2 and "REQUEST" in capsys.readouterr().err
+
+
+def test_signature_predict_and_inspect_take_a_model_dir(exports, tmp_path, capsys):
+    # signature / predict refused a model_dir: they take its best exporter's newest complete
+    # export (before a newer plain one) and say which on stderr; inspect lists the exports.
+    model_dir = tmp_path / "model"
+    for version in ("best/100", "best/200", "best/300", "400"):
+        shutil.copytree(exports["raw"], model_dir / "export" / version)
+    for version in ("best/100", "best/200"):  # what best_exporter writes into each export
+        (model_dir / "export" / version / "assets.extra").mkdir()
+        metrics = {"monitor": "loss", "mode": "min", "value": 0.5}
+        _write(
+            model_dir / "export" / version / "assets.extra", serving.EXPORT_METRICS_FILE, metrics
+        )
+    (model_dir / "export/best/300/variables/variables.index").unlink()  # cut short
+    best, plain = str(model_dir / "export/best/200"), str(model_dir / "export/400")
+    request = _write(tmp_path, "rows.json", {"instances": X[:2].tolist()})
+    code, out, err = _main(["predict", str(model_dir), request], capsys)
+    assert code == 0 and len(json.loads(out)["predictions"]) == 2, err
+    assert err.startswith("predict: ") and best in err and err.count("\n") == 1, err
+    code, out, err = _main(["signature", str(model_dir), "--json"], capsys)
+    assert code == 0 and json.loads(out)["export_dir"] == best and best in err, err
+    code, out, _ = _main(["inspect", str(model_dir)], capsys)
+    listed = out[out.index("exports:") :].splitlines()[1:]
+    assert [line.split() for line in listed] == [
+        ["export/400", "<-", "newest"],
+        ["export/best/100"],
+        ["export/best/200", "<-", "newest"],
+    ], out
+    code, out, _ = _main(["inspect", "--json", str(model_dir)], capsys)
+    assert [e["best_exporter"] for e in json.loads(out)["exports"]] == [False, True, True]
+    # Without a best exporter's exports: the newest of all.
+    for version in ("best/100", "best/200"):
+        shutil.rmtree(model_dir / "export" / version / "assets.extra")
+    code, out, err = _main(["signature", str(model_dir)], capsys)
+    assert code == 0 and f"SavedModel: {plain}\n" in out and plain in err, err
+    # Nothing exported: what the model_dir holds, in one line.
+    code, _, err = _main(["signature", str(exports["root"] / "model")], capsys)
+    assert code == 1 and "No complete export" in err and "checkpoint" in err, err
+    assert err.count("\n") == 1, err
+
+
 def test_predict_refuses_instances_with_different_keys(exports, tmp_path, capsys):
     row = X[0].tolist()
     uneven = _write(tmp_path, "uneven.json", {"instances": [{"x": row}, {"x": row, "s": "a"}]})
-    code, _, err = _main(["predict", exports["parsing"], "--json", uneven], capsys)
+    code, _, err = _main(["predict", exports["parsing"], uneven], capsys)
     assert code == 2 and "must have the same keys" in err and err.count("\n") == 1, err
 
 
@@ -295,9 +349,9 @@ def test_predict_names_both_ways_to_pick_a_signature_when_the_default_is_missing
         )
         builder.save()
     body = {"instances": [1.0, 2.0]}
-    code, _, err = _main(["predict", path, "--json", _write(tmp_path, "r.json", body)], capsys)
+    code, _, err = _main(["predict", path, _write(tmp_path, "r.json", body)], capsys)
     assert code == 2 and "Available signatures: ['foo']" in err
     code, out, _ = _main(
-        ["predict", path, "--signature", "foo", "--json", _write(tmp_path, "r.json", body)], capsys
+        ["predict", path, "--signature", "foo", _write(tmp_path, "r.json", body)], capsys
     )
     assert code == 0 and json.loads(out)["predictions"] == [2.0, 4.0]

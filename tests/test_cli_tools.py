@@ -163,7 +163,7 @@ def test_inspect_and_plot_explain_missing_things(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("x")
     assert _cli(["inspect", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "checkpoints: none" in out and "evaluations: none" in out
+    assert "checkpoints: none" in out and "evaluations: none" in out and "exports: none" in out
     assert _cli(["plot", str(tmp_path)]) == 1
     assert "no scalar summaries" in capsys.readouterr().err
 

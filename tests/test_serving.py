@@ -225,8 +225,11 @@ def test_predictor_input_errors_name_the_input(x_export):
         serving.PredictorInputError, match=r"x: float32 \[None, 4\].*missing: \['x'\]"
     ):
         predictor({"z": X})
-    with pytest.raises(TypeError, match="'x'.*<U1.*float32"):
+    # A wrong dtype, like a wrong shape: the input, the dtype given and the one expected.
+    with pytest.raises(serving.PredictorInputError, match="'x'.*dtype <U1.*x: float32"):
         predictor({"x": [["a", "b", "c", "d"]]})
+    with pytest.raises(serving.PredictorInputError, match="'x'.*dtype bool.*x: float32"):
+        predictor({"x": np.ones([1, 4], bool)})
     with pytest.raises(serving.PredictorInputError, match=r"'x'.*\[2, 3\].*\[None, 4\]"):
         predictor({"x": X[:2, :3]})
     with pytest.raises(serving.PredictorInputError, match=r"'x' has shape \[4\]"):
@@ -473,9 +476,9 @@ def test_parsing_receiver_takes_multi_valued_features_of_any_length(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(predictor({"examples": data})["probabilities"], want, atol=1e-6)
     # Wrong input is still told apart: a number as a tag, uneven nesting, a bare value.
-    with pytest.raises(TypeError, match="'tags'.*string"):
+    with pytest.raises(serving.PredictorInputError, match="'tags'.*string"):
         predictor({"x": [0.5], "tags": [[1, 2]]})
-    with pytest.raises(TypeError, match="'x'.*float"):
+    with pytest.raises(serving.PredictorInputError, match="'x'.*float"):
         predictor({"x": [[[0.5], [1.0, 2.0]]], "tags": [["a"]]})
     with pytest.raises(serving.PredictorInputError, match="per example.*'tags': None"):
         predictor({"x": [0.5], "tags": "a"})

@@ -144,7 +144,9 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         raise PredictorInputError(f"Input {name!r} is ragged; {expected}") from e
     # [] is float64 to NumPy, whatever it stands for: no values, nothing to convert unsafely.
     if array.dtype.kind not in allowed and array.size:
-        raise TypeError(f"Input {name!r} has dtype {array.dtype}; {expected}. Got: {value!r:.80}")
+        raise PredictorInputError(
+            f"Input {name!r} has dtype {array.dtype}; {expected}. Got: {value!r:.80}"
+        )
     if target.kind == "O" and array.size:
         array = np.vectorize(_to_bytes, otypes=[object])(array)
     array = array.astype(target, copy=False)
@@ -213,7 +215,7 @@ class _ExampleBuilder:
             else:
                 raise TypeError(flat.dtype)
         except (TypeError, ValueError) as e:
-            raise TypeError(
+            raise PredictorInputError(
                 f"Feature {key!r} is parsed as {dtype.name}; cannot store {value!r:.80} in a "
                 f"tf.train.Example ({e})"
             ) from e
@@ -396,8 +398,8 @@ class Predictor:
           Input name -> NumPy array of the signature's dtype, for the inputs given.
 
         Raises:
-          PredictorInputError: (a ``ValueError``) if ``features`` do not fit the signature.
-          TypeError: if ``features`` is not a dict or a value has the wrong kind of dtype.
+          PredictorInputError: (a ``ValueError``) if a name, shape or dtype does not fit.
+          TypeError: if ``features`` is not a dict.
         """
         if not isinstance(features, Mapping):
             raise TypeError(

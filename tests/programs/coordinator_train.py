@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import tensorflow as tf
 
 import tfest_kit  # noqa: F401  (on TensorFlow >= 2.16: the bridge gives tf.estimator back)
+
+import tensorflow as tf
 
 
 def _model_fn(features, labels, mode):

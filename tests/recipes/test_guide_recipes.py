@@ -107,6 +107,12 @@ def test_premade_estimators(tmp_path):
     assert "Using config" not in proc.stderr, proc.stderr
     assert len(_exports(tmp_path)) == 1
     _assert_model_dir_first_and_export_line(out, tmp_path)
+    # The printed model_dir holds no checkpoint (`inspect` said none): the second line names
+    # the directories that do.
+    assert tf.train.latest_checkpoint(str(tmp_path)) is None
+    listed = out.splitlines()[1].split(": ", 1)[1].split(", ")
+    assert listed == [str(tmp_path / d) for d in ("linear", "dnn", "wide_deep")], out
+    assert all(tf.train.latest_checkpoint(d).endswith("model.ckpt-150") for d in listed)
     # A rerun trains nothing: it used to say "training LinearClassifier" all the same.
     proc = run_program(
         ["-m", "recipes.premade_estimators", "--steps=150", f"--model_dir={tmp_path}"]

@@ -33,6 +33,11 @@ def test_ctrl_c_outside_training_and_expected_errors_are_one_line(tmp_path, caps
     assert run.main(interrupted) == 130
     assert capsys.readouterr().err == "some_recipe: interrupted\n"
 
+    # A recipe whose models each have a sub-directory names them too (inspect / plot read those).
+    run.announce(str(tmp_path), [str(tmp_path / "a"), str(tmp_path / "b")])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"model_dir: {tmp_path}" and len(out) == 2, out
+    assert out[1].startswith("checkpoints") and f"{tmp_path / 'a'}, {tmp_path / 'b'}" in out[1]
     run.announce(str(tmp_path))
     assert capsys.readouterr().out == f"model_dir: {tmp_path}\n"
     assert run.main(interrupted) == 130

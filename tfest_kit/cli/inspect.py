@@ -1,7 +1,7 @@
 """``python -m tfest_kit inspect MODEL_DIR``: what an Estimator model_dir holds.
 
-Lists the checkpoints (damaged ones marked) and the latest evaluation of each ``eval*/``
-directory; ``--json`` prints the same as JSON.
+Lists the checkpoints (damaged ones marked), the latest evaluation of each ``eval*/``
+directory and the exports in ``export/`` and ``export/*/``; ``--json`` prints them as JSON.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ from tfest_kit._model_dir import (
     _read_state,
     checkpoint_damage,
     checkpoint_step,
+    complete_exports,
     eval_dirs,
     metrics_by_step,
+    read_export_metrics,
 )
+from tfest_kit._tf import tf
 from tfest_kit.cli.plot import check_model_dir
 
-__all__ = ["describe", "format_text", "add_parser", "run"]
+__all__ = ["describe", "exports", "format_text", "add_parser", "run"]
 
 
 def _checkpoints(model_dir: str) -> dict:
@@ -39,6 +42,21 @@ def _checkpoints(model_dir: str) -> dict:
     return {"latest": latest, "checkpoints": entries}
 
 
+def exports(model_dir: str) -> list[dict]:
+    """The complete exports in ``model_dir/export/`` and in each exporter's ``export/*/``.
+
+    Each is ``{"path" (its name is the version), "newest" (in its directory), "best_exporter"}``.
+    """
+    root = os.path.join(model_dir, "export")
+    names = sorted(tf.gfile.ListDirectory(root)) if tf.gfile.IsDirectory(root) else []
+    found = []
+    for paths in [complete_exports(os.path.join(root, n.rstrip("/"))) for n in ["", *names]]:
+        for p in paths:
+            best = read_export_metrics(p) is not None
+            found.append({"path": p, "newest": p == paths[-1], "best_exporter": best})
+    return found
+
+
 def describe(model_dir: str) -> dict:
     """Collects the checkpoints and the latest evaluations of ``model_dir``.
 
@@ -46,7 +64,8 @@ def describe(model_dir: str) -> dict:
       model_dir: an Estimator ``model_dir``.
 
     Returns:
-      ``{"model_dir", "checkpoints": {"latest", "checkpoints": [...]}, "evaluations": [...]}``.
+      ``{"model_dir", "checkpoints": {"latest", "checkpoints": [...]}, "evaluations": [...],
+      "exports": [...]}`` (see :func:`exports`).
 
     Raises:
       FileNotFoundError: if ``model_dir`` is not a local directory.
@@ -69,6 +88,7 @@ def describe(model_dir: str) -> dict:
         "model_dir": model_dir,
         "checkpoints": _checkpoints(model_dir),
         "evaluations": evaluations,
+        "exports": exports(model_dir),
     }
 
 
@@ -103,6 +123,10 @@ def format_text(info: dict) -> str:
     for ev in info["evaluations"]:
         lines.append(f"latest evaluation {ev['dir']}/ at step {ev['step']}:")
         lines += [f"  {tag:30} {_number(value)}" for tag, value in ev["metrics"].items()]
+    lines += ["", "exports:" if info["exports"] else "exports: none"]
+    for e in info["exports"]:
+        mark = "  <- newest" if e["newest"] else ""
+        lines.append(f"  {os.path.relpath(e['path'], model_dir)}{mark}")
     return "\n".join(lines) + "\n"
 
 
@@ -110,7 +134,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``inspect`` on an ``argparse`` subparsers object."""
     parser = subparsers.add_parser(
         "inspect",
-        help="list the checkpoints and latest eval metrics of a model_dir",
+        help="list the checkpoints, latest eval metrics and exports of a model_dir",
         description=__doc__.split("\n\n")[1],
     )
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="the Estimator model_dir")

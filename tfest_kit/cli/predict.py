@@ -1,8 +1,9 @@
-"""``python -m tfest_kit predict EXPORT_DIR --json FILE``: answer a TF Serving REST request.
+"""``python -m tfest_kit predict EXPORT_DIR REQUEST``: answer a TF Serving REST request.
 
-Reads ``{"instances": [...]}`` (rows) or ``{"inputs": {input: [...]}}`` (columns) from FILE (``-``:
-stdin), answers ``{"predictions": [...]}`` or ``{"outputs": ...}``; binary strings, and those of
-an output named ``*_bytes``, are ``{"b64": "..."}``. EXPORT_DIR: an export or a base.
+Reads ``{"instances": [...]}`` (rows) or ``{"inputs": {input: [...]}}`` (columns) from REQUEST
+(``-``: stdin), answers in JSON ``{"predictions": [...]}`` or ``{"outputs": ...}``; binary strings,
+and those of an output named ``*_bytes``, are ``{"b64": "..."}``. EXPORT_DIR: an export, a
+directory of exports or a model_dir (the newest complete export, a best exporter's first).
 """
 
 from __future__ import annotations
@@ -37,21 +38,10 @@ def _decode(value: Any) -> Any:
 
 
 def features_from_request(request: Any, input_names: list[str]) -> dict:
-    """Turns a TF Serving REST request body into a dict of columns for :class:`Predictor`.
+    """A TF Serving REST request body as input (or feature) name -> per-instance values.
 
-    Args:
-      request: the parsed JSON.
-      input_names: the signature's input names (used when instances are plain values).
-
-    Returns:
-      Input (or feature) name -> list of per-instance values.
-
-    Raises:
-      RequestError: (a ``ValueError``) if the body is not a TF Serving request.
-
-    Example:
-      >>> features_from_request({"instances": [{"x": 1}, {"x": 2}]}, ["x"])
-      {'x': [1, 2]}
+    ``input_names``: the signature's, for instances given as plain values. Raises
+    :class:`RequestError` (a ``ValueError``) if the body is not a TF Serving request.
     """
     if not isinstance(request, dict) or len({"instances", "inputs"} & set(request)) != 1:
         raise RequestError(
@@ -94,19 +84,8 @@ def _jsonable(value: Any, binary: bool = False) -> Any:
 
 
 def predictions_to_json(outputs: dict, count: int) -> dict:
-    """Turns :class:`Predictor` outputs into TF Serving's row-format response.
-
-    Args:
-      outputs: output name -> array, as :class:`Predictor` returns them.
-      count: the number of instances in the request.
-
-    Returns:
-      ``{"predictions": [...]}``: an object per instance, or a value when there is one output.
-
-    Example:
-      >>> predictions_to_json({"y": np.array([1.5, 2.5])}, 2)
-      {'predictions': [1.5, 2.5]}
-    """
+    """:class:`Predictor` outputs for ``count`` instances as TF Serving's row-format response:
+    ``{"predictions": [...]}``, an object per instance, or a value when there is one output."""
 
     def row(name, i):
         array = np.asarray(outputs[name])
@@ -120,18 +99,8 @@ def predictions_to_json(outputs: dict, count: int) -> dict:
 
 
 def outputs_to_json(outputs: dict) -> dict:
-    """Turns :class:`Predictor` outputs into TF Serving's column-format response.
-
-    Args:
-      outputs: output name -> array, as :class:`Predictor` returns them.
-
-    Returns:
-      ``{"outputs": {name: [...]}}``, or ``{"outputs": [...]}`` when there is one output.
-
-    Example:
-      >>> outputs_to_json({"y": np.array([1.5, 2.5]), "id_bytes": np.array([b"a", b"b"])})
-      {'outputs': {'id_bytes': [{'b64': 'YQ=='}, {'b64': 'Yg=='}], 'y': [1.5, 2.5]}}
-    """
+    """:class:`Predictor` outputs as TF Serving's column-format response: ``{"outputs": {name:
+    [...]}}``, or ``{"outputs": [...]}`` when there is one output."""
     # TF Serving's rule: DT_STRING does not say whether it holds text, an output name does.
     columns = {k: _jsonable(np.asarray(outputs[k]), k.endswith("_bytes")) for k in sorted(outputs)}
     return {"outputs": next(iter(columns.values())) if len(columns) == 1 else columns}
@@ -144,8 +113,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="run an exported SavedModel on a TF Serving style JSON request",
         description=__doc__.split("\n\n")[1],
     )
-    parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export or its base dir")
-    parser.add_argument("--json", required=True, metavar="FILE", help='request file, "-": stdin')
+    parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export, its base or model_dir")
+    parser.add_argument("request", metavar="REQUEST", help='the request file, "-": stdin')
+    parser.add_argument("--json", action="store_true", help="print JSON (as it always does)")
     parser.add_argument(
         "--signature",
         help='signature (default: the request\'s "signature_name", else serving_default)',
@@ -161,18 +131,19 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``predict``; returns 0, 1 if no export is loadable, 2 for a bad request or signature."""
     from tfest_kit._predictor import _first_cause
     from tfest_kit._tf import tf
+    from tfest_kit.cli.signature import find_export
     from tfest_kit.serving import ExportLoadError, ExportNotFoundError, Predictor
 
     try:
-        with sys.stdin if args.json == "-" else open(args.json) as f:
+        with sys.stdin if args.request == "-" else open(args.request) as f:
             request = json.load(f)
     except (OSError, ValueError) as e:
-        print(f"predict: cannot read the request {args.json!r}: {e}", file=sys.stderr)
+        print(f"predict: cannot read the request {args.request!r}: {e}", file=sys.stderr)
         return 2
     named = request.get("signature_name") if isinstance(request, dict) else None
     try:
         predictor = Predictor(
-            args.export_dir,
+            find_export(args.export_dir, "predict"),
             args.signature or named or "serving_default",
             batch_size=args.batch_size,
         )

@@ -1,17 +1,18 @@
 """``python -m tfest_kit signature EXPORT_DIR``: what an exported model takes and returns.
 
 Prints every signature of the SavedModel with the name, dtype and shape of each input and output
-(-1 = any size), like ``saved_model_cli show --all``. EXPORT_DIR may be one export or a
-directory of numbered exports (the newest complete one is used).
+(-1 = any size), like ``saved_model_cli show --all``. EXPORT_DIR: an export, a directory of
+exports or a model_dir (the newest complete export, a best exporter's first; named on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
-__all__ = ["add_parser", "run", "format_signatures"]
+__all__ = ["add_parser", "run", "find_export", "format_signatures"]
 
 
 def _as_dict(signatures: dict) -> dict:
@@ -28,6 +29,26 @@ def _as_dict(signatures: dict) -> dict:
         }
         for name, sig in signatures.items()
     }
+
+
+def find_export(path: str, command: str) -> str:
+    """``path`` if an export, else the newest under it, else of a model_dir's (``inspect.exports``)
+    a best exporter's newest, else the newest; named on stderr. Else ``ExportNotFoundError``."""
+    from tfest_kit._predictor import _resolve_export_dir
+    from tfest_kit.cli.inspect import exports
+    from tfest_kit.serving import ExportNotFoundError
+
+    try:
+        export_dir = _resolve_export_dir(path)
+    except ExportNotFoundError:
+        newest = [e for e in exports(path) if e["newest"]]
+        if not newest:
+            raise
+        newest.sort(key=lambda e: (e["best_exporter"], int(os.path.basename(e["path"]))))
+        export_dir = newest[-1]["path"]
+    if export_dir != path:
+        print(f"{command}: using the export {export_dir}", file=sys.stderr)
+    return export_dir
 
 
 def format_signatures(export_dir: str, signatures: dict) -> str:
@@ -50,7 +71,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="show inputs and outputs of an exported SavedModel",
         description=__doc__.split("\n\n")[1],
     )
-    parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export or its base dir")
+    parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export, its base or model_dir")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(func=run)
     return parser
@@ -61,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from tfest_kit.serving import ExportLoadError, ExportNotFoundError, read_signatures
 
     try:
-        export_dir, signatures = read_signatures(args.export_dir)
+        export_dir, signatures = read_signatures(find_export(args.export_dir, "signature"))
     except (ExportLoadError, ValueError, ExportNotFoundError) as e:  # ValueError: no "serve"
         print(f"signature: {e}", file=sys.stderr)
         return 1
