@@ -7,12 +7,21 @@ Each check runs while absl parses the command line, so a bad value stops a recip
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
-from typing import Optional
+from typing import Callable, Optional
 
-from absl import flags
+from absl import app, flags
 
-__all__ = ["define_path", "define_tensorflow_info", "register_layer_sizes", "register_positive"]
+__all__ = [
+    "define_path",
+    "define_tensorflow_info",
+    "register_layer_sizes",
+    "register_positive",
+    "run",
+]
+
+_HELP_FLAGS = {"-?", "--help", "--helpshort", "--helpfull", "--helpxml"}
 
 # The flags the functions below define belong to the recipe that calls them, not to this
 # module: --helpshort and the help printed with a usage error list only the main module's.
@@ -114,3 +123,19 @@ def register_positive(name: str, flag_values: flags.FlagValues = flags.FLAGS) ->
     flags.register_validator(
         name, lambda value: value > 0, f"--{name} must be > 0", flag_values=flag_values
     )
+
+
+def run(main: Callable) -> None:
+    """``absl.app.run(main)``, with ``--help`` exiting 0: absl prints the help and exits 1.
+
+    Example:
+
+        if __name__ == "__main__":
+            _flags.run(main)
+    """
+    try:
+        app.run(main)
+    except SystemExit as e:
+        if e.code == 1 and _HELP_FLAGS.intersection(sys.argv[1:]):
+            sys.exit(0)  # the help was asked for and printed, before main ran
+        raise

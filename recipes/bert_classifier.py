@@ -59,7 +59,7 @@ import tempfile
 from typing import Optional
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 import tfest_kit
 from recipes import _flags
@@ -779,4 +779,4 @@ def _run():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    _flags.run(main)

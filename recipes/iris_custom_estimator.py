@@ -27,7 +27,7 @@ import csv
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 
@@ -189,4 +189,4 @@ def _run():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    _flags.run(main)

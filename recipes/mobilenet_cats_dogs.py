@@ -36,7 +36,7 @@ import os
 import time
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 import tfest_kit
 from recipes import _flags, _pets_data
@@ -425,4 +425,4 @@ def _predict(predictor, examples) -> None:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    _flags.run(main)

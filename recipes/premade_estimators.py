@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split
 
@@ -194,4 +194,4 @@ def _run():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    _flags.run(main)

@@ -36,7 +36,7 @@ import os
 import re
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 from sklearn.datasets import load_wine
 from sklearn.model_selection import train_test_split
 
@@ -197,4 +197,4 @@ def _run():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    _flags.run(main)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
@@ -259,4 +259,4 @@ def _run():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    _flags.run(main)

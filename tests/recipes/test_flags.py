@@ -4,6 +4,8 @@ test_mobilenet_cats_dogs.py, test_bert_classifier.py)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 
 import pytest
 from absl import flags
@@ -69,3 +71,14 @@ def test_help_text_keeps_its_cluster_command_and_percent_signs(recipe):
     assert "%" not in doc.replace("%%", ""), f"{recipe}: a % in --help is filled with argv[0]"
     command = [line for line in doc.splitlines() if "python -m tfest_kit.cluster" in line]
     assert command and all(line.rstrip().endswith("-- \\") for line in command), command
+
+
+def test_help_exits_0_and_a_bad_flag_still_exits_1():
+    # absl's --help prints the help and exits 1; every recipe runs through _flags.run.
+    recipes = sorted((ROOT / "recipes").glob("[!_]*.py"))
+    assert all("_flags.run(main)" in path.read_text() for path in recipes)
+    command = [sys.executable, "-m", "recipes.iris_custom_estimator"]
+    shown = subprocess.run([*command, "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert shown.returncode == 0 and "--model_dir" in shown.stdout, shown.stdout + shown.stderr
+    bad = subprocess.run([*command, "--no_such_flag"], cwd=ROOT, capture_output=True)
+    assert bad.returncode == 1, bad
