@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import pytest
 import tfest_kit
 from tests.conftest import captured_tf_log
 from tests.signal_hooks import SignalAtStep
-from tfest_kit import hooks, serving, training
+from tfest_kit import _model_dir, hooks, serving, training
 from tfest_kit._model_dir import complete_exports, metrics_by_step
 from tfest_kit._tf import estimator, tf
 from tfest_kit._vanished_checkpoint import export_unless_vanished
@@ -684,9 +685,15 @@ def test_an_input_that_ends_before_max_steps_is_named(tmp_path, tf_log_lines):
     assert len(warning) == 1 and "global step 13" in warning[0] and "repeat" in warning[0]
 
 
-def test_training_says_when_the_graph_is_built(tmp_path, tf_log_lines):
+def test_training_says_what_it_does_until_its_first_step(tmp_path, tf_log_lines, monkeypatch):
+    monkeypatch.setattr(_model_dir._StepCounter, "say_every", 0.01)  # every 10 s by default
     est = _estimator(str(tmp_path))
     tfest_kit.train_and_evaluate(est, _train_input_fn, _eval_input_fn, max_steps=5)
-    building = [i for i, line in enumerate(tf_log_lines) if "building the graph" in line]
+    building = [i for i, line in enumerate(tf_log_lines) if line.startswith("Training into")]
     built = [i for i, line in enumerate(tf_log_lines) if "Training graph built in" in line]
     assert len(building) == 1 and len(built) == 1 and building[0] < built[0], tf_log_lines
+    still = [line for line in tf_log_lines if line.startswith("Training: still")]
+    assert any("building the graph" in line for line in still), tf_log_lines
+    assert any("creating the session" in line for line in still), tf_log_lines
+    time.sleep(0.1)  # and nothing once training ran its first step
+    assert still == [line for line in tf_log_lines if line.startswith("Training: still")]

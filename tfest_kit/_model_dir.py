@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Optional
@@ -274,9 +275,12 @@ _training_now: set = set()  # the model_dirs training() is in
 
 class _StepCounter(tf.train.SessionRunHook):
     """Counts runs from the restored global step, fetching nothing per step. The outermost one
-    (``started``: when the graph build began) says when the graph is built, as the session can
-    take long, and writes the summaries of the last step (``max_steps`` or restored + ``steps``)
-    to ``summary_dir`` unless ``SummarySaverHook``, every ``summary_steps``, does."""
+    (``started``: when the graph build began) says what training does until its first step,
+    every 10 s (building the graph, creating the session can take a minute), and writes the
+    summaries of the last step (``max_steps`` or restored + ``steps``) to ``summary_dir``
+    unless ``SummarySaverHook``, every ``summary_steps``, does."""
+
+    say_every = 10.0  # seconds
 
     def __init__(self, started=None, max_steps=None, steps=None, summary_dir=None, every=None):
         self._started, self._until, self._summary_dir, self._every = (
@@ -285,21 +289,29 @@ class _StepCounter(tf.train.SessionRunHook):
             summary_dir,
             every,
         )
+        self.first_step_done = threading.Event()
+        self._phase = "building the graph"
+        if started is not None:
+            threading.Thread(target=self._say_phase, daemon=True).start()
+
+    def _say_phase(self) -> None:
+        while not self.first_step_done.wait(self.say_every):
+            elapsed = time.monotonic() - self._started
+            tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
         self.step: Optional[int] = None
         self._summary = None
         if self._started is not None:
-            tf.logging.info(
-                "Training graph built in %.0f s; creating the session (restoring or "
-                "initialising the variables)",
-                time.monotonic() - self._started,
-            )
+            self._phase = "creating the session (restoring or initialising the variables)"
+            elapsed = time.monotonic() - self._started
+            tf.logging.info("Training graph built in %.0f s; %s", elapsed, self._phase)
             if self._summary_dir and self._every and any(self._until):
                 self._summary = tf.summary.merge_all()
 
     def after_create_session(self, session, coord) -> None:
+        self._phase = "running the first step"
         if self._global_step is not None:
             self.step = int(session.run(self._global_step)) - 1
         if self._summary is not None and self.step is not None:
@@ -316,6 +328,7 @@ class _StepCounter(tf.train.SessionRunHook):
         return None
 
     def after_run(self, run_context, run_values) -> None:
+        self.first_step_done.set()
         if run_values.results is not None:
             writer = tf.summary.FileWriterCache.get(self._summary_dir)
             writer.add_summary(run_values.results, self._last)
@@ -385,6 +398,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
         config.save_summary_steps,
     )
     with contextlib.ExitStack() as stack:
+        stack.callback(counter.first_step_done.set)  # ends its phase lines
         if outermost:
             _training_now.add(model_dir)
             stack.callback(_training_now.discard, model_dir)
