@@ -24,14 +24,7 @@ from tfest_kit._model_dir import checkpoint_step, metrics_by_step
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
-__all__ = [
-    "ProgressHook",
-    "early_stopping",
-    "fill_progress_totals",
-    "NanGuardHook",
-    "NanLossError",
-    "PreemptionHook",
-]
+__all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "PreemptionHook"]
 
 
 def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
@@ -136,19 +129,10 @@ class _IntervalHook(tf.train.SessionRunHook):
         return f"ETA {max(0, self._total - step) / rate:.0f}s"
 
 
-def fill_progress_totals(
-    hooks, max_steps: Optional[int], estimator=None, steps: Optional[int] = None
-) -> None:
-    """Gives the progress hooks in ``hooks`` the run's end and batch size where not given.
-
-    Args:
-      hooks: training hooks; only :class:`ProgressHook` (and the TPU fallback's loss line)
-        are changed.
-      max_steps: the global step training ends at, or None.
-      estimator: the Estimator, for the global batch size of a ``tpu.TPUEstimator``
-        (``train_batch_size``) or ``params["batch_size"]``.
-      steps: with ``max_steps=None``, the steps to train from the restored one.
-    """
+def fill_progress_totals(hooks, max_steps, estimator=None, steps=None) -> None:
+    """Gives the progress hooks in ``hooks`` the run's end (``max_steps``, else the restored
+    step + ``steps``) and the batch size of ``estimator`` (a ``tpu.TPUEstimator``'s
+    ``train_batch_size`` or ``params["batch_size"]``) where they were not given."""
     batch_size = getattr(estimator, "train_batch_size", None) or (
         (getattr(estimator, "params", None) or {}).get("batch_size")
     )
