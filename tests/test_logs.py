@@ -16,7 +16,6 @@ _PROGRAM = textwrap.dedent(
     import sys
     from absl import app
     from tfest_kit import logs
-from tfest_kit._tf import tf, tf2
     from tfest_kit._tf import tf
 
     MODE = sys.argv[1]
@@ -74,7 +73,6 @@ _ROOT_HANDLERS_PROGRAM = textwrap.dedent(
                 sys.stderr.write("CONSOLE " + record.getMessage() + "\\n")
         logging.getLogger().addHandler(Console())
     from tfest_kit import logs
-from tfest_kit._tf import tf, tf2
     from tfest_kit._tf import estimator, tf
     logs.setup(tensorflow_info=sys.argv[2] != "tensorflow_info_off")
     tf.logging.info("after-setup-marker")
@@ -105,7 +103,6 @@ def test_setup_keeps_the_root_loggers_handlers(tmp_path, mode):
 _PYTEST_LIVE_LOG_TEST = textwrap.dedent(
     """
     from tfest_kit import logs
-from tfest_kit._tf import tf, tf2
     from tfest_kit._tf import tf
 
     def test_lines():
