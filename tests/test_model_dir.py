@@ -249,6 +249,9 @@ def test_evaluate_predict_and_export_find_the_checkpoint_as_training_does(copy_d
     with open(os.path.join(copy_dir, "checkpoint"), "w") as f:
         f.write("garbage {{{")
     _damage(copy_dir, "truncated .data")
+    # A save under way (its .index not written yet) is another process's: readers skip it.
+    (data,) = glob.glob(os.path.join(copy_dir, "model.ckpt-20.data-*"))
+    shutil.copy(data, data.replace("ckpt-20", "ckpt-40"))
     est = _estimator(copy_dir)
     step_20 = os.path.join(copy_dir, "model.ckpt-20")
     with captured_tf_log(logging.WARNING) as lines:
@@ -265,6 +268,7 @@ def test_evaluate_predict_and_export_find_the_checkpoint_as_training_does(copy_d
     assert len(warnings) == 3, lines
     for warning, user in zip(warnings, ["evaluate()", "predict()", "an export"]):
         assert f"{user} uses model.ckpt-20" in warning and "model.ckpt-30" in warning, warning
+        assert "model.ckpt-40" not in warning
         assert "state file is unreadable" in warning
     assert not [line for line in lines if "Checkpoint ignored" in line], lines
     # Only read: the state file is left for the next training to rewrite.

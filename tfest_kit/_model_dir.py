@@ -102,10 +102,6 @@ def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:
     return None
 
 
-def _norm(path: str) -> str:
-    return path if "://" in path else os.path.normpath(path)
-
-
 def _read_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]]:
     """The ``checkpoint`` state file: the latest checkpoint, all listed, why there is none."""
     from tfest_kit import logs
@@ -120,8 +116,7 @@ def _read_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]
         if tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
             return None, [], "the `checkpoint` state file is unreadable (not a CheckpointState)"
         return None, [], "there is no `checkpoint` state file"
-    listed = [_norm(p) for p in state.all_model_checkpoint_paths]
-    return _norm(state.model_checkpoint_path), listed, None
+    return state.model_checkpoint_path, list(state.all_model_checkpoint_paths), None
 
 
 def _checkpoints_on_disk(model_dir: str) -> list[str]:
@@ -136,7 +131,7 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
         prefix = match.group(1) if match else name[: -len(".index")]
         listed = match or name.endswith(".index")
         if listed and checkpoint_step(prefix) is not None:
-            prefixes.add(_norm(os.path.join(model_dir, prefix)))
+            prefixes.add(os.path.join(model_dir, prefix))
     return sorted(prefixes, key=lambda p: (checkpoint_step(p), p), reverse=True)
 
 
@@ -151,7 +146,9 @@ def path_problem(model_dir: str) -> Optional[str]:
     return None
 
 
-def choose_checkpoint(model_dir: str) -> tuple[Optional[str], Optional[str], dict[str, str]]:
+def choose_checkpoint(
+    model_dir: str, writer: bool = False
+) -> tuple[Optional[str], Optional[str], dict[str, str]]:
     """``(the state file's checkpoint if intact, else the newest intact one, or None; why not the
     state file's; {damaged: why})``, reading checkpoints up to the one chosen."""
     named, _, problem = _read_state(model_dir)
@@ -161,10 +158,10 @@ def choose_checkpoint(model_dir: str) -> tuple[Optional[str], Optional[str], dic
         problem = f"the `checkpoint` state file names {os.path.basename(named)}, which is damaged"
     damaged = {}
     for prefix in _checkpoints_on_disk(model_dir):
-        damaged[prefix] = checkpoint_damage(prefix)
-        if damaged[prefix] is None:
-            del damaged[prefix]
-            return prefix, problem, damaged
+        if writer or tf.io.gfile.exists(prefix + ".index"):  # a reader's writer may be saving it
+            damaged[prefix] = checkpoint_damage(prefix)
+            if damaged[prefix] is None:
+                return prefix, problem, {p: why for p, why in damaged.items() if why}
     return None, problem, damaged
 
 
@@ -174,7 +171,7 @@ def usable_checkpoint(model_dir: str, method: str) -> Optional[str]:
     naming the files and the fix if none is intact."""
     if path_problem(model_dir):
         raise ValueError(path_problem(model_dir))
-    chosen, problem, damaged = choose_checkpoint(model_dir)
+    chosen, problem, damaged = choose_checkpoint(model_dir, writer=method == "training")
     damaged_text = "; ".join(f"{os.path.basename(p)}: {why}" for p, why in damaged.items())
     if chosen is None and damaged:
         files = sorted(
