@@ -181,8 +181,11 @@ def test_inspect_reads_a_model_dir_named_like_a_pattern_and_writes_strict_json(
         nan = tf.Summary(value=[tf.Summary.Value(tag="loss", simple_value=np.nan)])
         writer.add_summary(nan, 50)
         writer.close()
-    steps = [c["step"] for c in _cli_inspect.describe(str(model_dir))["checkpoints"]["checkpoints"]]
-    assert 40 in steps
+    checkpoints = _cli_inspect.describe(str(model_dir))["checkpoints"]
+    assert 40 in [c["step"] for c in checkpoints["checkpoints"]]
+    # TensorFlow reads no checkpoint under such a path: said once, none called damaged.
+    assert "never restored" in checkpoints["state_file"] and checkpoints["latest"] is None
+    assert not [c for c in checkpoints["checkpoints"] if c["damaged"]]
     assert _cli(["inspect", "--json", str(model_dir)]) == 0
 
     def strict(constant):
@@ -268,14 +271,19 @@ def test_inspect_marks_a_latest_checkpoint_whose_files_are_gone(trained, tmp_pat
     assert _cli(["inspect", model_dir]) == 0
     assert _snapshot(model_dir) == before  # inspect only reads
     out = capsys.readouterr().out
-    line40 = next(line for line in out.splitlines() if "model.ckpt-40" in line)
-    assert "<- latest" in line40 and "damaged" in line40 and ".index" in line40
+    line40 = next(line for line in out.splitlines() if "step       40" in line)
+    assert "<- latest" not in line40 and "damaged" in line40 and ".index" in line40
+    # The latest is the one an Estimator restores, and the note says why.
+    latest = next(line for line in out.splitlines() if "<- latest" in line)
+    assert "model.ckpt-20" in latest and "damaged" not in latest, out
+    assert "note: the `checkpoint` state file names model.ckpt-40, which is damaged" in out
 
     with open(os.path.join(model_dir, "checkpoint"), "w") as f:
         f.write("half-written {")
     before = _snapshot(model_dir)
     assert _cli(["inspect", model_dir]) == 0
-    assert "model.ckpt-20" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "model.ckpt-20  <- latest" in out and "state file is unreadable" in out, out
     assert _snapshot(model_dir) == before
 
 
@@ -287,11 +295,11 @@ def test_inspect_marks_a_damaged_checkpoint(trained, tmp_path, capsys):
         f.write(b"garbage" * 10)
     assert _cli(["inspect", model_dir]) == 0
     lines = capsys.readouterr().out.splitlines()
-    (line40,) = (line for line in lines if "model.ckpt-40" in line)
+    (line40,) = (line for line in lines if "step       40" in line)
     assert "damaged" in line40 and "truncated" in line40, lines
-    (line20,) = (line for line in lines if "model.ckpt-20" in line)
+    (line20,) = (line for line in lines if "step       20" in line)
     assert "damaged" in line20 and ".index" in line20, lines
-    assert not [line for line in lines if "model.ckpt-" in line and "damaged" in line][2:]
+    assert not [line for line in lines if "  step " in line and "damaged" in line][2:]
     info = _cli_inspect.describe(model_dir)
     damaged = {
         os.path.basename(c["path"]): c["damaged"] for c in info["checkpoints"]["checkpoints"]

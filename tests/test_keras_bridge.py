@@ -448,9 +448,28 @@ def test_damaged_newest_object_checkpoint_resumes_from_the_one_before_and_evalua
     os.truncate(data, os.path.getsize(data) // 2)
     with captured_tf_log(logging.WARNING) as lines:
         est.train(train_fn, max_steps=6)
-    said = [line for line in lines if "Resuming from model.ckpt-2" in line]
+    said = [line for line in lines if "resuming from model.ckpt-2" in line]
     assert len(said) == 1 and "model.ckpt-4" in said[0], lines
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-6")
+    # Evaluate, predict and exports find it as training does: a garbled state file made them
+    # use fresh weights.
+    (tmp_path / "checkpoint").write_text("garbled {{{")
+
+    def predict_fn():
+        return tf.data.Dataset.from_tensor_slices(X[:4]).batch(4)
+
+    with captured_tf_log(logging.WARNING) as lines:
+        eval_fn = lambda: tf.data.Dataset.from_tensor_slices((X, Y)).batch(16)  # noqa: E731
+        assert est.evaluate(eval_fn)["global_step"] == 6
+        predicted = list(est.predict(predict_fn))
+        assert est.latest_checkpoint().endswith("model.ckpt-6")
+    said = [line for line in lines if "uses model.ckpt-6, the newest intact" in line]
+    assert len(said) == 3, lines
+    step_6 = str(tmp_path / "model.ckpt-6")
+    expected = list(est.predict(predict_fn, checkpoint_path=step_6))
+    np.testing.assert_array_equal(
+        [list(p.values()) for p in predicted], [list(p.values()) for p in expected]
+    )
 
     def endless():
         while True:

@@ -19,7 +19,7 @@ from tests.conftest import ROOT, captured_tf_log
 from tfest_kit import _model_dir, tpu
 from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import estimator, tf, tf2
-from tfest_kit.hooks import NanLossError
+from tfest_kit.hooks import NanGuardHook, NanLossError
 
 
 class _StartStep(tf.train.SessionRunHook):
@@ -34,6 +34,8 @@ class _StartStep(tf.train.SessionRunHook):
 
 def _model_fn(features, labels, mode, params):
     out = tf.layers.dense(features["x"], 1, name="out")
+    if mode == estimator.ModeKeys.PREDICT:
+        return tpu.TPUEstimatorSpec(mode, predictions={"y": out})
     loss = tf.losses.mean_squared_error(labels, out)
     step = tf.train.get_global_step()
     train_op = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=step)
@@ -46,12 +48,35 @@ def _input_fn(params):
     return tf2.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(params["batch_size"])
 
 
+def _eval_input_fn(params):
+    return _input_fn(params).take(2)
+
+
+def _predict_input_fn(params):
+    return _input_fn(params).map(lambda features, labels: features).take(1)
+
+
+def _serving_input_fn():
+    x = tf.placeholder(tf.float32, [None, 2])
+    return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+
+def _plain_model_fn(features, labels, mode):
+    spec = _model_fn(features, labels, mode, {})
+    return estimator.EstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op)
+
+
 def _estimator(model_dir, model_fn=_model_fn, save_steps=10):
     config = tpu.RunConfig(
         model_dir=model_dir, save_checkpoints_steps=save_steps, log_step_count_steps=None
     )
     return tpu.TPUEstimator(
-        model_fn, config=config, use_tpu=False, train_batch_size=4, eval_batch_size=4
+        model_fn,
+        config=config,
+        use_tpu=False,
+        train_batch_size=4,
+        eval_batch_size=4,
+        predict_batch_size=4,
     )
 
 
@@ -89,6 +114,16 @@ def _damage(model_dir, how):
     elif how == "deleted files":
         for path in glob.glob(prefix + ".*"):
             os.remove(path)
+    else:  # a crash before the page cache was flushed: same size, other bytes
+        (data,) = glob.glob(prefix + ".data-*")
+        with open(data, "r+b") as f:
+            content = bytearray(f.read())
+            if how == "zeroed .data":
+                content = bytearray(len(content))
+            else:
+                content[len(content) // 2] ^= 0x10
+            f.seek(0)
+            f.write(content)
 
 
 def _state(model_dir):
@@ -101,7 +136,7 @@ def _listed(model_dir):
 
 
 def _warnings(lines):
-    return [line for line in lines if "model_dir" in line and "Resuming" in line]
+    return [line for line in lines if "model_dir" in line and "newest intact" in line]
 
 
 @pytest.mark.parametrize("content", ["garbage {{{", "", None], ids=["garbled", "empty", "missing"])
@@ -124,7 +159,10 @@ def test_bad_state_file_resumes_from_the_newest_checkpoint(copy_dir, content):
     assert _listed(copy_dir) == ["model.ckpt-30"]
 
 
-@pytest.mark.parametrize("how", ["truncated .data", "garbage .index", "deleted files"])
+@pytest.mark.parametrize(
+    "how",
+    ["truncated .data", "garbage .index", "deleted files", "bit-flipped .data", "zeroed .data"],
+)
 def test_damaged_newest_checkpoint_resumes_from_the_one_before(copy_dir, how):
     _damage(copy_dir, how)
     with captured_tf_log(logging.WARNING) as lines:
@@ -141,10 +179,12 @@ def test_damaged_newest_checkpoint_resumes_from_the_one_before(copy_dir, how):
 def test_checkpoint_damage_tells_what_is_wrong(copy_dir):
     prefix = os.path.join(copy_dir, "model.ckpt-30")
     assert _model_dir.checkpoint_damage(prefix) is None
+    _damage(copy_dir, "bit-flipped .data")
+    assert "Checksum does not match" in _model_dir.checkpoint_damage(prefix)
     _truncate(glob.glob(prefix + ".data-*")[0])
-    assert "truncated" in _model_dir.checkpoint_damage(prefix)
+    assert "Read less bytes" in _model_dir.checkpoint_damage(prefix)
     os.remove(glob.glob(prefix + ".data-*")[0])
-    assert "missing" in _model_dir.checkpoint_damage(prefix)
+    assert "No such file" in _model_dir.checkpoint_damage(prefix)
     os.remove(prefix + ".index")
     assert ".index" in _model_dir.checkpoint_damage(prefix)
 
@@ -181,6 +221,118 @@ def test_tpu_estimator_resumes_after_a_truncated_checkpoint(copy_dir):
     assert len(_warnings(lines)) == 1, lines
     assert _model_dir.checkpoint_damage(tf.train.latest_checkpoint(copy_dir)) is None
     assert tf.train.load_checkpoint(copy_dir).get_tensor("global_step") == 40
+
+
+def test_bit_flipped_newest_checkpoint_is_damaged_at_resume_and_in_inspect(copy_dir):
+    from tfest_kit.cli import inspect as cli_inspect
+
+    _damage(copy_dir, "bit-flipped .data")
+    with pytest.raises(tf.errors.DataLossError, match="Checksum does not match"):
+        # The official resume stops on it, although model.ckpt-20 is intact.
+        estimator.Estimator(_plain_model_fn, copy_dir).train(lambda: _input_fn({"batch_size": 4}))
+    checkpoints = cli_inspect.describe(copy_dir)["checkpoints"]
+    damaged = {os.path.basename(c["path"]): c["damaged"] for c in checkpoints["checkpoints"]}
+    assert "Checksum" in damaged.pop("model.ckpt-30") and not any(damaged.values()), damaged
+    assert (
+        checkpoints["latest"].endswith("model.ckpt-20") and "damaged" in checkpoints["state_file"]
+    )
+    start = _StartStep()
+    with captured_tf_log(logging.WARNING) as lines:
+        _estimator(copy_dir).train(_input_fn, max_steps=40, hooks=[start])
+    assert start.start == 20
+    (warning,) = _warnings(lines)
+    assert "model.ckpt-30" in warning and "Checksum" in warning, warning
+
+
+def test_evaluate_predict_and_export_find_the_checkpoint_as_training_does(copy_dir, tmp_path):
+    # A garbled state file made them use fresh weights (export: "Couldn't find trained model").
+    with open(os.path.join(copy_dir, "checkpoint"), "w") as f:
+        f.write("garbage {{{")
+    _damage(copy_dir, "truncated .data")
+    # A save under way (its .index not written yet) is another process's: readers skip it.
+    (data,) = glob.glob(os.path.join(copy_dir, "model.ckpt-20.data-*"))
+    shutil.copy(data, data.replace("ckpt-20", "ckpt-40"))
+    est = _estimator(copy_dir)
+    step_20 = os.path.join(copy_dir, "model.ckpt-20")
+    with captured_tf_log(logging.WARNING) as lines:
+        assert est.evaluate(_eval_input_fn)["global_step"] == 20
+        predicted = next(est.predict(_predict_input_fn))["y"]
+        export = est.export_saved_model(str(tmp_path / "export"), _serving_input_fn)
+    expected = next(est.predict(_predict_input_fn, checkpoint_path=step_20))["y"]
+    np.testing.assert_array_equal(predicted, expected)
+    exported = tf.train.load_variable(
+        os.path.join(export, b"variables", b"variables"), "out/kernel"
+    )
+    np.testing.assert_array_equal(exported, tf.train.load_variable(step_20, "out/kernel"))
+    warnings = _warnings(lines)
+    assert len(warnings) == 3, lines
+    for warning, user in zip(warnings, ["evaluate()", "predict()", "an export"]):
+        assert f"{user} uses model.ckpt-20" in warning and "model.ckpt-30" in warning, warning
+        assert "model.ckpt-40" not in warning
+        assert "state file is unreadable" in warning
+    assert not [line for line in lines if "Checkpoint ignored" in line], lines
+    # Only read: the state file is left for the next training to rewrite.
+    assert _read(os.path.join(copy_dir, "checkpoint")) == "garbage {{{"
+
+
+def test_evaluate_predict_and_export_without_an_intact_checkpoint_name_the_files(
+    copy_dir, tmp_path
+):
+    for index in glob.glob(os.path.join(copy_dir, "*.index")):
+        with open(index, "wb") as f:
+            f.write(b"x")
+    est = _estimator(copy_dir)
+    calls = {
+        "evaluate()": lambda: est.evaluate(_eval_input_fn),
+        "predict()": lambda: next(est.predict(_predict_input_fn)),
+        "an export": lambda: est.export_saved_model(str(tmp_path / "export"), _serving_input_fn),
+    }
+    for user, call in calls.items():
+        with pytest.raises(TfestKitError, match="no intact checkpoint") as raised:
+            call()
+        message = str(raised.value)
+        assert f"{user} would use untrained weights" in message, message
+        assert "model.ckpt-30.index" in message and "model.ckpt-0.index" in message
+    assert not os.path.exists(tmp_path / "export")
+
+
+def test_a_relative_model_dir_resumes_after_recovery_and_again(trained_dir, tmp_path, monkeypatch):
+    # The rewritten state file named "../model.ckpt-30": "not a valid checkpoint" next time.
+    shutil.copytree(trained_dir, tmp_path / "model")
+    monkeypatch.chdir(tmp_path)
+    with open(os.path.join("model", "checkpoint"), "w") as f:
+        f.write("")
+    assert _model_dir.recover_checkpoint_state("model") == os.path.join("model", "model.ckpt-30")
+    assert 'model_checkpoint_path: "model.ckpt-30"' in _read(os.path.join("model", "checkpoint"))
+    for max_steps, start_step in [(40, 30), (50, 40)]:
+        start = _StartStep()
+        _estimator("model").train(_input_fn, max_steps=max_steps, hooks=[start])
+        assert start.start == start_step
+    assert _estimator("model").evaluate(_eval_input_fn)["global_step"] == 50
+
+
+def test_a_model_dir_with_glob_characters_is_refused_before_anything_is_written(tmp_path):
+    # TensorFlow globs checkpoint paths (Saver.restore, the checkpoint reader, the deletion of
+    # old checkpoints): a run into "lr[0.1]" trains, but nothing can resume from it.
+    official_dir = str(tmp_path / "official[0.1]")
+    official = estimator.Estimator(_plain_model_fn, official_dir)
+    official.train(lambda: _input_fn({"batch_size": 4}), max_steps=2)
+    assert official.latest_checkpoint() is None  # "Couldn't match files for checkpoint"
+    with pytest.raises(ValueError, match="not a valid checkpoint"):
+        official.train(lambda: _input_fn({"batch_size": 4}), max_steps=4)
+
+    model_dir = str(tmp_path / "lr[0.1]")
+    for call in (
+        lambda: _estimator(model_dir).train(_input_fn, max_steps=2),
+        lambda: _estimator(official_dir).train(_input_fn, max_steps=4),
+        lambda: _estimator(official_dir).evaluate(_eval_input_fn),
+    ):
+        with pytest.raises(
+            ValueError, match=r"`model_dir` must not hold the characters \* \? \["
+        ) as e:
+            call()
+        assert "Rename the directory" in str(e.value) and "Got: " in str(e.value)
+    assert not os.path.exists(model_dir)
 
 
 def test_train_and_evaluate_resumes_a_plain_estimator_after_a_garbled_state(copy_dir):
@@ -282,6 +434,19 @@ def test_nan_loss_names_the_step_and_the_newest_finite_checkpoint(tmp_path):
     message = str(raised.value)
     assert raised.value.step == 15
     assert "finite weights: model.ckpt-8" in message, message
+
+    # Resumed with a NanGuardHook, the NaN weights of model.ckpt-16 fail at once: the advice
+    # names model.ckpt-8, read to be finite, not the newest checkpoint before the step.
+    with pytest.raises(NanLossError, match="at step 16") as raised:
+        _estimator(model_dir, save_steps=8).train(input_fn, max_steps=100, hooks=[NanGuardHook()])
+    message = str(raised.value)
+    good = os.path.join(model_dir, "model.ckpt-8")
+    assert "finite weights from before it is model.ckpt-8" in message, message
+    assert f"update_checkpoint_state({model_dir!r}, {good!r})" in message, message
+    tf.train.update_checkpoint_state(model_dir, good)
+    start = _StartStep()
+    _estimator(model_dir, save_steps=8).train(input_fn, max_steps=10, hooks=[start])
+    assert start.start == 8
 
 
 def test_disk_full_while_saving_names_the_directory_and_the_intact_checkpoint(small_disk):

@@ -1,8 +1,8 @@
 """A model_dir: its checkpoints, one writer at a time, its eval events and its exports.
 
-:func:`training` wraps every training call of tfest_kit's estimators: the writer lock, resume
-from the newest intact checkpoint (TensorFlow ignores a garbled state file and restarts from
-step 0 over existing files), and NaN / full-disk errors that name the step and the checkpoint.
+:func:`usable_checkpoint`: the one reading of the checkpoint to restore (TensorFlow ignores a
+garbled state file and restarts from step 0). :func:`training` wraps every training call: the
+writer lock, that checkpoint, NaN / full-disk errors that name the step and the checkpoint.
 """
 
 from __future__ import annotations
@@ -37,13 +37,17 @@ __all__ = [
     "ModelDirLockedError",
     "checkpoint_damage",
     "checkpoint_step",
+    "choose_checkpoint",
     "complete_exports",
     "eval_dirs",
     "latest_export",
     "metrics_by_step",
+    "newest_finite_checkpoint",
+    "path_problem",
     "recover_checkpoint_state",
     "saved_step",
     "training",
+    "usable_checkpoint",
     "writer_lock",
 ]
 
@@ -54,7 +58,8 @@ OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
 EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
 _STEP = re.compile(r"-(\d+)$")
 _DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
-_UNSIZED = {tf.variant, tf.resource}  # their bytes in the data file are not cheap to tell
+_GLOB = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
+_NOT_NUMPY = {tf.variant, tf.resource}
 
 
 class ModelDirLockedError(TfestKitError):
@@ -75,48 +80,27 @@ def checkpoint_step(prefix: str) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
-def checkpoint_damage(prefix: str) -> Optional[str]:
+def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:
     """Why checkpoint ``prefix`` cannot be restored (``"its .index file is missing"``), or None.
 
-    Reads the index, the string tensors and the shard sizes, not the numeric tensors: cheap
-    enough for every ``train()``; a truncation by a few bytes may go unseen.
+    Reads every tensor as a restore does, so TensorFlow checks each one's size and checksum
+    (a truncated, zeroed or bit-flipped data file); ``finite``: NaN / inf weights count too.
     """
     if not tf.io.gfile.exists(prefix + ".index"):
         return "its .index file is missing"
     try:
         reader = tf.train.load_checkpoint(prefix)
-        shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()
     except (tf.errors.OpError, ValueError) as e:
         return f"its .index file is unreadable ({type(e).__name__})"
-    directory, base = os.path.split(prefix)
-    shards = {}
-    for name in tf.io.gfile.listdir(directory or "."):
-        match = _DATA.match(name)
-        if match and match.group(1) == base:
-            shards[int(match.group(2))] = (int(match.group(3)), os.path.join(directory, name))
-    expected = 0  # the fewest bytes the data shards hold together
-    for name, shape in shapes.items():
-        dtype = dtypes[name]
-        if dtype == tf.string:
-            try:
-                expected += sum(len(value) for value in np.asarray(reader.get_tensor(name)).flat)
-            except (tf.errors.OpError, IndexError, ValueError) as e:  # "Read less bytes …"
-                return f"its data is truncated or garbled ({name}: {e})"
-        elif dtype not in _UNSIZED:
-            expected += int(np.prod(shape, dtype=np.int64)) * dtype.size
-    if not shards:
-        return "its .data file is missing" if expected else None
-    count = max(total for total, _ in shards.values())
-    missing = [i for i in range(count) if i not in shards]
-    if missing:
-        return f"its data shard {missing[0]} of {count} is missing"
-    try:
-        size = sum(tf.io.gfile.stat(path).length for _, path in shards.values())
-    except tf.errors.NotFoundError:  # deleted since the listing (keep_checkpoint_max)
-        return "its data file is missing"
-    if size < expected:
-        return f"its data is truncated ({size} bytes, the index needs at least {expected})"
+    for name, dtype in dtypes.items():
+        try:
+            value = reader.get_tensor(name) if dtype not in _NOT_NUMPY else None
+        except (tf.errors.OpError, IndexError, ValueError) as e:  # "Checksum does not match"
+            message = getattr(e, "message", str(e)).split(": ", 1)[-1]
+            return f"its data is truncated, garbled or missing ({name}: {message})"
+        if finite and dtype.is_floating and not np.all(np.isfinite(value)):
+            return f"its weights are not finite ({name})"
     return None
 
 
@@ -134,8 +118,7 @@ def _read_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]
         if tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
             return None, [], "the `checkpoint` state file is unreadable (not a CheckpointState)"
         return None, [], "there is no `checkpoint` state file"
-    listed = [os.path.normpath(p) for p in state.all_model_checkpoint_paths]
-    return os.path.normpath(state.model_checkpoint_path), listed, None
+    return state.model_checkpoint_path, list(state.all_model_checkpoint_paths), None
 
 
 def _checkpoints_on_disk(model_dir: str) -> list[str]:
@@ -154,53 +137,77 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
     return sorted(prefixes, key=lambda p: (checkpoint_step(p), p), reverse=True)
 
 
-def recover_checkpoint_state(model_dir: str) -> Optional[str]:
-    """Makes the ``checkpoint`` state file name an intact checkpoint; returns it (None: none).
+def path_problem(model_dir: str) -> Optional[str]:
+    """Why TensorFlow can restore no checkpoint in ``model_dir`` (it globs the path), or None."""
+    if _GLOB.search(model_dir):
+        return (
+            f"`model_dir` must not hold the characters * ? [ : TensorFlow's Saver and checkpoint "
+            'reader take its path for a pattern, so a checkpoint in it is never restored ("not a '
+            f'valid checkpoint") nor deleted. Rename the directory without them. Got: {model_dir!r}'
+        )
+    return None
 
-    A damaged or missing one is replaced by the newest intact checkpoint, with one warning;
-    checkpoint files without an intact one raise a ``TfestKitError`` naming them and the fix.
-    """
-    named, listed_before, state_problem = _read_state(model_dir)
+
+def choose_checkpoint(
+    model_dir: str, writer: bool = False
+) -> tuple[Optional[str], Optional[str], dict[str, str]]:
+    """``(the state file's checkpoint if intact, else the newest intact one, or None; why not the
+    state file's; {damaged: why})``, reading checkpoints up to the one chosen."""
+    named, _, problem = _read_state(model_dir)
     if named is not None:
         if checkpoint_damage(named) is None:
-            return named
-        state_problem = (
-            f"the `checkpoint` state file names {os.path.basename(named)}, which is damaged"
-        )
-    on_disk = _checkpoints_on_disk(model_dir)
-    if not on_disk:
-        return None
-    damaged = {prefix: checkpoint_damage(prefix) for prefix in on_disk}
-    intact = [prefix for prefix in on_disk if damaged[prefix] is None]
-    damaged_text = "; ".join(
-        f"{os.path.basename(p)}: {why}" for p, why in damaged.items() if why is not None
-    )
-    if not intact:
+            return named, None, {}
+        problem = f"the `checkpoint` state file names {os.path.basename(named)}, which is damaged"
+    damaged = {}
+    for prefix in _checkpoints_on_disk(model_dir):
+        if writer or tf.io.gfile.exists(prefix + ".index"):  # a reader's writer may be saving it
+            damaged[prefix] = checkpoint_damage(prefix)
+            if damaged[prefix] is None:
+                return prefix, problem, {p: why for p, why in damaged.items() if why}
+    return None, problem, damaged
+
+
+def usable_checkpoint(model_dir: str, method: str) -> Optional[str]:
+    """The checkpoint ``method`` restores from ``model_dir`` (:func:`choose_checkpoint`; not the
+    state file's: one warning); None without checkpoint files. Raises a ``TfestKitError``
+    naming the files and the fix if none is intact."""
+    if path_problem(model_dir):
+        raise ValueError(path_problem(model_dir))
+    chosen, problem, damaged = choose_checkpoint(model_dir, writer=method == "training")
+    damaged_text = "; ".join(f"{os.path.basename(p)}: {why}" for p, why in damaged.items())
+    if chosen is None and damaged:
         files = sorted(
             name
             for name in tf.io.gfile.listdir(model_dir)
-            if any(name.startswith(os.path.basename(p) + ".") for p in on_disk)
+            if any(name.startswith(os.path.basename(p) + ".") for p in damaged)
         )
         raise TfestKitError(
-            f"model_dir {model_dir} has no intact checkpoint ({damaged_text}): training would "
-            f"start from step 0 over them. To start afresh, delete {', '.join(files)} or train "
-            "into another model_dir."
+            f"model_dir {model_dir} has no intact checkpoint ({damaged_text}): {method} would "
+            f"use untrained weights. To start afresh, delete {', '.join(files)} or train into "
+            "another model_dir."
         )
-    chosen = intact[0]
+    if chosen is not None and problem is not None:
+        use = "resuming from" if method == "training" else f"{method} uses"
+        damaged_text = f" (damaged: {damaged_text})" if damaged_text else ""
+        tf.logging.warning(
+            "model_dir %s: %s; %s %s, the newest intact checkpoint%s.",
+            *(model_dir, problem, use, os.path.basename(chosen), damaged_text),
+        )
+    return chosen
+
+
+def recover_checkpoint_state(model_dir: str) -> Optional[str]:
+    """Makes the ``checkpoint`` state file name :func:`usable_checkpoint`'s; returns it."""
+    named, listed_before, _ = _read_state(model_dir)
+    chosen = usable_checkpoint(model_dir, "training")
+    if chosen is None or chosen == named:
+        return chosen
     # The saver deletes listed checkpoints beyond keep_checkpoint_max: list no new ones.
-    kept = [p for p in reversed(intact[1:]) if os.path.normpath(p) in listed_before]
-    tf.train.update_checkpoint_state(
-        model_dir,
-        os.path.basename(chosen),
-        all_model_checkpoint_paths=[os.path.basename(p) for p in [*kept, chosen]],
-    )
-    tf.logging.warning(
-        "model_dir %s: %s. Resuming from %s, the newest intact checkpoint%s.",
-        model_dir,
-        state_problem,
-        os.path.basename(chosen),
-        f" (damaged: {damaged_text})" if damaged_text else "",
-    )
+    kept = [p for p in listed_before if checkpoint_step(p) in range(checkpoint_step(chosen))]
+    # Written as TensorFlow writes them, relative to model_dir (from a relative one's parent).
+    as_given = os.path.basename if os.path.isabs(model_dir) else str
+    listed = [*map(as_given, kept), as_given(chosen)]
+    tf.train.update_checkpoint_state(model_dir, as_given(chosen), listed)
     return chosen
 
 
@@ -334,15 +341,15 @@ class _StepCounter(tf.train.SessionRunHook):
             writer.add_summary(run_values.results, self._last)
 
 
+def newest_finite_checkpoint(model_dir: str, up_to_step: Optional[int] = None) -> Optional[str]:
+    """The newest intact checkpoint in ``model_dir`` (up to a step) with finite weights (read)."""
+    on_disk = _checkpoints_on_disk(model_dir)
+    candidates = [p for p in on_disk if up_to_step is None or checkpoint_step(p) <= up_to_step]
+    return next((p for p in candidates if checkpoint_damage(p, finite=True) is None), None)
+
+
 def _nan_message(model_dir: str, step: Optional[int]) -> str:
-    finite = None
-    for prefix in _checkpoints_on_disk(model_dir):
-        if checkpoint_damage(prefix) is None:
-            reader = tf.train.load_checkpoint(prefix)
-            floats = [n for n, d in reader.get_variable_to_dtype_map().items() if d.is_floating]
-            if all(np.all(np.isfinite(reader.get_tensor(name))) for name in floats):
-                finite = prefix
-                break
+    finite = newest_finite_checkpoint(model_dir, step)
     where = f"at global step {step}" if step is not None else "during training"
     finite_name = os.path.basename(finite) if finite else "none"
     return (
@@ -385,6 +392,8 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
     from tfest_kit.hooks import NanLossError
 
     model_dir = estimator.model_dir
+    if model_dir and path_problem(model_dir):  # before the lock file is written
+        raise ValueError(path_problem(model_dir))
     outermost = model_dir not in _training_now  # train_and_evaluate calls train
     if outermost:
         tf.logging.info("Training into %s: building the graph", model_dir)

@@ -172,8 +172,8 @@ def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> No
         prefix = tf.train.latest_checkpoint(prefix)
         if prefix is None:
             return
-    # Not model_dir's latest: a checkpoint_path given (model_dir may even hold another model).
-    named = prefix != tf.train.latest_checkpoint(model_dir)
+    # Not model_dir's: a checkpoint_path given (model_dir may even hold another model).
+    named = os.path.normpath(os.path.dirname(prefix)) != os.path.normpath(model_dir)
     try:
         shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     except Exception:  # noqa: BLE001 - an unreadable checkpoint is Estimator's to report

@@ -20,7 +20,7 @@ from tfest_kit import logs
 from tfest_kit._checks import check_int, check_number
 from tfest_kit._errors import TfestKitError
 from tfest_kit._metric_direction import higher_is_better
-from tfest_kit._model_dir import checkpoint_step, metrics_by_step
+from tfest_kit._model_dir import checkpoint_step, metrics_by_step, newest_finite_checkpoint
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
@@ -261,19 +261,21 @@ class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
 
 
 def _checkpoints_note(step: int) -> str:
-    """Names the newest checkpoint saved up to ``step``, and a later one that is the latest."""
+    """Names the newest checkpoint up to ``step`` with finite weights (read), and a later latest."""
     savers = tf.get_collection(tf.GraphKeys.SAVERS)
     paths = [path for saver in savers for path in getattr(saver, "last_checkpoints", [])]
     saved = sorted((p for p in paths if checkpoint_step(p) is not None), key=checkpoint_step)
-    before = [path for path in saved if checkpoint_step(path) <= step]
-    if not before:
+    if not saved:
         return ""
-    directory, good = os.path.split(before[-1])
-    note = f" The newest checkpoint from before it is {good}"
-    if saved[-1] != before[-1]:
+    directory = os.path.dirname(saved[-1])
+    good = newest_finite_checkpoint(directory, up_to_step=step)
+    if good is None:
+        return " No checkpoint from before it has finite weights."
+    note = f" The newest checkpoint with finite weights from before it is {os.path.basename(good)}"
+    if checkpoint_step(saved[-1]) != checkpoint_step(good):
         note += (
             f"; the latest, {os.path.basename(saved[-1])}, holds the diverged weights: resume "
-            f"from {good} with tf.compat.v1.train.update_checkpoint_state({directory!r}, {good!r})"
+            f"from it with tf.compat.v1.train.update_checkpoint_state({directory!r}, {good!r})"
         )
     return note + "."
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 from tfest_kit import _warm_start, logs
-from tfest_kit._model_dir import saved_step
+from tfest_kit._model_dir import saved_step, usable_checkpoint
 from tfest_kit._model_fn_call import call_with_args
 from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
 from tfest_kit._tf import KERAS_PACKAGE, object_graph_key_mapping, tf, tf2
@@ -149,9 +149,9 @@ def _check_preprocessing_state(keras_model) -> None:
 
 
 def _guard(est, skip_done: bool) -> None:
-    """Guards ``est.train`` / ``evaluate`` as TPUEstimator's; ``skip_done``: no step past a
-    saved ``max_steps`` (Estimator read an object-based checkpoint's step as 0)."""
-    official_train, official_evaluate = est.train, est.evaluate
+    """Guards ``est`` as TPUEstimator (train, evaluate, the checkpoint all restore); ``skip_done``:
+    no step past a saved ``max_steps`` (Estimator read an object-based checkpoint's step as 0)."""
+    official_train, official_evaluate, official_predict = est.train, est.evaluate, est.predict
 
     @functools.wraps(official_train)
     def train(input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
@@ -165,9 +165,16 @@ def _guard(est, skip_done: bool) -> None:
     @functools.wraps(official_evaluate)
     def evaluate(input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
         hooks = guarded_eval_hooks(est.config, hooks, steps)
+        checkpoint_path = checkpoint_path or usable_checkpoint(est.model_dir, "evaluate()")
         return official_evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
-    est.train, est.evaluate = train, evaluate
+    @functools.wraps(official_predict)
+    def predict(input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
+        checkpoint_path = checkpoint_path or usable_checkpoint(est.model_dir, "predict()")
+        return official_predict(input_fn, predict_keys, hooks, checkpoint_path, **kw)
+
+    est.train, est.evaluate, est.predict = train, evaluate, predict
+    est.latest_checkpoint = lambda: usable_checkpoint(est.model_dir, "an export")
 
 
 def _adapting_model_fn(official_model_fn, keras_model):

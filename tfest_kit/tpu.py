@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import label_errors
+from tfest_kit._model_dir import usable_checkpoint
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
@@ -505,5 +506,15 @@ class TPUEstimator(tf_estimator.Estimator):
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
         hooks = guarded_eval_hooks(self.config, hooks, steps)
+        checkpoint_path = checkpoint_path or usable_checkpoint(self.model_dir, "evaluate()")
         with label_errors():
             return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
+
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
+        """As ``Estimator.predict``, from the checkpoint :meth:`latest_checkpoint` finds."""
+        checkpoint_path = checkpoint_path or usable_checkpoint(self.model_dir, "predict()")
+        return super().predict(input_fn, predict_keys, hooks, checkpoint_path, **kw)
+
+    def latest_checkpoint(self) -> Optional[str]:
+        """The state file's checkpoint if intact, else the newest intact one (with a warning)."""
+        return usable_checkpoint(self.model_dir, "an export")

@@ -7,19 +7,21 @@ directory and the exports in ``export/`` and ``export/*/``; ``--json`` prints th
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import sys
 from typing import Any
 
 from tfest_kit._model_dir import (
+    _checkpoints_on_disk,
     _read_state,
     checkpoint_damage,
     checkpoint_step,
+    choose_checkpoint,
     complete_exports,
     eval_dirs,
     metrics_by_step,
+    path_problem,
     read_export_metrics,
 )
 from tfest_kit._tf import tf
@@ -29,17 +31,17 @@ __all__ = ["describe", "exports", "format_text", "add_parser", "run"]
 
 
 def _checkpoints(model_dir: str) -> dict:
-    """The checkpoints the state file lists and the ``*.index`` files found (absolute paths)."""
-    latest, listed, _ = _read_state(model_dir)
-    on_disk = [p[: -len(".index")] for p in glob.glob(glob.escape(model_dir) + "/*.index")]
+    """The checkpoints listed or found, read whole; ``latest``: the one an Estimator restores."""
+    unreadable = path_problem(model_dir)  # TensorFlow reads no checkpoint there
+    latest, problem, _ = (None, unreadable, {}) if unreadable else choose_checkpoint(model_dir)
+    _, listed, _ = _read_state(model_dir)
     prefixes = sorted(
-        set(listed) | set(on_disk) | ({latest} if latest else set()),
+        set(listed) | set(_checkpoints_on_disk(model_dir)) | ({latest} if latest else set()),
         key=lambda p: (-1 if checkpoint_step(p) is None else checkpoint_step(p), p),
     )
-    entries = [
-        {"path": p, "step": checkpoint_step(p), "damaged": checkpoint_damage(p)} for p in prefixes
-    ]
-    return {"latest": latest, "checkpoints": entries}
+    damage = (lambda p: None) if unreadable else checkpoint_damage
+    entries = [{"path": p, "step": checkpoint_step(p), "damaged": damage(p)} for p in prefixes]
+    return {"latest": latest, "state_file": problem, "checkpoints": entries}
 
 
 def exports(model_dir: str) -> list[dict]:
@@ -64,8 +66,9 @@ def describe(model_dir: str) -> dict:
       model_dir: an Estimator ``model_dir``.
 
     Returns:
-      ``{"model_dir", "checkpoints": {"latest", "checkpoints": [...]}, "evaluations": [...],
-      "exports": [...]}`` (see :func:`exports`).
+      ``{"model_dir", "checkpoints": {"latest", "state_file", "checkpoints": [...]},
+      "evaluations": [...], "exports": [...]}`` (see :func:`exports`); ``state_file``: why
+      its checkpoint is not the latest, or None.
 
     Raises:
       FileNotFoundError: if ``model_dir`` is not a local directory.
@@ -117,6 +120,9 @@ def format_text(info: dict) -> str:
         note = f"  (damaged: {c['damaged']})" if c["damaged"] else ""
         step = "?" if c["step"] is None else c["step"]
         lines.append(f"  step {step:>8}  {name}{mark}{note}")
+    if checkpoints["state_file"] and checkpoints["checkpoints"]:
+        latest = "; the latest is the newest intact checkpoint" if checkpoints["latest"] else ""
+        lines.append(f"  note: {checkpoints['state_file']}{latest}")
     lines.append("")
     if not info["evaluations"]:
         lines.append("evaluations: none")

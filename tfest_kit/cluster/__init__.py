@@ -78,9 +78,11 @@ def _check_cluster(cluster: Any, workers_only_allowed: bool) -> dict:
             raise _invalid("'cluster'", problem + " (an evaluator is only a 'task')", cluster)
         if isinstance(listed, str) or not isinstance(listed, Sequence):
             raise _invalid(f"cluster.{task_type}", 'must be a list of "host:port" strings', listed)
-        for address in listed:
+        for index, address in enumerate(listed):
             if not isinstance(address, str) or not _ADDRESS.match(address):
                 raise _invalid(f"cluster.{task_type}", 'must hold "host:port" strings', address)
+            if not 0 < int(address.rsplit(":", 1)[1]) < 65536:
+                raise _invalid(f"cluster.{task_type}[{index}]", "port not in 1-65535", address)
         addresses += listed
     if len(set(addresses)) < len(addresses):
         raise _invalid("'cluster'", "gives one address to two tasks", cluster)
@@ -134,8 +136,8 @@ def validate_tf_config(
 ) -> dict:
     """Parses and checks a ``TF_CONFIG`` before TensorFlow acts on it.
 
-    Checks JSON, known keys and task types, one chief, ``"host:port"`` addresses used once,
-    and a task that is in the cluster: what ``RunConfig`` lets through into a hang.
+    Checks JSON, known keys and task types, one chief, ``"host:port"`` addresses (port 1-65535)
+    used once, and a task in the cluster: what ``RunConfig`` lets through into a hang.
 
     Args:
       tf_config: JSON text, a dict, or None to read the ``TF_CONFIG`` environment variable.
