@@ -37,7 +37,7 @@ SERVED_COUNTS = {
     "data": (34, 40),
     "distribute": (12, 27),
     "estimator": (14, 34),
-    "framework": (39, 71),
+    "framework": (43, 71),
     "framework.nest": (19, 19),
     "layers": (68, 98),
     "learn": (4, 69),
@@ -145,6 +145,17 @@ def test_nest_is_tf115s_whole():
     assert nest.flatten is tf.nest.flatten
     assert "tf.contrib.framework.nest.flatten_up_to" in report.names(SHIM)
     assert not report.names(MISSING)
+
+
+def test_framework_serves_tf115s_tensor_helpers_from_tf_compat_v1():
+    framework = build_namespace(Report()).contrib.framework
+    for name in ("assert_same_float_dtype", "assert_scalar", "convert_to_tensor_or_sparse_tensor"):
+        assert getattr(framework, name) is getattr(tf, name)
+    assert framework.TensorSpec([2], tf.float32) == tf.TensorSpec([2], tf.float32)
+    with tf.Graph().as_default():
+        assert framework.assert_same_float_dtype([tf.constant(1.0)]) == tf.float32
+    with pytest.raises(AttributeError, match=r"framework\.smart_cond is not provided"):
+        framework.smart_cond(True, lambda: 1, lambda: 2)
 
 
 def test_learn_serves_its_constants_and_refuses_its_estimators():
