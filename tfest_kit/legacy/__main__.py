@@ -86,8 +86,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     from tfest_kit.legacy._runner import ScriptNotFoundError, run, run_module
 
-    if report:
-        _print_refused(os.getcwd() if module is not None else args[0])
+    if report and module is not None:
+        _print_refused(os.getcwd())
+    elif report and os.path.isfile(args[0]):  # else run() names the missing script
+        _print_refused(os.path.dirname(os.path.realpath(args[0])))
     try:
         if module is not None:
             return run_module(module, args, report=report, tf1_packages=tf1_packages)
@@ -98,22 +100,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
-def _print_refused(target: str) -> None:
+def _print_refused(project: str) -> None:
     """Prints, before the script runs, the tf.contrib names its project reaches and we refuse."""
-    if os.path.isfile(target):
-        target = os.path.dirname(os.path.realpath(target))
-    if not os.path.isdir(target):
-        return  # run() names the missing script
     from tfest_kit.legacy._contrib import build_contrib
     from tfest_kit.legacy._refused import refused_in_project
     from tfest_kit.legacy._shim import Report
 
-    refused = refused_in_project(target, build_contrib(Report()))
+    refused = refused_in_project(project, build_contrib(Report()))
     if not refused:
         return
     lines = [
-        f"tfest_kit.legacy: the project in {target} reaches {len(refused)} tf.contrib name(s) "
-        "the runner does not serve; the script runs until it uses one:"
+        f"tfest_kit.legacy: the project in {project} reaches {len(refused)} tf.contrib name(s) "
+        "the runner does not serve:"
     ]
     width = max(len(f"{name} ({where})") for name, where, _ in refused)
     lines += [f"  {f'{name} ({where})':<{width}}  ->  {hint}" for name, where, hint in refused]
