@@ -23,12 +23,10 @@ from tfest_kit import serving
 from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy import _layer_norm, layer_norm
 from tfest_kit.legacy.__main__ import main as legacy_main
-from tfest_kit.legacy._contrib import (
-    CONTRIB_REPLACEMENTS,
-    ONE_REPLICA_NAMES,
-)
+from tfest_kit.legacy._contrib import ONE_REPLICA_NAMES
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._refused import CONTRIB_REPLACEMENTS
 from tfest_kit.legacy._runner import tf1_package_hint
 from tfest_kit.legacy._shim import COMPAT_V1, MISSING, SHIM, Report
 
@@ -200,7 +198,8 @@ def test_unknown_symbols_name_themselves_and_the_runner():
     ns = build_namespace(Report())
     for get, symbol in [
         (lambda: ns.contrib.foo, "tf.contrib.foo"),
-        (lambda: ns.contrib.layers.real_valued_column, "tf.contrib.layers.real_valued_column"),
+        # TF 1.15 had it: reaching it works, its first use raises.
+        (lambda: ns.contrib.layers.real_valued_column("x"), "tf.contrib.layers.real_valued_column"),
         (lambda: ns.no_such_op, "tf.no_such_op"),
     ]:
         with pytest.raises(AttributeError) as info:
@@ -527,7 +526,7 @@ def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path)
 
 def test_a_failing_import_inside_a_module_run_with_m_keeps_its_traceback_and_report(tmp_path):
     # It was reported as "`module` must be importable …" with no traceback and no report.
-    _write(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import learn\n")
+    _write(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import foo\n")
     _write(tmp_path / "pkg" / "train.py", "print('trained')\n")
     proc = run_program(
         ["-m", "tfest_kit.legacy", "--report", "-m", "pkg.train"],
@@ -537,17 +536,17 @@ def test_a_failing_import_inside_a_module_run_with_m_keeps_its_traceback_and_rep
         check_exit=1,
     )
     assert "Traceback" in proc.stderr and "must be importable" not in proc.stderr, proc.stderr
-    assert "Not provided: migrate first" in proc.stdout and "tf.contrib.learn" in proc.stdout
+    assert "Not provided: migrate first" in proc.stdout and "tf.contrib.foo" in proc.stdout
 
 
 def test_contrib_replacements_are_named_and_exist():
     import importlib as imp
 
     ns = build_namespace(Report())
-    cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items()]
+    cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items() if text]
     # What a served package lacks names its home too.
     packages = ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training")
-    packages += ("crf", "seq2seq", "estimator", "opt")
+    packages += ("crf", "seq2seq", "estimator", "opt", "learn", "summary")
     for package in packages:
         module = imp.import_module(f"tfest_kit.legacy.contrib.{package}")
         not_served = getattr(module, "NOT_SERVED", {})
@@ -556,8 +555,9 @@ def test_contrib_replacements_are_named_and_exist():
             assert getattr(getattr(ns.contrib, package), name) is getattr(module, name)
     assert len(cases) > 40
     for module, name, text in cases:
+        # Reaching a refused name works; its first use raises.
         with pytest.raises(AttributeError) as info:
-            getattr(module, name)
+            _ = getattr(module, name).some_attribute
         message = str(info.value)
         assert message.endswith(f"Replace it in the script with {text}."), message
         assert "no such symbol" not in message and "neither" not in message
@@ -568,18 +568,22 @@ def test_contrib_replacements_are_named_and_exist():
                 for part in target.split(".")[1:]:
                     value = getattr(value, part)
     for get, replacement in [
-        (lambda: ns.contrib.learn, "tf.contrib.learn.Estimator -> tf.estimator.Estimator"),
-        (lambda: ns.contrib.layers.real_valued_column, "tf.feature_column.numeric_column"),
-        (lambda: ns.contrib.rnn.NASCell, "AbstractRNNCell"),
-        (lambda: ns.contrib.predictor.from_contrib_estimator, "out of scope"),
+        (
+            lambda: ns.contrib.learn.Estimator(),
+            "tf.contrib.learn.Estimator -> tf.estimator.Estimator",
+        ),
+        (lambda: ns.contrib.layers.real_valued_column("x"), "tf.feature_column.numeric_column"),
+        (lambda: ns.contrib.rnn.NASCell(4), "AbstractRNNCell"),
+        (lambda: ns.contrib.predictor.from_contrib_estimator(), "out of scope"),
     ]:
         with pytest.raises(AttributeError, match=re.escape(replacement)):
             get()
 
 
 def test_contrib_import_errors_print_the_message_once(tmp_path):
-    _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import learn\n")
-    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.gan\n")
+    # Names TF 1.15 never had (a refused one imports: tests/test_legacy_contrib.py).
+    _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import learnn\n")
+    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.gann\n")
     with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         for name in ("legacy_helper_pred", "legacy_helper_rnn"):
             with pytest.raises(ImportError) as info:
@@ -877,7 +881,7 @@ def test_contrib_predictor_serves_tf115_calls(tmp_path):
     ns = build_namespace(Report())
     assert ns.contrib.predictor.from_saved_model is predictor.from_saved_model
     with pytest.raises(AttributeError, match="from_contrib_estimator.*tf.contrib.learn"):
-        _ = ns.contrib.predictor.from_contrib_estimator
+        ns.contrib.predictor.from_contrib_estimator("export_dir")
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,7 @@ __all__ = [
     "lookup_ops",
     "deprecation",
     "module_wrapper",
+    "util_nest",
     "summary_ops_v2",
     "TrainingExecutor",
     "ContinuousEvalListener",
@@ -170,8 +171,10 @@ from tensorflow.python.ops import lookup_ops, summary_ops_v2  # noqa: E402
 # The reader Estimator's own warm start uses for object-based (Keras) checkpoints.
 from tensorflow.python.training.saver import object_graph_key_mapping  # noqa: E402
 
-# TensorFlow's switches for its deprecation warnings (logs.py; deprecation.silence() sets one).
+# TensorFlow's switches for its deprecation warnings (logs.py; deprecation.silence() sets one);
+# nest: TF 1.15's tf.contrib.framework.nest (flatten_up_to …), for the legacy runner.
 from tensorflow.python.util import deprecation, module_wrapper  # noqa: E402
+from tensorflow.python.util import nest as util_nest  # noqa: E402
 
 # Estimator's train_and_evaluate machinery, for its one extension point with no public name:
 # the continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)), which
@@ -265,6 +268,8 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": (
         "legacy/contrib/summary.py"
     ),
+    "tensorflow.python.util.nest:flatten_up_to": "legacy/_contrib.py: tf.contrib.framework.nest",
+    "tensorflow.python.util.nest:map_structure_up_to": "legacy/_contrib.py: same",
     "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": (
         "legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_optimizer"
     ),

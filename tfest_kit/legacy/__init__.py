@@ -9,10 +9,13 @@ packages in :mod:`tfest_kit.legacy.contrib`, with the TPU classes backed by
 replica, so a script asking for a TPU on a machine without one falls back to CPU/GPU with one
 warning.  TensorFlow's own modules and installed libraries keep the real ``tensorflow``, but
 for the packages named with ``--tf1-package NAME`` (an installed TF1-era library); an
-installed package that fails on a TF1 name gets an error naming that option.  Names the
-runner does not provide raise ``AttributeError`` saying so and naming the replacement where
-one is known (``tf.contrib.layers.xavier_initializer`` → ``tf.glorot_uniform_initializer``);
-``--report`` lists those first, then what was served and the library behind it.
+installed package that fails on a TF1 name gets an error naming that option.  A ``tf.contrib``
+module or name TF 1.15 had and the runner does not serve imports, and its first use raises
+``AttributeError`` naming the replacement (``tf.contrib.layers.real_valued_column`` →
+``tf.feature_column.numeric_column``) or saying TensorFlow 2 has none; other names the runner
+does not provide raise at once.  ``--report`` lists first, before the script runs, the refused
+names its project reaches; at the end what it asked for and did not get, then what was served
+and the library behind it.
 
 Example:
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import Optional
@@ -13,7 +14,9 @@ usage: python -m tfest_kit.legacy [--report] [--tf1-package NAME]... SCRIPT.py [
 Runs a TF1-era TensorFlow script unchanged on TensorFlow 2.15: `import tensorflow as tf` (and
 `from tensorflow.keras.optimizers import Adam`, `from tensorflow.train import ...`, ...) in
 user code sees tf.compat.v1 plus tf.contrib (tpu, cluster_resolver, data, predictor, training,
-metrics, lookup, rnn, framework, layers, slim, estimator, distribute, crf, seq2seq, opt);
+metrics, lookup, rnn, framework, layers, slim, estimator, distribute, crf, seq2seq, opt, summary,
+compiler, learn's constants); the other tf.contrib modules and names TF 1.15 had import, and
+their first use raises an error naming what replaces them;
 TPUEstimator and the tf.tpu functions fall back to CPU/GPU without a TPU.  User code is the
 script and the modules it imports from the script's directory, the current directory and
 PYTHONPATH entries (run from
@@ -24,8 +27,10 @@ packages named with --tf1-package).
 runner options (before SCRIPT.py / -m MODULE):
   -m MODULE   run a module of your project as `python -m MODULE` would (e.g. scripts.train);
               the current directory goes first on sys.path
-  --report    at the end, list the TF1 symbols the script asked for and did not get, then
-              those it used, where they live in TF 2.15 and the library behind each
+  --report    first, list the tf.contrib names the script's project (the .py files under its
+              directory, or under the current one for -m) reaches and the runner refuses;
+              at the end, the TF1 symbols the script asked for and did not get, then those
+              it used, where they live in TF 2.15 and the library behind each
   --tf1-package NAME
               hand the TF1 namespace to the installed package NAME too (a TF1-era library
               in site-packages, imported as NAME); repeat for several
@@ -81,6 +86,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     from tfest_kit.legacy._runner import ScriptNotFoundError, run, run_module
 
+    if report and module is not None:
+        _print_refused(os.getcwd())
+    elif report and os.path.isfile(args[0]):  # else run() names the missing script
+        _print_refused(os.path.dirname(os.path.realpath(args[0])))
     try:
         if module is not None:
             return run_module(module, args, report=report, tf1_packages=tf1_packages)
@@ -89,6 +98,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ScriptNotFoundError as e:  # the script's own errors keep their traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _print_refused(project: str) -> None:
+    """Prints, before the script runs, the tf.contrib names its project reaches and we refuse."""
+    from tfest_kit.legacy._contrib import build_contrib
+    from tfest_kit.legacy._refused import refused_in_project
+    from tfest_kit.legacy._shim import Report
+
+    refused = refused_in_project(project, build_contrib(Report()))
+    if not refused:
+        return
+    lines = [
+        f"tfest_kit.legacy: the project in {project} reaches {len(refused)} tf.contrib name(s) "
+        "the runner does not serve:"
+    ]
+    width = max(len(f"{name} ({where})") for name, where, _ in refused)
+    lines += [f"  {f'{name} ({where})':<{width}}  ->  {hint}" for name, where, hint in refused]
+    print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":

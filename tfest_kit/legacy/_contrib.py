@@ -19,9 +19,10 @@
   ``lookup`` (``lookup_ops``), ``rnn`` (``tf.compat.v1.nn.rnn_cell`` and the fused kernels),
   ``framework`` / ``layers`` (TensorFlow and ``tf_slim``) …; ``slim`` is ``tf_slim``.
 
-Other ``tf.contrib`` packages are not served: the error a script gets names their TensorFlow
-2.15 (or PyPI) home (:data:`CONTRIB_REPLACEMENTS`), as does a name a served package lacks
-(its module's ``NOT_SERVED``).
+Every other package and name TF 1.15's ``tf.contrib`` had is a
+:class:`~tfest_kit.legacy._refused.Refused`: it imports, and its first use raises naming its
+TensorFlow 2.15 (or PyPI) home (``CONTRIB_REPLACEMENTS``, a module's ``NOT_SERVED``) or
+saying there is none.
 
 Example:
 
@@ -35,7 +36,14 @@ import importlib
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from tfest_kit._tf import tf
+from tfest_kit._tf import tf, util_nest
+from tfest_kit.legacy._refused import (
+    CONTRIB_REPLACEMENTS,
+    ITS_EQUIVALENT,
+    Refused,
+    refuse_the_rest,
+    tf115,
+)
 from tfest_kit.legacy._shim import SHIM, Entry, Report, ShimModule
 
 __all__ = [
@@ -45,7 +53,6 @@ __all__ = [
     "from_tfest_tpu",
     "cluster_resolver_module",
     "TPU_NAMES",
-    "CONTRIB_REPLACEMENTS",
 ]
 
 # Names of tfest_kit.legacy.contrib.tpu, listed here so that building the stand-in imports
@@ -60,31 +67,6 @@ ONE_REPLICA_NAMES = (
     "shutdown_system",
 )
 TPU_NAMES = ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")
-
-
-# tf.contrib.<name> -> what to write instead, for the packages the runner does not serve; every
-# `tf.…` named here is in tf.compat.v1 (checked by tests/test_legacy.py).
-CONTRIB_REPLACEMENTS = {
-    "learn": (
-        "tf.estimator (out of scope for the legacy runner): tf.contrib.learn.Estimator -> "
-        "tf.estimator.Estimator, learn.RunConfig -> tf.estimator.RunConfig, "
-        "learn.Experiment / learn_runner.run -> tf.estimator.train_and_evaluate, "
-        "learn.datasets -> tf.keras.datasets"
-    ),
-    "legacy_seq2seq": "tf.contrib.seq2seq (served: decoders, attention, beam search)",
-    "keras": "tf.keras",
-    "losses": "tf.losses",
-    "feature_column": "tf.feature_column",
-    "saved_model": "tf.saved_model",
-    "checkpoint": "tf.train.Checkpoint",
-    "cudnn_rnn": "tf.keras.layers.LSTM / tf.keras.layers.GRU (cuDNN kernels on a GPU)",
-    "image": "tf.image",
-    "distributions": "tensorflow-probability's tfp.distributions",
-    "bayesflow": "tensorflow-probability",
-    "tensor_forest": "tensorflow-decision-forests",
-    "gan": "tensorflow-gan",
-    "quantize": "tensorflow-model-optimization (tfmot.quantization)",
-}
 
 
 def from_tfest_tpu(name: str) -> Callable[[], Any]:
@@ -137,13 +119,16 @@ def tpu_module(
         # TF 1.x scripts also imported the implementation modules:
         # `from tensorflow.contrib.tpu.python.tpu import tpu_estimator, tpu_config, tpu`.
         entries["python"] = Entry(lambda: _contrib_tpu_python(display, report, module), None)
+    provides = f"Of {display} it provides {', '.join(sorted(entries))}. "
+    if display == "tf.contrib.tpu":
+        refuse_the_rest("tpu", display, entries, fallbacks, report)
     module = ShimModule(
         display,
         report,
         entries=entries,
         fallbacks=fallbacks,
         kind=kind,
-        provides=f"Of {display} it provides {', '.join(sorted(entries))}. ",
+        provides=provides,
     )
     return module
 
@@ -322,22 +307,17 @@ def cluster_resolver_module(display: str, report: Report) -> ShimModule:
       A module serving ``TPUClusterResolver`` from ``tfest_kit.tpu``, the other resolvers from
       ``tf.compat.v1.distribute.cluster_resolver``.
     """
-    return ShimModule(
-        display,
-        report,
-        entries={
-            "TPUClusterResolver": Entry(
-                from_tfest_tpu("TPUClusterResolver"), "tfest_kit.tpu.TPUClusterResolver"
-            )
-        },
-        fallbacks=[
-            (
-                lambda: tf.distribute.cluster_resolver,
-                "tf.compat.v1.distribute.cluster_resolver",
-            )
-        ],
-        kind=SHIM,
-    )
+    entries = {
+        "TPUClusterResolver": Entry(
+            from_tfest_tpu("TPUClusterResolver"), "tfest_kit.tpu.TPUClusterResolver"
+        )
+    }
+    fallbacks = [
+        (lambda: tf.distribute.cluster_resolver, "tf.compat.v1.distribute.cluster_resolver")
+    ]
+    if display == "tf.contrib.cluster_resolver":
+        refuse_the_rest("cluster_resolver", display, entries, fallbacks, report)
+    return ShimModule(display, report, entries=entries, fallbacks=fallbacks, kind=SHIM)
 
 
 def served_package(
@@ -352,7 +332,9 @@ def served_package(
 
     The module is imported here, when a script first reaches the package.  Its ``BACKING``
     dict names what it serves and the library behind each name (``--report`` shows it); its
-    optional ``NOT_SERVED`` dict names the replacement of what it does not serve.
+    optional ``NOT_SERVED`` dict names the replacement of what it does not serve, and its
+    optional ``OTHERS`` string the replacement of TF 1.15's other names it does not serve
+    (see :func:`tf115`): those are :class:`Refused`.
 
     Args:
       package: e.g. ``"predictor"``.
@@ -375,15 +357,98 @@ def served_package(
     }
     entries.update(extra or {})
     display = display or f"tf.contrib.{package}"
+    provides = f"Of {display} it provides {', '.join(sorted(entries))}. "
+    replacements = getattr(module, "NOT_SERVED", {})
+    others = getattr(module, "OTHERS", ITS_EQUIVALENT)
+    refuse_the_rest(package, display, entries, fallbacks, report, replacements, others)
     return ShimModule(
         display,
         report,
         entries=entries,
         fallbacks=fallbacks,
         kind=SHIM,
-        provides=f"Of {display} it provides {', '.join(sorted(entries))}. ",
-        replacements=getattr(module, "NOT_SERVED", None),
+        provides=provides,
     )
+
+
+def _whole(
+    key: str,
+    report: Report,
+    entries: dict[str, Entry],
+    fallbacks: Sequence[tuple[Callable[[], Any], str]],
+    provides: str,
+) -> ShimModule:
+    """``tf.contrib.<key>``: ``entries``, then ``fallbacks``; TF 1.15's other names refused."""
+    display = f"tf.contrib.{key}"
+    refuse_the_rest(key, display, entries, fallbacks, report)
+    return ShimModule(
+        display, report, entries=entries, fallbacks=fallbacks, kind=SHIM, provides=provides
+    )
+
+
+def _data(report: Report) -> ShimModule:
+    return _whole(
+        "data",
+        report,
+        {
+            "batch_and_drop_remainder": Entry(lambda: batch_and_drop_remainder, _DROP_REMAINDER),
+            "padded_batch_and_drop_remainder": Entry(
+                lambda: padded_batch_and_drop_remainder, _DROP_REMAINDER
+            ),
+        },
+        [(lambda: tf.data.experimental, "tf.data.experimental")],
+        "Of tf.contrib.data it provides what tf.data.experimental has, "
+        "batch_and_drop_remainder and padded_batch_and_drop_remainder. ",
+    )
+
+
+def _compiler(report: Report) -> ShimModule:
+    jit = Entry(
+        lambda: ShimModule(
+            "tf.contrib.compiler.jit",
+            report,
+            entries={
+                "experimental_jit_scope": Entry(
+                    lambda: tf.xla.experimental.jit_scope,
+                    "tf.compat.v1.xla.experimental.jit_scope",
+                )
+            },
+            provides="Of tf.contrib.compiler.jit it provides experimental_jit_scope. ",
+        ),
+        None,
+    )
+    provides = "Of tf.contrib.compiler it provides jit.experimental_jit_scope. "
+    return _whole("compiler", report, {"jit": jit}, [], provides)
+
+
+def _slim(report: Report) -> ShimModule:
+    # tf_slim 1.1's versions of these do not run on TensorFlow 2.15: our ports.
+    entries = {
+        "batch_norm": Entry(_slim_batch_norm, _BATCH_NORM),
+        "learning": Entry(_slim_learning, _SLIM_LEARNING),
+        "recompute_grad": Entry(_recompute_grad, _RECOMPUTE_GRAD),
+    }
+    fallbacks = [(lambda: importlib.import_module("tf_slim"), "tf_slim")]
+    return _whole(
+        "slim", report, entries, fallbacks, "Of tf.contrib.slim it provides what tf_slim 1.1 has. "
+    )
+
+
+def _nest(report: Report) -> ShimModule:
+    """``tf.contrib.framework.nest``: TF 1.15's 19 functions, from TensorFlow's own ``nest``."""
+    entries = {
+        # TF 1.15's is_sequence was is_nested's old name (TensorFlow 2 keeps only is_nested).
+        "is_sequence": Entry(lambda: tf.nest.is_nested, "tf.compat.v1.nest.is_nested"),
+    }
+    for name in tf115()["names"]["framework.nest"]:
+        if name not in entries and not hasattr(tf.nest, name) and hasattr(util_nest, name):
+            entries[name] = Entry(
+                lambda name=name: getattr(util_nest, name),
+                f"tensorflow.python.util.nest.{name} (TensorFlow's private module)",
+            )
+    fallbacks = [(lambda: tf.nest, "tf.compat.v1.nest")]
+    provides = "Of tf.contrib.framework.nest it provides TF 1.15's functions. "
+    return _whole("framework.nest", report, entries, fallbacks, provides)
 
 
 def build_contrib(report: Report) -> ShimModule:
@@ -393,131 +458,58 @@ def build_contrib(report: Report) -> ShimModule:
       report: where served names are recorded.
 
     Returns:
-      A module with ``tpu``, ``cluster_resolver``, ``data`` and ``layers``; any other name
-      raises ``AttributeError`` saying the legacy runner does not provide it, with its
-      replacement when :data:`CONTRIB_REPLACEMENTS` has one.
+      A module with the served packages (``tpu``, ``cluster_resolver``, ``data``, ``layers``
+      …); every other package TF 1.15 had is a :class:`Refused` naming its replacement
+      (:data:`CONTRIB_REPLACEMENTS`); any other name raises ``AttributeError`` saying the
+      legacy runner does not provide it.
     """
+
+    def package(name: str, **kwargs: Any) -> Entry:
+        return Entry(lambda: served_package(name, report, **kwargs), None)
+
     entries = {
         "tpu": Entry(lambda: tpu_module("tf.contrib.tpu", report, estimator=True, ops=True), None),
         "cluster_resolver": Entry(
             lambda: cluster_resolver_module("tf.contrib.cluster_resolver", report), None
         ),
-        "data": Entry(
-            lambda: ShimModule(
-                "tf.contrib.data",
-                report,
-                entries={
-                    "batch_and_drop_remainder": Entry(
-                        lambda: batch_and_drop_remainder, _DROP_REMAINDER
-                    ),
-                    "padded_batch_and_drop_remainder": Entry(
-                        lambda: padded_batch_and_drop_remainder, _DROP_REMAINDER
-                    ),
-                },
-                fallbacks=[(lambda: tf.data.experimental, "tf.data.experimental")],
-                kind=SHIM,
-                provides="Of tf.contrib.data it provides what tf.data.experimental has, "
-                "batch_and_drop_remainder and padded_batch_and_drop_remainder. ",
-            ),
-            None,
+        "data": Entry(lambda: _data(report), None),
+        "predictor": package("predictor"),
+        # `from tensorflow.contrib.training.python.training import hparam` (xlnet).
+        "training": package(
+            "training", extra={"python": Entry(lambda: _training_python(report), None)}
         ),
-        "predictor": Entry(lambda: served_package("predictor", report), None),
-        "training": Entry(
-            lambda: served_package(
-                "training",
-                report,
-                # `from tensorflow.contrib.training.python.training import hparam` (xlnet).
-                extra={"python": Entry(lambda: _training_python(report), None)},
-            ),
-            None,
+        "metrics": package(
+            "metrics",
+            fallbacks=[(lambda: importlib.import_module("tf_slim.metrics"), "tf_slim.metrics")],
         ),
-        "metrics": Entry(
-            lambda: served_package(
-                "metrics",
-                report,
-                fallbacks=[(lambda: importlib.import_module("tf_slim.metrics"), "tf_slim.metrics")],
-            ),
-            None,
-        ),
-        "lookup": Entry(lambda: served_package("lookup", report), None),
-        "rnn": Entry(lambda: served_package("rnn", report), None),
-        "framework": Entry(
-            lambda: served_package(
-                "framework",
-                report,
+        "lookup": package("lookup"),
+        "rnn": package("rnn"),
+        "framework": package(
+            "framework",
+            extra={
+                "nest": Entry(lambda: _nest(report), None),
                 # `from tensorflow.contrib.framework.python.ops import arg_scope` (tpu's mobilenet).
-                extra={"python": Entry(lambda: _framework_python(report), None)},
-            ),
-            None,
+                "python": Entry(lambda: _framework_python(report), None),
+            },
         ),
-        "estimator": Entry(lambda: served_package("estimator", report), None),
-        "crf": Entry(lambda: served_package("crf", report), None),
-        "seq2seq": Entry(lambda: served_package("seq2seq", report), None),
-        "opt": Entry(lambda: served_package("opt", report), None),
-        "summary": Entry(lambda: served_package("summary", report), None),
-        "compiler": Entry(
-            lambda: ShimModule(
-                "tf.contrib.compiler",
-                report,
-                entries={
-                    "jit": Entry(
-                        lambda: ShimModule(
-                            "tf.contrib.compiler.jit",
-                            report,
-                            entries={
-                                "experimental_jit_scope": Entry(
-                                    lambda: tf.xla.experimental.jit_scope,
-                                    "tf.compat.v1.xla.experimental.jit_scope",
-                                )
-                            },
-                            provides="Of tf.contrib.compiler.jit it provides "
-                            "experimental_jit_scope. ",
-                        ),
-                        None,
-                    )
-                },
-                provides="Of tf.contrib.compiler it provides jit.experimental_jit_scope. ",
-            ),
-            None,
+        "estimator": package("estimator"),
+        "crf": package("crf"),
+        "seq2seq": package("seq2seq"),
+        "opt": package("opt"),
+        "summary": package("summary"),
+        "learn": package("learn"),
+        "compiler": Entry(lambda: _compiler(report), None),
+        "distribute": package(
+            "distribute", fallbacks=[(lambda: tf.distribute, "tf.compat.v1.distribute")]
         ),
-        "distribute": Entry(
-            lambda: served_package(
-                "distribute",
-                report,
-                fallbacks=[(lambda: tf.distribute, "tf.compat.v1.distribute")],
-            ),
-            None,
-        ),
-        "layers": Entry(
-            lambda: served_package(
-                "layers",
-                report,
-                # `from tensorflow.contrib.layers.python.layers import initializers`.
-                extra={"python": Entry(lambda: _layers_python(report), None)},
-            ),
-            None,
-        ),
-        "slim": Entry(
-            lambda: ShimModule(
-                "tf.contrib.slim",
-                report,
-                # tf_slim 1.1's versions of these do not run on TensorFlow 2.15: our ports.
-                entries={
-                    "batch_norm": Entry(_slim_batch_norm, _BATCH_NORM),
-                    "learning": Entry(_slim_learning, _SLIM_LEARNING),
-                    "recompute_grad": Entry(_recompute_grad, _RECOMPUTE_GRAD),
-                },
-                fallbacks=[(lambda: importlib.import_module("tf_slim"), "tf_slim")],
-                kind=SHIM,
-                provides="Of tf.contrib.slim it provides what tf_slim 1.1 has. ",
-            ),
-            None,
-        ),
+        # `from tensorflow.contrib.layers.python.layers import initializers`.
+        "layers": package("layers", extra={"python": Entry(lambda: _layers_python(report), None)}),
+        "slim": Entry(lambda: _slim(report), None),
     }
-    return ShimModule(
-        "tf.contrib",
-        report,
-        entries=entries,
-        provides=f"Of tf.contrib it provides: {', '.join(sorted(entries))}. ",
-        replacements=CONTRIB_REPLACEMENTS,
-    )
+    provides = f"Of tf.contrib it provides: {', '.join(sorted(entries))}. "
+    for name in sorted(set(tf115()["packages"]).union(CONTRIB_REPLACEMENTS) - set(entries)):
+        replacement = CONTRIB_REPLACEMENTS.get(name, ITS_EQUIVALENT)
+        entries[name] = Entry(
+            lambda name=name, text=replacement: Refused(f"tf.contrib.{name}", text, report), None
+        )
+    return ShimModule("tf.contrib", report, entries=entries, provides=provides)

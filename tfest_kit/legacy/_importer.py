@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from typing import Any, Optional, Union
 
 from tfest_kit.legacy._namespace import ESTIMATOR_PACKAGE, REAL_PACKAGES, build_estimator_package
+from tfest_kit.legacy._refused import Refused, below_package, refused_module
 from tfest_kit.legacy._shim import PRIVATE, Report
 
 __all__ = ["Scope", "user_code_roots", "INSTALLED_DIRS"]
@@ -243,15 +244,26 @@ class Scope:
             self._public = frozenset(dir(self.namespace))
         return top in self._public
 
-    def resolve(self, name: str) -> Optional[types.ModuleType]:
+    def _refused_below_package(
+        self, module: Any, name: str, module_path: bool
+    ) -> Optional[Refused]:
+        # Looked up in dir() first: a failed getattr would record the name without its hint.
+        display = "tf" + name[len("tensorflow") :]
+        if not below_package(display, module_path) or name.rpartition(".")[2] in dir(module):
+            return None
+        return refused_module(display, self._report or Report())
+
+    def resolve(self, name: str) -> Optional[Any]:
         """Returns the stand-in for module ``name`` (``tensorflow.keras.optimizers`` …), else None.
 
         ``None`` means "import it for real": names outside ``tensorflow`` and TensorFlow's
-        implementation packages (``tensorflow.python…``, see ``REAL_PACKAGES``).
+        implementation packages (``tensorflow.python…``, see ``REAL_PACKAGES``).  A ``tf.contrib``
+        module TF 1.15 had and the runner does not serve, and anything below one, is a
+        :class:`~tfest_kit.legacy._refused.Refused`: it imports, and refuses at its first use.
 
         Raises:
-          ModuleNotFoundError: for a name under the stand-in that it does not provide
-            (``tensorflow.contrib.foo``), with the stand-in's explanation.
+          ModuleNotFoundError: for a name under the stand-in that it does not provide and TF
+            1.15 did not have (``tensorflow.contrib.foo``), with the stand-in's explanation.
         """
         parts = name.split(".")
         if parts[0] != "tensorflow":
@@ -259,7 +271,14 @@ class Scope:
         if len(parts) > 1 and not self._in_stand_in(parts[1]):
             return None
         module = self.namespace
-        for part in parts[1:]:
+        for i, part in enumerate(parts[1:], start=2):
+            if isinstance(module, Refused):
+                module = module.child(part)
+                continue
+            refused = self._refused_below_package(module, ".".join(parts[:i]), module_path=True)
+            if refused is not None:
+                module = refused
+                continue
             try:
                 module = getattr(module, part)
             except AttributeError as e:
@@ -302,12 +321,28 @@ class Scope:
             return real if fromlist else self.namespace
         if not fromlist:
             return self.namespace
+        values = {}
         for item in fromlist:
             if item == "*":
+                continue
+            if isinstance(module, Refused):
+                values[item] = module.child(item)
+                continue
+            refused = self._refused_below_package(module, f"{name}.{item}", module_path=False)
+            if refused is not None:
+                values[item] = refused
                 continue
             try:
                 getattr(module, item)
             except AttributeError as e:
                 # `from x import y` would otherwise replace our message with a generic one.
                 raise ImportError(str(e), name=name) from None
+        if isinstance(module, Refused) or values:
+            # `from x import y` reads y off what this returns: a refused name must not raise
+            # there, only where the script uses it.
+            holder = types.ModuleType(name)
+            served = [i for i in fromlist if i != "*" and i not in values]
+            holder.__dict__.update({i: getattr(module, i) for i in served})
+            holder.__dict__.update(values)
+            return holder
         return module

@@ -1,8 +1,10 @@
 """``tf.contrib.framework`` as TF 1.15 had it: TensorFlow's own names plus ``tf_slim``'s.
 
 - Global step and checkpoint helpers (``get_or_create_global_step``, ``list_variables``,
-  ``load_variable``, ``init_from_checkpoint`` …) are ``tf.compat.v1.train``'s; ``nest``,
-  ``sort``, ``argsort``, ``is_tensor`` ``tf.compat.v1``'s.
+  ``load_variable``, ``init_from_checkpoint`` …) are ``tf.compat.v1.train``'s; ``sort``,
+  ``argsort``, ``is_tensor``, ``assert_scalar``, ``TensorSpec`` … ``tf.compat.v1``'s;
+  ``nest`` (TF 1.15's 19 functions) is built by ``tfest_kit.legacy._contrib`` from
+  TensorFlow's own ``nest``.
 - Arg scopes (``arg_scope``, ``add_arg_scope`` …) and the variable helpers (``model_variable``,
   ``get_variables_to_restore``, ``assign_from_checkpoint_fn`` …) are ``tf_slim``'s, the
   library contrib's code moved to: same variables and collections.
@@ -31,7 +33,16 @@ _FROM_TRAIN = (
     "load_checkpoint",
     "init_from_checkpoint",
 )
-_FROM_TF = ("nest", "sort", "argsort", "is_tensor")
+# The same functions as TF 1.15's tf.contrib.framework (its tensor_util re-exported them).
+_FROM_TF = (
+    "sort",
+    "argsort",
+    "is_tensor",
+    "assert_same_float_dtype",
+    "assert_scalar",
+    "convert_to_tensor_or_sparse_tensor",
+    "TensorSpec",
+)
 _FROM_SLIM = (
     "arg_scope",
     "add_arg_scope",

@@ -1,4 +1,4 @@
-"""``tf.contrib.training`` as TF 1.15 had it: ``HParams`` (a small port) and checkpoint waiting.
+"""``tf.contrib.training`` as TF 1.15 had it: ``HParams`` (a port), checkpoints, evaluation.
 
 Nothing maintained carries ``HParams`` on, so this is a port of TF 1.15's behaviour: values
 typed at ``add_hparam`` (the type of the value, or of a list's first element), overridden by
@@ -10,6 +10,10 @@ raise ``KeyError`` from ``set_hparam``/``override_from_dict`` and ``ValueError``
 TF 1.15.  The ``HParamDef`` proto (``hparam_def=``, ``to_proto``) is not served: its
 ``hparam_pb2`` module went with ``tf.contrib``.
 
+The evaluation loop (``evaluate_once``, ``evaluate_repeatedly``, ``StopAfterNEvalsHook``,
+``SummaryAtEndHook``, ``get_or_create_eval_step``) is ``tf_slim.training.evaluation``, where
+contrib's code moved; ``tf_slim`` is imported when a script first reaches one of them.
+
 Example:
 
     hparams = HParams(learning_rate=0.1, layers=[64, 32], activation="relu")
@@ -19,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import json
 import numbers
 import re
@@ -34,13 +39,30 @@ __all__ = [
     "wait_for_new_checkpoint",
     "BACKING",
 ]
+# Served through __getattr__ below, from tf_slim.
+_FROM_SLIM = (
+    "evaluate_once",
+    "evaluate_repeatedly",
+    "StopAfterNEvalsHook",
+    "SummaryAtEndHook",
+    "get_or_create_eval_step",
+)
 
 BACKING = {
     "HParams": "tfest_kit.legacy.contrib.training.HParams (a port of TF 1.15's)",
     "parse_values": "tfest_kit.legacy.contrib.training.parse_values (a port of TF 1.15's)",
     "checkpoints_iterator": "tf.compat.v1.train.checkpoints_iterator",
     "wait_for_new_checkpoint": "tf.compat.v1.train.checkpoints_iterator",
+    **{name: f"tf_slim.training.evaluation.{name}" for name in _FROM_SLIM},
 }
+
+
+def __getattr__(name: str) -> Any:
+    # tf_slim costs a second to import: only when a script reaches one of its names.
+    if name in _FROM_SLIM:
+        return getattr(importlib.import_module("tf_slim.training.evaluation"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 checkpoints_iterator = tf.train.checkpoints_iterator
 

@@ -1,0 +1,371 @@
+"""Tests for tf.contrib as TF 1.15 had it: whole modules measured, refusals at use, the early list.
+
+- TF 1.15's public names per served package (tfest_kit/legacy/contrib_tf115.json, taken from
+  the 1.15 sources) against what the stand-in serves: the counts docs/compatibility.md gives;
+- a tf.contrib module or name TF 1.15 had and the runner does not serve imports, and its first
+  use raises naming its TensorFlow 2 home, or saying there is none;
+- ``--report`` lists, before the script runs, the refused names its project reaches.
+
+In-process tests never call ``legacy.run``; scripts run through ``python -m tfest_kit.legacy``
+in subprocesses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import re
+import sys
+import textwrap
+import traceback
+
+import pytest
+
+from tests.conftest import ROOT, run_program
+from tfest_kit._tf import TF_VERSION, tf
+from tfest_kit.legacy._contrib import build_contrib
+from tfest_kit.legacy._importer import Scope
+from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._refused import CONTRIB_REPLACEMENTS, Refused, refused_in_project, tf115
+from tfest_kit.legacy._shim import MISSING, SHIM, Report
+
+# TF 1.15's public names per package, served / all (docs/compatibility.md gives the same).
+SERVED_COUNTS = {
+    "cluster_resolver": (7, 8),
+    "compiler": (1, 2),
+    "crf": (8, 11),
+    "data": (34, 40),
+    "distribute": (12, 27),
+    "estimator": (14, 34),
+    "framework": (43, 71),
+    "framework.nest": (19, 19),
+    "layers": (68, 98),
+    "learn": (4, 69),
+    "lookup": (23, 23),
+    "metrics": (52, 57),
+    "opt": (6, 28),
+    "predictor": (2, 3),
+    "rnn": (21, 50),
+    "seq2seq": (28, 29),
+    "slim": (124, 186),
+    "summary": (16, 20),
+    "tpu": (16, 36),
+    "training": (9, 28),
+}
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+@contextlib.contextmanager
+def _on_sys_path(directory):
+    sys.path.insert(0, str(directory))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(directory))
+
+
+def _package(ns, key):
+    module = ns.contrib
+    for part in key.split("."):
+        module = getattr(module, part)
+    return module
+
+
+# --- TF 1.15's names, measured ----------------------------------------------------------------
+
+
+def test_tf115_lists_name_their_source_and_cover_every_served_package():
+    data = tf115()
+    assert re.search(r"\b[0-9a-f]{40}\b", data["source"]) and "1.15" in data["source"]
+    assert len(data["packages"]) == 89 and "graph_editor" in data["packages"]
+    for key, names in data["names"].items():
+        assert names == sorted(set(names)), key
+        assert key.partition(".")[0] in data["packages"], key
+    ns = build_namespace(Report())
+    served = {n for n in data["packages"] if not isinstance(getattr(ns.contrib, n), Refused)}
+    assert served == {key for key in data["names"] if "." not in key}
+    # TF 1.15's framework/__init__.py kept 19 names in nest (its _nest_allowed_symbols).
+    assert len(data["names"]["framework.nest"]) == 19
+
+
+def test_served_and_refused_counts_per_package_match_the_docs():
+    ns = build_namespace(Report())
+    counts = {}
+    for key, names in tf115()["names"].items():
+        package = _package(ns, key)
+        refused = [n for n in names if isinstance(getattr(package, n), Refused)]
+        counts[key] = (len(names) - len(refused), len(names))
+    want = dict(SERVED_COUNTS)
+    if tuple(int(part) for part in TF_VERSION.split(".")[:2]) >= (2, 16):
+        # TensorFlow 2.16 dropped tf.data.experimental.CheckpointInputPipelineHook.
+        want["data"] = (33, 40)
+    assert counts == want
+    docs = (ROOT / "docs" / "compatibility.md").read_text()
+    for key, (served, total) in SERVED_COUNTS.items():  # the docs give TensorFlow 2.15's
+        row = rf"\|\s*`tf\.contrib\.{re.escape(key)}`\s*\|\s*{served}\s*\|\s*{total - served}\s*\|"
+        assert re.search(row, docs), f"docs/compatibility.md has no row for {key}: {served}/{total}"
+
+
+def test_every_tf115_package_is_served_or_names_its_replacement():
+    ns = build_namespace(Report())
+    for package in tf115()["packages"]:
+        value = getattr(ns.contrib, package)
+        if isinstance(value, Refused):
+            assert package in CONTRIB_REPLACEMENTS, package
+    for text in CONTRIB_REPLACEMENTS.values():
+        # Every tf.… replacement is there for a TF1 script (whose tf is tf.compat.v1).
+        for target in re.findall(r"\btf(?:\.\w+)+", text or ""):
+            if target.startswith("tf.contrib."):
+                continue
+            value = tf
+            for part in target.split(".")[1:]:
+                value = getattr(value, part)
+    with pytest.raises(AttributeError, match="no equivalent of tf.contrib.graph_editor"):
+        _ = ns.contrib.graph_editor.connect
+    with pytest.raises(AttributeError, match=r"Replace it in the script with tf\.keras\.$"):
+        ns.contrib.keras.layers.Dense(3)
+
+
+def test_nest_is_tf115s_whole():
+    report = Report()
+    nest = build_namespace(report).contrib.framework.nest
+    for name in tf115()["names"]["framework.nest"]:
+        assert callable(getattr(nest, name)), name
+    assert nest.is_sequence([1]) and nest.is_sequence({"a": 1}) and not nest.is_sequence("ab")
+    assert nest.flatten_up_to([1, 2], [1, [2, 3]]) == [1, [2, 3]]
+    assert nest.map_structure_up_to((0, 0), lambda x: x * 2, (1, [2])) == (2, [2, 2])
+    assert list(nest.yield_flat_paths({"a": [1, 2]})) == [("a", 0), ("a", 1)]
+    assert nest.flatten_with_joined_string_paths({"a": (1,)}) == [("a/0", 1)]
+    with pytest.raises((TypeError, ValueError)):
+        nest.assert_shallow_structure([1, 2, 3], [1, 2])
+    assert nest.flatten is tf.nest.flatten
+    assert "tf.contrib.framework.nest.flatten_up_to" in report.names(SHIM)
+    assert not report.names(MISSING)
+
+
+def test_framework_serves_tf115s_tensor_helpers_from_tf_compat_v1():
+    framework = build_namespace(Report()).contrib.framework
+    for name in ("assert_same_float_dtype", "assert_scalar", "convert_to_tensor_or_sparse_tensor"):
+        assert getattr(framework, name) is getattr(tf, name)
+    assert framework.TensorSpec([2], tf.float32) == tf.TensorSpec([2], tf.float32)
+    with tf.Graph().as_default():
+        assert framework.assert_same_float_dtype([tf.constant(1.0)]) == tf.float32
+    with pytest.raises(AttributeError, match=r"framework\.smart_cond is not provided"):
+        framework.smart_cond(True, lambda: 1, lambda: 2)
+
+
+def test_training_evaluates_a_checkpoint_as_tf115_did(tmp_path):
+    with tf.Graph().as_default():
+        tf.Variable(3.0, name="v")
+        tf.train.get_or_create_global_step()
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            tf.train.Saver().save(session, str(tmp_path / "model.ckpt"), global_step=7)
+    training = build_namespace(Report()).contrib.training
+    with tf.Graph().as_default():
+        v = tf.Variable(0.0, name="v")
+        tf.train.get_or_create_global_step()
+        mean, update = tf.metrics.mean(v * 2)
+        got = training.evaluate_repeatedly(
+            str(tmp_path),
+            eval_ops=update,
+            final_ops={"mean": mean},
+            hooks=[
+                training.StopAfterNEvalsHook(2),
+                training.SummaryAtEndHook(log_dir=str(tmp_path / "eval")),
+            ],
+            max_number_of_evaluations=1,
+            eval_interval_secs=0,
+        )
+        assert training.get_or_create_eval_step().op.name == "eval_step"
+    assert got == {"mean": 6.0}
+    assert list((tmp_path / "eval").glob("events.out.tfevents.*"))
+
+
+def test_learn_serves_its_constants_and_refuses_its_estimators():
+    learn = build_namespace(Report()).contrib.learn
+    keys = learn.ModeKeys
+    assert (keys.TRAIN, keys.EVAL, keys.INFER) == ("train", "eval", "infer")
+    assert keys.INFER == tf.estimator.ModeKeys.PREDICT
+    keys.validate("infer")
+    with pytest.raises(ValueError, match="Invalid mode predict"):
+        keys.validate("predict")
+    assert learn.PredictionKey.PROBABILITIES == "probabilities"
+    assert learn.ProblemType.CLASSIFICATION == 1 and learn.TaskType.PS == "ps"
+    for name in ("Estimator", "Experiment", "RunConfig", "learn_runner", "DNNClassifier"):
+        with pytest.raises(AttributeError, match=r"not provided.*tf\.estimator\.Estimator"):
+            getattr(learn, name)()
+    with pytest.raises(AttributeError, match=r"learn\.Experiment\.run is not provided"):
+        _ = learn.Experiment.run
+    with pytest.raises(AttributeError, match=r"tf\.keras\.datasets"):
+        learn.datasets.mnist.read_data_sets("/tmp/mnist")
+    with pytest.raises(AttributeError, match="is not provided"):
+        _ = learn.not_a_tf115_name  # never in tf.contrib.learn: at once
+
+
+# --- refused at use, not at import ------------------------------------------------------------
+
+
+def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
+    _write(
+        tmp_path / "legacy_refusing_a.py",
+        """
+        import tensorflow as tf
+        import tensorflow.contrib.graph_editor as ge
+        from tensorflow.contrib import graph_editor
+        from tensorflow.contrib.graph_editor import util as ge_util
+        from tensorflow.contrib.learn import Experiment, ModeKeys
+        from tensorflow.contrib.tpu.python.tpu import tpu_feed
+        from tensorflow.contrib.learn.python.learn.datasets import mnist
+        import tensorflow.contrib.learn.python.learn.datasets.base
+
+        MODE = ModeKeys.INFER
+        GE = tf.contrib.graph_editor
+        """,
+    )
+    report = Report()
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
+        module = importlib.import_module("legacy_refusing_a")
+    assert module.MODE == "infer"
+    assert isinstance(module.ge, Refused) and isinstance(module.GE, Refused)
+    uses = [
+        (lambda: module.ge.connect, r"^tf\.contrib\.graph_editor\.connect is not provided"),
+        (lambda: module.graph_editor.sgv(), "TensorFlow 2 has no equivalent"),
+        (lambda: module.ge_util.make_list_of_op(), r"graph_editor\.util.*no equivalent"),
+        (lambda: module.Experiment(None, None, None), r"tf\.estimator\.train_and_evaluate"),
+        (lambda: module.tpu_feed.InfeedQueue, r"tpu_feed\.InfeedQueue is not provided"),
+        (lambda: module.mnist.read_data_sets("/tmp"), r"tf\.estimator"),
+    ]
+    for use, message in uses:
+        with pytest.raises(AttributeError, match=message):
+            use()
+    with pytest.raises(AttributeError, match="learn.Experiment"):
+
+        class Mine(module.Experiment):  # subclassing is a use too
+            pass
+
+    refused = report.names(MISSING)
+    assert refused[:2] == ["tf.contrib.graph_editor", "tf.contrib.graph_editor.util"]
+    assert "tf.contrib.learn.Experiment" in refused
+    assert "tf.contrib.tpu.python.tpu.tpu_feed" in refused
+
+
+def test_names_tf115_never_had_still_fail_at_import(tmp_path):
+    _write(tmp_path / "legacy_refusing_b.py", "from tensorflow.contrib.layers import no_layer\n")
+    _write(tmp_path / "legacy_refusing_c.py", "import tensorflow.contrib.no_package\n")
+    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+        with pytest.raises(ImportError, match=r"^tf\.contrib\.layers\.no_layer is not provided"):
+            importlib.import_module("legacy_refusing_b")
+        with pytest.raises(ModuleNotFoundError, match=r"^tf\.contrib\.no_package is not"):
+            importlib.import_module("legacy_refusing_c")
+
+
+def test_a_refused_use_prints_its_message_once():
+    ns = build_namespace(Report())
+    with pytest.raises(AttributeError) as info:
+        ns.contrib.learn.RunConfig(model_dir="/tmp/x")
+    error = info.value  # format_exception(error) alone is Python 3.10+
+    printed = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    assert printed.count("is not provided by the legacy runner") == 1, printed
+
+
+# --- what cannot be served, said once and early -----------------------------------------------
+
+
+def test_scan_finds_the_refused_names_a_project_reaches(tmp_path):
+    _write(
+        tmp_path / "train.py",
+        """
+        import tensorflow.compat.v1 as tf
+        from tensorflow import contrib
+        from tensorflow.contrib import slim, learn as tflearn
+        # tf.contrib.gan in a comment is no reference
+        TEXT = "tf.contrib.quantize in a string neither"
+        net = slim.conv2d
+        estimator = tflearn.Estimator
+        mode = tflearn.ModeKeys.TRAIN
+        col = tf.contrib.layers.real_valued_column("x")
+        gan = contrib.gan.estimator
+        """,
+    )
+    _write(tmp_path / "lib" / "model.py", "import tensorflow.contrib.graph_editor as ge\n")
+    _write(tmp_path / "lib" / "broken.py", "print 'python 2'\n")
+    skipped = "import tensorflow.contrib.bayesflow\n"
+    _write(tmp_path / ".venv" / "lib" / "site-packages" / "dep.py", skipped)
+    _write(tmp_path / "build" / "site-packages" / "dep.py", skipped)
+    found = {
+        name: (where, text)
+        for name, where, text in refused_in_project(str(tmp_path), build_contrib(Report()))
+    }
+    assert set(found) == {
+        "tf.contrib.graph_editor",
+        "tf.contrib.learn.Estimator",
+        "tf.contrib.layers.real_valued_column",
+        "tf.contrib.gan",
+    }, found
+    assert found["tf.contrib.graph_editor"] == ("lib/model.py:1", "none in TensorFlow 2")
+    assert found["tf.contrib.learn.Estimator"][0] == "train.py:8"
+    assert found["tf.contrib.layers.real_valued_column"][1] == "tf.feature_column.numeric_column"
+    assert found["tf.contrib.gan"] == ("train.py:11", "tensorflow-gan")
+
+
+@pytest.fixture(scope="module")
+def refusing_project(tmp_path_factory):
+    project = tmp_path_factory.mktemp("refusing_project")
+    _write(
+        project / "train.py",
+        """
+        import sys
+        import tensorflow as tf
+        import tensorflow.contrib.graph_editor as ge
+        import model
+
+        with tf.Session() as session:
+            print("TRAINED", session.run(model.loss()))
+        if "--edit_graph" in sys.argv:
+            ge.reroute_ts([], [])
+        """,
+    )
+    _write(
+        project / "model.py",
+        """
+        import tensorflow as tf
+
+        def loss():
+            if tf.contrib.learn.ModeKeys.INFER != "infer":
+                return tf.contrib.learn.Experiment(None, None, None)
+            return tf.reduce_sum(tf.constant([1.0, 2.0]))
+        """,
+    )
+    return project
+
+
+def test_report_lists_what_the_project_will_be_refused_before_it_runs(refusing_project):
+    script = str(refusing_project / "train.py")
+    proc = run_program(["-m", "tfest_kit.legacy", "--report", script], timeout=120)
+    out = proc.stdout
+    assert "TRAINED 3.0" in out, out + proc.stderr
+    early, _, after = out.partition("TRAINED 3.0")
+    assert "reaches 2 tf.contrib name(s) the runner does not serve" in early, out
+    assert re.search(r"tf\.contrib\.graph_editor \(train\.py:4\) +->  none in TensorFlow 2", early)
+    assert re.search(r"tf\.contrib\.learn\.Experiment \(model\.py:6\) +->  tf\.estimator", early)
+    # The end-of-run report lists what the script did reach: the module it imported.
+    assert "tf.contrib.graph_editor" in after and "tf.contrib.learn.Experiment" not in after
+    # Without --report, nothing is listed.
+    proc = run_program(["-m", "tfest_kit.legacy", script], timeout=120)
+    assert "does not serve" not in proc.stdout and "TRAINED 3.0" in proc.stdout
+
+
+def test_a_refused_module_stops_the_script_where_it_is_used(refusing_project):
+    script = str(refusing_project / "train.py")
+    proc = run_program(
+        ["-m", "tfest_kit.legacy", script, "--edit_graph"], timeout=120, check_exit=1
+    )
+    assert "TRAINED 3.0" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stderr.count("is not provided by the legacy runner") == 1, proc.stderr
+    assert "tf.contrib.graph_editor.reroute_ts is not provided" in proc.stderr, proc.stderr
+    assert "TensorFlow 2 has no equivalent of tf.contrib.graph_editor" in proc.stderr
