@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import re
 import runpy
@@ -140,9 +141,10 @@ def _run_scoped(
 ) -> int:
     # What run() and run_module() share: TF1 behaviour, sys.argv/sys.path as `python` sets
     # them, the scope, the exit status and the report.
-    # One route per log line, at TF1's default WARN level: scripts that want INFO (BERT's
-    # loss lines) call tf.logging.set_verbosity themselves, as they did on TF 1.x.
-    logs.setup("warning")
+    # One route per log line. As on TF 1.x, TensorFlow's logger has no level of its own: it
+    # follows the root logger, which absl.app.run (tf.app.run too) sets to absl's verbosity
+    # (INFO unless set otherwise), else WARNING; tf.logging.set_verbosity sets its own.
+    logs.setup(logging.NOTSET)
     enable_tf1_behavior()
     served = Report()
     old_argv = sys.argv
@@ -200,9 +202,10 @@ def run(
     The script's directory goes first on ``sys.path`` (as ``python script.py`` would put it),
     ``sys.argv`` is ``[script, *argv]`` so ``tf.app.run()`` / ``absl.app.run()`` parse the
     script's flags, and ``tfest_kit.logs.setup()`` makes each log line (the loss lines too)
-    print once, at TF 1.x's default level (warnings; a script that wants INFO lines sets
-    ``tf.logging.set_verbosity`` as it did there).  absl flags are process-global: run one
-    script per process.
+    print once, at the level TF 1.x had: absl's verbosity under ``absl.app.run`` /
+    ``tf.app.run`` (INFO unless ``absl.logging.set_verbosity`` or ``--verbosity`` say
+    otherwise), else warnings, or what ``tf.logging.set_verbosity`` sets.  absl flags are
+    process-global: run one script per process.
 
     The stand-in is given to the script and to the modules it imports from its directory,
     the current directory and ``PYTHONPATH`` entries (a ``mylib`` package beside

@@ -1,0 +1,48 @@
+"""The legacy runner's TF 1.15 runtime: log levels.
+
+Each test runs an unmodified TF1 script from tests/legacy_scripts/ through
+``python -m tfest_kit.legacy`` in a subprocess, as tests/test_legacy.py does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from tests.conftest import ROOT, run_program
+
+SCRIPTS = ROOT / "tests" / "legacy_scripts"
+_LOSS_LINE = re.compile(r"loss = [0-9.e+-]+, step = (\d+)")
+_HINT = "Training logs its loss lines at INFO"
+
+
+def _legacy(script: str, *args, check_exit: int = 0) -> subprocess.CompletedProcess:
+    command = ["-m", "tfest_kit.legacy", str(SCRIPTS / script), *map(str, args)]
+    return run_program(command, timeout=240, check_exit=check_exit)
+
+
+def _result(proc: subprocess.CompletedProcess) -> dict:
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("how", ["absl", "tf", "none"])
+def test_loss_lines_follow_the_scripts_own_log_level(tmp_path, how):
+    # absl.logging.set_verbosity(INFO) before absl.app.run (mnist_tpu.py) showed no loss line:
+    # the runner held TensorFlow's logger at WARNING where TF 1.15 let it follow absl.
+    proc = _legacy("loss_lines.py", how, tmp_path / "model")
+    output = proc.stdout + proc.stderr
+    assert "trained to step 30" in proc.stdout
+    steps = [int(step) for step in _LOSS_LINE.findall(output)]
+    if how == "none":  # TF 1.15's WARNING level: no loss line, one hint saying how
+        assert steps == [], output
+        assert output.count(_HINT) == 1, output
+        assert "set_verbosity" in output
+        return
+    assert output.count(_HINT) == 0, output
+    # Each loss line once: absl's handler and TensorFlow's own would both print it.
+    assert len(steps) >= 3 and len(set(steps)) == len(steps), output
+    if how == "absl":
+        assert re.search(r"^I\d{4} .*loss = ", output, re.M), output  # absl's format
