@@ -1,4 +1,4 @@
-"""The legacy runner's TF 1.15 runtime: log levels.
+"""The legacy runner's TF 1.15 runtime: log levels, reference variables.
 
 Each test runs an unmodified TF1 script from tests/legacy_scripts/ through
 ``python -m tfest_kit.legacy`` in a subprocess, as tests/test_legacy.py does.
@@ -46,3 +46,25 @@ def test_loss_lines_follow_the_scripts_own_log_level(tmp_path, how):
     assert len(steps) >= 3 and len(set(steps)) == len(steps), output
     if how == "absl":
         assert re.search(r"^I\d{4} .*loss = ", output, re.M), output  # absl's format
+
+
+def test_reference_variables_as_tf115(tmp_path):
+    # TF2's resource variables raised NotImplementedError in initialized_value(), and a
+    # cond reading an uninitialised variable (ExponentialMovingAverage.apply) failed.
+    result = _result(_legacy("ref_variables.py", tmp_path / "model"))
+    assert result["types"] == {
+        "get_variable": "RefVariable",
+        "use_resource=True": "ResourceVariable",
+        "Variable": "RefVariable",
+    }
+    assert result["after_enable_resource_variables"] == "ResourceVariable"
+    assert result["model_fn_types"] == ["RefVariable"]
+    assert result["doubled"] == [2.0, 4.0]
+    assert result["assigned"] == [5.0, 6.0]
+    # Two accumulated micro-batch gradients, averaged, applied once: v = 0.1 * (1, 1).
+    assert result["accumulated"] == pytest.approx([0.1, 0.1])
+    slots = ("", "/Adam", "/Adam_1", "/ExponentialMovingAverage")
+    variables = ("hidden/bias", "hidden/kernel", "out/w")
+    assert result["checkpoint"] == sorted(
+        ["beta1_power", "beta2_power", "global_step"] + [v + s for v in variables for s in slots]
+    )

@@ -12,8 +12,9 @@ serves those from there and adds:
 - ``tf.compat.v1`` that is the stand-in itself, so ``import tensorflow.compat.v1 as tf`` and
   ``import tensorflow as tf`` see the same TF1 world.
 
-The TF1 *behaviour* (graph mode, ``Dimension`` objects with ``.value``) is switched on
-process-wide by :func:`tfest_kit.legacy.run`, not here: building a namespace changes nothing.
+The TF1 *behaviour* (graph mode, ``Dimension`` objects with ``.value``, reference variables,
+TF1 control flow) is switched on process-wide by :func:`tfest_kit.legacy.run`, not here:
+building a namespace changes nothing.
 
 Example:
 

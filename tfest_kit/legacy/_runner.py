@@ -39,16 +39,26 @@ class ScriptNotFoundError(TfestKitError, ValueError):
 def enable_tf1_behavior() -> None:
     """Switches the process to the TF1 behaviour legacy scripts assume.
 
-    Both switches are process-wide and cannot be undone once graphs exist, which is why only
+    The switches are process-wide and cannot be undone once graphs exist, which is why only
     :func:`run` calls this:
 
     - ``tf.compat.v1.disable_v2_tensorshape()``: ``tensor.shape[-1]`` is a ``Dimension`` with
       ``.value`` (TF2 returns an ``int``, and BERT's ``shape[-1].value`` fails);
     - ``tf.compat.v1.disable_eager_execution()``: module-level ``tf.placeholder`` /
-      ``tf.Session`` code works as in TF1.  Estimators build their own graphs either way.
+      ``tf.Session`` code works as in TF1.  Estimators build their own graphs either way;
+    - ``tf.compat.v1.disable_resource_variables()``: ``tf.get_variable`` / ``tf.Variable``
+      make reference variables (``initialized_value()``, TF1's read / assign order), as TF
+      1.15 did; ``use_resource=True`` and ``tf.enable_resource_variables()`` still give
+      resource variables;
+    - ``tf.compat.v1.disable_control_flow_v2()``: ``tf.cond`` / ``tf.while_loop`` build TF1's
+      Switch / Merge ops, which run only the branch taken (a functional ``If`` reads its
+      reference-variable inputs first: ``ExponentialMovingAverage.apply`` failed on an
+      uninitialised one).
     """
     tf.disable_v2_tensorshape()
     tf.disable_eager_execution()
+    tf.disable_resource_variables()
+    tf.disable_control_flow_v2()
     # Keras' legacy tf.layers print a UserWarning per call; --report lists them once instead,
     # as tfest_kit.logs.setup() does for TensorFlow's own deprecation warnings.
     warnings.filterwarnings("ignore", message=r"`tf\.layers\.", category=UserWarning)
