@@ -27,6 +27,7 @@ from tfest_kit.legacy._contrib import (
     CONTRIB_REPLACEMENTS,
     ONE_REPLICA_NAMES,
 )
+from tfest_kit.legacy._estimator import LEGACY_ESTIMATORS
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._runner import tf1_package_hint
@@ -775,7 +776,9 @@ def test_tensorflow_estimator_tpu_imports_give_tfest_kit_tpu(tmp_path):
     assert helper.TPUEstimator is tpu.TPUEstimator is helper.dotted.TPUEstimator
     assert helper.api_tpu.TPUEstimator is tpu.TPUEstimator
     assert helper.tpu_config.RunConfig is tpu.RunConfig
-    assert helper.tf_estimator.estimator.Estimator is tf.estimator.Estimator
+    # Estimator is the official one guarding its model_dir (tests/test_legacy_runtime.py).
+    assert helper.tf_estimator.estimator.Estimator is LEGACY_ESTIMATORS.Estimator
+    assert issubclass(LEGACY_ESTIMATORS.Estimator, tf.estimator.Estimator)
     # The rest of the package is the real one.
     real_te = sys.modules["tensorflow_estimator.python.estimator.tpu.tpu_estimator"]
     assert helper.tpu_estimator.TPUEstimatorSpec is tpu.TPUEstimatorSpec

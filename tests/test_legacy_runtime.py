@@ -1,4 +1,4 @@
-"""The legacy runner's TF 1.15 runtime: log levels, reference variables.
+"""The legacy runner's TF 1.15 runtime: log levels, reference variables, guarded Estimators.
 
 Each test runs an unmodified TF1 script from tests/legacy_scripts/ through
 ``python -m tfest_kit.legacy`` in a subprocess, as tests/test_legacy.py does.
@@ -7,8 +7,10 @@ Each test runs an unmodified TF1 script from tests/legacy_scripts/ through
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -68,3 +70,49 @@ def test_reference_variables_as_tf115(tmp_path):
     assert result["checkpoint"] == sorted(
         ["beta1_power", "beta2_power", "global_step"] + [v + s for v in variables for s in slots]
     )
+
+
+def test_second_plain_estimator_into_one_model_dir_is_refused(tmp_path):
+    model_dir, release = tmp_path / "model", tmp_path / "release"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            *("-m", "tfest_kit.legacy", str(SCRIPTS / "model_dir_guard.py")),
+            f"--model_dir={model_dir}",
+            f"--hold_until={release}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout.readline().strip() == "training"  # holds the lock from here
+        second = _legacy("model_dir_guard.py", f"--model_dir={model_dir}", check_exit=1)
+        assert "ModelDirLockedError" in second.stderr
+        assert f"Another process is training into model_dir {model_dir}" in second.stderr
+        assert f"pid {first.pid}" in second.stderr
+        release.touch()
+        out, err = first.communicate(timeout=120)
+    finally:
+        first.kill()
+    assert first.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1]) == {
+        "restored_step": 0,
+        "final_step": 20,
+        "is_estimator": True,
+    }
+
+
+def test_plain_estimator_resumes_past_a_garbled_state_file(tmp_path):
+    model_dir = tmp_path / "model"
+    _legacy("model_dir_guard.py", f"--model_dir={model_dir}", "--max_steps=20")
+    (model_dir / "checkpoint").write_text('model_checkpoint_path: "model.ck')
+    proc = _legacy("model_dir_guard.py", f"--model_dir={model_dir}", "--max_steps=30")
+    # Without the recovery TensorFlow ignores the state file and trains from step 0 again.
+    assert _result(proc)["restored_step"] == 20
+    assert _result(proc)["final_step"] == 30
+    assert "Resuming from model.ckpt-20" in proc.stderr
