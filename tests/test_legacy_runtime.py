@@ -7,6 +7,7 @@ Each test runs an unmodified TF1 script from tests/legacy_scripts/ through
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -14,7 +15,11 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, run_program
+from tests.conftest import ROOT, captured_tf_log, run_program
+from tfest_kit import tpu
+from tfest_kit._tf import tf
+from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._shim import Report
 
 SCRIPTS = ROOT / "tests" / "legacy_scripts"
 _LOSS_LINE = re.compile(r"loss = [0-9.e+-]+, step = (\d+)")
@@ -116,3 +121,33 @@ def test_plain_estimator_resumes_past_a_garbled_state_file(tmp_path):
     assert _result(proc)["restored_step"] == 20
     assert _result(proc)["final_step"] == 30
     assert "Resuming from model.ckpt-20" in proc.stderr
+
+
+def test_canned_estimators_are_guarded_and_isinstance_holds_as_tf1(tmp_path):
+    estimator = build_namespace(Report()).estimator
+    model_dir = str(tmp_path / "model")
+    x = tf.feature_column.numeric_column("x")
+    linear = estimator.LinearRegressor([x], model_dir=model_dir)
+
+    def input_fn():
+        data = ({"x": [[1.0], [2.0]]}, [[2.0], [4.0]])
+        return tf.data.Dataset.from_tensors(data).repeat()
+
+    linear.train(input_fn, steps=2)
+    (tmp_path / "model" / "checkpoint").write_text("garbled")
+    with captured_tf_log(logging.WARNING) as lines:
+        linear.train(input_fn, steps=1)
+    assert linear.get_variable_value("global_step") == 3  # resumed, not trained from 0
+    assert any("Resuming from model.ckpt-2" in line for line in lines), lines
+    # As in TF 1.x: every Estimator is a tf.estimator.Estimator, and a script's subclass may
+    # not override train.
+    fallback = tpu.TPUEstimator(lambda features, labels, mode: None, use_tpu=False)
+    assert isinstance(linear, estimator.Estimator) and isinstance(fallback, estimator.Estimator)
+    assert issubclass(tf.estimator.DNNClassifier, estimator.Estimator)
+
+    class OwnTrain(estimator.Estimator):
+        def train(self, *args, **kwargs):
+            return self
+
+    with pytest.raises(ValueError, match="cannot override members of Estimator"):
+        OwnTrain(lambda features, labels, mode: None)
