@@ -7,12 +7,15 @@ worker its session waited forever for the task's server, which only ``train_and_
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import socket
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from tfest_kit import _model_dir
 from tfest_kit._eval_guard import EvalGuard
+from tfest_kit._tf import tf
 from tfest_kit.hooks import fill_progress_totals
 
 
@@ -51,12 +54,24 @@ def check_direct_call(config: Any, method: str) -> None:
         raise ValueError(f"{fix} (it starts the task's server). Got: no server at {config.master}")
 
 
+@functools.cache  # once per process
+def _say_loss_lines_hidden() -> None:
+    tf.logging.warning(
+        "Training logs its loss lines at INFO, which is not shown: no log level was set "
+        "(TensorFlow's default is WARNING). Call "
+        "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO) to see them."
+    )
+
+
 @contextlib.contextmanager
 def guarded_train(estimator, hooks, max_steps=None, steps=None):
     """Checks the task, then holds model_dir (one writer, an intact checkpoint); yields hooks,
     their progress hooks told where training ends."""
     check_direct_call(estimator.config, "train")
     fill_progress_totals(hooks or (), max_steps, estimator, steps)
+    logger = tf.get_logger()  # a level set by anyone (logs.setup) is what they asked for
+    if logger.level == logging.NOTSET and not logger.isEnabledFor(logging.INFO):
+        _say_loss_lines_hidden()
     with _model_dir.training(estimator, max_steps, steps) as counter:
         yield [*(hooks or ()), counter]
 

@@ -3,7 +3,7 @@
 ``import tensorflow as tf`` (and ``from tensorflow.keras.optimizers import Adam``,
 ``from tensorflow.train import …`` …) in the script, and in the modules it imports from its
 directory, the current directory and ``PYTHONPATH`` (not site-packages), gives a TF1
-namespace: ``tf.compat.v1`` (graph mode, ``Dimension.value``) plus the ``tf.contrib``
+namespace: ``tf.compat.v1`` (graph mode, ``Dimension.value``, ref variables) plus ``tf.contrib``
 packages in :mod:`tfest_kit.legacy.contrib`, with the TPU classes backed by
 ``tfest_kit.tpu`` and the TPU-only functions (``tf.tpu.cross_replica_sum`` …) computing one
 replica, so a script asking for a TPU on a machine without one falls back to CPU/GPU with one

@@ -9,11 +9,14 @@ serves those from there and adds:
 - ``tf.estimator.tpu`` backed by ``tfest_kit.tpu``, so scripts already written against
   ``import tensorflow.compat.v1 as tf`` get the same CPU/GPU fallback;
 - ``tf.distribute.cluster_resolver.TPUClusterResolver`` backed by ``tfest_kit.tpu``;
+- ``tf.estimator.Estimator`` and the canned Estimators with tfest_kit's writer lock and
+  checkpoint recovery (:mod:`tfest_kit.legacy._estimator`);
 - ``tf.compat.v1`` that is the stand-in itself, so ``import tensorflow.compat.v1 as tf`` and
   ``import tensorflow as tf`` see the same TF1 world.
 
-The TF1 *behaviour* (graph mode, ``Dimension`` objects with ``.value``) is switched on
-process-wide by :func:`tfest_kit.legacy.run`, not here: building a namespace changes nothing.
+The TF1 *behaviour* (graph mode, ``Dimension`` objects with ``.value``, reference variables,
+TF1 control flow) is switched on process-wide by :func:`tfest_kit.legacy.run`, not here:
+building a namespace changes nothing.
 
 Example:
 
@@ -61,6 +64,16 @@ REAL_PACKAGES = frozenset(
     }
 )
 
+# tf.estimator: Estimator and the canned Estimators guard their model_dir as tfest_kit's own
+# (tfest_kit.legacy._estimator); every other name is tf.compat.v1.estimator's.
+_ESTIMATOR_FALLBACKS = [
+    (
+        lambda: importlib.import_module("tfest_kit.legacy._estimator").LEGACY_ESTIMATORS,
+        "tf.compat.v1.estimator",
+    ),
+    (lambda: tf.estimator, "tf.compat.v1.estimator"),
+]
+
 
 def build_namespace(report: Report) -> ShimModule:
     """Returns a fresh TF1 ``tensorflow`` stand-in that records the names it serves.
@@ -92,7 +105,7 @@ def build_namespace(report: Report) -> ShimModule:
                     None,
                 )
             },
-            fallbacks=[(lambda: tf.estimator, "tf.compat.v1.estimator")],
+            fallbacks=_ESTIMATOR_FALLBACKS,
         )
 
     def distribute() -> ShimModule:
@@ -172,7 +185,7 @@ def build_estimator_package(report: Report) -> dict[str, ShimModule]:
                     None,
                 )
             },
-            fallbacks=[(lambda: tf.estimator, "tf.compat.v1.estimator")],
+            fallbacks=_ESTIMATOR_FALLBACKS,
         ),
     }
 

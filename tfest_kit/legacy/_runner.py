@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import re
 import runpy
@@ -38,16 +39,26 @@ class ScriptNotFoundError(TfestKitError, ValueError):
 def enable_tf1_behavior() -> None:
     """Switches the process to the TF1 behaviour legacy scripts assume.
 
-    Both switches are process-wide and cannot be undone once graphs exist, which is why only
+    The switches are process-wide and cannot be undone once graphs exist, which is why only
     :func:`run` calls this:
 
     - ``tf.compat.v1.disable_v2_tensorshape()``: ``tensor.shape[-1]`` is a ``Dimension`` with
       ``.value`` (TF2 returns an ``int``, and BERT's ``shape[-1].value`` fails);
     - ``tf.compat.v1.disable_eager_execution()``: module-level ``tf.placeholder`` /
-      ``tf.Session`` code works as in TF1.  Estimators build their own graphs either way.
+      ``tf.Session`` code works as in TF1.  Estimators build their own graphs either way;
+    - ``tf.compat.v1.disable_resource_variables()``: ``tf.get_variable`` / ``tf.Variable``
+      make reference variables (``initialized_value()``, TF1's read / assign order), as TF
+      1.15 did; ``use_resource=True`` and ``tf.enable_resource_variables()`` still give
+      resource variables;
+    - ``tf.compat.v1.disable_control_flow_v2()``: ``tf.cond`` / ``tf.while_loop`` build TF1's
+      Switch / Merge ops, which run only the branch taken (a functional ``If`` reads its
+      reference-variable inputs first: ``ExponentialMovingAverage.apply`` failed on an
+      uninitialised one).
     """
     tf.disable_v2_tensorshape()
     tf.disable_eager_execution()
+    tf.disable_resource_variables()
+    tf.disable_control_flow_v2()
     # Keras' legacy tf.layers print a UserWarning per call; --report lists them once instead,
     # as tfest_kit.logs.setup() does for TensorFlow's own deprecation warnings.
     warnings.filterwarnings("ignore", message=r"`tf\.layers\.", category=UserWarning)
@@ -140,9 +151,10 @@ def _run_scoped(
 ) -> int:
     # What run() and run_module() share: TF1 behaviour, sys.argv/sys.path as `python` sets
     # them, the scope, the exit status and the report.
-    # One route per log line, at TF1's default WARN level: scripts that want INFO (BERT's
-    # loss lines) call tf.logging.set_verbosity themselves, as they did on TF 1.x.
-    logs.setup("warning")
+    # One route per log line. As on TF 1.x, TensorFlow's logger has no level of its own: it
+    # follows the root logger, which absl.app.run (tf.app.run too) sets to absl's verbosity
+    # (INFO unless set otherwise), else WARNING; tf.logging.set_verbosity sets its own.
+    logs.setup(logging.NOTSET)
     enable_tf1_behavior()
     served = Report()
     old_argv = sys.argv
@@ -200,9 +212,10 @@ def run(
     The script's directory goes first on ``sys.path`` (as ``python script.py`` would put it),
     ``sys.argv`` is ``[script, *argv]`` so ``tf.app.run()`` / ``absl.app.run()`` parse the
     script's flags, and ``tfest_kit.logs.setup()`` makes each log line (the loss lines too)
-    print once, at TF 1.x's default level (warnings; a script that wants INFO lines sets
-    ``tf.logging.set_verbosity`` as it did there).  absl flags are process-global: run one
-    script per process.
+    print once, at the level TF 1.x had: absl's verbosity under ``absl.app.run`` /
+    ``tf.app.run`` (INFO unless ``absl.logging.set_verbosity`` or ``--verbosity`` say
+    otherwise), else warnings, or what ``tf.logging.set_verbosity`` sets.  absl flags are
+    process-global: run one script per process.
 
     The stand-in is given to the script and to the modules it imports from its directory,
     the current directory and ``PYTHONPATH`` entries (a ``mylib`` package beside

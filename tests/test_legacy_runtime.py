@@ -1,0 +1,153 @@
+"""The legacy runner's TF 1.15 runtime: log levels, reference variables, guarded Estimators.
+
+Each test runs an unmodified TF1 script from tests/legacy_scripts/ through
+``python -m tfest_kit.legacy`` in a subprocess, as tests/test_legacy.py does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, captured_tf_log, run_program
+from tfest_kit import tpu
+from tfest_kit._tf import tf
+from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._shim import Report
+
+SCRIPTS = ROOT / "tests" / "legacy_scripts"
+_LOSS_LINE = re.compile(r"loss = [0-9.e+-]+, step = (\d+)")
+_HINT = "Training logs its loss lines at INFO"
+
+
+def _legacy(script: str, *args, check_exit: int = 0) -> subprocess.CompletedProcess:
+    command = ["-m", "tfest_kit.legacy", str(SCRIPTS / script), *map(str, args)]
+    return run_program(command, timeout=240, check_exit=check_exit)
+
+
+def _result(proc: subprocess.CompletedProcess) -> dict:
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("how", ["absl", "tf", "none"])
+def test_loss_lines_follow_the_scripts_own_log_level(tmp_path, how):
+    # absl.logging.set_verbosity(INFO) before absl.app.run (mnist_tpu.py) showed no loss line:
+    # the runner held TensorFlow's logger at WARNING where TF 1.15 let it follow absl.
+    proc = _legacy("loss_lines.py", how, tmp_path / "model")
+    output = proc.stdout + proc.stderr
+    assert "trained to step 30" in proc.stdout
+    steps = [int(step) for step in _LOSS_LINE.findall(output)]
+    if how == "none":  # TF 1.15's WARNING level: no loss line, one hint saying how
+        assert steps == [], output
+        assert output.count(_HINT) == 1, output
+        assert "set_verbosity" in output
+        return
+    assert output.count(_HINT) == 0, output
+    # Each loss line once: absl's handler and TensorFlow's own would both print it.
+    assert len(steps) >= 3 and len(set(steps)) == len(steps), output
+    if how == "absl":
+        assert re.search(r"^I\d{4} .*loss = ", output, re.M), output  # absl's format
+
+
+def test_reference_variables_as_tf115(tmp_path):
+    # TF2's resource variables raised NotImplementedError in initialized_value(), and a
+    # cond reading an uninitialised variable (ExponentialMovingAverage.apply) failed.
+    result = _result(_legacy("ref_variables.py", tmp_path / "model"))
+    assert result["types"] == {
+        "get_variable": "RefVariable",
+        "use_resource=True": "ResourceVariable",
+        "Variable": "RefVariable",
+    }
+    assert result["after_enable_resource_variables"] == "ResourceVariable"
+    assert result["model_fn_types"] == ["RefVariable"]
+    assert result["doubled"] == [2.0, 4.0]
+    assert result["assigned"] == [5.0, 6.0]
+    # Two accumulated micro-batch gradients, averaged, applied once: v = 0.1 * (1, 1).
+    assert result["accumulated"] == pytest.approx([0.1, 0.1])
+    slots = ("", "/Adam", "/Adam_1", "/ExponentialMovingAverage")
+    variables = ("hidden/bias", "hidden/kernel", "out/w")
+    assert result["checkpoint"] == sorted(
+        ["beta1_power", "beta2_power", "global_step"] + [v + s for v in variables for s in slots]
+    )
+
+
+def test_second_plain_estimator_into_one_model_dir_is_refused(tmp_path):
+    model_dir, release = tmp_path / "model", tmp_path / "release"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            *("-m", "tfest_kit.legacy", str(SCRIPTS / "model_dir_guard.py")),
+            f"--model_dir={model_dir}",
+            f"--hold_until={release}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout.readline().strip() == "training"  # holds the lock from here
+        second = _legacy("model_dir_guard.py", f"--model_dir={model_dir}", check_exit=1)
+        assert "ModelDirLockedError" in second.stderr
+        assert f"Another process is training into model_dir {model_dir}" in second.stderr
+        assert f"pid {first.pid}" in second.stderr
+        release.touch()
+        out, err = first.communicate(timeout=120)
+    finally:
+        first.kill()
+    assert first.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1]) == {
+        "restored_step": 0,
+        "final_step": 20,
+        "is_estimator": True,
+    }
+
+
+def test_plain_estimator_resumes_past_a_garbled_state_file(tmp_path):
+    model_dir = tmp_path / "model"
+    _legacy("model_dir_guard.py", f"--model_dir={model_dir}", "--max_steps=20")
+    (model_dir / "checkpoint").write_text('model_checkpoint_path: "model.ck')
+    proc = _legacy("model_dir_guard.py", f"--model_dir={model_dir}", "--max_steps=30")
+    # Without the recovery TensorFlow ignores the state file and trains from step 0 again.
+    assert _result(proc)["restored_step"] == 20
+    assert _result(proc)["final_step"] == 30
+    assert "Resuming from model.ckpt-20" in proc.stderr
+
+
+def test_canned_estimators_are_guarded_and_isinstance_holds_as_tf1(tmp_path):
+    estimator = build_namespace(Report()).estimator
+    model_dir = str(tmp_path / "model")
+    x = tf.feature_column.numeric_column("x")
+    linear = estimator.LinearRegressor([x], model_dir=model_dir)
+
+    def input_fn():
+        data = ({"x": [[1.0], [2.0]]}, [[2.0], [4.0]])
+        return tf.data.Dataset.from_tensors(data).repeat()
+
+    linear.train(input_fn, steps=2)
+    (tmp_path / "model" / "checkpoint").write_text("garbled")
+    with captured_tf_log(logging.WARNING) as lines:
+        linear.train(input_fn, steps=1)
+    assert linear.get_variable_value("global_step") == 3  # resumed, not trained from 0
+    assert any("Resuming from model.ckpt-2" in line for line in lines), lines
+    # As in TF 1.x: every Estimator is a tf.estimator.Estimator, and a script's subclass may
+    # not override train.
+    fallback = tpu.TPUEstimator(lambda features, labels, mode: None, use_tpu=False)
+    assert isinstance(linear, estimator.Estimator) and isinstance(fallback, estimator.Estimator)
+    assert issubclass(tf.estimator.DNNClassifier, estimator.Estimator)
+
+    class OwnTrain(estimator.Estimator):
+        def train(self, *args, **kwargs):
+            return self
+
+    with pytest.raises(ValueError, match="cannot override members of Estimator"):
+        OwnTrain(lambda features, labels, mode: None)
