@@ -283,7 +283,7 @@ def test_a_failed_task_is_named_and_stops_the_cluster_unless_an_evaluator(task, 
     status = local.run(timeout=60, worker_grace_secs=5, evaluator_grace_secs=1)
     assert time.monotonic() - start < 20
     text = out.getvalue()
-    how = "exited with 3" if death.startswith("sys") else "was killed by signal 9"
+    how = "exited with 3" if death.startswith("sys") else "was killed by signal 9;"
     lines = [x for x in text.splitlines() if x.startswith(f"[launcher] {task}:0 {how}")]
     assert len(lines) == 1, text
     if task == "evaluator":  # said at once; training finishes, then a failed exit

@@ -194,7 +194,7 @@ def test_a_task_that_dies_is_named_and_the_launcher_ends(tmp_path, fault, task):
         check_exit=status,
     )  # fmt: skip
     output = proc.stdout + proc.stderr
-    how = "was killed by signal 9" if fault == "kill" else "exited with 1"
+    how = "was killed by signal 9;" if fault == "kill" else "exited with 1"
     said = [
         x
         for x in output.splitlines()

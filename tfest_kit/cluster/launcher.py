@@ -187,11 +187,8 @@ class LocalCluster:
             pump.join(5)
 
     def _watch(self, job: str, secs: Optional[float]) -> tuple[Optional[int], list[str]]:
-        """Waits up to ``secs`` for the tasks of ``job``; names each task that fails, once.
-
-        Returns the status to exit with at once (a lost ps, a failed chief or worker; a failed
-        evaluator is only said), else None and the tasks of ``job`` still running.
-        """
+        """Waits up to ``secs`` for ``job``'s tasks, naming each failed task once. Returns the exit
+        status after a lost ps or a failed chief or worker, else None and ``job``'s tasks left."""
         deadline = None if secs is None else time.monotonic() + secs
         while True:
             for task, proc in self._procs.items():
@@ -200,18 +197,15 @@ class LocalCluster:
                     continue
                 self._failed.add(task)
                 self._pumps[task].join(5)  # its last lines (a traceback) first
-                how = f"exited with {code}"
-                if code < 0:
-                    how = f"was killed by signal {-code} ({signal.strsignal(-code)})"
+                how = f"exited with {code}" if code >= 0 else f"was killed by signal {-code}"
                 if task[0] != "evaluator":
                     self._write(f"[launcher] {_name(task)} {how}; stopping every task")
                     return 128 - code if code < 0 else code or 1, []
-                self._write(f"[launcher] {_name(task)} {how}; training goes on, the exit is 1")
+                self._write(f"[launcher] {_name(task)} {how}; training goes on, then exit 1")
             pending = [t for t in self.tasks if t[0] == job and self._procs[t].poll() is None]
             if not pending or (deadline is not None and time.monotonic() > deadline):
-                for task in self.tasks:
-                    if task[0] == job and task not in pending:
-                        self._pumps[task].join(5)  # their last lines before the launcher's next
+                for task in (t for t in self.tasks if t[0] == job and t not in pending):
+                    self._pumps[task].join(5)  # their last lines before the launcher's next
                 return None, [_name(t) for t in pending]
             time.sleep(0.1)
 
@@ -224,10 +218,9 @@ class LocalCluster:
     ) -> int:
         """Starts the cluster, waits for the chief and returns the cluster's exit status.
 
-        Every task that fails is named in one ``[launcher]`` line. A lost ps, a failed chief or
-        worker, or a ``timeout`` stops every task at once. After a chief's success, workers and
-        the evaluator get ``worker_grace_secs`` and ``evaluator_grace_secs`` to finish; then
-        all stop.
+        Each failed task is named in one ``[launcher]`` line; a lost ps, a failed chief or worker,
+        or ``timeout`` stops every task at once. After the chief's success, workers and the
+        evaluator get ``worker_grace_secs`` / ``evaluator_grace_secs`` to finish, then all stop.
 
         Returns:
           0; else the status of the task that stopped the cluster (``128 + N`` for signal N),
@@ -236,18 +229,17 @@ class LocalCluster:
         self._failed: set[Task] = set()
         try:
             self.start()
-            status, left = self._watch("chief", timeout)
-            if left:
-                self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
-                return 124
-            for job, grace in (("worker", worker_grace_secs), ("evaluator", evaluator_grace_secs)):
-                if status is None:  # not a failed chief
-                    status, left = self._watch(job, grace)
+            graces = (("worker", worker_grace_secs), ("evaluator", evaluator_grace_secs))
+            for job, secs in (("chief", timeout), *graces):
+                status, left = self._watch(job, secs)
                 if status is not None:
                     return status
+                if left and job == "chief":
+                    self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
+                    return 124
                 if left:  # the evaluator's final evaluation may wait throttle_secs
                     self._write(
-                        f"[launcher] {', '.join(left)} still running {grace}s after the chief "
+                        f"[launcher] {', '.join(left)} still running {secs}s after the chief "
                         f"finished; stopping (more time: --{job}-grace, above throttle_secs)"
                     )
             self._write("[launcher] training done; stopping the parameter servers")
