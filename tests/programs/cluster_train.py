@@ -108,9 +108,9 @@ def main() -> int:
     args = parser.parse_args()
     logs.setup("info")
     task = cluster.validate_tf_config().get("task", {})
-    if task.get("type") == args.crash_task:
+    if args.crash_task and task.get("type") == args.crash_task:
         raise SystemExit(f"--crash_task={args.crash_task}: crashing at start")
-    if task.get("type") == args.kill_task:
+    if args.kill_task and task.get("type") == args.kill_task:
         threading.Thread(
             target=_kill_after_first_checkpoint, args=[args.model_dir], daemon=True
         ).start()
