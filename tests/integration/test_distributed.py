@@ -182,7 +182,7 @@ def test_a_task_that_dies_is_named_and_the_launcher_ends(tmp_path, fault, task):
     # evaluator ended in exit status 0 and "training done".
     model_dir = str(tmp_path / "model")
     survives = task == "evaluator"  # training goes on to max_steps (no eval, no early stop)
-    status = 1 if survives else (128 + 9 if fault == "kill" else 1)
+    status = 128 + 9 if fault == "kill" and not survives else 1
     proc = run_program(
         [
             "-m", "tfest_kit.cluster", "--workers", "1", "--ps", "1", "--evaluator",
