@@ -10,7 +10,8 @@ The recipes train through :meth:`Run.train_and_evaluate` (``tfest_kit.train_and_
 the same command runs on one process and as every task of a ``TF_CONFIG`` cluster (see
 ``python -m tfest_kit.cluster``): every task needs the same ``--model_dir`` (on one machine
 they derive the same default, :meth:`Run.choose_model_dir`), each writes its input files to a
-directory of its own (:meth:`Run.data_dir`), only the chief records the flags; chief and
+directory of its own (:meth:`Run.data_dir`), only the chief holds the model_dir's writer lock
+(:meth:`Run.hold`, before anything is written) and records the flags; chief and
 workers train, the evaluator evaluates each new checkpoint; a ps task serves variables from
 the start, without reading data or building a model, and never returns; the chief alone goes
 on to the results, predictions and export, the others end with ``Task TYPE:INDEX done``
@@ -19,6 +20,7 @@ on to the results, predictions and export, the others end with ``Task TYPE:INDEX
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,7 +31,7 @@ from typing import Callable, Optional
 
 import tfest_kit
 from recipes import _previous_run as previous_run
-from tfest_kit import cluster, hooks
+from tfest_kit import cluster, hooks, training
 from tfest_kit._tf import tf
 
 __all__ = ["Run", "StartLine", "UsageError", "checkpoint_step"]
@@ -130,6 +132,7 @@ class Run:
         self._checkpoint_dirs: list[str] = []
         self._task: dict = {}  # {} on one process; in a cluster the task TF_CONFIG names
         self._cluster: dict = {}  # TF_CONFIG's "cluster"
+        self._held = contextlib.ExitStack()  # the writer lock, until main() returns
 
     # -- where the run writes ---------------------------------------------------------------
 
@@ -231,16 +234,29 @@ class Run:
         previous_run.check(model_dir, self.recipe, recorded, checkpoint_dirs, self.dir_flag)
         self.record(model_dir, recorded)
 
+    def hold(self, model_dir: str) -> None:
+        """Takes ``model_dir``'s writer lock until :meth:`main` returns (the chief only).
+
+        Before anything is written into ``model_dir``: a second run into it is refused in one
+        line before it writes a file (a rewritten data file killed the first run mid-read).
+
+        Raises:
+          ModelDirLockedError: another process holds it (``tfest_kit.training.writer_lock``).
+        """
+        self._held.enter_context(training.writer_lock(model_dir))
+
     def record(self, model_dir: str, recorded: Mapping[str, object]) -> None:
-        """Records the flags (the chief only; the other tasks create ``model_dir`` if needed).
+        """Creates ``model_dir`` if needed, takes its writer lock (:meth:`hold`), then records
+        the flags (the chief only).
 
         Raises:
           PreviousRunError: when ``model_dir`` cannot be created or written to.
+          ModelDirLockedError: another process holds ``model_dir``'s writer lock.
         """
+        previous_run.make_dir(model_dir)  # a directory that cannot be made: one clear line
+        self.hold(model_dir)
         if self.is_chief:
             previous_run.record(model_dir, self.recipe, recorded)
-        else:
-            previous_run.make_dir(model_dir)
 
     def data_dir(self, model_dir: str) -> str:
         """``model_dir/data``; in a cluster ``model_dir/data/TYPE_INDEX`` for a task not the chief.
@@ -487,16 +503,23 @@ class Run:
         Args:
           body: the recipe's work; returns the exit status (None: 0).
           errors: exception types that are expected problems (a bad flag value, offline),
-            printed as ``RECIPE: error: MESSAGE`` with exit status 1. ``PreviousRunError``
-            and ``UsageError`` always are.
+            printed as ``RECIPE: error: MESSAGE`` with exit status 1. ``PreviousRunError``,
+            ``UsageError`` and ``ModelDirLockedError`` (a second run into the model_dir)
+            always are.
 
         Returns:
           ``body``'s exit status, 1 after an expected error, 130 after Ctrl-C (also when it
           stopped :meth:`train_and_evaluate`, which said so).
         """
         try:
-            return body()
-        except (previous_run.PreviousRunError, UsageError, *errors) as e:
+            with self._held:
+                return body()
+        except (
+            previous_run.PreviousRunError,
+            UsageError,
+            training.ModelDirLockedError,
+            *errors,
+        ) as e:
             print(f"{self.recipe}: error: {e}", file=sys.stderr)
             return 1
         except _Interrupted:  # said where training stopped

@@ -403,6 +403,7 @@ def _resolve_settings() -> _Settings:
     # the built-in task is written into output_dir, so it is read after.
     examples = None if generated else _examples(processor, FLAGS.data_dir)
     output_dir = _make_output_dir()
+    RUN.hold(output_dir)  # before anything is written into it: a second run stops here
     if _is_local(output_dir) and task.get("type") in (None, "chief", "master"):
         # Marks the directory as this recipe's for the other recipes' check (one writer: the
         # chief, or the single process). No flags are compared on a rerun.

@@ -269,7 +269,36 @@ def test_evaluator_gets_a_bounded_grace_period():
     start = time.monotonic()
     assert local.run(timeout=60, evaluator_grace_secs=1) == 0
     assert time.monotonic() - start < 20
-    assert "still runs 1s after the chief" in out.getvalue()
+    assert "evaluator:0 still running 1s after the chief" in out.getvalue()
+    assert "--evaluator-grace" in out.getvalue()
+
+
+@pytest.mark.parametrize("task", ["ps", "worker", "evaluator"])
+@pytest.mark.parametrize("death", ["sys.exit(3)", "os.kill(os.getpid(), 9)"])
+def test_a_failed_task_is_named_and_stops_the_cluster_unless_an_evaluator(task, death):
+    # Before: a worker or evaluator that died left the exit status 0, and a dead ps left the
+    # launcher waiting for a chief that waits for the ps forever.
+    out = io.StringIO()
+    trains = "time.sleep(2)" if task == "evaluator" else "time.sleep(3600)"
+    behaviour = (
+        f"if t['type'] == {task!r}: time.sleep(0.5); {death}\n"
+        f"{trains} if t['type'] in ('chief', 'worker') else time.sleep(3600)"
+    )
+    local = LocalCluster(_child(behaviour), workers=1, ps=1, evaluator=True, output=out)
+    start = time.monotonic()
+    status = local.run(timeout=60, worker_grace_secs=5, evaluator_grace_secs=1)
+    assert time.monotonic() - start < 20
+    text = out.getvalue()
+    how = "exited with 3" if death.startswith("sys") else "was killed by signal 9;"
+    lines = [x for x in text.splitlines() if x.startswith(f"[launcher] {task}:0 {how}")]
+    assert len(lines) == 1, text
+    if task == "evaluator":  # said at once; training finishes, then a failed exit
+        assert status == 1, text
+        assert "training goes on" in lines[0] and "training done" in text
+    else:
+        assert status == (3 if death.startswith("sys") else 128 + 9), text
+        assert "stopping every task" in lines[0] and "training done" not in text
+    assert _all_dead(_pids(text))
 
 
 def test_stop_kills_grandchildren_and_tasks_ignoring_sigterm():

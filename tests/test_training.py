@@ -247,6 +247,45 @@ def test_malformed_tf_config_is_named_before_training(tmp_path, monkeypatch):
     assert not os.path.exists(os.path.join(str(tmp_path), "checkpoint"))
 
 
+def test_writer_lock_is_taken_early_by_the_checkpoint_writer_only(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    lock_file = tmp_path / ".tfest_kit.lock"
+    with training.writer_lock(str(tmp_path)):
+        assert json.loads(lock_file.read_text())["pid"] == os.getpid()
+    assert lock_file.read_text() == ""  # released
+
+    def take():
+        with training.writer_lock(str(tmp_path)):
+            return "held"
+
+    # Held by another open file, as by another process.
+    fd = os.open(lock_file, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        ps_cluster = {"chief": ["h:1"], "worker": ["h:2", "h:3"], "ps": ["h:4"]}
+        for cluster, task, refused in [
+            ({}, None, True),  # one process
+            (ps_cluster, ("chief", 0), True),
+            (ps_cluster, ("worker", 0), False),
+            (ps_cluster, ("ps", 0), False),
+            ({"chief": ["h:1"]}, ("evaluator", 0), False),
+            ({"worker": ["h:1", "h:2"]}, ("worker", 0), True),  # a strategy's chief
+            ({"worker": ["h:1", "h:2"]}, ("worker", 1), False),
+        ]:
+            if task:
+                tf_config = {"cluster": cluster, "task": {"type": task[0], "index": task[1]}}
+                monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+            if refused:
+                with pytest.raises(training.ModelDirLockedError, match="another model_dir"):
+                    take()
+            else:
+                assert take() == "held"
+    finally:
+        os.close(fd)
+
+
 def _exports(model_dir, name):
     base = os.path.join(model_dir, "export", name)
     return sorted(os.listdir(base)) if os.path.isdir(base) else []

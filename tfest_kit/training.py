@@ -5,6 +5,7 @@ One loop serves one machine and every task of a ``TF_CONFIG`` cluster (``_TaskEx
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,14 +17,14 @@ import numpy as np
 
 from tfest_kit import _model_dir
 from tfest_kit._eval_guard import EvalGuard
-from tfest_kit._model_dir import metrics_by_step, saved_step
+from tfest_kit._model_dir import ModelDirLockedError, metrics_by_step, saved_step
 from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, tf
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._vanished_checkpoint import KEEP_MORE, export_unless_vanished, vanished_checkpoint
 from tfest_kit.cluster import validate_tf_config
 from tfest_kit.hooks import PreemptionHook, fill_progress_totals
 
-__all__ = ["latest_eval_metrics", "train_and_evaluate"]
+__all__ = ["ModelDirLockedError", "latest_eval_metrics", "train_and_evaluate", "writer_lock"]
 
 # In model_dir, written by the chief of a cluster that stopped early: {"global_step": step}.
 _STOPPED_EARLY_FILE = "stopped_early.json"
@@ -380,6 +381,25 @@ def train_and_evaluate(
     with _model_dir.training(estimator, train_spec.max_steps) as step_counter:
         train_spec = train_spec._replace(hooks=(*train_hooks, step_counter))
         return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
+
+
+def writer_lock(model_dir: str) -> contextlib.AbstractContextManager:
+    """Holds ``model_dir``'s writer lock in a ``with`` block, where ``train_and_evaluate`` would.
+
+    Take it before writing into ``model_dir`` (data caches, records): a second run is then
+    refused with ``ModelDirLockedError`` before it writes a file. Nested holds are allowed; on a
+    ``TF_CONFIG`` cluster only the chief (or worker 0 without one) takes it.
+
+    Example:
+
+        with training.writer_lock(model_dir):
+            run(model_dir)  # writes model_dir/data, trains, exports
+    """
+    config = validate_tf_config(workers_only_allowed=True)
+    jobs, task = config.get("cluster") or {}, config.get("task") or {}
+    writer = ("chief" if "chief" in jobs else "worker", 0) if jobs else (None, None)
+    held = (task.get("type"), task.get("index")) == writer
+    return _model_dir.writer_lock(model_dir) if held else contextlib.nullcontext()
 
 
 def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters) -> dict:

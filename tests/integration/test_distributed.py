@@ -171,3 +171,40 @@ def test_parameter_server_training_and_resuming_its_model_dir(tmp_path):
     assert "Exiting evaluation, global_step=" in "\n".join(_lines(output, "evaluator:0")), output
     assert "which is evaluated" not in output, output
     assert not os.path.exists(os.path.join(model_dir, "stopped_early.json"))
+
+
+@pytest.mark.parametrize(
+    "fault, task",
+    [("crash", "ps"), ("kill", "ps"), ("kill", "chief"), ("kill", "worker"), ("kill", "evaluator")],
+)
+def test_a_task_that_dies_is_named_and_the_launcher_ends(tmp_path, fault, task):
+    # Before: a dead ps left the chief and the launcher waiting forever, and a dead worker or
+    # evaluator ended in exit status 0 and "training done".
+    model_dir = str(tmp_path / "model")
+    survives = task == "evaluator"  # training goes on to max_steps (no eval, no early stop)
+    status = 128 + 9 if fault == "kill" and not survives else 1
+    proc = run_program(
+        [
+            "-m", "tfest_kit.cluster", "--workers", "1", "--ps", "1", "--evaluator",
+            "--timeout", "150", "--evaluator-grace", "8", "--",
+            sys.executable, PROGRAM, f"--model_dir={model_dir}", "--max_steps=60",
+            "--wait_at=-1", "--step_sleep=0.05", f"--{fault}_task={task}",
+        ],
+        timeout=180,  # a hang fails here
+        check_exit=status,
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    how = "was killed by signal 9;" if fault == "kill" else "exited with 1"
+    said = [
+        x
+        for x in output.splitlines()
+        if x.startswith("[launcher]") and ("exited with" in x or "was killed by" in x)
+    ]
+    named = [x for x in said if x.startswith(f"[launcher] {task}:0 {how}")]
+    assert len(named) == 1 and len(said) == 1, output
+    if survives:
+        assert "training goes on" in named[0], output
+        assert _result(output, "chief:0") and _result(output, "worker:0")
+        assert "training done" in output
+    else:
+        assert "stopping every task" in named[0] and "training done" not in output, output

@@ -4,7 +4,9 @@ Uses early stopping and the best exporter.  Prints ``VARIABLE_DEVICE name device
 variable (where the variables were placed), ``JOINED`` once a training session exists and
 ``RESULT {json}`` at the end.  The chief waits (bounded) at step ``--wait_at`` until worker 0
 has joined, so that both really train together however slow the machine is.  Every task
-stops training once ``--stop_file`` exists (tests end long runs that way).
+stops training once ``--stop_file`` exists (tests end long runs that way). The task of type
+``--crash_task`` fails at start; that of ``--kill_task`` kills itself with SIGKILL once the
+first checkpoint exists (the launcher's fault tests).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -82,6 +86,13 @@ class _Pace(tf.train.SessionRunHook):
             run_context.request_stop()
 
 
+def _kill_after_first_checkpoint(model_dir: str) -> None:
+    while not tf.train.latest_checkpoint(model_dir):
+        time.sleep(0.1)
+    print("KILLING myself", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model_dir", required=True)
@@ -92,9 +103,17 @@ def main() -> int:
     parser.add_argument("--wait_at", type=int, default=5)
     parser.add_argument("--patience_steps", type=int, default=40)
     parser.add_argument("--stop_file", default=None)
+    parser.add_argument("--crash_task", default=None)
+    parser.add_argument("--kill_task", default=None)
     args = parser.parse_args()
     logs.setup("info")
     task = cluster.validate_tf_config().get("task", {})
+    if args.crash_task and task.get("type") == args.crash_task:
+        raise SystemExit(f"--crash_task={args.crash_task}: crashing at start")
+    if args.kill_task and task.get("type") == args.kill_task:
+        threading.Thread(
+            target=_kill_after_first_checkpoint, args=[args.model_dir], daemon=True
+        ).start()
     distribute = cluster.multi_worker_strategy() if args.strategy == "mwms" else None
     config = estimator.RunConfig(
         model_dir=args.model_dir,

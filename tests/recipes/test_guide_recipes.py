@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
-from tests.conftest import interrupt_program, run_program
+from tests.conftest import ROOT, interrupt_program, run_program
 from tfest_kit._tf import tf
 
 pytestmark = pytest.mark.slow
@@ -81,6 +85,53 @@ def test_iris_csv_files_leave_out_the_three_held_out_flowers(tmp_path):
         assert len(rows["test.csv"]) == 30 and len(rows["train.csv"]) == 117
         for flower in held_out:
             assert flower not in rows["train.csv"] + rows["test.csv"], (seed, flower)
+
+
+def _files(directory) -> dict:
+    return {
+        str(p): (p.stat().st_mtime_ns, p.stat().st_size, p.read_bytes())
+        for p in directory.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_a_second_run_into_a_model_dir_is_refused_before_it_writes_and_the_first_finishes(
+    tmp_path,
+):
+    # iris rewrote model_dir/data/*.csv before the writer lock: the first run died reading a
+    # half-written file ("Can't read header of file") while the second trained on.
+    model_dir = tmp_path / "iris"
+    args = ["-m", "recipes.iris_custom_estimator", "--steps=1000", f"--model_dir={model_dir}"]
+    out_path = tmp_path / "first.out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    with open(out_path, "w") as out:
+        first = subprocess.Popen(
+            [sys.executable, *args], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "training from step 0 to 1000" not in out_path.read_text():
+            assert first.poll() is None and time.monotonic() < deadline, out_path.read_text()
+            time.sleep(0.1)
+        first.send_signal(signal.SIGSTOP)  # holds the lock, and changes no file meanwhile
+        before = _files(model_dir)
+        assert str(model_dir / "data" / "train.csv") in before
+        second = run_program(args, check_exit=1)
+        assert _files(model_dir) == before  # not one file touched
+        assert second.stdout == ""
+        lines = second.stderr.strip().splitlines()  # one line, naming the first run and the fix
+        assert len(lines) == 1 and lines[0].startswith("iris_custom_estimator: error: "), lines
+        for words in ("Another process is training", str(model_dir), f"pid {first.pid}"):
+            assert words in lines[0], lines
+        assert "another model_dir" in lines[0], lines
+        first.send_signal(signal.SIGCONT)
+        assert first.wait(120) == 0, out_path.read_text()
+    finally:
+        first.kill()
+        first.wait()
+    output = out_path.read_text()
+    assert "Test set accuracy: " in output and "Traceback" not in output, output
+    assert "Predictor answer: ['Setosa', 'Versicolor', 'Virginica']" in output, output
 
 
 def test_premade_estimators(tmp_path):

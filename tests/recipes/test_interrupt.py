@@ -179,8 +179,9 @@ def test_in_a_cluster_a_task_needs_model_dir_writes_its_own_data_and_only_the_ch
     assert worker.data_dir(model_dir) == os.path.join(model_dir, "data", "worker_0")
     chief = task("chief")
     chief.choose_model_dir(model_dir)
-    chief.check_and_record(model_dir, {"seed": 0})
-    assert os.listdir(model_dir) == ["some_recipe_flags.json"]
+    # The chief alone takes the writer lock (as train_and_evaluate does), before it writes.
+    assert chief.main(lambda: chief.check_and_record(model_dir, {"seed": 0})) is None
+    assert sorted(os.listdir(model_dir)) == [".tfest_kit.lock", "some_recipe_flags.json"]
     assert chief.is_chief and chief.data_dir(model_dir) == os.path.join(model_dir, "data")
 
     monkeypatch.delenv("TF_CONFIG")

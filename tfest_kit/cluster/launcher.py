@@ -186,18 +186,28 @@ class LocalCluster:
         for pump in self._pumps.values():
             pump.join(5)
 
-    def _wait_all(self, job: str, grace_secs: float) -> list[str]:
-        """Waits up to ``grace_secs`` for the tasks of ``job``; returns those still running."""
-        tasks = [t for t in self.tasks if t[0] == job]
-        deadline = time.monotonic() + grace_secs
-        pending = list(tasks)
-        while pending and time.monotonic() < deadline:
-            pending = [t for t in pending if self._procs[t].poll() is None]
-            if pending:
-                time.sleep(0.1)
-        for task in set(tasks) - set(pending):
-            self._pumps[task].join(5)  # their last lines before the launcher's next one
-        return [_name(t) for t in pending]
+    def _watch(self, job: str, secs: Optional[float]) -> tuple[Optional[int], list[str]]:
+        """Waits up to ``secs`` for ``job``'s tasks, naming each failed task once. Returns the exit
+        status after a lost ps or a failed chief or worker, else None and ``job``'s tasks left."""
+        deadline = None if secs is None else time.monotonic() + secs
+        while True:
+            for task, proc in self._procs.items():
+                code = proc.poll()
+                if code is None or task in self._failed or (code == 0 and task[0] != "ps"):
+                    continue
+                self._failed.add(task)
+                self._pumps[task].join(5)  # its last lines (a traceback) first
+                how = f"exited with {code}" if code >= 0 else f"was killed by signal {-code}"
+                if task[0] != "evaluator":
+                    self._write(f"[launcher] {_name(task)} {how}; stopping every task")
+                    return 128 - code if code < 0 else code or 1, []
+                self._write(f"[launcher] {_name(task)} {how}; training goes on, then exit 1")
+            pending = [t for t in self.tasks if t[0] == job and self._procs[t].poll() is None]
+            if not pending or (deadline is not None and time.monotonic() > deadline):
+                for task in (t for t in self.tasks if t[0] == job and t not in pending):
+                    self._pumps[task].join(5)  # their last lines before the launcher's next
+                return None, [_name(t) for t in pending]
+            time.sleep(0.1)
 
     def run(
         self,
@@ -206,39 +216,34 @@ class LocalCluster:
         worker_grace_secs: float = 120.0,
         evaluator_grace_secs: float = _EVALUATOR_GRACE_SECS,
     ) -> int:
-        """Starts the cluster, waits for the chief and returns its exit status.
+        """Starts the cluster, waits for the chief and returns the cluster's exit status.
 
-        A chief that fails or a ``timeout`` stops every task at once. After a chief's success,
-        workers and the evaluator get ``worker_grace_secs`` and ``evaluator_grace_secs`` to
-        finish; then all stop.
+        Each failed task is named in one ``[launcher]`` line; a lost ps, a failed chief or worker,
+        or ``timeout`` stops every task at once. After the chief's success, workers and the
+        evaluator get ``worker_grace_secs`` / ``evaluator_grace_secs`` to finish, then all stop.
 
         Returns:
-          The chief's status (``128 + N`` for signal N, 124 on timeout).
+          0; else the status of the task that stopped the cluster (``128 + N`` for signal N),
+          124 on timeout, or 1 after a failed evaluator.
         """
+        self._failed: set[Task] = set()
         try:
             self.start()
-            try:
-                status = self._procs[("chief", 0)].wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
-                return 124
-            self._pumps[("chief", 0)].join(5)  # its last lines (a traceback) first
-            if status != 0:
-                self._write(f"[launcher] chief:0 exited with {status}; stopping every task")
-                return 128 - status if status < 0 else status
-            left = self._wait_all("worker", worker_grace_secs)
-            if left:
-                self._write(
-                    f"[launcher] workers {left} still running {worker_grace_secs}s after the "
-                    "chief; stopping them"
-                )
-            if self._wait_all("evaluator", evaluator_grace_secs):
-                self._write(
-                    f"[launcher] the evaluator still runs {evaluator_grace_secs}s after the "
-                    "chief finished; stopping it (raise --evaluator-grace above throttle_secs)"
-                )
+            graces = (("worker", worker_grace_secs), ("evaluator", evaluator_grace_secs))
+            for job, secs in (("chief", timeout), *graces):
+                status, left = self._watch(job, secs)
+                if status is not None:
+                    return status
+                if left and job == "chief":
+                    self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
+                    return 124
+                if left:  # the evaluator's final evaluation may wait throttle_secs
+                    self._write(
+                        f"[launcher] {', '.join(left)} still running {secs}s after the chief "
+                        f"finished; stopping (more time: --{job}-grace, above throttle_secs)"
+                    )
             self._write("[launcher] training done; stopping the parameter servers")
-            return 0
+            return 1 if self._failed else 0
         finally:
             self.stop()
 
@@ -253,7 +258,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tfest_kit.cluster",
         description="Run a program that trains through train_and_evaluate as a local TF_CONFIG "
-        "cluster on loopback ports; the exit status is the chief's.",
+        "cluster on loopback ports; a task that fails is named, and the exit status is not 0.",
     )
     parser.add_argument("--chief", type=int, default=1, choices=[1], help="number of chiefs")
     parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")
@@ -275,7 +280,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Parses the command line, runs the cluster and returns the chief's exit status.
+    """Parses the command line, runs the cluster and returns its exit status (see ``run``).
 
     Example:
 
