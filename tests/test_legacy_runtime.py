@@ -120,7 +120,7 @@ def test_plain_estimator_resumes_past_a_garbled_state_file(tmp_path):
     # Without the recovery TensorFlow ignores the state file and trains from step 0 again.
     assert _result(proc)["restored_step"] == 20
     assert _result(proc)["final_step"] == 30
-    assert "Resuming from model.ckpt-20" in proc.stderr
+    assert "resuming from model.ckpt-20" in proc.stderr
 
 
 def test_canned_estimators_are_guarded_and_isinstance_holds_as_tf1(tmp_path):
@@ -138,7 +138,7 @@ def test_canned_estimators_are_guarded_and_isinstance_holds_as_tf1(tmp_path):
     with captured_tf_log(logging.WARNING) as lines:
         linear.train(input_fn, steps=1)
     assert linear.get_variable_value("global_step") == 3  # resumed, not trained from 0
-    assert any("Resuming from model.ckpt-2" in line for line in lines), lines
+    assert any("resuming from model.ckpt-2" in line for line in lines), lines
     # As in TF 1.x: every Estimator is a tf.estimator.Estimator, and a script's subclass may
     # not override train.
     fallback = tpu.TPUEstimator(lambda features, labels, mode: None, use_tpu=False)
