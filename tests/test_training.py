@@ -697,6 +697,7 @@ def test_the_official_call_with_specs_and_progress_totals(tmp_path, tf_log_lines
     )
     assert metrics["global_step"] == 30 and metrics["examples"] == len(X)
     assert "step 30/30 (100%)" in " ".join(tf_log_lines)
+    assert "ETA" in " ".join(tf_log_lines) and "s + final evaluation" in " ".join(tf_log_lines)
     assert "Evaluating 130 batches" in tf_log_lines  # the eval set's length, read once
 
 

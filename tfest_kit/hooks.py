@@ -44,6 +44,8 @@ class _IntervalHook(tf.train.SessionRunHook):
     ``total_steps`` / ``batch_size`` not given are filled by :func:`fill_progress_totals`:
     ``total_steps`` is a global step, ``more_steps`` a count from the restored one."""
 
+    _then = ""  # " + the final evaluation"
+
     def __init__(self, every_n_steps: int, loss=None, total_steps=None, batch_size=None) -> None:
         self._every_n = check_int("every_n_steps", every_n_steps)
         self._loss_arg = loss
@@ -126,19 +128,21 @@ class _IntervalHook(tf.train.SessionRunHook):
         rate = (step - self._rate_step) / max(time.monotonic() - self._rate_time, 1e-9)
         if rate <= 0:
             return ""
-        return f"ETA {max(0, self._total - step) / rate:.0f}s"
+        return f"ETA {max(0, self._total - step) / rate:.0f}s" + self._then
 
 
-def fill_progress_totals(hooks, max_steps, estimator=None, steps=None) -> None:
+def fill_progress_totals(hooks, max_steps, estimator=None, steps=None, then="") -> None:
     """Gives the progress hooks in ``hooks`` the run's end (``max_steps``, else the restored
     step + ``steps``) and the batch size of ``estimator`` (a ``tpu.TPUEstimator``'s
-    ``train_batch_size`` or ``params["batch_size"]``) where they were not given."""
+    ``train_batch_size`` or ``params["batch_size"]``) where they were not given; ``then``:
+    what comes after the last step, said after the ETA."""
     batch_size = getattr(estimator, "train_batch_size", None) or (
         (getattr(estimator, "params", None) or {}).get("batch_size")
     )
     for hook in hooks:
         if isinstance(hook, _IntervalHook):
             hook._filled = (max_steps, None if max_steps else steps, batch_size)
+            hook._then = then and f" + {then}" or hook._then
 
 
 class LossLoggingHook(_IntervalHook):
@@ -240,6 +244,7 @@ class ProgressHook(_IntervalHook):
             step = int(session.run(self._global_step))
             if step > self._last_step:
                 self._report_now(None, step, final=True)
+        self._then = ""  # told again by the next train_and_evaluate
 
 
 class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):

@@ -358,7 +358,8 @@ def train_and_evaluate(
             throttle_secs=throttle_secs or 0,
         )
     train_hooks = list(train_spec.hooks)
-    fill_progress_totals(train_hooks, train_spec.max_steps, estimator)
+    then = "" if estimator.config.cluster_spec else "final evaluation"  # (the evaluator's)
+    fill_progress_totals(train_hooks, train_spec.max_steps, estimator, then=then)
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
     throttle = eval_spec.throttle_secs
