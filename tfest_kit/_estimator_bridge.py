@@ -16,8 +16,7 @@ tensorflow_estimator``; on TensorFlow 2.15 it does nothing. It supplies, under t
   lazily loaded attributes TensorFlow 2.15 had.
 
 Nothing on disk is changed. ``SUPPLIED`` lists every name; ``tests/test_estimator_bridge.py``
-checks on each stack that TensorFlow lacks it (or has it, on
-2.15) and that the bridge gives it.
+checks on each stack that TensorFlow lacks it (or has it, on 2.15) and that the bridge gives it.
 """
 
 from __future__ import annotations
@@ -42,22 +41,18 @@ _DISTRIBUTE = "tensorflow.python.distribute.estimator_training"
 _SESSION_SUPPORT = "tensorflow.python.tpu.session_support"
 _EMBEDDING = "tensorflow.python.tpu.tpu_embedding"
 _EMBEDDING_GRADIENT = "tensorflow.python.tpu.tpu_embedding_gradient"
-_EMBEDDING_PARAMETERS = (
-    "AdagradParameters",
-    "AdamParameters",
-    "FtrlParameters",
-    "MomentumParameters",
-    "ProximalAdagradParameters",
-    "RMSPropParameters",
-    "StochasticGradientDescentParameters",
+_EMBEDDING_PARAMETERS = tuple(
+    """AdagradParameters AdamParameters FtrlParameters MomentumParameters ProximalAdagradParameters
+    RMSPropParameters StochasticGradientDescentParameters""".split()
 )
+_DISTRIBUTE_FUNCTIONS = ("init_run_config", "should_run_distribute_coordinator")
+_DISTRIBUTE_FUNCTIONS += ("train_and_evaluate", "estimator_train", "estimator_evaluate")
 
 _log = tf.compat.v1.logging
 
 # "module" is a module the bridge creates; "module:name" an attribute it sets on a TF module.
 SUPPLIED: dict[str, str] = {
-    _DISTRIBUTE: "init_run_config, should_run_distribute_coordinator, train_and_evaluate, "
-    "estimator_train, estimator_evaluate",
+    _DISTRIBUTE: ", ".join(_DISTRIBUTE_FUNCTIONS),
     _SESSION_SUPPORT: "GracefulShutdownHook and its finalizers (a warning), start_worker_watchdog",
     _EMBEDDING: "the seven *Parameters classes; any use is a clear error",
     _EMBEDDING_GRADIENT: "any use is a clear error",
@@ -313,7 +308,6 @@ def install() -> None:
 
     Must run after ``import tensorflow`` and before ``import tensorflow_estimator``.
     """
-
     if not needed(tf.__version__):
         return
     builders = {
@@ -347,13 +341,7 @@ def install() -> None:
 
 def _distribute_module() -> types.ModuleType:
     module = types.ModuleType(_DISTRIBUTE, "Supplied by tfest_kit (_estimator_bridge).")
-    for name in (
-        "init_run_config",
-        "should_run_distribute_coordinator",
-        "train_and_evaluate",
-        "estimator_train",
-        "estimator_evaluate",
-    ):
+    for name in _DISTRIBUTE_FUNCTIONS:
         setattr(module, name, globals()[name])
     return module
 
@@ -363,10 +351,6 @@ def restore_estimator_namespace() -> None:
     from tensorflow_estimator.python.estimator.api._v1 import estimator as v1
     from tensorflow_estimator.python.estimator.api._v2 import estimator as v2
 
-    for namespace, module in (
-        (tf, v2),
-        (tf.compat.v2, v2),
-        (tf.compat.v1, v1),
-    ):
+    for namespace, module in ((tf, v2), (tf.compat.v2, v2), (tf.compat.v1, v1)):
         if getattr(namespace, "estimator", None) is None:
             namespace.estimator = module
