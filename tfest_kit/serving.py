@@ -6,6 +6,7 @@ serving.Predictor(serving.export_and_check(est, receiver, {"x": x[:8]}, "/tmp/e"
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -30,22 +31,10 @@ from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._vanished_checkpoint import export_unless_vanished
 
-__all__ = [
-    "raw_receiver",
-    "parsing_receiver",
-    "bert_receiver",
-    "image_bytes_receiver",
-    "best_exporter",
-    "latest_export",
-    "Predictor",
-    "read_signatures",
-    "export_and_check",
-    "ExportMismatchError",
-    "ExportNotFoundError",
-    "ExportLoadError",
-    "PredictorInputError",
-    "EXPORT_METRICS_FILE",
-]
+__all__ = ["raw_receiver", "parsing_receiver", "bert_receiver", "image_bytes_receiver"]
+__all__ += ["best_exporter", "latest_export", "Predictor", "read_signatures", "export_and_check"]
+__all__ += ["ExportMismatchError", "ExportNotFoundError", "ExportLoadError", "PredictorInputError"]
+__all__ += ["EXPORT_METRICS_FILE"]
 
 ReceiverFn = Callable[[], Any]
 
@@ -249,14 +238,9 @@ class _BestExporter(tf_estimator.BestExporter):
         with open(self._metrics_path, "w") as f:
             json.dump(metrics, f, indent=1, sort_keys=True)
         # On a cluster the chief may delete the checkpoint while it is exported.
-        result = export_unless_vanished(
-            lambda: super(_BestExporter, self).export(
-                estimator, export_path, checkpoint_path, eval_result, is_the_final_export
-            ),
-            self.name,
-            export_path,
-            checkpoint_path,
-        )
+        args = (estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
+        export = functools.partial(super().export, *args)
+        result = export_unless_vanished(export, self.name, export_path, checkpoint_path)
         if result is not None:
             self._best = value
         return result
