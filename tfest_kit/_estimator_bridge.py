@@ -22,6 +22,7 @@ checks on each stack that TensorFlow lacks it (or has it, on 2.15) and that the 
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import importlib.util
 import sys
@@ -83,13 +84,8 @@ def _global_id(cluster_spec: Any, task_type: str | None, task_id: int) -> int:
     """The task's index over chief, the other jobs sorted by name, then ps (TF 2.15's order)."""
     if not task_type:
         return 0
-    jobs = cluster_spec.jobs
-    order = (["chief"] if "chief" in jobs else []) + sorted(
-        job for job in jobs if job not in ("chief", "ps")
-    )
-    order += ["ps"] if "ps" in jobs else []
     first = 0
-    for job in order:
+    for job in sorted(cluster_spec.jobs, key=lambda job: (job != "chief", job == "ps", job)):
         if job == task_type:
             return first + task_id
         first += len(cluster_spec.job_tasks(job))
@@ -211,7 +207,7 @@ def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor
     )
 
 
-def _run_standalone(estimator: Any, field: str, method: str, run_fn: Any, hooks: Any) -> Any:
+def _run_standalone(estimator: Any, run_fn: Any, hooks: Any, *, field: str, method: str) -> Any:
     """``Estimator.train`` / ``evaluate`` through the coordinator, STANDALONE_CLIENT mode only."""
     config = estimator._config
     cluster_spec = multi_worker_util.normalize_cluster_spec(config.cluster_spec)
@@ -242,14 +238,8 @@ def _run_standalone(estimator: Any, field: str, method: str, run_fn: Any, hooks:
     )
 
 
-def estimator_train(estimator: Any, train_distributed_fn: Any, hooks: Any) -> Any:
-    """``Estimator.train`` through the distribute coordinator."""
-    return _run_standalone(estimator, "train", "train", train_distributed_fn, hooks)
-
-
-def estimator_evaluate(estimator: Any, evaluate_distributed_fn: Any, hooks: Any) -> Any:
-    """``Estimator.evaluate`` through the distribute coordinator."""
-    return _run_standalone(estimator, "eval", "evaluate", evaluate_distributed_fn, hooks)
+estimator_train = functools.partial(_run_standalone, field="train", method="train")
+estimator_evaluate = functools.partial(_run_standalone, field="eval", method="evaluate")
 
 
 # --- the TPU modules -----------------------------------------------------------------------
