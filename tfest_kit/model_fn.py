@@ -284,33 +284,16 @@ def build(
     """
     if not isinstance(head, estimator.Head):
         raise TypeError(f"`head` must be a tf.estimator.Head. Got: {head!r}")
-    return _build(
-        network_fn,
-        _Head(head, metric_fn=metric_fn),
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=decay_steps,
-        clip_norm=clip_norm,
-        init_checkpoint=init_checkpoint,
-        weight_key=weight_key,
-        tpu_spec=tpu_spec,
-    )
+    head = _Head(head, metric_fn=metric_fn)
+    schedule = (optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)
+    return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)
 
 
 def _build(
-    network_fn,
-    head: _Head,
-    *,
-    optimizer,
-    learning_rate,
-    warmup_steps,
-    decay_steps,
-    clip_norm,
-    init_checkpoint,
-    weight_key,
-    tpu_spec,
+    network_fn, head: _Head, schedule: tuple, init_checkpoint, weight_key, tpu_spec
 ) -> Callable:
+    """``schedule``: ``(optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)``."""
+    optimizer, learning_rate, warmup_steps, decay_steps, clip_norm = schedule
     _check_optimizer(optimizer, learning_rate, warmup_steps, decay_steps)
     learning_rate = 1e-3 if learning_rate is None else learning_rate
     checkpoint = checkpoint_error = None
@@ -552,18 +535,9 @@ def classifier(
     num_classes = check_int("num_classes", num_classes, 2)
     accepted = [name for name in CLASSIFIER_METRICS if name != "auc" or num_classes == 2]
     metrics = _check_metric_names(metrics, accepted)
-    return _build(
-        network_fn,
-        _classifier_head(num_classes, metrics, weight_key),
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=decay_steps,
-        clip_norm=clip_norm,
-        init_checkpoint=init_checkpoint,
-        weight_key=weight_key,
-        tpu_spec=tpu_spec,
-    )
+    head = _classifier_head(num_classes, metrics, weight_key)
+    schedule = (optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)
+    return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)
 
 
 def regressor(
@@ -598,18 +572,9 @@ def regressor(
         model_fn = regressor(network, learning_rate=1e-2, metrics=("mse", "rmse"))
     """
     metrics = _check_metric_names(metrics, REGRESSOR_METRICS)
-    return _build(
-        network_fn,
-        _regressor_head(metrics, weight_key),
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=decay_steps,
-        clip_norm=clip_norm,
-        init_checkpoint=init_checkpoint,
-        weight_key=weight_key,
-        tpu_spec=tpu_spec,
-    )
+    head = _regressor_head(metrics, weight_key)
+    schedule = (optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)
+    return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)
 
 
 def seeded(model_fn: Callable) -> Callable:
