@@ -42,8 +42,7 @@ def _streaming_confusion_matrix(labels, predictions, num_classes, weights):
             "`predictions` must be integer class ids, not scores: pass tf.argmax(logits, -1). "
             f"Got: dtype {predictions.dtype.name}"
         )
-    if weights is not None:
-        weights = _flat(weights, "weights", tf.float64)
+    weights = None if weights is None else _flat(weights, "weights", tf.float64)
     total = tf.Variable(
         lambda: tf.zeros([num_classes, num_classes], tf.float64),
         trainable=False,
