@@ -69,8 +69,7 @@ SUPPLIED: dict[str, str] = {
 
 def needed(version: str) -> bool:
     """Whether TensorFlow ``version`` lacks what tensorflow-estimator 2.15 imports (>= 2.16)."""
-    major, minor = (int(part) for part in version.split(".")[:2])
-    return (major, minor) >= (2, 16)
+    return tuple(int(part) for part in version.split(".")[:2]) >= (2, 16)
 
 
 # --- tensorflow.python.distribute.estimator_training, after TF 2.15's ------------------------
