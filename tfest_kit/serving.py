@@ -288,15 +288,6 @@ class ExportMismatchError(TfestKitError):
     """An exported model answers differently from ``estimator.predict``."""
 
 
-class _FeedHook(tf_estimator.SessionRunHook):
-    """Feeds the receiver's placeholders, so estimator.predict sees what a client sends."""
-
-    feed_dict: dict = {}
-
-    def before_run(self, run_context):
-        return tf.train.SessionRunArgs(fetches=None, feed_dict=self.feed_dict)
-
-
 def _same(got: Any, want: Any, rtol: float, atol: float) -> bool:
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
@@ -348,14 +339,15 @@ def export_and_check(
     with Predictor(export_dir, signature) as predictor:
         feeds = predictor.prepare(sample_features)
         served = predictor(sample_features)
-    hook = _FeedHook()
+    feed_dict = {}  # the receiver's placeholders, fed what a client sends
 
     def input_fn():
         receiver = serving_input_receiver_fn()
-        hook.feed_dict = {receiver.receiver_tensors[k]: v for k, v in feeds.items()}
+        feed_dict.update({receiver.receiver_tensors[k]: v for k, v in feeds.items()})
         return receiver.features
 
     # The placeholders never run out: take one batch and close the generator.
+    hook = tf.train.FeedFnHook(lambda: feed_dict)
     generator = estimator.predict(input_fn, hooks=[hook], yield_single_examples=False)
     expected = next(generator)
     generator.close()
