@@ -8,7 +8,6 @@ from sklearn import metrics as skm
 
 from tests.conftest import captured_tf_log
 from tfest_kit import model_fn as mf
-from tfest_kit._schedules import learning_rate_schedule
 from tfest_kit._tf import estimator, tf, tf2
 
 NUM_CLASSES = 3
@@ -182,9 +181,9 @@ def test_regressor_with_adamw_schedule_learns_and_metrics_match(tmp_path):
 def test_learning_rate_schedule_values():
     with tf.Graph().as_default():
         step = tf.placeholder(tf.int64, [])
-        lr = learning_rate_schedule(1.0, step, 10, 100)
-        constant = learning_rate_schedule(0.5, step, 0, None)
-        decay_only = learning_rate_schedule(1.0, step, 0, 100)
+        lr = mf._learning_rate_schedule(1.0, step, 10, 100)
+        constant = mf._learning_rate_schedule(0.5, step, 0, None)
+        decay_only = mf._learning_rate_schedule(1.0, step, 0, 100)
         with tf.Session() as sess:
             got = [sess.run(lr, {step: s}) for s in (0, 5, 9, 10, 50, 100, 150)]
             np.testing.assert_allclose(got, [0.0, 0.5, 0.9, 0.9, 0.5, 0.0, 0.0], atol=1e-6)

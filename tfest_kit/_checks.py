@@ -9,12 +9,7 @@ import argparse
 import numbers
 from typing import Any, Optional, Union
 
-__all__ = [
-    "check_int",
-    "check_number",
-    "is_int_at_least",
-    "positive_int_arg",
-]
+__all__ = ["check_int", "check_number", "is_int_at_least", "positive_int_arg"]
 
 
 def is_int_at_least(value: Any, minimum: int) -> bool:

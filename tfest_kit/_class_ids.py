@@ -25,9 +25,7 @@ def check_class_ids(labels, num_classes: int):
     in_range = tf.reduce_all((labels >= 0) & (labels < num_classes))
     message = f"`labels` must be class ids in [0, num_classes={num_classes}). Got: labels from"
     check = tf.Assert(
-        in_range,
-        [message, tf.reduce_min(labels), "to", tf.reduce_max(labels)],
-        name="check_labels",
+        in_range, [message, tf.reduce_min(labels), "to", tf.reduce_max(labels)], name="check_labels"
     )
     with tf.control_dependencies([check]):
         return tf.identity(labels, name="labels")

@@ -16,13 +16,13 @@ tensorflow_estimator``; on TensorFlow 2.15 it does nothing. It supplies, under t
   lazily loaded attributes TensorFlow 2.15 had.
 
 Nothing on disk is changed. ``SUPPLIED`` lists every name; ``tests/test_estimator_bridge.py``
-checks on each stack that TensorFlow lacks it (or has it, on
-2.15) and that the bridge gives it.
+checks on each stack that TensorFlow lacks it (or has it, on 2.15) and that the bridge gives it.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import importlib.util
 import sys
@@ -42,22 +42,18 @@ _DISTRIBUTE = "tensorflow.python.distribute.estimator_training"
 _SESSION_SUPPORT = "tensorflow.python.tpu.session_support"
 _EMBEDDING = "tensorflow.python.tpu.tpu_embedding"
 _EMBEDDING_GRADIENT = "tensorflow.python.tpu.tpu_embedding_gradient"
-_EMBEDDING_PARAMETERS = (
-    "AdagradParameters",
-    "AdamParameters",
-    "FtrlParameters",
-    "MomentumParameters",
-    "ProximalAdagradParameters",
-    "RMSPropParameters",
-    "StochasticGradientDescentParameters",
+_EMBEDDING_PARAMETERS = tuple(
+    """AdagradParameters AdamParameters FtrlParameters MomentumParameters ProximalAdagradParameters
+    RMSPropParameters StochasticGradientDescentParameters""".split()
 )
+_DISTRIBUTE_FUNCTIONS = ("init_run_config", "should_run_distribute_coordinator")
+_DISTRIBUTE_FUNCTIONS += ("train_and_evaluate", "estimator_train", "estimator_evaluate")
 
 _log = tf.compat.v1.logging
 
 # "module" is a module the bridge creates; "module:name" an attribute it sets on a TF module.
 SUPPLIED: dict[str, str] = {
-    _DISTRIBUTE: "init_run_config, should_run_distribute_coordinator, train_and_evaluate, "
-    "estimator_train, estimator_evaluate",
+    _DISTRIBUTE: ", ".join(_DISTRIBUTE_FUNCTIONS),
     _SESSION_SUPPORT: "GracefulShutdownHook and its finalizers (a warning), start_worker_watchdog",
     _EMBEDDING: "the seven *Parameters classes; any use is a clear error",
     _EMBEDDING_GRADIENT: "any use is a clear error",
@@ -73,8 +69,7 @@ SUPPLIED: dict[str, str] = {
 
 def needed(version: str) -> bool:
     """Whether TensorFlow ``version`` lacks what tensorflow-estimator 2.15 imports (>= 2.16)."""
-    major, minor = (int(part) for part in version.split(".")[:2])
-    return (major, minor) >= (2, 16)
+    return tuple(int(part) for part in version.split(".")[:2]) >= (2, 16)
 
 
 # --- tensorflow.python.distribute.estimator_training, after TF 2.15's ------------------------
@@ -88,13 +83,8 @@ def _global_id(cluster_spec: Any, task_type: str | None, task_id: int) -> int:
     """The task's index over chief, the other jobs sorted by name, then ps (TF 2.15's order)."""
     if not task_type:
         return 0
-    jobs = cluster_spec.jobs
-    order = (["chief"] if "chief" in jobs else []) + sorted(
-        job for job in jobs if job not in ("chief", "ps")
-    )
-    order += ["ps"] if "ps" in jobs else []
     first = 0
-    for job in order:
+    for job in sorted(cluster_spec.jobs, key=lambda job: (job != "chief", job == "ps", job)):
         if job == task_type:
             return first + task_id
         first += len(cluster_spec.job_tasks(job))
@@ -216,7 +206,7 @@ def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor
     )
 
 
-def _run_standalone(estimator: Any, field: str, method: str, run_fn: Any, hooks: Any) -> Any:
+def _run_standalone(estimator: Any, run_fn: Any, hooks: Any, *, field: str, method: str) -> Any:
     """``Estimator.train`` / ``evaluate`` through the coordinator, STANDALONE_CLIENT mode only."""
     config = estimator._config
     cluster_spec = multi_worker_util.normalize_cluster_spec(config.cluster_spec)
@@ -247,14 +237,8 @@ def _run_standalone(estimator: Any, field: str, method: str, run_fn: Any, hooks:
     )
 
 
-def estimator_train(estimator: Any, train_distributed_fn: Any, hooks: Any) -> Any:
-    """``Estimator.train`` through the distribute coordinator."""
-    return _run_standalone(estimator, "train", "train", train_distributed_fn, hooks)
-
-
-def estimator_evaluate(estimator: Any, evaluate_distributed_fn: Any, hooks: Any) -> Any:
-    """``Estimator.evaluate`` through the distribute coordinator."""
-    return _run_standalone(estimator, "eval", "evaluate", evaluate_distributed_fn, hooks)
+estimator_train = functools.partial(_run_standalone, field="train", method="train")
+estimator_evaluate = functools.partial(_run_standalone, field="eval", method="evaluate")
 
 
 # --- the TPU modules -----------------------------------------------------------------------
@@ -313,7 +297,6 @@ def install() -> None:
 
     Must run after ``import tensorflow`` and before ``import tensorflow_estimator``.
     """
-
     if not needed(tf.__version__):
         return
     builders = {
@@ -347,13 +330,7 @@ def install() -> None:
 
 def _distribute_module() -> types.ModuleType:
     module = types.ModuleType(_DISTRIBUTE, "Supplied by tfest_kit (_estimator_bridge).")
-    for name in (
-        "init_run_config",
-        "should_run_distribute_coordinator",
-        "train_and_evaluate",
-        "estimator_train",
-        "estimator_evaluate",
-    ):
+    for name in _DISTRIBUTE_FUNCTIONS:
         setattr(module, name, globals()[name])
     return module
 
@@ -363,10 +340,6 @@ def restore_estimator_namespace() -> None:
     from tensorflow_estimator.python.estimator.api._v1 import estimator as v1
     from tensorflow_estimator.python.estimator.api._v2 import estimator as v2
 
-    for namespace, module in (
-        (tf, v2),
-        (tf.compat.v2, v2),
-        (tf.compat.v1, v1),
-    ):
+    for namespace, module in ((tf, v2), (tf.compat.v2, v2), (tf.compat.v1, v1)):
         if getattr(namespace, "estimator", None) is None:
             namespace.estimator = module

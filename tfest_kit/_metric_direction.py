@@ -42,9 +42,7 @@ def higher_is_better(monitor: str, mode: str, who: str) -> bool:
     higher = bool(words & _MAX_WORDS or top_k) and not words & _ERROR_WORDS
     if not higher and not words & _ERROR_WORDS:  # a higher-is-better one would keep the worst
         tf.logging.warning(
-            '%s: mode="auto" does not know the metric "%s" and takes lower values as better; '
-            'pass mode="max" if higher is better (or mode="min" to say so).',
-            who,
-            monitor,
+            f'{who}: mode="auto" does not know the metric "{monitor}" and takes lower values as '
+            'better; pass mode="max" if higher is better (or mode="min" to say so).'
         )
     return higher

@@ -19,27 +19,10 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
-__all__ = [
-    "tf",
-    "tf2",
-    "estimator",
-    "CallableOptions",
-    "SavedModel",
-    "object_graph_key_mapping",
-    "estimator_training",
-    "lookup_ops",
-    "deprecation",
-    "module_wrapper",
-    "util_nest",
-    "summary_ops_v2",
-    "TrainingExecutor",
-    "ContinuousEvalListener",
-    "EvalStatus",
-    "PRIVATE_NAMES",
-    "TF_VERSION",
-    "KERAS_PACKAGE",
-    "check_version",
-]
+__all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
+__all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
+__all__ += ["estimator_training", "TrainingExecutor", "ContinuousEvalListener", "EvalStatus"]
+__all__ += ["lookup_ops", "summary_ops_v2", "deprecation", "module_wrapper", "util_nest"]
 
 _PINS = {
     "2.15": "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
@@ -66,11 +49,8 @@ def _native_log_filtered() -> Iterator[None]:
     are dropped; every other line (a warning above the level, a Python traceback) is written
     after the import, in order.
     """
-    level = (
-        int(os.environ["TF_CPP_MIN_LOG_LEVEL"])
-        if os.environ["TF_CPP_MIN_LOG_LEVEL"].isdigit()
-        else 0
-    )
+    value = os.environ["TF_CPP_MIN_LOG_LEVEL"]
+    level = int(value) if value.isdigit() else 0
     if level <= 0:
         yield
         return

@@ -114,15 +114,6 @@ class FitCheckingSaver(tf.train.Saver):
         return super().restore(sess, save_path)
 
 
-def _graph_variables() -> dict:
-    """Checkpoint name -> variable, partitioned variables left out."""
-    return {
-        _variable_name(var): var
-        for var in tf.global_variables()
-        if getattr(var, "_save_slice_info", None) is None
-    }
-
-
 def check_model_dir(
     model_dir: Optional[str],
     scaffold: Any = None,
@@ -142,7 +133,11 @@ def check_model_dir(
     if variables is None:
         if getattr(scaffold, "saver", None) is not None or tf.get_collection(tf.GraphKeys.SAVERS):
             return None
-        variables = _graph_variables()
+        variables = {  # checkpoint name -> variable, partitioned ones left out
+            _variable_name(var): var
+            for var in tf.global_variables()
+            if getattr(var, "_save_slice_info", None) is None
+        }
         if mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
             # Estimator's default saver, checking; built now for PREDICT, where an export does
             # not finalize the Scaffold.

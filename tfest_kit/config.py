@@ -21,8 +21,6 @@ from tfest_kit.logs import quieted
 
 __all__ = ["run_config", "session_config"]
 
-# CPU flags (Linux /proc/cpuinfo names) of instructions oneDNN runs bfloat16 matmuls with.
-
 Threads = Union[int, tuple[int, int], None]
 # Graph-mode (compat.v1) and TF2 strategies; anything else failed inside train().
 _STRATEGY_TYPES = (tf.distribute.Strategy, tf2.distribute.Strategy)
@@ -40,13 +38,7 @@ _INTS = {
     "log_step_count_steps": (1, "None: no step logs"),
     "keep_checkpoint_max": (0, "None or 0 keeps all"),
 }
-_warned: set = set()
-
-
-def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        tf2.get_logger().warning(message)
+_warned: set = set()  # messages logged
 
 
 def _thread_counts(threads: Threads) -> tuple[int, int]:
@@ -83,12 +75,14 @@ def _size_thread_pools(inter: int, intra: int) -> None:
         tf2.config.threading.set_intra_op_parallelism_threads(intra)
     except RuntimeError:  # the pool exists and keeps the size it was made with
         made = tf2.config.threading.get_intra_op_parallelism_threads() or _default_thread_count()
-        if made != intra:
-            _warn_once(
-                f"threads: this process's intra-op pool already exists ({made} threads), so "
-                f"intra_op={intra} cannot take effect; call tfest_kit.run_config / "
-                "session_config before TensorFlow runs anything (or train in a new process)."
-            )
+        message = (
+            f"threads: this process's intra-op pool already exists ({made} threads), so "
+            f"intra_op={intra} cannot take effect; call tfest_kit.run_config / "
+            "session_config before TensorFlow runs anything (or train in a new process)."
+        )
+        if made != intra and message not in _warned:
+            _warned.add(message)
+            tf2.get_logger().warning(message)
 
 
 def _check_session_args(xla: bool, threads: Threads, mixed_precision: Any, base: Any) -> tuple:

@@ -42,8 +42,7 @@ def _streaming_confusion_matrix(labels, predictions, num_classes, weights):
             "`predictions` must be integer class ids, not scores: pass tf.argmax(logits, -1). "
             f"Got: dtype {predictions.dtype.name}"
         )
-    if weights is not None:
-        weights = _flat(weights, "weights", tf.float64)
+    weights = None if weights is None else _flat(weights, "weights", tf.float64)
     total = tf.Variable(
         lambda: tf.zeros([num_classes, num_classes], tf.float64),
         trainable=False,
@@ -67,14 +66,10 @@ def _scores(matrix, metric: str, average: str):
     if average == "micro":
         # Single-label data: micro precision == recall == F1 == accuracy.
         return tf.cast(divide(tf.reduce_sum(true_positives), tf.reduce_sum(matrix)), tf.float32)
-    per_class = {
-        "precision": divide(true_positives, predicted),
-        "recall": divide(true_positives, support),
-    }
-    per_class["f1"] = divide(
-        2.0 * per_class["precision"] * per_class["recall"],
-        per_class["precision"] + per_class["recall"],
-    )
+    precision = divide(true_positives, predicted)
+    recall = divide(true_positives, support)
+    f1 = divide(2.0 * precision * recall, precision + recall)
+    per_class = {"precision": precision, "recall": recall, "f1": f1}
     # Macro: the classes seen in labels or predictions, each once; weighted: by support.
     counted = tf.cast(support + predicted > 0, tf.float64) if average == "macro" else support
     value = divide(tf.reduce_sum(per_class[metric] * counted), tf.reduce_sum(counted))
@@ -158,12 +153,8 @@ def recall_at_k(labels, logits_or_probs, k: int, *, weights=None, name: Optional
         eval_metric_ops = {"recall_at_5": metrics.recall_at_k(labels, logits, k=5)}
     """
     weights = None if weights is None else _flat(weights, "weights", tf.float32)
-    ops = tf.metrics.recall_at_k(
-        _flat(labels, "labels", tf.int64),
-        logits_or_probs,
-        k,
-        weights=weights,
-        name=name or f"recall_at_{k}",
-    )
+    labels = _flat(labels, "labels", tf.int64)
+    name = name or f"recall_at_{k}"
+    ops = tf.metrics.recall_at_k(labels, logits_or_probs, k, weights=weights, name=name)
     value_op, update_op = (tf.cast(op, tf.float32) for op in ops)
     return value_op, update_op

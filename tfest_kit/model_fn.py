@@ -10,21 +10,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from tfest_kit import _warm_start
 from tfest_kit import metrics as _metrics
-from tfest_kit._checks import check_int
+from tfest_kit._checks import check_int, check_number
 from tfest_kit._class_ids import check_class_ids
 from tfest_kit._model_fn_call import call_model_fn, keras_seeds, model_fn_args
-from tfest_kit._schedules import (
-    OPTIMIZERS,
-    AdamWeightDecayOptimizer,
-    OptimizerArg,
-    check_optimizer,
-    learning_rate_schedule,
-    make_optimizer,
-)
 from tfest_kit._tf import estimator, tf
 
 __all__ = [
@@ -50,6 +42,106 @@ _REGRESSION_METRICS = {
 
 ModeKeys = estimator.ModeKeys
 NetworkFn = Callable[..., tf.Tensor]
+OptimizerArg = Union[str, tf.train.Optimizer, Callable[..., tf.train.Optimizer]]
+
+
+class AdamWeightDecayOptimizer(tf.train.Optimizer):
+    """BERT's Adam with decoupled weight decay ("AdamW"), for ``tf.compat.v1`` graphs.
+
+    As BERT's: no bias correction; no decay for names matching ``exclude_from_weight_decay``.
+
+    Example:
+
+        optimizer = AdamWeightDecayOptimizer(learning_rate=2e-5, weight_decay_rate=0.01)
+    """
+
+    def __init__(
+        self,
+        learning_rate,
+        weight_decay_rate: float = 0.01,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-6,
+        exclude_from_weight_decay: Optional[Sequence[str]] = ("LayerNorm", "layer_norm", "bias"),
+        name: str = "AdamWeightDecay",
+    ):
+        super().__init__(use_locking=False, name=name)
+        self._lr = learning_rate
+        self._weight_decay_rate = weight_decay_rate
+        self._beta_1 = beta_1
+        self._beta_2 = beta_2
+        self._epsilon = epsilon
+        self._exclude = list(exclude_from_weight_decay or ())
+
+    def _create_slots(self, var_list):
+        for var in var_list:
+            self._zeros_slot(var, "m", self._name)
+            self._zeros_slot(var, "v", self._name)
+
+    def _apply_dense(self, grad, var):
+        return self._apply(grad, var)
+
+    _resource_apply_dense = _apply_dense
+
+    def _apply_sparse(self, grad, var):  # sparse gradients are densified
+        return self._apply(tf.convert_to_tensor(grad), var)
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        return self._apply(tf.math.unsorted_segment_sum(grad, indices, tf.shape(var)[0]), var)
+
+    def _apply(self, grad, var):
+        m = self.get_slot(var, "m")
+        v = self.get_slot(var, "v")
+        grad = tf.cast(grad, var.dtype.base_dtype)
+        lr = tf.cast(self._lr, var.dtype.base_dtype)
+        next_m = self._beta_1 * m + (1.0 - self._beta_1) * grad
+        next_v = self._beta_2 * v + (1.0 - self._beta_2) * tf.square(grad)
+        update = next_m / (tf.sqrt(next_v) + self._epsilon)
+        if self._weight_decay_rate and not any(
+            re.search(pattern, var.op.name) for pattern in self._exclude
+        ):
+            # Decoupled: added to the update, not the loss, so Adam's moments never see it.
+            update += self._weight_decay_rate * var
+        return tf.group(
+            tf.assign(var, var - lr * update), tf.assign(m, next_m), tf.assign(v, next_v)
+        )
+
+
+OPTIMIZERS: dict[str, Callable[..., tf.train.Optimizer]] = {
+    "adam": lambda lr: tf.train.AdamOptimizer(lr),
+    "adamw": lambda lr: AdamWeightDecayOptimizer(lr),
+    "sgd": lambda lr: tf.train.GradientDescentOptimizer(lr),
+    "momentum": lambda lr: tf.train.MomentumOptimizer(lr, momentum=0.9),
+    "adagrad": lambda lr: tf.train.AdagradOptimizer(lr),
+    "rmsprop": lambda lr: tf.train.RMSPropOptimizer(lr),
+}
+
+
+def _check_optimizer(optimizer: OptimizerArg, learning_rate, warmup_steps, decay_steps) -> None:
+    """Refuses an unknown name, a bad schedule, and an instance with a schedule it would ignore."""
+    if isinstance(optimizer, str) and optimizer.lower() not in OPTIMIZERS:
+        raise ValueError(f"`optimizer` must be one of {sorted(OPTIMIZERS)}. Got: {optimizer!r}")
+    if isinstance(optimizer, tf.train.Optimizer) and (
+        learning_rate is not None or warmup_steps or decay_steps is not None
+    ):
+        raise ValueError(
+            "`learning_rate`, `warmup_steps` and `decay_steps` need `optimizer` as a name or "
+            f"a callable: an Optimizer instance trains with its own rate. Got: {optimizer!r}"
+        )
+    check_number("learning_rate", 1e-3 if learning_rate is None else learning_rate)
+    check_int("warmup_steps", warmup_steps, 0)
+    check_int("decay_steps", decay_steps, allow_none=True)
+
+
+def _learning_rate_schedule(learning_rate: float, global_step, warmup_steps: int, decay_steps):
+    """BERT's: linear warm-up from 0, then linear decay to 0 at ``decay_steps`` (from step 0)."""
+    lr = tf.constant(float(learning_rate), tf.float32)
+    if decay_steps is not None:
+        lr = tf.train.polynomial_decay(lr, global_step, decay_steps, end_learning_rate=0.0)
+    if warmup_steps:
+        step = tf.cast(global_step, tf.float32)
+        lr = tf.where(step < warmup_steps, float(learning_rate) * step / warmup_steps, lr)
+    return tf.identity(lr, name="scheduled_learning_rate")  # the summary is "learning_rate"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,15 +165,17 @@ def _spec(tpu_spec: bool, **kwargs):
 
 
 # What a Keras layer's moving averages and similar state updates are made of.
-_UPDATE_OP_TYPES = frozenset(
-    {"AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd"}
-)
+_UPDATE_OP_TYPES = ("AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd")
 
 
-def _train_op(loss, *, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard):
+def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard):
     global_step = tf.train.get_or_create_global_step()
-    lr = learning_rate_schedule(learning_rate, global_step, warmup_steps, decay_steps)
-    opt = make_optimizer(optimizer, lr)
+    lr = _learning_rate_schedule(learning_rate, global_step, warmup_steps, decay_steps)
+    opt = optimizer
+    if isinstance(optimizer, str):
+        opt = OPTIMIZERS[optimizer.lower()](lr)
+    elif not isinstance(optimizer, tf.train.Optimizer):
+        opt = optimizer(lr)
     if cross_shard:
         opt = tf.tpu.CrossShardOptimizer(opt)
     elif not isinstance(optimizer, tf.train.Optimizer):
@@ -190,34 +284,18 @@ def build(
     """
     if not isinstance(head, estimator.Head):
         raise TypeError(f"`head` must be a tf.estimator.Head. Got: {head!r}")
-    return _build(
-        network_fn,
-        _Head(head, metric_fn=metric_fn),
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=decay_steps,
-        clip_norm=clip_norm,
-        init_checkpoint=init_checkpoint,
-        weight_key=weight_key,
-        tpu_spec=tpu_spec,
-    )
+    head = _Head(head, metric_fn=metric_fn)
+    schedule = (optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)
+    return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)
 
 
 def _build(
-    network_fn,
-    head: _Head,
-    *,
-    optimizer,
-    learning_rate,
-    warmup_steps,
-    decay_steps,
-    clip_norm,
-    init_checkpoint,
-    weight_key,
-    tpu_spec,
+    network_fn, head: _Head, schedule: tuple, init_checkpoint, weight_key, tpu_spec
 ) -> Callable:
-    check_optimizer(optimizer, learning_rate, warmup_steps, decay_steps)
+    """``schedule``: ``(optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)``."""
+    optimizer, learning_rate, warmup_steps, decay_steps, clip_norm = schedule
+    _check_optimizer(optimizer, learning_rate, warmup_steps, decay_steps)
+    learning_rate = 1e-3 if learning_rate is None else learning_rate
     checkpoint = checkpoint_error = None
     if init_checkpoint:
         try:
@@ -226,13 +304,6 @@ def _build(
             # Raised at the first graph build unless model_dir has a checkpoint: a restart
             # after the source was deleted must still resume.
             checkpoint_error = error
-    schedule = dict(
-        optimizer=optimizer,
-        learning_rate=1e-3 if learning_rate is None else learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=decay_steps,
-        clip_norm=clip_norm,
-    )
 
     def model_fn(features, labels, mode, params=None, config=None):
         params = dict(params or {})
@@ -273,7 +344,9 @@ def _build(
             _warm_start.check_model_dir(check_dir, mode=mode)
             metric_fn = _eval_metrics(head, weight_key, labels, outputs, weights, regularization)
             return _spec(tpu_spec, loss=loss, eval_metrics=metric_fn, **common)
-        train_op = _train_op(loss, cross_shard=on_tpu, **schedule)
+        train_op = _train_op(
+            loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, on_tpu
+        )
         _warm_start.check_model_dir(check_dir, mode=mode)  # the optimizer's variables too
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
@@ -407,11 +480,8 @@ def _regressor_head(metrics: tuple, weight_key) -> _Head:
         weights = None if weights is None else tf.reshape(weights, [-1, 1])
         return {name: _REGRESSION_METRICS[name](labels, outputs, weights) for name in metrics}
 
-    return _Head(
-        estimator.RegressionHead(weight_column=weight_key),
-        metric_fn=metric_fn,
-        labels_fn=labels_fn,
-    )
+    official = estimator.RegressionHead(weight_column=weight_key)
+    return _Head(official, metric_fn=metric_fn, labels_fn=labels_fn)
 
 
 def classifier(
@@ -465,18 +535,9 @@ def classifier(
     num_classes = check_int("num_classes", num_classes, 2)
     accepted = [name for name in CLASSIFIER_METRICS if name != "auc" or num_classes == 2]
     metrics = _check_metric_names(metrics, accepted)
-    return _build(
-        network_fn,
-        _classifier_head(num_classes, metrics, weight_key),
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=decay_steps,
-        clip_norm=clip_norm,
-        init_checkpoint=init_checkpoint,
-        weight_key=weight_key,
-        tpu_spec=tpu_spec,
-    )
+    head = _classifier_head(num_classes, metrics, weight_key)
+    schedule = (optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)
+    return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)
 
 
 def regressor(
@@ -511,18 +572,9 @@ def regressor(
         model_fn = regressor(network, learning_rate=1e-2, metrics=("mse", "rmse"))
     """
     metrics = _check_metric_names(metrics, REGRESSOR_METRICS)
-    return _build(
-        network_fn,
-        _regressor_head(metrics, weight_key),
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        warmup_steps=warmup_steps,
-        decay_steps=decay_steps,
-        clip_norm=clip_norm,
-        init_checkpoint=init_checkpoint,
-        weight_key=weight_key,
-        tpu_spec=tpu_spec,
-    )
+    head = _regressor_head(metrics, weight_key)
+    schedule = (optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)
+    return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)
 
 
 def seeded(model_fn: Callable) -> Callable:

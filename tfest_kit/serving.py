@@ -6,6 +6,7 @@ serving.Predictor(serving.export_and_check(est, receiver, {"x": x[:8]}, "/tmp/e"
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -30,22 +31,10 @@ from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._vanished_checkpoint import export_unless_vanished
 
-__all__ = [
-    "raw_receiver",
-    "parsing_receiver",
-    "bert_receiver",
-    "image_bytes_receiver",
-    "best_exporter",
-    "latest_export",
-    "Predictor",
-    "read_signatures",
-    "export_and_check",
-    "ExportMismatchError",
-    "ExportNotFoundError",
-    "ExportLoadError",
-    "PredictorInputError",
-    "EXPORT_METRICS_FILE",
-]
+__all__ = ["raw_receiver", "parsing_receiver", "bert_receiver", "image_bytes_receiver"]
+__all__ += ["best_exporter", "latest_export", "Predictor", "read_signatures", "export_and_check"]
+__all__ += ["ExportMismatchError", "ExportNotFoundError", "ExportLoadError", "PredictorInputError"]
+__all__ += ["EXPORT_METRICS_FILE"]
 
 ReceiverFn = Callable[[], Any]
 
@@ -249,14 +238,9 @@ class _BestExporter(tf_estimator.BestExporter):
         with open(self._metrics_path, "w") as f:
             json.dump(metrics, f, indent=1, sort_keys=True)
         # On a cluster the chief may delete the checkpoint while it is exported.
-        result = export_unless_vanished(
-            lambda: super(_BestExporter, self).export(
-                estimator, export_path, checkpoint_path, eval_result, is_the_final_export
-            ),
-            self.name,
-            export_path,
-            checkpoint_path,
-        )
+        args = (estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
+        export = functools.partial(super().export, *args)
+        result = export_unless_vanished(export, self.name, export_path, checkpoint_path)
         if result is not None:
             self._best = value
         return result
@@ -302,15 +286,6 @@ def best_exporter(
 
 class ExportMismatchError(TfestKitError):
     """An exported model answers differently from ``estimator.predict``."""
-
-
-class _FeedHook(tf_estimator.SessionRunHook):
-    """Feeds the receiver's placeholders, so estimator.predict sees what a client sends."""
-
-    feed_dict: dict = {}
-
-    def before_run(self, run_context):
-        return tf.train.SessionRunArgs(fetches=None, feed_dict=self.feed_dict)
 
 
 def _same(got: Any, want: Any, rtol: float, atol: float) -> bool:
@@ -364,14 +339,15 @@ def export_and_check(
     with Predictor(export_dir, signature) as predictor:
         feeds = predictor.prepare(sample_features)
         served = predictor(sample_features)
-    hook = _FeedHook()
+    feed_dict = {}  # the receiver's placeholders, fed what a client sends
 
     def input_fn():
         receiver = serving_input_receiver_fn()
-        hook.feed_dict = {receiver.receiver_tensors[k]: v for k, v in feeds.items()}
+        feed_dict.update({receiver.receiver_tensors[k]: v for k, v in feeds.items()})
         return receiver.features
 
     # The placeholders never run out: take one batch and close the generator.
+    hook = tf.train.FeedFnHook(lambda: feed_dict)
     generator = estimator.predict(input_fn, hooks=[hook], yield_single_examples=False)
     expected = next(generator)
     generator.close()

@@ -214,17 +214,9 @@ def check(
     python_fix = f"use Python {chosen.pythons} for the virtualenv"
     if _fits(python, other.python_range):
         python_fix += f", or the {other.name} stack: pip install -r {other.lock}"
-    findings = [
-        Finding(
-            "python",
-            python,
-            chosen.python_range,
-            _fits(python, chosen.python_range),
-            False,
-            python_fix,
-            f"the {chosen.name} stack is for Python {chosen.pythons}",
-        )
-    ]
+    ok = _fits(python, chosen.python_range)
+    why = f"the {chosen.name} stack is for Python {chosen.pythons}"
+    findings = [Finding("python", python, chosen.python_range, ok, False, python_fix, why)]
     for req in chosen.requirements:
         found = version(req.name)
         ok = _fits(found, req.wanted)
