@@ -354,55 +354,38 @@ def from_tfrecord(
     return input_fn
 
 
-_INT64_LIST, _FLOAT_LIST, _BYTES_LIST = 0, 1, 2  # the value lists of a tf.train.Feature, by kind
-_KIND_NAMES = ["int64", "float", "bytes"]
-
-
-def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
-    """(kind, flat list of values) of one row's value; kind None for an empty list."""
-    values = np.asarray(value)
-    flat = values.ravel().tolist()
-    if not flat:
-        return None, []
-    if values.dtype.kind in "biu":
-        return _INT64_LIST, [int(v) for v in flat]
-    if values.dtype.kind == "f":
-        return _FLOAT_LIST, flat
-    if values.dtype.kind in "SU":
-        return _BYTES_LIST, [v.encode("utf-8") if isinstance(v, str) else v for v in flat]
-    raise TypeError(
-        f"Row {row}, feature {key!r}: expected int, float, str/bytes or a list of them. "
-        f"Got: {value!r}"
-    )
+_KINDS = {"b": "int64", "i": "int64", "u": "int64", "f": "float", "S": "bytes", "U": "bytes"}
 
 
 def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
-    converted: list[dict[str, tuple[Optional[int], list]]] = []
-    kinds: dict[str, int] = {}
+    arrays, kinds = [], {}  # per key: int64, float (ints with some floats: floats) or bytes
     for index, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise TypeError(f"`rows` must hold dicts {{feature: value}}. Row {index} is: {row!r}")
-        entry = {}
-        for key, value in row.items():
-            kind, values = _value_kind(value, key, index)
-            if kind is not None:
-                seen = kinds.setdefault(key, kind)
-                if (seen == _BYTES_LIST) != (kind == _BYTES_LIST):
-                    raise TypeError(
-                        f"Row {index}, feature {key!r}: {_KIND_NAMES[kind]} value {value!r}, "
-                        f"but earlier rows hold {_KIND_NAMES[seen]}."
-                    )
-                kinds[key] = max(seen, kind)  # an int column with some floats holds floats
-            entry[str(key)] = (kind, values)
-        converted.append(entry)
-    lists = [tf2.train.Int64List, tf2.train.FloatList, tf2.train.BytesList]
-    fields = ["int64_list", "float_list", "bytes_list"]
+        arrays.append({str(key): np.asarray(value).ravel() for key, value in row.items()})
+        for (key, values), value in zip(arrays[-1].items(), row.values()):
+            kind, seen = _KINDS.get(values.dtype.kind), kinds.get(key)
+            if values.size and kind is None:
+                raise TypeError(
+                    f"Row {index}, feature {key!r}: expected int, float, str/bytes or a list of "
+                    f"them. Got: {value!r}"
+                )
+            if values.size and seen and (seen == "bytes") != (kind == "bytes"):
+                raise TypeError(
+                    f"Row {index}, feature {key!r}: {kind} value {value!r}, but earlier rows "
+                    f"hold {seen}."
+                )
+            if values.size:
+                kinds[key] = "float" if "float" in (seen, kind) else kind
+    lists = {"int64": tf2.train.Int64List, "float": tf2.train.FloatList}
+    lists["bytes"] = tf2.train.BytesList
     examples = []
-    for entry in converted:
+    for row in arrays:
         features = {}
-        for key, (_, values) in entry.items():
-            kind = kinds.get(key, _FLOAT_LIST)
-            features[key] = tf2.train.Feature(**{fields[kind]: lists[kind](value=values)})
+        for key, values in row.items():
+            kind = kinds.get(key, "float")
+            values = [v.encode("utf-8") if isinstance(v, str) else v for v in values.tolist()]
+            features[key] = tf2.train.Feature(**{f"{kind}_list": lists[kind](value=values)})
         examples.append(tf2.train.Example(features=tf2.train.Features(feature=features)))
     return [example.SerializeToString() for example in examples]
 
