@@ -271,17 +271,23 @@ def writer_lock(model_dir: str) -> Iterator[None]:
 class _StepCounter(tf.train.SessionRunHook):
     """Counts runs from the restored global step, fetching nothing per step."""
 
+    ran: Optional[bool] = None  # whether a step ran; None: no session (no step was due)
+
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
         self.step: Optional[int] = None
 
     def after_create_session(self, session, coord) -> None:
+        self.ran = False
         if self._global_step is not None:
             self.step = int(session.run(self._global_step)) - 1
 
     def before_run(self, run_context) -> None:
         if self.step is not None:
             self.step += 1
+
+    def after_run(self, run_context, run_values) -> None:
+        self.ran = True
 
 
 def _nan_message(model_dir: str, step: Optional[int]) -> str:
@@ -333,6 +339,7 @@ def training(estimator) -> Iterator[tf.train.SessionRunHook]:
     """
     from tfest_kit._class_ids import label_errors
     from tfest_kit.hooks import NanLossError
+    from tfest_kit.inputs import read_errors
 
     model_dir = estimator.model_dir
     counter = _StepCounter()
@@ -341,7 +348,7 @@ def training(estimator) -> Iterator[tf.train.SessionRunHook]:
             stack.enter_context(writer_lock(model_dir))
             recover_checkpoint_state(model_dir)
         try:
-            with label_errors():
+            with label_errors(), read_errors():
                 yield counter
         except tf.train.NanLossDuringTrainingError as e:
             if isinstance(e, NanLossError):

@@ -52,10 +52,16 @@ def check_direct_call(config: Any, method: str) -> None:
 
 @contextlib.contextmanager
 def guarded_train(estimator, hooks):
-    """Checks the task, then holds model_dir (one writer, an intact checkpoint); yields hooks."""
+    """Checks the task, then holds model_dir (one writer, an intact checkpoint); yields hooks.
+    A training whose input ends before the first step (Estimator returns silently) raises."""
     check_direct_call(estimator.config, "train")
     with _model_dir.training(estimator) as counter:
         yield [*(hooks or ()), counter]
+    if counter.ran is False:
+        raise ValueError(
+            "`input_fn` yielded no batch: check that the training data is not empty. "
+            f"Got: 0 steps from global step {counter.step}"
+        )
 
 
 def guarded_eval_hooks(config, hooks, steps) -> list:

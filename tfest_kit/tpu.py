@@ -24,6 +24,7 @@ from tfest_kit._warm_start import check_model_dir, with_saver
 from tfest_kit.cluster import check_tf_config_json
 from tfest_kit.config import session_config
 from tfest_kit.hooks import LossLoggingHook, ProgressHook
+from tfest_kit.inputs import read_errors
 
 __all__ = [
     "TPUEstimator",
@@ -497,5 +498,5 @@ class TPUEstimator(tf_estimator.Estimator):
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
         hooks = guarded_eval_hooks(self.config, hooks, steps)
-        with label_errors():
+        with label_errors(), read_errors():
             return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
