@@ -11,6 +11,7 @@ once per module), and run inside a fresh ``tf.Graph``.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -65,6 +66,13 @@ def _first_graph_build(model_fn_):
     features, labels = {"x": tf.constant(X)}, tf.constant(Y)
     tf.train.get_or_create_global_step()
     return model_fn_(features, labels, MODES.TRAIN, {}, None)
+
+
+def _file(c, name, content):
+    path = os.path.join(c.root, name)
+    with open(path, "wb" if isinstance(content, bytes) else "w") as f:
+        f.write(content)
+    return path
 
 
 def _receiver():
@@ -295,6 +303,16 @@ def _model_fn_without_labels(features, mode, params):
     return _tpu_model_fn(features, None, mode, params)
 
 
+_INT64 = tf.io.FixedLenFeature([], tf.int64)
+
+
+def _csv_model_fn(features, labels, mode, params):
+    def columns(features, mode, params):
+        return tf.layers.dense(tf.cast(tf.stack([features["a"], features["x"]], 1), tf.float32), 2)
+
+    return model_fn.classifier(columns, 2, tpu_spec=True)(features, labels, mode, params)
+
+
 TPU_CASES = [
     case(
         "reserved params key batch_size",
@@ -357,6 +375,43 @@ TPU_CASES = [
         lambda c: _tpu(c, _returns_dict, "dict", train_batch_size=8).train(_good_input_fn, steps=1),
         ValueError,
         r"EstimatorSpec",
+    ),
+    case(
+        # Estimator returned after 0 steps without a word.
+        "train: input ends before the first step",
+        lambda c: _tpu(c, sub="empty", train_batch_size=8).train(
+            lambda params: _empty_input_fn(), max_steps=5
+        ),
+        ValueError,
+        r"`input_fn` yielded no batch.*0 steps",
+    ),
+    case(
+        # TensorFlow: "Expect 3 fields but have 2 in record".
+        "train: CSV row with a field missing past the rows types are inferred from",
+        lambda c: _tpu(c, _csv_model_fn, "csv_row", train_batch_size=8).train(
+            inputs.from_csv(
+                _file(c, "row.csv", "a,x,label\n" + "1,2,0\n" * 110 + "1,2\n"), label_name="label"
+            ),
+            max_steps=50,
+        ),
+        tf.errors.InvalidArgumentError,
+        r"row\.csv:112: 2 fields.*no field for column 'label'",
+    ),
+    case(
+        # TensorFlow: "corrupted record at 0 (Is this even a TFRecord file?)".
+        "train: GZIP TFRecord without compression",
+        lambda c: _tpu(c, sub="gzip_tfr", train_batch_size=8).train(
+            inputs.from_tfrecord(
+                inputs.write_tfrecord(
+                    [{"x": X[0], "label": 0}], os.path.join(c.root, "g.tfr"), compression="GZIP"
+                ),
+                {"x": tf.io.FixedLenFeature([4], tf.float32), "label": _INT64},
+                "label",
+            ),
+            max_steps=5,
+        ),
+        tf.errors.DataLossError,
+        r"g\.tfr: record 0.*compression='GZIP'",
     ),
     case(
         "labels but model_fn takes none",
@@ -949,6 +1004,24 @@ INPUT_CASES = [
         lambda c: inputs.from_csv(c.csv, label_name="target")(),
         ValueError,
         r"`label_name`.*\['a', 'b', 'label'\].*target",
+    ),
+    case(
+        "from_csv header only",
+        lambda c: inputs.from_csv(_file(c, "header.csv", "a,b,label\n"), label_name="label")(),
+        ValueError,
+        r"header\.csv: no rows after the header line",
+    ),
+    case(
+        "from_csv short row among the rows types are inferred from",
+        lambda c: inputs.from_csv(_file(c, "short.csv", "a,b,label\n1,2,0\n1,2\n"))(),
+        ValueError,
+        r"short\.csv:3: 2 fields.*no field for column 'label'",
+    ),
+    case(
+        "from_csv GZIP file without compression",
+        lambda c: inputs.from_csv(_file(c, "data.csv.gz", gzip.compress(b"a,b\n1,2\n")))(),
+        ValueError,
+        r"data\.csv\.gz is GZIP-compressed.*compression='GZIP'",
     ),
     case(
         "from_tfrecord label_key not in spec",

@@ -313,6 +313,153 @@ def test_estimator_trains_from_csv_and_passes_params(tmp_path):
     assert est.get_variable_value("global_step") == 20
 
 
+# --------------------------------------------------------------------------- bad files, named
+
+
+def _network(features, mode, params):
+    columns = [
+        tf.cast(v if v.shape.rank == 2 else v[:, None], tf.float32) for v in features.values()
+    ]
+    return tf2.keras.layers.Dense(3)(tf.concat(columns, 1))
+
+
+def _estimator(tmp_path):
+    from tfest_kit import model_fn, tpu
+
+    return tpu.TPUEstimator(
+        model_fn.classifier(_network, 3),
+        str(tmp_path / "model"),
+        use_tpu=False,
+        train_batch_size=8,
+        eval_batch_size=8,
+    )
+
+
+GOOD_ROWS = "a,b,c,y\n" + "1.5,2,3,0\n" * 120  # past the 100 rows make_csv_dataset types from
+
+
+@pytest.mark.parametrize(
+    "bad_row, where",
+    [
+        ("1.5,2\n", r"bad\.csv:122: 2 fields.*4 columns.*no field for column 'c'.*empty field"),
+        ("1.5,2,3,0,9\n", r"bad\.csv:122: 5 fields.*too many fields.*quote"),
+        ("1.5,abc,3,0\n", r"bad\.csv:122, column 'b': 'abc' is not a valid int32.*column_defaults"),
+        ("1.5,2,3,3000000000\n", r"bad\.csv:122, column 'y': '3000000000' is not a valid int32"),
+    ],
+)
+def test_a_bad_csv_row_is_named_by_file_line_and_column(tmp_path, bad_row, where):
+    # TensorFlow said "Expect 4 fields but have 2 in record" or "Field 1 in record is not a
+    # valid int32: abc": no file, line or column.
+    (tmp_path / "bad.csv").write_text(GOOD_ROWS + bad_row + "1.5,2,3,1\n")
+    fn = inputs.from_csv(str(tmp_path / "bad.csv"), label_name="y", shuffle=False)
+    est = _estimator(tmp_path)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=where) as info:
+        est.train(fn, max_steps=100)
+    assert isinstance(info.value, inputs.InputFileError)
+    assert "[TensorFlow: " in str(info.value)  # TensorFlow's own line is kept
+    with pytest.raises(inputs.InputFileError, match=where):  # evaluate says so too
+        est.evaluate(fn)
+
+
+def test_a_bad_row_among_the_rows_types_are_inferred_from_is_named(tmp_path):
+    (tmp_path / "a.csv").write_text("a,b,c,y\n1,2,3,0\n\n1,2,3,1\n")
+    with pytest.raises(ValueError, match=r"a\.csv:3: 0 fields.*remove blank lines"):
+        inputs.from_csv(str(tmp_path / "a.csv"), label_name="y")()
+    (tmp_path / "b.csv").write_text("a,b,c,y\n1,2,3,0\n1,,3\n")
+    with pytest.raises(ValueError, match=r"b\.csv:3: 3 fields.*no field for column 'y'"):
+        inputs.from_csv(str(tmp_path / "b.csv"), column_defaults={"a": 0.0})
+
+
+def test_a_required_csv_field_left_empty_is_named(tmp_path):
+    (tmp_path / "r.csv").write_text("a,y\n1,0\n,1\n")
+    fn = inputs.from_csv(
+        str(tmp_path / "r.csv"), label_name="y", column_defaults=[tf.float32, 0], shuffle=False
+    )
+    with pytest.raises(inputs.InputFileError, match=r"r\.csv:3, column 'a': '' is empty"):
+        _estimator(tmp_path).train(fn, max_steps=5)
+
+
+def test_a_header_only_csv_says_so(tmp_path):
+    # make_csv_dataset typed every column as text from no row: "`labels` must be integer
+    # class ids ... Got: dtype string" came from the model_fn.
+    (tmp_path / "h.csv").write_text("a,b,c,y\n")
+    fn = inputs.from_csv(str(tmp_path / "h.csv"), label_name="y")
+    with pytest.raises(ValueError, match=r"h\.csv: no rows after the header line"):
+        _estimator(tmp_path).train(fn, max_steps=5)
+    # Given the types, the dataset is empty: the training says it took no step.
+    fn = inputs.from_csv(str(tmp_path / "h.csv"), label_name="y", column_defaults=[0.0] * 3 + [0])
+    with pytest.raises(ValueError, match=r"`input_fn` yielded no batch"):
+        _estimator(tmp_path).train(fn, max_steps=5)
+    (tmp_path / "text.csv").write_text("word,y\nabc,def\n")  # text columns with rows are fine
+    assert len(_batches(inputs.from_csv(str(tmp_path / "text.csv"), label_name="y")())) == 1
+
+
+def test_a_gzip_csv_read_without_compression_names_the_fix(tmp_path):
+    with gzip.open(tmp_path / "d.csv.gz", "wt") as handle:
+        handle.write(CSV)
+    with pytest.raises(ValueError, match=r"d\.csv\.gz is GZIP-compressed.*compression='GZIP'"):
+        inputs.from_csv(str(tmp_path / "d.csv.gz"), label_name="species")()
+
+
+def _records(tmp_path, name, rows=20, **kw):
+    return inputs.write_tfrecord(
+        [{"a": float(i), "b": [1.0, 2.0], "y": i % 3} for i in range(rows)], tmp_path / name, **kw
+    )[0]
+
+
+_SPEC = {
+    "a": tf.io.FixedLenFeature([], tf.float32),
+    "b": tf.io.FixedLenFeature([2], tf.float32),
+    "y": tf.io.FixedLenFeature([], tf.int64),
+}
+
+
+def test_a_gzip_tfrecord_read_without_compression_names_the_fix(tmp_path):
+    # TensorFlow said "corrupted record at 0 (Is this even a TFRecord file?)".
+    path = _records(tmp_path, "g.tfr", compression="GZIP")
+    est = _estimator(tmp_path)
+    with pytest.raises(tf.errors.DataLossError, match=r"g\.tfr: record 0.*compression='GZIP'"):
+        est.train(inputs.from_tfrecord(path, _SPEC, "y"), max_steps=5)
+    with pytest.raises(inputs.InputFileError, match=r"not-compressed: pass compression=None"):
+        est.train(inputs.from_tfrecord(_records(tmp_path, "p.tfr"), _SPEC, "y", compression="GZIP"))
+    est.train(inputs.from_tfrecord(path, _SPEC, "y", compression="GZIP"), max_steps=5)
+
+
+def test_a_truncated_tfrecord_names_the_record(tmp_path):
+    path = _records(tmp_path, "t.tfr")
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data[:-10])  # the last record cut short
+    fn = inputs.from_tfrecord(path, _SPEC, "y", shuffle=False, num_epochs=None)
+    with pytest.raises(inputs.InputFileError, match=r"t\.tfr: record 19 cannot be read.*again"):
+        _estimator(tmp_path).train(fn, max_steps=50)
+
+
+def test_a_record_that_does_not_fit_the_spec_is_named(tmp_path):
+    rows = [{"a": 1.0, "b": [1.0, 2.0], "y": 0}] * 1500 + [{"a": 1.0, "b": [1.0], "y": 1}]
+    [path] = inputs.write_tfrecord(rows, tmp_path / "s.tfr")
+    fn = inputs.from_tfrecord(path, _SPEC, "y", shuffle=False)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"s\.tfr: record 1500, feature 'b'.*`feature_spec`"
+    ):
+        _estimator(tmp_path).train(fn, max_steps=500)
+
+
+def test_a_good_run_scans_no_file(tmp_path, monkeypatch):
+    # The scans run only after a failure: the normal path is TensorFlow's alone.
+    def no_scan(*args):
+        raise AssertionError(f"scanned: {args}")
+
+    monkeypatch.setattr(inputs, "_csv_problem", no_scan)
+    monkeypatch.setattr(inputs, "_tfrecord_problem", no_scan)
+    (tmp_path / "ok.csv").write_text(GOOD_ROWS)
+    est = _estimator(tmp_path)
+    est.train(inputs.from_csv(str(tmp_path / "ok.csv"), label_name="y"), max_steps=3)
+    est.train(inputs.from_tfrecord(_records(tmp_path, "ok.tfr"), _SPEC, "y"), max_steps=6)
+    assert est.evaluate(inputs.from_tfrecord(_records(tmp_path, "ok.tfr"), _SPEC, "y"))
+
+
 # --------------------------------------------------------------------------- several files
 
 

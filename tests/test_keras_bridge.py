@@ -208,6 +208,56 @@ def test_an_edited_model_or_optimizer_in_a_trained_model_dir_is_refused(tmp_path
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-2")
 
 
+def _classifier(loss="sparse_categorical_crossentropy"):
+    model = keras.Sequential([keras.layers.Dense(3, input_shape=(4,), activation="softmax")])
+    model.compile("adam", loss)
+    return model
+
+
+def _data(x, y):
+    return lambda: tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+
+
+def test_a_feature_wider_than_the_input_is_named_not_blamed_on_the_checkpoint(tmp_path):
+    # On a resumed model_dir: "does not fit this model: shapes differ: layer_with_weights-0/
+    # kernel"; on a new one: "Shape of variable dense/kernel:0 ((5, 3)) doesn't match".
+    ids = (X[:, 0] > 0).astype("int32")
+    to_estimator(_classifier(), model_dir=str(tmp_path)).train(_data(X, ids), steps=1)
+    wide = np.concatenate([X, X[:, :1]], axis=1)
+    for model_dir in (tmp_path, tmp_path / "new"):
+        est = to_estimator(_classifier(), model_dir=str(model_dir))
+        with pytest.raises(ValueError, match=r"Input '\w+' has shape \(None, 5\).*\(None, 4\)"):
+            est.train(_data(wide, ids), steps=1)
+    with pytest.raises(ValueError, match=r"has shape \(None, 5\)"):
+        est.evaluate(_data(wide, ids))
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-1")
+
+
+def test_labels_that_do_not_fit_a_sparse_loss_are_named(tmp_path):
+    # Raw op errors before: "Received a label value of 5 which is outside the valid range
+    # of [0, 3)" and "logits and labels must have the same first dimension".
+    est = to_estimator(_classifier(), model_dir=str(tmp_path))
+    ids = np.full(len(X), 5, "int32")
+    ids[:3] = [0, 1, -1]
+    with pytest.raises(ValueError, match=r"class ids in \[0, 3\).*labels from -1 to 5"):
+        est.train(_data(X, ids), steps=1)
+    est.train(_data(X, ids % 3), steps=1)
+    with pytest.raises(ValueError, match=r"class ids in \[0, 3\).*labels from -1 to 5"):
+        est.evaluate(_data(X, ids))
+    one_hot = np.eye(3, dtype="float32")[ids % 3]
+    for call in (est.train, est.evaluate):
+        with pytest.raises(ValueError, match=r"one-hot.*'sparse_categorical_crossentropy'.*argmax"):
+            call(_data(X, one_hot), steps=1)
+    est = to_estimator(_classifier("categorical_crossentropy"), model_dir=str(tmp_path / "c"))
+    est.train(_data(X, one_hot), steps=1)  # one-hot labels for a loss that takes them
+
+
+def test_training_data_that_ends_before_the_first_step_is_an_error(tmp_path):
+    est = to_estimator(_sequential(), model_dir=str(tmp_path))
+    with pytest.raises(ValueError, match=r"`input_fn` yielded no batch"):
+        est.train(_data(X[:0], Y[:0]), max_steps=5)
+
+
 def test_subclassed_model_converts_with_saver_checkpoints(tmp_path):
     class Linear(keras.Model):
         def __init__(self):

@@ -1,4 +1,5 @@
-"""The classifier's in-graph check that labels lie in ``[0, num_classes)``, and its short error.
+"""The classifier's in-graph check that labels lie in ``[0, num_classes)``, and its short error
+(also for the sparse softmax op's own check).
 
 The official heads say "Labels must be <= n_classes - 1" without the label, and in EVAL the
 confusion-matrix metrics fail first, naming the first three labels, not the bad one.
@@ -17,13 +18,16 @@ __all__ = ["check_class_ids", "label_errors"]
 _ASSERTION = re.compile(
     r"assertion failed: \[(`labels` must be class ids[^\]]*)\] \[(-?\d+)\] \[to\] \[(-?\d+)\]"
 )
+_MESSAGE = "`labels` must be class ids in [0, {}). Got: labels from"
+# The sparse softmax op's own check (Keras' sparse losses, tf.losses.sparse_softmax_*).
+_OUT_OF_RANGE = re.compile(r"valid range of \[0, (\d+)\)\.\s+Label values: (-?\d+(?: -?\d+)*)")
 
 
 def check_class_ids(labels, num_classes: int):
     """``labels`` as int32, failing at run time when one is outside the range."""
     labels = tf.cast(labels, tf.int32)
     in_range = tf.reduce_all((labels >= 0) & (labels < num_classes))
-    message = f"`labels` must be class ids in [0, num_classes={num_classes}). Got: labels from"
+    message = _MESSAGE.format(f"num_classes={num_classes}")
     check = tf.Assert(
         in_range, [message, tf.reduce_min(labels), "to", tf.reduce_max(labels)], name="check_labels"
     )
@@ -37,10 +41,12 @@ def label_errors() -> Iterator[None]:
     try:
         yield
     except tf.errors.InvalidArgumentError as e:
-        match = _ASSERTION.search(str(e.message))
-        if match is None:
+        match, op = _ASSERTION.search(str(e.message)), _OUT_OF_RANGE.search(str(e.message))
+        if match is None and op is None:
             raise
-        text, low, high = match.groups()
+        text, low, high = match.groups() if match else (_MESSAGE.format(op[1]), None, None)
+        if op:
+            low, high = min(map(int, op[2].split())), max(map(int, op[2].split()))
         raise ValueError(
             f"{text} {low} to {high}. Map the labels to class ids 0…num_classes-1 in the "
             "input_fn (or raise num_classes)."

@@ -306,6 +306,8 @@ class _StepCounter(tf.train.SessionRunHook):
             elapsed = time.monotonic() - self._started
             tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
 
+    ran: Optional[bool] = None  # whether a step ran; None: no session (no step was due)
+
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
         self.step: Optional[int] = None
@@ -319,6 +321,7 @@ class _StepCounter(tf.train.SessionRunHook):
 
     def after_create_session(self, session, coord) -> None:
         self._phase = "running the first step"
+        self.ran = False
         if self._global_step is not None:
             self.step = int(session.run(self._global_step)) - 1
         if self._summary is not None and self.step is not None:
@@ -346,6 +349,9 @@ def newest_finite_checkpoint(model_dir: str, up_to_step: Optional[int] = None) -
     on_disk = _checkpoints_on_disk(model_dir)
     candidates = [p for p in on_disk if up_to_step is None or checkpoint_step(p) <= up_to_step]
     return next((p for p in candidates if checkpoint_damage(p, finite=True) is None), None)
+
+    def after_run(self, run_context, run_values) -> None:
+        self.ran = True
 
 
 def _nan_message(model_dir: str, step: Optional[int]) -> str:
@@ -390,6 +396,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
     """
     from tfest_kit._class_ids import label_errors
     from tfest_kit.hooks import NanLossError
+    from tfest_kit.inputs import read_errors
 
     model_dir = estimator.model_dir
     if model_dir and path_problem(model_dir):  # before the lock file is written
@@ -415,7 +422,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
             stack.enter_context(writer_lock(model_dir))
             recover_checkpoint_state(model_dir)
         try:
-            with label_errors():
+            with label_errors(), read_errors():
                 yield counter
         except tf.train.NanLossDuringTrainingError as e:
             if isinstance(e, NanLossError):

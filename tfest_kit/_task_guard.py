@@ -66,7 +66,8 @@ def _say_loss_lines_hidden() -> None:
 @contextlib.contextmanager
 def guarded_train(estimator, hooks, max_steps=None, steps=None):
     """Checks the task, then holds model_dir (one writer, an intact checkpoint); yields hooks,
-    their progress hooks told where training ends."""
+    their progress hooks told where training ends. A training whose input ends before the
+    first step (Estimator returns silently) raises."""
     check_direct_call(estimator.config, "train")
     fill_progress_totals(hooks or (), max_steps, estimator, steps)
     logger = tf.get_logger()  # a level set by anyone (logs.setup) is what they asked for
@@ -74,6 +75,11 @@ def guarded_train(estimator, hooks, max_steps=None, steps=None):
         _say_loss_lines_hidden()
     with _model_dir.training(estimator, max_steps, steps) as counter:
         yield [*(hooks or ()), counter]
+    if counter.ran is False:
+        raise ValueError(
+            "`input_fn` yielded no batch: check that the training data is not empty. "
+            f"Got: 0 steps from global step {counter.step}"
+        )
 
 
 def guarded_eval_hooks(config, hooks, steps) -> list:

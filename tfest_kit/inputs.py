@@ -2,28 +2,86 @@
 
 Each returns ``input_fn(params=None)``; ``params["batch_size"]``, when the Estimator passes it,
 wins. CSV and TFRecord files are read by the official ``make_csv_dataset`` and
-``make_batched_features_dataset``, which report bad files with their own errors.
+``make_batched_features_dataset``; when they fail on a record, :func:`read_errors` scans the
+files in Python (only then) and names the file, the line or record, the column and the fix.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import functools
+import gzip
+import itertools
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import re
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from tfest_kit._checks import check_int
+from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf, tf2
 
-__all__ = ["from_arrays", "from_csv", "from_tfrecord", "write_tfrecord"]
+__all__ = ["InputFileError", "from_arrays", "from_csv", "from_tfrecord", "write_tfrecord"]
 
 AUTOTUNE = tf2.data.AUTOTUNE
 InputFn = Callable[..., Any]
 FilePattern = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 _DEFAULT_SHUFFLE_BUFFER = 10_000
 _FILES_AT_ONCE = 8  # files read at once while shuffling: the buffer then mixes several shards
+# Per graph, scan(message) -> where in its files (or None), for each from_csv / from_tfrecord
+# input_fn in it. Not a graph collection, which a checkpoint's .meta would warn about.
+_SCANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class InputFileError(TfestKitError):
+    """A record TensorFlow could not read, named by file, line or record, and column; raised as
+    the ``tf.errors`` class TensorFlow raised too, so code catching that still does. Raised by
+    tfest_kit's estimators and ``train_and_evaluate`` (a plain Estimator's raise TensorFlow's)."""
+
+
+class InvalidInputFileError(InputFileError, tf.errors.InvalidArgumentError):
+    """A field or record that does not decode (``InvalidArgumentError``)."""
+
+
+class DamagedInputFileError(InputFileError, tf.errors.DataLossError):
+    """A damaged, cut or compressed file (``DataLossError``)."""
+
+
+@contextlib.contextmanager
+def read_errors() -> Iterator[None]:
+    """Re-raises a decode error of a file read by :func:`from_csv` / :func:`from_tfrecord` as an
+    :class:`InputFileError` naming where it is; other errors pass."""
+    try:
+        yield
+    except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
+        from_input = "GetNext" in getattr(e.op, "type", "")  # not a checkpoint, a model op
+        scans = _SCANS.get(e.op.graph, ()) if from_input else ()
+        where = next(filter(None, (scan(e.message) for scan in scans)), None)
+        if where is None:
+            raise
+        lost = isinstance(e, tf.errors.DataLossError)
+        lines = [line for line in e.message.splitlines() if line and not line[0].isspace()]
+        error = DamagedInputFileError if lost else InvalidInputFileError
+        raise error(e.node_def, None, f"{where} [TensorFlow: {lines[-1]}]") from None
+
+
+def _scan_on_error(scan: Callable[[str], Optional[str]]) -> None:
+    if not tf.executing_eagerly():  # an eager dataset's errors are not re-raised
+        _SCANS.setdefault(tf.get_default_graph(), []).append(scan)
+
+
+def _files(patterns: Union[str, list[str]]) -> list[str]:
+    patterns = [patterns] if isinstance(patterns, str) else patterns
+    return sorted({path for pattern in patterns for path in tf.io.gfile.glob(pattern)})
+
+
+def _compressed_as(path: str) -> Optional[str]:
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return {b"\x1f\x8b": "GZIP", b"x\x9c": "ZLIB"}.get(f.read(2))
 
 
 def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Optional[int]):
@@ -244,7 +302,8 @@ def from_csv(
 
     Raises:
       ValueError: a bad argument or ``params["batch_size"]``; ``column_defaults`` names a
-        column that is not read. ``make_csv_dataset``'s errors for files and columns.
+        column that is not read; no row; ``make_csv_dataset``'s errors, with file and line.
+      InputFileError: while training or evaluating, a row that does not decode.
 
     Example:
 
@@ -265,8 +324,9 @@ def from_csv(
         defaults = _csv_defaults(patterns, column_defaults, options)
 
     def input_fn(params=None):
-        return tf2.data.experimental.make_csv_dataset(
+        ds = _csv_dataset(
             patterns,
+            options,
             _batch_size(batch_size, params),
             column_defaults=defaults() if callable(defaults) else defaults,
             label_name=label_name,
@@ -275,16 +335,96 @@ def from_csv(
             shuffle_buffer_size=shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER,
             shuffle_seed=seed,
             num_parallel_reads=_FILES_AT_ONCE if shuffle else 1,
-            **options,
         )
+        _scan_on_error(functools.partial(_csv_problem, patterns, options))
+        return ds
 
     return input_fn
+
+
+def _csv_dataset(patterns, options: dict, batch_size: int, **kwargs):
+    """``make_csv_dataset``; its type inference's errors, and no row at all, name the file."""
+    try:
+        ds = tf2.data.experimental.make_csv_dataset(patterns, batch_size, **kwargs, **options)
+    except ValueError as e:  # a UnicodeDecodeError too
+        where = _csv_problem(patterns, options, str(e))
+        if where is None:
+            raise
+        raise ValueError(f"{where} [make_csv_dataset: {e}]") from None
+    text = {spec.dtype for spec in tf2.nest.flatten(ds.element_spec)} == {tf2.string}
+    no_rows = text and _csv_problem(patterns, options, "")  # inferred from no row: all text
+    if no_rows:
+        raise ValueError(no_rows)
+    return ds
+
+
+def _csv_rows(files: list[str], options: dict, header: bool) -> Iterator[tuple[str, int, list]]:
+    """(file, line number, fields) of each row of the CSV ``files``, header lines left out."""
+    gzipped = options["compression_type"] == "GZIP"
+    for path in files:
+        with tf.io.gfile.GFile(path, "rb" if gzipped else "r") as f:
+            reader = csv.reader(
+                gzip.open(f, "rt") if gzipped else f, delimiter=options["field_delim"]
+            )
+            for fields in itertools.islice(reader, int(header), None):
+                yield path, reader.line_num, fields
+
+
+def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
+    """Where the row ``message`` is about is in the CSV files, and its likely fix; or None."""
+    files, select = _files(patterns), options["select_columns"]
+    gzipped = [f for f in files if not options["compression_type"] and _compressed_as(f) == "GZIP"]
+    if gzipped or options["compression_type"] == "ZLIB" or not files:
+        return f"{gzipped[0]} is GZIP-compressed: pass compression='GZIP'" if gzipped else None
+    names = options["column_names"] or next(_csv_rows(files, options, False), [[]] * 3)[2]
+    index = {**{name: i for i, name in enumerate(names)}, **{i: i for i in range(len(names))}}
+    columns = sorted(index[c] for c in select or names if c in index)
+    rows = _csv_rows(files, options, options["header"])
+    first = next(rows, None)
+    if first is None:
+        after = " after the header line" if options["header"] else ""
+        return f"{', '.join(files)}: no rows{after}. Point file_pattern at the data"
+    field = re.search(r"Field (\d+) (?:in record is not a valid (\w+)|is required)", message)
+    if not columns or not (field or "fields" in message):  # "Expect 5 fields but have 3"
+        return None
+    for path, line, fields in itertools.chain([first], rows):
+        if not field and (len(fields) <= columns[-1] or not select and len(fields) != len(names)):
+            short = len(fields) < len(names) and f"no field for column {names[len(fields)]!r}"
+            return (
+                f"{path}:{line}: {len(fields)} fields where the file has {len(names)} columns "
+                f"{names} ({short or 'too many fields'}). Each row needs one field per column: "
+                f"a missing value is an empty field (a,,c); quote a field that holds "
+                f"{options['field_delim']!r}; remove blank lines"
+            )
+        column, kind = (columns[int(field[1])], field[2]) if field else (len(fields), None)
+        value = fields[column] if column < len(fields) else None
+        empty = value in ("", options["na_value"])
+        if value is not None and (not empty and not _parses(value, kind) if kind else empty):
+            what = (
+                f"is not a valid {kind}" if kind else "is empty where column_defaults gives a dtype"
+            )
+            return (
+                f"{path}:{line}, column {names[column]!r}: {value!r} {what}. Fix the value, mark "
+                "missing values with `na_value`, or set the column's default in column_defaults "
+                f"(else typed by the first 100 rows): {{{names[column]!r}: ''}} reads text, 0.0 "
+                "a number that may be empty"
+            )
+    return None
+
+
+def _parses(text: str, kind: str) -> bool:
+    """Whether CsvDataset reads ``text`` as a ``kind`` ("float", "int32" …) value."""
+    try:
+        value = float(text) if kind in ("float", "double") else int(text)
+    except ValueError:
+        return False
+    return kind != "int32" or -(2**31) <= value < 2**31
 
 
 def _csv_defaults(patterns, given: Mapping[str, Any], options: dict) -> Callable[[], list]:
     """One default per column read: ``given``'s, else a zero of the type make_csv_dataset infers."""
     with tf2.Graph().as_default():  # the inference reads the files in Python, once
-        spec = tf2.data.experimental.make_csv_dataset(patterns, 1, **options).element_spec
+        spec = _csv_dataset(patterns, options, 1).element_spec
     unknown = sorted(set(given) - set(spec))
     if unknown:
         raise ValueError(
@@ -325,7 +465,8 @@ def from_tfrecord(
 
     Raises:
       ValueError: a bad argument or ``params["batch_size"]``; the official reader's errors
-        (``label_key`` not in ``feature_spec``, no file matched, a damaged file).
+        (``label_key`` not in ``feature_spec``, no file matched).
+      InputFileError: while training or evaluating, a damaged file or a record not as specified.
 
     Example:
 
@@ -337,6 +478,9 @@ def from_tfrecord(
     patterns = _patterns(file_pattern)
 
     def input_fn(params=None):
+        _scan_on_error(
+            functools.partial(_tfrecord_problem, patterns, compression, dict(feature_spec))
+        )
         return tf2.data.experimental.make_batched_features_dataset(
             patterns,
             _batch_size(batch_size, params),
@@ -354,55 +498,78 @@ def from_tfrecord(
     return input_fn
 
 
-_INT64_LIST, _FLOAT_LIST, _BYTES_LIST = 0, 1, 2  # the value lists of a tf.train.Feature, by kind
-_KIND_NAMES = ["int64", "float", "bytes"]
+def _tfrecord_problem(patterns, compression, spec: dict, message: str) -> Optional[str]:
+    """The first record of the files that cannot be read, or parsed when ``message`` is about
+    parsing (by the official parser, 1,000 records a run), and the likely fix; or None."""
+    options, parse = tf.io.TFRecordOptions(compression or ""), "Name: <unknown>" in message
+    if not parse and not re.search(
+        r"record at|inflate\(\)", message
+    ):  # what the files' reader says
+        return None
+    with tf.Graph().as_default() as graph:
+        serialized, names = tf.placeholder(tf.string, [None]), tf.placeholder(tf.string, [None])
+        parsed = tf.io.parse_example(serialized, spec, example_names=names)
+    for path in _files(patterns):
+        records, read = tf.io.tf_record_iterator(path, options), 0
+        try:
+            while next(records, None) is not None:
+                read += 1
+        except tf.errors.DataLossError:
+            actual, fix = _compressed_as(path), "write the file again, or leave it out"
+            if actual != compression and read == 0:
+                fix = f"the file is {actual or 'not'}-compressed: pass compression={actual!r}"
+            return f"{path}: record {read} cannot be read (damaged or cut short): {fix}"
+        records = tf.io.tf_record_iterator(path, options)
+        with tf.Session(graph=graph) as session:
+            for start in range(0, read if parse else 0, 1000):
+                batch = list(itertools.islice(records, 1000))
+                try:
+                    numbers = [str(start + i) for i in range(len(batch))]
+                    session.run(parsed, {serialized: batch, names: numbers})
+                except tf.errors.InvalidArgumentError as e:
+                    found = re.search(r"Name: (\d+), (Key: (.*?), Index: \d+\.\s*)?(.*)", e.message)
+                    number, key, problem = found.group(1, 3, 4) if found else (start, "", "")
+                    return (
+                        f"{path}: record {number}{f', feature {key!r}' if key else ''}: "
+                        f"{problem.rstrip('.') or 'cannot be parsed'}. The records must fit "
+                        "`feature_spec` (keys, dtypes, shapes; a key some lack: a "
+                        "FixedLenFeature with a default_value, or a VarLenFeature)"
+                    )
+    return None
 
 
-def _value_kind(value: Any, key: str, row: int) -> tuple[Optional[int], list]:
-    """(kind, flat list of values) of one row's value; kind None for an empty list."""
-    values = np.asarray(value)
-    flat = values.ravel().tolist()
-    if not flat:
-        return None, []
-    if values.dtype.kind in "biu":
-        return _INT64_LIST, [int(v) for v in flat]
-    if values.dtype.kind == "f":
-        return _FLOAT_LIST, flat
-    if values.dtype.kind in "SU":
-        return _BYTES_LIST, [v.encode("utf-8") if isinstance(v, str) else v for v in flat]
-    raise TypeError(
-        f"Row {row}, feature {key!r}: expected int, float, str/bytes or a list of them. "
-        f"Got: {value!r}"
-    )
+_KINDS = {"b": "int64", "i": "int64", "u": "int64", "f": "float", "S": "bytes", "U": "bytes"}
 
 
 def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
-    converted: list[dict[str, tuple[Optional[int], list]]] = []
-    kinds: dict[str, int] = {}
+    arrays, kinds = [], {}  # per key: int64, float (ints with some floats: floats) or bytes
     for index, row in enumerate(rows):
         if not isinstance(row, Mapping):
             raise TypeError(f"`rows` must hold dicts {{feature: value}}. Row {index} is: {row!r}")
-        entry = {}
-        for key, value in row.items():
-            kind, values = _value_kind(value, key, index)
-            if kind is not None:
-                seen = kinds.setdefault(key, kind)
-                if (seen == _BYTES_LIST) != (kind == _BYTES_LIST):
-                    raise TypeError(
-                        f"Row {index}, feature {key!r}: {_KIND_NAMES[kind]} value {value!r}, "
-                        f"but earlier rows hold {_KIND_NAMES[seen]}."
-                    )
-                kinds[key] = max(seen, kind)  # an int column with some floats holds floats
-            entry[str(key)] = (kind, values)
-        converted.append(entry)
-    lists = [tf2.train.Int64List, tf2.train.FloatList, tf2.train.BytesList]
-    fields = ["int64_list", "float_list", "bytes_list"]
+        arrays.append({str(key): np.asarray(value).ravel() for key, value in row.items()})
+        for (key, values), value in zip(arrays[-1].items(), row.values()):
+            kind, seen = _KINDS.get(values.dtype.kind), kinds.get(key)
+            if values.size and kind is None:
+                raise TypeError(
+                    f"Row {index}, feature {key!r}: expected int, float, str/bytes or a list of "
+                    f"them. Got: {value!r}"
+                )
+            if values.size and seen and (seen == "bytes") != (kind == "bytes"):
+                raise TypeError(
+                    f"Row {index}, feature {key!r}: {kind} value {value!r}, but earlier rows "
+                    f"hold {seen}."
+                )
+            if values.size:
+                kinds[key] = "float" if "float" in (seen, kind) else kind
+    lists = {"int64": tf2.train.Int64List, "float": tf2.train.FloatList}
+    lists["bytes"] = tf2.train.BytesList
     examples = []
-    for entry in converted:
+    for row in arrays:
         features = {}
-        for key, (_, values) in entry.items():
-            kind = kinds.get(key, _FLOAT_LIST)
-            features[key] = tf2.train.Feature(**{fields[kind]: lists[kind](value=values)})
+        for key, values in row.items():
+            kind = kinds.get(key, "float")
+            values = [v.encode("utf-8") if isinstance(v, str) else v for v in values.tolist()]
+            features[key] = tf2.train.Feature(**{f"{kind}_list": lists[kind](value=values)})
         examples.append(tf2.train.Example(features=tf2.train.Features(feature=features)))
     return [example.SerializeToString() for example in examples]
 

@@ -17,11 +17,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 from tfest_kit import _warm_start, logs
+from tfest_kit._class_ids import label_errors
 from tfest_kit._model_dir import saved_step, usable_checkpoint
 from tfest_kit._model_fn_call import call_with_args
 from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
 from tfest_kit._tf import KERAS_PACKAGE, object_graph_key_mapping, tf, tf2
 from tfest_kit.cluster import check_tf_config_json
+from tfest_kit.inputs import read_errors
 
 __all__ = ["to_estimator"]
 
@@ -166,7 +168,8 @@ def _guard(est, skip_done: bool) -> None:
     def evaluate(input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
         hooks = guarded_eval_hooks(est.config, hooks, steps)
         checkpoint_path = checkpoint_path or usable_checkpoint(est.model_dir, "evaluate()")
-        return official_evaluate(input_fn, steps, hooks, checkpoint_path, name)
+        with label_errors(), read_errors():
+            return official_evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
     @functools.wraps(official_predict)
     def predict(input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
@@ -191,12 +194,13 @@ def _adapting_model_fn(official_model_fn, keras_model):
             sample_weights = None
         if input_names:
             features = _adapt_features(features, input_names)
+        if isinstance(labels, Mapping) and output_names:
+            labels = _adapt_labels(dict(_keyed_by_names(labels, output_keys)), output_names)
+        _check_shapes(keras_model, features if input_names else {}, labels)
         if sample_weights is not None:
             # Re-wrapped after adapting: renaming the keys of the outer dict would make the
             # official model_fn take the weights for one more feature and drop them.
             features = {_FEATURES_KEY: features, _SAMPLE_WEIGHTS_KEY: sample_weights}
-        if isinstance(labels, Mapping) and output_names:
-            labels = _adapt_labels(dict(_keyed_by_names(labels, output_keys)), output_names)
         with _quiet_keras():
             spec = call_with_args(
                 official_model_fn, features=features, labels=labels, mode=mode, config=config
@@ -221,6 +225,29 @@ def _adapting_model_fn(official_model_fn, keras_model):
         return spec
 
     return model_fn
+
+
+def _check_shapes(keras_model, features: dict, labels) -> None:
+    """Names a feature whose shape is not its Input's, and one-hot labels for a sparse loss
+    (else reported as a checkpoint mismatch, and an op error while running)."""
+    for name, tensor in zip(keras_model.input_names or (), keras_model.inputs or ()):
+        got = tf.TensorShape(getattr(features.get(name), "shape", tensor.shape))
+        if got.rank == tensor.shape.rank and not got.is_compatible_with(tensor.shape):
+            raise ValueError(
+                f"The feature for the Keras model's Input {name!r} has shape {got}; the Input "
+                f"takes {tensor.shape} (None: any size). Reshape it in the input_fn, or give "
+                "the model an Input of that shape (and a new model_dir)."
+            )
+    loss, outputs = keras_model.loss, keras_model.outputs or ()
+    loss = loss if isinstance(loss, str) else getattr(loss, "name", getattr(loss, "__name__", ""))
+    shape = tf.TensorShape(getattr(labels, "shape", None) if len(outputs) == 1 else None)
+    rank = shape.rank if "sparse" in str(loss) and shape[-1:] not in ([1], [None]) else None
+    if rank and rank == outputs[0].shape.rank:  # (batch, classes) where (batch,) ids belong
+        raise ValueError(
+            f"`labels` have shape {shape}, one-hot like the model's output {outputs[0].shape}, "
+            f"but the loss {loss!r} takes class ids (one number per example). Pass "
+            "tf.argmax(labels, -1) in the input_fn, or compile with 'categorical_crossentropy'."
+        )
 
 
 def _dict_keys_to_names(nested, names: list[str]) -> dict:

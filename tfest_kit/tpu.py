@@ -25,6 +25,7 @@ from tfest_kit._warm_start import check_model_dir, with_saver
 from tfest_kit.cluster import check_tf_config_json
 from tfest_kit.config import session_config
 from tfest_kit.hooks import LossLoggingHook, ProgressHook, fill_progress_totals
+from tfest_kit.inputs import read_errors
 
 __all__ = [
     "TPUEstimator",
@@ -507,7 +508,7 @@ class TPUEstimator(tf_estimator.Estimator):
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
         hooks = guarded_eval_hooks(self.config, hooks, steps)
         checkpoint_path = checkpoint_path or usable_checkpoint(self.model_dir, "evaluate()")
-        with label_errors():
+        with label_errors(), read_errors():
             return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
     def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
