@@ -288,6 +288,7 @@ class _StepCounter(tf.train.SessionRunHook):
     unless ``SummarySaverHook``, every ``summary_steps``, does."""
 
     say_every = 10.0  # seconds
+    ran: Optional[bool] = None  # whether a step ran; None: no session (no step was due)
 
     def __init__(self, started=None, max_steps=None, steps=None, summary_dir=None, every=None):
         self._started, self._until, self._summary_dir, self._every = (
@@ -339,6 +340,7 @@ class _StepCounter(tf.train.SessionRunHook):
 
     def after_run(self, run_context, run_values) -> None:
         self.first_step_done.set()
+        self.ran = True
         if run_values.results is not None:
             writer = tf.summary.FileWriterCache.get(self._summary_dir)
             writer.add_summary(run_values.results, self._last)
@@ -349,9 +351,6 @@ def newest_finite_checkpoint(model_dir: str, up_to_step: Optional[int] = None) -
     on_disk = _checkpoints_on_disk(model_dir)
     candidates = [p for p in on_disk if up_to_step is None or checkpoint_step(p) <= up_to_step]
     return next((p for p in candidates if checkpoint_damage(p, finite=True) is None), None)
-
-    def after_run(self, run_context, run_values) -> None:
-        self.ran = True
 
 
 def _nan_message(model_dir: str, step: Optional[int]) -> str:
