@@ -1324,9 +1324,9 @@ MISC_CASES = [
     ),
     case(
         "legacy symbol without stand-in",
-        lambda c: build_namespace(Report()).contrib.learn,
+        lambda c: build_namespace(Report()).contrib.learn.Experiment(),
         AttributeError,
-        r"tf.contrib.learn is not provided by the legacy runner",
+        r"tf.contrib.learn.Experiment is not provided by the legacy runner",
     ),
     case(
         "legacy layer_norm axis out of range",
