@@ -291,12 +291,8 @@ class _StepCounter(tf.train.SessionRunHook):
     ran: Optional[bool] = None  # whether a step ran; None: no session (no step was due)
 
     def __init__(self, started=None, max_steps=None, steps=None, summary_dir=None, every=None):
-        self._started, self._until, self._summary_dir, self._every = (
-            started,
-            (max_steps, steps),
-            summary_dir,
-            every,
-        )
+        self._started, self._until = started, (max_steps, steps)
+        self._summary_dir, self._every = summary_dir, every
         self.first_step_done = threading.Event()
         self._phase = "building the graph"
         if started is not None:
@@ -403,15 +399,10 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
     outermost = model_dir not in _training_now  # train_and_evaluate calls train
     if outermost:
         tf.logging.info("Training into %s: building the graph", model_dir)
-    writes = outermost and _writes_checkpoints(estimator.config)
-    config = estimator.config
-    counter = _StepCounter(
-        time.monotonic() if outermost else None,
-        max_steps,
-        steps,
-        model_dir if writes else None,
-        config.save_summary_steps,
-    )
+    summary_dir = model_dir if outermost and _writes_checkpoints(estimator.config) else None
+    started = time.monotonic() if outermost else None
+    every = estimator.config.save_summary_steps
+    counter = _StepCounter(started, max_steps, steps, summary_dir, every)
     with contextlib.ExitStack() as stack:
         stack.callback(counter.first_step_done.set)  # ends its phase lines
         if outermost:

@@ -31,6 +31,7 @@ _STOPPED_EARLY_FILE = "stopped_early.json"
 # The servers _TaskExecutor started in this process, by (cluster, task type, task index); a
 # server cannot be stopped, and it serves every graph of its task.
 _SERVERS: dict[tuple[str, str, int], Any] = {}
+_SPECS = (tf_estimator.TrainSpec, tf_estimator.EvalSpec)
 
 
 def _preempted(train_hooks: list) -> bool:
@@ -332,10 +333,7 @@ def train_and_evaluate(
     keywords.update(eval_hooks=eval_hooks or None, exporters=exporters or None, eval_name=eval_name)
     keywords.update(throttle_secs=throttle_secs, start_delay_secs=start_delay_secs)
     given = sorted(name for name, value in keywords.items() if value is not None)
-    specs = (
-        isinstance(train_spec, tf_estimator.TrainSpec),
-        isinstance(eval_spec, tf_estimator.EvalSpec),
-    )
+    specs = [isinstance(spec, kind) for spec, kind in zip((train_spec, eval_spec), _SPECS)]
     if any(specs) and not (all(specs) and not given):
         raise TypeError(
             "`train_and_evaluate` takes a TrainSpec with an EvalSpec (the official call), or "
