@@ -361,7 +361,7 @@ def test_rerun_that_changes_the_held_out_images_is_refused(tmp_path, rerun, frag
 
 def test_help_names_the_from_scratch_defaults_and_another_recipes_dir_is_refused(tmp_path):
     # The default offline run trains from scratch at 96 px, alpha 0.35: --help said 160 / 1.0.
-    proc = run_program([*RECIPE, "--help"], env=_offline_env(tmp_path), check_exit=1)
+    proc = run_program([*RECIPE, "--help"], env=_offline_env(tmp_path), check_exit=0)
     help_text = " ".join(proc.stdout.split())
     assert "96 when training from scratch" in help_text, proc.stdout
     assert "0.35 when training from scratch" in help_text, proc.stdout
