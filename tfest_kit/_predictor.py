@@ -57,11 +57,7 @@ def _spec(info) -> tf2.TensorSpec:
     if info.WhichOneof("encoding") != "name":  # a SparseTensor's or RaggedTensor's components
         dtype = tf.as_dtype(info.dtype) if info.dtype else tf.string
         return tf2.TensorSpec(None, dtype, name=info.WhichOneof("encoding"))
-    dims = info.tensor_shape.dim
-    shape = (
-        None if info.tensor_shape.unknown_rank else [d.size if d.size >= 0 else None for d in dims]
-    )
-    return tf2.TensorSpec(shape, tf.as_dtype(info.dtype), name=info.name)
+    return tf2.TensorSpec(info.tensor_shape, tf.as_dtype(info.dtype), name=info.name)
 
 
 def read_signatures(
