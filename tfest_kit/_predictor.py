@@ -165,11 +165,6 @@ class _ExampleBuilder:
         types = [t for attr in attrs for t in parse_op.get_attr(attr)]
         self.keys = {k: tf.as_dtype(t) for k, t in zip(keys, types)}  # feature name -> dtype
 
-    @classmethod
-    def find(cls, session, input_tensor) -> Optional[_ExampleBuilder]:
-        ops = [op for op in input_tensor.consumers() if op.type == "ParseExampleV2"]
-        return cls(session, ops[0]) if ops else None
-
     def build(self, features: Mapping, where: str) -> np.ndarray:
         unknown = sorted(set(features) - set(self.keys))
         if unknown:
@@ -308,7 +303,8 @@ class Predictor:
         first = self._input_names[0]
         if len(self._input_names) == 1 and self._inputs[first].dtype == tf.string:
             feed = self._graph.get_tensor_by_name(sig.inputs[first].name)
-            self._examples = _ExampleBuilder.find(self._session, feed)
+            parses = [op for op in feed.consumers() if op.type == "ParseExampleV2"]
+            self._examples = _ExampleBuilder(self._session, parses[0]) if parses else None
 
     def _completed(self, signature: SignatureDef) -> SignatureDef:
         """``signature`` with each tensor's dtype and shape read from the loaded graph."""

@@ -46,8 +46,7 @@ def _thread_counts(threads: Threads) -> tuple[int, int]:
     if threads is None:
         return 0, 0
     if isinstance(threads, tuple) and len(threads) == 2:
-        inter, intra = (check_int(f"threads[{i}]", threads[i], 0, hint="0: as is") for i in (0, 1))
-        return inter, intra
+        return tuple(check_int(f"threads[{i}]", threads[i], 0, hint="0: as is") for i in (0, 1))
     if not is_int_at_least(threads, 1):
         raise ValueError(
             "`threads` must be None (TensorFlow's default), an int >= 1 for both pools, or a "

@@ -83,11 +83,8 @@ class LocalCluster:
             )
         self.command = [str(arg) for arg in command]
         self.cluster = cluster_spec(workers=workers, ps=ps)
-        self.tasks: list[Task] = [
-            (job, i)
-            for job in ("chief", "worker", "ps")
-            for i in range(len(self.cluster.get(job, [])))
-        ]
+        jobs = self.cluster.items()  # chief, worker, ps: cluster_spec's order
+        self.tasks: list[Task] = [(job, i) for job, hosts in jobs for i in range(len(hosts))]
         if evaluator:
             self.tasks.append(("evaluator", 0))
         self._env = dict(env or {})
