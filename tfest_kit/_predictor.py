@@ -147,10 +147,8 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         array = np.vectorize(_to_bytes, otypes=[object])(array)
     array = array.astype(target, copy=False)
     # Not TensorShape.is_compatible_with: it costs ~10 us per input per call, this ~1 us.
-    want = spec.shape.as_list() if spec.shape.rank is not None else None
-    if want is not None and (
-        len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape))
-    ):
+    want = array.shape if spec.shape.rank is None else spec.shape.as_list()
+    if len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape)):
         raise PredictorInputError(f"Input {name!r} has shape {list(array.shape)}; {expected}")
     return array
 

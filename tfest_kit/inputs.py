@@ -551,8 +551,7 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
                 )
             if values.size:
                 kinds[key] = "float" if "float" in (seen, kind) else kind
-    lists = {"int64": tf2.train.Int64List, "float": tf2.train.FloatList}
-    lists["bytes"] = tf2.train.BytesList
+    lists = dict(int64=tf2.train.Int64List, float=tf2.train.FloatList, bytes=tf2.train.BytesList)
     examples = []
     for row in arrays:
         features = {}

@@ -153,9 +153,8 @@ def validate_tf_config(
     if "task" in config:
         config["task"] = _check_task(config["task"], cluster)
     elif cluster:
-        raise _invalid(
-            "", "has a 'cluster' but no 'task' saying which task this process is", config
-        )
+        problem = "has a 'cluster' but no 'task' saying which task this process is"
+        raise _invalid("", problem, config)
     return config
 
 
