@@ -57,11 +57,7 @@ def _spec(info) -> tf2.TensorSpec:
     if info.WhichOneof("encoding") != "name":  # a SparseTensor's or RaggedTensor's components
         dtype = tf.as_dtype(info.dtype) if info.dtype else tf.string
         return tf2.TensorSpec(None, dtype, name=info.WhichOneof("encoding"))
-    dims = info.tensor_shape.dim
-    shape = (
-        None if info.tensor_shape.unknown_rank else [d.size if d.size >= 0 else None for d in dims]
-    )
-    return tf2.TensorSpec(shape, tf.as_dtype(info.dtype), name=info.name)
+    return tf2.TensorSpec(info.tensor_shape, tf.as_dtype(info.dtype), name=info.name)
 
 
 def read_signatures(
@@ -151,10 +147,8 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         array = np.vectorize(_to_bytes, otypes=[object])(array)
     array = array.astype(target, copy=False)
     # Not TensorShape.is_compatible_with: it costs ~10 us per input per call, this ~1 us.
-    want = spec.shape.as_list() if spec.shape.rank is not None else None
-    if want is not None and (
-        len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape))
-    ):
+    want = array.shape if spec.shape.rank is None else spec.shape.as_list()
+    if len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape)):
         raise PredictorInputError(f"Input {name!r} has shape {list(array.shape)}; {expected}")
     return array
 
@@ -168,11 +162,6 @@ class _ExampleBuilder:
         attrs = ("sparse_types", "Tdense", "ragged_value_types")
         types = [t for attr in attrs for t in parse_op.get_attr(attr)]
         self.keys = {k: tf.as_dtype(t) for k, t in zip(keys, types)}  # feature name -> dtype
-
-    @classmethod
-    def find(cls, session, input_tensor) -> Optional[_ExampleBuilder]:
-        ops = [op for op in input_tensor.consumers() if op.type == "ParseExampleV2"]
-        return cls(session, ops[0]) if ops else None
 
     def build(self, features: Mapping, where: str) -> np.ndarray:
         unknown = sorted(set(features) - set(self.keys))
@@ -312,7 +301,8 @@ class Predictor:
         first = self._input_names[0]
         if len(self._input_names) == 1 and self._inputs[first].dtype == tf.string:
             feed = self._graph.get_tensor_by_name(sig.inputs[first].name)
-            self._examples = _ExampleBuilder.find(self._session, feed)
+            parses = [op for op in feed.consumers() if op.type == "ParseExampleV2"]
+            self._examples = _ExampleBuilder(self._session, parses[0]) if parses else None
 
     def _completed(self, signature: SignatureDef) -> SignatureDef:
         """``signature`` with each tensor's dtype and shape read from the loaded graph."""

@@ -56,19 +56,14 @@ def export_unless_vanished(
     try:
         return export()
     except (tf.errors.NotFoundError, ValueError) as e:
-        if not checkpoint_path or not vanished_checkpoint(
-            e, os.path.dirname(checkpoint_path), checkpoint_path
-        ):
+        model_dir = os.path.dirname(checkpoint_path or "")
+        if not checkpoint_path or not vanished_checkpoint(e, model_dir, checkpoint_path):
             raise
         for path in sorted(_temp_dirs(export_path) - before):
             with contextlib.suppress(tf.errors.NotFoundError):
                 tf.gfile.DeleteRecursively(path)  # gs:// too, where shutil sees nothing
         tf.logging.warning(
-            "Exporter %r: checkpoint %s was deleted while it was being exported; this export is "
-            "skipped (%s). %s",
-            name,
-            checkpoint_path,
-            type(e).__name__,
-            KEEP_MORE,
+            f"Exporter {name!r}: checkpoint {checkpoint_path} was deleted while it was being "
+            f"exported; this export is skipped ({type(e).__name__}). {KEEP_MORE}"
         )
         return None

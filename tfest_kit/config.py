@@ -46,8 +46,7 @@ def _thread_counts(threads: Threads) -> tuple[int, int]:
     if threads is None:
         return 0, 0
     if isinstance(threads, tuple) and len(threads) == 2:
-        inter, intra = (check_int(f"threads[{i}]", threads[i], 0, hint="0: as is") for i in (0, 1))
-        return inter, intra
+        return tuple(check_int(f"threads[{i}]", threads[i], 0, hint="0: as is") for i in (0, 1))
     if not is_int_at_least(threads, 1):
         raise ValueError(
             "`threads` must be None (TensorFlow's default), an int >= 1 for both pools, or a "
@@ -233,15 +232,13 @@ def run_config(
         config = tfest_kit.run_config(model_dir="/tmp/model", threads=(2, 4), seed=0)
     """
     kwargs["tf_random_seed"] = _seed(seed, kwargs.get("tf_random_seed"))
-    kwargs.update(
-        log_step_count_steps=log_step_count_steps, keep_checkpoint_max=keep_checkpoint_max
-    )
+    kwargs["log_step_count_steps"] = log_step_count_steps
+    kwargs["keep_checkpoint_max"] = keep_checkpoint_max
     if save_checkpoints_steps is not None:  # an explicit None would turn time-based ones off too
         kwargs["save_checkpoints_steps"] = save_checkpoints_steps
     _check_run_config_keywords(kwargs)
-    cpu_replicas = check_int(
-        "cpu_replicas", cpu_replicas, allow_none=True, hint="None or 1: no replicas"
-    )
+    hint = "None or 1: no replicas"
+    cpu_replicas = check_int("cpu_replicas", cpu_replicas, allow_none=True, hint=hint)
     cpu_replicas = None if cpu_replicas == 1 else cpu_replicas
     if cpu_replicas:
         threads = _cpu_replicas(cpu_replicas, threads, kwargs)

@@ -104,22 +104,6 @@ def _patterns(file_pattern: FilePattern) -> Union[str, list[str]]:
     return [os.fspath(pattern) for pattern in file_pattern]
 
 
-def _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder):
-    """``make()``'s records shuffled before repeat (each epoch sees each once), batched, parsed."""
-
-    def input_fn(params=None):
-        ds = make()
-        if shuffle:
-            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-        size = _batch_size(batch_size, params)
-        ds = ds.repeat(num_epochs).batch(size, drop_remainder=drop_remainder)
-        if parse is not None:
-            ds = ds.map(parse, num_parallel_calls=AUTOTUNE)
-        return ds.prefetch(AUTOTUNE)
-
-    return input_fn
-
-
 def _is_pandas(value: Any) -> bool:
     return hasattr(value, "index") and hasattr(value, "iloc")
 
@@ -237,12 +221,22 @@ def from_arrays(
     feats, label_array, num_rows = _arrays(features, labels, feature_name)
     buffer = shuffle_buffer or min(num_rows, _DEFAULT_SHUFFLE_BUFFER)
     data = feats if label_array is None else (feats, label_array)
-    if sum(array.nbytes for array in tf2.nest.flatten(data)) <= _EMBEDDED_ARRAYS_LIMIT:
-        make, parse = functools.partial(tf2.data.Dataset.from_tensor_slices, data), None
-    else:  # row numbers, looked up batch by batch
-        make = functools.partial(tf2.data.Dataset.range, num_rows)
-        parse = functools.partial(_rows_of, data)
-    return _input_fn(make, parse, batch_size, shuffle, buffer, num_epochs, seed, drop_remainder)
+    embedded = sum(array.nbytes for array in tf2.nest.flatten(data)) <= _EMBEDDED_ARRAYS_LIMIT
+
+    def input_fn(params=None):
+        if embedded:
+            ds = tf2.data.Dataset.from_tensor_slices(data)
+        else:  # row numbers, looked up batch by batch
+            ds = tf2.data.Dataset.range(num_rows)
+        if shuffle:  # before repeat: each epoch sees each row once
+            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+        size = _batch_size(batch_size, params)
+        ds = ds.repeat(num_epochs).batch(size, drop_remainder=drop_remainder)
+        if not embedded:
+            ds = ds.map(functools.partial(_rows_of, data), num_parallel_calls=AUTOTUNE)
+        return ds.prefetch(AUTOTUNE)
+
+    return input_fn
 
 
 def _rows_of(data: Any, rows: Any) -> Any:
@@ -475,16 +469,14 @@ def from_tfrecord(
         train_fn = from_tfrecord("/tmp/data/train.tfr-*", spec, "y", num_epochs=None)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
-    patterns = _patterns(file_pattern)
+    patterns, spec = _patterns(file_pattern), dict(feature_spec)
 
     def input_fn(params=None):
-        _scan_on_error(
-            functools.partial(_tfrecord_problem, patterns, compression, dict(feature_spec))
-        )
+        _scan_on_error(functools.partial(_tfrecord_problem, patterns, compression, spec))
         return tf2.data.experimental.make_batched_features_dataset(
             patterns,
             _batch_size(batch_size, params),
-            dict(feature_spec),
+            spec,
             label_key=label_key,
             reader_args=[compression or ""],
             num_epochs=num_epochs,
@@ -502,9 +494,7 @@ def _tfrecord_problem(patterns, compression, spec: dict, message: str) -> Option
     """The first record of the files that cannot be read, or parsed when ``message`` is about
     parsing (by the official parser, 1,000 records a run), and the likely fix; or None."""
     options, parse = tf.io.TFRecordOptions(compression or ""), "Name: <unknown>" in message
-    if not parse and not re.search(
-        r"record at|inflate\(\)", message
-    ):  # what the files' reader says
+    if not parse and not re.search(r"record at|inflate\(\)", message):  # the files' reader's
         return None
     with tf.Graph().as_default() as graph:
         serialized, names = tf.placeholder(tf.string, [None]), tf.placeholder(tf.string, [None])
@@ -561,8 +551,7 @@ def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:
                 )
             if values.size:
                 kinds[key] = "float" if "float" in (seen, kind) else kind
-    lists = {"int64": tf2.train.Int64List, "float": tf2.train.FloatList}
-    lists["bytes"] = tf2.train.BytesList
+    lists = dict(int64=tf2.train.Int64List, float=tf2.train.FloatList, bytes=tf2.train.BytesList)
     examples = []
     for row in arrays:
         features = {}

@@ -85,9 +85,8 @@ def to_estimator(
                   steps=100)
     """
     check_tf_config_json()  # the converter's RunConfig() would raise a bare JSONDecodeError
-    if not isinstance(keras_model, tf2.keras.Model) and type(keras_model).__module__.startswith(
-        "keras."
-    ):
+    keras_3 = type(keras_model).__module__.startswith("keras.")
+    if keras_3 and not isinstance(keras_model, tf2.keras.Model):
         raise TypeError(
             "`keras_model` is a Keras 3 model; Estimator converts Keras 2 models only: build "
             f"it with tf.keras after `import tfest_kit` ({KERAS_PACKAGE}), not `import keras`."
@@ -287,22 +286,17 @@ def _normalise(name: str) -> str:
     return name[: -len("_input")] if name.endswith("_input") else name
 
 
-def _adapt_features(features, input_names: list[str]):
-    if isinstance(features, Mapping):
-        return _adapt_dict(dict(features), input_names)
-    if isinstance(features, Sequence) and not isinstance(features, (str, bytes)):
-        features = list(features)
-    else:
-        features = [features]
-    if len(features) != len(input_names):
-        raise ValueError(
-            f"features must be one tensor per input of the Keras model {input_names}, in that "
-            f"order, or a dict keyed by those names. Got: {len(features)} tensors"
-        )
-    return dict(zip(input_names, features))
-
-
-def _adapt_dict(features: dict, input_names: list[str]) -> dict:
+def _adapt_features(features, input_names: list[str]) -> dict:
+    if not isinstance(features, Mapping):
+        sequence = isinstance(features, Sequence) and not isinstance(features, (str, bytes))
+        features = list(features) if sequence else [features]
+        if len(features) != len(input_names):
+            raise ValueError(
+                f"features must be one tensor per input of the Keras model {input_names}, in "
+                f"that order, or a dict keyed by those names. Got: {len(features)} tensors"
+            )
+        return dict(zip(input_names, features))
+    features = dict(features)
     if all(name in features for name in input_names):
         return features
     adapted = {}

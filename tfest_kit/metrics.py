@@ -22,9 +22,7 @@ def _flat(tensor, name: str, dtype=None):
     """``[B]`` / ``[B, 1]`` -> ``[B]``; anything wider is refused."""
     tensor = tf.convert_to_tensor(tensor)
     shape = tensor.shape
-    if shape.rank is not None and (
-        shape.rank > 2 or (shape.rank == 2 and shape[1] is not None and shape[1] != 1)
-    ):
+    if shape.rank is not None and shape[1:].as_list() not in ([], [1], [None]):
         raise ValueError(
             f"`{name}` must have shape [batch] or [batch, 1]. Got: shape {shape.as_list()}"
         )

@@ -195,9 +195,8 @@ class _BestExporter(tf_estimator.BestExporter):
         self._restored_for: Optional[tuple[str, str]] = None
         # Rewritten before each export: the official exporter copies assets_extra each time,
         # so the file appears atomically with the export it describes.
-        self._metrics_path = os.path.join(
-            tempfile.mkdtemp(prefix="tfest_kit_best_"), EXPORT_METRICS_FILE
-        )
+        temp_dir = tempfile.mkdtemp(prefix="tfest_kit_best_")
+        self._metrics_path = os.path.join(temp_dir, EXPORT_METRICS_FILE)
         super().__init__(
             name=name,
             serving_input_receiver_fn=receiver_fn,
@@ -331,9 +330,8 @@ def export_and_check(
         path = export_and_check(est, raw_receiver({"x": (tf.float32, [4])}),
                                 {"x": x_test[:8]}, os.path.join(model_dir, "export", "checked"))
     """
-    export_dir = os.fsdecode(
-        estimator.export_saved_model(export_dir_base, serving_input_receiver_fn)
-    )
+    exported = estimator.export_saved_model(export_dir_base, serving_input_receiver_fn)
+    export_dir = os.fsdecode(exported)
     # Canned estimators' serving_default classifies; "predict" mirrors estimator.predict.
     signature = "predict" if "predict" in read_signatures(export_dir)[1] else "serving_default"
     with Predictor(export_dir, signature) as predictor:

@@ -108,10 +108,8 @@ def format_text(info: dict) -> str:
     """
     model_dir, checkpoints = info["model_dir"], info["checkpoints"]
     lines = [f"model_dir: {model_dir}", ""]
-    if not checkpoints["checkpoints"]:
-        lines.append("checkpoints: none")
-    else:
-        lines.append(f"checkpoints ({len(checkpoints['checkpoints'])}):")
+    count = len(checkpoints["checkpoints"])
+    lines.append(f"checkpoints ({count}):" if count else "checkpoints: none")
     for c in checkpoints["checkpoints"]:
         # A state file copied from elsewhere names paths outside MODEL_DIR: show them whole.
         name = c["path"]

@@ -16,17 +16,8 @@ from typing import Any, Union
 
 from tfest_kit._checks import check_int
 
-__all__ = [
-    "CLUSTER_TASK_TYPES",
-    "LocalCluster",
-    "check_tf_config_json",
-    "cluster_spec",
-    "free_ports",
-    "main",
-    "multi_worker_strategy",
-    "tf_config",
-    "validate_tf_config",
-]
+__all__ = ["CLUSTER_TASK_TYPES", "LocalCluster", "check_tf_config_json", "cluster_spec"]
+__all__ += ["free_ports", "main", "multi_worker_strategy", "tf_config", "validate_tf_config"]
 
 CLUSTER_TASK_TYPES = ("chief", "master", "worker", "ps")  # master: TF1's chief
 # What RunConfig and the distribute coordinator read.
@@ -162,9 +153,8 @@ def validate_tf_config(
     if "task" in config:
         config["task"] = _check_task(config["task"], cluster)
     elif cluster:
-        raise _invalid(
-            "", "has a 'cluster' but no 'task' saying which task this process is", config
-        )
+        problem = "has a 'cluster' but no 'task' saying which task this process is"
+        raise _invalid("", problem, config)
     return config
 
 

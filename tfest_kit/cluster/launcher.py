@@ -83,11 +83,8 @@ class LocalCluster:
             )
         self.command = [str(arg) for arg in command]
         self.cluster = cluster_spec(workers=workers, ps=ps)
-        self.tasks: list[Task] = [
-            (job, i)
-            for job in ("chief", "worker", "ps")
-            for i in range(len(self.cluster.get(job, [])))
-        ]
+        jobs = self.cluster.items()  # chief, worker, ps: cluster_spec's order
+        self.tasks: list[Task] = [(job, i) for job, hosts in jobs for i in range(len(hosts))]
         if evaluator:
             self.tasks.append(("evaluator", 0))
         self._env = dict(env or {})
@@ -254,7 +251,13 @@ class LocalCluster:
         self.stop()
 
 
-def _parser() -> argparse.ArgumentParser:
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Parses the command line, runs the cluster and returns its exit status (see ``run``).
+
+    Example:
+
+        status = main(["--workers", "1", "--ps", "1", "--", "python", "my_trainer.py"])
+    """
     parser = argparse.ArgumentParser(
         prog="python -m tfest_kit.cluster",
         description="Run a program that trains through train_and_evaluate as a local TF_CONFIG "
@@ -276,17 +279,6 @@ def _parser() -> argparse.ArgumentParser:
         "evaluation; keep it above the program's throttle_secs (default: %(default)s)",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS…]")
-    return parser
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Parses the command line, runs the cluster and returns its exit status (see ``run``).
-
-    Example:
-
-        status = main(["--workers", "1", "--ps", "1", "--", "python", "my_trainer.py"])
-    """
-    parser = _parser()
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
