@@ -282,30 +282,25 @@ def train_and_evaluate(
 ) -> dict:
     """Trains to ``max_steps``, evaluating on each new checkpoint; returns the final metrics.
 
-    Wraps ``tf.estimator.train_and_evaluate``, locally or as this process's ``TF_CONFIG`` task,
-    and takes its call unchanged: ``train_and_evaluate(estimator, train_spec, eval_spec)``. The
-    short form takes input_fns and keywords, with defaults that evaluate the whole eval set on
-    every checkpoint. Unlike the official call: the final metrics are returned (on a cluster
-    task: the newest in the eval directory, or ``{}``); a training input that ends before
-    ``max_steps`` is named; after an early stop the last checkpoint is still the final export,
-    and the evaluator task ends; after a ``hooks.PreemptionHook`` fired, the last checkpoint is
-    not evaluated (unless at ``max_steps``); a checkpoint the chief deleted under the evaluator
-    is skipped; the chief takes model_dir's writer lock and resumes from the newest intact
-    checkpoint; ``hooks.ProgressHook``s without ``total_steps`` count to ``max_steps``.
+    Wraps ``tf.estimator.train_and_evaluate`` (locally or as this ``TF_CONFIG`` task) and takes
+    its call unchanged; the short form takes input_fns, evaluating the whole eval set on every
+    checkpoint. Unlike it: returns the final metrics (a cluster task: the newest, or ``{}``);
+    names an input that ends before ``max_steps``; after an early stop exports the last
+    checkpoint as final and ends the evaluator; skips evaluating after a ``PreemptionHook``
+    fired and a checkpoint deleted under the evaluator; locks model_dir and resumes from the
+    newest intact checkpoint; progress hooks count to ``max_steps``.
 
     Args:
       estimator: a ``tf.estimator.Estimator`` (or subclass, e.g. ``tpu.TPUEstimator``).
-      train_spec: a ``tf.estimator.TrainSpec``, or the training ``input_fn`` (it should
-        repeat: running out ends training early).
-      eval_spec: a ``tf.estimator.EvalSpec`` (with a ``TrainSpec``), or the evaluation
-        ``input_fn`` (with ``eval_steps=None`` it must end).
+      train_spec: a ``tf.estimator.TrainSpec``, or the training ``input_fn`` (should repeat).
+      eval_spec: a ``tf.estimator.EvalSpec``, or the eval ``input_fn`` (must end if
+        ``eval_steps=None``).
       max_steps: global step to train to (input_fns only, as are the arguments below).
       eval_steps: number of eval batches, or ``None`` for the whole eval set.
       hooks: training ``SessionRunHook``s, e.g. ``tfest_kit.hooks.early_stopping(...)``.
       eval_hooks: evaluation ``SessionRunHook``s (other objects than ``hooks``).
       exporters: a ``tf.estimator.Exporter`` or a list, e.g. ``serving.best_exporter(...)``.
-      throttle_secs: fewest seconds between evaluations (default 0; at least 1 on an
-        evaluator task).
+      throttle_secs: fewest seconds between evaluations (0; at least 1 on an evaluator).
       start_delay_secs: seconds an evaluator task waits before its first evaluation (0).
       eval_name: ``EvalSpec`` name; metrics go to ``model_dir/eval_<name>``.
 
