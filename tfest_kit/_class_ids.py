@@ -1,5 +1,4 @@
-"""The classifier's in-graph check that labels lie in ``[0, num_classes)``, and its short error
-(also for the sparse softmax op's own check).
+"""The classifier's in-graph check that labels lie in ``[0, num_classes)``, with a short error.
 
 The official heads say "Labels must be <= n_classes - 1" without the label, and in EVAL the
 confusion-matrix metrics fail first, naming the first three labels, not the bad one.

@@ -1,22 +1,18 @@
-"""What the unmodified tensorflow-estimator 2.15 imports and TensorFlow >= 2.16 no longer has.
+"""Supplies what tensorflow-estimator 2.15 imports and TensorFlow >= 2.16 no longer has.
 
-``_tf.py`` calls :func:`install` after ``import tensorflow`` and before ``import
-tensorflow_estimator``; on TensorFlow 2.15 it does nothing. It supplies, under their TF 2.15 names:
+``_tf.py`` calls :func:`install` between ``import tensorflow`` and ``import
+tensorflow_estimator``; a no-op on TF 2.15. Supplied under their TF 2.15 names:
 
-- ``tensorflow.python.distribute.estimator_training``: the distribute-coordinator glue of
-  ``RunConfig``, ``Estimator.train`` / ``evaluate`` and ``train_and_evaluate`` (written after
-  TF 2.15's, on the ``distribute_coordinator`` that TensorFlow still ships), so
-  ``RunConfig(train_distribute=MultiWorkerMirroredStrategy())`` under ``TF_CONFIG`` works as
-  on 2.15;
-- ``tensorflow.python.tpu.session_support``, ``tpu_embedding``, ``tpu_embedding_gradient``: the
-  TPU modules ``tpu_estimator`` imports. Graceful TPU shutdown becomes a warning; TPU embeddings
-  raise a clear error (they need TF 2.15 and a TPU);
-- ``tf_export.ESTIMATOR_API_NAME`` and its attribute names, which ``estimator_export`` reads;
-- ``tf.estimator`` / ``tf.compat.v1.estimator`` (:func:`restore_estimator_namespace`), as the
-  lazily loaded attributes TensorFlow 2.15 had.
+- ``tensorflow.python.distribute.estimator_training`` (distribute-coordinator glue, after TF
+  2.15's), so ``RunConfig(train_distribute=MultiWorkerMirroredStrategy())`` works under
+  ``TF_CONFIG``;
+- ``tensorflow.python.tpu.session_support``, ``tpu_embedding``, ``tpu_embedding_gradient`` for
+  ``tpu_estimator``: graceful TPU shutdown warns; TPU embeddings raise (need TF 2.15 and a TPU);
+- ``tf_export.ESTIMATOR_API_NAME`` and its attribute names, read by ``estimator_export``;
+- ``tf.estimator`` / ``tf.compat.v1.estimator`` (:func:`restore_estimator_namespace`), lazily.
 
-Nothing on disk is changed. ``SUPPLIED`` lists every name; ``tests/test_estimator_bridge.py``
-checks on each stack that TensorFlow lacks it (or has it, on 2.15) and that the bridge gives it.
+Nothing on disk changes. ``SUPPLIED`` lists every name; ``tests/test_estimator_bridge.py``
+checks TensorFlow lacks each (has it on 2.15) and the bridge gives it.
 """
 
 from __future__ import annotations

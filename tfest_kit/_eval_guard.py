@@ -13,10 +13,9 @@ __all__ = ["EvalGuard"]
 class EvalGuard(tf.train.SessionRunHook):
     """Fails an evaluation that would run forever or that ran no batch (its metrics: zeros).
 
-    Estimator reads a ``repeat()``ed Dataset forever without a step count and reports zeros for
-    no data, both without a word. For an input of unknown length (a generator) a line after
-    100, 1,000, … batches says that ``steps`` bounds it. Every 10 s a line says how far the
-    evaluation is (batches done, of how many when known).
+    Estimator silently reads a ``repeat()``ed Dataset forever without a step count and reports
+    zeros for no data. For an input of unknown length a line after 100, 1,000, … batches says
+    ``steps`` bounds it; every 10 s a line gives progress (batches done, of how many if known).
 
     Args:
       steps: the evaluation's step count; None runs until the data ends.

@@ -1,7 +1,6 @@
 """Whether higher or lower values of an eval metric are better, read from its name.
 
-Shared by ``early_stopping`` and ``best_exporter``: the best export is the model that early
-stopping counted as an improvement.
+Shared by ``early_stopping`` and ``best_exporter``, so both agree on what an improvement is.
 """
 
 from __future__ import annotations

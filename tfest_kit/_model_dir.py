@@ -1,8 +1,8 @@
 """A model_dir: its checkpoints, one writer at a time, its eval events and its exports.
 
-:func:`usable_checkpoint`: the one reading of the checkpoint to restore (TensorFlow ignores a
-garbled state file and restarts from step 0). :func:`training` wraps every training call: the
-writer lock, that checkpoint, NaN / full-disk errors that name the step and the checkpoint.
+:func:`usable_checkpoint`: the checkpoint to restore (TensorFlow silently restarts from step 0
+on a garbled state file). :func:`training` wraps every training call: writer lock, that
+checkpoint, NaN / full-disk errors naming the step and checkpoint.
 """
 
 from __future__ import annotations
@@ -281,11 +281,10 @@ _training_now: set = set()  # the model_dirs training() is in
 
 
 class _StepCounter(tf.train.SessionRunHook):
-    """Counts runs from the restored global step, fetching nothing per step. The outermost one
-    (``started``: when the graph build began) says what training does until its first step,
-    every 10 s (building the graph, creating the session can take a minute), and writes the
-    summaries of the last step (``max_steps`` or restored + ``steps``) to ``summary_dir``
-    unless ``SummarySaverHook``, every ``summary_steps``, does."""
+    """Counts runs from the restored global step, fetching nothing per step. The outermost
+    (``started``: graph build began) reports progress every 10 s until the first step (graph and
+    session can take a minute) and writes the last step's summaries to ``summary_dir`` unless
+    ``SummarySaverHook`` does."""
 
     say_every = 10.0  # seconds
     ran: Optional[bool] = None  # whether a step ran; None: no session (no step was due)
@@ -529,12 +528,11 @@ def complete_exports(export_dir_base: str) -> list[str]:
 def latest_export(export_dir_base: str) -> str:
     """Returns the newest complete export under ``export_dir_base``.
 
-    A numbered directory without ``saved_model.pb`` and ``variables/variables.index`` (a crash
-    mid-export) and ``temp-*`` directories are never returned.
+    Never a numbered directory lacking ``saved_model.pb`` or ``variables/variables.index`` (a
+    crash mid-export), nor ``temp-*``.
 
     Args:
-      export_dir_base: the directory given to ``export_saved_model``, e.g.
-        ``model_dir/export/best``.
+      export_dir_base: the ``export_saved_model`` directory, e.g. ``model_dir/export/best``.
 
     Returns:
       The path of the newest complete export.

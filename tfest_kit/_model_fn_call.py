@@ -1,8 +1,8 @@
 """Calling a user's model_fn as Estimator would, its Keras layers seeded (tpu, model_fn).
 
-Since Keras 2.10 an unseeded initializer draws from Python's ``random``, so ``tf_random_seed``
-no longer decides a Keras layer's first weights; ``tf.keras.utils.set_random_seed`` would
-reseed the whole process, :func:`keras_seeds` only that generator, only while a graph is built.
+Since Keras 2.10 an unseeded initializer draws from Python's ``random``, ignoring
+``tf_random_seed``; :func:`keras_seeds` reseeds only that generator while a graph is built
+(``tf.keras.utils.set_random_seed`` would reseed the whole process).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """``Predictor``: load an exported SavedModel once, then answer many calls fast.
 
-The export is loaded into its own ``tf.compat.v1`` Graph and Session and each call runs one
-prepared session callable: no graph rebuild and restore per call (``estimator.predict``) and no
-eager dispatch per call (a TF2 signature function). See :mod:`tfest_kit.serving`.
+The export gets its own ``tf.compat.v1`` Graph and Session; each call runs one prepared session
+callable: no per-call graph rebuild and restore (``estimator.predict``) nor eager dispatch.
 """
 
 from __future__ import annotations
@@ -214,9 +213,9 @@ class Predictor:
     """Serves an exported SavedModel from Python: load once, call many times.
 
     Replaces the removed ``tf.contrib.predictor``. Inputs are converted to the signature's dtypes
-    when that is safe; an error names the input and what it expected. A signature that parses
-    ``tf.train.Example``s also takes plain feature dicts (a multi-valued feature as a list per
-    example). An input the outputs do not depend on may be left out.
+    when safe; an error names the input and what it expected. A ``tf.train.Example``-parsing
+    signature also takes plain feature dicts (a list per example for multi-valued features).
+    Inputs the outputs do not depend on may be left out.
 
     Args:
       export_dir_or_base: an export, or a directory of exports (the newest complete one is
@@ -324,9 +323,8 @@ class Predictor:
     def _make_run(self, input_names: list[str]) -> Callable:
         """``run(*arrays of input_names) -> [every output]``: one session callable.
 
-        A callable from ``CallableOptions`` (private, in ``_tf.PRIVATE_NAMES``) is one C++ call,
-        where ``Session.make_callable`` runs Python feed handling: batch-1 latency 1.98 ms vs
-        2.38 ms (``python -m benchmarks --cases serving``, 2 cores).
+        A ``CallableOptions`` callable (in ``_tf.PRIVATE_NAMES``) is one C++ call, unlike
+        ``Session.make_callable``: batch-1 latency 1.98 vs 2.38 ms (``benchmarks --cases serving``).
         """
         feed_names = [self._sig.inputs[k].name for k in input_names]
         # An output may be an input passed through (instance keys). A session callable refuses

@@ -1,7 +1,7 @@
 """``train`` / ``evaluate`` called directly on a ``TF_CONFIG`` cluster task: one clear error.
 
-TensorFlow refused it on a ps or evaluator task with a ``RunConfig`` repr, and on the chief or a
-worker its session waited forever for the task's server, which only ``train_and_evaluate`` starts.
+TensorFlow raised a ``RunConfig`` repr on a ps or evaluator task, and on the chief or a worker
+waited forever for the task's server, which only ``train_and_evaluate`` starts.
 """
 
 from __future__ import annotations

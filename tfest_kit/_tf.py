@@ -1,11 +1,8 @@
 """The one place that imports TensorFlow and TensorFlow Estimator.
 
-Every other module takes ``tf`` (``tf.compat.v1``), ``tf2`` (the top-level ``tensorflow``
-package) and ``estimator`` (``tf.compat.v1.estimator``) from here, so the version check below
-runs before anything touches ``tf.estimator``.
-
-On TensorFlow 2.16+, which dropped ``tf.estimator``, ``_estimator_bridge`` supplies what the
-unmodified tensorflow-estimator 2.15 imports, and gives ``tf.estimator`` back.
+Other modules take ``tf`` (``tf.compat.v1``), ``tf2`` (``tensorflow``) and ``estimator`` from
+here, so the version check runs first. On TF 2.16+, which dropped ``tf.estimator``,
+``_estimator_bridge`` supplies what tensorflow-estimator 2.15 imports and restores it.
 """
 
 from __future__ import annotations
@@ -28,13 +25,11 @@ _PINS = {
     "2.15": "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
     "2.21": "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0",
 }
-# The TensorFlow versions accepted: the two stacks, and the releases around them that ran the
-# smoke tests (docs/install.md), with the same tensorflow-estimator 2.15 and bridge.
+# Accepted: the two stacks and the releases around them smoke-tested (docs/install.md).
 SUPPORTED = ((2, 13), (2, 21))
 
-# TensorFlow's C++ start-up lines (oneDNN notice, "Unable to register cuDNN factory" …) are
-# printed while the shared library loads, before any Python setting can reach them, so the
-# default has to be in place before the import.  A value the user set is respected.
+# TensorFlow's C++ start-up lines (oneDNN, cuDNN factory …) print while the library loads, so
+# the default must be set before the import; a user's value is respected.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # "I0000 00:00:17… port.cc:153] oneDNN …", and absl's banner before it.
 _NATIVE_LOG_LINE = re.compile(rb"([IWEF])\d{4} \d\d:\d\d:|WARNING: All log messages before absl")
@@ -42,12 +37,10 @@ _NATIVE_LOG_LINE = re.compile(rb"([IWEF])\d{4} \d\d:\d\d:|WARNING: All log messa
 
 @contextlib.contextmanager
 def _native_log_filtered() -> Iterator[None]:
-    """Applies ``TF_CPP_MIN_LOG_LEVEL`` to what the TensorFlow import writes to file descriptor 2.
+    """Applies ``TF_CPP_MIN_LOG_LEVEL`` to fd 2 during the TensorFlow import.
 
-    From TensorFlow 2.17 on, the shared libraries log through absl before anything reads the
-    variable, so ``import tensorflow`` prints INFO lines whatever it says. Lines below the level
-    are dropped; every other line (a warning above the level, a Python traceback) is written
-    after the import, in order.
+    From TF 2.17 the libraries log through absl before the variable is read. Lines below the level
+    are dropped; the rest (warnings, tracebacks) are written after, in order.
     """
     value = os.environ["TF_CPP_MIN_LOG_LEVEL"]
     level = int(value) if value.isdigit() else 0
@@ -72,9 +65,8 @@ def _native_log_filtered() -> Iterator[None]:
                     os.write(2, line)
 
 
-# Estimator needs Keras 2: from TensorFlow 2.16 on, tf.keras is Keras 2 (the tf-keras package)
-# only when this is set before TensorFlow is imported. Set where tf-keras is installed (the 2.21
-# stack); TensorFlow 2.15 would read it too and look for tf-keras.
+# Estimator needs Keras 2: from TF 2.16 on, tf.keras is tf-keras only if this is set before the
+# import. Only where tf-keras is installed: TF 2.15 would read it too and look for tf-keras.
 if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
@@ -134,40 +126,33 @@ with _native_log_filtered():
 
 tf = tf2.compat.v1
 estimator = tf.estimator
-# Names below have no public equivalent; each is also in PRIVATE_NAMES.
-# The proto Session._make_callable_from_options takes.
+# No public equivalents below (all in PRIVATE_NAMES). For Session._make_callable_from_options:
 from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 
-# The saved_model.pb file format, to read an export's signatures without restoring its weights
-# (what `saved_model_cli show` does).
+# saved_model.pb's format: an export's signatures without its weights (`saved_model_cli show`).
 from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
 
-# The lookup-table functions tf.contrib.lookup re-exported (index_table_from_file …; tf.lookup
-# has the classes, not the functions) and TF 1.15's tf.contrib.summary (create_file_writer,
-# always_record_summaries … in graph mode): TensorFlow 2.15 keeps them only here. Used by the
-# legacy runner's tf.contrib.lookup / summary; both already imported by TensorFlow itself.
+# Only home in TF 2.15 of tf.contrib.lookup's functions (tf.lookup has just the classes) and of
+# tf.contrib.summary's graph-mode writers; for the legacy runner.
 from tensorflow.python.ops import lookup_ops, summary_ops_v2  # noqa: E402
 
 # The reader Estimator's own warm start uses for object-based (Keras) checkpoints.
 from tensorflow.python.training.saver import object_graph_key_mapping  # noqa: E402
 
-# TensorFlow's switches for its deprecation warnings (logs.py; deprecation.silence() sets one);
-# nest: TF 1.15's tf.contrib.framework.nest (flatten_up_to …), for the legacy runner.
+# Deprecation-warning switches (logs.py); nest is tf.contrib.framework.nest for legacy/.
 from tensorflow.python.util import deprecation, module_wrapper  # noqa: E402
 from tensorflow.python.util import nest as util_nest  # noqa: E402
 
-# Estimator's train_and_evaluate machinery, for its one extension point with no public name:
-# the continuous-evaluation listener (_TrainingExecutor(continuous_eval_listener=)), which
-# decides before and after each evaluation, locally and on the evaluator task.
+# train_and_evaluate's one extension point with no public name: the continuous-eval listener,
+# called before and after each evaluation, locally and on the evaluator task.
 from tensorflow_estimator.python.estimator import training as estimator_training  # noqa: E402
 
 TrainingExecutor = estimator_training._TrainingExecutor
 ContinuousEvalListener = estimator_training._ContinuousEvalListener
 EvalStatus = estimator_training._EvalStatus
 
-# Every private TensorFlow / Keras / Estimator name tfest_kit uses, and what for; nothing else
-# of theirs that starts with "_" may be used. tests/test_tf_private_names.py fails when one
-# disappears, so an upgrade names what to change. Keys:
+# Every private TF / Keras / Estimator name tfest_kit uses, and what for; no others allowed.
+# tests/test_tf_private_names.py fails when one disappears. Keys:
 #   "module:attr.attr"      a module's or a class's attribute (imported, then looked up);
 #   "module:Class().attr"   an attribute of an instance (the test builds one);
 #   "module#name"           a name the module's own source reads (an attribute set elsewhere).

@@ -1,8 +1,8 @@
 """A checkpoint the chief deleted while the evaluator evaluated or exported it: found, skipped.
 
-The chief keeps only ``keep_checkpoint_max`` checkpoints; with frequent saves it deletes the one
-being evaluated, and the official loop ended the evaluator with "Restoring from checkpoint
-failed". Shared by ``training`` (the evaluator's loop, its exporters) and ``serving``.
+With frequent saves the chief's ``keep_checkpoint_max`` deletes the one being evaluated, and the
+official loop ended the evaluator with "Restoring from checkpoint failed". Used by ``training``
+and ``serving``.
 """
 
 from __future__ import annotations

@@ -122,12 +122,11 @@ def check_model_dir(
 ) -> Optional[FitCheckingSaver]:
     """Raises when the checkpoint Estimator restores does not fit; call it once variables exist.
 
-    Unchecked, a missing variable fails with a long ``NotFoundError`` and one of another shape
-    may be restored silently. TRAIN checks model_dir's latest checkpoint now; EVAL / PREDICT put
-    a :class:`FitCheckingSaver` into ``SAVERS`` and return it (exports need it in the Scaffold:
+    Unchecked, a missing variable fails with a long ``NotFoundError`` and a misshapen one may be
+    restored silently. TRAIN checks model_dir's latest checkpoint now; EVAL / PREDICT put a
+    :class:`FitCheckingSaver` into ``SAVERS`` and return it (exports need it in the Scaffold:
     :func:`with_saver`). Partitioned variables, strategies and a model's own Saver are skipped.
-    ``variables``: checkpoint name -> variable for Keras object-based checkpoints.
-    """
+    ``variables``: checkpoint name -> variable for Keras object-based checkpoints."""
     if not model_dir or tf.distribute.has_strategy():
         return None
     if variables is None:
@@ -139,8 +138,7 @@ def check_model_dir(
             if getattr(var, "_save_slice_info", None) is None
         }
         if mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
-            # Estimator's default saver, checking; built now for PREDICT, where an export does
-            # not finalize the Scaffold.
+            # Estimator's default saver, checking; built now: exports never finalize the Scaffold.
             saver = FitCheckingSaver(
                 model_dir,
                 variables,

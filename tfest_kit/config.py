@@ -1,7 +1,7 @@
 """``run_config`` and ``session_config``: an official ``RunConfig`` / ``ConfigProto`` back.
 
-The knobs that decide CPU/GPU speed (threads, XLA JIT, bfloat16, soft placement) live in a
-``ConfigProto`` that ``RunConfig`` only takes whole; these build it from plain arguments.
+The CPU/GPU speed knobs (threads, XLA JIT, bfloat16, soft placement) live in a ``ConfigProto``
+that ``RunConfig`` only takes whole; these build it from plain arguments.
 """
 
 from __future__ import annotations
@@ -210,9 +210,9 @@ def run_config(
         TensorFlow runs anything (else a warning says so).
       mixed_precision: ``None`` (float32) or ``"bfloat16"``, oneDNN's, on the CPU; variables stay
         float32. With AVX512-BF16 BERT-tiny trained 20-25 % faster, MobileNetV2 20 % slower.
-      cpu_replicas: N >= 2 trains N replicas on the CPU (a ``MirroredStrategy``, each op on one
-        thread; BERT-tiny 1.2-1.3x faster with 2 on 2 cores); the optimizer must aggregate
-        replicas (``tf.compat.v1.train``'s do). ``None`` or 1: one copy.
+      cpu_replicas: N >= 2 trains N replicas on the CPU (a ``MirroredStrategy``, one thread per
+        op; BERT-tiny 1.2-1.3x faster with 2 on 2 cores); the optimizer must aggregate replicas
+        (``tf.compat.v1.train``'s do). ``None`` or 1: one copy.
       seed: graph-level random seed (RunConfig's ``tf_random_seed`` is taken too).
       save_checkpoints_steps: checkpoint every N steps; ``None``: every 600 seconds.
       log_step_count_steps: how often ``global_step/sec`` and the loss are logged; None: never.
@@ -220,8 +220,8 @@ def run_config(
       **kwargs: any other ``RunConfig`` argument; ``session_config`` is the base proto.
 
     Returns:
-      A ``tf.estimator.RunConfig`` whose ``session_config`` carries the settings on top of the
-      one ``tf.estimator`` would use (with RunConfig's device filters in a cluster).
+      A ``tf.estimator.RunConfig`` whose ``session_config`` adds the settings to the one
+      ``tf.estimator`` would use (with RunConfig's device filters in a cluster).
 
     Raises:
       ValueError: a malformed value or ``TF_CONFIG``, or arguments that contradict each other.
@@ -242,8 +242,7 @@ def run_config(
     cpu_replicas = None if cpu_replicas == 1 else cpu_replicas
     if cpu_replicas:
         threads = _cpu_replicas(cpu_replicas, threads, kwargs)
-    # A training strategy runs a cluster of workers only; any strategy sets the cluster's
-    # devices up itself (then no device filters).
+    # A training strategy runs workers only and sets devices up itself (no device filters).
     strategies = [kwargs.get(k) for k in ("train_distribute", "eval_distribute")]
     experimental = kwargs.get("experimental_distribute")
     training = strategies[0] or getattr(experimental, "train_distribute", None)

@@ -1,9 +1,8 @@
 """``input_fn`` builders over tf.data: NumPy / pandas, CSV, TFRecord of ``tf.train.Example``.
 
-Each returns ``input_fn(params=None)``; ``params["batch_size"]``, when the Estimator passes it,
-wins. CSV and TFRecord files are read by the official ``make_csv_dataset`` and
-``make_batched_features_dataset``; when they fail on a record, :func:`read_errors` scans the
-files in Python (only then) and names the file, the line or record, the column and the fix.
+Each returns ``input_fn(params=None)``; the Estimator's ``params["batch_size"]`` wins. Files are
+read by the official ``make_csv_dataset`` / ``make_batched_features_dataset``; only when they
+fail, :func:`read_errors` scans them and names the file, line or record, column and fix.
 """
 
 from __future__ import annotations
@@ -167,10 +166,9 @@ def _arrays(features: Any, labels: Any, feature_name: str):
     return feats, label_array, next(iter(lengths.values()))
 
 
-# Arrays up to this many bytes in all become constants of the input_fn's graph; Estimator
-# writes that graph into graph.pbtxt, the events file and every checkpoint's .meta (40 MB of
-# data made 300 MB of files), and a graph cannot exceed 2 GB. Larger arrays stay in this
-# process and are looked up a batch at a time, as numpy_input_fn's feeding did.
+# Arrays up to this many bytes become graph constants; Estimator writes the graph into
+# graph.pbtxt, events and every .meta (40 MB of data made 300 MB of files), capped at 2 GB.
+# Larger arrays stay in this process, looked up a batch at a time (as numpy_input_fn did).
 _EMBEDDED_ARRAYS_LIMIT = 16 << 20
 
 
@@ -188,10 +186,9 @@ def from_arrays(
 ) -> InputFn:
     """Builds an ``input_fn`` over in-memory NumPy arrays or a pandas DataFrame.
 
-    Unlike ``numpy_input_fn`` / ``pandas_input_fn`` (queue runners), it gives a ``Dataset``
-    (which ``TPUEstimator`` needs) and ``drop_remainder``. ``float64`` is fed as ``float32``;
-    arrays over 16 MB stay in this process (read a batch at a time), so the ``input_fn`` runs
-    only where it was built.
+    Unlike ``numpy_input_fn`` / ``pandas_input_fn`` (queue runners), gives a ``Dataset`` (which
+    ``TPUEstimator`` needs) and ``drop_remainder``. ``float64`` is fed as ``float32``; arrays over
+    16 MB stay in this process, so the ``input_fn`` runs only where it was built.
 
     Args:
       features: a dict ``{name: array}``, a DataFrame or one array (the feature ``feature_name``).
@@ -288,15 +285,15 @@ def from_csv(
       field_delim: the field separator.
       na_value: a string that stands for a missing value.
       compression: None, ``"GZIP"`` or ``"ZLIB"``.
-      batch_size, shuffle, num_epochs, shuffle_buffer, seed: as in :func:`from_arrays` (the
-        default buffer: 10,000 rows; 8 files read at once while shuffling).
+      batch_size, shuffle, num_epochs, shuffle_buffer, seed: as in :func:`from_arrays` (default
+        buffer: 10,000 rows; 8 files read at once while shuffling).
 
     Returns:
       ``input_fn(params=None)``: a ``Dataset`` of ``(features, label)`` or ``features`` batches.
 
     Raises:
-      ValueError: a bad argument or ``params["batch_size"]``; ``column_defaults`` names a
-        column that is not read; no row; ``make_csv_dataset``'s errors, with file and line.
+      ValueError: a bad argument or ``params["batch_size"]``; ``column_defaults`` naming a column
+        not read; no row; ``make_csv_dataset``'s errors, with file and line.
       InputFileError: while training or evaluating, a row that does not decode.
 
     Example:
@@ -443,8 +440,8 @@ def from_tfrecord(
 ) -> InputFn:
     """Builds an ``input_fn`` over TFRecord files of serialized ``tf.train.Example``.
 
-    ``tf.data.experimental.make_batched_features_dataset`` reads them (8 files at once while
-    shuffling, else one after another in sorted order) and parses each batch.
+    Read by ``make_batched_features_dataset`` (8 files at once while shuffling, else in sorted
+    order), which parses each batch.
 
     Args:
       file_pattern: a path, glob pattern or list of them (``"data/train.tfrecord-*"``).
@@ -572,9 +569,8 @@ def write_tfrecord(
 ) -> list[str]:
     """Writes dict rows as ``tf.train.Example`` records into one or more TFRecord shards.
 
-    Ints and bools → ``int64_list``, floats → ``float_list`` (a key with ints and floats too),
-    ``str`` / ``bytes`` → ``bytes_list``; lists and arrays give multi-valued features. Rows are
-    dealt round-robin over the shards.
+    Ints and bools → ``int64_list``, floats (or mixed with ints) → ``float_list``, ``str`` /
+    ``bytes`` → ``bytes_list``; lists and arrays are multi-valued. Rows go round-robin to shards.
 
     Args:
       rows: an iterable of dicts ``{feature: value}`` or a pandas DataFrame (one row each).

@@ -1,8 +1,7 @@
 """Keras model -> Estimator: input-name adaptation, a warm start that keeps every weight, export.
 
-:func:`to_estimator` wraps ``tf.keras.estimator.model_to_estimator`` (Keras 2: keras 2.15, or
-tf-keras on TensorFlow >= 2.16), which wants features keyed exactly by ``model.input_names``
-and warm-starts trainable variables only.
+:func:`to_estimator` wraps Keras 2's ``model_to_estimator``, which wants features keyed exactly
+by ``model.input_names`` and warm-starts trainable variables only.
 """
 
 from __future__ import annotations
@@ -38,8 +37,7 @@ _MODEL_VARIABLES = r"(?!global_step:|training/)"
 
 @contextlib.contextmanager
 def _quiet_keras():
-    # Keras 2 warns so from inside the official converter and model_fn on every call, with
-    # nothing a user can act on.
+    # Keras 2 warns so from inside the official converter on every call; nothing to act on.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*(set_learning_phase|Model\.state_updates)")
         yield
@@ -57,9 +55,8 @@ def to_estimator(
     """Converts a compiled ``tf.keras`` model into a ``tf.estimator.Estimator``.
 
     It predicts what ``keras_model.predict`` does (every weight is warm-started) and takes
-    features as a dict (keys matched without an ``_input`` suffix), a tuple in input order or
-    a bare tensor; sample weights as a ``"sample_weights"`` key. The conversion switches Keras
-    to graph mode.
+    features as a dict (keys matched without an ``_input`` suffix), a tuple in input order or a
+    bare tensor; sample weights as a ``"sample_weights"`` key. Switches Keras to graph mode.
 
     Args:
       keras_model: a compiled ``tf.keras.Model`` (subclassed: ``checkpoint_format="saver"``).
@@ -81,8 +78,7 @@ def to_estimator(
     Example:
 
         est = keras_bridge.to_estimator(model, model_dir="/tmp/keras_est")
-        est.train(lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32),
-                  steps=100)
+        est.train(lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32), steps=100)
     """
     check_tf_config_json()  # the converter's RunConfig() would raise a bare JSONDecodeError
     keras_3 = type(keras_model).__module__.startswith("keras.")
@@ -213,13 +209,11 @@ def _adapting_model_fn(official_model_fn, keras_model):
             saver = _saver_as_configured(saver, config, keys)
             spec = spec._replace(scaffold=tf.train.Scaffold(saver=saver))
         if saver is not None and saver not in tf.get_collection(tf.GraphKeys.SAVERS):
-            # Hooks find the session's saver here (NanGuardHook); Estimator adds none of its
-            # own when the Scaffold has one.
+            # Hooks find the saver here (NanGuardHook); Estimator then adds none of its own.
             tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
         if mode == tf.estimator.ModeKeys.TRAIN:
-            # Keras' "loss" name scope made Estimator's loss summary "loss_1", apart from the
-            # eval "loss" in TensorBoard; the name "loss/" re-enters it: tag and op "loss",
-            # which Estimator takes for the user's loss summary.
+            # Keras' "loss" name scope made Estimator's loss summary "loss_1", apart from eval's
+            # "loss" in TensorBoard; "loss/" re-enters it, so Estimator takes it as the user's.
             tf.summary.scalar("loss/", spec.loss)
         return spec
 
@@ -361,8 +355,7 @@ def _all_model_variables(warm_start_from):
 
 
 def _matched_by_structure(settings, keras_ckpt: str):
-    """Matches by structure, as ``load_weights`` does, when names differ (a model built
-    again in one process has other layer names)."""
+    """Matches by structure (as ``load_weights``): a model rebuilt in-process renames layers."""
     path = settings.ckpt_to_initialize_from
     prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
     try:

@@ -1,7 +1,7 @@
 """Logging set-up: each line once, deprecation noise off unless asked for.
 
-Once ``absl.app.run`` puts absl's handler on the root logger, TensorFlow's own ``StreamHandler``
-prints every line a second time: :func:`setup` gives the ``tensorflow`` logger one route.
+Once ``absl.app.run`` puts absl's handler on the root logger, TensorFlow's ``StreamHandler``
+prints every line twice: :func:`setup` gives the ``tensorflow`` logger one route.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def _prints_to_terminal(handler: logging.Handler) -> bool:
 
 class _OneRouteHandler(logging.Handler):
     """Sends each record to one terminal route (absl's handler, else the root's terminal
-    handlers, else stderr) and to the root's other handlers (files, captures), as propagation
-    would. Deciding per record keeps lines single before or after ``absl.app.run``."""
+    handlers, else stderr) and to the root's other handlers (files, captures). Deciding per
+    record keeps lines single before or after ``absl.app.run``."""
 
     def __init__(self, tensorflow_info: bool = True) -> None:
         super().__init__()
@@ -68,8 +68,7 @@ class _OneRouteHandler(logging.Handler):
             [absl] if absl in root_handlers else list(filter(_prints_to_terminal, root_handlers))
         )
         if not terminals:
-            # sys.stderr per record (captures, redirections); setStream() would flush the old,
-            # perhaps closed, stream.
+            # sys.stderr per record (captures); setStream() would flush the old, maybe closed, one.
             self._plain.stream = sys.stderr
             terminals = [self._plain]
         elsewhere = [h for h in root_handlers if not _prints_to_terminal(h)]
@@ -84,12 +83,10 @@ class _OneRouteHandler(logging.Handler):
 
 
 class _NoiseFilter(logging.Filter):
-    """One line per event from Estimator's INFO lines too: drops "model_fn includes params
-    argument" for tfest_kit's model_fns (they take ``params`` for TPUEstimator; other
-    model_fns keep it), TensorFlow 2.21's "Sharding callback duration", an evaluator's wait
-    under 10 s (its poll for the next checkpoint, every second), an export's "Signatures
-    INCLUDED …: None" lines and a repeat of its note on excluded signatures; and prints the
-    RunConfig on one line."""
+    """Drops Estimator's INFO noise: "model_fn includes params argument" for tfest_kit's
+    model_fns (they take ``params`` for TPUEstimator), TF 2.21's "Sharding callback duration", an
+    evaluator's waits under 10 s (its 1 s checkpoint poll), an export's "Signatures INCLUDED …:
+    None" lines and repeats of its excluded-signatures note; prints the RunConfig on one line."""
 
     _once: set = set()  # the excluded-signature notes said
 

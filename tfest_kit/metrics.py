@@ -1,9 +1,8 @@
 """Streaming multi-class precision, recall, F1 (micro, macro, weighted) and recall@k.
 
-``tf.compat.v1.metrics`` has binary precision / recall only. Each function returns
-``(value_op, update_op)`` over a confusion matrix in ``LOCAL_VARIABLES``, for
-``eval_metric_ops`` or a TPU ``metric_fn``. Averages follow scikit-learn (``zero_division=0``),
-except that ``"macro"`` leaves out a class seen only in examples of weight 0 (BERT's padding).
+``tf.compat.v1.metrics`` has binary ones only. Each returns ``(value_op, update_op)`` over a
+``LOCAL_VARIABLES`` confusion matrix (``eval_metric_ops``, TPU ``metric_fn``). Averages follow
+scikit-learn (``zero_division=0``); ``"macro"`` skips weight-0-only classes (BERT's padding).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """A network function -> a complete Estimator ``model_fn``, on the official Head API.
 
-The head makes the loss, metrics and export signatures; this module adds an optimizer by name
-with BERT's schedule, warm start from ``init_checkpoint``, ``[batch]`` class ids and multi-class
-metrics by name.
+The head makes loss, metrics and export signatures; this adds an optimizer by name with BERT's
+schedule, ``init_checkpoint`` warm start, ``[batch]`` class ids and multi-class metrics.
 """
 
 from __future__ import annotations
@@ -256,27 +255,25 @@ def build(
 ) -> Callable:
     """Builds ``model_fn(features, labels, mode, params, config)`` from a network and a head.
 
-    The official head makes the loss (a custom one: the head's ``loss_fn``), predictions,
-    metrics and signatures; ``"serving_default"`` and ``"predict"`` carry all predictions.
+    The official head makes the loss (a custom one: its ``loss_fn``), predictions, metrics and
+    signatures; ``"serving_default"`` and ``"predict"`` carry all predictions.
 
     Args:
       network_fn: ``(features, mode, params) -> logits``, as the head takes them.
-      head: a ``tf.estimator.Head``, e.g. ``MultiLabelHead(5)``; its ``weight_column`` should be
-        ``weight_key``.
+      head: a ``tf.estimator.Head``, e.g. ``MultiLabelHead(5)``, ``weight_column=weight_key``.
       metric_fn: ``(labels, logits, weights) -> {name: (value_op, update_op)}``, beside the
         head's; called positionally with tensors only, so it also serves as a TPU ``metric_fn``.
       optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, init_checkpoint,
         weight_key, tpu_spec: as for :func:`classifier`.
 
     Returns:
-      A model_fn for ``Estimator`` or ``TPUEstimator``; it checks that a checkpoint in
+      A model_fn for ``Estimator`` or ``TPUEstimator``, checking that a checkpoint in
       ``config.model_dir`` fits the model.
 
     Raises:
       TypeError: at once, for no head.
       ValueError: at once for a bad optimizer or schedule; when the model_fn runs, for an
-        unreadable ``init_checkpoint``, a missing feature, or a checkpoint in ``model_dir``
-        from another model.
+        unreadable ``init_checkpoint``, a missing feature, or another model's checkpoint.
 
     Example:
 
@@ -500,8 +497,8 @@ def classifier(
 ) -> Callable:
     """A softmax classifier ``model_fn`` on ``MultiClassHead`` (``BinaryClassHead`` for 2).
 
-    PREDICT gives ``"logits"``, ``"probabilities"`` and ``"class_ids"`` (int64 ``[batch]``);
-    the signatures ``"serving_default"`` and ``"predict"`` carry them all, beside the head's.
+    PREDICT gives ``"logits"``, ``"probabilities"`` and ``"class_ids"`` (int64 ``[batch]``), all
+    in the ``"serving_default"`` and ``"predict"`` signatures beside the head's.
 
     Args:
       network_fn: ``(features, mode, params) -> logits [batch, num_classes]``.
@@ -511,9 +508,8 @@ def classifier(
       learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance.
       warmup_steps: steps of linear warm-up from 0 (BERT's ``num_warmup_steps``).
       decay_steps: step where the rate reaches 0, linearly (``num_train_steps``); None: no decay.
-      init_checkpoint: checkpoint prefix, or a directory (its latest checkpoint), to warm-start
-        from, BERT style (by name and shape, logged ``*INIT_FROM_CKPT*``); read only while
-        model_dir has no checkpoint.
+      init_checkpoint: checkpoint prefix or directory (its latest) to warm-start from, BERT style
+        (by name and shape, logged ``*INIT_FROM_CKPT*``); read only while model_dir has none.
       metrics: from :data:`CLASSIFIER_METRICS`; ``"precision"``, ``"recall"``, ``"f1"`` are
         macro averages; ``"recall_at_5"`` etc.; ``"auc"`` for 2 classes.
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
@@ -580,10 +576,9 @@ def regressor(
 def seeded(model_fn: Callable) -> Callable:
     """Makes the Keras layers a hand-written ``model_fn`` builds start from ``tf_random_seed``.
 
-    In TF 2.15 a layer with its default initializer (``tf.keras.layers``, and
-    ``tf.compat.v1.layers.dense``) seeds from Python's ``random``, so ``RunConfig(
-    tf_random_seed=…)`` no longer fixes the first weights; inside ``seeded`` it does again, and
-    no other generator is touched. The builders here and ``tfest_kit.tpu`` do this themselves.
+    In TF 2.15 a default-initialized layer (``tf.keras.layers``, ``tf.compat.v1.layers.dense``)
+    seeds from Python's ``random``, ignoring ``RunConfig(tf_random_seed=…)``; inside ``seeded`` it
+    does not, and no other generator is touched. This module's builders and ``tpu`` do it already.
 
     Args:
       model_fn: a model_fn taking any of the arguments Estimator accepts.

@@ -134,9 +134,8 @@ def bert_receiver(max_seq_length: int, with_label_ids: bool = False) -> Receiver
 def image_bytes_receiver(image_size: Union[int, Sequence[int]]) -> ReceiverFn:
     """Builds a receiver of encoded JPEG / PNG / BMP / GIF bytes, one string per image.
 
-    Decoding to RGB, resizing and scaling to ``[-1, 1]`` run in the exported graph. The
-    signature input is ``"image_bytes"`` (``[None]`` strings); the model's feature ``"image"``
-    is float32 ``[None, H, W, 3]``.
+    The exported graph decodes to RGB, resizes and scales to ``[-1, 1]``: signature input
+    ``"image_bytes"`` (``[None]`` strings) -> feature ``"image"`` (float32 ``[None, H, W, 3]``).
 
     Args:
       image_size: ``H`` (square) or ``(H, W)``.
@@ -184,9 +183,8 @@ def _scalar(value: Any) -> Optional[float]:
 class _BestExporter(tf_estimator.BestExporter):
     """``tf.estimator.BestExporter`` deciding from the best so far, recovered after restarts.
 
-    The official class makes the export, its ``assets_extra`` and the garbage collection, but
-    exports on its first call after a restart whatever its events say (tensorflow issue 47396);
-    so the decision is made here, from the metrics file in each earlier export.
+    The official class exports on its first call after a restart whatever its events say
+    (tensorflow issue 47396); so the decision is made here, from each earlier export's metrics file.
     """
 
     def __init__(self, receiver_fn, monitor, mode, exports_to_keep, name):
@@ -254,10 +252,9 @@ def best_exporter(
 ) -> tf_estimator.Exporter:
     """Returns an exporter that writes a SavedModel only when ``monitor`` improves.
 
-    Exports go to ``model_dir/export/<name>/<timestamp>``, each with
-    ``assets.extra/tfest_kit_eval_metrics.json`` (the metrics it was exported for). Unlike
-    ``tf.estimator.BestExporter``, the best so far is recovered from those files after a
-    restart, so a worse model is not exported (tensorflow issue 47396).
+    Exports go to ``model_dir/export/<name>/<timestamp>`` with the metrics they were made for in
+    ``assets.extra/tfest_kit_eval_metrics.json``, from which, unlike ``tf.estimator.BestExporter``,
+    the best so far is recovered after a restart (tensorflow issue 47396).
 
     Args:
       serving_input_receiver_fn: builds the serving inputs, e.g. :func:`raw_receiver`'s result.
@@ -306,9 +303,8 @@ def export_and_check(
 ) -> str:
     """Exports ``estimator``, reloads the export and checks it against ``estimator.predict``.
 
-    ``sample_features`` go through the export (its ``"predict"`` signature if it has one, via
-    :class:`Predictor`) and through ``estimator.predict`` behind the receiver's graph; outputs
-    of the same name are compared with ``np.allclose(rtol, atol)``.
+    ``sample_features`` go through the export (via :class:`Predictor`, its ``"predict"`` signature
+    if any) and ``estimator.predict``; same-named outputs must be ``np.allclose(rtol, atol)``.
 
     Args:
       estimator: a trained ``tf.estimator.Estimator``.

@@ -1,8 +1,8 @@
 """A drop-in ``TPUEstimator``: the official one on a TPU, a logging ``Estimator`` elsewhere.
 
-Off a TPU the Estimator injects ``params['batch_size']``, converts ``TPUEstimatorSpec`` and logs
-``loss = …, step = …`` with examples/sec, which stock ``TPUEstimator(use_tpu=False)`` never
-does. TPU detection never asks the GCE metadata server. It also serves ``tf.contrib.tpu``.
+Off a TPU it injects ``params['batch_size']``, converts ``TPUEstimatorSpec`` and logs ``loss,
+step`` with examples/sec, unlike ``TPUEstimator(use_tpu=False)``. TPU detection never asks the
+GCE metadata server. Also serves ``tf.contrib.tpu``.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
 ):
     """The official ``tf.compat.v1.tpu.CrossShardOptimizer`` on a TPU, ``opt`` itself otherwise.
 
-    (Off a TPU, the official ``cross_replica_sum`` has no CPU kernel.)
+    Off a TPU, the official ``cross_replica_sum`` has no CPU kernel.
 
     Example:
 
@@ -190,8 +190,8 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
     return tf.tpu.CrossShardOptimizer(opt, name=name, group_assignment=group_assignment, **kwargs)
 
 
-# The official as_estimator_spec() reads the host calls from a class attribute that the last
-# TPUEstimatorSpec built overwrote; _to_estimator_spec reads the fields.
+# The official as_estimator_spec() reads host calls from a class attribute the last
+# TPUEstimatorSpec overwrote; _to_estimator_spec reads the fields.
 _TPU_SPEC_TYPES = tuple(c for c in TPUEstimatorSpec.__mro__ if c not in (tuple, object))
 
 
@@ -321,9 +321,9 @@ class TPUEstimator(tf_estimator.Estimator):
 
     The official class when ``use_tpu`` is True or ``"auto"`` and a TPU is reachable (local,
     ``RunConfig(cluster=…)``, a ``grpc://`` master, ``TPU_NAME``). Otherwise an Estimator whose
-    model_fn gets ``params['batch_size']`` (each replica's share under a strategy) and
-    ``params['use_tpu'] = False``, may return a ``TPUEstimatorSpec``, and logs ``loss = …, step
-    = …; examples/sec: …`` every ``log_step_count_steps`` (not beside a ``hooks.ProgressHook``).
+    model_fn gets ``params['batch_size']`` (per replica under a strategy) and ``params['use_tpu']
+    = False``, may return a ``TPUEstimatorSpec``, and logs ``loss = …, step = …; examples/sec: …``
+    every ``log_step_count_steps`` (not beside a ``hooks.ProgressHook``).
 
     Args:
       model_fn: ``model_fn(features, labels, mode, params, config)`` returning a
@@ -336,7 +336,7 @@ class TPUEstimator(tf_estimator.Estimator):
         export_to_tpu, export_to_cpu: for the official class (off a TPU: a CPU SavedModel).
 
     Raises:
-      ValueError: reserved ``params`` keys, a bad batch size or one that the replicas of a
+      ValueError: reserved ``params`` keys, a bad batch size or one the replicas of a
         distribution strategy cannot share.
 
     Example:

@@ -1,6 +1,6 @@
 """The ``python -m tfest_kit`` command line: one module per command, listed in ``COMMANDS``.
 
-Each has ``add_parser(subparsers)`` (which sets ``func=run``) and ``run(args) -> int``.
+Each has ``add_parser(subparsers)`` (setting ``func=run``) and ``run(args) -> int``.
 """
 
 from __future__ import annotations

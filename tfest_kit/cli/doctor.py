@@ -1,9 +1,8 @@
 """``python -m tfest_kit doctor``: are the installed versions the ones tfest_kit needs?
 
-Prints which TensorFlow stack is installed (2.15, or 2.21 with tf-keras), Python and package
-versions next to the range that stack supports, the devices TensorFlow sees, the ``pip install``
-line that fixes whatever does not fit, and the one that installs the other stack. Exits 0 when
-everything required fits, 1 otherwise.
+Prints the installed stack (2.15, or 2.21 with tf-keras), versions against its supported range,
+the devices TensorFlow sees, the ``pip install`` line fixing what does not fit and the one for
+the other stack. Exits 0 when everything required fits, else 1.
 """
 
 from __future__ import annotations
@@ -55,9 +54,8 @@ class Stack(NamedTuple):
         return f">={low},<{major}.{int(minor) + 1}"
 
 
-# Each mirrors its lock file, requirements-<stack>.txt (tests/test_requirements.py keeps them in
-# step). The 2.15 suite also passed on TensorFlow 2.13.1 and 2.14.1; TensorFlow 2.16-2.20 run the
-# same bridge as 2.21 and passed its smoke tests (docs/install.md).
+# Mirror requirements-<stack>.txt (tests/test_requirements.py). The 2.15 suite also passed on
+# TF 2.13.1 and 2.14.1; TF 2.16-2.20 passed 2.21's smoke tests (docs/install.md).
 _STACK_2_15 = (
     Requirement(
         "tensorflow", ">=2.13,<2.16", "tensorflow==2.15.1", why="tf.estimator left in 2.16"

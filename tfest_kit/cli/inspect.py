@@ -1,7 +1,7 @@
 """``python -m tfest_kit inspect MODEL_DIR``: what an Estimator model_dir holds.
 
-Lists the checkpoints (damaged ones marked), the latest evaluation of each ``eval*/``
-directory and the exports in ``export/`` and ``export/*/``; ``--json`` prints them as JSON.
+Checkpoints (damaged ones marked), each ``eval*/``'s latest evaluation and the exports in
+``export/`` and ``export/*/``; ``--json`` prints JSON.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """``python -m tfest_kit plot MODEL_DIR``: training loss and eval metrics drawn to a PNG.
 
-The curves are read from the event files the Estimator writes: ``MODEL_DIR`` for training
-summaries, ``MODEL_DIR/eval*`` for each evaluation; ``tensorboard --logdir MODEL_DIR`` shows
-the same curves.
+Read from the Estimator's event files: ``MODEL_DIR`` (training), ``MODEL_DIR/eval*`` (each
+evaluation), as ``tensorboard --logdir MODEL_DIR`` shows them.
 """
 
 from __future__ import annotations

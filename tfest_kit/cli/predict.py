@@ -1,9 +1,9 @@
 """``python -m tfest_kit predict EXPORT_DIR REQUEST``: answer a TF Serving REST request.
 
-Reads ``{"instances": [...]}`` (rows) or ``{"inputs": {input: [...]}}`` (columns) from REQUEST
-(``-``: stdin), answers in JSON ``{"predictions": [...]}`` or ``{"outputs": ...}``; binary strings,
-and those of an output named ``*_bytes``, are ``{"b64": "..."}``. EXPORT_DIR: an export, a
-directory of exports or a model_dir (the newest complete export, a best exporter's first).
+Reads ``{"instances": [...]}`` or ``{"inputs": {input: [...]}}`` from REQUEST (``-``: stdin),
+answers ``{"predictions": [...]}`` or ``{"outputs": ...}``; binary strings and ``*_bytes``
+outputs are ``{"b64": "..."}``. EXPORT_DIR: an export, a directory of exports or a model_dir
+(its newest complete export, a best exporter's first).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """``python -m tfest_kit signature EXPORT_DIR``: what an exported model takes and returns.
 
-Prints every signature of the SavedModel with the name, dtype and shape of each input and output
-(-1 = any size), like ``saved_model_cli show --all``. EXPORT_DIR: an export, a directory of
-exports or a model_dir (the newest complete export, a best exporter's first; named on stderr).
+Prints each signature's inputs and outputs (name, dtype, shape; -1 = any), like
+``saved_model_cli show --all``. EXPORT_DIR as for ``predict`` (the export used goes to stderr).
 """
 
 from __future__ import annotations

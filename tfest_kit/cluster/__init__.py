@@ -1,8 +1,7 @@
 """``TF_CONFIG`` clusters: validation, the multi-worker strategy and local cluster specs.
 
-:func:`validate_tf_config` checks what TensorFlow lets through into a hang or a gRPC error.
-:class:`LocalCluster` and ``python -m tfest_kit.cluster`` (``launcher.py``) run a whole
-cluster on this machine; see docs/cluster.md.
+:func:`validate_tf_config` catches what TensorFlow lets through into a hang or a gRPC error;
+:class:`LocalCluster` (``python -m tfest_kit.cluster``) runs a cluster locally (docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -111,8 +110,8 @@ def _check_task(task: Any, cluster: Mapping) -> dict:
 def check_tf_config_json() -> None:
     """Raises a ``ValueError`` naming ``TF_CONFIG`` when the variable is not a JSON object.
 
-    ``RunConfig()`` lets a bare ``JSONDecodeError`` through, which never names the variable.
-    Only the JSON is checked, as RunConfig reads it; the cluster is :func:`validate_tf_config`'s.
+    ``RunConfig()`` lets a bare ``JSONDecodeError`` through, never naming the variable. Only the
+    JSON is checked; the cluster is :func:`validate_tf_config`'s.
 
     Example:
 

@@ -1,7 +1,7 @@
 """``LocalCluster``: each task of a ``TF_CONFIG`` cluster as a local process; its command line.
 
-TensorFlow's task servers listen on every interface and run what any client sends: run a
-cluster on a trusted network.
+TensorFlow's task servers listen on every interface and run what any client sends: use a
+trusted network.
 """
 
 from __future__ import annotations
