@@ -68,9 +68,6 @@ def needed(version: str) -> bool:
     return tuple(int(part) for part in version.split(".")[:2]) >= (2, 16)
 
 
-# --- tensorflow.python.distribute.estimator_training, after TF 2.15's ------------------------
-
-
 def _count(cluster_spec: Any, *jobs: str) -> int:
     return sum(len(cluster_spec.as_dict().get(job, [])) for job in jobs)
 
@@ -237,9 +234,6 @@ estimator_train = functools.partial(_run_standalone, field="train", method="trai
 estimator_evaluate = functools.partial(_run_standalone, field="eval", method="evaluate")
 
 
-# --- the TPU modules -----------------------------------------------------------------------
-
-
 def _no_tpu_embedding(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError(
         "TPU embeddings (TPUEstimator's embedding_config_spec, tf.estimator.tpu.experimental."
@@ -283,9 +277,6 @@ def _session_support_module() -> types.ModuleType:
     for name in ("ResetComputation", "ShutdownLameWorkers", "ShutdownAllWorkers"):
         setattr(module, name, type(name, (), {"__call__": lambda self, *args: None}))
     return module
-
-
-# --- install ------------------------------------------------------------------------------
 
 
 def install() -> None:

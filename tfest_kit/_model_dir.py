@@ -30,26 +30,11 @@ try:
 except ImportError:  # pragma: no cover - Windows: no lock
     fcntl = None
 
-__all__ = [
-    "LOCK_FILE",
-    "OBJECT_GLOBAL_STEP",
-    "ExportNotFoundError",
-    "ModelDirLockedError",
-    "checkpoint_damage",
-    "checkpoint_step",
-    "choose_checkpoint",
-    "complete_exports",
-    "eval_dirs",
-    "latest_export",
-    "metrics_by_step",
-    "newest_finite_checkpoint",
-    "path_problem",
-    "recover_checkpoint_state",
-    "saved_step",
-    "training",
-    "usable_checkpoint",
-    "writer_lock",
-]
+__all__ = ["LOCK_FILE", "OBJECT_GLOBAL_STEP", "ExportNotFoundError", "ModelDirLockedError"]
+__all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "complete_exports"]
+__all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
+__all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
+__all__ += ["usable_checkpoint", "writer_lock"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the

@@ -321,9 +321,8 @@ class Predictor:
         return full
 
     def _make_run(self, input_names: list[str]) -> Callable:
-        """``run(*arrays of input_names) -> [every output]``: one session callable.
-
-        A ``CallableOptions`` callable (in ``_tf.PRIVATE_NAMES``) is one C++ call, unlike
+        """``run(*arrays of input_names) -> [every output]``: one session callable. A
+        ``CallableOptions`` callable (in ``_tf.PRIVATE_NAMES``) is one C++ call, unlike
         ``Session.make_callable``: batch-1 latency 1.98 vs 2.38 ms (``benchmarks --cases serving``).
         """
         feed_names = [self._sig.inputs[k].name for k in input_names]
@@ -426,9 +425,7 @@ class Predictor:
 
     def __call__(self, features: Mapping, *, batch_size: Optional[int] = None) -> dict:
         """Runs the signature on ``features`` (see :meth:`prepare`); returns output -> array.
-
-        ``batch_size`` (default: the constructor's) is the largest batch per session run.
-        """
+        ``batch_size`` (default: the constructor's) is the largest batch per session run."""
         arrays = self.prepare(features)
         if len(arrays) == len(self._input_names):  # every input given: no set built per call
             run, names = self._run, self._input_names

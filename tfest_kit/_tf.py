@@ -37,11 +37,9 @@ _NATIVE_LOG_LINE = re.compile(rb"([IWEF])\d{4} \d\d:\d\d:|WARNING: All log messa
 
 @contextlib.contextmanager
 def _native_log_filtered() -> Iterator[None]:
-    """Applies ``TF_CPP_MIN_LOG_LEVEL`` to fd 2 during the TensorFlow import.
-
-    From TF 2.17 the libraries log through absl before the variable is read. Lines below the level
-    are dropped; the rest (warnings, tracebacks) are written after, in order.
-    """
+    """Applies ``TF_CPP_MIN_LOG_LEVEL`` to fd 2 during the TensorFlow import. From TF 2.17 the
+    libraries log through absl before the variable is read. Lines below the level are dropped; the
+    rest (warnings, tracebacks) are written after, in order."""
     value = os.environ["TF_CPP_MIN_LOG_LEVEL"]
     level = int(value) if value.isdigit() else 0
     if level <= 0:

@@ -40,9 +40,7 @@ def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
 class _IntervalHook(tf.train.SessionRunHook):
     """Reports at multiples of ``every_n_steps`` global steps, fetching nothing on other steps
     (unlike ``LoggingTensorHook``): runs move the step as they did on average (2 in a GAN).
-
-    ``total_steps`` / ``batch_size`` not given are filled by :func:`fill_progress_totals`:
-    ``total_steps`` is a global step, ``more_steps`` a count from the restored one."""
+    :func:`fill_progress_totals` gives the end and batch size where not given."""
 
     _then = ""  # " + the final evaluation"
 
@@ -136,9 +134,8 @@ def fill_progress_totals(hooks, max_steps, estimator=None, steps=None, then="") 
     step + ``steps``) and the batch size of ``estimator`` (a ``tpu.TPUEstimator``'s
     ``train_batch_size`` or ``params["batch_size"]``) where they were not given; ``then``:
     what comes after the last step, said after the ETA."""
-    batch_size = getattr(estimator, "train_batch_size", None) or (
-        (getattr(estimator, "params", None) or {}).get("batch_size")
-    )
+    params = getattr(estimator, "params", None) or {}
+    batch_size = getattr(estimator, "train_batch_size", None) or params.get("batch_size")
     for hook in hooks:
         if isinstance(hook, _IntervalHook):
             hook._filled = (max_steps, None if max_steps else steps, batch_size)
@@ -146,22 +143,17 @@ def fill_progress_totals(hooks, max_steps, estimator=None, steps=None, then="") 
 
 
 class LossLoggingHook(_IntervalHook):
-    """The fallback ``TPUEstimator``'s one loss line an interval, for ``LoggingTensorHook`` plus
-    ``StepCounterHook``'s two or three; ``output_dir`` gets their summaries too. With a known
-    end the line adds ``; 10% of 1000 steps, ETA 6s`` after TensorFlow 1's text."""
+    """The fallback ``TPUEstimator``'s loss line (TF1's text, then ``; 10% of 1000 steps, ETA
+    6s``), for ``LoggingTensorHook`` and ``StepCounterHook``; ``output_dir``: their summaries."""
 
     def __init__(self, every_n_steps=100, batch_size=None, output_dir=None, loss=None) -> None:
         super().__init__(every_n_steps, loss, batch_size=batch_size)
-        self._output_dir = output_dir
+        self.output_dir = output_dir  # for the summaries, or None
         self.log_lines = True
-
-    @property
-    def writes_summaries(self) -> bool:
-        return bool(self._output_dir)
 
     def begin(self) -> None:
         super().begin()
-        self._writer = self._output_dir and tf.summary.FileWriterCache.get(self._output_dir)
+        self._writer = self.output_dir and tf.summary.FileWriterCache.get(self.output_dir)
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
         progress = ""
@@ -194,11 +186,10 @@ class ProgressHook(_IntervalHook):
 
     Args:
       every_n_steps: a line every this many global steps (and after the first).
-      total_steps: the step training ends at, for the percentage and ETA; None: the
-        ``max_steps`` (or ``steps``) of ``tfest_kit.train_and_evaluate`` or of a
-        ``tpu.TPUEstimator``'s / tfest_kit estimator's ``train``, if any.
+      total_steps: the step training ends at, for % and ETA; None: the ``max_steps`` (or
+        ``steps``) of ``tfest_kit.train_and_evaluate`` or a tfest_kit estimator's ``train``.
       batch_size: global batch size, for examples/sec; None: a ``tpu.TPUEstimator``'s
-        ``train_batch_size`` or ``params["batch_size"]`` there, if any.
+        ``train_batch_size`` or ``params["batch_size"]``.
       loss: the loss tensor; None: the last of ``tf.GraphKeys.LOSSES``, if any.
 
     Raises:

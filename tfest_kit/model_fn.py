@@ -18,16 +18,8 @@ from tfest_kit._class_ids import check_class_ids
 from tfest_kit._model_fn_call import call_model_fn, keras_seeds, model_fn_args
 from tfest_kit._tf import estimator, tf
 
-__all__ = [
-    "CLASSIFIER_METRICS",
-    "REGRESSOR_METRICS",
-    "OPTIMIZERS",
-    "AdamWeightDecayOptimizer",
-    "build",
-    "classifier",
-    "regressor",
-    "seeded",
-]
+__all__ = ["CLASSIFIER_METRICS", "REGRESSOR_METRICS", "OPTIMIZERS", "AdamWeightDecayOptimizer"]
+__all__ += ["build", "classifier", "regressor", "seeded"]
 
 # Macro averages: for single-label data micro equals accuracy.
 CLASSIFIER_METRICS = ("accuracy", "auc", "precision", "recall", "f1", "recall_at_<k>")

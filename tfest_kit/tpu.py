@@ -27,17 +27,8 @@ from tfest_kit.config import session_config
 from tfest_kit.hooks import LossLoggingHook, ProgressHook, fill_progress_totals
 from tfest_kit.inputs import read_errors
 
-__all__ = [
-    "TPUEstimator",
-    "TPUEstimatorSpec",
-    "RunConfig",
-    "TPUConfig",
-    "InputPipelineConfig",
-    "CrossShardOptimizer",
-    "TPUClusterResolver",
-    "NoTPUClusterResolver",
-    "tpu_available",
-]
+__all__ = ["TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig"]
+__all__ += ["CrossShardOptimizer", "TPUClusterResolver", "NoTPUClusterResolver", "tpu_available"]
 
 TPUEstimatorSpec = tf_estimator.tpu.TPUEstimatorSpec
 TPUConfig = tf_estimator.tpu.TPUConfig
@@ -284,7 +275,7 @@ def _without_second_loss_line(spec, hooks, is_chief):
     kept = []
     for hook in spec.training_hooks:
         if isinstance(hook, LossLoggingHook):
-            if not hook.writes_summaries:
+            if not hook.output_dir:
                 continue
             hook.log_lines = False
         kept.append(hook)

@@ -48,11 +48,9 @@ def _at_max_steps(model_dir: str, max_steps: int) -> bool:
 
 
 class _EndAfterEarlyStop(ContinuousEvalListener):
-    """Ends the evaluator task once it evaluated the step the chief stopped early at.
-
-    The official evaluator waits for a checkpoint at ``max_steps``, which then never comes. A
-    record older than the evaluator's start (a step not above its first checkpoint) is ignored.
-    """
+    """Ends the evaluator task once it evaluated the step the chief stopped early at. The official
+    evaluator waits for a checkpoint at ``max_steps``, which then never comes. A record older than
+    the evaluator's start (a step not above its first checkpoint) is ignored."""
 
     def __init__(self, model_dir: str) -> None:
         self._path = os.path.join(model_dir, _STOPPED_EARLY_FILE)
@@ -84,12 +82,10 @@ class _EvaluationInterrupted(Exception):
 
 
 class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
-    """Local training: no evaluation once a ``PreemptionHook`` has fired, unless at max_steps.
-
-    As a listener it skips the final evaluation (which can outlast a SIGTERM's grace period);
-    as an eval hook it abandons a running one: locally Estimator evaluates inside ``train()``,
-    where the training hooks do not run, and Ctrl-C waited for the whole eval set.
-    """
+    """Local training: no evaluation once a ``PreemptionHook`` has fired, unless at max_steps. As a
+    listener it skips the final evaluation (which can outlast a SIGTERM's grace period); as an eval
+    hook it abandons a running one: locally Estimator evaluates inside ``train()``, where the
+    training hooks do not run, and Ctrl-C waited for the whole eval set."""
 
     def __init__(self, train_hooks: list, model_dir: str, max_steps: int) -> None:
         self._train_hooks = train_hooks
@@ -108,11 +104,9 @@ class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
 
 
 class _FinalAfterEarlyStop(tf_estimator.Exporter):
-    """An exporter asked once more, as the final export, after an early stop.
-
-    Estimator sets ``is_the_final_export`` only at ``max_steps``, which an early stop never
-    reaches: a ``FinalExporter`` exported nothing. Exporters that ignore the flag are not asked.
-    """
+    """An exporter asked once more, as the final export, after an early stop. Estimator sets
+    ``is_the_final_export`` only at ``max_steps``, which an early stop never reaches: a
+    ``FinalExporter`` exported nothing. Exporters that ignore the flag are not asked."""
 
     def __init__(self, exporter: tf_estimator.Exporter) -> None:
         self.exporter = exporter
@@ -164,12 +158,9 @@ def _not_older(path: str, newest: Optional[str]) -> bool:
 
 
 class _TaskExecutor(TrainingExecutor):
-    """The official executor of a cluster task, with what its loop lacks.
-
-    The evaluator skips a checkpoint the chief deleted under it (the official loop ended); a
-    task's server is reused by the next executor of the task in this process (the official one
-    failed to start a second).
-    """
+    """The official executor of a cluster task, with what its loop lacks. The evaluator skips a
+    checkpoint the chief deleted under it (the official loop ended); a task's server is reused by
+    the next executor of the task in this process (the official one failed to start a second)."""
 
     def __init__(self, estimator, train_spec, eval_spec, continuous_eval_listener=None) -> None:
         self._vanished: set[str] = set()
@@ -479,9 +470,7 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _check_progress(
-    metrics: dict, start_step: Optional[int], max_steps: int, stopped_early: bool
-) -> None:
+def _check_progress(metrics: dict, start_step, max_steps: int, stopped_early: bool) -> None:
     """Names a local training that took no step or ended short (Estimator ends it silently)."""
     final_step = metrics.get("global_step")
     if start_step is not None and start_step < max_steps and final_step == start_step:
