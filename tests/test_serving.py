@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 
 import numpy as np
 import pytest
 
+from tests.conftest import captured_tf_log
 from tfest_kit import serving
 from tfest_kit._tf import estimator, tf, tf2
 
@@ -609,6 +611,37 @@ def test_official_best_exporter_exports_a_worse_model_after_a_restart(x_model, t
     restarted = serving.best_exporter(receiver, exports_to_keep=None)
     assert restarted.export(est, ours_base, est.latest_checkpoint(), worse, False) is None
     assert len(_exports(ours_base)) == 1
+
+
+def test_best_exporter_never_replaces_an_export_whose_metrics_file_is_garbled(x_model, tmp_path):
+    model_dir = str(tmp_path / "model")
+    # Without the eval events other tests wrote.
+    shutil.copytree(x_model.model_dir, model_dir, ignore=shutil.ignore_patterns("eval*"))
+    est = estimator.Estimator(_model_fn, model_dir=model_dir, params={"kind": "x"})
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    base, checkpoint = os.path.join(model_dir, "export", "best"), est.latest_checkpoint()
+    step = int(checkpoint.rsplit("-", 1)[1])
+
+    def result(loss):
+        return {"loss": np.float32(loss), "global_step": np.int64(step)}
+
+    best = serving.best_exporter(receiver, exports_to_keep=None)
+    export = best.export(est, base, checkpoint, result(0.5), False).decode()
+    with open(os.path.join(export, "assets.extra", serving.EXPORT_METRICS_FILE), "w") as f:
+        f.write('{"monitor": "lo')  # a crash mid-write
+    # Nothing tells its loss: after a restart it stays the best, and the warning says so.
+    with captured_tf_log(logging.WARNING) as lines:
+        restarted = serving.best_exporter(receiver, exports_to_keep=None)
+        assert restarted.export(est, base, checkpoint, result(5.0), False) is None
+    assert any("stays the best" in line and export in line for line in lines), lines
+    # With its step in the eval events, its loss is read from them: worse is refused, better not.
+    with tf.Graph().as_default():
+        writer = tf.summary.FileWriter(est.eval_dir())
+        writer.add_summary(tf.Summary(value=[tf.Summary.Value(tag="loss", simple_value=0.5)]), step)
+        writer.close()
+    again = serving.best_exporter(receiver, exports_to_keep=None)
+    assert again.export(est, base, checkpoint, result(5.0), False) is None
+    assert again.export(est, base, checkpoint, result(0.1), False) is not None
 
 
 def test_raw_receiver_keeps_an_input_the_model_fn_pops(x_model, tmp_path):

@@ -11,21 +11,10 @@ __all__ = ["EvalGuard"]
 
 
 class EvalGuard(tf.train.SessionRunHook):
-    """Fails an evaluation that would run forever or that ran no batch (its metrics: zeros).
-
-    Estimator silently reads a ``repeat()``ed Dataset forever without a step count and reports
-    zeros for no data. For an input of unknown length a line after 100, 1,000, … batches says
-    ``steps`` bounds it; every 10 s a line gives progress (batches done, of how many if known).
-
-    Args:
-      steps: the evaluation's step count; None runs until the data ends.
-      steps_arg: that argument's name in the caller's API, for the messages.
-      input_arg: the caller's input_fn argument name, for the messages.
-
-    Example:
-
-        est.evaluate(input_fn, hooks=[EvalGuard(None, "steps", "input_fn")])
-    """
+    """Fails an evaluation that would run forever or ran no batch (Estimator reads a repeated
+    Dataset forever without ``steps``, and reports zeros for no data); says how far it is every
+    10 s, and that ``steps`` bounds an input of unknown length after 100, 1,000, … batches.
+    ``steps_arg`` / ``input_arg``: the caller's names of ``steps`` and ``input_fn``."""
 
     def __init__(self, steps: Optional[int], steps_arg: str, input_arg: str) -> None:
         self._steps, self._steps_arg, self._input_arg = steps, steps_arg, input_arg

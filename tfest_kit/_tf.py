@@ -70,17 +70,8 @@ if importlib.util.find_spec("tf_keras") is not None:
 
 
 def check_version(version: str, has_estimator: bool = True, reason: str = "") -> None:
-    """Raises ImportError unless ``version`` is a TensorFlow that tfest_kit was tested with.
-
-    Args:
-      version: ``tensorflow.__version__``, e.g. ``"2.21.0"``.
-      has_estimator: whether ``tensorflow_estimator`` could be imported.
-      reason: what its import said, when it could not (another package may be missing).
-
-    Raises:
-      ImportError: for TensorFlow < 2.13 or > 2.21, or without tensorflow-estimator; the
-        message names the installed version and what to install.
-    """
+    """Raises ImportError, naming ``version`` and what to install, for TensorFlow < 2.13 or > 2.21
+    or without tensorflow-estimator (``has_estimator``; ``reason``: what its import said)."""
     match = re.match(r"(\d+)\.(\d+)", version)
     major_minor = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
     install = f"pip install {_PINS['2.15']}  (Python 3.9-3.11)  or  pip install {_PINS['2.21']}"

@@ -23,7 +23,9 @@ from tfest_kit._model_dir import (
     EXPORT_METRICS_FILE,
     ExportNotFoundError,
     complete_exports,
+    eval_dirs,
     latest_export,
+    metrics_by_step,
     read_export_metrics,
 )
 from tfest_kit._predictor import ExportLoadError, Predictor, PredictorInputError, read_signatures
@@ -180,6 +182,21 @@ def _scalar(value: Any) -> Optional[float]:
     return number if math.isfinite(number) else None
 
 
+def _recorded_value(export_dir: str, monitor: str, model_dir: str) -> Optional[float]:
+    """The ``monitor`` value an export was made for: its metrics file's, else the eval events'
+    at its global step (a garbled file); NaN when neither tells, None for another monitor."""
+    metrics = read_export_metrics(export_dir)
+    if metrics is not None:
+        return _scalar(metrics.get("value")) if metrics.get("monitor") == monitor else None
+    try:
+        reader = tf.train.load_checkpoint(os.path.join(export_dir, "variables", "variables"))
+        step = int(reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
+    except (tf.errors.OpError, ValueError):
+        return math.nan
+    found = [metrics_by_step(d).get(step, {}).get(monitor) for d in eval_dirs(model_dir)]
+    return next((_scalar(v) for v in found if v is not None), math.nan)
+
+
 class _BestExporter(tf_estimator.BestExporter):
     """``tf.estimator.BestExporter`` deciding from the best so far, recovered after restarts. The
     official class exports on its first call after a restart whatever its events say (tensorflow
@@ -189,6 +206,7 @@ class _BestExporter(tf_estimator.BestExporter):
         self._monitor, self._mode = monitor, mode
         self._best: Optional[float] = None
         self._restored_for: Optional[tuple[str, str]] = None
+        self._unknown: list[str] = []  # exports whose value nothing tells
         # Rewritten before each export: the official exporter copies assets_extra each time,
         # so the file appears atomically with the export it describes.
         temp_dir = tempfile.mkdtemp(prefix="tfest_kit_best_")
@@ -212,11 +230,18 @@ class _BestExporter(tf_estimator.BestExporter):
         key = (estimator.model_dir, export_path)
         # Also with no complete export: it was wiped (a new run reusing this instance).
         if self._restored_for != key or not complete_exports(export_path):
-            metrics = [read_export_metrics(p) or {} for p in complete_exports(export_path)]
-            values = [_scalar(m.get("value")) for m in metrics if m.get("monitor") == self._monitor]
-            values = [v for v in values if v is not None]
+            exports = complete_exports(export_path)
+            values = [_recorded_value(p, self._monitor, estimator.model_dir) for p in exports]
+            self._unknown = [p for p, v in zip(exports, values) if v is not None and math.isnan(v)]
+            values = [v for v in values if v is not None and not math.isnan(v)]
             self._best = (min if self._mode == "min" else max)(values, default=None)
             self._restored_for = key
+        if self._unknown:  # it may be better: never replaced by a worse one
+            tf.logging.warning(
+                f"Best exporter {self.name!r}: the metrics of {', '.join(self._unknown)} are "
+                "unreadable and not in the eval events: it stays the best (delete it to export)."
+            )
+            return None
         best = self._best
         if value is None or (
             best is not None and (value >= best if self._mode == "min" else value <= best)
