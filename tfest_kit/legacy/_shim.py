@@ -87,7 +87,7 @@ class Report:
             # What the script stopped on: the first thing to migrate.
             lines.append(
                 f"Not provided: migrate first ({len(missing)}; the runner has no stand-in, "
-                "the script got AttributeError/ImportError):"
+                "a use raises AttributeError/ImportError):"
             )
             width = max(len(n) for n, _ in missing)
             lines += [f"  {n:<{width}}  ->  {h}" if h else f"  {n}" for n, h in missing]
