@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,24 @@ def run_program(args, *, timeout=300, env=None, cwd=None, check_exit=0):
             f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
         )
     return proc
+
+
+def write_module(path, text) -> None:
+    """Writes ``text`` (dedented) to ``path``, creating its directories."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+@contextlib.contextmanager
+def on_sys_path(*dirs):
+    """``dirs`` first on ``sys.path`` for the block: the legacy scope changes how user modules
+    run, never where they are found, so they must be on sys.path as run() puts them there."""
+    sys.path[:0] = [str(d) for d in dirs]
+    try:
+        yield
+    finally:
+        for d in dirs:
+            sys.path.remove(str(d))
 
 
 def interrupt_program(args, marker: str, *, env=None, timeout=120):

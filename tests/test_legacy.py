@@ -6,19 +6,17 @@ scripts run through ``python -m tfest_kit.legacy`` in subprocesses.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
 import re
 import sys
-import textwrap
 import traceback
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, run_program
+from tests.conftest import ROOT, on_sys_path, run_program, write_module
 from tfest_kit import serving
 from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy import _layer_norm, layer_norm
@@ -211,27 +209,10 @@ def test_unknown_symbols_name_themselves_and_the_runner():
         _ = ns.contrib.no_such_package
 
 
-def _write(path, text):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-
-
-@contextlib.contextmanager
-def _on_sys_path(*dirs):
-    # The scope changes how user modules run, never where they are found: they must be on
-    # sys.path, as run() puts the script's directory there.
-    sys.path[:0] = [str(d) for d in dirs]
-    try:
-        yield
-    finally:
-        for d in dirs:
-            sys.path.remove(str(d))
-
-
 def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
     user, other = tmp_path / "user", tmp_path / "other"
     # Unique module names: sys.modules is shared with the rest of the test session.
-    _write(
+    write_module(
         user / "legacy_helper_a.py",
         """
         import tensorflow as tf
@@ -248,15 +229,15 @@ def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
             return tf_local
         """,
     )
-    _write(user / "legacy_helper_b.py", "import tensorflow\n")
-    _write(other / "legacy_third_party.py", "import tensorflow as tf\n")
+    write_module(user / "legacy_helper_b.py", "import tensorflow\n")
+    write_module(other / "legacy_third_party.py", "import tensorflow as tf\n")
     installed = user / ".venv" / "lib" / "python3.11" / "site-packages"
     # Its top level is found on sys.path; its submodules in its __path__, under the root.
-    _write(installed / "legacy_installed_pkg" / "__init__.py", "from . import sub\n")
-    _write(installed / "legacy_installed_pkg" / "sub.py", "import tensorflow as tf\n")
+    write_module(installed / "legacy_installed_pkg" / "__init__.py", "from . import sub\n")
+    write_module(installed / "legacy_installed_pkg" / "sub.py", "import tensorflow as tf\n")
     report = Report()
     ns = build_namespace(report)
-    with _on_sys_path(user, other, installed), Scope(str(user), ns, report) as scope:
+    with on_sys_path(user, other, installed), Scope(str(user), ns, report) as scope:
         helper = importlib.import_module("legacy_helper_a")
         from_function = helper.import_inside_function()
     assert scope._finder not in sys.meta_path
@@ -274,9 +255,9 @@ def test_scope_gives_stand_in_to_user_modules_only(tmp_path):
 
 
 def test_scope_import_errors_carry_the_runner_message(tmp_path):
-    _write(tmp_path / "legacy_helper_c.py", "from tensorflow.contrib import foo\n")
-    _write(tmp_path / "legacy_helper_d.py", "import tensorflow.contrib.bar.baz\n")
-    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+    write_module(tmp_path / "legacy_helper_c.py", "from tensorflow.contrib import foo\n")
+    write_module(tmp_path / "legacy_helper_d.py", "import tensorflow.contrib.bar.baz\n")
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         with pytest.raises(ImportError, match=r"^tf\.contrib\.foo is not provided by the legacy"):
             importlib.import_module("legacy_helper_c")
         with pytest.raises(ModuleNotFoundError, match=r"^tf\.contrib\.bar is not provided"):
@@ -301,9 +282,9 @@ _SUBMODULE_SPELLINGS = [
 def test_tensorflow_submodule_imports_give_the_stand_in_objects(tmp_path, index):
     statement, expected = _SUBMODULE_SPELLINGS[index]
     name = f"legacy_spelling_{index}"
-    _write(tmp_path / f"{name}.py", statement + "\n")
+    write_module(tmp_path / f"{name}.py", statement + "\n")
     ns = build_namespace(Report())
-    with _on_sys_path(tmp_path), Scope(str(tmp_path), ns):
+    with on_sys_path(tmp_path), Scope(str(tmp_path), ns):
         got = importlib.import_module(name).got
     assert got is expected(ns)
     # The TF1 objects (tf.compat.v1), not TF2's.
@@ -318,7 +299,7 @@ def test_tensorflow_submodule_imports_give_the_stand_in_objects(tmp_path, index)
 
 
 def test_tensorflow_implementation_packages_stay_real_imports(tmp_path):
-    _write(
+    write_module(
         tmp_path / "legacy_helper_real.py",
         """
         from tensorflow.python.ops import math_ops
@@ -326,7 +307,7 @@ def test_tensorflow_implementation_packages_stay_real_imports(tmp_path):
         import tensorflow.python.framework.ops as framework_ops
         """,
     )
-    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         helper = importlib.import_module("legacy_helper_real")
     assert helper.math_ops is sys.modules["tensorflow.python.ops.math_ops"]
     assert helper.config_pb2 is sys.modules["tensorflow.core.protobuf.config_pb2"]
@@ -336,7 +317,7 @@ def test_tensorflow_implementation_packages_stay_real_imports(tmp_path):
 def test_keras_fit_with_optimizer_imported_from_tensorflow_keras(tmp_path):
     # compile/fit in TF1 graph mode calls Adam.get_updates, which TF2's Adam has not.
     script = tmp_path / "kfit.py"
-    _write(
+    write_module(
         script,
         """
         import json
@@ -384,8 +365,8 @@ def _write_project(tmp_path):
     installed lib; returns (project dir, PYTHONPATH entries)."""
     proj, shared = tmp_path / "proj", tmp_path / "shared"
     installed = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
-    _write(proj / "mylib" / "__init__.py", "")
-    _write(
+    write_module(proj / "mylib" / "__init__.py", "")
+    write_module(
         proj / "mylib" / "model.py",
         """
         import numpy as np
@@ -399,9 +380,9 @@ def _write_project(tmp_path):
                 return sess.run(y, {x: np.array([[1.0, 2.0, 3.0, 4.0]])})[0].tolist()
         """,
     )
-    _write(proj / "scripts" / "train.py", _TRAIN_PY)
-    _write(shared / "legacy_pp_lib.py", "import tensorflow as tf\n")
-    _write(installed / "legacy_installed_lib.py", "import tensorflow as tf\n")
+    write_module(proj / "scripts" / "train.py", _TRAIN_PY)
+    write_module(shared / "legacy_pp_lib.py", "import tensorflow as tf\n")
+    write_module(installed / "legacy_installed_lib.py", "import tensorflow as tf\n")
     return proj, os.pathsep.join([str(shared), str(installed)])
 
 
@@ -427,7 +408,7 @@ def test_project_modules_on_cwd_and_pythonpath_get_the_stand_in(tmp_path, how):
 def _write_tf1_library(tmp_path):
     """A TF1-era library installed into a site-packages directory; returns that directory."""
     site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
-    _write(
+    write_module(
         site / "legacy_tf1lib" / "__init__.py",
         """
         import tensorflow as tf
@@ -437,7 +418,7 @@ def _write_tf1_library(tmp_path):
             return tf.to_float(tf.reduce_mean(ops.times(values, scale)))
         """,
     )
-    _write(
+    write_module(
         site / "legacy_tf1lib" / "ops.py",
         "import tensorflow as tf\n\ndef times(x, k):\n    return tf.multiply(tf.to_float(x), k)\n",
     )
@@ -447,7 +428,7 @@ def _write_tf1_library(tmp_path):
 def test_tf1_package_hands_the_stand_in_to_an_installed_library(tmp_path):
     site = _write_tf1_library(tmp_path)
     script = tmp_path / "use_lib.py"
-    _write(
+    write_module(
         script,
         """
         import tensorflow as tf
@@ -473,7 +454,7 @@ def test_contrib_libraries_are_imported_only_when_a_script_reaches_them(tmp_path
     # tf_slim costs a second or more to import: a script that does not use tf.contrib.layers
     # must not pay for it, at start-up or later; tf.contrib.crf loads only its own module.
     script = tmp_path / "lazy.py"
-    _write(
+    write_module(
         script,
         """
         import sys
@@ -493,7 +474,7 @@ def test_contrib_libraries_are_imported_only_when_a_script_reaches_them(tmp_path
 
 def test_tf1_package_hint_only_for_tf1_names_in_installed_packages(tmp_path):
     site = _write_tf1_library(tmp_path)
-    with _on_sys_path(site):
+    with on_sys_path(site):
         import legacy_tf1lib
 
         with pytest.raises(AttributeError) as info:
@@ -512,8 +493,8 @@ def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path)
     # The script's own directory was dropped as installed code: the script got TF1 and the
     # modeling.py beside it the real TensorFlow 2 (and no tf.contrib).
     toolkit = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "toolkit"
-    _write(toolkit / "modeling.py", "import tensorflow as tf\nTF1 = hasattr(tf, 'contrib')\n")
-    _write(
+    write_module(toolkit / "modeling.py", "import tensorflow as tf\nTF1 = hasattr(tf, 'contrib')\n")
+    write_module(
         toolkit / "run.py",
         """
         import tensorflow as tf
@@ -527,8 +508,8 @@ def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path)
 
 def test_a_failing_import_inside_a_module_run_with_m_keeps_its_traceback_and_report(tmp_path):
     # It was reported as "`module` must be importable …" with no traceback and no report.
-    _write(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import foo\n")
-    _write(tmp_path / "pkg" / "train.py", "print('trained')\n")
+    write_module(tmp_path / "pkg" / "__init__.py", "from tensorflow.contrib import foo\n")
+    write_module(tmp_path / "pkg" / "train.py", "print('trained')\n")
     proc = run_program(
         ["-m", "tfest_kit.legacy", "--report", "-m", "pkg.train"],
         cwd=tmp_path,
@@ -583,9 +564,9 @@ def test_contrib_replacements_are_named_and_exist():
 
 def test_contrib_import_errors_print_the_message_once(tmp_path):
     # Names TF 1.15 never had (a refused one imports: tests/test_legacy_contrib.py).
-    _write(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import learnn\n")
-    _write(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.gann\n")
-    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+    write_module(tmp_path / "legacy_helper_pred.py", "from tensorflow.contrib import learnn\n")
+    write_module(tmp_path / "legacy_helper_rnn.py", "import tensorflow.contrib.gann\n")
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         for name in ("legacy_helper_pred", "legacy_helper_rnn"):
             with pytest.raises(ImportError) as info:
                 importlib.import_module(name)
@@ -618,7 +599,7 @@ def test_report_lists_missing_names_first():
 
 def test_report_of_a_failing_script_names_the_symbol_it_failed_on(tmp_path):
     script = tmp_path / "rep.py"
-    _write(
+    write_module(
         script,
         """
         import tensorflow as tf
@@ -660,8 +641,8 @@ def test_script_errors_keep_their_traceback_and_tf1_log_level(tmp_path):
     # A ValueError from the script itself (TensorFlow's shape errors, BERT's own checks) was
     # taken for the runner's usage error: "error: ..." with exit status 2 and no traceback.
     real = tmp_path / "bert"
-    _write(real / "legacy_sibling.py", "LIMIT = 3\n")
-    _write(
+    write_module(real / "legacy_sibling.py", "LIMIT = 3\n")
+    write_module(
         real / "legacy_main.py",
         """
         import sys
@@ -760,7 +741,7 @@ def test_tpu_only_functions_compute_one_replica_on_every_spelling():
 def test_tensorflow_estimator_tpu_imports_give_tfest_kit_tpu(tmp_path):
     from tfest_kit import tpu
 
-    _write(
+    write_module(
         tmp_path / "legacy_helper_est.py",
         """
         import tensorflow_estimator as tf_estimator
@@ -772,7 +753,7 @@ def test_tensorflow_estimator_tpu_imports_give_tfest_kit_tpu(tmp_path):
         from tensorflow_estimator.python.estimator.tpu import tpu_estimator as te2
         """,
     )
-    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         helper = importlib.import_module("legacy_helper_est")
     assert helper.tf_estimator.tpu.TPUEstimator is tpu.TPUEstimator
     assert helper.tf_estimator.estimator.tpu.TPUEstimator is tpu.TPUEstimator
@@ -795,7 +776,7 @@ def test_contrib_tpu_implementation_modules_give_the_fallbacks(tmp_path):
     from tfest_kit import tpu
     from tfest_kit.legacy.contrib import tpu as one_replica
 
-    _write(
+    write_module(
         tmp_path / "legacy_helper_ctpu.py",
         """
         from tensorflow.contrib.tpu.python.tpu import tpu_estimator, tpu_config, tpu
@@ -803,7 +784,7 @@ def test_contrib_tpu_implementation_modules_give_the_fallbacks(tmp_path):
         import tensorflow.contrib.tpu.python.tpu.tpu_config as dotted_config
         """,
     )
-    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         helper = importlib.import_module("legacy_helper_ctpu")
     assert helper.tpu_estimator.TPUEstimator is tpu.TPUEstimator
     assert helper.tpu_config.RunConfig is tpu.RunConfig is helper.dotted_config.RunConfig

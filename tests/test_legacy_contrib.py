@@ -12,16 +12,13 @@ in subprocesses.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import re
-import sys
-import textwrap
 import traceback
 
 import pytest
 
-from tests.conftest import ROOT, run_program
+from tests.conftest import ROOT, on_sys_path, run_program, write_module
 from tfest_kit._tf import TF_VERSION, tf
 from tfest_kit.legacy._contrib import build_contrib
 from tfest_kit.legacy._importer import Scope
@@ -52,20 +49,6 @@ SERVED_COUNTS = {
     "tpu": (16, 36),
     "training": (9, 28),
 }
-
-
-def _write(path, text):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-
-
-@contextlib.contextmanager
-def _on_sys_path(directory):
-    sys.path.insert(0, str(directory))
-    try:
-        yield
-    finally:
-        sys.path.remove(str(directory))
 
 
 def _package(ns, key):
@@ -211,7 +194,7 @@ def test_learn_serves_its_constants_and_refuses_its_estimators():
 
 
 def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
-    _write(
+    write_module(
         tmp_path / "legacy_refusing_a.py",
         """
         import tensorflow as tf
@@ -228,7 +211,7 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         """,
     )
     report = Report()
-    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
         module = importlib.import_module("legacy_refusing_a")
     assert module.MODE == "infer"
     assert isinstance(module.ge, Refused) and isinstance(module.GE, Refused)
@@ -255,9 +238,11 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
 
 
 def test_names_tf115_never_had_still_fail_at_import(tmp_path):
-    _write(tmp_path / "legacy_refusing_b.py", "from tensorflow.contrib.layers import no_layer\n")
-    _write(tmp_path / "legacy_refusing_c.py", "import tensorflow.contrib.no_package\n")
-    with _on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+    write_module(
+        tmp_path / "legacy_refusing_b.py", "from tensorflow.contrib.layers import no_layer\n"
+    )
+    write_module(tmp_path / "legacy_refusing_c.py", "import tensorflow.contrib.no_package\n")
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
         with pytest.raises(ImportError, match=r"^tf\.contrib\.layers\.no_layer is not provided"):
             importlib.import_module("legacy_refusing_b")
         with pytest.raises(ModuleNotFoundError, match=r"^tf\.contrib\.no_package is not"):
@@ -277,7 +262,7 @@ def test_a_refused_use_prints_its_message_once():
 
 
 def test_scan_finds_the_refused_names_a_project_reaches(tmp_path):
-    _write(
+    write_module(
         tmp_path / "train.py",
         """
         import tensorflow.compat.v1 as tf
@@ -292,11 +277,11 @@ def test_scan_finds_the_refused_names_a_project_reaches(tmp_path):
         gan = contrib.gan.estimator
         """,
     )
-    _write(tmp_path / "lib" / "model.py", "import tensorflow.contrib.graph_editor as ge\n")
-    _write(tmp_path / "lib" / "broken.py", "print 'python 2'\n")
+    write_module(tmp_path / "lib" / "model.py", "import tensorflow.contrib.graph_editor as ge\n")
+    write_module(tmp_path / "lib" / "broken.py", "print 'python 2'\n")
     skipped = "import tensorflow.contrib.bayesflow\n"
-    _write(tmp_path / ".venv" / "lib" / "site-packages" / "dep.py", skipped)
-    _write(tmp_path / "build" / "site-packages" / "dep.py", skipped)
+    write_module(tmp_path / ".venv" / "lib" / "site-packages" / "dep.py", skipped)
+    write_module(tmp_path / "build" / "site-packages" / "dep.py", skipped)
     found = {
         name: (where, text)
         for name, where, text in refused_in_project(str(tmp_path), build_contrib(Report()))
@@ -316,7 +301,7 @@ def test_scan_finds_the_refused_names_a_project_reaches(tmp_path):
 @pytest.fixture(scope="module")
 def refusing_project(tmp_path_factory):
     project = tmp_path_factory.mktemp("refusing_project")
-    _write(
+    write_module(
         project / "train.py",
         """
         import sys
@@ -330,7 +315,7 @@ def refusing_project(tmp_path_factory):
             ge.reroute_ts([], [])
         """,
     )
-    _write(
+    write_module(
         project / "model.py",
         """
         import tensorflow as tf
