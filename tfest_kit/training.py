@@ -350,10 +350,7 @@ def train_and_evaluate(
     if estimator.config.task_type == "evaluator":
         # With 0 TensorFlow's wait for the next checkpoint spins, logging on every turn.
         throttle = max(throttle, 1)
-    exporters = [
-        _FinalAfterEarlyStop(e) if isinstance(e, tf_estimator.Exporter) else e
-        for e in eval_spec.exporters
-    ]
+    exporters = [_FinalAfterEarlyStop(e) for e in eval_spec.exporters]  # EvalSpec checked them
     eval_spec = eval_spec._replace(
         hooks=(
             *eval_spec.hooks,
