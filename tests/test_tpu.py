@@ -112,8 +112,8 @@ def _estimator(model_dir, rec, params=None, use_tpu="auto", **config_kw):
         model_dir=model_dir,
         log_step_count_steps=5,
         save_summary_steps=5,
-        # Longer than log_step_count_steps: the loss is still logged every 5 steps (BERT's
-        # 1000 steps per loop once left a fine-tuning run one loss line).
+        # Longer than log_step_count_steps: loops end at its multiples, so the loss is still
+        # logged every 5 steps (BERT's 1000 steps per loop once left a run one loss line).
         tpu_config=tpu.TPUConfig(iterations_per_loop=10, num_shards=8),
         **config_kw,
     )
@@ -154,11 +154,11 @@ def test_loss_is_logged_once_per_interval_without_false_warnings(trained):
     assert not any("has not been increased" in line for line in lines)
     assert not any(line.startswith("global_step/sec") for line in lines)
     steps = [int(re.search(r"step = (\d+)", line).group(1)) for line in loss_lines]
-    assert steps == [1, 5, 10, 15, 20, 25, 30][: len(steps)], steps
+    assert steps == [5, 10, 15, 20, 25, 30], steps  # the first after the first loop
     # The time up to the first step is mostly set-up: a rate from it was several times too
     # low. As in Estimator's LoggingTensorHook, the first line has no time (nor rate).
     # TF1's text, then how far training is: max_steps is known.
-    assert re.fullmatch(r"loss = \S+, step = 1; 3% of 30 steps", loss_lines[0]), loss_lines
+    assert re.fullmatch(r"loss = \S+, step = 5; 17% of 30 steps", loss_lines[0]), loss_lines
     assert all(LOSS_LINE.search(line) for line in loss_lines[1:]), loss_lines
     assert re.search(r"; 100% of 30 steps$", loss_lines[-1]), loss_lines
     assert all(re.search(r"% of 30 steps, ETA \d+s$", line) for line in loss_lines[1:-1])
@@ -174,7 +174,7 @@ def test_progress_hook_among_the_train_hooks_replaces_the_loss_line(model_dir):
     with captured_tf_log() as lines:
         est.train(_make_input_fn(rec, repeat=True), max_steps=10, hooks=[progress])
     steps = [line.split(",")[0] for line in lines if line.startswith("step ")]
-    assert steps == ["step 1/10 (10%)", "step 5/10 (50%)", "step 10/10 (100%)"], lines
+    assert steps == ["step 5/10 (50%)", "step 10/10 (100%)"], lines  # loops of 5
     assert not [line for line in lines if re.match(r"loss = \S+, step = \d+", line)], lines
     # TensorBoard's global_step/sec and examples/sec curves are still written.
     assert {"global_step/sec", "examples/sec"} <= _tags(model_dir)
@@ -459,7 +459,7 @@ def test_checkpoints_saved_on_schedule_by_the_fallbacks_saver_hook(model_dir):
     steps = sorted(int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths)
     assert steps == [0, 10, 20, 25]
     assert listener.steps == [0, 10, 20, 25]
-    assert counter.runs == 25
+    assert counter.runs == 5  # loops of 10 steps end at multiples of log_step_count_steps (5)
     est.train(_make_input_fn(rec, repeat=True), max_steps=30)
     assert est.get_variable_value("global_step") == 30
 
@@ -491,9 +491,10 @@ def test_fallback_makes_one_session_run_per_step_where_estimator_makes_two(tmp_p
         config=estimator.RunConfig(model_dir=str(tmp_path / "plain"), **cadence),
         params=params,
     )
+    one_step = tpu.TPUConfig(iterations_per_loop=1)  # test_tpu_loop.py counts loops' runs
     fallback = tpu.TPUEstimator(
         _make_model_fn(_Recorder()),
-        config=tpu.RunConfig(model_dir=str(tmp_path / "fallback"), **cadence),
+        config=tpu.RunConfig(model_dir=str(tmp_path / "fallback"), tpu_config=one_step, **cadence),
         params=params,
         use_tpu=False,
         train_batch_size=TRAIN_BS,

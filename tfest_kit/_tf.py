@@ -19,6 +19,7 @@ from collections.abc import Iterator
 __all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
 __all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
 __all__ += ["estimator_training", "TrainingExecutor", "ContinuousEvalListener", "EvalStatus"]
+__all__ += ["parse_iterations_per_loop"]
 __all__ += ["lookup_ops", "summary_ops_v2", "deprecation", "module_wrapper", "util_nest"]
 
 _PINS = {
@@ -140,12 +141,16 @@ TrainingExecutor = estimator_training._TrainingExecutor
 ContinuousEvalListener = estimator_training._ContinuousEvalListener
 EvalStatus = estimator_training._EvalStatus
 
+# TPUConfig.iterations_per_loop read as the official TPUEstimator reads it ("100", "300s").
+from tensorflow_estimator.python.estimator.tpu.util import parse_iterations_per_loop  # noqa: E402
+
 # Every private TF / Keras / Estimator name tfest_kit uses, and what for; no others allowed.
 # tests/test_tf_private_names.py fails when one disappears. Keys:
 #   "module:attr.attr"      a module's or a class's attribute (imported, then looked up);
 #   "module:Class().attr"   an attribute of an instance (the test builds one);
 #   "module#name"           a name the module's own source reads (an attribute set elsewhere).
 _ESTIMATOR_TRAINING = "tensorflow_estimator.python.estimator.training"
+_TPU_ESTIMATOR = "tensorflow_estimator.python.estimator.tpu.tpu_estimator"
 PRIVATE_NAMES: dict[str, str] = {
     # training.py: train_and_evaluate's loop with a continuous-eval listener.
     f"{_ESTIMATOR_TRAINING}:_TrainingExecutor": "train_and_evaluate with a listener",
@@ -168,6 +173,9 @@ PRIVATE_NAMES: dict[str, str] = {
         "tpu.py: one Session run per step"
     ),
     "tensorflow.python.ops.summary_ops_v2#_SUMMARY_WRITER_V2": "tpu.py: host_call writers",
+    "tensorflow_estimator.python.estimator.tpu.util:parse_iterations_per_loop": (
+        "tpu.py: iterations_per_loop off a TPU"
+    ),
     # _predictor.py, cli/signature.py: serving an export.
     "tensorflow.compat.v1:Session._make_callable_from_options": "_predictor.py: feeds by name",
     "tensorflow.core.protobuf.config_pb2:CallableOptions": "_predictor.py",
@@ -230,7 +238,7 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.python.tpu.tpu_function:get_tpu_context": (
         "legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_function"
     ),
-    "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": (
+    f"{_TPU_ESTIMATOR}:TPUEstimator": (
         "legacy/_namespace.py: the tensorflow_estimator stand-ins fall back to the module"
     ),
     "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": (

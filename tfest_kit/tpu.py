@@ -14,13 +14,15 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
+import numpy as np
+
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import label_errors
 from tfest_kit._model_dir import usable_checkpoint
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
-from tfest_kit._tf import tf, tf2
+from tfest_kit._tf import parse_iterations_per_loop, tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
 from tfest_kit.cluster import check_tf_config_json
 from tfest_kit.config import session_config
@@ -42,7 +44,9 @@ _BATCH_ARG = {
     _MODES.PREDICT: "predict_batch_size",
 }
 _OfficialResolver = tf2.distribute.cluster_resolver.TPUClusterResolver
-_state = {"official_estimator_built": False}
+# The legacy runner sets "loops" False: TF 1.15 ran one step per Session.run off a TPU.
+_state = {"official_estimator_built": False, "loops": True}
+_INITIAL_LOSS = 1e7  # the official loop's
 
 
 class RunConfig(tf_estimator.tpu.RunConfig):
@@ -187,10 +191,13 @@ _TPU_SPEC_TYPES = tuple(c for c in TPUEstimatorSpec.__mro__ if c not in (tuple, 
 
 
 class _HostCallHook(tf.train.SessionRunHook):
-    """Runs a ``host_call``'s ops each step; initialises and flushes the v2 summary writers."""
+    """Runs a ``host_call``'s ops each step; initialises and flushes the v2 summary writers.
 
-    def __init__(self, fetches: Any) -> None:
-        self._fetches = fetches
+    Under ``iterations_per_loop`` the steps' tensors wait in a queue (``pending`` its size) and
+    the ops run once per step after each loop, as a TPU's outfeed does."""
+
+    def __init__(self, fetches: Any, pending: Optional[tf.Tensor] = None) -> None:
+        self._fetches, self._pending = fetches, pending
 
     def begin(self) -> None:
         self._init_ops = tf.get_collection("_SUMMARY_WRITER_V2")
@@ -203,9 +210,17 @@ class _HostCallHook(tf.train.SessionRunHook):
             session.run(self._init_ops)
 
     def before_run(self, run_context):
-        return tf.train.SessionRunArgs(self._fetches)
+        return None if self._pending is not None else tf.train.SessionRunArgs(self._fetches)
+
+    def after_run(self, run_context, run_values) -> None:
+        self._drain(run_context.session)
+
+    def _drain(self, session) -> None:
+        for _ in range(session.run(self._pending) if self._pending is not None else 0):
+            session.run(self._fetches)
 
     def end(self, session) -> None:
+        self._drain(session)  # the steps of a loop the input ended
         if self._flush_ops:
             session.run(self._flush_ops)
 
@@ -215,7 +230,7 @@ def _call_host_fn(host_call) -> Any:
     return fn(**tensors) if isinstance(tensors, dict) else fn(*tensors)
 
 
-def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
+def _to_estimator_spec(spec: Any, mode: str, summary_dir: str, pending=None):
     """An ``EstimatorSpec`` for the model_fn's spec; ``host_call`` writes to ``summary_dir``."""
     if not isinstance(spec, _TPU_SPEC_TYPES):
         return spec
@@ -230,7 +245,7 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
         try:
             writer = tf2.summary.create_file_writer(summary_dir)
             with writer.as_default(), tf2.summary.record_if(True):
-                extra = (_HostCallHook(_call_host_fn(spec.host_call)),)
+                extra = (_HostCallHook(_call_host_fn(spec.host_call), pending),)
         finally:
             tf2.summary.experimental.set_step(previous_step)
     return tf_estimator.EstimatorSpec(
@@ -245,6 +260,142 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str):
         evaluation_hooks=tuple(spec.evaluation_hooks or ()) + extra,
         prediction_hooks=tuple(spec.prediction_hooks or ()),
     )
+
+
+def _reader(features, labels) -> Optional[Callable]:
+    """A function reading the next ``(features, labels)`` from the ``tf.data`` iterator they
+    were read from, or None (sparse features, tensors of other origins)."""
+    flat = tf.nest.flatten((features, labels))
+    tensors = [t for t in flat if t is not None]
+    ops = {t.op for t in tensors if isinstance(t, tf.Tensor)}
+    if len(ops) != 1 or len(tensors) != sum(isinstance(t, tf.Tensor) for t in tensors):
+        return None
+    (op,) = ops
+    if op.type != "IteratorGetNext":
+        return None
+
+    def read():
+        types, shapes = [t.dtype for t in op.outputs], [t.shape for t in op.outputs]
+        outputs = tf2.raw_ops.IteratorGetNext(
+            iterator=op.inputs[0], output_types=types, output_shapes=shapes
+        )
+        values = [None if t is None else outputs[t.value_index] for t in flat]
+        return tf.nest.pack_sequence_as((features, labels), values)
+
+    return read
+
+
+def _last_value(summary: tf.Tensor) -> tuple:
+    """A local variable holding a v1 summary's last value in the loop, and its assignment."""
+    with tf.init_scope():
+        variable = tf.Variable(
+            "", trainable=False, collections=[tf.GraphKeys.LOCAL_VARIABLES], name="last_summary"
+        )
+    return variable, variable.assign(summary)
+
+
+def _queued(tensors: Any) -> tuple:
+    """A FIFO queue for a ``host_call``'s tensors of each step, and their enqueue op."""
+    flat = tf.nest.flatten(tensors)
+    shapes = [t.shape for t in flat]
+    with tf.init_scope():
+        queue = tf.queue.FIFOQueue(
+            capacity=2**30,
+            dtypes=[t.dtype for t in flat],
+            shapes=shapes if all(s.is_fully_defined() for s in shapes) else None,
+        )
+    return queue, queue.enqueue(flat)
+
+
+class _LoopLengthHook(tf.train.SessionRunHook):
+    """Feeds each training loop its length, cut short at the final step (where it stops) and at
+    multiples of ``every`` (loss lines, checkpoints). It reads the step a loop ends at with the
+    loop: the official TPU hook reads it and sets the length in two more ``Session.run`` per loop,
+    a small model's cost of two steps."""
+
+    def __init__(self, length: int, count, step_after, until, every) -> None:
+        self._length, self._count, self._step_after, self._until = length, count, step_after, until
+        self._every = [n for n in every if n]
+
+    def after_create_session(self, session, coord) -> None:
+        self._step = int(session.run(tf.train.get_global_step()))
+        max_steps, steps = self._until
+        ends = [end for end in (max_steps, steps and self._step + steps) if end]
+        self._final = min(ends) if ends else np.inf
+
+    def before_run(self, run_context):
+        step = self._step
+        length = int(min([self._length, self._final - step] + [n - step % n for n in self._every]))
+        return tf.train.SessionRunArgs(self._step_after, feed_dict={self._count: length})
+
+    def after_run(self, run_context, run_values) -> None:
+        self._step = int(run_values.results)
+        if self._step >= self._final:
+            run_context.request_stop()
+
+
+def _training_loop(step: Callable, features, labels, length: int, until, every) -> Optional[tuple]:
+    """``step(features, labels)``'s training spec run ``length`` times in one ``Session.run``,
+    as on a TPU: a ``tf.while_loop`` reading a batch, computing the loss and applying the update
+    each time; ``until`` is train()'s ``(max_steps, steps)``, ``every`` the intervals loops end at.
+
+    Returns ``(spec, pending)``: the spec with the last step's loss, v1 summaries of the last
+    step, ``host_call`` tensors queued per step (``pending`` the queue's size, or None). None if
+    the input was not read from a ``tf.data`` iterator."""
+    read = _reader(features, labels)
+    if read is None:
+        return None
+    iterations = tf.placeholder_with_default(1, [], name="iterations_per_loop")
+    summaries = tf.get_collection_ref(tf.GraphKeys.SUMMARIES)
+    first, kept, built = len(summaries), [], {}
+
+    def body(i, _):
+        spec = step(*read())
+        if spec.loss is None or spec.train_op is None:
+            raise ValueError("model_fn must return a loss and a train_op in TRAIN mode")
+        after = [spec.train_op]
+        for summary in summaries[first:]:
+            if summary.op.name != "loss":  # Estimator's own "loss" summary takes its place
+                variable, assign = _last_value(summary)
+                kept.append(variable)
+                after.append(assign)
+        if getattr(spec, "host_call", None) is not None:
+            with tf.control_dependencies([spec.train_op]):  # a step's tensors after its update
+                built["queue"], enqueue = _queued(spec.host_call[1])
+            after.append(enqueue)
+        built["spec"] = spec
+        with tf.control_dependencies(after):
+            return i + 1, tf.identity(tf.cast(spec.loss, tf.float32))
+
+    cond = lambda i, _: i < iterations  # noqa: E731
+    v2 = tf.control_flow_v2_enabled()
+    tf.disable_control_flow_v2()  # TF1's loop runs a small model's step 1.2-1.5x faster
+    try:
+        # name "": the model's ops, summaries and variables keep the names they have without one.
+        _, loss = tf.while_loop(cond, body, [0, _INITIAL_LOSS], parallel_iterations=1, name="")
+    finally:
+        if v2:
+            tf.enable_control_flow_v2()
+    with tf.control_dependencies([loss]):
+        summaries[first:] = [variable.read_value() for variable in kept]
+        step_after = tf.identity(tf.train.get_global_step())
+    hook = _LoopLengthHook(length, iterations, step_after, until, every)
+    spec, pending = built["spec"], None
+    spec = spec._replace(  # in-loop tensors a TRAIN spec does not need
+        loss=loss,
+        train_op=loss.op,
+        predictions={},
+        export_outputs=None,
+        training_hooks=tuple(spec.training_hooks or ()) + (hook,),
+    )
+    if "queue" in built:
+        queue, host_fn = built["queue"], spec.host_call[0]
+        values = tf.nest.flatten(queue.dequeue())
+        spec = spec._replace(
+            host_call=(host_fn, tf.nest.pack_sequence_as(spec.host_call[1], values))
+        )
+        pending = queue.size()
+    return spec, pending
 
 
 def _wants_official(use_tpu, config) -> bool:
@@ -282,9 +433,9 @@ def _without_second_loss_line(spec, hooks, is_chief):
     return spec._replace(training_hooks=tuple(kept))
 
 
-def _with_checkpoint_saver(spec, config, hooks):
-    """The chief's ``CheckpointSaverHook`` as Estimator's, told one run is one step: Estimator's
-    fetches ``global_step`` again each step, 25-30 % of a small model's step (benchmarks/)."""
+def _with_checkpoint_saver(spec, config, hooks, steps_per_run):
+    """The chief's ``CheckpointSaverHook`` as Estimator's, told how many steps a run makes:
+    Estimator's fetches ``global_step`` again each step, 25-30 % of a small model's step."""
     if not (config.save_checkpoints_secs or config.save_checkpoints_steps):
         return spec
     existing = tuple(hooks) + tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
@@ -297,7 +448,7 @@ def _with_checkpoint_saver(spec, config, hooks):
         scaffold=spec.scaffold,
         save_graph_def=config.checkpoint_save_graph_def,
     )
-    saver_hook._set_steps_per_run(1)  # the hook's own (private) knob for exactly this
+    saver_hook._set_steps_per_run(steps_per_run)  # the hook's own (private) knob for this
     return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
 
 
@@ -392,8 +543,13 @@ class TPUEstimator(tf_estimator.Estimator):
             # tpu.RunConfig leaves out the between-graph device filters: without them the
             # chief's final predict hung on a worker that had exited.
             config = config.replace(session_config=session_config())
-        # Off a TPU there is no host loop: every log_step_count_steps, not iterations_per_loop.
+        # Every log_step_count_steps (crossed at a loop's end), not every iterations_per_loop.
         self._log_every = config.log_step_count_steps or None
+        self._loop = None  # TPUConfig.iterations_per_loop when training loops; _looping: it did
+        if _state["loops"] and config.train_distribute is None and hasattr(config, "tpu_config"):
+            loop = parse_iterations_per_loop(config.tpu_config.iterations_per_loop)
+            self._loop = loop if loop.unit == "count" and loop.value > 1 else None  # not "300s"
+        self._looping = False
         for mode, batch_size in self._batch_sizes.items():
             replicas = _replicas(config, mode)
             if batch_size is not None and batch_size % replicas:
@@ -446,12 +602,29 @@ class TPUEstimator(tf_estimator.Estimator):
             params = dict(params, use_tpu=False)  # a model_fn believing it would build TPU ops
             if not is_export and self._batch_sizes.get(mode) is not None:
                 params["batch_size"] = self._replica_batch_size(mode)
-            args = dict(features=features, labels=labels, mode=mode, params=params, config=config)
-            spec = call_model_fn(self._user_model_fn, **args)
+            args = dict(mode=mode, params=params, config=config)
+
+            def step(features, labels):
+                return call_model_fn(self._user_model_fn, features=features, labels=labels, **args)
+
+            looped = None
+            if mode == _MODES.TRAIN and self._loop and not is_export:
+                every = (self._log_every, config.save_checkpoints_steps)
+                looped = _training_loop(
+                    step, features, labels, self._loop.value, self._train_until, every
+                )
+                self._looping = looped is not None
+                if looped is None:
+                    tf.logging.info(
+                        "iterations_per_loop=%s: one training step per Session.run (the input "
+                        "is not read from a tf.data iterator, or has sparse features).",
+                        self._loop.value,
+                    )
+            spec, pending = looped or (step(features, labels), None)
             summary_dir = config.model_dir or ""
             if mode == _MODES.EVAL:
                 summary_dir = os.path.join(summary_dir, "eval")
-            spec = _to_estimator_spec(spec, mode, summary_dir)
+            spec = _to_estimator_spec(spec, mode, summary_dir, pending)
             if not isinstance(spec, tf_estimator.EstimatorSpec):
                 return spec  # Estimator's error names what it needs
             if mode == _MODES.TRAIN and config.train_distribute is None:
@@ -472,7 +645,10 @@ class TPUEstimator(tf_estimator.Estimator):
             estimator_spec = self._with_loss_line(estimator_spec, config)
         estimator_spec = _without_second_loss_line(estimator_spec, run_hooks, config.is_chief)
         if config.train_distribute is None:
-            estimator_spec = _with_checkpoint_saver(estimator_spec, config, run_hooks)
+            steps_per_run = self._loop.value if self._looping else 1
+            estimator_spec = _with_checkpoint_saver(
+                estimator_spec, config, run_hooks, steps_per_run
+            )
         return super()._train_with_estimator_spec(
             estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
         )
@@ -490,10 +666,26 @@ class TPUEstimator(tf_estimator.Estimator):
             )
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        """As ``Estimator.train``, guarding model_dir (one writer, an intact checkpoint)."""
+        """As ``Estimator.train``, guarding model_dir (one writer, an intact checkpoint).
+
+        With ``TPUConfig(iterations_per_loop=N)`` (N > 1; the default is 2) a ``Session.run``
+        trains N steps, as on a TPU: hooks run once per loop and may fetch the loss (the last
+        step's) and the global step, not other tensors of the model_fn."""
         self._train_until = (max_steps, steps)  # for the loss line, built in model_fn
-        with guarded_train(self, hooks, max_steps, steps) as hooks:
-            return super().train(input_fn, hooks, steps, max_steps, saving_listeners)
+        self._looping = False
+        try:
+            with guarded_train(self, hooks, max_steps, steps) as hooks:
+                return super().train(input_fn, hooks, steps, max_steps, saving_listeners)
+        except ValueError as e:
+            unfetchable = ("marked as not fetchable", "is not an element of this graph")
+            if not self._looping or not any(words in str(e) for words in unfetchable):
+                raise
+            raise ValueError(
+                f"iterations_per_loop={self._loop.value} trains {self._loop.value} steps in one "
+                "Session.run, and a hook fetched a tensor computed inside that loop. Fetch only "
+                "the loss or the global step, write summaries in a host_call, or set "
+                f"TPUConfig(iterations_per_loop=1). ({e})"
+            ) from e
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""

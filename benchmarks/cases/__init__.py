@@ -5,10 +5,14 @@
 # import TensorFlow, and ``_training`` does.
 TRAINING_VARIANTS = (
     "tfest_kit",
+    "tfest_kit_loop10",
+    "tfest_kit_loop100",
     "tfest_kit_bf16",
     "tfest_kit_replicas",
     "estimator",
     "stock_tpu",
     "keras",
+    "keras_spe10",
+    "keras_spe100",
     "session",
 )

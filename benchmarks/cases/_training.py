@@ -1,6 +1,9 @@
 """Steady-state training throughput of one model under each front end.
 
-* ``tfest_kit``: ``tfest_kit.tpu.TPUEstimator(use_tpu=False)``, the fallback, loss logging on;
+* ``tfest_kit``: ``tfest_kit.tpu.TPUEstimator(use_tpu=False)``, the fallback, loss logging on,
+  one step per ``Session.run`` (``iterations_per_loop=1``);
+* ``tfest_kit_loop10``, ``tfest_kit_loop100``: the same with ``iterations_per_loop`` 10 / 100,
+  that many steps in one ``Session.run`` (an in-graph loop, as on a TPU);
 * ``tfest_kit_bf16``: the same with ``tfest_kit.session_config(mixed_precision="bfloat16")``
   (oneDNN's bfloat16 rewrite; variables stay float32);
 * ``tfest_kit_replicas``: the fallback with ``tfest_kit.run_config(cpu_replicas=…)``, one
@@ -8,12 +11,14 @@
 * ``estimator``: ``tf.estimator.Estimator`` with the same model_fn (EstimatorSpec);
 * ``stock_tpu``: ``tf.compat.v1.estimator.tpu.TPUEstimator(use_tpu=False)``;
 * ``keras``: ``model.fit`` on the same network written with Keras layers;
+  ``keras_spe10``, ``keras_spe100``: with ``compile(steps_per_execution=10 / 100)``;
 * ``session``: the same graph (input pipeline, model, Adam) run step by step in a bare
   ``tf.compat.v1.Session`` with Estimator's default ``ConfigProto``: no Estimator, no hooks.
   The ceiling of the TF1 runtime on this machine, to tell our per-step costs from TensorFlow's.
 
 Throughput is ``batch_size`` ÷ the median time between the ends of consecutive steps after
-``warmup`` steps, timed by a hook (Keras: a callback; session: after each ``Session.run``), so
+``warmup`` steps, timed by a hook (Keras: a callback; session: after each ``Session.run``;
+where a run or an execution makes N steps, N × ``batch_size`` ÷ the median time between runs), so
 graph building, session start and the final checkpoint are left out (cold start has its own
 case). The median, not the mean: on a shared machine a few steps are slowed by other
 processes, and the median ignores them.
@@ -21,6 +26,7 @@ processes, and the median ignores them.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from typing import Callable
@@ -43,10 +49,18 @@ class _StepTimer(estimator.SessionRunHook):
         self.times.append(time.perf_counter())
 
 
-def _rate(times: list, warmup: int, total: int, batch_size: int) -> float:
-    if len(times) != total:
-        raise RuntimeError(f"expected {total} steps, the timer saw {len(times)}")
-    return batch_size / float(np.median(np.diff(times[warmup - 1 :])))
+def _rate(times: list, warmup: int, total: int, batch_size: int, per_run: int = 1) -> float:
+    """``warmup`` and ``total`` in steps, ``per_run`` steps between two of ``times``."""
+    if len(times) != -(-total // per_run):
+        raise RuntimeError(f"expected {total} steps in runs of {per_run}, saw {len(times)} runs")
+    warmup_runs = max(1, warmup // per_run)
+    return per_run * batch_size / float(np.median(np.diff(times[warmup_runs - 1 :])))
+
+
+def _steps_per_run(variant: str) -> int:
+    """10 for ``tfest_kit_loop10`` or ``keras_spe10``; 1 without a number."""
+    match = re.search(r"(loop|spe)(\d+)$", variant)
+    return int(match.group(2)) if match else 1
 
 
 def _data(features_fn: Callable, seed: int = 0):
@@ -94,10 +108,13 @@ def train_throughput(
     same network in Keras; ``features_fn(rng, n)`` makes the features (a dict for Estimators).
     """
     features, labels = _data(features_fn)
-    total = warmup + steps
+    per_run = _steps_per_run(variant)
+    # Whole loops, and at least a few of them after the warm-up.
+    steps = max(steps, 5 * per_run)
+    total = -(-(warmup + steps) // per_run) * per_run
     model_dir = tempfile.mkdtemp(prefix=f"bench_{variant}_")
-    if variant == "keras":
-        return _keras_throughput(keras_fn, features, labels, batch_size, warmup, total)
+    if variant.startswith("keras"):
+        return _keras_throughput(keras_fn, features, labels, batch_size, warmup, total, per_run)
 
     def input_fn(params=None):
         size = (params or {}).get("batch_size", batch_size)
@@ -117,7 +134,7 @@ def train_throughput(
             use_tpu=False,
             train_batch_size=batch_size,
         )
-    elif variant in ("tfest_kit", "tfest_kit_bf16", "tfest_kit_replicas"):
+    elif variant.startswith("tfest_kit"):
         import tfest_kit
         from tfest_kit import tpu
         from tfest_kit.config import _default_thread_count
@@ -131,7 +148,8 @@ def train_throughput(
             replicas = max(n for n in range(1, cores + 1) if batch_size % n == 0)
             config = tfest_kit.run_config(cpu_replicas=replicas, **common)
         else:
-            config = tpu.RunConfig(**common)
+            loop = tpu.TPUConfig(iterations_per_loop=per_run)
+            config = tpu.RunConfig(tpu_config=loop, **common)
         model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
         est = tpu.TPUEstimator(model_fn, config=config, use_tpu=False, train_batch_size=batch_size)
     elif variant == "session":
@@ -139,7 +157,7 @@ def train_throughput(
     else:
         raise ValueError(f"unknown variant {variant!r}; expected one of {TRAINING_VARIANTS}")
     est.train(input_fn, steps=total, hooks=[timer])
-    return _rate(timer.times, warmup, total, batch_size)
+    return _rate(timer.times, warmup, total, batch_size, per_run)
 
 
 def train_op(logits_fn: Callable, learning_rate: float, features, labels):
@@ -172,13 +190,14 @@ def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch
     return _rate(times, warmup, total, batch_size)
 
 
-def _keras_throughput(keras_fn, features, labels, batch_size, warmup, total) -> float:
+def _keras_throughput(keras_fn, features, labels, batch_size, warmup, total, per_run) -> float:
     keras = tf2.keras
     keras.utils.set_random_seed(0)
     model = keras_fn()
     model.compile(
         optimizer=keras.optimizers.Adam(1e-3),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=per_run,
     )
     times = []
     callback = keras.callbacks.LambdaCallback(
@@ -188,7 +207,7 @@ def _keras_throughput(keras_fn, features, labels, batch_size, warmup, total) -> 
         (features,) = features.values()
     ds = _dataset(features, labels, batch_size)
     model.fit(ds, epochs=1, steps_per_epoch=total, callbacks=[callback], verbose=0)
-    return _rate(times, warmup, total, batch_size)
+    return _rate(times, warmup, total, batch_size, per_run)
 
 
 def matmul_gflops(size: int = 1024, runs: int = 20) -> float:

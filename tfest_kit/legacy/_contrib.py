@@ -53,6 +53,7 @@ __all__ = [
     "from_tfest_tpu",
     "cluster_resolver_module",
     "TPU_NAMES",
+    "TF1_RUNTIME",
 ]
 
 # Names of tfest_kit.legacy.contrib.tpu, listed here so that building the stand-in imports
@@ -69,9 +70,20 @@ ONE_REPLICA_NAMES = (
 TPU_NAMES = ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig")
 
 
+# Set by the runner: off a TPU, TF 1.15's TPUEstimator trained one step per Session.run
+# whatever TPUConfig.iterations_per_loop said, and so does the fallback it hands scripts.
+TF1_RUNTIME = {"on": False}
+
+
 def from_tfest_tpu(name: str) -> Callable[[], Any]:
-    # Imported on first use: tfest_kit.tpu pulls in the Estimator machinery.
-    return lambda: getattr(importlib.import_module("tfest_kit.tpu"), name)
+    def load() -> Any:
+        # Imported on first use: tfest_kit.tpu pulls in the Estimator machinery.
+        tpu = importlib.import_module("tfest_kit.tpu")
+        if TF1_RUNTIME["on"]:
+            tpu._state["loops"] = False
+        return getattr(tpu, name)
+
+    return load
 
 
 def _from_one_replica(name: str) -> Callable[[], Any]:

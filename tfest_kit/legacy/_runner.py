@@ -17,6 +17,7 @@ from typing import IO, Callable, Optional
 from tfest_kit import logs
 from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf
+from tfest_kit.legacy._contrib import TF1_RUNTIME
 from tfest_kit.legacy._importer import INSTALLED_DIRS, Scope, user_code_roots
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._shim import Report
@@ -59,6 +60,7 @@ def enable_tf1_behavior() -> None:
     tf.disable_eager_execution()
     tf.disable_resource_variables()
     tf.disable_control_flow_v2()
+    TF1_RUNTIME["on"] = True  # the TPUEstimator fallback: one step per Session.run
     # Keras' legacy tf.layers print a UserWarning per call; --report lists them once instead,
     # as tfest_kit.logs.setup() does for TensorFlow's own deprecation warnings.
     warnings.filterwarnings("ignore", message=r"`tf\.layers\.", category=UserWarning)

@@ -1,0 +1,256 @@
+"""iterations_per_loop off a TPU: N training steps in one Session.run, the numbers of N runs."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import signal
+
+import numpy as np
+import pytest
+
+from tests.conftest import captured_tf_log, run_program
+from tfest_kit import hooks, tpu
+from tfest_kit._tf import tf
+
+BATCH = 8
+X = np.random.RandomState(0).normal(size=(200, 4)).astype(np.float32)
+Y = (X[:, 0] + X[:, 1] > 0).astype(np.int32)
+
+
+def _input_fn(params):
+    epochs = params.get("epochs")  # None: endless
+    ds = tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat(epochs)
+    return ds.batch(params["batch_size"], drop_remainder=True)
+
+
+def _model_fn(features, labels, mode, params):
+    # Seeded initializers: a loop's own ops shift the op-level seeds a graph seed gives.
+    hidden = tf.layers.dense(
+        features["x"], 8, tf.nn.relu, kernel_initializer=tf.glorot_uniform_initializer(seed=1)
+    )
+    logits = tf.layers.dense(hidden, 2, kernel_initializer=tf.glorot_uniform_initializer(seed=2))
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    correct = tf.equal(tf.argmax(logits, 1, output_type=tf.int32), labels)
+    accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
+    tf.summary.scalar("train_accuracy", accuracy)
+    train_op = tf.train.AdamOptimizer(0.01).minimize(loss, tf.train.get_global_step())
+    training_hooks = params.get("hooks_of", lambda tensors: [])({"accuracy": accuracy})
+    host_call = None
+    if params.get("host_call"):
+        step = tf.reshape(tf.train.get_global_step(), [1])
+
+        def host_fn(step, loss):
+            from tfest_kit._tf import summary_ops_v2 as summary
+
+            writer = summary.create_file_writer(params["summary_dir"])
+            with writer.as_default(), summary.always_record_summaries():
+                summary.scalar("host_loss", loss[0], step=step[0])
+                return summary.all_v2_summary_ops()
+
+        host_call = (host_fn, [step, tf.reshape(loss, [1])])
+    init_checkpoint = params.get("init_checkpoint")
+
+    def scaffold_fn():
+        if init_checkpoint:
+            tf.train.init_from_checkpoint(init_checkpoint, {"dense/": "dense/"})
+        return tf.train.Scaffold()
+
+    return tpu.TPUEstimatorSpec(
+        mode,
+        loss=loss,
+        train_op=train_op,
+        host_call=host_call,
+        scaffold_fn=scaffold_fn,
+        training_hooks=training_hooks,
+    )
+
+
+def _train(model_dir, per_loop, max_steps=45, hooks=(), input_fn=_input_fn, **params):
+    config = tpu.RunConfig(
+        model_dir=str(model_dir),
+        log_step_count_steps=10,
+        save_summary_steps=10,
+        save_checkpoints_steps=20,
+        keep_checkpoint_max=10,
+        tpu_config=tpu.TPUConfig(iterations_per_loop=per_loop),
+    )
+    params.setdefault("summary_dir", str(model_dir))
+    est = tpu.TPUEstimator(
+        _model_fn, config=config, params=params, use_tpu=False, train_batch_size=BATCH
+    )
+    with captured_tf_log() as lines:
+        est.train(input_fn, max_steps=max_steps, hooks=list(hooks))
+    return est, lines
+
+
+def _weights(est):
+    names = [n for n in est.get_variable_names() if n.startswith("dense")]
+    return {n: est.get_variable_value(n) for n in names}
+
+
+def _loss_lines(lines):
+    found = (re.match(r"loss = (\S+), step = (\d+)", line) for line in lines)
+    return {int(m.group(2)): float(m.group(1)) for m in found if m}
+
+
+def _checkpoint_steps(model_dir):
+    state = tf.train.get_checkpoint_state(str(model_dir))
+    return sorted(int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths)
+
+
+def _scalars(model_dir, tag):
+    steps = []
+    for path in glob.glob(os.path.join(str(model_dir), "events.out.tfevents.*")):
+        for event in tf.train.summary_iterator(path):
+            steps += [event.step for v in event.summary.value if v.tag == tag]
+    return sorted(steps)
+
+
+class _RunCounter(tf.train.SessionRunHook):
+    def __init__(self):
+        self.runs = 0
+
+    def after_run(self, run_context, run_values):
+        self.runs += 1
+
+
+@pytest.fixture(scope="module")
+def one_and_ten(tmp_path_factory):
+    """The same model trained 45 steps one step per run and in loops of 10 (the last of 5)."""
+    runs = {}
+    for per_loop in (1, 10):
+        model_dir = tmp_path_factory.mktemp(f"loop{per_loop}")
+        counter = _RunCounter()
+        est, lines = _train(model_dir, per_loop, hooks=[counter], host_call=True)
+        runs[per_loop] = (est, lines, counter.runs, model_dir)
+    return runs
+
+
+def test_a_loop_gives_the_weights_and_losses_of_one_step_per_run(one_and_ten):
+    (one, one_lines, _, _), (ten, ten_lines, _, _) = one_and_ten[1], one_and_ten[10]
+    assert ten.get_variable_value("global_step") == 45  # the last loop cut short
+    for name, value in _weights(one).items():
+        np.testing.assert_allclose(_weights(ten)[name], value, rtol=1e-5, atol=1e-6)
+    losses_one, losses_ten = _loss_lines(one_lines), _loss_lines(ten_lines)
+    assert sorted(losses_ten) == [10, 20, 30, 40, 45], ten_lines
+    for step in (10, 20, 30, 40, 45):  # the last step's loss, as on a TPU
+        assert losses_ten[step] == pytest.approx(losses_one[step], rel=1e-5)
+
+
+def test_a_loop_is_one_session_run_and_checkpoints_land_on_schedule(one_and_ten):
+    (_, _, runs_one, dir_one), (_, _, runs_ten, dir_ten) = one_and_ten[1], one_and_ten[10]
+    assert runs_one == 45
+    assert runs_ten == 5  # 10, 20, 30, 40, 45
+    assert _checkpoint_steps(dir_ten) == _checkpoint_steps(dir_one) == [0, 20, 40, 45]
+
+
+def test_host_call_runs_for_every_step_and_v1_summaries_keep_their_tags(one_and_ten):
+    _, _, _, model_dir = one_and_ten[10]
+    # Each step's host_call, as a TPU's outfeed gives it: 45 steps, one record each.
+    assert len(_scalars(model_dir, "host_loss")) == 45
+    # A tf.summary in model_fn: its tag as without a loop, written at a loop's end.
+    steps = _scalars(model_dir, "train_accuracy")
+    assert steps and set(steps) <= {10, 20, 30, 40, 45}, steps
+    assert _scalars(model_dir, "loss"), "Estimator's loss summary"
+
+
+def test_an_input_that_ends_inside_a_loop_ends_training_at_its_last_full_step(tmp_path):
+    # 200 examples, batch 8: 25 steps; loops of 10 end at 10, 20 and, inside the third, 25.
+    one, _ = _train(tmp_path / "one", 1, max_steps=None, epochs=1)
+    ten, _ = _train(tmp_path / "ten", 10, max_steps=None, epochs=1)
+    assert ten.get_variable_value("global_step") == one.get_variable_value("global_step") == 25
+    for name, value in _weights(one).items():
+        np.testing.assert_allclose(_weights(ten)[name], value, rtol=1e-5, atol=1e-6)
+    assert _checkpoint_steps(tmp_path / "ten")[-1] == 25
+
+
+def test_warm_start_from_scaffold_fn_in_a_loop(tmp_path):
+    # BERT's pattern: init_from_checkpoint in scaffold_fn, called outside the loop.
+    start, _ = _train(tmp_path / "start", 1, max_steps=3)
+    init = start.latest_checkpoint()
+    one, _ = _train(tmp_path / "one", 1, max_steps=12, init_checkpoint=init)
+    ten, _ = _train(tmp_path / "ten", 5, max_steps=12, init_checkpoint=init)
+    for name, value in _weights(one).items():
+        np.testing.assert_allclose(_weights(ten)[name], value, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(_weights(ten)["dense/kernel"], _weights(start)["dense/kernel"])
+
+
+def test_a_hook_fetching_a_tensor_inside_the_loop_is_told_the_fix(tmp_path):
+    def logging_hook(tensors):
+        return [tf.train.LoggingTensorHook(tensors, every_n_iter=1)]
+
+    with pytest.raises(ValueError, match=r"iterations_per_loop=10.*inside that loop") as error:
+        _train(tmp_path, 10, max_steps=20, hooks_of=logging_hook)
+    assert "TPUConfig(iterations_per_loop=1)" in str(error.value)
+    # One step per run, the same hook works.
+    est, lines = _train(tmp_path / "one", 1, max_steps=3, hooks_of=logging_hook)
+    assert est.get_variable_value("global_step") == 3
+    assert any(line.startswith("accuracy = ") for line in lines), lines
+
+
+def test_an_input_not_read_from_a_tf_data_iterator_trains_one_step_per_run(tmp_path):
+    def tensors_input_fn(params):  # constant tensors: no iterator to read again in a loop
+        return {"x": tf.constant(X[: params["batch_size"]])}, tf.constant(Y[: params["batch_size"]])
+
+    counter = _RunCounter()
+    est, lines = _train(tmp_path, 10, max_steps=12, hooks=[counter], input_fn=tensors_input_fn)
+    assert est.get_variable_value("global_step") == 12 and counter.runs == 12
+    assert any("one training step per Session.run" in line for line in lines), lines
+
+
+def test_sigterm_stops_at_a_loop_end_with_the_checkpoint_of_that_step(tmp_path):
+    class _SignalAfterTwoLoops(tf.train.SessionRunHook):
+        runs = 0
+
+        def after_run(self, run_context, run_values):
+            self.runs += 1
+            if self.runs == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    preemption = hooks.PreemptionHook()
+    est, _ = _train(tmp_path, 10, max_steps=1000, hooks=[_SignalAfterTwoLoops(), preemption])
+    assert preemption.preempted == signal.SIGTERM
+    # Seen after the second loop: training stops at that loop's end, all its steps kept.
+    assert est.get_variable_value("global_step") == 20
+    assert _checkpoint_steps(tmp_path)[-1] == 20
+
+
+_TF1_SCRIPT = """
+import numpy as np
+import tensorflow as tf
+
+class RunCounter(tf.train.SessionRunHook):
+    runs = 0
+
+    def after_run(self, run_context, run_values):
+        RunCounter.runs += 1
+
+def input_fn(params):
+    x = np.ones((64, 4), np.float32)
+    ds = tf.data.Dataset.from_tensor_slices((x, np.zeros(64, np.int32)))
+    return ds.repeat().batch(params["batch_size"])
+
+def model_fn(features, labels, mode, params):
+    logits = tf.layers.dense(features, 2)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=tf.train.get_global_step())
+    return tf.contrib.tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+config = tf.contrib.tpu.RunConfig(
+    model_dir=MODEL_DIR, tpu_config=tf.contrib.tpu.TPUConfig(iterations_per_loop=10))
+estimator = tf.contrib.tpu.TPUEstimator(
+    model_fn, config=config, use_tpu=False, train_batch_size=8)
+estimator.train(input_fn, max_steps=12, hooks=[RunCounter()])
+print("runs:", RunCounter.runs, "step:", estimator.get_variable_value("global_step"))
+"""
+
+
+def test_the_legacy_runner_keeps_tf115s_one_step_per_run(tmp_path):
+    # Off a TPU, TF 1.15's TPUEstimator ran one step per Session.run, whatever the TPUConfig.
+    script = tmp_path / "train.py"
+    script.write_text(f"MODEL_DIR = {str(tmp_path / 'model')!r}\n" + _TF1_SCRIPT)
+    proc = run_program(["-m", "tfest_kit.legacy", str(script)])
+    assert "runs: 12 step: 12" in proc.stdout, proc.stdout + proc.stderr
