@@ -25,6 +25,8 @@ import sys
 import types
 from typing import Any
 
+from tfest_kit.cli.doctor import _release
+
 import tensorflow as tf
 from tensorflow.python import distribute, tpu
 from tensorflow.python.distribute import distribute_coordinator as dc
@@ -65,7 +67,7 @@ SUPPLIED: dict[str, str] = {
 
 def needed(version: str) -> bool:
     """Whether TensorFlow ``version`` lacks what tensorflow-estimator 2.15 imports (>= 2.16)."""
-    return tuple(int(part) for part in version.split(".")[:2]) >= (2, 16)
+    return _release(version)[:2] >= (2, 16)
 
 
 def _count(cluster_spec: Any, *jobs: str) -> int:

@@ -16,15 +16,13 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
+from tfest_kit.cli.doctor import STACKS, _release  # stdlib only: doctor runs without TensorFlow
+
 __all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
 __all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
 __all__ += ["estimator_training", "TrainingExecutor", "ContinuousEvalListener", "EvalStatus"]
 __all__ += ["lookup_ops", "summary_ops_v2", "deprecation", "module_wrapper", "util_nest"]
 
-_PINS = {
-    "2.15": "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
-    "2.21": "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0",
-}
 # Accepted: the two stacks and the releases around them smoke-tested (docs/install.md).
 SUPPORTED = ((2, 13), (2, 21))
 
@@ -72,10 +70,10 @@ if importlib.util.find_spec("tf_keras") is not None:
 def check_version(version: str, has_estimator: bool = True, reason: str = "") -> None:
     """Raises ImportError, naming ``version`` and what to install, for TensorFlow < 2.13 or > 2.21
     or without tensorflow-estimator (``has_estimator``; ``reason``: what its import said)."""
-    match = re.match(r"(\d+)\.(\d+)", version)
-    major_minor = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-    install = f"pip install {_PINS['2.15']}  (Python 3.9-3.11)  or  pip install {_PINS['2.21']}"
-    if not SUPPORTED[0] <= major_minor <= SUPPORTED[1]:
+    install = "  or  ".join(
+        f"pip install {s.install}  (Python {s.pythons})" for s in STACKS.values()
+    )
+    if not SUPPORTED[0] <= _release(version)[:2] <= SUPPORTED[1]:
         raise ImportError(
             f"tfest_kit was tested with TensorFlow 2.15 and 2.21 (it accepts 2.13-2.21); found "
             f"{version}. Install one of the two stacks: {install}, or `make setup STACK=2.21`."
