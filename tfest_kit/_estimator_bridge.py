@@ -74,14 +74,15 @@ def _count(cluster_spec: Any, *jobs: str) -> int:
     return sum(len(cluster_spec.as_dict().get(job, [])) for job in jobs)
 
 
-def _global_id(cluster_spec: Any, task_type: str | None, task_id: int) -> int:
+def _global_id(config: Any) -> int:
     """The task's index over chief, the other jobs sorted by name, then ps (TF 2.15's order)."""
+    cluster_spec, task_type = config._cluster_spec, config._task_type
     if not task_type:
         return 0
     first = 0
     for job in sorted(cluster_spec.jobs, key=lambda job: (job != "chief", job == "ps", job)):
         if job == task_type:
-            return first + task_id
+            return first + config._task_id
         first += len(cluster_spec.job_tasks(job))
     raise RuntimeError(f"task_type {task_type!r} is not in the cluster {cluster_spec}.")
 
@@ -99,9 +100,7 @@ def _config_from_worker_context(config: Any, context: Any) -> None:
     elif config._task_type != "evaluator":
         config._num_ps_replicas = _count(config._cluster_spec, "ps")
         config._num_worker_replicas = _count(config._cluster_spec, "worker", "chief")
-        config._global_id_in_cluster = _global_id(
-            config._cluster_spec, config._task_type, config._task_id
-        )
+        config._global_id_in_cluster = _global_id(config)
     else:
         config._cluster_spec = tf.train.ClusterSpec({})
         config._num_ps_replicas = config._num_worker_replicas = 0
@@ -306,14 +305,10 @@ def install() -> None:
         if not hasattr(experimental, class_name):
             setattr(experimental, class_name, getattr(embedding, class_name))
     if not hasattr(tf_export, "ESTIMATOR_API_NAME"):
-        attributes = tf_export._Attributes
         tf_export.ESTIMATOR_API_NAME = "estimator"
-        tf_export.API_ATTRS["estimator"] = attributes(
-            "_estimator_api_names", "_estimator_api_constants"
-        )
-        tf_export.API_ATTRS_V1["estimator"] = attributes(
-            "_estimator_api_names_v1", "_estimator_api_constants_v1"
-        )
+        for attrs, suffix in ((tf_export.API_ATTRS, ""), (tf_export.API_ATTRS_V1, "_v1")):
+            names = (f"_estimator_api_names{suffix}", f"_estimator_api_constants{suffix}")
+            attrs["estimator"] = tf_export._Attributes(*names)
         tf_export.SUBPACKAGE_NAMESPACES.append("estimator")
 
 

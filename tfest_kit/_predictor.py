@@ -445,10 +445,7 @@ class Predictor:
             starts[-1] -= 1
         bounds = zip(starts, starts[1:] + [count])
         chunks = [run(*[v[a:b] if v.ndim else v for v in values]) for a, b in bounds]
-        return {
-            name: self._merge(name, [c[i] for c in chunks])
-            for i, name in enumerate(self._output_names)
-        }
+        return {k: self._merge(k, [c[i] for c in chunks]) for i, k in enumerate(self._output_names)}
 
     def _merge(self, name: str, parts: list) -> np.ndarray:
         """Joins one output's chunks: the rows of a per-example output, else the first chunk."""

@@ -70,9 +70,7 @@ if importlib.util.find_spec("tf_keras") is not None:
 def check_version(version: str, has_estimator: bool = True, reason: str = "") -> None:
     """Raises ImportError, naming ``version`` and what to install, for TensorFlow < 2.13 or > 2.21
     or without tensorflow-estimator (``has_estimator``; ``reason``: what its import said)."""
-    install = "  or  ".join(
-        f"pip install {s.install}  (Python {s.pythons})" for s in STACKS.values()
-    )
+    install = " or ".join(f"pip install {s.install} (Python {s.pythons})" for s in STACKS.values())
     if not SUPPORTED[0] <= _release(version)[:2] <= SUPPORTED[1]:
         raise ImportError(
             f"tfest_kit was tested with TensorFlow 2.15 and 2.21 (it accepts 2.13-2.21); found "

@@ -64,10 +64,8 @@ def warm_start(prefix: str, variables=None) -> None:
     match, listed as BERT's ``run_classifier`` does."""
     reader = tf.train.load_checkpoint(prefix)
     shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
-    global_step = tf.train.get_global_step()
-    named = [
-        (_variable_name(v), v) for v in variables or tf.global_variables() if v is not global_step
-    ]
+    step = tf.train.get_global_step()
+    named = [(_variable_name(v), v) for v in variables or tf.global_variables() if v is not step]
     # Another dtype would fail at session start: "expected dtype float does not equal ...".
     assignment_map = {
         name: var

@@ -93,9 +93,7 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         ):
             # Decoupled: added to the update, not the loss, so Adam's moments never see it.
             update += self._weight_decay_rate * var
-        return tf.group(
-            tf.assign(var, var - lr * update), tf.assign(m, next_m), tf.assign(v, next_v)
-        )
+        return tf.group(var.assign(var - lr * update), m.assign(next_m), v.assign(next_v))
 
 
 OPTIMIZERS: dict[str, Callable[..., tf.train.Optimizer]] = {
@@ -361,10 +359,8 @@ def _warm_start_fn(checkpoint, tpu_spec: bool) -> Optional[Callable]:
 
 def _predict_spec(head: _Head, outputs, common: dict, check_dir, tpu_spec: bool):
     # Export outputs in PREDICT only: the class names' string ops cannot run on a TPU.
-    predictions = common["predictions"]
-    export_outputs = dict.fromkeys(
-        ("serving_default", "predict"), estimator.export.PredictOutput(predictions)
-    )
+    output = estimator.export.PredictOutput(common["predictions"])
+    export_outputs = {"serving_default": output, "predict": output}
     spec = head.official.create_estimator_spec(
         features={}, mode=ModeKeys.PREDICT, logits=head.logits(outputs)
     )
