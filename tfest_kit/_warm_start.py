@@ -137,12 +137,9 @@ def check_model_dir(
         }
         if mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
             # Estimator's default saver, checking; built now: exports never finalize the Scaffold.
+            defer = mode == tf.estimator.ModeKeys.EVAL
             saver = FitCheckingSaver(
-                model_dir,
-                variables,
-                sharded=True,
-                allow_empty=True,
-                defer_build=mode == tf.estimator.ModeKeys.EVAL,
+                model_dir, variables, sharded=True, allow_empty=True, defer_build=defer
             )
             tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
             return saver

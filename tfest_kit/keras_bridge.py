@@ -108,13 +108,10 @@ def to_estimator(
         # A list (not the official ".*" string) also matches non-trainable variables.
         warm_start_from = tf.estimator.WarmStartSettings(keras_ckpt, vars_to_warm_start=[".*"])
     # The raw Keras model_fn: the public `official.model_fn` would log "Calling model_fn" twice.
-    raw_model_fn = official._model_fn
+    model_fn = _adapting_model_fn(official._model_fn, keras_model)
     with logs.quieted():  # the converter already logged this config
         est = tf.estimator.Estimator(
-            model_fn=_adapting_model_fn(raw_model_fn, keras_model),
-            model_dir=official.model_dir,
-            config=official.config,
-            warm_start_from=warm_start_from,
+            model_fn, official.model_dir, official.config, warm_start_from=warm_start_from
         )
     _guard(est, skip_done=checkpoint_format == "checkpoint")
     return est

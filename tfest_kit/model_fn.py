@@ -306,11 +306,8 @@ def _build(
         else:
             predictions = head.official.predictions(head.logits(outputs))
         on_tpu = bool(tpu_spec and params.get("use_tpu"))
-        common = {
-            "mode": mode,
-            "scaffold_fn": _warm_start_fn(warm_start_from, tpu_spec),
-            "predictions": predictions,
-        }
+        scaffold_fn = _warm_start_fn(warm_start_from, tpu_spec)
+        common = {"mode": mode, "scaffold_fn": scaffold_fn, "predictions": predictions}
         check_dir = None if on_tpu else model_dir  # on a TPU the variables live in its program
         if mode == ModeKeys.PREDICT:
             return _predict_spec(head, outputs, common, check_dir, tpu_spec)
@@ -385,12 +382,9 @@ def _eval_metrics(head: _Head, weight_key, labels, outputs, weights, regularizat
 
     def metric_fn(labels, outputs, weights=None, regularization_loss=None):
         losses = None if regularization_loss is None else [regularization_loss]
+        features = {} if weights is None else {weight_key: weights}
         ops = head.official.update_metrics(
-            head.official.metrics(losses),
-            {} if weights is None else {weight_key: weights},
-            head.logits(outputs),
-            labels,
-            losses,
+            head.official.metrics(losses), features, head.logits(outputs), labels, losses
         )
         ops = {k: v for k, v in ops.items() if k not in head.official_dropped}
         if head.metric_fn is not None:
