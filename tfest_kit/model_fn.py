@@ -57,11 +57,8 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         name: str = "AdamWeightDecay",
     ):
         super().__init__(use_locking=False, name=name)
-        self._lr = learning_rate
-        self._weight_decay_rate = weight_decay_rate
-        self._beta_1 = beta_1
-        self._beta_2 = beta_2
-        self._epsilon = epsilon
+        self._lr, self._weight_decay_rate = learning_rate, weight_decay_rate
+        self._beta_1, self._beta_2, self._epsilon = beta_1, beta_2, epsilon
         self._exclude = list(exclude_from_weight_decay or ())
 
     def _create_slots(self, var_list):
@@ -81,8 +78,7 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         return self._apply(tf.math.unsorted_segment_sum(grad, indices, tf.shape(var)[0]), var)
 
     def _apply(self, grad, var):
-        m = self.get_slot(var, "m")
-        v = self.get_slot(var, "v")
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         grad = tf.cast(grad, var.dtype.base_dtype)
         lr = tf.cast(self._lr, var.dtype.base_dtype)
         next_m = self._beta_1 * m + (1.0 - self._beta_1) * grad
