@@ -281,10 +281,8 @@ def _session_support_module() -> types.ModuleType:
 
 
 def install() -> None:
-    """Supplies everything in ``SUPPLIED`` that this TensorFlow lacks; idempotent.
-
-    Must run after ``import tensorflow`` and before ``import tensorflow_estimator``.
-    """
+    """Supplies what in ``SUPPLIED`` this TensorFlow lacks; idempotent. Must run after ``import
+    tensorflow`` and before ``import tensorflow_estimator``."""
     if not needed(tf.__version__):
         return
     builders = {

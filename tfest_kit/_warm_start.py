@@ -17,8 +17,7 @@ _RESUMING: set = set()  # model_dirs said to be resumed
 
 
 def resolve_checkpoint(init_checkpoint: str) -> str:
-    """The checkpoint prefix of ``init_checkpoint`` (a directory: its latest); ValueError if
-    unreadable."""
+    """The checkpoint prefix of ``init_checkpoint`` (a directory: its latest), or ValueError."""
     path = os.fspath(init_checkpoint)
     if tf.io.gfile.isdir(path):
         prefix = tf.train.latest_checkpoint(path)
