@@ -1,18 +1,13 @@
 """Supplies what tensorflow-estimator 2.15 imports and TensorFlow >= 2.16 no longer has.
 
-``_tf.py`` calls :func:`install` between ``import tensorflow`` and ``import
-tensorflow_estimator``; a no-op on TF 2.15. Supplied under their TF 2.15 names:
-
-- ``tensorflow.python.distribute.estimator_training`` (distribute-coordinator glue, after TF
-  2.15's), so ``RunConfig(train_distribute=MultiWorkerMirroredStrategy())`` works under
-  ``TF_CONFIG``;
-- ``tensorflow.python.tpu.session_support``, ``tpu_embedding``, ``tpu_embedding_gradient`` for
-  ``tpu_estimator``: graceful TPU shutdown warns; TPU embeddings raise (need TF 2.15 and a TPU);
-- ``tf_export.ESTIMATOR_API_NAME`` and its attribute names, read by ``estimator_export``;
-- ``tf.estimator`` / ``tf.compat.v1.estimator`` (:func:`restore_estimator_namespace`), lazily.
-
-Nothing on disk changes. ``SUPPLIED`` lists every name; ``tests/test_estimator_bridge.py``
-checks TensorFlow lacks each (has it on 2.15) and the bridge gives it.
+``_tf.py`` calls :func:`install` between ``import tensorflow`` and ``import tensorflow_estimator``
+(a no-op on TF 2.15), then :func:`restore_estimator_namespace`. ``SUPPLIED`` lists each name, all
+TF 2.15's: the distribute-coordinator glue (so ``RunConfig(train_distribute=
+MultiWorkerMirroredStrategy())`` works under ``TF_CONFIG``), the TPU modules ``tpu_estimator``
+imports (graceful TPU shutdown warns; TPU embeddings raise: they need TF 2.15 and a TPU), the
+estimator API name ``estimator_export`` reads, and ``tf.estimator`` itself, lazily. Nothing on
+disk changes; ``tests/test_estimator_bridge.py`` checks TensorFlow lacks each (has it on 2.15) and
+the bridge gives it.
 """
 
 from __future__ import annotations
@@ -56,9 +51,7 @@ SUPPLIED: dict[str, str] = {
     _EMBEDDING: "the seven *Parameters classes; any use is a clear error",
     _EMBEDDING_GRADIENT: "any use is a clear error",
     "tensorflow.python.util.tf_export:ESTIMATOR_API_NAME": "'estimator', with API_ATTRS entries",
-    "tensorflow.compat.v1.tpu:experimental.AdagradParameters": (
-        "and the other six *Parameters of tpu_embedding, as TF 2.15 exported them"
-    ),
+    "tensorflow.compat.v1.tpu:experimental.AdagradParameters": "and the six other *Parameters",
     "tensorflow:estimator": "tensorflow_estimator's api._v2.estimator",
     "tensorflow.compat.v1:estimator": "tensorflow_estimator's api._v1.estimator",
     "tensorflow.compat.v2:estimator": "tensorflow_estimator's api._v2.estimator",
