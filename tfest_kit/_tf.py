@@ -212,8 +212,7 @@ PRIVATE_NAMES: dict[str, str] = {
     # legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_optimizer and tpu_function.
     "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": "legacy/_contrib.py",
     "tensorflow.python.tpu.tpu_function:get_tpu_context": "legacy/_contrib.py",
-    # legacy/_namespace.py (and _contrib.py): the tensorflow_estimator stand-ins fall back to
-    # the module.
+    # legacy/_namespace.py, _contrib.py: the tensorflow_estimator stand-ins fall back to these.
     "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": "legacy/",
     "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": "legacy/",
 }
