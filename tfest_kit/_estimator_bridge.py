@@ -1,18 +1,13 @@
 """Supplies what tensorflow-estimator 2.15 imports and TensorFlow >= 2.16 no longer has.
 
-``_tf.py`` calls :func:`install` between ``import tensorflow`` and ``import
-tensorflow_estimator``; a no-op on TF 2.15. Supplied under their TF 2.15 names:
-
-- ``tensorflow.python.distribute.estimator_training`` (distribute-coordinator glue, after TF
-  2.15's), so ``RunConfig(train_distribute=MultiWorkerMirroredStrategy())`` works under
-  ``TF_CONFIG``;
-- ``tensorflow.python.tpu.session_support``, ``tpu_embedding``, ``tpu_embedding_gradient`` for
-  ``tpu_estimator``: graceful TPU shutdown warns; TPU embeddings raise (need TF 2.15 and a TPU);
-- ``tf_export.ESTIMATOR_API_NAME`` and its attribute names, read by ``estimator_export``;
-- ``tf.estimator`` / ``tf.compat.v1.estimator`` (:func:`restore_estimator_namespace`), lazily.
-
-Nothing on disk changes. ``SUPPLIED`` lists every name; ``tests/test_estimator_bridge.py``
-checks TensorFlow lacks each (has it on 2.15) and the bridge gives it.
+``_tf.py`` calls :func:`install` between ``import tensorflow`` and ``import tensorflow_estimator``
+(a no-op on TF 2.15), then :func:`restore_estimator_namespace`. ``SUPPLIED`` lists each name, all
+TF 2.15's: the distribute-coordinator glue (so ``RunConfig(train_distribute=
+MultiWorkerMirroredStrategy())`` works under ``TF_CONFIG``), the TPU modules ``tpu_estimator``
+imports (graceful TPU shutdown warns; TPU embeddings raise: they need TF 2.15 and a TPU), the
+estimator API name ``estimator_export`` reads, and ``tf.estimator`` itself, lazily. Nothing on
+disk changes; ``tests/test_estimator_bridge.py`` checks TensorFlow lacks each (has it on 2.15) and
+the bridge gives it.
 """
 
 from __future__ import annotations
@@ -24,6 +19,8 @@ import importlib.util
 import sys
 import types
 from typing import Any
+
+from tfest_kit.cli.doctor import _release
 
 import tensorflow as tf
 from tensorflow.python import distribute, tpu
@@ -54,9 +51,7 @@ SUPPLIED: dict[str, str] = {
     _EMBEDDING: "the seven *Parameters classes; any use is a clear error",
     _EMBEDDING_GRADIENT: "any use is a clear error",
     "tensorflow.python.util.tf_export:ESTIMATOR_API_NAME": "'estimator', with API_ATTRS entries",
-    "tensorflow.compat.v1.tpu:experimental.AdagradParameters": (
-        "and the other six *Parameters of tpu_embedding, as TF 2.15 exported them"
-    ),
+    "tensorflow.compat.v1.tpu:experimental.AdagradParameters": "and the six other *Parameters",
     "tensorflow:estimator": "tensorflow_estimator's api._v2.estimator",
     "tensorflow.compat.v1:estimator": "tensorflow_estimator's api._v1.estimator",
     "tensorflow.compat.v2:estimator": "tensorflow_estimator's api._v2.estimator",
@@ -65,21 +60,22 @@ SUPPLIED: dict[str, str] = {
 
 def needed(version: str) -> bool:
     """Whether TensorFlow ``version`` lacks what tensorflow-estimator 2.15 imports (>= 2.16)."""
-    return tuple(int(part) for part in version.split(".")[:2]) >= (2, 16)
+    return _release(version)[:2] >= (2, 16)
 
 
 def _count(cluster_spec: Any, *jobs: str) -> int:
     return sum(len(cluster_spec.as_dict().get(job, [])) for job in jobs)
 
 
-def _global_id(cluster_spec: Any, task_type: str | None, task_id: int) -> int:
+def _global_id(config: Any) -> int:
     """The task's index over chief, the other jobs sorted by name, then ps (TF 2.15's order)."""
+    cluster_spec, task_type = config._cluster_spec, config._task_type
     if not task_type:
         return 0
     first = 0
     for job in sorted(cluster_spec.jobs, key=lambda job: (job != "chief", job == "ps", job)):
         if job == task_type:
-            return first + task_id
+            return first + config._task_id
         first += len(cluster_spec.job_tasks(job))
     raise RuntimeError(f"task_type {task_type!r} is not in the cluster {cluster_spec}.")
 
@@ -97,9 +93,7 @@ def _config_from_worker_context(config: Any, context: Any) -> None:
     elif config._task_type != "evaluator":
         config._num_ps_replicas = _count(config._cluster_spec, "ps")
         config._num_worker_replicas = _count(config._cluster_spec, "worker", "chief")
-        config._global_id_in_cluster = _global_id(
-            config._cluster_spec, config._task_type, config._task_id
-        )
+        config._global_id_in_cluster = _global_id(config)
     else:
         config._cluster_spec = tf.train.ClusterSpec({})
         config._num_ps_replicas = config._num_worker_replicas = 0
@@ -280,10 +274,8 @@ def _session_support_module() -> types.ModuleType:
 
 
 def install() -> None:
-    """Supplies everything in ``SUPPLIED`` that this TensorFlow lacks; idempotent.
-
-    Must run after ``import tensorflow`` and before ``import tensorflow_estimator``.
-    """
+    """Supplies what in ``SUPPLIED`` this TensorFlow lacks; idempotent. Must run after ``import
+    tensorflow`` and before ``import tensorflow_estimator``."""
     if not needed(tf.__version__):
         return
     builders = {
@@ -304,14 +296,10 @@ def install() -> None:
         if not hasattr(experimental, class_name):
             setattr(experimental, class_name, getattr(embedding, class_name))
     if not hasattr(tf_export, "ESTIMATOR_API_NAME"):
-        attributes = tf_export._Attributes
         tf_export.ESTIMATOR_API_NAME = "estimator"
-        tf_export.API_ATTRS["estimator"] = attributes(
-            "_estimator_api_names", "_estimator_api_constants"
-        )
-        tf_export.API_ATTRS_V1["estimator"] = attributes(
-            "_estimator_api_names_v1", "_estimator_api_constants_v1"
-        )
+        for attrs, suffix in ((tf_export.API_ATTRS, ""), (tf_export.API_ATTRS_V1, "_v1")):
+            names = (f"_estimator_api_names{suffix}", f"_estimator_api_constants{suffix}")
+            attrs["estimator"] = tf_export._Attributes(*names)
         tf_export.SUBPACKAGE_NAMESPACES.append("estimator")
 
 

@@ -252,8 +252,7 @@ class Predictor:
         self.export_dir = _resolve_export_dir(export_dir_or_base)
         self._graph = tf.Graph() if graph is None else graph
         if session_config is None:
-            # Ops in the caller's thread (this session only): measured 6-10% lower batch-1
-            # latency on BERT-tiny, equal batch-64 throughput (benchmarks/cases/serving.py).
+            # Ops in the caller's thread (this session only): lower batch-1 latency (benchmarks).
             session_config = tf.ConfigProto(inter_op_parallelism_threads=-1)
         self._session = tf.Session(graph=self._graph, config=session_config)
         try:
@@ -321,10 +320,8 @@ class Predictor:
         return full
 
     def _make_run(self, input_names: list[str]) -> Callable:
-        """``run(*arrays of input_names) -> [every output]``: one session callable. A
-        ``CallableOptions`` callable (in ``_tf.PRIVATE_NAMES``) is one C++ call, unlike
-        ``Session.make_callable``: batch-1 latency 1.98 vs 2.38 ms (``benchmarks --cases serving``).
-        """
+        """``run(*arrays of input_names) -> [every output]``: one ``CallableOptions`` callable
+        (``_tf.PRIVATE_NAMES``), one C++ call, faster than ``Session.make_callable`` at batch 1."""
         feed_names = [self._sig.inputs[k].name for k in input_names]
         # An output may be an input passed through (instance keys). A session callable refuses
         # to feed and fetch one tensor, so such outputs are answered from the fed arrays.
@@ -445,10 +442,7 @@ class Predictor:
             starts[-1] -= 1
         bounds = zip(starts, starts[1:] + [count])
         chunks = [run(*[v[a:b] if v.ndim else v for v in values]) for a, b in bounds]
-        return {
-            name: self._merge(name, [c[i] for c in chunks])
-            for i, name in enumerate(self._output_names)
-        }
+        return {k: self._merge(k, [c[i] for c in chunks]) for i, k in enumerate(self._output_names)}
 
     def _merge(self, name: str, parts: list) -> np.ndarray:
         """Joins one output's chunks: the rows of a per-example output, else the first chunk."""

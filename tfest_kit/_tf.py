@@ -16,16 +16,14 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
+from tfest_kit.cli.doctor import STACKS, _release  # stdlib only: doctor runs without TensorFlow
+
 __all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
 __all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
 __all__ += ["estimator_training", "TrainingExecutor", "ContinuousEvalListener", "EvalStatus"]
 __all__ += ["parse_iterations_per_loop"]
 __all__ += ["lookup_ops", "summary_ops_v2", "deprecation", "module_wrapper", "util_nest"]
 
-_PINS = {
-    "2.15": "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
-    "2.21": "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0",
-}
 # Accepted: the two stacks and the releases around them smoke-tested (docs/install.md).
 SUPPORTED = ((2, 13), (2, 21))
 
@@ -73,10 +71,8 @@ if importlib.util.find_spec("tf_keras") is not None:
 def check_version(version: str, has_estimator: bool = True, reason: str = "") -> None:
     """Raises ImportError, naming ``version`` and what to install, for TensorFlow < 2.13 or > 2.21
     or without tensorflow-estimator (``has_estimator``; ``reason``: what its import said)."""
-    match = re.match(r"(\d+)\.(\d+)", version)
-    major_minor = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-    install = f"pip install {_PINS['2.15']}  (Python 3.9-3.11)  or  pip install {_PINS['2.21']}"
-    if not SUPPORTED[0] <= major_minor <= SUPPORTED[1]:
+    install = " or ".join(f"pip install {s.install} (Python {s.pythons})" for s in STACKS.values())
+    if not SUPPORTED[0] <= _release(version)[:2] <= SUPPORTED[1]:
         raise ImportError(
             f"tfest_kit was tested with TensorFlow 2.15 and 2.21 (it accepts 2.13-2.21); found "
             f"{version}. Install one of the two stacks: {install}, or `make setup STACK=2.21`."
@@ -150,7 +146,9 @@ from tensorflow_estimator.python.estimator.tpu.util import parse_iterations_per_
 #   "module:Class().attr"   an attribute of an instance (the test builds one);
 #   "module#name"           a name the module's own source reads (an attribute set elsewhere).
 _ESTIMATOR_TRAINING = "tensorflow_estimator.python.estimator.training"
-_TPU_ESTIMATOR = "tensorflow_estimator.python.estimator.tpu.tpu_estimator"
+_V1 = "tensorflow.compat.v1"
+_DISTRIBUTE = "tensorflow.python.distribute"
+_ESTIMATOR_API = "tensorflow_estimator.python.estimator.api"
 PRIVATE_NAMES: dict[str, str] = {
     # training.py: train_and_evaluate's loop with a continuous-eval listener.
     f"{_ESTIMATOR_TRAINING}:_TrainingExecutor": "train_and_evaluate with a listener",
@@ -158,90 +156,68 @@ PRIVATE_NAMES: dict[str, str] = {
     f"{_ESTIMATOR_TRAINING}:_TrainingExecutor._start_std_server": "a taken port, named",
     f"{_ESTIMATOR_TRAINING}:_ContinuousEvalListener": "stop the evaluator after an early stop",
     f"{_ESTIMATOR_TRAINING}:_EvalStatus": "whether an evaluation ran",
-    "tensorflow_estimator.python.estimator.estimator#_distribute_coordinator_mode": (
-        "training.py: a config Estimator hands to the distribute coordinator"
-    ),
-    # tpu.py: the TPUEstimator fallback is an Estimator subclass.
-    "tensorflow.compat.v1:estimator.Estimator._assert_members_are_not_overridden": (
-        "tpu.py: TPUEstimator overrides members, as the official one does"
-    ),
-    "tensorflow.compat.v1:estimator.Estimator._train_with_estimator_spec": "tpu.py: loss line",
-    "tensorflow.compat.v1:estimator.Estimator._call_input_fn": "tpu.py: params['batch_size']",
-    "tensorflow.compat.v1:estimator.RunConfig()._master": "tpu.py: no TPU master off the TPU",
-    "tensorflow.compat.v1:estimator.RunConfig()._evaluation_master": "tpu.py: same",
-    "tensorflow.compat.v1:train.CheckpointSaverHook._set_steps_per_run": (
-        "tpu.py: one Session run per step"
-    ),
+    # training.py: a config Estimator hands to the distribute coordinator.
+    "tensorflow_estimator.python.estimator.estimator#_distribute_coordinator_mode": "training.py",
+    # tpu.py: the TPUEstimator fallback is an Estimator subclass, overriding members as the
+    # official TPUEstimator does.
+    f"{_V1}:estimator.Estimator._assert_members_are_not_overridden": "tpu.py: overrides",
+    f"{_V1}:estimator.Estimator._train_with_estimator_spec": "tpu.py: loss line",
+    f"{_V1}:estimator.Estimator._call_input_fn": "tpu.py: params['batch_size']",
+    f"{_V1}:estimator.RunConfig()._master": "tpu.py: no TPU master off the TPU",
+    f"{_V1}:estimator.RunConfig()._evaluation_master": "tpu.py: same",
+    f"{_V1}:train.CheckpointSaverHook._set_steps_per_run": "tpu.py: one Session run per step",
     "tensorflow.python.ops.summary_ops_v2#_SUMMARY_WRITER_V2": "tpu.py: host_call writers",
-    "tensorflow_estimator.python.estimator.tpu.util:parse_iterations_per_loop": (
-        "tpu.py: iterations_per_loop off a TPU"
-    ),
+    "tensorflow_estimator.python.estimator.tpu.util:parse_iterations_per_loop": "tpu.py",
     # _predictor.py, cli/signature.py: serving an export.
-    "tensorflow.compat.v1:Session._make_callable_from_options": "_predictor.py: feeds by name",
+    f"{_V1}:Session._make_callable_from_options": "_predictor.py: feeds by name",
     "tensorflow.core.protobuf.config_pb2:CallableOptions": "_predictor.py",
     "tensorflow.core.protobuf.saved_model_pb2:SavedModel": "read signatures without weights",
     "tensorflow.python.util.deprecation:_PRINT_DEPRECATION_WARNINGS": "logs.py: deprecations",
     "tensorflow.python.util.module_wrapper:_PER_MODULE_WARNING_LIMIT": "logs.py: v1 names",
     # Checkpoints and sessions.
     "tensorflow.python.training.saver:object_graph_key_mapping": "keras_bridge.py: warm start",
-    "tensorflow.compat.v1:Variable()._save_slice_info": "_warm_start.py: skip partitioned",
-    "tensorflow.compat.v1:Session()._closed": "hooks.py: a stale PreemptionHook",
-    "tensorflow.compat.v1:estimator.Estimator()._model_fn": (
-        "keras_bridge.py: the converter's raw model_fn"
-    ),
-    "tensorflow.compat.v1:train.Saver()._var_list": "keras_bridge.py: its saver, rebuilt",
-    "tensorflow.compat.v1:train.Saver()._object_restore_saver": "keras_bridge.py: same",
+    f"{_V1}:Variable()._save_slice_info": "_warm_start.py: skip partitioned",
+    f"{_V1}:Session()._closed": "hooks.py: a stale PreemptionHook",
+    f"{_V1}:estimator.Estimator()._model_fn": "keras_bridge.py: the converter's raw model_fn",
+    f"{_V1}:train.Saver()._var_list": "keras_bridge.py: its saver, rebuilt",
+    f"{_V1}:train.Saver()._object_restore_saver": "keras_bridge.py: same",
     # legacy/contrib/opt.py: LazyAdamOptimizer, TF 1.15's AdamOptimizer subclass.
-    "tensorflow.compat.v1:train.AdamOptimizer._get_beta_accumulators": "LazyAdam's beta powers",
-    "tensorflow.compat.v1:train.AdamOptimizer._apply_sparse": "LazyAdam overrides it",
-    "tensorflow.compat.v1:train.AdamOptimizer._resource_apply_sparse": "LazyAdam overrides it",
-    "tensorflow.compat.v1:train.AdamOptimizer()._lr_t": "LazyAdam: the prepared lr tensor",
-    "tensorflow.compat.v1:train.AdamOptimizer()._beta1_t": "LazyAdam: same",
-    "tensorflow.compat.v1:train.AdamOptimizer()._beta2_t": "LazyAdam: same",
-    "tensorflow.compat.v1:train.AdamOptimizer()._epsilon_t": "LazyAdam: same",
-    "tensorflow.compat.v1:train.AdamOptimizer()._use_locking": "LazyAdam: same",
+    f"{_V1}:train.AdamOptimizer._get_beta_accumulators": "LazyAdam's beta powers",
+    f"{_V1}:train.AdamOptimizer._apply_sparse": "LazyAdam overrides it",
+    f"{_V1}:train.AdamOptimizer._resource_apply_sparse": "LazyAdam overrides it",
+    f"{_V1}:train.AdamOptimizer()._lr_t": "LazyAdam: the prepared lr tensor",
+    f"{_V1}:train.AdamOptimizer()._beta1_t": "LazyAdam: same",
+    f"{_V1}:train.AdamOptimizer()._beta2_t": "LazyAdam: same",
+    f"{_V1}:train.AdamOptimizer()._epsilon_t": "LazyAdam: same",
+    f"{_V1}:train.AdamOptimizer()._use_locking": "LazyAdam: same",
     # Keras 2 (keras 2.15, or tf-keras on TensorFlow >= 2.16).
     f"{KERAS_PACKAGE}:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
     f"{KERAS_PACKAGE}:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
     f"{KERAS_PACKAGE}.src.backend:_SEED_GENERATOR": "_model_fn_call.py: unseeded initializers",
-    # _estimator_bridge.py (TensorFlow >= 2.16): what it builds on and what it extends.
-    "tensorflow.python.distribute.distribute_coordinator:run_distribute_coordinator": (
-        "the distribute-coordinator path of RunConfig(train_distribute=...)"
-    ),
-    "tensorflow.python.distribute.distribute_coordinator:CoordinatorMode": "same",
-    "tensorflow.python.distribute.distribute_coordinator_context:get_current_worker_context": (
-        "same: each worker's cluster, task and master"
-    ),
-    "tensorflow.python.distribute.multi_worker_util:normalize_cluster_spec": "same",
+    # _estimator_bridge.py (TensorFlow >= 2.16): what it builds on and what it extends; the
+    # first four: the distribute-coordinator path of RunConfig(train_distribute=...).
+    f"{_DISTRIBUTE}.distribute_coordinator:run_distribute_coordinator": "the coordinator",
+    f"{_DISTRIBUTE}.distribute_coordinator:CoordinatorMode": "same",
+    f"{_DISTRIBUTE}.distribute_coordinator_context:get_current_worker_context": "worker's task",
+    f"{_DISTRIBUTE}.multi_worker_util:normalize_cluster_spec": "same",
     "tensorflow.python.util.tf_export:_Attributes": "the estimator API name's attributes",
     "tensorflow.python.util.tf_export:API_ATTRS": "same",
     "tensorflow.python.util.tf_export:API_ATTRS_V1": "same",
     "tensorflow.python.util.tf_export:SUBPACKAGE_NAMESPACES": "same",
-    "tensorflow_estimator.python.estimator.api._v1:estimator": "tf.compat.v1.estimator",
-    "tensorflow_estimator.python.estimator.api._v2:estimator": "tf.estimator",
+    f"{_ESTIMATOR_API}._v1:estimator": "tf.compat.v1.estimator",
+    f"{_ESTIMATOR_API}._v2:estimator": "tf.estimator",
     # legacy/: TF 1.15's tf.contrib pieces whose only TF 2.15 home is a private module.
-    "tensorflow.python.ops.lookup_ops:index_table_from_file": (
-        "legacy/contrib/lookup.py: tf.contrib.lookup's functions and classes"
-    ),
+    "tensorflow.python.ops.lookup_ops:index_table_from_file": "legacy/contrib/lookup.py",
     "tensorflow.python.ops.lookup_ops:DenseHashTable": "legacy/contrib/lookup.py",
-    "tensorflow.python.ops.summary_ops_v2:create_file_writer": (
-        "legacy/contrib/summary.py: tf.contrib.summary's graph-mode writers"
-    ),
-    "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": (
-        "legacy/contrib/summary.py"
-    ),
+    # tf.contrib.summary's graph-mode writers.
+    "tensorflow.python.ops.summary_ops_v2:create_file_writer": "legacy/contrib/summary.py",
+    "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": "same",
     "tensorflow.python.util.nest:flatten_up_to": "legacy/_contrib.py: tf.contrib.framework.nest",
     "tensorflow.python.util.nest:map_structure_up_to": "legacy/_contrib.py: same",
-    "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": (
-        "legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_optimizer"
-    ),
-    "tensorflow.python.tpu.tpu_function:get_tpu_context": (
-        "legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_function"
-    ),
-    f"{_TPU_ESTIMATOR}:TPUEstimator": (
-        "legacy/_namespace.py: the tensorflow_estimator stand-ins fall back to the module"
-    ),
-    "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": (
-        "legacy/_namespace.py, legacy/_contrib.py: same"
-    ),
+    # legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_optimizer and tpu_function.
+    "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": "legacy/_contrib.py",
+    "tensorflow.python.tpu.tpu_function:get_tpu_context": "legacy/_contrib.py",
+    # legacy/_namespace.py, _contrib.py: the tensorflow_estimator stand-ins fall back to these.
+    "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": "legacy/",
+    "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": "legacy/",
 }

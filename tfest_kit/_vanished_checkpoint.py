@@ -48,10 +48,8 @@ def _temp_dirs(export_path: str) -> set[str]:
 def export_unless_vanished(
     export: Callable[[], Any], name: str, export_path: str, checkpoint_path: Optional[str]
 ) -> Any:
-    """``export()``, or None with a warning if ``checkpoint_path`` vanished meanwhile.
-
-    The failed export leaves ``export_path/temp-*`` behind; it is deleted here.
-    """
+    """``export()``, or None with a warning if ``checkpoint_path`` vanished meanwhile (the
+    ``export_path/temp-*`` the failed export leaves behind is deleted)."""
     before = _temp_dirs(export_path)
     try:
         return export()

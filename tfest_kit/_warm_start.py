@@ -17,8 +17,7 @@ _RESUMING: set = set()  # model_dirs said to be resumed
 
 
 def resolve_checkpoint(init_checkpoint: str) -> str:
-    """The checkpoint prefix of ``init_checkpoint`` (a directory: its latest); ValueError if
-    unreadable."""
+    """The checkpoint prefix of ``init_checkpoint`` (a directory: its latest), or ValueError."""
     path = os.fspath(init_checkpoint)
     if tf.io.gfile.isdir(path):
         prefix = tf.train.latest_checkpoint(path)
@@ -64,10 +63,8 @@ def warm_start(prefix: str, variables=None) -> None:
     match, listed as BERT's ``run_classifier`` does."""
     reader = tf.train.load_checkpoint(prefix)
     shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
-    global_step = tf.train.get_global_step()
-    named = [
-        (_variable_name(v), v) for v in variables or tf.global_variables() if v is not global_step
-    ]
+    step = tf.train.get_global_step()
+    named = [(_variable_name(v), v) for v in variables or tf.global_variables() if v is not step]
     # Another dtype would fail at session start: "expected dtype float does not equal ...".
     assignment_map = {
         name: var
@@ -139,12 +136,9 @@ def check_model_dir(
         }
         if mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
             # Estimator's default saver, checking; built now: exports never finalize the Scaffold.
+            defer = mode == tf.estimator.ModeKeys.EVAL
             saver = FitCheckingSaver(
-                model_dir,
-                variables,
-                sharded=True,
-                allow_empty=True,
-                defer_build=mode == tf.estimator.ModeKeys.EVAL,
+                model_dir, variables, sharded=True, allow_empty=True, defer_build=defer
             )
             tf.add_to_collection(tf.GraphKeys.SAVERS, saver)
             return saver

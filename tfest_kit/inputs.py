@@ -354,9 +354,8 @@ def _csv_rows(files: list[str], options: dict, header: bool) -> Iterator[tuple[s
     gzipped = options["compression_type"] == "GZIP"
     for path in files:
         with tf.io.gfile.GFile(path, "rb" if gzipped else "r") as f:
-            reader = csv.reader(
-                gzip.open(f, "rt") if gzipped else f, delimiter=options["field_delim"]
-            )
+            text = gzip.open(f, "rt") if gzipped else f
+            reader = csv.reader(text, delimiter=options["field_delim"])
             for fields in itertools.islice(reader, int(header), None):
                 yield path, reader.line_num, fields
 

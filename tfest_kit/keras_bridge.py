@@ -106,17 +106,12 @@ def to_estimator(
         warm_start_from = _matched_by_structure(warm_start_from, keras_ckpt)
     elif warm_start_from is None and keras_ckpt:
         # A list (not the official ".*" string) also matches non-trainable variables.
-        warm_start_from = tf.estimator.WarmStartSettings(
-            ckpt_to_initialize_from=keras_ckpt, vars_to_warm_start=[".*"]
-        )
+        warm_start_from = tf.estimator.WarmStartSettings(keras_ckpt, vars_to_warm_start=[".*"])
     # The raw Keras model_fn: the public `official.model_fn` would log "Calling model_fn" twice.
-    raw_model_fn = official._model_fn
+    model_fn = _adapting_model_fn(official._model_fn, keras_model)
     with logs.quieted():  # the converter already logged this config
         est = tf.estimator.Estimator(
-            model_fn=_adapting_model_fn(raw_model_fn, keras_model),
-            model_dir=official.model_dir,
-            config=official.config,
-            warm_start_from=warm_start_from,
+            model_fn, official.model_dir, official.config, warm_start_from=warm_start_from
         )
     _guard(est, skip_done=checkpoint_format == "checkpoint")
     return est
@@ -349,9 +344,7 @@ def _all_model_variables(warm_start_from):
     path = os.fsdecode(warm_start_from)
     if tf.io.gfile.exists(os.path.join(path, "variables", "variables.index")):
         path = os.path.join(path, "variables", "variables")  # a SavedModel, as Estimator reads it
-    return tf.estimator.WarmStartSettings(
-        ckpt_to_initialize_from=path, vars_to_warm_start=[_MODEL_VARIABLES]
-    )
+    return tf.estimator.WarmStartSettings(path, vars_to_warm_start=[_MODEL_VARIABLES])
 
 
 def _matched_by_structure(settings, keras_ckpt: str):

@@ -59,19 +59,15 @@ class _OneRouteHandler(logging.Handler):
             )
 
     def emit(self, record: logging.LogRecord) -> None:
-        root_handlers = [
-            h for h in logging.getLogger().handlers if not isinstance(h, logging.NullHandler)
-        ]
+        roots = [h for h in logging.getLogger().handlers if not isinstance(h, logging.NullHandler)]
         absl_logging = sys.modules.get("absl.logging")
         absl = absl_logging.get_absl_handler() if absl_logging else None
-        terminals = (
-            [absl] if absl in root_handlers else list(filter(_prints_to_terminal, root_handlers))
-        )
+        terminals = [absl] if absl in roots else list(filter(_prints_to_terminal, roots))
         if not terminals:
             # sys.stderr per record (captures); setStream() would flush the old, maybe closed, one.
             self._plain.stream = sys.stderr
             terminals = [self._plain]
-        elsewhere = [h for h in root_handlers if not _prints_to_terminal(h)]
+        elsewhere = [h for h in roots if not _prints_to_terminal(h)]
         left_out = (
             self._left_out
             and record.levelno < logging.WARNING

@@ -57,11 +57,8 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         name: str = "AdamWeightDecay",
     ):
         super().__init__(use_locking=False, name=name)
-        self._lr = learning_rate
-        self._weight_decay_rate = weight_decay_rate
-        self._beta_1 = beta_1
-        self._beta_2 = beta_2
-        self._epsilon = epsilon
+        self._lr, self._weight_decay_rate = learning_rate, weight_decay_rate
+        self._beta_1, self._beta_2, self._epsilon = beta_1, beta_2, epsilon
         self._exclude = list(exclude_from_weight_decay or ())
 
     def _create_slots(self, var_list):
@@ -81,8 +78,7 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         return self._apply(tf.math.unsorted_segment_sum(grad, indices, tf.shape(var)[0]), var)
 
     def _apply(self, grad, var):
-        m = self.get_slot(var, "m")
-        v = self.get_slot(var, "v")
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         grad = tf.cast(grad, var.dtype.base_dtype)
         lr = tf.cast(self._lr, var.dtype.base_dtype)
         next_m = self._beta_1 * m + (1.0 - self._beta_1) * grad
@@ -93,9 +89,7 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         ):
             # Decoupled: added to the update, not the loss, so Adam's moments never see it.
             update += self._weight_decay_rate * var
-        return tf.group(
-            tf.assign(var, var - lr * update), tf.assign(m, next_m), tf.assign(v, next_v)
-        )
+        return tf.group(var.assign(var - lr * update), m.assign(next_m), v.assign(next_v))
 
 
 OPTIMIZERS: dict[str, Callable[..., tf.train.Optimizer]] = {
@@ -308,11 +302,8 @@ def _build(
         else:
             predictions = head.official.predictions(head.logits(outputs))
         on_tpu = bool(tpu_spec and params.get("use_tpu"))
-        common = {
-            "mode": mode,
-            "scaffold_fn": _warm_start_fn(warm_start_from, tpu_spec),
-            "predictions": predictions,
-        }
+        scaffold_fn = _warm_start_fn(warm_start_from, tpu_spec)
+        common = {"mode": mode, "scaffold_fn": scaffold_fn, "predictions": predictions}
         check_dir = None if on_tpu else model_dir  # on a TPU the variables live in its program
         if mode == ModeKeys.PREDICT:
             return _predict_spec(head, outputs, common, check_dir, tpu_spec)
@@ -361,10 +352,8 @@ def _warm_start_fn(checkpoint, tpu_spec: bool) -> Optional[Callable]:
 
 def _predict_spec(head: _Head, outputs, common: dict, check_dir, tpu_spec: bool):
     # Export outputs in PREDICT only: the class names' string ops cannot run on a TPU.
-    predictions = common["predictions"]
-    export_outputs = dict.fromkeys(
-        ("serving_default", "predict"), estimator.export.PredictOutput(predictions)
-    )
+    output = estimator.export.PredictOutput(common["predictions"])
+    export_outputs = {"serving_default": output, "predict": output}
     spec = head.official.create_estimator_spec(
         features={}, mode=ModeKeys.PREDICT, logits=head.logits(outputs)
     )
@@ -389,12 +378,9 @@ def _eval_metrics(head: _Head, weight_key, labels, outputs, weights, regularizat
 
     def metric_fn(labels, outputs, weights=None, regularization_loss=None):
         losses = None if regularization_loss is None else [regularization_loss]
+        features = {} if weights is None else {weight_key: weights}
         ops = head.official.update_metrics(
-            head.official.metrics(losses),
-            {} if weights is None else {weight_key: weights},
-            head.logits(outputs),
-            labels,
-            losses,
+            head.official.metrics(losses), features, head.logits(outputs), labels, losses
         )
         ops = {k: v for k, v in ops.items() if k not in head.official_dropped}
         if head.metric_fn is not None:

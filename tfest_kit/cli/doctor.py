@@ -57,9 +57,7 @@ class Stack(NamedTuple):
 # Mirror requirements-<stack>.txt (tests/test_requirements.py). The 2.15 suite also passed on
 # TF 2.13.1 and 2.14.1; TF 2.16-2.20 passed 2.21's smoke tests (docs/install.md).
 _STACK_2_15 = (
-    Requirement(
-        "tensorflow", ">=2.13,<2.16", "tensorflow==2.15.1", why="tf.estimator left in 2.16"
-    ),
+    Requirement("tensorflow", ">=2.13,<2.16", "tensorflow==2.15.1", why="no tf.estimator in 2.16+"),
     Requirement("tensorflow-estimator", ">=2.13,<2.16", "tensorflow-estimator==2.15.0"),
     Requirement("keras", ">=2.13,<2.16", "keras==2.15.0", why="Keras 3 has no estimator bridge"),
     Requirement("numpy", ">=1.23,<2", "numpy==1.26.4", why="TensorFlow 2.15 needs NumPy 1"),
@@ -90,24 +88,18 @@ _STACK_2_15 = (
         True,
         "1.16+ needs protobuf 5: tensorflow_datasets fails at import",
     ),
-    Requirement(
-        "pyarrow", ">=10,<18", "pyarrow==17.0.0", True, "18+ needs NumPy 2 (tfds imports it)"
-    ),
+    Requirement("pyarrow", ">=10,<18", "pyarrow==17.0.0", True, "18+: NumPy 2 (tfds imports it)"),
     Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.9.2", True, "for `plot`"),
 )
 _STACK_2_21 = (
-    Requirement(
-        "tensorflow", ">=2.16,<2.22", "tensorflow==2.21.0", why="2.22+ not tested with the bridge"
-    ),
+    Requirement("tensorflow", ">=2.16,<2.22", "tensorflow==2.21.0", why="2.22+ not tested"),
     Requirement(
         "tensorflow-estimator",
         ">=2.15,<2.16",
         "tensorflow-estimator==2.15.0",
         why="its last release, run through tfest_kit's bridge",
     ),
-    Requirement(
-        "tf-keras", ">=2.16,<2.22", "tf-keras==2.21.0", why="Keras 2 as tf.keras (Estimator)"
-    ),
+    Requirement("tf-keras", ">=2.16,<2.22", "tf-keras==2.21.0", why="Keras 2 for Estimator"),
     Requirement(
         "numpy",
         ">=1.26,<3",

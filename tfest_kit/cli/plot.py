@@ -18,8 +18,7 @@ __all__ = ["scalar_history", "check_model_dir", "plot", "add_parser", "run"]
 
 
 def check_model_dir(command: str, model_dir: str) -> None:
-    """Raises ``FileNotFoundError`` (starting with ``command``) unless ``model_dir`` is a local
-    directory."""
+    """Raises ``FileNotFoundError`` (naming ``command``) unless ``model_dir`` is a local dir."""
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(
             f"{command}: MODEL_DIR {model_dir!r} is not a local directory. Pass the model_dir "
