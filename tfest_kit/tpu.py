@@ -46,7 +46,6 @@ _BATCH_ARG = {
 _OfficialResolver = tf2.distribute.cluster_resolver.TPUClusterResolver
 # The legacy runner sets "loops" False: TF 1.15 ran one step per Session.run off a TPU.
 _state = {"official_estimator_built": False, "loops": True}
-_INITIAL_LOSS = 1e7  # the official loop's
 
 
 class RunConfig(tf_estimator.tpu.RunConfig):
@@ -264,14 +263,12 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str, pending=None):
 
 def _reader(features, labels) -> Optional[Callable]:
     """A function reading the next ``(features, labels)`` from the ``tf.data`` iterator they
-    were read from, or None (sparse features, tensors of other origins)."""
+    came from, or None (sparse features, tensors of other origins)."""
     flat = tf.nest.flatten((features, labels))
     tensors = [t for t in flat if t is not None]
     ops = {t.op for t in tensors if isinstance(t, tf.Tensor)}
-    if len(ops) != 1 or len(tensors) != sum(isinstance(t, tf.Tensor) for t in tensors):
-        return None
-    (op,) = ops
-    if op.type != "IteratorGetNext":
+    op = ops.pop() if len(ops) == 1 and all(isinstance(t, tf.Tensor) for t in tensors) else None
+    if op is None or op.type != "IteratorGetNext":
         return None
 
     def read():
@@ -283,28 +280,6 @@ def _reader(features, labels) -> Optional[Callable]:
         return tf.nest.pack_sequence_as((features, labels), values)
 
     return read
-
-
-def _last_value(summary: tf.Tensor) -> tuple:
-    """A local variable holding a v1 summary's last value in the loop, and its assignment."""
-    with tf.init_scope():
-        variable = tf.Variable(
-            "", trainable=False, collections=[tf.GraphKeys.LOCAL_VARIABLES], name="last_summary"
-        )
-    return variable, variable.assign(summary)
-
-
-def _queued(tensors: Any) -> tuple:
-    """A FIFO queue for a ``host_call``'s tensors of each step, and their enqueue op."""
-    flat = tf.nest.flatten(tensors)
-    shapes = [t.shape for t in flat]
-    with tf.init_scope():
-        queue = tf.queue.FIFOQueue(
-            capacity=2**30,
-            dtypes=[t.dtype for t in flat],
-            shapes=shapes if all(s.is_fully_defined() for s in shapes) else None,
-        )
-    return queue, queue.enqueue(flat)
 
 
 class _LoopLengthHook(tf.train.SessionRunHook):
@@ -350,20 +325,26 @@ def _training_loop(step: Callable, features, labels, length: int, until, every) 
     first, kept, built = len(summaries), [], {}
 
     def body(i, _):
-        spec = step(*read())
+        spec = built["spec"] = step(*read())
         if spec.loss is None or spec.train_op is None:
             raise ValueError("model_fn must return a loss and a train_op in TRAIN mode")
         after = [spec.train_op]
         for summary in summaries[first:]:
             if summary.op.name != "loss":  # Estimator's own "loss" summary takes its place
-                variable, assign = _last_value(summary)
-                kept.append(variable)
-                after.append(assign)
-        if getattr(spec, "host_call", None) is not None:
-            with tf.control_dependencies([spec.train_op]):  # a step's tensors after its update
-                built["queue"], enqueue = _queued(spec.host_call[1])
-            after.append(enqueue)
-        built["spec"] = spec
+                with tf.init_scope():  # a local variable keeps the last step's value
+                    kept.append(tf.Variable("", False, [tf.GraphKeys.LOCAL_VARIABLES]))
+                after.append(kept[-1].assign(summary))
+        if getattr(spec, "host_call", None) is not None:  # each step's tensors, queued
+            flat = tf.nest.flatten(spec.host_call[1])
+            shapes = [t.shape for t in flat]
+            with tf.init_scope():
+                built["queue"] = tf.queue.FIFOQueue(
+                    2**30,
+                    [t.dtype for t in flat],
+                    shapes if all(shape.is_fully_defined() for shape in shapes) else None,
+                )
+            with tf.control_dependencies([spec.train_op]):  # after the step's update
+                after.append(built["queue"].enqueue(flat))
         with tf.control_dependencies(after):
             return i + 1, tf.identity(tf.cast(spec.loss, tf.float32))
 
@@ -372,7 +353,7 @@ def _training_loop(step: Callable, features, labels, length: int, until, every) 
     tf.disable_control_flow_v2()  # TF1's loop runs a small model's step 1.2-1.5x faster
     try:
         # name "": the model's ops, summaries and variables keep the names they have without one.
-        _, loss = tf.while_loop(cond, body, [0, _INITIAL_LOSS], parallel_iterations=1, name="")
+        _, loss = tf.while_loop(cond, body, [0, 0.0], parallel_iterations=1, name="")
     finally:
         if v2:
             tf.enable_control_flow_v2()
@@ -389,12 +370,9 @@ def _training_loop(step: Callable, features, labels, length: int, until, every) 
         training_hooks=tuple(spec.training_hooks or ()) + (hook,),
     )
     if "queue" in built:
-        queue, host_fn = built["queue"], spec.host_call[0]
-        values = tf.nest.flatten(queue.dequeue())
-        spec = spec._replace(
-            host_call=(host_fn, tf.nest.pack_sequence_as(spec.host_call[1], values))
-        )
-        pending = queue.size()
+        values = tf.nest.flatten(built["queue"].dequeue())
+        tensors = tf.nest.pack_sequence_as(spec.host_call[1], values)
+        spec, pending = spec._replace(host_call=(spec.host_call[0], tensors)), built["queue"].size()
     return spec, pending
 
 
