@@ -67,9 +67,12 @@ def _model_fn(features, labels, mode, params):
     )
 
 
-def _train(model_dir, per_loop, max_steps=45, hooks=(), input_fn=_input_fn, **params):
+def _train(
+    model_dir, per_loop, max_steps=45, hooks=(), input_fn=_input_fn, session_config=None, **params
+):
     config = tpu.RunConfig(
         model_dir=str(model_dir),
+        session_config=session_config,
         log_step_count_steps=10,
         save_summary_steps=10,
         save_checkpoints_steps=20,
@@ -254,3 +257,16 @@ def test_the_legacy_runner_keeps_tf115s_one_step_per_run(tmp_path):
     script.write_text(f"MODEL_DIR = {str(tmp_path / 'model')!r}\n" + _TF1_SCRIPT)
     proc = run_program(["-m", "tfest_kit.legacy", str(script)])
     assert "runs: 12 step: 12" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_bfloat16_in_a_loop_gives_the_numbers_of_one_step_per_run(tmp_path):
+    import tfest_kit
+
+    bf16 = tfest_kit.session_config(mixed_precision="bfloat16")
+    one, _ = _train(tmp_path / "one", 1, max_steps=20, session_config=bf16)
+    ten, _ = _train(tmp_path / "ten", 10, max_steps=20, session_config=bf16)
+    for name, value in _weights(one).items():
+        np.testing.assert_allclose(_weights(ten)[name], value, rtol=1e-5, atol=1e-6)
+    # The rewrite ran in both (the weights are bfloat16's, not float32's).
+    float32, _ = _train(tmp_path / "float32", 10, max_steps=20)
+    assert not np.allclose(_weights(float32)["dense/kernel"], _weights(ten)["dense/kernel"])

@@ -110,7 +110,7 @@ def train_throughput(
     features, labels = _data(features_fn)
     per_run = _steps_per_run(variant)
     # Whole loops, and at least a few of them after the warm-up.
-    steps = max(steps, 5 * per_run)
+    steps = max(steps, 3 * per_run)
     total = -(-(warmup + steps) // per_run) * per_run
     model_dir = tempfile.mkdtemp(prefix=f"bench_{variant}_")
     if variant.startswith("keras"):
