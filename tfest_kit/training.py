@@ -16,8 +16,8 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from tfest_kit import _model_dir
-from tfest_kit._eval_guard import EvalGuard
 from tfest_kit._model_dir import ModelDirLockedError, metrics_by_step, saved_step
+from tfest_kit._task_guard import EvalGuard
 from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, tf
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._vanished_checkpoint import KEEP_MORE, export_unless_vanished, vanished_checkpoint
