@@ -135,11 +135,8 @@ class EvalGuard(tf.train.SessionRunHook):
         if self._batches == self._next_report:
             self._next_report *= 10  # a long honest pass says it rarely
             tf.logging.warning(
-                "Evaluation: %d batches so far, and `%s` (of unknown length) has not ended yet: "
-                "pass `%s=N` to bound it.",
-                self._batches,
-                self._input_arg,
-                self._steps_arg,
+                f"Evaluation: {self._batches} batches so far, and `{self._input_arg}` (of unknown "
+                f"length) has not ended yet: pass `{self._steps_arg}=N` to bound it."
             )
 
     def end(self, session) -> None:

@@ -467,11 +467,8 @@ class _NoImprovement:
             since = step - (having[0] if best_step is None else best_step)
             if since >= self._patience:
                 tf.logging.info(
-                    'early_stopping: no improvement of more than %g in "%s" for %d steps; '
-                    "stopping.",
-                    self._min_delta,
-                    self._monitor,
-                    since,
+                    f"early_stopping: no improvement of more than {self._min_delta:g} in "
+                    f'"{self._monitor}" for {since} steps; stopping.'
                 )
                 self.fired = True
                 return True

@@ -141,9 +141,8 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
         ):
             return
         tf.logging.info(
-            "Training stopped early at global step %d: exporter %r makes the final export",
-            step,
-            self.name,
+            f"Training stopped early at global step {step}: exporter {self.name!r} makes the "
+            "final export"
         )
         self.export(**{**call, "is_the_final_export": True})
 
@@ -183,11 +182,8 @@ class _TaskExecutor(TrainingExecutor):
                 raise  # the same one again: the checkpoint state names files gone for good
             self._vanished.add(path)
             tf.logging.warning(
-                "Evaluator: checkpoint %s was deleted while it was being evaluated; it is "
-                "skipped and the next checkpoint is evaluated (%s). %s",
-                path,
-                type(e).__name__,
-                KEEP_MORE,
+                f"Evaluator: checkpoint {path} was deleted while it was being evaluated; it is "
+                f"skipped and the next checkpoint is evaluated ({type(e).__name__}). {KEEP_MORE}"
             )
             time.sleep(max(0.0, throttle_secs - (time.time() - start)))  # as the official loop
             return None, False
@@ -403,7 +399,7 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
             f.write(json.dumps({"global_step": step}))
         tf.gfile.Rename(early_stop_file + ".tmp", early_stop_file, overwrite=True)
         tf.logging.info(
-            "Training stopped early at global step %s; recorded in %s", step, early_stop_file
+            f"Training stopped early at global step {step}; recorded in {early_stop_file}"
         )
     if early_stop_step is not None:
         for exporter in exporters:
@@ -423,11 +419,8 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
             f"stopped by {interrupted_by} during an evaluation" if interrupted_by else "interrupted"
         )
         tf.logging.warning(
-            "Training %s at global step %s: its checkpoint is not evaluated; newest eval "
-            "metrics: step %s",
-            what,
-            last_step,
-            metrics.get("global_step", "none"),
+            f"Training {what} at global step {last_step}: its checkpoint is not evaluated; "
+            f"newest eval metrics: step {metrics.get('global_step', 'none')}"
         )
     elif metrics is None and local:  # the checkpoint was already at max_steps
         tf.logging.info("Training was already complete; evaluating the last checkpoint")
@@ -477,9 +470,7 @@ def _check_progress(metrics: dict, start_step, max_steps: int, stopped_early: bo
         )
     if final_step is not None and final_step < max_steps and not stopped_early:
         tf.logging.warning(
-            "Training ended at global step %d, before max_steps=%d: `train_input_fn` ran out "
-            "of data (or a hook stopped it). To reach max_steps, repeat the data (e.g. "
-            "inputs.from_arrays(…, num_epochs=None)).",
-            final_step,
-            max_steps,
+            f"Training ended at global step {final_step}, before max_steps={max_steps}: "
+            "`train_input_fn` ran out of data (or a hook stopped it). To reach max_steps, repeat "
+            "the data (e.g. inputs.from_arrays(…, num_epochs=None))."
         )
