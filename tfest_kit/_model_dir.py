@@ -287,8 +287,6 @@ class _StepCounter(tf.train.SessionRunHook):
             elapsed = time.monotonic() - self._started
             tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
 
-    ran: Optional[bool] = None  # whether a step ran; None: no session (no step was due)
-
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
         self.step: Optional[int] = None
