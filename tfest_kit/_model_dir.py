@@ -492,10 +492,8 @@ def read_export_metrics(export_dir: str) -> Optional[dict]:
 
 
 def _is_complete(path: str) -> bool:
-    graph = any(
-        tf.gfile.Exists(os.path.join(path, n)) for n in ("saved_model.pb", "saved_model.pbtxt")
-    )
-    return graph and tf.gfile.Exists(os.path.join(path, "variables", "variables.index"))
+    index = os.path.join(path, "variables", "variables.index")
+    return tf.saved_model.contains_saved_model(path) and tf.gfile.Exists(index)
 
 
 def complete_exports(export_dir_base: str) -> list[str]:
