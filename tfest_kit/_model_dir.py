@@ -429,15 +429,10 @@ def saved_step(model_dir: Optional[str]) -> Optional[int]:
 
 def eval_dirs(model_dir: str) -> list[str]:
     """``MODEL_DIR/eval`` and every ``MODEL_DIR/eval_<name>`` (``EvalSpec(name=…)``), sorted."""
-    if not tf.gfile.IsDirectory(model_dir):
-        return []
-    names = sorted(entry.rstrip("/") for entry in tf.gfile.ListDirectory(model_dir))
-    return [
-        os.path.join(model_dir, name)
-        for name in names
-        if (name == "eval" or name.startswith("eval_"))
-        and tf.gfile.IsDirectory(os.path.join(model_dir, name))
-    ]
+    names = tf.gfile.ListDirectory(model_dir) if tf.gfile.IsDirectory(model_dir) else []
+    names = [name.rstrip("/") for name in names]
+    paths = sorted(os.path.join(model_dir, n) for n in names if n.partition("_")[0] == "eval")
+    return [path for path in paths if tf.gfile.IsDirectory(path)]
 
 
 def _summary_number(value) -> Optional[float]:
