@@ -347,15 +347,10 @@ def train_and_evaluate(
         # With 0 TensorFlow's wait for the next checkpoint spins, logging on every turn.
         throttle = max(throttle, 1)
     exporters = [_FinalAfterEarlyStop(e) for e in eval_spec.exporters]  # EvalSpec checked them
-    eval_spec = eval_spec._replace(
-        hooks=(
-            *eval_spec.hooks,
-            EvalGuard(eval_spec.steps, "eval_steps", "eval_input_fn"),
-            _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps),
-        ),
-        exporters=exporters,
-        throttle_secs=throttle,
-    )
+    guard = EvalGuard(eval_spec.steps, "eval_steps", "eval_input_fn")
+    preemption = _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps)
+    guarded = (*eval_spec.hooks, guard, preemption)
+    eval_spec = eval_spec._replace(hooks=guarded, exporters=exporters, throttle_secs=throttle)
     with _model_dir.training(estimator, train_spec.max_steps) as step_counter:
         train_spec = train_spec._replace(hooks=(*train_hooks, step_counter))
         return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
