@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from tfest_kit import _model_dir
-from tfest_kit._model_dir import ModelDirLockedError, metrics_by_step, saved_step
+from tfest_kit._model_dir import ModelDirLockedError, checkpoint_step, metrics_by_step, saved_step
 from tfest_kit._task_guard import EvalGuard
 from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, tf
 from tfest_kit._tf import estimator as tf_estimator
@@ -150,10 +150,8 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
 def _not_older(path: str, newest: Optional[str]) -> bool:
     if newest is None:
         return True
-    step = int(path.rsplit("-", 1)[1])
-    return os.path.dirname(path) == os.path.dirname(newest) and step >= int(
-        newest.rsplit("-", 1)[1]
-    )
+    same_dir = os.path.dirname(path) == os.path.dirname(newest)
+    return same_dir and checkpoint_step(path) >= checkpoint_step(newest)
 
 
 class _TaskExecutor(TrainingExecutor):
