@@ -43,6 +43,7 @@ class _IntervalHook(tf.train.SessionRunHook):
     :func:`fill_progress_totals` gives the end and batch size where not given."""
 
     _then = ""  # " + the final evaluation"
+    _loss_required = True  # without `loss`, one in tf.GraphKeys.LOSSES
 
     def __init__(self, every_n_steps: int, loss=None, total_steps=None, batch_size=None) -> None:
         self._every_n = check_int("every_n_steps", every_n_steps)
@@ -60,11 +61,8 @@ class _IntervalHook(tf.train.SessionRunHook):
                 f"{type(self).__name__} needs a global step: call "
                 "tf.compat.v1.train.get_or_create_global_step() before building the train op."
             )
-        self._loss = self._find_loss()
+        self._loss = _loss_tensor(self._loss_arg, self._loss_required)
         self._batch_size = self._given[1] or self._filled[2]
-
-    def _find_loss(self) -> Optional[tf.Tensor]:
-        return _loss_tensor(self._loss_arg)
 
     def after_create_session(self, session, coord) -> None:
         self._step = int(session.run(self._global_step))
@@ -202,6 +200,8 @@ class ProgressHook(_IntervalHook):
         estimator.train(input_fn, max_steps=1000, hooks=[hook])
     """
 
+    _loss_required = False
+
     def __init__(
         self,
         every_n_steps: int = 100,
@@ -210,9 +210,6 @@ class ProgressHook(_IntervalHook):
         loss: Optional[tf.Tensor] = None,
     ) -> None:
         super().__init__(every_n_steps, loss, total_steps, batch_size)
-
-    def _find_loss(self) -> Optional[tf.Tensor]:
-        return _loss_tensor(self._loss_arg, required=False)
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
         parts = [f"step {step}"]
