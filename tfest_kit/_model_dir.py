@@ -45,6 +45,7 @@ _STEP = re.compile(r"-(\d+)$")
 _DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
 _GLOB = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
 _NOT_NUMPY = {tf.variant, tf.resource}
+_NO_SPACE = "No space left on device"  # ENOSPC's text, also in TensorFlow's errors
 
 
 class ModelDirLockedError(TfestKitError):
@@ -161,11 +162,8 @@ def usable_checkpoint(model_dir: str, method: str) -> Optional[str]:
     chosen, problem, damaged = choose_checkpoint(model_dir, writer=method == "training")
     damaged_text = "; ".join(f"{os.path.basename(p)}: {why}" for p, why in damaged.items())
     if chosen is None and damaged:
-        files = sorted(
-            name
-            for name in tf.io.gfile.listdir(model_dir)
-            if any(name.startswith(os.path.basename(p) + ".") for p in damaged)
-        )
+        prefixes = tuple(os.path.basename(p) + "." for p in damaged)
+        files = sorted(name for name in tf.io.gfile.listdir(model_dir) if name.startswith(prefixes))
         raise TfestKitError(
             f"model_dir {model_dir} has no intact checkpoint ({damaged_text}): {method} would "
             f"use untrained weights. To start afresh, delete {', '.join(files)} or train into "
@@ -343,7 +341,7 @@ def _nan_message(model_dir: str, step: Optional[int]) -> str:
 
 def _disk_full_message(model_dir: str) -> str:
     latest = tf.train.latest_checkpoint(model_dir)
-    message = f"No space left on device while writing to model_dir {model_dir}."
+    message = f"{_NO_SPACE} while writing to model_dir {model_dir}."
     if latest:
         damage = checkpoint_damage(latest)
         state = f"damaged: {damage}" if damage else "intact"
@@ -402,11 +400,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
             step = getattr(counter, "step", None)
             raise NanLossError(_nan_message(model_dir, step), step, None, None) from e
         except (OSError, tf.errors.OpError) as e:
-            full = (
-                e.errno == errno.ENOSPC
-                if isinstance(e, OSError)
-                else "No space left on device" in str(e)
-            )
+            full = e.errno == errno.ENOSPC if isinstance(e, OSError) else _NO_SPACE in str(e)
             if not full or not model_dir:
                 raise
             raise TfestKitError(_disk_full_message(model_dir)) from e

@@ -609,10 +609,7 @@ def early_stopping(
     if not multi_worker and not estimator.config.is_chief:
         return _StopWhenTheChiefSays()
     predicate = _NoImprovement(eval_dir, monitor, higher, min_delta, patience_steps)
-    hook = tf_estimator.experimental.make_early_stopping_hook(
-        estimator if multi_worker else _stand_in_estimator(eval_dir),
-        predicate,
-        run_every_secs=run_every_secs,
-        run_every_steps=run_every_steps,
-    )
+    made_for = estimator if multi_worker else _stand_in_estimator(eval_dir)
+    every = dict(run_every_secs=run_every_secs, run_every_steps=run_every_steps)
+    hook = tf_estimator.experimental.make_early_stopping_hook(made_for, predicate, **every)
     return _StopFlagOutOfCheckpoints(hook, predicate, summed=multi_worker)

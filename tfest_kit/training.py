@@ -118,13 +118,9 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
         return self.exporter.name
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        self._last_call = dict(
-            estimator=estimator,
-            export_path=export_path,
-            checkpoint_path=checkpoint_path,
-            eval_result=eval_result,
-            is_the_final_export=is_the_final_export,
-        )
+        call = dict(estimator=estimator, export_path=export_path, eval_result=eval_result)
+        call.update(checkpoint_path=checkpoint_path, is_the_final_export=is_the_final_export)
+        self._last_call = call
         self._last_result = export_unless_vanished(
             lambda: self.exporter.export(**self._last_call), self.name, export_path, checkpoint_path
         )
@@ -401,11 +397,8 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
     metrics = result[0] if local else None
     last_step = saved_step(model_dir)
     # Stopped by a signal before its last checkpoint was evaluated (_Preemption).
-    preempted = (
-        local
-        and _preempted(train_hooks)
-        and (metrics or {}).get(tf.GraphKeys.GLOBAL_STEP) != last_step
-    )
+    evaluated_step = (metrics or {}).get(tf.GraphKeys.GLOBAL_STEP)
+    preempted = local and _preempted(train_hooks) and evaluated_step != last_step
     if preempted:
         metrics = _newest_metrics(estimator.eval_dir(eval_spec.name))
         what = (

@@ -103,15 +103,10 @@ class LocalCluster:
         task = (task_type, index)
         env = {**os.environ, **self._env, "PYTHONUNBUFFERED": "1"}
         env["TF_CONFIG"] = json.dumps(self.tf_config(task_type, index))
+        pipes = dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        die = _die_with_parent if sys.platform.startswith("linux") else None
         proc = subprocess.Popen(
-            self.command,
-            env=env,
-            cwd=self._cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            self.command, env=env, cwd=self._cwd, start_new_session=True, preexec_fn=die, **pipes
         )
         self._procs[task] = proc
         self._pumps[task] = threading.Thread(target=self._pump, args=(task, proc), daemon=True)
@@ -295,13 +290,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             signal.signal(s, signal.SIG_IGN)
         raise _Interrupted(signum)
 
+    graces = dict(worker_grace_secs=args.worker_grace, evaluator_grace_secs=args.evaluator_grace)
     previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return local.run(
-            timeout=args.timeout,
-            worker_grace_secs=args.worker_grace,
-            evaluator_grace_secs=args.evaluator_grace,
-        )
+        return local.run(timeout=args.timeout, **graces)
     except _Interrupted as e:
         local._write(f"[launcher] {e}: stopping every task")
         local.stop()
