@@ -321,6 +321,14 @@ class _StepCounter(tf.train.SessionRunHook):
             writer = tf.summary.FileWriterCache.get(self._summary_dir)
             writer.add_summary(run_values.results, self._last)
 
+    def check_ran(self, input_arg: str) -> None:
+        """Names an input that ended before the first step: Estimator returns silently."""
+        if self.ran is False:
+            raise ValueError(
+                f"`{input_arg}` yielded no batch: check that the training data is not empty. "
+                f"Got: 0 steps from global step {self.step}"
+            )
+
 
 def newest_finite_checkpoint(model_dir: str, up_to_step: Optional[int] = None) -> Optional[str]:
     """The newest intact checkpoint in ``model_dir`` (up to a step) with finite weights (read)."""

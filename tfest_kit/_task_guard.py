@@ -76,11 +76,7 @@ def guarded_train(estimator, hooks, max_steps=None, steps=None):
         _say_loss_lines_hidden()
     with _model_dir.training(estimator, max_steps, steps) as counter:
         yield [*(hooks or ()), counter]
-    if counter.ran is False:
-        raise ValueError(
-            "`input_fn` yielded no batch: check that the training data is not empty. "
-            f"Got: 0 steps from global step {counter.step}"
-        )
+    counter.check_ran("input_fn")
 
 
 def guarded_eval_hooks(config, hooks, steps) -> list:

@@ -347,7 +347,7 @@ def train_and_evaluate(
     eval_spec = eval_spec._replace(hooks=guarded, exporters=exporters, throttle_secs=throttle)
     with _model_dir.training(estimator, train_spec.max_steps) as step_counter:
         train_spec = train_spec._replace(hooks=(*train_hooks, step_counter))
-        return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
+        return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, step_counter)
 
 
 def writer_lock(model_dir: str) -> contextlib.AbstractContextManager:
@@ -369,9 +369,8 @@ def writer_lock(model_dir: str) -> contextlib.AbstractContextManager:
     return _model_dir.writer_lock(model_dir) if held else contextlib.nullcontext()
 
 
-def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters) -> dict:
+def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) -> dict:
     model_dir, config = estimator.model_dir, estimator.config
-    start_step = saved_step(model_dir)
     distributed_chief = bool(config.cluster_spec.jobs and config.is_chief)
     early_stop_file = os.path.join(model_dir, _STOPPED_EARLY_FILE)
     if distributed_chief and tf.gfile.Exists(early_stop_file):
@@ -391,7 +390,7 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
             f"Training stopped early at global step {step}; recorded in {early_stop_file}"
         )
     if early_stop_step is not None:
-        for exporter in exporters:
+        for exporter in eval_spec.exporters:  # the _FinalAfterEarlyStop wrappers
             exporter.export_as_final(early_stop_step)
     local = isinstance(result, tuple)  # the official call returns None on a cluster task
     metrics = result[0] if local else None
@@ -417,7 +416,8 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
         metrics = latest_eval_metrics(estimator.eval_dir(eval_spec.name))
     metrics = {k: _plain(v) for k, v in metrics.items()}
     if local and not preempted:
-        _check_progress(metrics, start_step, train_spec.max_steps, _stopped_early(train_hooks))
+        counter.check_ran("train_input_fn")
+        _check_progress(metrics, train_spec.max_steps, _stopped_early(train_hooks))
     if metrics and not preempted:
         text = " ".join(
             f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
@@ -446,14 +446,9 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _check_progress(metrics: dict, start_step, max_steps: int, stopped_early: bool) -> None:
-    """Names a local training that took no step or ended short (Estimator ends it silently)."""
+def _check_progress(metrics: dict, max_steps: int, stopped_early: bool) -> None:
+    """Names a local training that ended short (Estimator ends it silently)."""
     final_step = metrics.get("global_step")
-    if start_step is not None and start_step < max_steps and final_step == start_step:
-        raise ValueError(
-            "`train_input_fn` yielded no batch: check that the training data is not empty. "
-            f"Got: 0 steps from global step {start_step}"
-        )
     if final_step is not None and final_step < max_steps and not stopped_early:
         tf.logging.warning(
             f"Training ended at global step {final_step}, before max_steps={max_steps}: "
