@@ -419,11 +419,8 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
         counter.check_ran("train_input_fn")
         _check_progress(metrics, train_spec.max_steps, _stopped_early(train_hooks))
     if metrics and not preempted:
-        text = " ".join(
-            f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
-            for k, v in sorted(metrics.items())
-            if k != "global_step"
-        )
+        shown = {k: f"{v:.6g}" if isinstance(v, float) else v for k, v in sorted(metrics.items())}
+        text = " ".join(f"{k}={v}" for k, v in shown.items() if k != "global_step")
         tf.logging.info("Final eval metrics (step %s): %s", metrics.get("global_step"), text)
     return metrics
 
@@ -431,10 +428,8 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
 def _release_preemption_hooks(train_hooks: list) -> Optional[str]:
     """Puts back the signal handlers (the interrupted evaluation skipped the hooks' ``end()``);
     returns the name of the signal received, if any."""
-    names = []
+    names = [signal.Signals(h.preempted).name for h in train_hooks if getattr(h, "preempted", None)]
     for hook in train_hooks:
-        if getattr(hook, "preempted", None):
-            names.append(signal.Signals(hook.preempted).name)
         if isinstance(hook, PreemptionHook):
             hook.end(None)
     return names[0] if names else None
