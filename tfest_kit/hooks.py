@@ -48,10 +48,8 @@ class _IntervalHook(tf.train.SessionRunHook):
     def __init__(self, every_n_steps: int, loss=None, total_steps=None, batch_size=None) -> None:
         self._every_n = check_int("every_n_steps", every_n_steps)
         self._loss_arg = loss
-        self._given = (
-            check_int("total_steps", total_steps, allow_none=True),
-            check_int("batch_size", batch_size, allow_none=True),
-        )
+        total_steps = check_int("total_steps", total_steps, allow_none=True)
+        self._given = (total_steps, check_int("batch_size", batch_size, allow_none=True))
         self._filled = (None, None, None)  # total_steps, more_steps, batch_size
 
     def begin(self) -> None:
@@ -81,12 +79,8 @@ class _IntervalHook(tf.train.SessionRunHook):
 
     def _due(self, step: float, since: float) -> bool:
         """Whether ``step`` gets a line: the first, the last, or past a multiple of the interval."""
-        return (
-            step // self._every_n > since // self._every_n
-            or not self._reported_once
-            or self._total is not None
-            and self._step < self._total <= step
-        )
+        last = self._total is not None and self._step < self._total <= step
+        return step // self._every_n > since // self._every_n or not self._reported_once or last
 
     def after_run(self, run_context, run_values) -> None:
         self._runs_since_report += 1
@@ -478,11 +472,8 @@ def _stand_in_estimator(model_dir: str):
     saved = os.environ.pop("TF_CONFIG", None)
     try:
         with logs.quieted():  # it would log its whole config
-            return tf_estimator.Estimator(
-                model_fn=lambda features, labels, mode: None,
-                model_dir=model_dir,
-                config=tf_estimator.RunConfig(),
-            )
+            config = tf_estimator.RunConfig()
+            return tf_estimator.Estimator(lambda features, labels, mode: None, model_dir, config)
     finally:
         if saved is not None:
             os.environ["TF_CONFIG"] = saved
