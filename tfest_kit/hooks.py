@@ -497,6 +497,8 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
 
     def __init__(self, hook, predicate: _NoImprovement, summed: bool = False) -> None:
         self._hook, self._predicate, self._summed = hook, predicate, summed
+        # Once the session exists, each run is the official hook's.
+        self.before_run, self.after_run, self.end = hook.before_run, hook.after_run, hook.end
 
     @property
     def stopped_early(self) -> bool:
@@ -510,15 +512,6 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
     def after_create_session(self, session, coord) -> None:
         session.run(self._init_flag)  # before the official hook reads it
         self._hook.after_create_session(session, coord)
-
-    def before_run(self, run_context):
-        return self._hook.before_run(run_context)
-
-    def after_run(self, run_context, run_values) -> None:
-        self._hook.after_run(run_context, run_values)
-
-    def end(self, session) -> None:
-        self._hook.end(session)
 
 
 class _StopWhenTheChiefSays(tf.train.SessionRunHook):
