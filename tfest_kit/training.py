@@ -88,9 +88,7 @@ class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
     training hooks do not run, and Ctrl-C waited for the whole eval set."""
 
     def __init__(self, train_hooks: list, model_dir: str, max_steps: int) -> None:
-        self._train_hooks = train_hooks
-        self._model_dir = model_dir
-        self._max_steps = max_steps
+        self._train_hooks, self._model_dir, self._max_steps = train_hooks, model_dir, max_steps
 
     def before_eval(self) -> bool:
         return not _preempted(self._train_hooks) or _at_max_steps(self._model_dir, self._max_steps)

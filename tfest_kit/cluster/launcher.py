@@ -87,9 +87,7 @@ class LocalCluster:
         self.tasks: list[Task] = [(job, i) for job, hosts in jobs for i in range(len(hosts))]
         if evaluator:
             self.tasks.append(("evaluator", 0))
-        self._env = dict(env or {})
-        self._cwd = cwd
-        self._output = output
+        self._env, self._cwd, self._output = dict(env or {}), cwd, output
         self._lock = threading.Lock()
         self._procs: dict[Task, subprocess.Popen] = {}
         self._pumps: dict[Task, threading.Thread] = {}
