@@ -67,9 +67,7 @@ class _IntervalHook(tf.train.SessionRunHook):
         total, more = self._given[0] or self._filled[0], self._filled[1]
         self._total = total or (more and self._step + more)
         self._last_step, self._last_time = self._step, time.monotonic()
-        self._reported_once = False
-        self._steps_per_run = 1.0
-        self._runs_since_report = 0
+        self._reported_once, self._steps_per_run, self._runs_since_report = False, 1.0, 0
 
     def before_run(self, run_context):
         self._fetching = self._due(self._step + self._steps_per_run, self._step)
