@@ -45,6 +45,7 @@ _STEP = re.compile(r"-(\d+)$")
 _DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
 _GLOB = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
 _NOT_NUMPY = {tf.variant, tf.resource}
+_NO_SPACE = "No space left on device"  # ENOSPC's text, also in TensorFlow's errors
 
 
 class ModelDirLockedError(TfestKitError):
@@ -161,11 +162,8 @@ def usable_checkpoint(model_dir: str, method: str) -> Optional[str]:
     chosen, problem, damaged = choose_checkpoint(model_dir, writer=method == "training")
     damaged_text = "; ".join(f"{os.path.basename(p)}: {why}" for p, why in damaged.items())
     if chosen is None and damaged:
-        files = sorted(
-            name
-            for name in tf.io.gfile.listdir(model_dir)
-            if any(name.startswith(os.path.basename(p) + ".") for p in damaged)
-        )
+        prefixes = tuple(os.path.basename(p) + "." for p in damaged)
+        files = sorted(name for name in tf.io.gfile.listdir(model_dir) if name.startswith(prefixes))
         raise TfestKitError(
             f"model_dir {model_dir} has no intact checkpoint ({damaged_text}): {method} would "
             f"use untrained weights. To start afresh, delete {', '.join(files)} or train into "
@@ -287,8 +285,6 @@ class _StepCounter(tf.train.SessionRunHook):
             elapsed = time.monotonic() - self._started
             tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
 
-    ran: Optional[bool] = None  # whether a step ran; None: no session (no step was due)
-
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
         self.step: Optional[int] = None
@@ -325,6 +321,14 @@ class _StepCounter(tf.train.SessionRunHook):
             writer = tf.summary.FileWriterCache.get(self._summary_dir)
             writer.add_summary(run_values.results, self._last)
 
+    def check_ran(self, input_arg: str) -> None:
+        """Names an input that ended before the first step: Estimator returns silently."""
+        if self.ran is False:
+            raise ValueError(
+                f"`{input_arg}` yielded no batch: check that the training data is not empty. "
+                f"Got: 0 steps from global step {self.step}"
+            )
+
 
 def newest_finite_checkpoint(model_dir: str, up_to_step: Optional[int] = None) -> Optional[str]:
     """The newest intact checkpoint in ``model_dir`` (up to a step) with finite weights (read)."""
@@ -345,7 +349,7 @@ def _nan_message(model_dir: str, step: Optional[int]) -> str:
 
 def _disk_full_message(model_dir: str) -> str:
     latest = tf.train.latest_checkpoint(model_dir)
-    message = f"No space left on device while writing to model_dir {model_dir}."
+    message = f"{_NO_SPACE} while writing to model_dir {model_dir}."
     if latest:
         damage = checkpoint_damage(latest)
         state = f"damaged: {damage}" if damage else "intact"
@@ -404,11 +408,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
             step = getattr(counter, "step", None)
             raise NanLossError(_nan_message(model_dir, step), step, None, None) from e
         except (OSError, tf.errors.OpError) as e:
-            full = (
-                e.errno == errno.ENOSPC
-                if isinstance(e, OSError)
-                else "No space left on device" in str(e)
-            )
+            full = e.errno == errno.ENOSPC if isinstance(e, OSError) else _NO_SPACE in str(e)
             if not full or not model_dir:
                 raise
             raise TfestKitError(_disk_full_message(model_dir)) from e
@@ -431,15 +431,10 @@ def saved_step(model_dir: Optional[str]) -> Optional[int]:
 
 def eval_dirs(model_dir: str) -> list[str]:
     """``MODEL_DIR/eval`` and every ``MODEL_DIR/eval_<name>`` (``EvalSpec(name=…)``), sorted."""
-    if not tf.gfile.IsDirectory(model_dir):
-        return []
-    names = sorted(entry.rstrip("/") for entry in tf.gfile.ListDirectory(model_dir))
-    return [
-        os.path.join(model_dir, name)
-        for name in names
-        if (name == "eval" or name.startswith("eval_"))
-        and tf.gfile.IsDirectory(os.path.join(model_dir, name))
-    ]
+    names = tf.gfile.ListDirectory(model_dir) if tf.gfile.IsDirectory(model_dir) else []
+    names = [name.rstrip("/") for name in names]
+    paths = sorted(os.path.join(model_dir, n) for n in names if n.partition("_")[0] == "eval")
+    return [path for path in paths if tf.gfile.IsDirectory(path)]
 
 
 def _summary_number(value) -> Optional[float]:
@@ -494,10 +489,8 @@ def read_export_metrics(export_dir: str) -> Optional[dict]:
 
 
 def _is_complete(path: str) -> bool:
-    graph = any(
-        tf.gfile.Exists(os.path.join(path, n)) for n in ("saved_model.pb", "saved_model.pbtxt")
-    )
-    return graph and tf.gfile.Exists(os.path.join(path, "variables", "variables.index"))
+    index = os.path.join(path, "variables", "variables.index")
+    return tf.saved_model.contains_saved_model(path) and tf.gfile.Exists(index)
 
 
 def complete_exports(export_dir_base: str) -> list[str]:

@@ -43,14 +43,13 @@ class _IntervalHook(tf.train.SessionRunHook):
     :func:`fill_progress_totals` gives the end and batch size where not given."""
 
     _then = ""  # " + the final evaluation"
+    _loss_required = True  # without `loss`, one in tf.GraphKeys.LOSSES
 
     def __init__(self, every_n_steps: int, loss=None, total_steps=None, batch_size=None) -> None:
         self._every_n = check_int("every_n_steps", every_n_steps)
         self._loss_arg = loss
-        self._given = (
-            check_int("total_steps", total_steps, allow_none=True),
-            check_int("batch_size", batch_size, allow_none=True),
-        )
+        total_steps = check_int("total_steps", total_steps, allow_none=True)
+        self._given = (total_steps, check_int("batch_size", batch_size, allow_none=True))
         self._filled = (None, None, None)  # total_steps, more_steps, batch_size
 
     def begin(self) -> None:
@@ -60,20 +59,15 @@ class _IntervalHook(tf.train.SessionRunHook):
                 f"{type(self).__name__} needs a global step: call "
                 "tf.compat.v1.train.get_or_create_global_step() before building the train op."
             )
-        self._loss = self._find_loss()
+        self._loss = _loss_tensor(self._loss_arg, self._loss_required)
         self._batch_size = self._given[1] or self._filled[2]
-
-    def _find_loss(self) -> Optional[tf.Tensor]:
-        return _loss_tensor(self._loss_arg)
 
     def after_create_session(self, session, coord) -> None:
         self._step = int(session.run(self._global_step))
         total, more = self._given[0] or self._filled[0], self._filled[1]
         self._total = total or (more and self._step + more)
         self._last_step, self._last_time = self._step, time.monotonic()
-        self._reported_once = False
-        self._steps_per_run = 1.0
-        self._runs_since_report = 0
+        self._reported_once, self._steps_per_run, self._runs_since_report = False, 1.0, 0
 
     def before_run(self, run_context):
         self._fetching = self._due(self._step + self._steps_per_run, self._step)
@@ -83,12 +77,8 @@ class _IntervalHook(tf.train.SessionRunHook):
 
     def _due(self, step: float, since: float) -> bool:
         """Whether ``step`` gets a line: the first, the last, or past a multiple of the interval."""
-        return (
-            step // self._every_n > since // self._every_n
-            or not self._reported_once
-            or self._total is not None
-            and self._step < self._total <= step
-        )
+        last = self._total is not None and self._step < self._total <= step
+        return step // self._every_n > since // self._every_n or not self._reported_once or last
 
     def after_run(self, run_context, run_values) -> None:
         self._runs_since_report += 1
@@ -202,6 +192,8 @@ class ProgressHook(_IntervalHook):
         estimator.train(input_fn, max_steps=1000, hooks=[hook])
     """
 
+    _loss_required = False
+
     def __init__(
         self,
         every_n_steps: int = 100,
@@ -210,9 +202,6 @@ class ProgressHook(_IntervalHook):
         loss: Optional[tf.Tensor] = None,
     ) -> None:
         super().__init__(every_n_steps, loss, total_steps, batch_size)
-
-    def _find_loss(self) -> Optional[tf.Tensor]:
-        return _loss_tensor(self._loss_arg, required=False)
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
         parts = [f"step {step}"]
@@ -467,11 +456,8 @@ class _NoImprovement:
             since = step - (having[0] if best_step is None else best_step)
             if since >= self._patience:
                 tf.logging.info(
-                    'early_stopping: no improvement of more than %g in "%s" for %d steps; '
-                    "stopping.",
-                    self._min_delta,
-                    self._monitor,
-                    since,
+                    f"early_stopping: no improvement of more than {self._min_delta:g} in "
+                    f'"{self._monitor}" for {since} steps; stopping.'
                 )
                 self.fired = True
                 return True
@@ -484,11 +470,8 @@ def _stand_in_estimator(model_dir: str):
     saved = os.environ.pop("TF_CONFIG", None)
     try:
         with logs.quieted():  # it would log its whole config
-            return tf_estimator.Estimator(
-                model_fn=lambda features, labels, mode: None,
-                model_dir=model_dir,
-                config=tf_estimator.RunConfig(),
-            )
+            config = tf_estimator.RunConfig()
+            return tf_estimator.Estimator(lambda features, labels, mode: None, model_dir, config)
     finally:
         if saved is not None:
             os.environ["TF_CONFIG"] = saved
@@ -512,6 +495,8 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
 
     def __init__(self, hook, predicate: _NoImprovement, summed: bool = False) -> None:
         self._hook, self._predicate, self._summed = hook, predicate, summed
+        # Once the session exists, each run is the official hook's.
+        self.before_run, self.after_run, self.end = hook.before_run, hook.after_run, hook.end
 
     @property
     def stopped_early(self) -> bool:
@@ -525,15 +510,6 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
     def after_create_session(self, session, coord) -> None:
         session.run(self._init_flag)  # before the official hook reads it
         self._hook.after_create_session(session, coord)
-
-    def before_run(self, run_context):
-        return self._hook.before_run(run_context)
-
-    def after_run(self, run_context, run_values) -> None:
-        self._hook.after_run(run_context, run_values)
-
-    def end(self, session) -> None:
-        self._hook.end(session)
 
 
 class _StopWhenTheChiefSays(tf.train.SessionRunHook):
@@ -615,10 +591,7 @@ def early_stopping(
     if not multi_worker and not estimator.config.is_chief:
         return _StopWhenTheChiefSays()
     predicate = _NoImprovement(eval_dir, monitor, higher, min_delta, patience_steps)
-    hook = tf_estimator.experimental.make_early_stopping_hook(
-        estimator if multi_worker else _stand_in_estimator(eval_dir),
-        predicate,
-        run_every_secs=run_every_secs,
-        run_every_steps=run_every_steps,
-    )
+    made_for = estimator if multi_worker else _stand_in_estimator(eval_dir)
+    every = dict(run_every_secs=run_every_secs, run_every_steps=run_every_steps)
+    hook = tf_estimator.experimental.make_early_stopping_hook(made_for, predicate, **every)
     return _StopFlagOutOfCheckpoints(hook, predicate, summed=multi_worker)

@@ -153,5 +153,4 @@ def recall_at_k(labels, logits_or_probs, k: int, *, weights=None, name: Optional
     labels = _flat(labels, "labels", tf.int64)
     name = name or f"recall_at_{k}"
     ops = tf.metrics.recall_at_k(labels, logits_or_probs, k, weights=weights, name=name)
-    value_op, update_op = (tf.cast(op, tf.float32) for op in ops)
-    return value_op, update_op
+    return tuple(tf.cast(op, tf.float32) for op in ops)

@@ -248,13 +248,9 @@ class _BestExporter(tf_estimator.BestExporter):
         ):
             tf.logging.info(f"Best exporter {self.name!r}: {value} is not better than {best}")
             return None
-        metrics = {
-            "monitor": self._monitor,
-            "mode": self._mode,
-            "value": value,
-            "checkpoint_path": checkpoint_path,
-            "eval_result": {k: _scalar(v) for k, v in eval_result.items()},
-        }
+        metrics = {"monitor": self._monitor, "mode": self._mode, "value": value}
+        metrics["checkpoint_path"] = checkpoint_path
+        metrics["eval_result"] = {k: _scalar(v) for k, v in eval_result.items()}
         with open(self._metrics_path, "w") as f:
             json.dump(metrics, f, indent=1, sort_keys=True)
         # On a cluster the chief may delete the checkpoint while it is exported.

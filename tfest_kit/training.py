@@ -16,8 +16,8 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from tfest_kit import _model_dir
-from tfest_kit._eval_guard import EvalGuard
-from tfest_kit._model_dir import ModelDirLockedError, metrics_by_step, saved_step
+from tfest_kit._model_dir import ModelDirLockedError, checkpoint_step, metrics_by_step, saved_step
+from tfest_kit._task_guard import EvalGuard
 from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, tf
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._vanished_checkpoint import KEEP_MORE, export_unless_vanished, vanished_checkpoint
@@ -88,9 +88,7 @@ class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
     training hooks do not run, and Ctrl-C waited for the whole eval set."""
 
     def __init__(self, train_hooks: list, model_dir: str, max_steps: int) -> None:
-        self._train_hooks = train_hooks
-        self._model_dir = model_dir
-        self._max_steps = max_steps
+        self._train_hooks, self._model_dir, self._max_steps = train_hooks, model_dir, max_steps
 
     def before_eval(self) -> bool:
         return not _preempted(self._train_hooks) or _at_max_steps(self._model_dir, self._max_steps)
@@ -118,13 +116,9 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
         return self.exporter.name
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        self._last_call = dict(
-            estimator=estimator,
-            export_path=export_path,
-            checkpoint_path=checkpoint_path,
-            eval_result=eval_result,
-            is_the_final_export=is_the_final_export,
-        )
+        call = dict(estimator=estimator, export_path=export_path, eval_result=eval_result)
+        call.update(checkpoint_path=checkpoint_path, is_the_final_export=is_the_final_export)
+        self._last_call = call
         self._last_result = export_unless_vanished(
             lambda: self.exporter.export(**self._last_call), self.name, export_path, checkpoint_path
         )
@@ -141,9 +135,8 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
         ):
             return
         tf.logging.info(
-            "Training stopped early at global step %d: exporter %r makes the final export",
-            step,
-            self.name,
+            f"Training stopped early at global step {step}: exporter {self.name!r} makes the "
+            "final export"
         )
         self.export(**{**call, "is_the_final_export": True})
 
@@ -151,10 +144,8 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
 def _not_older(path: str, newest: Optional[str]) -> bool:
     if newest is None:
         return True
-    step = int(path.rsplit("-", 1)[1])
-    return os.path.dirname(path) == os.path.dirname(newest) and step >= int(
-        newest.rsplit("-", 1)[1]
-    )
+    same_dir = os.path.dirname(path) == os.path.dirname(newest)
+    return same_dir and checkpoint_step(path) >= checkpoint_step(newest)
 
 
 class _TaskExecutor(TrainingExecutor):
@@ -183,11 +174,8 @@ class _TaskExecutor(TrainingExecutor):
                 raise  # the same one again: the checkpoint state names files gone for good
             self._vanished.add(path)
             tf.logging.warning(
-                "Evaluator: checkpoint %s was deleted while it was being evaluated; it is "
-                "skipped and the next checkpoint is evaluated (%s). %s",
-                path,
-                type(e).__name__,
-                KEEP_MORE,
+                f"Evaluator: checkpoint {path} was deleted while it was being evaluated; it is "
+                f"skipped and the next checkpoint is evaluated ({type(e).__name__}). {KEEP_MORE}"
             )
             time.sleep(max(0.0, throttle_secs - (time.time() - start)))  # as the official loop
             return None, False
@@ -351,18 +339,13 @@ def train_and_evaluate(
         # With 0 TensorFlow's wait for the next checkpoint spins, logging on every turn.
         throttle = max(throttle, 1)
     exporters = [_FinalAfterEarlyStop(e) for e in eval_spec.exporters]  # EvalSpec checked them
-    eval_spec = eval_spec._replace(
-        hooks=(
-            *eval_spec.hooks,
-            EvalGuard(eval_spec.steps, "eval_steps", "eval_input_fn"),
-            _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps),
-        ),
-        exporters=exporters,
-        throttle_secs=throttle,
-    )
+    guard = EvalGuard(eval_spec.steps, "eval_steps", "eval_input_fn")
+    preemption = _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps)
+    guarded = (*eval_spec.hooks, guard, preemption)
+    eval_spec = eval_spec._replace(hooks=guarded, exporters=exporters, throttle_secs=throttle)
     with _model_dir.training(estimator, train_spec.max_steps) as step_counter:
         train_spec = train_spec._replace(hooks=(*train_hooks, step_counter))
-        return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters)
+        return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, step_counter)
 
 
 def writer_lock(model_dir: str) -> contextlib.AbstractContextManager:
@@ -384,9 +367,8 @@ def writer_lock(model_dir: str) -> contextlib.AbstractContextManager:
     return _model_dir.writer_lock(model_dir) if held else contextlib.nullcontext()
 
 
-def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters) -> dict:
+def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) -> dict:
     model_dir, config = estimator.model_dir, estimator.config
-    start_step = saved_step(model_dir)
     distributed_chief = bool(config.cluster_spec.jobs and config.is_chief)
     early_stop_file = os.path.join(model_dir, _STOPPED_EARLY_FILE)
     if distributed_chief and tf.gfile.Exists(early_stop_file):
@@ -403,31 +385,25 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
             f.write(json.dumps({"global_step": step}))
         tf.gfile.Rename(early_stop_file + ".tmp", early_stop_file, overwrite=True)
         tf.logging.info(
-            "Training stopped early at global step %s; recorded in %s", step, early_stop_file
+            f"Training stopped early at global step {step}; recorded in {early_stop_file}"
         )
     if early_stop_step is not None:
-        for exporter in exporters:
+        for exporter in eval_spec.exporters:  # the _FinalAfterEarlyStop wrappers
             exporter.export_as_final(early_stop_step)
     local = isinstance(result, tuple)  # the official call returns None on a cluster task
     metrics = result[0] if local else None
     last_step = saved_step(model_dir)
     # Stopped by a signal before its last checkpoint was evaluated (_Preemption).
-    preempted = (
-        local
-        and _preempted(train_hooks)
-        and (metrics or {}).get(tf.GraphKeys.GLOBAL_STEP) != last_step
-    )
+    evaluated_step = (metrics or {}).get(tf.GraphKeys.GLOBAL_STEP)
+    preempted = local and _preempted(train_hooks) and evaluated_step != last_step
     if preempted:
         metrics = _newest_metrics(estimator.eval_dir(eval_spec.name))
         what = (
             f"stopped by {interrupted_by} during an evaluation" if interrupted_by else "interrupted"
         )
         tf.logging.warning(
-            "Training %s at global step %s: its checkpoint is not evaluated; newest eval "
-            "metrics: step %s",
-            what,
-            last_step,
-            metrics.get("global_step", "none"),
+            f"Training {what} at global step {last_step}: its checkpoint is not evaluated; "
+            f"newest eval metrics: step {metrics.get('global_step', 'none')}"
         )
     elif metrics is None and local:  # the checkpoint was already at max_steps
         tf.logging.info("Training was already complete; evaluating the last checkpoint")
@@ -438,13 +414,11 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
         metrics = latest_eval_metrics(estimator.eval_dir(eval_spec.name))
     metrics = {k: _plain(v) for k, v in metrics.items()}
     if local and not preempted:
-        _check_progress(metrics, start_step, train_spec.max_steps, _stopped_early(train_hooks))
+        counter.check_ran("train_input_fn")
+        _check_progress(metrics, train_spec.max_steps, _stopped_early(train_hooks))
     if metrics and not preempted:
-        text = " ".join(
-            f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
-            for k, v in sorted(metrics.items())
-            if k != "global_step"
-        )
+        shown = {k: f"{v:.6g}" if isinstance(v, float) else v for k, v in sorted(metrics.items())}
+        text = " ".join(f"{k}={v}" for k, v in shown.items() if k != "global_step")
         tf.logging.info("Final eval metrics (step %s): %s", metrics.get("global_step"), text)
     return metrics
 
@@ -452,10 +426,8 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, exporters
 def _release_preemption_hooks(train_hooks: list) -> Optional[str]:
     """Puts back the signal handlers (the interrupted evaluation skipped the hooks' ``end()``);
     returns the name of the signal received, if any."""
-    names = []
+    names = [signal.Signals(h.preempted).name for h in train_hooks if getattr(h, "preempted", None)]
     for hook in train_hooks:
-        if getattr(hook, "preempted", None):
-            names.append(signal.Signals(hook.preempted).name)
         if isinstance(hook, PreemptionHook):
             hook.end(None)
     return names[0] if names else None
@@ -467,19 +439,12 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _check_progress(metrics: dict, start_step, max_steps: int, stopped_early: bool) -> None:
-    """Names a local training that took no step or ended short (Estimator ends it silently)."""
+def _check_progress(metrics: dict, max_steps: int, stopped_early: bool) -> None:
+    """Names a local training that ended short (Estimator ends it silently)."""
     final_step = metrics.get("global_step")
-    if start_step is not None and start_step < max_steps and final_step == start_step:
-        raise ValueError(
-            "`train_input_fn` yielded no batch: check that the training data is not empty. "
-            f"Got: 0 steps from global step {start_step}"
-        )
     if final_step is not None and final_step < max_steps and not stopped_early:
         tf.logging.warning(
-            "Training ended at global step %d, before max_steps=%d: `train_input_fn` ran out "
-            "of data (or a hook stopped it). To reach max_steps, repeat the data (e.g. "
-            "inputs.from_arrays(…, num_epochs=None)).",
-            final_step,
-            max_steps,
+            f"Training ended at global step {final_step}, before max_steps={max_steps}: "
+            "`train_input_fn` ran out of data (or a hook stopped it). To reach max_steps, repeat "
+            "the data (e.g. inputs.from_arrays(…, num_epochs=None))."
         )

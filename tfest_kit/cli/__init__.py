@@ -15,11 +15,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 # Imported when the parser is built; doctor must run where TensorFlow is missing or broken.
 COMMANDS = {
-    "doctor": "tfest_kit.cli.doctor",
-    "inspect": "tfest_kit.cli.inspect",
-    "plot": "tfest_kit.cli.plot",
-    "predict": "tfest_kit.cli.predict",
-    "signature": "tfest_kit.cli.signature",
+    name: f"tfest_kit.cli.{name}" for name in "doctor inspect plot predict signature".split()
 }
 
 

@@ -141,12 +141,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"predict: cannot read the request {args.request!r}: {e}", file=sys.stderr)
         return 2
     named = request.get("signature_name") if isinstance(request, dict) else None
+    signature = args.signature or named or "serving_default"
     try:
-        predictor = Predictor(
-            find_export(args.export_dir, "predict"),
-            args.signature or named or "serving_default",
-            batch_size=args.batch_size,
-        )
+        export_dir = find_export(args.export_dir, "predict")
+        predictor = Predictor(export_dir, signature, batch_size=args.batch_size)
     except (ExportNotFoundError, ExportLoadError) as e:
         print(f"predict: {e}", file=sys.stderr)
         return 1

@@ -13,21 +13,18 @@ import sys
 
 __all__ = ["add_parser", "run", "find_export", "format_signatures"]
 
+_SIDES = ("inputs", "outputs")
+
 
 def _as_dict(signatures: dict) -> dict:
     def tensor(spec) -> dict:
         shape = None if spec.shape.rank is None else [-1 if d is None else d for d in spec.shape]
         return {"dtype": spec.dtype.name, "shape": shape, "tensor": spec.name}
 
-    return {
-        name: {
-            "method": sig["method"],
-            **{
-                side: {k: tensor(s) for k, s in sig[side].items()} for side in ("inputs", "outputs")
-            },
-        }
-        for name, sig in signatures.items()
-    }
+    def sides(sig) -> dict:
+        return {side: {k: tensor(s) for k, s in sig[side].items()} for side in _SIDES}
+
+    return {name: {"method": sig["method"], **sides(sig)} for name, sig in signatures.items()}
 
 
 def find_export(path: str, command: str) -> str:
@@ -55,7 +52,7 @@ def format_signatures(export_dir: str, signatures: dict) -> str:
     lines = [f"SavedModel: {export_dir}"]
     for name, sig in _as_dict(signatures).items():
         lines.append(f"\nsignature_def[{name!r}]  method: {sig['method']}")
-        for side in ("inputs", "outputs"):
+        for side in _SIDES:
             lines.append(f"  {side}:")
             for key, t in sig[side].items():
                 shape = "unknown rank" if t["shape"] is None else f"shape {t['shape']}"

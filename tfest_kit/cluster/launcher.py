@@ -87,9 +87,7 @@ class LocalCluster:
         self.tasks: list[Task] = [(job, i) for job, hosts in jobs for i in range(len(hosts))]
         if evaluator:
             self.tasks.append(("evaluator", 0))
-        self._env = dict(env or {})
-        self._cwd = cwd
-        self._output = output
+        self._env, self._cwd, self._output = dict(env or {}), cwd, output
         self._lock = threading.Lock()
         self._procs: dict[Task, subprocess.Popen] = {}
         self._pumps: dict[Task, threading.Thread] = {}
@@ -103,15 +101,10 @@ class LocalCluster:
         task = (task_type, index)
         env = {**os.environ, **self._env, "PYTHONUNBUFFERED": "1"}
         env["TF_CONFIG"] = json.dumps(self.tf_config(task_type, index))
+        pipes = dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        die = _die_with_parent if sys.platform.startswith("linux") else None
         proc = subprocess.Popen(
-            self.command,
-            env=env,
-            cwd=self._cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            self.command, env=env, cwd=self._cwd, start_new_session=True, preexec_fn=die, **pipes
         )
         self._procs[task] = proc
         self._pumps[task] = threading.Thread(target=self._pump, args=(task, proc), daemon=True)
@@ -295,13 +288,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             signal.signal(s, signal.SIG_IGN)
         raise _Interrupted(signum)
 
+    graces = dict(worker_grace_secs=args.worker_grace, evaluator_grace_secs=args.evaluator_grace)
     previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return local.run(
-            timeout=args.timeout,
-            worker_grace_secs=args.worker_grace,
-            evaluator_grace_secs=args.evaluator_grace,
-        )
+        return local.run(timeout=args.timeout, **graces)
     except _Interrupted as e:
         local._write(f"[launcher] {e}: stopping every task")
         local.stop()
