@@ -270,3 +270,27 @@ def test_bfloat16_in_a_loop_gives_the_numbers_of_one_step_per_run(tmp_path):
     # The rewrite ran in both (the weights are bfloat16's, not float32's).
     float32, _ = _train(tmp_path / "float32", 10, max_steps=20)
     assert not np.allclose(_weights(float32)["dense/kernel"], _weights(ten)["dense/kernel"])
+
+
+def test_a_builders_model_fn_with_warm_up_and_decay_gives_the_same_weights(tmp_path):
+    # model_fn.classifier's AdamW, warm-up and decay read the global step inside the loop.
+    from tfest_kit import model_fn as mf
+
+    def network(features, mode, params):
+        seeded = tf.glorot_uniform_initializer(seed=3)
+        return tf.layers.dense(features["x"], 2, kernel_initializer=seeded, name="dense")
+
+    weights = {}
+    for per_loop in (1, 5):
+        config = tpu.RunConfig(
+            model_dir=str(tmp_path / str(per_loop)),
+            tpu_config=tpu.TPUConfig(iterations_per_loop=per_loop),
+        )
+        build = mf.classifier(
+            network, 2, optimizer="adamw", warmup_steps=4, decay_steps=20, tpu_spec=True
+        )
+        est = tpu.TPUEstimator(build, config=config, use_tpu=False, train_batch_size=BATCH)
+        est.train(_input_fn, max_steps=13)
+        weights[per_loop] = _weights(est)
+    for name, value in weights[1].items():
+        np.testing.assert_allclose(weights[5][name], value, rtol=1e-5, atol=1e-6)

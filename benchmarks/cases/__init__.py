@@ -15,4 +15,5 @@ TRAINING_VARIANTS = (
     "keras_spe10",
     "keras_spe100",
     "session",
+    "session_loop100",
 )

@@ -14,7 +14,8 @@
   ``keras_spe10``, ``keras_spe100``: with ``compile(steps_per_execution=10 / 100)``;
 * ``session``: the same graph (input pipeline, model, Adam) run step by step in a bare
   ``tf.compat.v1.Session`` with Estimator's default ``ConfigProto``: no Estimator, no hooks.
-  The ceiling of the TF1 runtime on this machine, to tell our per-step costs from TensorFlow's.
+  The ceiling of the TF1 runtime on this machine, to tell our per-step costs from TensorFlow's;
+  ``session_loop100``: the fallback's 100-step loop (``tpu._training_loop``) in that Session.
 
 Throughput is ``batch_size`` ÷ the median time between the ends of consecutive steps after
 ``warmup`` steps, timed by a hook (Keras: a callback; session: after each ``Session.run``;
@@ -152,8 +153,9 @@ def train_throughput(
             config = tpu.RunConfig(tpu_config=loop, **common)
         model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
         est = tpu.TPUEstimator(model_fn, config=config, use_tpu=False, train_batch_size=batch_size)
-    elif variant == "session":
-        return _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size)
+    elif variant.startswith("session"):
+        args = (logits_fn, learning_rate, input_fn, warmup, total, batch_size, per_run)
+        return _session_throughput(*args)
     else:
         raise ValueError(f"unknown variant {variant!r}; expected one of {TRAINING_VARIANTS}")
     est.train(input_fn, steps=total, hooks=[timer])
@@ -170,24 +172,33 @@ def train_op(logits_fn: Callable, learning_rate: float, features, labels):
     return model_fn(features, labels, estimator.ModeKeys.TRAIN).train_op
 
 
-def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size) -> float:
+def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size, per_run):
     from tfest_kit.config import session_config
+    from tfest_kit.tpu import _training_loop
 
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(0)
         features, labels = tf.data.make_one_shot_iterator(input_fn()).get_next()
-        step_op = train_op(logits_fn, learning_rate, features, labels)
+        feeds = []
+        if per_run > 1:
+            tf.train.get_or_create_global_step()
+            model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=False)
+            step_fn = lambda x, y: model_fn(x, y, estimator.ModeKeys.TRAIN)  # noqa: E731
+            spec, _ = _training_loop(step_fn, features, labels, per_run, (None, None), ())
+            step_op, feeds = spec.train_op, [graph.get_tensor_by_name("iterations_per_loop:0")]
+        else:
+            step_op = train_op(logits_fn, learning_rate, features, labels)
         init = tf.global_variables_initializer()
     times = []
     # session_config() with no arguments is the ConfigProto Estimator uses by default.
     with tf.Session(graph=graph, config=session_config()) as session:
         session.run(init)
-        step = session.make_callable(step_op)
-        for _ in range(total):
-            step()
+        step = session.make_callable(step_op, feed_list=feeds)
+        for _ in range(total // per_run):
+            step(*[per_run] * len(feeds))
             times.append(time.perf_counter())
-    return _rate(times, warmup, total, batch_size)
+    return _rate(times, warmup, total, batch_size, per_run)
 
 
 def _keras_throughput(keras_fn, features, labels, batch_size, warmup, total, per_run) -> float:
