@@ -443,7 +443,8 @@ class TPUEstimator(tf_estimator.Estimator):
     ``RunConfig(cluster=…)``, a ``grpc://`` master, ``TPU_NAME``). Otherwise an Estimator whose
     model_fn gets ``params['batch_size']`` (per replica under a strategy) and ``params['use_tpu']
     = False``, may return a ``TPUEstimatorSpec``, and logs ``loss = …, step = …; examples/sec: …``
-    every ``log_step_count_steps`` (not beside a ``hooks.ProgressHook``).
+    every ``log_step_count_steps`` (not beside a ``hooks.ProgressHook``); a ``Session.run``
+    trains ``TPUConfig.iterations_per_loop`` steps, as on a TPU (see :meth:`train`).
 
     Args:
       model_fn: ``model_fn(features, labels, mode, params, config)`` returning a
