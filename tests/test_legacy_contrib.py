@@ -16,6 +16,7 @@ import importlib
 import re
 import traceback
 
+import numpy as np
 import pytest
 
 from tests.conftest import ROOT, on_sys_path, run_program, write_module
@@ -37,7 +38,7 @@ SERVED_COUNTS = {
     "framework": (43, 71),
     "framework.nest": (19, 19),
     "layers": (68, 98),
-    "learn": (4, 69),
+    "learn": (5, 69),
     "lookup": (23, 23),
     "metrics": (52, 57),
     "opt": (6, 28),
@@ -188,6 +189,43 @@ def test_learn_serves_its_constants_and_refuses_its_estimators():
         learn.datasets.mnist.read_data_sets("/tmp/mnist")
     with pytest.raises(AttributeError, match="is not provided"):
         _ = learn.not_a_tf115_name  # never in tf.contrib.learn: at once
+
+
+def test_learn_vocabulary_processor_gives_tf115_ids_and_restores_from_its_pickle(tmp_path):
+    # A text classifier in the TF1 style: word ids from learn.preprocessing, the processor
+    # pickled beside the checkpoints and restored by the evaluation script.
+    write_module(
+        tmp_path / "legacy_text_ids.py",
+        """
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.contrib import learn
+
+        def ids(texts, max_len, path, min_frequency=0):
+            processor = learn.preprocessing.VocabularyProcessor(max_len, min_frequency)
+            fitted = np.array(list(processor.fit_transform(texts)))
+            processor.save(path)
+            restored = learn.preprocessing.VocabularyProcessor.restore(path)
+            return processor, fitted, restored
+        """,
+    )
+    report = Report()
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
+        module = importlib.import_module("legacy_text_ids")
+        texts = ["The movie was GOOD", "the movie wasn't good-ish"]
+        processor, fitted, restored = module.ids(texts, 4, str(tmp_path / "vocab"))
+        # TF 1.15's tokenizer: case kept, apostrophes and hyphens inside words, "Mc|Donald".
+        np.testing.assert_array_equal(fitted, [[1, 2, 3, 4], [5, 2, 6, 7]])
+        unseen = list(restored.transform(["McDonald movie was unseen"]))
+        np.testing.assert_array_equal(unseen, [[0, 0, 2, 3]])  # frozen: new words are 0
+        assert unseen[0].dtype == np.int64 and len(restored.vocabulary_) == 8
+        assert list(processor.reverse([[5, 2, 0]])) == ["the movie <UNK>"]
+        # min_frequency: ids renumbered by frequency, then alphabetically; the rare dropped.
+        _, trimmed, _ = module.ids(["b a a", "c a b"], 3, str(tmp_path / "v2"), min_frequency=1)
+        np.testing.assert_array_equal(trimmed, [[2, 1, 1], [0, 1, 2]])
+        with pytest.raises(AttributeError, match="OrdinalEncoder"):
+            module.learn.preprocessing.CategoricalProcessor()
+    assert "tf.contrib.learn.preprocessing.VocabularyProcessor" in report.names(SHIM)
 
 
 # --- refused at use, not at import ------------------------------------------------------------

@@ -497,7 +497,17 @@ def build_contrib(report: Report) -> ShimModule:
         "seq2seq": package("seq2seq"),
         "opt": package("opt"),
         "summary": package("summary"),
-        "learn": package("learn"),
+        "learn": package(
+            "learn",
+            extra={
+                "preprocessing": Entry(
+                    lambda: served_package(
+                        "_learn_preprocessing", report, display="tf.contrib.learn.preprocessing"
+                    ),
+                    None,
+                )
+            },
+        ),
         "compiler": Entry(lambda: _compiler(report), None),
         "distribute": package(
             "distribute", fallbacks=[(lambda: tf.distribute, "tf.compat.v1.distribute")]
