@@ -39,6 +39,7 @@ SERVED_COUNTS = {
     "framework.nest": (19, 19),
     "layers": (68, 98),
     "learn": (5, 69),
+    "legacy_seq2seq": (5, 13),
     "lookup": (23, 23),
     "metrics": (52, 57),
     "opt": (6, 28),
@@ -392,3 +393,59 @@ def test_a_refused_module_stops_the_script_where_it_is_used(refusing_project):
     assert proc.stderr.count("is not provided by the legacy runner") == 1, proc.stderr
     assert "tf.contrib.graph_editor.reroute_ts is not provided" in proc.stderr, proc.stderr
     assert "TensorFlow 2 has no equivalent of tf.contrib.graph_editor" in proc.stderr
+
+
+def test_legacy_seq2seq_rnn_decoder_and_losses_as_tf115(tmp_path):
+    # A character language model in the TF1 style: a list of per-step inputs through
+    # legacy_seq2seq.rnn_decoder under an "rnnlm" scope, sampled with a loop_function.
+    write_module(
+        tmp_path / "legacy_char_lm.py",
+        """
+        import tensorflow as tf
+        from tensorflow.contrib import legacy_seq2seq, rnn
+
+        def build(inputs, state, cell, loop=None):
+            return legacy_seq2seq.rnn_decoder(inputs, state, cell, loop_function=loop,
+                                              scope="rnnlm")
+        """,
+    )
+    rng = np.random.RandomState(3)
+    steps = [rng.randn(2, 4).astype(np.float32) for _ in range(3)]
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report()), Report()):
+        module = importlib.import_module("legacy_char_lm")
+        seq2seq = module.legacy_seq2seq
+        with tf.Graph().as_default():
+            steps = [tf.constant(x) for x in steps]
+            cell = module.rnn.LSTMCell(4)
+            state = cell.zero_state(2, tf.float32)
+            outputs, _ = module.build(steps, state, cell)
+            with tf.variable_scope("rnnlm", reuse=True):  # the same variables
+                unrolled, _ = tf.nn.static_rnn(cell, steps, initial_state=state)
+                fed, prev, s = [], None, state
+                for x in steps:
+                    out, s = cell(x if prev is None else prev, s)
+                    fed.append(out)
+                    prev = out
+            # Sampling: each output fed back as the next input, with the cell's own variables.
+            looped, _ = module.build(steps, state, cell, loop=lambda prev, i: prev)
+            names = sorted(v.op.name for v in tf.global_variables() if v.op.name.startswith("r"))
+            logits = [tf.constant(rng.randn(2, 5).astype(np.float32)) for _ in range(3)]
+            targets = [tf.constant([1, 4]), tf.constant([[0], [2]]), tf.constant([3, 3])]
+            weights = [tf.constant([1.0, 0.0])] * 3
+            by_example = seq2seq.sequence_loss_by_example(logits, targets, weights)
+            mean = seq2seq.sequence_loss(logits, targets, weights)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                got, want = sess.run([outputs, unrolled])
+                np.testing.assert_allclose(got, want, rtol=1e-5)
+                np.testing.assert_allclose(*sess.run([looped, fed]), rtol=1e-5)
+                loss, loss_mean, logit_values = sess.run([by_example, mean, logits])
+            with pytest.raises(ValueError, match="Lengths of logits, weights, and targets"):
+                seq2seq.sequence_loss(logits, targets[:2], weights)
+    assert names == ["rnnlm/lstm_cell/bias", "rnnlm/lstm_cell/kernel"]  # TF 1.15's
+    log_probs = [v - np.log(np.exp(v).sum(1, keepdims=True)) for v in logit_values]
+    first = -(log_probs[0][0, 1] + log_probs[1][0, 0] + log_probs[2][0, 3]) / 3
+    np.testing.assert_allclose(loss, [first, 0.0], rtol=1e-5)  # the second weighs 0
+    np.testing.assert_allclose(loss_mean, first / 2, rtol=1e-5)
+    with pytest.raises(AttributeError, match=r"legacy_seq2seq\.embedding_attention_seq2seq"):
+        seq2seq.embedding_attention_seq2seq([], [], None, 10, 10, 8)  # not served: at use

@@ -495,6 +495,7 @@ def build_contrib(report: Report) -> ShimModule:
         "estimator": package("estimator"),
         "crf": package("crf"),
         "seq2seq": package("seq2seq"),
+        "legacy_seq2seq": package("legacy_seq2seq"),
         "opt": package("opt"),
         "summary": package("summary"),
         "learn": package(
