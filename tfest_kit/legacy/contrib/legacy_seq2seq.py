@@ -66,6 +66,13 @@ def rnn_decoder(
 
     Returns:
       ``(outputs, state)``: the list of the cell's outputs, one per step, and its last state.
+
+    Example:
+
+        inputs = tf.split(embedded, seq_length, axis=1)       # [batch, 1, dim] each
+        inputs = [tf.squeeze(x, [1]) for x in inputs]
+        outputs, last_state = rnn_decoder(inputs, cell.zero_state(batch, tf.float32), cell,
+                                          scope="rnnlm")
     """
     with tf.variable_scope(scope or "rnn_decoder"):
         state = initial_state
@@ -95,6 +102,10 @@ def basic_rnn_seq2seq(
 
     Returns:
       ``(outputs, state)`` of :func:`rnn_decoder`.
+
+    Example:
+
+        outputs, state = basic_rnn_seq2seq(encoder_steps, decoder_steps, GRUCell(64))
     """
     with tf.variable_scope(scope or "basic_rnn_seq2seq"):
         enc_cell = copy.deepcopy(cell)
@@ -114,6 +125,10 @@ def tied_rnn_seq2seq(
 
     Returns:
       ``(outputs, state)`` of :func:`rnn_decoder`.
+
+    Example:
+
+        outputs, state = tied_rnn_seq2seq(encoder_steps, decoder_steps, GRUCell(64))
     """
     with tf.variable_scope("combined_tied_rnn_seq2seq"):
         scope = scope or "tied_rnn_seq2seq"
@@ -145,6 +160,12 @@ def sequence_loss_by_example(
 
     Raises:
       ValueError: ``logits``, ``targets`` and ``weights`` are lists of different lengths.
+
+    Example:
+
+        loss = sequence_loss_by_example([logits], [tf.reshape(targets, [-1])],
+                                        [tf.ones([batch_size * seq_length])])
+        cost = tf.reduce_sum(loss) / batch_size / seq_length
     """
     if len(targets) != len(logits) or len(weights) != len(logits):
         raise ValueError(
@@ -182,7 +203,12 @@ def sequence_loss(
     softmax_loss_function: Optional[Callable[..., Any]] = None,
     name: Optional[str] = None,
 ) -> Any:
-    """The summed :func:`sequence_loss_by_example`, divided by the batch size by default."""
+    """The summed :func:`sequence_loss_by_example`, divided by the batch size by default.
+
+    Example:
+
+        loss = sequence_loss(step_logits, step_targets, step_weights)   # a scalar
+    """
     with tf.name_scope(name, "sequence_loss", list(logits) + list(targets) + list(weights)):
         cost = tf.reduce_sum(
             sequence_loss_by_example(
