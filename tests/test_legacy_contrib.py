@@ -449,3 +449,21 @@ def test_legacy_seq2seq_rnn_decoder_and_losses_as_tf115(tmp_path):
     np.testing.assert_allclose(loss_mean, first / 2, rtol=1e-5)
     with pytest.raises(AttributeError, match=r"legacy_seq2seq\.embedding_attention_seq2seq"):
         seq2seq.embedding_attention_seq2seq([], [], None, 10, 10, 8)  # not served: at use
+
+
+def test_legacy_seq2seq_models_keep_tf115_variable_names():
+    ns = build_namespace(Report())
+    seq2seq, rnn = ns.contrib.legacy_seq2seq, ns.contrib.rnn
+    with tf.Graph().as_default():
+        enc = [tf.ones([2, 3]) * i for i in range(3)]
+        dec = [tf.ones([2, 3]) * i for i in range(2)]
+        basic, _ = seq2seq.basic_rnn_seq2seq(enc, dec, rnn.GRUCell(4))
+        tied, _ = seq2seq.tied_rnn_seq2seq(enc, dec, rnn.GRUCell(4))
+        names = {v.op.name.rsplit("/gru_cell/", 1)[0] for v in tf.global_variables()}
+    # The encoder copies the cell (its own variables); the tied model shares one set.
+    assert names == {
+        "basic_rnn_seq2seq/rnn",
+        "basic_rnn_seq2seq/rnn_decoder",
+        "combined_tied_rnn_seq2seq/tied_rnn_seq2seq",
+    }
+    assert len(basic) == len(tied) == 2 and basic[0].shape.as_list() == [2, 4]
