@@ -16,6 +16,7 @@ import importlib
 import re
 import traceback
 
+import numpy as np
 import pytest
 
 from tests.conftest import ROOT, on_sys_path, run_program, write_module
@@ -37,7 +38,8 @@ SERVED_COUNTS = {
     "framework": (43, 71),
     "framework.nest": (19, 19),
     "layers": (68, 98),
-    "learn": (4, 69),
+    "learn": (5, 69),
+    "legacy_seq2seq": (5, 13),
     "lookup": (23, 23),
     "metrics": (52, 57),
     "opt": (6, 28),
@@ -188,6 +190,43 @@ def test_learn_serves_its_constants_and_refuses_its_estimators():
         learn.datasets.mnist.read_data_sets("/tmp/mnist")
     with pytest.raises(AttributeError, match="is not provided"):
         _ = learn.not_a_tf115_name  # never in tf.contrib.learn: at once
+
+
+def test_learn_vocabulary_processor_gives_tf115_ids_and_restores_from_its_pickle(tmp_path):
+    # A text classifier in the TF1 style: word ids from learn.preprocessing, the processor
+    # pickled beside the checkpoints and restored by the evaluation script.
+    write_module(
+        tmp_path / "legacy_text_ids.py",
+        """
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.contrib import learn
+
+        def ids(texts, max_len, path, min_frequency=0):
+            processor = learn.preprocessing.VocabularyProcessor(max_len, min_frequency)
+            fitted = np.array(list(processor.fit_transform(texts)))
+            processor.save(path)
+            restored = learn.preprocessing.VocabularyProcessor.restore(path)
+            return processor, fitted, restored
+        """,
+    )
+    report = Report()
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
+        module = importlib.import_module("legacy_text_ids")
+        texts = ["The movie was GOOD", "the movie wasn't good-ish"]
+        processor, fitted, restored = module.ids(texts, 4, str(tmp_path / "vocab"))
+        # TF 1.15's tokenizer: case kept, apostrophes and hyphens inside words, "Mc|Donald".
+        np.testing.assert_array_equal(fitted, [[1, 2, 3, 4], [5, 2, 6, 7]])
+        unseen = list(restored.transform(["McDonald movie was unseen"]))
+        np.testing.assert_array_equal(unseen, [[0, 0, 2, 3]])  # frozen: new words are 0
+        assert unseen[0].dtype == np.int64 and len(restored.vocabulary_) == 8
+        assert list(processor.reverse([[5, 2, 0]])) == ["the movie <UNK>"]
+        # min_frequency: ids renumbered by frequency, then alphabetically; the rare dropped.
+        _, trimmed, _ = module.ids(["b a a", "c a b"], 3, str(tmp_path / "v2"), min_frequency=1)
+        np.testing.assert_array_equal(trimmed, [[2, 1, 1], [0, 1, 2]])
+        with pytest.raises(AttributeError, match="OrdinalEncoder"):
+            module.learn.preprocessing.CategoricalProcessor()
+    assert "tf.contrib.learn.preprocessing.VocabularyProcessor" in report.names(SHIM)
 
 
 # --- refused at use, not at import ------------------------------------------------------------
@@ -354,3 +393,77 @@ def test_a_refused_module_stops_the_script_where_it_is_used(refusing_project):
     assert proc.stderr.count("is not provided by the legacy runner") == 1, proc.stderr
     assert "tf.contrib.graph_editor.reroute_ts is not provided" in proc.stderr, proc.stderr
     assert "TensorFlow 2 has no equivalent of tf.contrib.graph_editor" in proc.stderr
+
+
+def test_legacy_seq2seq_rnn_decoder_and_losses_as_tf115(tmp_path):
+    # A character language model in the TF1 style: a list of per-step inputs through
+    # legacy_seq2seq.rnn_decoder under an "rnnlm" scope, sampled with a loop_function.
+    write_module(
+        tmp_path / "legacy_char_lm.py",
+        """
+        import tensorflow as tf
+        from tensorflow.contrib import legacy_seq2seq, rnn
+
+        def build(inputs, state, cell, loop=None):
+            return legacy_seq2seq.rnn_decoder(inputs, state, cell, loop_function=loop,
+                                              scope="rnnlm")
+        """,
+    )
+    rng = np.random.RandomState(3)
+    steps = [rng.randn(2, 4).astype(np.float32) for _ in range(3)]
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report()), Report()):
+        module = importlib.import_module("legacy_char_lm")
+        seq2seq = module.legacy_seq2seq
+        with tf.Graph().as_default():
+            steps = [tf.constant(x) for x in steps]
+            cell = module.rnn.LSTMCell(4)
+            state = cell.zero_state(2, tf.float32)
+            outputs, _ = module.build(steps, state, cell)
+            with tf.variable_scope("rnnlm", reuse=True):  # the same variables
+                unrolled, _ = tf.nn.static_rnn(cell, steps, initial_state=state)
+                fed, prev, s = [], None, state
+                for x in steps:
+                    out, s = cell(x if prev is None else prev, s)
+                    fed.append(out)
+                    prev = out
+            # Sampling: each output fed back as the next input, with the cell's own variables.
+            looped, _ = module.build(steps, state, cell, loop=lambda prev, i: prev)
+            names = sorted(v.op.name for v in tf.global_variables() if v.op.name.startswith("r"))
+            logits = [tf.constant(rng.randn(2, 5).astype(np.float32)) for _ in range(3)]
+            targets = [tf.constant([1, 4]), tf.constant([[0], [2]]), tf.constant([3, 3])]
+            weights = [tf.constant([1.0, 0.0])] * 3
+            by_example = seq2seq.sequence_loss_by_example(logits, targets, weights)
+            mean = seq2seq.sequence_loss(logits, targets, weights)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                got, want = sess.run([outputs, unrolled])
+                np.testing.assert_allclose(got, want, rtol=1e-5)
+                np.testing.assert_allclose(*sess.run([looped, fed]), rtol=1e-5)
+                loss, loss_mean, logit_values = sess.run([by_example, mean, logits])
+            with pytest.raises(ValueError, match="Lengths of logits, weights, and targets"):
+                seq2seq.sequence_loss(logits, targets[:2], weights)
+    assert names == ["rnnlm/lstm_cell/bias", "rnnlm/lstm_cell/kernel"]  # TF 1.15's
+    log_probs = [v - np.log(np.exp(v).sum(1, keepdims=True)) for v in logit_values]
+    first = -(log_probs[0][0, 1] + log_probs[1][0, 0] + log_probs[2][0, 3]) / 3
+    np.testing.assert_allclose(loss, [first, 0.0], rtol=1e-5)  # the second weighs 0
+    np.testing.assert_allclose(loss_mean, first / 2, rtol=1e-5)
+    with pytest.raises(AttributeError, match=r"legacy_seq2seq\.embedding_attention_seq2seq"):
+        seq2seq.embedding_attention_seq2seq([], [], None, 10, 10, 8)  # not served: at use
+
+
+def test_legacy_seq2seq_models_keep_tf115_variable_names():
+    ns = build_namespace(Report())
+    seq2seq, rnn = ns.contrib.legacy_seq2seq, ns.contrib.rnn
+    with tf.Graph().as_default():
+        enc = [tf.ones([2, 3]) * i for i in range(3)]
+        dec = [tf.ones([2, 3]) * i for i in range(2)]
+        basic, _ = seq2seq.basic_rnn_seq2seq(enc, dec, rnn.GRUCell(4))
+        tied, _ = seq2seq.tied_rnn_seq2seq(enc, dec, rnn.GRUCell(4))
+        names = {v.op.name.rsplit("/gru_cell/", 1)[0] for v in tf.global_variables()}
+    # The encoder copies the cell (its own variables); the tied model shares one set.
+    assert names == {
+        "basic_rnn_seq2seq/rnn",
+        "basic_rnn_seq2seq/rnn_decoder",
+        "combined_tied_rnn_seq2seq/tied_rnn_seq2seq",
+    }
+    assert len(basic) == len(tied) == 2 and basic[0].shape.as_list() == [2, 4]

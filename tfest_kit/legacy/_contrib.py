@@ -495,9 +495,20 @@ def build_contrib(report: Report) -> ShimModule:
         "estimator": package("estimator"),
         "crf": package("crf"),
         "seq2seq": package("seq2seq"),
+        "legacy_seq2seq": package("legacy_seq2seq"),
         "opt": package("opt"),
         "summary": package("summary"),
-        "learn": package("learn"),
+        "learn": package(
+            "learn",
+            extra={
+                "preprocessing": Entry(
+                    lambda: served_package(
+                        "_learn_preprocessing", report, display="tf.contrib.learn.preprocessing"
+                    ),
+                    None,
+                )
+            },
+        ),
         "compiler": Entry(lambda: _compiler(report), None),
         "distribute": package(
             "distribute", fallbacks=[(lambda: tf.distribute, "tf.compat.v1.distribute")]
