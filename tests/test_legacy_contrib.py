@@ -46,7 +46,7 @@ SERVED_COUNTS = {
     "predictor": (2, 3),
     "rnn": (21, 50),
     "seq2seq": (28, 29),
-    "slim": (124, 186),
+    "slim": (125, 186),
     "summary": (16, 20),
     "tpu": (16, 36),
     "training": (9, 28),
@@ -467,3 +467,159 @@ def test_legacy_seq2seq_models_keep_tf115_variable_names():
         "combined_tied_rnn_seq2seq/tied_rnn_seq2seq",
     }
     assert len(basic) == len(tied) == 2 and basic[0].shape.as_list() == [2, 4]
+
+
+# --- contrib's implementation-module paths, as surveyed projects import them ---------------------
+
+
+def test_a_library_the_script_puts_on_sys_path_gets_tf1_and_the_batch_norm_port(tmp_path):
+    # A DeepFM-style project: example/main.py appends ".." to sys.path and imports the model
+    # from there; the model imports batch_norm from contrib's implementation path.
+    write_module(
+        tmp_path / "fm_model.py",
+        """
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.contrib.layers.python.layers import batch_norm as batch_norm
+
+
+        class Model(object):
+            def __init__(self):
+                self.graph = tf.Graph()
+                with self.graph.as_default():
+                    tf.set_random_seed(1)
+                    self.x = tf.placeholder(tf.float32, [None, 4])
+                    self.y = tf.placeholder(tf.float32, [None, 1])
+                    self.train_phase = tf.placeholder(tf.bool)
+                    h = tf.layers.dense(self.x, 8)
+                    bn_train = batch_norm(h, decay=0.9, updates_collections=None,
+                                          is_training=True, reuse=None, scope="bn_0")
+                    bn_infer = batch_norm(h, decay=0.9, updates_collections=None,
+                                          is_training=False, reuse=True, scope="bn_0")
+                    h = tf.cond(self.train_phase, lambda: bn_train, lambda: bn_infer)
+                    out = tf.layers.dense(tf.nn.relu(h), 1)
+                    self.loss = tf.losses.mean_squared_error(self.y, out)
+                    self.opt = tf.train.AdamOptimizer(0.05).minimize(self.loss)
+                    self.sess = tf.Session()
+                    self.sess.run(tf.global_variables_initializer())
+
+            def fit(self, x, y, epochs):
+                for epoch in range(epochs):
+                    feed = {self.x: x, self.y: y, self.train_phase: True}
+                    loss, _ = self.sess.run((self.loss, self.opt), feed_dict=feed)
+                    if epoch % 10 == 0:
+                        print("[%d] train-loss=%.4f" % (epoch + 1, loss))
+                feed = {self.x: x, self.y: y, self.train_phase: False}
+                return self.sess.run(self.loss, feed_dict=feed)
+        """,
+    )
+    write_module(
+        tmp_path / "example" / "main.py",
+        """
+        import sys
+        import numpy as np
+        sys.path.append("..")
+        from fm_model import Model
+
+        rng = np.random.RandomState(0)
+        x = rng.rand(64, 4).astype(np.float32)
+        y = x.sum(axis=1, keepdims=True)
+        print("eval-loss=%.4f" % Model().fit(x, y, 60))
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", "main.py"], cwd=tmp_path / "example")
+    losses = [float(v) for v in re.findall(r"train-loss=([\d.]+)", proc.stdout)]
+    assert len(losses) == 6 and losses[-1] < losses[0] / 4, proc.stdout
+    assert float(re.search(r"eval-loss=([\d.]+)", proc.stdout).group(1)) < losses[0], proc.stdout
+
+
+def test_contrib_layers_python_layers_serves_the_ports():
+    ns = build_namespace(Report())
+    python_layers = ns.contrib.layers.python.layers
+    assert python_layers.batch_norm is ns.contrib.layers.batch_norm
+    assert python_layers.layers.batch_norm is ns.contrib.layers.batch_norm
+    assert python_layers.layer_norm is ns.contrib.layers.layer_norm
+    assert python_layers.initializers.xavier_initializer is ns.contrib.layers.xavier_initializer
+
+
+def test_slims_implementation_modules_read_a_detection_dataset(tmp_path):
+    # An SSD-style reader: images as JPEG in tf.train.Example, read through slim's dataset
+    # provider from contrib's implementation paths.
+    with tf.Graph().as_default(), tf.Session() as session:
+        jpeg = session.run(tf.image.encode_jpeg(tf.fill([6, 8, 3], tf.constant(200, tf.uint8))))
+    with tf.io.TFRecordWriter(str(tmp_path / "voc_000.tfrecord")) as writer:
+        for label in (3, 5):
+            feature = {
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[jpeg])),
+                "image/format": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"JPEG"])),
+                "image/object/bbox/label": tf.train.Feature(
+                    int64_list=tf.train.Int64List(value=[label])
+                ),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    write_module(
+        tmp_path / "legacy_ssd_reader.py",
+        """
+        import tensorflow as tf
+        from tensorflow.contrib.framework.python.ops import variables
+        from tensorflow.contrib.slim.python.slim.data import parallel_reader
+        slim = tf.contrib.slim
+
+
+        def files(pattern):
+            return parallel_reader.get_data_files(pattern)
+
+
+        def read(pattern):
+            keys = {
+                "image/encoded": tf.FixedLenFeature((), tf.string, default_value=""),
+                "image/format": tf.FixedLenFeature((), tf.string, default_value="jpeg"),
+                "image/object/bbox/label": tf.VarLenFeature(dtype=tf.int64),
+                "image/object/class/label": tf.VarLenFeature(dtype=tf.int64),
+            }
+            handlers = {
+                "image": slim.tfexample_decoder.Image("image/encoded", "image/format"),
+                "label": slim.tfexample_decoder.BackupHandler(
+                    slim.tfexample_decoder.Tensor("image/object/class/label"),  # absent
+                    slim.tfexample_decoder.Tensor("image/object/bbox/label"),
+                ),
+            }
+            dataset = slim.dataset.Dataset(
+                data_sources=pattern, reader=tf.TFRecordReader, num_samples=2,
+                decoder=slim.tfexample_decoder.TFExampleDecoder(keys, handlers),
+                items_to_descriptions={},
+            )
+            provider = slim.dataset_data_provider.DatasetDataProvider(
+                dataset, num_readers=1, shuffle=False)
+            return provider.get(["image", "label"])
+
+
+        def gamma():
+            return variables.model_variable("gamma", shape=[3], initializer=tf.ones_initializer())
+        """,
+    )
+    pattern = str(tmp_path / "voc_*.tfrecord")
+    report = Report()
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
+        module = importlib.import_module("legacy_ssd_reader")
+        assert module.files(pattern) == [str(tmp_path / "voc_000.tfrecord")]
+        with tf.Graph().as_default():
+            image, label = module.read(pattern)
+            gamma = module.gamma()
+            assert image.shape.as_list() == [None, None, 3]
+            assert gamma in tf.model_variables()
+            with tf.Session() as session:
+                session.run(tf.global_variables_initializer())
+                coordinator = tf.train.Coordinator()
+                threads = tf.train.start_queue_runners(session, coordinator)
+                got = sorted(int(session.run(label)[0]) for _ in range(2))
+                pixels = session.run(image)
+                coordinator.request_stop()
+                coordinator.join(threads)
+    assert got == [3, 5]
+    assert pixels.shape == (6, 8, 3) and abs(float(pixels.mean()) - 200) < 3
+    served = report.names(SHIM)
+    assert "tf.contrib.slim.python.slim.data.parallel_reader.get_data_files" in served
+    assert "tf.contrib.slim.tfexample_decoder.Image" in served
+    assert "tf.contrib.framework.python.ops.variables" in served
