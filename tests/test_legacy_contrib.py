@@ -13,6 +13,7 @@ in subprocesses.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import traceback
 
@@ -623,3 +624,17 @@ def test_slims_implementation_modules_read_a_detection_dataset(tmp_path):
     assert "tf.contrib.slim.python.slim.data.parallel_reader.get_data_files" in served
     assert "tf.contrib.slim.tfexample_decoder.Image" in served
     assert "tf.contrib.framework.python.ops.variables" in served
+
+
+def test_a_contrib_packages_namespace_holds_every_name_it_serves():
+    # google/seq2seq's rnn_cell.py collects every RNNCell class from tf.contrib.rnn.__dict__.
+    report = Report()
+    rnn = build_namespace(report).contrib.rnn
+    cells = {
+        value.__name__
+        for value in rnn.__dict__.values()
+        if inspect.isclass(value) and issubclass(value, rnn.RNNCell)
+    }
+    assert {"GRUCell", "LSTMCell", "MultiRNNCell", "LayerNormBasicLSTMCell"} <= cells, cells
+    assert "tf.contrib.rnn.GRUCell" in report.names()
+    assert vars(rnn) is rnn.__dict__

@@ -116,6 +116,10 @@ class Report:
         return "\n".join(lines)
 
 
+# The module's own namespace, read without ShimModule.__dict__ (which completes it first).
+_own = types.ModuleType.__dict__["__dict__"].__get__
+
+
 class ShimModule(types.ModuleType):
     """A module object serving its own entries, then names of the modules it wraps.
 
@@ -163,7 +167,7 @@ class ShimModule(types.ModuleType):
     ) -> None:
         super().__init__(module_name or display)
         # Stored under a dunder name so it never shadows a TensorFlow name.
-        self.__dict__["__shim__"] = (
+        _own(self)["__shim__"] = (
             report,
             dict(entries or {}),
             tuple(fallbacks),
@@ -175,14 +179,14 @@ class ShimModule(types.ModuleType):
         )
 
     def __getattr__(self, name: str) -> Any:
-        shim = self.__dict__["__shim__"]
+        shim = _own(self)["__shim__"]
         report, entries, fallbacks, kind, provides, display, private, replacements = shim
         if name in entries:
             entry = entries[name]
             value = entry.factory()
             if entry.hint is not None:
                 report.add(f"{display}.{name}", SHIM, entry.hint)
-            self.__dict__[name] = value
+            _own(self)[name] = value
             return value
         for getter, prefix in fallbacks:
             module = getter()
@@ -201,14 +205,14 @@ class ShimModule(types.ModuleType):
                 )
             else:
                 report.add(f"{display}.{name}", kind, f"{prefix}.{name}")
-            self.__dict__[name] = value
+            _own(self)[name] = value
             return value
         if name.startswith("__"):
             raise AttributeError(f"module {display!r} has no attribute {name!r}")
         module = sys.modules.get(f"{private}.{name}") if private else None
         if module is not None:
             report.add(f"{display}.{name}", PRIVATE, f"{private}.{name}")
-            self.__dict__[name] = module
+            _own(self)[name] = module
             return module
         replacement = replacements.get(name, "")
         if not name.startswith("_"):
@@ -224,12 +228,31 @@ class ShimModule(types.ModuleType):
             f"{provides}Replace it in the script with its TensorFlow 2 equivalent."
         )
 
+    @property
+    def __dict__(self) -> dict:  # type: ignore[override]
+        """The namespace; a ``tf.contrib`` package's holds every name it serves, as in TF 1.15.
+
+        Scripts read it to collect a package's classes (google/seq2seq: every
+        ``tf.contrib.rnn.RNNCell`` subclass in ``tf.contrib.rnn.__dict__.values()``); reading
+        the namespace reads each name, so each is reported as used.
+        """
+        namespace = _own(self)
+        display = namespace["__shim__"][5]
+        if display.startswith("tf.contrib.") and not namespace.get("__complete__"):
+            namespace["__complete__"] = True
+            for name in dir(self):
+                try:
+                    getattr(self, name)
+                except AttributeError:
+                    continue
+        return namespace
+
     def __dir__(self) -> list[str]:
-        entries, fallbacks = self.__dict__["__shim__"][1:3]
+        entries, fallbacks = _own(self)["__shim__"][1:3]
         names = set(entries)
         for getter, _ in fallbacks:
             names.update(n for n in dir(getter()) if not n.startswith("_"))
         return sorted(names)
 
     def __repr__(self) -> str:
-        return f"<tfest_kit.legacy stand-in for {self.__dict__['__shim__'][5]!r}>"
+        return f"<tfest_kit.legacy stand-in for {_own(self)['__shim__'][5]!r}>"
