@@ -626,7 +626,7 @@ def test_slims_implementation_modules_read_a_detection_dataset(tmp_path):
     assert "tf.contrib.framework.python.ops.variables" in served
 
 
-def test_a_contrib_packages_namespace_holds_every_name_it_serves():
+def test_a_modules_namespace_holds_every_name_it_serves():
     # google/seq2seq's rnn_cell.py collects every RNNCell class from tf.contrib.rnn.__dict__.
     report = Report()
     rnn = build_namespace(report).contrib.rnn
@@ -638,3 +638,6 @@ def test_a_contrib_packages_namespace_holds_every_name_it_serves():
     assert {"GRUCell", "LSTMCell", "MultiRNNCell", "LayerNormBasicLSTMCell"} <= cells, cells
     assert "tf.contrib.rnn.GRUCell" in report.names()
     assert vars(rnn) is rnn.__dict__
+    # cloudml-samples' census trainer: tf.logging.set_verbosity(tf.logging.__dict__['INFO']).
+    ns = build_namespace(Report())
+    assert ns.logging.__dict__["INFO"] == tf.logging.INFO

@@ -230,15 +230,18 @@ class ShimModule(types.ModuleType):
 
     @property
     def __dict__(self) -> dict:  # type: ignore[override]
-        """The namespace; a ``tf.contrib`` package's holds every name it serves, as in TF 1.15.
+        """The namespace, holding every name the module serves, as TF 1.15's module did.
 
         Scripts read it to collect a package's classes (google/seq2seq: every
-        ``tf.contrib.rnn.RNNCell`` subclass in ``tf.contrib.rnn.__dict__.values()``); reading
-        the namespace reads each name, so each is reported as used.
+        ``tf.contrib.rnn.RNNCell`` subclass in ``tf.contrib.rnn.__dict__.values()``) or to
+        look a name up (``tf.logging.__dict__['INFO']``); reading the namespace reads each
+        name, so each is reported as used.  ``tf``, ``tf.compat`` and ``tf.contrib`` (all of
+        TensorFlow, or of contrib) stay as read so far.
         """
         namespace = _own(self)
         display = namespace["__shim__"][5]
-        if display.startswith("tf.contrib.") and not namespace.get("__complete__"):
+        whole = display in ("tf", "tf.compat", "tf.compat.v1", "tf.contrib")
+        if not whole and not namespace.get("__complete__"):
             namespace["__complete__"] = True
             for name in dir(self):
                 try:
