@@ -637,6 +637,8 @@ def test_a_modules_namespace_holds_every_name_it_serves():
     }
     assert {"GRUCell", "LSTMCell", "MultiRNNCell", "LayerNormBasicLSTMCell"} <= cells, cells
     assert "tf.contrib.rnn.GRUCell" in report.names()
+    # Refused names stay out: the script read the namespace, it used none of them.
+    assert "tf.contrib.rnn.GridLSTMCell" not in report.names(MISSING)
     assert vars(rnn) is rnn.__dict__
     # cloudml-samples' census trainer: tf.logging.set_verbosity(tf.logging.__dict__['INFO']).
     ns = build_namespace(Report())

@@ -235,15 +235,18 @@ class ShimModule(types.ModuleType):
         Scripts read it to collect a package's classes (google/seq2seq: every
         ``tf.contrib.rnn.RNNCell`` subclass in ``tf.contrib.rnn.__dict__.values()``) or to
         look a name up (``tf.logging.__dict__['INFO']``); reading the namespace reads each
-        name, so each is reported as used.  ``tf``, ``tf.compat`` and ``tf.contrib`` (all of
-        TensorFlow, or of contrib) stay as read so far.
+        served name, so each is reported as used.  Refused names and subpackages are left out
+        (an attribute read still reaches them); ``tf``, ``tf.compat`` and ``tf.contrib`` (all
+        of TensorFlow, or of contrib) stay as read so far.
         """
         namespace = _own(self)
-        display = namespace["__shim__"][5]
+        entries, display = namespace["__shim__"][1], namespace["__shim__"][5]
         whole = display in ("tf", "tf.compat", "tf.compat.v1", "tf.contrib")
         if not whole and not namespace.get("__complete__"):
             namespace["__complete__"] = True
             for name in dir(self):
+                if name in entries and entries[name].hint is None:
+                    continue
                 try:
                     getattr(self, name)
                 except AttributeError:
