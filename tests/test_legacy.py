@@ -528,7 +528,7 @@ def test_contrib_replacements_are_named_and_exist():
     cases = [(ns.contrib, n, text) for n, text in CONTRIB_REPLACEMENTS.items() if text]
     # What a served package lacks names its home too.
     packages = ("layers", "lookup", "rnn", "framework", "metrics", "predictor", "training")
-    packages += ("crf", "seq2seq", "estimator", "opt", "learn", "summary")
+    packages += ("crf", "seq2seq", "estimator", "opt", "learn", "summary", "legacy_seq2seq")
     for package in packages:
         module = imp.import_module(f"tfest_kit.legacy.contrib.{package}")
         not_served = getattr(module, "NOT_SERVED", {})

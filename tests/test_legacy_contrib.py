@@ -13,9 +13,11 @@ in subprocesses.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import traceback
 
+import numpy as np
 import pytest
 
 from tests.conftest import ROOT, on_sys_path, run_program, write_module
@@ -37,14 +39,15 @@ SERVED_COUNTS = {
     "framework": (43, 71),
     "framework.nest": (19, 19),
     "layers": (68, 98),
-    "learn": (4, 69),
+    "learn": (5, 69),
+    "legacy_seq2seq": (5, 13),
     "lookup": (23, 23),
     "metrics": (52, 57),
     "opt": (6, 28),
     "predictor": (2, 3),
     "rnn": (21, 50),
     "seq2seq": (28, 29),
-    "slim": (124, 186),
+    "slim": (125, 186),
     "summary": (16, 20),
     "tpu": (16, 36),
     "training": (9, 28),
@@ -188,6 +191,43 @@ def test_learn_serves_its_constants_and_refuses_its_estimators():
         learn.datasets.mnist.read_data_sets("/tmp/mnist")
     with pytest.raises(AttributeError, match="is not provided"):
         _ = learn.not_a_tf115_name  # never in tf.contrib.learn: at once
+
+
+def test_learn_vocabulary_processor_gives_tf115_ids_and_restores_from_its_pickle(tmp_path):
+    # A text classifier in the TF1 style: word ids from learn.preprocessing, the processor
+    # pickled beside the checkpoints and restored by the evaluation script.
+    write_module(
+        tmp_path / "legacy_text_ids.py",
+        """
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.contrib import learn
+
+        def ids(texts, max_len, path, min_frequency=0):
+            processor = learn.preprocessing.VocabularyProcessor(max_len, min_frequency)
+            fitted = np.array(list(processor.fit_transform(texts)))
+            processor.save(path)
+            restored = learn.preprocessing.VocabularyProcessor.restore(path)
+            return processor, fitted, restored
+        """,
+    )
+    report = Report()
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
+        module = importlib.import_module("legacy_text_ids")
+        texts = ["The movie was GOOD", "the movie wasn't good-ish"]
+        processor, fitted, restored = module.ids(texts, 4, str(tmp_path / "vocab"))
+        # TF 1.15's tokenizer: case kept, apostrophes and hyphens inside words, "Mc|Donald".
+        np.testing.assert_array_equal(fitted, [[1, 2, 3, 4], [5, 2, 6, 7]])
+        unseen = list(restored.transform(["McDonald movie was unseen"]))
+        np.testing.assert_array_equal(unseen, [[0, 0, 2, 3]])  # frozen: new words are 0
+        assert unseen[0].dtype == np.int64 and len(restored.vocabulary_) == 8
+        assert list(processor.reverse([[5, 2, 0]])) == ["the movie <UNK>"]
+        # min_frequency: ids renumbered by frequency, then alphabetically; the rare dropped.
+        _, trimmed, _ = module.ids(["b a a", "c a b"], 3, str(tmp_path / "v2"), min_frequency=1)
+        np.testing.assert_array_equal(trimmed, [[2, 1, 1], [0, 1, 2]])
+        with pytest.raises(AttributeError, match="OrdinalEncoder"):
+            module.learn.preprocessing.CategoricalProcessor()
+    assert "tf.contrib.learn.preprocessing.VocabularyProcessor" in report.names(SHIM)
 
 
 # --- refused at use, not at import ------------------------------------------------------------
@@ -354,3 +394,252 @@ def test_a_refused_module_stops_the_script_where_it_is_used(refusing_project):
     assert proc.stderr.count("is not provided by the legacy runner") == 1, proc.stderr
     assert "tf.contrib.graph_editor.reroute_ts is not provided" in proc.stderr, proc.stderr
     assert "TensorFlow 2 has no equivalent of tf.contrib.graph_editor" in proc.stderr
+
+
+def test_legacy_seq2seq_rnn_decoder_and_losses_as_tf115(tmp_path):
+    # A character language model in the TF1 style: a list of per-step inputs through
+    # legacy_seq2seq.rnn_decoder under an "rnnlm" scope, sampled with a loop_function.
+    write_module(
+        tmp_path / "legacy_char_lm.py",
+        """
+        import tensorflow as tf
+        from tensorflow.contrib import legacy_seq2seq, rnn
+
+        def build(inputs, state, cell, loop=None):
+            return legacy_seq2seq.rnn_decoder(inputs, state, cell, loop_function=loop,
+                                              scope="rnnlm")
+        """,
+    )
+    rng = np.random.RandomState(3)
+    steps = [rng.randn(2, 4).astype(np.float32) for _ in range(3)]
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report()), Report()):
+        module = importlib.import_module("legacy_char_lm")
+        seq2seq = module.legacy_seq2seq
+        with tf.Graph().as_default():
+            steps = [tf.constant(x) for x in steps]
+            cell = module.rnn.LSTMCell(4)
+            state = cell.zero_state(2, tf.float32)
+            outputs, _ = module.build(steps, state, cell)
+            with tf.variable_scope("rnnlm", reuse=True):  # the same variables
+                unrolled, _ = tf.nn.static_rnn(cell, steps, initial_state=state)
+                fed, prev, s = [], None, state
+                for x in steps:
+                    out, s = cell(x if prev is None else prev, s)
+                    fed.append(out)
+                    prev = out
+            # Sampling: each output fed back as the next input, with the cell's own variables.
+            looped, _ = module.build(steps, state, cell, loop=lambda prev, i: prev)
+            names = sorted(v.op.name for v in tf.global_variables() if v.op.name.startswith("r"))
+            logits = [tf.constant(rng.randn(2, 5).astype(np.float32)) for _ in range(3)]
+            targets = [tf.constant([1, 4]), tf.constant([[0], [2]]), tf.constant([3, 3])]
+            weights = [tf.constant([1.0, 0.0])] * 3
+            by_example = seq2seq.sequence_loss_by_example(logits, targets, weights)
+            mean = seq2seq.sequence_loss(logits, targets, weights)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                got, want = sess.run([outputs, unrolled])
+                np.testing.assert_allclose(got, want, rtol=1e-5)
+                np.testing.assert_allclose(*sess.run([looped, fed]), rtol=1e-5)
+                loss, loss_mean, logit_values = sess.run([by_example, mean, logits])
+            with pytest.raises(ValueError, match="Lengths of logits, weights, and targets"):
+                seq2seq.sequence_loss(logits, targets[:2], weights)
+    assert names == ["rnnlm/lstm_cell/bias", "rnnlm/lstm_cell/kernel"]  # TF 1.15's
+    log_probs = [v - np.log(np.exp(v).sum(1, keepdims=True)) for v in logit_values]
+    first = -(log_probs[0][0, 1] + log_probs[1][0, 0] + log_probs[2][0, 3]) / 3
+    np.testing.assert_allclose(loss, [first, 0.0], rtol=1e-5)  # the second weighs 0
+    np.testing.assert_allclose(loss_mean, first / 2, rtol=1e-5)
+    with pytest.raises(AttributeError, match=r"legacy_seq2seq\.embedding_attention_seq2seq"):
+        seq2seq.embedding_attention_seq2seq([], [], None, 10, 10, 8)  # not served: at use
+
+
+def test_legacy_seq2seq_models_keep_tf115_variable_names():
+    ns = build_namespace(Report())
+    seq2seq, rnn = ns.contrib.legacy_seq2seq, ns.contrib.rnn
+    with tf.Graph().as_default():
+        enc = [tf.ones([2, 3]) * i for i in range(3)]
+        dec = [tf.ones([2, 3]) * i for i in range(2)]
+        basic, _ = seq2seq.basic_rnn_seq2seq(enc, dec, rnn.GRUCell(4))
+        tied, _ = seq2seq.tied_rnn_seq2seq(enc, dec, rnn.GRUCell(4))
+        names = {v.op.name.rsplit("/gru_cell/", 1)[0] for v in tf.global_variables()}
+    # The encoder copies the cell (its own variables); the tied model shares one set.
+    assert names == {
+        "basic_rnn_seq2seq/rnn",
+        "basic_rnn_seq2seq/rnn_decoder",
+        "combined_tied_rnn_seq2seq/tied_rnn_seq2seq",
+    }
+    assert len(basic) == len(tied) == 2 and basic[0].shape.as_list() == [2, 4]
+
+
+# --- contrib's implementation-module paths, as surveyed projects import them ---------------------
+
+
+def test_a_library_the_script_puts_on_sys_path_gets_tf1_and_the_batch_norm_port(tmp_path):
+    # A DeepFM-style project: example/main.py appends ".." to sys.path and imports the model
+    # from there; the model imports batch_norm from contrib's implementation path.
+    write_module(
+        tmp_path / "fm_model.py",
+        """
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.contrib.layers.python.layers import batch_norm as batch_norm
+
+
+        class Model(object):
+            def __init__(self):
+                self.graph = tf.Graph()
+                with self.graph.as_default():
+                    tf.set_random_seed(1)
+                    self.x = tf.placeholder(tf.float32, [None, 4])
+                    self.y = tf.placeholder(tf.float32, [None, 1])
+                    self.train_phase = tf.placeholder(tf.bool)
+                    h = tf.layers.dense(self.x, 8)
+                    bn_train = batch_norm(h, decay=0.9, updates_collections=None,
+                                          is_training=True, reuse=None, scope="bn_0")
+                    bn_infer = batch_norm(h, decay=0.9, updates_collections=None,
+                                          is_training=False, reuse=True, scope="bn_0")
+                    h = tf.cond(self.train_phase, lambda: bn_train, lambda: bn_infer)
+                    out = tf.layers.dense(tf.nn.relu(h), 1)
+                    self.loss = tf.losses.mean_squared_error(self.y, out)
+                    self.opt = tf.train.AdamOptimizer(0.05).minimize(self.loss)
+                    self.sess = tf.Session()
+                    self.sess.run(tf.global_variables_initializer())
+
+            def fit(self, x, y, epochs):
+                for epoch in range(epochs):
+                    feed = {self.x: x, self.y: y, self.train_phase: True}
+                    loss, _ = self.sess.run((self.loss, self.opt), feed_dict=feed)
+                    if epoch % 10 == 0:
+                        print("[%d] train-loss=%.4f" % (epoch + 1, loss))
+                feed = {self.x: x, self.y: y, self.train_phase: False}
+                return self.sess.run(self.loss, feed_dict=feed)
+        """,
+    )
+    write_module(
+        tmp_path / "example" / "main.py",
+        """
+        import sys
+        import numpy as np
+        sys.path.append("..")
+        from fm_model import Model
+
+        rng = np.random.RandomState(0)
+        x = rng.rand(64, 4).astype(np.float32)
+        y = x.sum(axis=1, keepdims=True)
+        print("eval-loss=%.4f" % Model().fit(x, y, 60))
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", "main.py"], cwd=tmp_path / "example")
+    losses = [float(v) for v in re.findall(r"train-loss=([\d.]+)", proc.stdout)]
+    assert len(losses) == 6 and losses[-1] < losses[0] / 4, proc.stdout
+    assert float(re.search(r"eval-loss=([\d.]+)", proc.stdout).group(1)) < losses[0], proc.stdout
+
+
+def test_contrib_layers_python_layers_serves_the_ports():
+    ns = build_namespace(Report())
+    python_layers = ns.contrib.layers.python.layers
+    assert python_layers.batch_norm is ns.contrib.layers.batch_norm
+    assert python_layers.layers.batch_norm is ns.contrib.layers.batch_norm
+    assert python_layers.layer_norm is ns.contrib.layers.layer_norm
+    assert python_layers.initializers.xavier_initializer is ns.contrib.layers.xavier_initializer
+
+
+def test_slims_implementation_modules_read_a_detection_dataset(tmp_path):
+    # An SSD-style reader: images as JPEG in tf.train.Example, read through slim's dataset
+    # provider from contrib's implementation paths.
+    with tf.Graph().as_default(), tf.Session() as session:
+        jpeg = session.run(tf.image.encode_jpeg(tf.fill([6, 8, 3], tf.constant(200, tf.uint8))))
+    with tf.io.TFRecordWriter(str(tmp_path / "voc_000.tfrecord")) as writer:
+        for label in (3, 5):
+            feature = {
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[jpeg])),
+                "image/format": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"JPEG"])),
+                "image/object/bbox/label": tf.train.Feature(
+                    int64_list=tf.train.Int64List(value=[label])
+                ),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    write_module(
+        tmp_path / "legacy_ssd_reader.py",
+        """
+        import tensorflow as tf
+        from tensorflow.contrib.framework.python.ops import variables
+        from tensorflow.contrib.slim.python.slim.data import parallel_reader
+        slim = tf.contrib.slim
+
+
+        def files(pattern):
+            return parallel_reader.get_data_files(pattern)
+
+
+        def read(pattern):
+            keys = {
+                "image/encoded": tf.FixedLenFeature((), tf.string, default_value=""),
+                "image/format": tf.FixedLenFeature((), tf.string, default_value="jpeg"),
+                "image/object/bbox/label": tf.VarLenFeature(dtype=tf.int64),
+                "image/object/class/label": tf.VarLenFeature(dtype=tf.int64),
+            }
+            handlers = {
+                "image": slim.tfexample_decoder.Image("image/encoded", "image/format"),
+                "label": slim.tfexample_decoder.BackupHandler(
+                    slim.tfexample_decoder.Tensor("image/object/class/label"),  # absent
+                    slim.tfexample_decoder.Tensor("image/object/bbox/label"),
+                ),
+            }
+            dataset = slim.dataset.Dataset(
+                data_sources=pattern, reader=tf.TFRecordReader, num_samples=2,
+                decoder=slim.tfexample_decoder.TFExampleDecoder(keys, handlers),
+                items_to_descriptions={},
+            )
+            provider = slim.dataset_data_provider.DatasetDataProvider(
+                dataset, num_readers=1, shuffle=False)
+            return provider.get(["image", "label"])
+
+
+        def gamma():
+            return variables.model_variable("gamma", shape=[3], initializer=tf.ones_initializer())
+        """,
+    )
+    pattern = str(tmp_path / "voc_*.tfrecord")
+    report = Report()
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
+        module = importlib.import_module("legacy_ssd_reader")
+        assert module.files(pattern) == [str(tmp_path / "voc_000.tfrecord")]
+        with tf.Graph().as_default():
+            image, label = module.read(pattern)
+            gamma = module.gamma()
+            assert image.shape.as_list() == [None, None, 3]
+            assert gamma in tf.model_variables()
+            with tf.Session() as session:
+                session.run(tf.global_variables_initializer())
+                coordinator = tf.train.Coordinator()
+                threads = tf.train.start_queue_runners(session, coordinator)
+                got = sorted(int(session.run(label)[0]) for _ in range(2))
+                pixels = session.run(image)
+                coordinator.request_stop()
+                coordinator.join(threads)
+    assert got == [3, 5]
+    assert pixels.shape == (6, 8, 3) and abs(float(pixels.mean()) - 200) < 3
+    served = report.names(SHIM)
+    assert "tf.contrib.slim.python.slim.data.parallel_reader.get_data_files" in served
+    assert "tf.contrib.slim.tfexample_decoder.Image" in served
+    assert "tf.contrib.framework.python.ops.variables" in served
+
+
+def test_a_modules_namespace_holds_every_name_it_serves():
+    # google/seq2seq's rnn_cell.py collects every RNNCell class from tf.contrib.rnn.__dict__.
+    report = Report()
+    rnn = build_namespace(report).contrib.rnn
+    cells = {
+        value.__name__
+        for value in rnn.__dict__.values()
+        if inspect.isclass(value) and issubclass(value, rnn.RNNCell)
+    }
+    assert {"GRUCell", "LSTMCell", "MultiRNNCell", "LayerNormBasicLSTMCell"} <= cells, cells
+    assert "tf.contrib.rnn.GRUCell" in report.names()
+    # Refused names stay out: the script read the namespace, it used none of them.
+    assert "tf.contrib.rnn.GridLSTMCell" not in report.names(MISSING)
+    assert vars(rnn) is rnn.__dict__
+    # cloudml-samples' census trainer: tf.logging.set_verbosity(tf.logging.__dict__['INFO']).
+    ns = build_namespace(Report())
+    assert ns.logging.__dict__["INFO"] == tf.logging.INFO

@@ -558,3 +558,33 @@ def test_beam_search_decoder_backtracks_beams_and_reorders_alignment_history():
     raw_history = raw["history"].reshape(max_time, batch, beams, memory_time)
     want = np.take_along_axis(raw_history, order[..., None], axis=2)
     np.testing.assert_allclose(sorted_run["history"], want.reshape(max_time, -1, memory_time))
+
+
+def test_beam_search_decoder_over_a_memory_of_dynamic_length():
+    # NMT-style inference: the source batch is fed, so the memory's max_time (the attention
+    # state's alignments size) is a tensor; TF 1.15 took its static value, unknown here.
+    batch, beams, vocab = 2, 3, 7
+    memory = np.random.RandomState(7).randn(batch, 4, 5).astype(np.float32)
+    with tf.Graph().as_default():
+        fed = tf.placeholder(tf.float32, [batch, None, 5])
+        predicted = {}
+        for name, source in (("static", tf.constant(memory)), ("dynamic", fed)):
+            with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
+                mechanism = seq2seq.LuongAttention(6, seq2seq.tile_batch(source, beams))
+                cell = seq2seq.AttentionWrapper(tf.nn.rnn_cell.GRUCell(6), mechanism)
+                decoder = seq2seq.BeamSearchDecoder(
+                    cell,
+                    tf.get_variable("embeddings", [vocab, 3]),
+                    tf.fill([batch], 0),
+                    1,
+                    cell.zero_state(batch * beams, tf.float32),
+                    beams,
+                    tf.layers.Dense(vocab, name="project"),
+                )
+                outputs, _, _ = seq2seq.dynamic_decode(decoder, maximum_iterations=5)
+            predicted[name] = outputs.predicted_ids
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run(predicted, {fed: memory})
+    assert got["dynamic"].shape[0] == batch and got["dynamic"].shape[2] == beams
+    np.testing.assert_array_equal(got["dynamic"], got["static"])

@@ -257,10 +257,32 @@ def _recompute_grad() -> Any:
 
 
 def _layers_python(report: Report) -> ShimModule:
-    """``tf.contrib.layers.python.layers``: tf_slim's ``layers`` package (``initializers`` …)."""
+    """``tf.contrib.layers.python.layers``: tf_slim's ``layers`` package (``initializers`` …).
+
+    TF 1.15's package star-imported its modules, so its ``batch_norm`` (and ``.layers.
+    batch_norm``) was ``tf.contrib.layers.batch_norm``: the runner's ports come first.
+    """
+    served = importlib.import_module("tfest_kit.legacy.contrib.layers")
+    ported = {
+        name: Entry(lambda name=name: getattr(served, name), backing)
+        for name, backing in served.BACKING.items()
+        if not backing.startswith("tf_slim.")
+    }
+
+    def layers_module() -> ShimModule:
+        slim_layers = importlib.import_module("tf_slim.layers.layers")
+        return ShimModule(
+            "tf.contrib.layers.python.layers.layers",
+            report,
+            entries={k: v for k, v in ported.items() if k in ("batch_norm", "layer_norm")},
+            fallbacks=[(lambda: slim_layers, "tf_slim.layers.layers")],
+            kind=SHIM,
+        )
+
     layers = ShimModule(
         "tf.contrib.layers.python.layers",
         report,
+        entries={**ported, "layers": Entry(layers_module, None)},
         fallbacks=[(lambda: importlib.import_module("tf_slim.layers"), "tf_slim.layers")],
         kind=SHIM,
     )
@@ -295,7 +317,17 @@ def _framework_python(report: Report) -> ShimModule:
     TF 1.15's ``ops`` package star-imported its modules, so ``from
     tensorflow.contrib.framework.python.ops import arg_scope`` gave the function.
     """
-    ops = served_package("framework", report, display="tf.contrib.framework.python.ops")
+    # `variables` stayed a submodule (its names were star-imported beside it): SSD-Tensorflow's
+    # `from tensorflow.contrib.framework.python.ops import variables`; tf_slim carries it on.
+    variables = Entry(
+        lambda: importlib.import_module("tf_slim.ops.variables"), "tf_slim.ops.variables"
+    )
+    ops = served_package(
+        "framework",
+        report,
+        display="tf.contrib.framework.python.ops",
+        extra={"variables": variables},
+    )
     return ShimModule(
         "tf.contrib.framework.python",
         report,
@@ -433,12 +465,69 @@ def _compiler(report: Report) -> ShimModule:
     return _whole("compiler", report, {"jit": jit}, [], provides)
 
 
+_DECODER = "tf_slim.tfexample_decoder, Image and BackupHandler ported (tfest_kit.legacy.contrib)"
+
+
+def _tfexample_decoder(display: str, report: Report) -> ShimModule:
+    """``slim.tfexample_decoder``: tf_slim's, with the handlers that branch ported."""
+    port = importlib.import_module("tfest_kit.legacy.contrib._tfexample_decoder")
+    entries = {
+        name: Entry(lambda name=name: getattr(port, name), _DECODER) for name in port.__all__
+    }
+    slim_decoder = importlib.import_module("tf_slim.data.tfexample_decoder")
+    return ShimModule(
+        display,
+        report,
+        entries=entries,
+        fallbacks=[(lambda: slim_decoder, "tf_slim.tfexample_decoder")],
+        kind=SHIM,
+    )
+
+
+def _slim_python(report: Report) -> ShimModule:
+    """``tf.contrib.slim.python.slim``: TF 1.15's implementation package, now tf_slim's.
+
+    Its modules (``data.parallel_reader``, ``evaluation``, ``queues`` …) live on in tf_slim
+    under the same names; ``learning`` is the runner's port, as ``tf.contrib.slim.learning``.
+    """
+    modules = ("evaluation", "model_analyzer", "nets", "queues", "summaries")
+    entries = {
+        name: Entry(lambda name=name: importlib.import_module(f"tf_slim.{name}"), f"tf_slim.{name}")
+        for name in modules
+    }
+    entries["learning"] = Entry(_slim_learning, _SLIM_LEARNING)
+    decoder = "tf.contrib.slim.python.slim.data.tfexample_decoder"
+    data = ShimModule(
+        "tf.contrib.slim.python.slim.data",
+        report,
+        entries={"tfexample_decoder": Entry(lambda: _tfexample_decoder(decoder, report), None)},
+        fallbacks=[(lambda: importlib.import_module("tf_slim.data"), "tf_slim.data")],
+        kind=SHIM,
+    )
+    entries["data"] = Entry(lambda: data, None)
+    slim = ShimModule(
+        "tf.contrib.slim.python.slim",
+        report,
+        entries=entries,
+        kind=SHIM,
+        provides=f"Of tf.contrib.slim.python.slim it provides {', '.join(sorted(entries))}. ",
+    )
+    return ShimModule(
+        "tf.contrib.slim.python", report, entries={"slim": Entry(lambda: slim, None)}, kind=SHIM
+    )
+
+
 def _slim(report: Report) -> ShimModule:
     # tf_slim 1.1's versions of these do not run on TensorFlow 2.15: our ports.
     entries = {
         "batch_norm": Entry(_slim_batch_norm, _BATCH_NORM),
         "learning": Entry(_slim_learning, _SLIM_LEARNING),
         "recompute_grad": Entry(_recompute_grad, _RECOMPUTE_GRAD),
+        "tfexample_decoder": Entry(
+            lambda: _tfexample_decoder("tf.contrib.slim.tfexample_decoder", report), None
+        ),
+        # `from tensorflow.contrib.slim.python.slim.data import parallel_reader`.
+        "python": Entry(lambda: _slim_python(report), None),
     }
     fallbacks = [(lambda: importlib.import_module("tf_slim"), "tf_slim")]
     return _whole(
@@ -507,9 +596,20 @@ def build_contrib(report: Report) -> ShimModule:
         "estimator": package("estimator"),
         "crf": package("crf"),
         "seq2seq": package("seq2seq"),
+        "legacy_seq2seq": package("legacy_seq2seq"),
         "opt": package("opt"),
         "summary": package("summary"),
-        "learn": package("learn"),
+        "learn": package(
+            "learn",
+            extra={
+                "preprocessing": Entry(
+                    lambda: served_package(
+                        "_learn_preprocessing", report, display="tf.contrib.learn.preprocessing"
+                    ),
+                    None,
+                )
+            },
+        ),
         "compiler": Entry(lambda: _compiler(report), None),
         "distribute": package(
             "distribute", fallbacks=[(lambda: tf.distribute, "tf.compat.v1.distribute")]

@@ -17,9 +17,11 @@ stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
   functions are scoped as well.  A user module is a Python source file that the ordinary
   import finds (the finder never changes *which* file is imported) under one of the scope's
   roots: the script's directory, the current directory, ``PYTHONPATH`` entries (see
-  :func:`user_code_roots`), but not under a ``site-packages``/``dist-packages`` directory nor
-  in the standard library: installed libraries keep the real ``tensorflow``, but for those
-  named with ``--tf1-package`` (``packages``), whose modules are all user code.
+  :func:`user_code_roots`) and the directories user code itself adds to ``sys.path`` while it
+  runs (``sys.path.append("..")`` to reach the project's library), but not under a
+  ``site-packages``/``dist-packages`` directory nor in the standard library: installed
+  libraries keep the real ``tensorflow``, but for those named with ``--tf1-package``
+  (``packages``), whose modules are all user code.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
@@ -140,11 +142,23 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
         self._roots = tuple(roots)
         self._builtins = scoped_builtins
         self._packages = frozenset(packages)
+        self._path_at_start: frozenset[str] = frozenset()
+
+    def start(self) -> None:
+        """Remembers ``sys.path``: the entries user code adds later are roots too."""
+        self._path_at_start = frozenset(sys.path)
+
+    def _all_roots(self) -> tuple[str, ...]:
+        added = [p for p in sys.path if p not in self._path_at_start and isinstance(p, str)]
+        if not added:
+            return self._roots
+        more = [os.path.realpath(p or os.curdir) for p in added]
+        return self._roots + tuple(p for p in more if os.path.isdir(p) and not _installed(p))
 
     def _under_root(self, path: str) -> bool:
         real = os.path.realpath(path)
         in_system_dirs = any(_inside(real, d) for d in _system_dirs())
-        for root in self._roots:
+        for root in self._all_roots():
             if not _inside(real, root):
                 continue
             # Installed packages under a root (a project .venv inside a BERT clone) are
@@ -229,6 +243,7 @@ class Scope:
         self._public: Optional[frozenset[str]] = None
 
     def __enter__(self) -> Scope:
+        self._finder.start()
         sys.meta_path.insert(0, self._finder)
         return self
 

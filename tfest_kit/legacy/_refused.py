@@ -42,7 +42,6 @@ __all__ = [
 # `tf.…` named here is in tf.compat.v1 (checked by tests/test_legacy_contrib.py).
 _TFP = "tensorflow-probability"
 CONTRIB_REPLACEMENTS: dict[str, Optional[str]] = {
-    "legacy_seq2seq": "tf.contrib.seq2seq (served: decoders, attention, beam search)",
     "keras": "tf.keras",
     "losses": "tf.losses",
     "feature_column": "tf.feature_column",

@@ -116,6 +116,10 @@ class Report:
         return "\n".join(lines)
 
 
+# The module's own namespace, read without ShimModule.__dict__ (which completes it first).
+_own = types.ModuleType.__dict__["__dict__"].__get__
+
+
 class ShimModule(types.ModuleType):
     """A module object serving its own entries, then names of the modules it wraps.
 
@@ -163,7 +167,7 @@ class ShimModule(types.ModuleType):
     ) -> None:
         super().__init__(module_name or display)
         # Stored under a dunder name so it never shadows a TensorFlow name.
-        self.__dict__["__shim__"] = (
+        _own(self)["__shim__"] = (
             report,
             dict(entries or {}),
             tuple(fallbacks),
@@ -175,14 +179,14 @@ class ShimModule(types.ModuleType):
         )
 
     def __getattr__(self, name: str) -> Any:
-        shim = self.__dict__["__shim__"]
+        shim = _own(self)["__shim__"]
         report, entries, fallbacks, kind, provides, display, private, replacements = shim
         if name in entries:
             entry = entries[name]
             value = entry.factory()
             if entry.hint is not None:
                 report.add(f"{display}.{name}", SHIM, entry.hint)
-            self.__dict__[name] = value
+            _own(self)[name] = value
             return value
         for getter, prefix in fallbacks:
             module = getter()
@@ -201,14 +205,14 @@ class ShimModule(types.ModuleType):
                 )
             else:
                 report.add(f"{display}.{name}", kind, f"{prefix}.{name}")
-            self.__dict__[name] = value
+            _own(self)[name] = value
             return value
         if name.startswith("__"):
             raise AttributeError(f"module {display!r} has no attribute {name!r}")
         module = sys.modules.get(f"{private}.{name}") if private else None
         if module is not None:
             report.add(f"{display}.{name}", PRIVATE, f"{private}.{name}")
-            self.__dict__[name] = module
+            _own(self)[name] = module
             return module
         replacement = replacements.get(name, "")
         if not name.startswith("_"):
@@ -224,12 +228,37 @@ class ShimModule(types.ModuleType):
             f"{provides}Replace it in the script with its TensorFlow 2 equivalent."
         )
 
+    @property
+    def __dict__(self) -> dict:  # type: ignore[override]
+        """The namespace, holding every name the module serves, as TF 1.15's module did.
+
+        Scripts read it to collect a package's classes (google/seq2seq: every
+        ``tf.contrib.rnn.RNNCell`` subclass in ``tf.contrib.rnn.__dict__.values()``) or to
+        look a name up (``tf.logging.__dict__['INFO']``); reading the namespace reads each
+        served name, so each is reported as used.  Refused names and subpackages are left out
+        (an attribute read still reaches them); ``tf``, ``tf.compat`` and ``tf.contrib`` (all
+        of TensorFlow, or of contrib) stay as read so far.
+        """
+        namespace = _own(self)
+        entries, display = namespace["__shim__"][1], namespace["__shim__"][5]
+        whole = display in ("tf", "tf.compat", "tf.compat.v1", "tf.contrib")
+        if not whole and not namespace.get("__complete__"):
+            namespace["__complete__"] = True
+            for name in dir(self):
+                if name in entries and entries[name].hint is None:
+                    continue
+                try:
+                    getattr(self, name)
+                except AttributeError:
+                    continue
+        return namespace
+
     def __dir__(self) -> list[str]:
-        entries, fallbacks = self.__dict__["__shim__"][1:3]
+        entries, fallbacks = _own(self)["__shim__"][1:3]
         names = set(entries)
         for getter, _ in fallbacks:
             names.update(n for n in dir(getter()) if not n.startswith("_"))
         return sorted(names)
 
     def __repr__(self) -> str:
-        return f"<tfest_kit.legacy stand-in for {self.__dict__['__shim__'][5]!r}>"
+        return f"<tfest_kit.legacy stand-in for {_own(self)['__shim__'][5]!r}>"

@@ -64,14 +64,20 @@ class FinalBeamSearchDecoderOutput(
     """
 
 
-def _gather_beams(values, beam_ids):
-    """``values[b, beam_ids[b, k], ...]``; TensorArrays and scalars (``time``) stay as they are."""
+def _gather_beams(values, beam_ids, static_batch=None):
+    """``values[b, beam_ids[b, k], ...]``; TensorArrays and scalars (``time``) stay as they are.
+
+    ``static_batch`` (when known) is set on the result, as TF 1.15's gather did: a state whose
+    batch shape inference lost inside the loop keeps the shape it entered with.
+    """
     if isinstance(values, tf.TensorArray):
         return values
     values = tf.convert_to_tensor(values)
     if values.shape.ndims < 2:
         return values
-    return tf.gather(values, beam_ids, axis=1, batch_dims=1)
+    gathered = tf.gather(values, beam_ids, axis=1, batch_dims=1)
+    gathered.set_shape(tf.TensorShape([static_batch]).concatenate(values.shape[1:]))
+    return gathered
 
 
 def _length_penalty(lengths, weight):
@@ -162,7 +168,7 @@ def beam_search_step(
     )
     next_state = BeamSearchDecoderState(
         cell_state=tf.nest.map_structure(
-            lambda state: _gather_beams(state, next_beam_ids), next_cell_state
+            lambda state: _gather_beams(state, next_beam_ids, static_batch), next_cell_state
         ),
         log_probs=next_log_probs,
         finished=next_finished,
@@ -232,7 +238,7 @@ class BeamSearchMixin:
 
     def _merge_batch_beams(self, t, s=None):
         """``[batch_size, beam_width, s]`` -> ``[batch_size * beam_width, s]``."""
-        s = tf.TensorShape(s)
+        s = _depth_shape(s)
         static_batch = tf.get_static_value(self._batch_size)
         merged_batch = None if static_batch is None else static_batch * self._beam_width
         merged = tf.reshape(
@@ -247,7 +253,7 @@ class BeamSearchMixin:
         Raises:
           ValueError: the static shapes do not fit (an initial state not tiled by beam_width).
         """
-        s = tf.TensorShape(s)
+        s = _depth_shape(s)
         split = tf.reshape(t, tf.concat(([self._batch_size, self._beam_width], tf.shape(t)[1:]), 0))
         expected = tf.TensorShape(
             [tf.get_static_value(self._batch_size), self._beam_width]
@@ -318,3 +324,11 @@ class BeamSearchMixin:
 def _check_rank_known(t) -> None:
     if t.shape.ndims is None:
         raise ValueError(f"Beam search needs cell states of known rank. Got: {t}")
+
+
+def _depth_shape(s) -> tf.TensorShape:
+    # A state size may be a tensor: AttentionWrapper's alignments size is the memory's
+    # max_time, dynamic when the memory's is; TF 1.15 took its static value (None: unknown).
+    if isinstance(s, tf.Tensor):
+        return tf.TensorShape(tf.get_static_value(s))
+    return tf.TensorShape(s)

@@ -10,7 +10,9 @@ Estimator still read its constants (a seq2seq NMT codebase compares ``mode`` wit
 - ``ModeKeys``: ``TRAIN`` ``'train'``, ``EVAL`` ``'eval'``, ``INFER`` ``'infer'`` (learn's
   name for ``tf.estimator.ModeKeys.PREDICT``, the same string);
 - ``PredictionKey``, ``ProblemType``, ``TaskType``: the keys of learn's prediction dicts, its
-  export problem types and its cluster task types.
+  export problem types and its cluster task types;
+- ``preprocessing``: ``VocabularyProcessor`` & co., a port
+  (:mod:`tfest_kit.legacy.contrib._learn_preprocessing`).
 
 Example:
 
@@ -33,7 +35,6 @@ OTHERS = (
 )
 NOT_SERVED = {
     "datasets": "tf.keras.datasets (mnist, …) or reading the files with tf.data",
-    "preprocessing": "tf.keras.preprocessing.text.Tokenizer (for VocabularyProcessor)",
 }
 
 
