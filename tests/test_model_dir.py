@@ -66,9 +66,12 @@ def _plain_model_fn(features, labels, mode):
     return estimator.EstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op)
 
 
-def _estimator(model_dir, model_fn=_model_fn, save_steps=10):
+def _estimator(model_dir, model_fn=_model_fn, save_steps=10, per_loop=2):
     config = tpu.RunConfig(
-        model_dir=model_dir, save_checkpoints_steps=save_steps, log_step_count_steps=None
+        model_dir=model_dir,
+        save_checkpoints_steps=save_steps,
+        log_step_count_steps=None,
+        tpu_config=tpu.TPUConfig(iterations_per_loop=per_loop),
     )
     return tpu.TPUEstimator(
         model_fn,
@@ -428,7 +431,7 @@ def test_nan_loss_names_the_step_and_the_newest_finite_checkpoint(tmp_path):
 
     model_dir = str(tmp_path / "model")
     # Saves at 0, 8, 16: the run from step 15 saves its NaN weights at 16, then fails.
-    est = _estimator(model_dir, save_steps=8)
+    est = _estimator(model_dir, save_steps=8, per_loop=1)
     with pytest.raises(NanLossError, match=r"global step 15") as raised:
         est.train(input_fn, max_steps=100)
     message = str(raised.value)
@@ -438,7 +441,8 @@ def test_nan_loss_names_the_step_and_the_newest_finite_checkpoint(tmp_path):
     # Resumed with a NanGuardHook, the NaN weights of model.ckpt-16 fail at once: the advice
     # names model.ckpt-8, read to be finite, not the newest checkpoint before the step.
     with pytest.raises(NanLossError, match="at step 16") as raised:
-        _estimator(model_dir, save_steps=8).train(input_fn, max_steps=100, hooks=[NanGuardHook()])
+        resumed = _estimator(model_dir, save_steps=8, per_loop=1)
+        resumed.train(input_fn, max_steps=100, hooks=[NanGuardHook()])
     message = str(raised.value)
     good = os.path.join(model_dir, "model.ckpt-8")
     assert "finite weights from before it is model.ckpt-8" in message, message

@@ -294,3 +294,31 @@ def test_a_builders_model_fn_with_warm_up_and_decay_gives_the_same_weights(tmp_p
         weights[per_loop] = _weights(est)
     for name, value in weights[1].items():
         np.testing.assert_allclose(weights[5][name], value, rtol=1e-5, atol=1e-6)
+
+
+def test_a_nan_loss_in_a_loop_names_the_step_the_loop_began_at(tmp_path):
+    from tfest_kit.hooks import NanLossError
+
+    def nan_input_fn(params):  # example 15 (one per step) is NaN
+        x = tf.data.Dataset.range(1000).map(
+            lambda i: tf.where(tf.equal(i, 15), np.nan, 1.0) * tf.ones([4])
+        )
+        ds = tf.data.Dataset.zip(({"x": x}, tf.data.Dataset.from_tensors(1).repeat()))
+        return ds.batch(params["batch_size"])
+
+    def linear_model_fn(features, labels, mode, params):  # a ReLU would hide the NaN
+        logits = tf.layers.dense(features["x"], 2)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+        return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    config = tpu.RunConfig(
+        model_dir=str(tmp_path),
+        log_step_count_steps=10,
+        tpu_config=tpu.TPUConfig(iterations_per_loop=4),
+    )
+    est = tpu.TPUEstimator(linear_model_fn, config=config, use_tpu=False, train_batch_size=1)
+    # Loops of 4 end at 4, 8, 10 (log_step_count_steps), 14, 18: step 15 is in the fifth.
+    with pytest.raises(NanLossError, match=r"global step 14") as raised:
+        est.train(nan_input_fn, max_steps=100)
+    assert raised.value.step == 14

@@ -34,7 +34,7 @@ __all__ = ["LOCK_FILE", "OBJECT_GLOBAL_STEP", "ExportNotFoundError", "ModelDirLo
 __all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "complete_exports"]
 __all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
 __all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
-__all__ += ["usable_checkpoint", "writer_lock"]
+__all__ += ["usable_checkpoint", "writer_lock", "LOOP_STEP"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -45,6 +45,8 @@ _STEP = re.compile(r"-(\d+)$")
 _DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
 _GLOB = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
 _NOT_NUMPY = {tf.variant, tf.resource}
+# The graph collection of a training loop's end step (tpu.py), read by _StepCounter.
+LOOP_STEP = "tfest_kit_loop_step"
 _NO_SPACE = "No space left on device"  # ENOSPC's text, also in TensorFlow's errors
 
 
@@ -287,6 +289,7 @@ class _StepCounter(tf.train.SessionRunHook):
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
+        self._loop_step = tf.get_collection(LOOP_STEP)
         self.step: Optional[int] = None
         self._summary = None
         if self._started is not None:
@@ -300,7 +303,8 @@ class _StepCounter(tf.train.SessionRunHook):
         self._phase = "running the first step"
         self.ran = False
         if self._global_step is not None:
-            self.step = int(session.run(self._global_step)) - 1
+            self._next_step = int(session.run(self._global_step))
+            self.step = self._next_step - 1
         if self._summary is not None and self.step is not None:
             max_steps, steps = self._until
             self._last = max_steps or self.step + 1 + steps
@@ -308,18 +312,22 @@ class _StepCounter(tf.train.SessionRunHook):
                 self._summary = None  # SummarySaverHook writes the last step
 
     def before_run(self, run_context):
+        fetches = {}
         if self.step is not None:
-            self.step += 1
+            # A training loop's run makes several steps: its end step is fetched with it.
+            self.step = self._next_step if self._loop_step else self.step + 1
+            fetches = {"step": self._loop_step[0]} if self._loop_step else {}
             if self._summary is not None and self.step + 1 == self._last:
-                return tf.train.SessionRunArgs(self._summary)
-        return None
+                fetches["summary"] = self._summary
+        return tf.train.SessionRunArgs(fetches) if fetches else None
 
     def after_run(self, run_context, run_values) -> None:
         self.first_step_done.set()
         self.ran = True
-        if run_values.results is not None:
+        self._next_step = (run_values.results or {}).get("step")
+        if "summary" in (run_values.results or {}):
             writer = tf.summary.FileWriterCache.get(self._summary_dir)
-            writer.add_summary(run_values.results, self._last)
+            writer.add_summary(run_values.results["summary"], self._last)
 
     def check_ran(self, input_arg: str) -> None:
         """Names an input that ended before the first step: Estimator returns silently."""

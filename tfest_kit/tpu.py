@@ -18,7 +18,7 @@ import numpy as np
 
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import label_errors
-from tfest_kit._model_dir import usable_checkpoint
+from tfest_kit._model_dir import LOOP_STEP, usable_checkpoint
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
@@ -326,13 +326,17 @@ def _training_loop(step: Callable, features, labels, length: int, until, every) 
 
     def body(i, _):
         spec = built["spec"] = step(*read())
-        if spec.loss is None or spec.train_op is None:
-            raise ValueError("model_fn must return a loss and a train_op in TRAIN mode")
+        if getattr(spec, "loss", None) is None or getattr(spec, "train_op", None) is None:
+            raise ValueError(
+                "model_fn must return an EstimatorSpec or TPUEstimatorSpec with a loss and a "
+                f"train_op in TRAIN mode. Got: {type(spec).__name__}"
+            )
         after = [spec.train_op]
         for summary in summaries[first:]:
             if summary.op.name != "loss":  # Estimator's own "loss" summary takes its place
                 with tf.init_scope():  # a local variable keeps the last step's value
-                    kept.append(tf.Variable("", False, [tf.GraphKeys.LOCAL_VARIABLES]))
+                    local = [tf.GraphKeys.LOCAL_VARIABLES]
+                    kept.append(tf.Variable("", trainable=False, collections=local))
                 after.append(kept[-1].assign(summary))
         if getattr(spec, "host_call", None) is not None:  # each step's tensors, queued
             flat = tf.nest.flatten(spec.host_call[1])
@@ -360,6 +364,7 @@ def _training_loop(step: Callable, features, labels, length: int, until, every) 
     with tf.control_dependencies([loss]):
         summaries[first:] = [variable.read_value() for variable in kept]
         step_after = tf.identity(tf.train.get_global_step())
+    tf.add_to_collection(LOOP_STEP, step_after)
     hook = _LoopLengthHook(length, iterations, step_after, until, every)
     spec, pending = built["spec"], None
     spec = spec._replace(  # in-loop tensors a TRAIN spec does not need
