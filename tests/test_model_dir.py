@@ -370,6 +370,40 @@ def test_writer_lock_is_skipped_for_object_stores(tmp_path):
     assert _read(tmp_path / _model_dir.LOCK_FILE) == ""
 
 
+_TF1_CLUSTER = {"master": ["h:1"], "worker": ["h:2"]}
+_CHIEF_CLUSTER = {"chief": ["h:1"], "worker": ["h:2"]}
+
+
+@pytest.mark.parametrize(
+    "cluster, task, strategy, writes",
+    [
+        ({}, ("worker", 0), False, True),  # a task without a cluster: RunConfig's one process
+        (_TF1_CLUSTER, ("master", 0), False, True),  # TF1's chief
+        (_TF1_CLUSTER, ("worker", 0), False, False),
+        # Under a strategy an Estimator's RunConfig calls every task worker 0 and chief.
+        (_CHIEF_CLUSTER, ("chief", 0), True, True),
+        (_CHIEF_CLUSTER, ("worker", 0), True, False),
+        ({"worker": ["h:1", "h:2"]}, ("worker", 0), True, True),  # the coordinator's chief
+        ({"worker": ["h:1", "h:2"]}, ("worker", 1), True, False),
+    ],
+)
+def test_training_locks_on_runconfigs_chief_only(
+    tmp_path, monkeypatch, cluster, task, strategy, writes
+):
+    tf_config = {"cluster": cluster, "task": {"type": task[0], "index": task[1]}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+    config = estimator.RunConfig(
+        train_distribute=tf2.distribute.MirroredStrategy() if strategy else None
+    )
+    if not strategy:
+        assert config.is_chief == writes  # RunConfig's own word
+    est = estimator.Estimator(lambda features, labels, mode: None, str(tmp_path), config=config)
+    assert _model_dir.writes_checkpoints() == writes
+    with _model_dir.training(est):
+        lock = tmp_path / _model_dir.LOCK_FILE
+        assert (json.loads(_read(lock))["pid"] == os.getpid()) if writes else not lock.exists()
+
+
 def test_second_writer_stops_and_a_dead_writers_lock_is_taken_over(tmp_path):
     model_dir = str(tmp_path / "model")
     stop_file = str(tmp_path / "STOP")

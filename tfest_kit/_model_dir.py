@@ -23,6 +23,7 @@ from typing import Optional
 import numpy as np
 
 from tfest_kit._errors import TfestKitError
+from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
 try:
@@ -34,7 +35,7 @@ __all__ = ["LOCK_FILE", "OBJECT_GLOBAL_STEP", "ExportNotFoundError", "ModelDirLo
 __all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "complete_exports"]
 __all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
 __all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
-__all__ += ["usable_checkpoint", "writer_lock"]
+__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -357,16 +358,16 @@ def _disk_full_message(model_dir: str) -> str:
     return message + " Free space there (or lower RunConfig(keep_checkpoint_max=…))."
 
 
-def _writes_checkpoints(config) -> bool:
-    if config.task_type in ("evaluator", "ps"):
-        return False
-    jobs = config.cluster_spec.jobs if config.cluster_spec else []
-    if not jobs:
-        return True
-    # Under MultiWorkerMirroredStrategy every worker says is_chief; only one writes.
-    if "chief" in jobs:
-        return config.task_type == "chief"
-    return config.task_type == "worker" and config.task_id == 0
+def writes_checkpoints() -> bool:
+    """Whether this task writes the checkpoints (and holds the writer lock): ``RunConfig``'s
+    chief (the one task without a cluster, ``chief``, TF1's ``master``), and in a cluster of
+    workers only (a strategy's) worker 0, the distribute coordinator's chief. Read from
+    ``TF_CONFIG``: under a strategy an Estimator's ``RunConfig`` calls every task worker 0."""
+    tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    cluster, task = tf_config.get("cluster") or {}, tf_config.get("task") or {}
+    if set(cluster) == {"worker"}:
+        return task.get("type") == "worker" and int(task.get("index", 0)) == 0
+    return tf_estimator.RunConfig().is_chief
 
 
 @contextlib.contextmanager
@@ -387,7 +388,8 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
     outermost = model_dir not in _training_now  # train_and_evaluate calls train
     if outermost:
         tf.logging.info("Training into %s: building the graph", model_dir)
-    summary_dir = model_dir if outermost and _writes_checkpoints(estimator.config) else None
+    writer = bool(model_dir) and writes_checkpoints()
+    summary_dir = model_dir if outermost and writer else None
     started = time.monotonic() if outermost else None
     every = estimator.config.save_summary_steps
     counter = _StepCounter(started, max_steps, steps, summary_dir, every)
@@ -396,7 +398,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
         if outermost:
             _training_now.add(model_dir)
             stack.callback(_training_now.discard, model_dir)
-        if model_dir and _writes_checkpoints(estimator.config):
+        if writer:
             stack.enter_context(writer_lock(model_dir))
             recover_checkpoint_state(model_dir)
         try:
