@@ -189,6 +189,29 @@ def test_checkpoint_damage_tells_what_is_wrong(copy_dir):
     assert ".index" in _model_dir.checkpoint_damage(prefix)
 
 
+def test_a_verdict_is_kept_until_the_checkpoints_files_change(copy_dir, monkeypatch):
+    # evaluate / predict / export each look for the checkpoint: one read, then stat calls.
+    reads = []
+    read = _model_dir._read_damage
+    monkeypatch.setattr(_model_dir, "_read_damage", lambda *args: reads.append(args) or read(*args))
+    prefix = os.path.join(copy_dir, "model.ckpt-30")
+    for _ in range(3):
+        assert _model_dir.usable_checkpoint(copy_dir, "evaluate()") == prefix
+    assert reads == [(prefix, False)]
+    assert _model_dir.checkpoint_damage(prefix, finite=True) is None  # a verdict of its own
+    assert len(reads) == 2
+    # Bit-flipped in place at the same size, its mtime put back (a coarse clock's tick later).
+    (data,) = glob.glob(prefix + ".data-*")
+    mtime = os.stat(data).st_mtime_ns
+    time.sleep(0.02)
+    _damage(copy_dir, "bit-flipped .data")
+    os.utime(data, ns=(mtime, mtime))
+    assert "Checksum does not match" in _model_dir.checkpoint_damage(prefix)
+    with captured_tf_log(logging.WARNING) as lines:
+        assert _model_dir.usable_checkpoint(copy_dir, "predict()").endswith("model.ckpt-20")
+    assert "model.ckpt-30" in _warnings(lines)[0]
+
+
 def test_intact_state_is_left_alone(copy_dir):
     state = os.path.join(copy_dir, "checkpoint")
     before = os.stat(state).st_mtime_ns

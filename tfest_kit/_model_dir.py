@@ -43,7 +43,7 @@ LOCK_FILE = ".tfest_kit.lock"
 OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
 EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
 _STEP = re.compile(r"-(\d+)$")
-_DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
+_FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")  # a checkpoint's files
 _GLOB = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
 _NOT_NUMPY = {tf.variant, tf.resource}
 _NO_SPACE = "No space left on device"  # ENOSPC's text, also in TensorFlow's errors
@@ -67,12 +67,29 @@ def checkpoint_step(prefix: str) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
+_verdicts: dict = {}  # (prefix, finite, its files' names, inodes, sizes, mtimes, ctimes): verdict
+
+
 def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:
     """Why checkpoint ``prefix`` cannot be restored (``"its .index file is missing"``), or None.
 
     Reads every tensor as a restore does, so TensorFlow checks each one's size and checksum
     (a truncated, zeroed or bit-flipped data file); ``finite``: NaN / inf weights count too.
+    A verdict holds while the checkpoint's local files keep their inode, size, mtime and ctime.
     """
+    folder, name = os.path.split(prefix)
+    try:  # stat calls, not a read of every tensor on each evaluate, predict and export
+        names = sorted(f for f in os.listdir(folder or ".") if f.startswith(name + "."))
+        stats = [(f, os.stat(os.path.join(folder, f))) for f in names]
+        stamp = tuple((f, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for f, s in stats)
+    except OSError:  # not a local path, or a file removed meanwhile: read it
+        stamp = None
+    if stamp is None or (prefix, finite, stamp) not in _verdicts:
+        _verdicts[prefix, finite, stamp] = _read_damage(prefix, finite)
+    return _verdicts[prefix, finite, stamp]
+
+
+def _read_damage(prefix: str, finite: bool) -> Optional[str]:
     if not tf.io.gfile.exists(prefix + ".index"):
         return "its .index file is missing"
     try:
@@ -114,14 +131,9 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
         names = tf.io.gfile.listdir(model_dir)
     except tf.errors.NotFoundError:
         return []
-    prefixes = set()
-    for name in names:
-        match = _DATA.match(name)
-        prefix = match.group(1) if match else name[: -len(".index")]
-        listed = match or name.endswith(".index")
-        if listed and checkpoint_step(prefix) is not None:
-            prefixes.add(os.path.join(model_dir, prefix))
-    return sorted(prefixes, key=lambda p: (checkpoint_step(p), p), reverse=True)
+    prefixes = {os.path.join(model_dir, m.group(1)) for m in map(_FILE.match, names) if m}
+    stepped = [p for p in prefixes if checkpoint_step(p) is not None]
+    return sorted(stepped, key=lambda p: (checkpoint_step(p), p), reverse=True)
 
 
 def path_problem(model_dir: str) -> Optional[str]:
@@ -388,8 +400,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
     outermost = model_dir not in _training_now  # train_and_evaluate calls train
     if outermost:
         tf.logging.info("Training into %s: building the graph", model_dir)
-    writer = bool(model_dir) and writes_checkpoints()
-    summary_dir = model_dir if outermost and writer else None
+    summary_dir = model_dir if outermost and writes_checkpoints() else None
     started = time.monotonic() if outermost else None
     every = estimator.config.save_summary_steps
     counter = _StepCounter(started, max_steps, steps, summary_dir, every)
@@ -398,7 +409,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
         if outermost:
             _training_now.add(model_dir)
             stack.callback(_training_now.discard, model_dir)
-        if writer:
+        if model_dir and writes_checkpoints():
             stack.enter_context(writer_lock(model_dir))
             recover_checkpoint_state(model_dir)
         try:

@@ -432,8 +432,7 @@ def _release_preemption_hooks(train_hooks: list) -> Optional[str]:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
+    value = value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
     return value.item() if isinstance(value, np.generic) else value
 
 
