@@ -64,7 +64,7 @@ __all__ = [
     "CASE_NAMES",
 ]
 
-CASE_NAMES = ("bert_tiny", "mlp", "serving", "input_pipeline", "cold_start")
+CASE_NAMES = ("bert_tiny", "mlp", "serving", "input_pipeline", "cold_start", "model_dir_reads")
 RESULT_PREFIX = "BENCH_RESULT "
 ROOT = _stacks.ROOT
 

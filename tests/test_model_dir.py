@@ -192,6 +192,29 @@ def test_checkpoint_damage_tells_what_is_wrong(copy_dir):
     assert ".index" in _model_dir.checkpoint_damage(prefix)
 
 
+def test_a_verdict_is_kept_until_the_checkpoints_files_change(copy_dir, monkeypatch):
+    # evaluate / predict / export each look for the checkpoint: one read, then stat calls.
+    reads = []
+    read = _model_dir._read_damage
+    monkeypatch.setattr(_model_dir, "_read_damage", lambda *args: reads.append(args) or read(*args))
+    prefix = os.path.join(copy_dir, "model.ckpt-30")
+    for _ in range(3):
+        assert _model_dir.usable_checkpoint(copy_dir, "evaluate()") == prefix
+    assert reads == [(prefix, False)]
+    assert _model_dir.checkpoint_damage(prefix, finite=True) is None  # a verdict of its own
+    assert len(reads) == 2
+    # Bit-flipped in place at the same size, its mtime put back (a coarse clock's tick later).
+    (data,) = glob.glob(prefix + ".data-*")
+    mtime = os.stat(data).st_mtime_ns
+    time.sleep(0.02)
+    _damage(copy_dir, "bit-flipped .data")
+    os.utime(data, ns=(mtime, mtime))
+    assert "Checksum does not match" in _model_dir.checkpoint_damage(prefix)
+    with captured_tf_log(logging.WARNING) as lines:
+        assert _model_dir.usable_checkpoint(copy_dir, "predict()").endswith("model.ckpt-20")
+    assert "model.ckpt-30" in _warnings(lines)[0]
+
+
 def test_intact_state_is_left_alone(copy_dir):
     state = os.path.join(copy_dir, "checkpoint")
     before = os.stat(state).st_mtime_ns
@@ -371,6 +394,40 @@ def test_writer_lock_is_skipped_for_object_stores(tmp_path):
     with _model_dir.writer_lock(str(tmp_path)), _model_dir.writer_lock(str(tmp_path)):
         assert json.loads(_read(tmp_path / _model_dir.LOCK_FILE))["pid"] == os.getpid()
     assert _read(tmp_path / _model_dir.LOCK_FILE) == ""
+
+
+_TF1_CLUSTER = {"master": ["h:1"], "worker": ["h:2"]}
+_CHIEF_CLUSTER = {"chief": ["h:1"], "worker": ["h:2"]}
+
+
+@pytest.mark.parametrize(
+    "cluster, task, strategy, writes",
+    [
+        ({}, ("worker", 0), False, True),  # a task without a cluster: RunConfig's one process
+        (_TF1_CLUSTER, ("master", 0), False, True),  # TF1's chief
+        (_TF1_CLUSTER, ("worker", 0), False, False),
+        # Under a strategy an Estimator's RunConfig calls every task worker 0 and chief.
+        (_CHIEF_CLUSTER, ("chief", 0), True, True),
+        (_CHIEF_CLUSTER, ("worker", 0), True, False),
+        ({"worker": ["h:1", "h:2"]}, ("worker", 0), True, True),  # the coordinator's chief
+        ({"worker": ["h:1", "h:2"]}, ("worker", 1), True, False),
+    ],
+)
+def test_training_locks_on_runconfigs_chief_only(
+    tmp_path, monkeypatch, cluster, task, strategy, writes
+):
+    tf_config = {"cluster": cluster, "task": {"type": task[0], "index": task[1]}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
+    config = estimator.RunConfig(
+        train_distribute=tf2.distribute.MirroredStrategy() if strategy else None
+    )
+    if not strategy:
+        assert config.is_chief == writes  # RunConfig's own word
+    est = estimator.Estimator(lambda features, labels, mode: None, str(tmp_path), config=config)
+    assert _model_dir.writes_checkpoints() == writes
+    with _model_dir.training(est):
+        lock = tmp_path / _model_dir.LOCK_FILE
+        assert (json.loads(_read(lock))["pid"] == os.getpid()) if writes else not lock.exists()
 
 
 def test_second_writer_stops_and_a_dead_writers_lock_is_taken_over(tmp_path):

@@ -273,6 +273,9 @@ def test_writer_lock_is_taken_early_by_the_checkpoint_writer_only(tmp_path, monk
             ({"chief": ["h:1"]}, ("evaluator", 0), False),
             ({"worker": ["h:1", "h:2"]}, ("worker", 0), True),  # a strategy's chief
             ({"worker": ["h:1", "h:2"]}, ("worker", 1), False),
+            ({}, ("worker", 0), True),  # TF_CONFIG's task without a cluster: the one process
+            ({"master": ["h:1"], "worker": ["h:2"]}, ("master", 0), True),  # TF1's chief
+            ({"master": ["h:1"], "worker": ["h:2"]}, ("worker", 0), False),
         ]:
             if task:
                 tf_config = {"cluster": cluster, "task": {"type": task[0], "index": task[1]}}

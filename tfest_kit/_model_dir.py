@@ -23,6 +23,7 @@ from typing import Optional
 import numpy as np
 
 from tfest_kit._errors import TfestKitError
+from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
 try:
@@ -34,7 +35,7 @@ __all__ = ["LOCK_FILE", "OBJECT_GLOBAL_STEP", "ExportNotFoundError", "ModelDirLo
 __all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "complete_exports"]
 __all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
 __all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
-__all__ += ["usable_checkpoint", "writer_lock", "LOOP_STEP"]
+__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -42,7 +43,7 @@ LOCK_FILE = ".tfest_kit.lock"
 OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
 EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
 _STEP = re.compile(r"-(\d+)$")
-_DATA = re.compile(r"^(.*)\.data-(\d{5})-of-(\d{5})$")
+_FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")  # a checkpoint's files
 _GLOB = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
 _NOT_NUMPY = {tf.variant, tf.resource}
 # The graph collection of a training loop's end step (tpu.py), read by _StepCounter.
@@ -68,12 +69,29 @@ def checkpoint_step(prefix: str) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
+_verdicts: dict = {}  # (prefix, finite, its files' names, inodes, sizes, mtimes, ctimes): verdict
+
+
 def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:
     """Why checkpoint ``prefix`` cannot be restored (``"its .index file is missing"``), or None.
 
     Reads every tensor as a restore does, so TensorFlow checks each one's size and checksum
     (a truncated, zeroed or bit-flipped data file); ``finite``: NaN / inf weights count too.
+    A verdict holds while the checkpoint's local files keep their inode, size, mtime and ctime.
     """
+    folder, name = os.path.split(prefix)
+    try:  # stat calls, not a read of every tensor on each evaluate, predict and export
+        names = sorted(f for f in os.listdir(folder or ".") if f.startswith(name + "."))
+        stats = [(f, os.stat(os.path.join(folder, f))) for f in names]
+        stamp = tuple((f, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for f, s in stats)
+    except OSError:  # not a local path, or a file removed meanwhile: read it
+        stamp = None
+    if stamp is None or (prefix, finite, stamp) not in _verdicts:
+        _verdicts[prefix, finite, stamp] = _read_damage(prefix, finite)
+    return _verdicts[prefix, finite, stamp]
+
+
+def _read_damage(prefix: str, finite: bool) -> Optional[str]:
     if not tf.io.gfile.exists(prefix + ".index"):
         return "its .index file is missing"
     try:
@@ -115,14 +133,9 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
         names = tf.io.gfile.listdir(model_dir)
     except tf.errors.NotFoundError:
         return []
-    prefixes = set()
-    for name in names:
-        match = _DATA.match(name)
-        prefix = match.group(1) if match else name[: -len(".index")]
-        listed = match or name.endswith(".index")
-        if listed and checkpoint_step(prefix) is not None:
-            prefixes.add(os.path.join(model_dir, prefix))
-    return sorted(prefixes, key=lambda p: (checkpoint_step(p), p), reverse=True)
+    prefixes = {os.path.join(model_dir, m.group(1)) for m in map(_FILE.match, names) if m}
+    stepped = [p for p in prefixes if checkpoint_step(p) is not None]
+    return sorted(stepped, key=lambda p: (checkpoint_step(p), p), reverse=True)
 
 
 def path_problem(model_dir: str) -> Optional[str]:
@@ -365,16 +378,16 @@ def _disk_full_message(model_dir: str) -> str:
     return message + " Free space there (or lower RunConfig(keep_checkpoint_max=…))."
 
 
-def _writes_checkpoints(config) -> bool:
-    if config.task_type in ("evaluator", "ps"):
-        return False
-    jobs = config.cluster_spec.jobs if config.cluster_spec else []
-    if not jobs:
-        return True
-    # Under MultiWorkerMirroredStrategy every worker says is_chief; only one writes.
-    if "chief" in jobs:
-        return config.task_type == "chief"
-    return config.task_type == "worker" and config.task_id == 0
+def writes_checkpoints() -> bool:
+    """Whether this task writes the checkpoints (and holds the writer lock): ``RunConfig``'s
+    chief (the one task without a cluster, ``chief``, TF1's ``master``), and in a cluster of
+    workers only (a strategy's) worker 0, the distribute coordinator's chief. Read from
+    ``TF_CONFIG``: under a strategy an Estimator's ``RunConfig`` calls every task worker 0."""
+    tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    cluster, task = tf_config.get("cluster") or {}, tf_config.get("task") or {}
+    if set(cluster) == {"worker"}:
+        return task.get("type") == "worker" and int(task.get("index", 0)) == 0
+    return tf_estimator.RunConfig().is_chief
 
 
 @contextlib.contextmanager
@@ -395,7 +408,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
     outermost = model_dir not in _training_now  # train_and_evaluate calls train
     if outermost:
         tf.logging.info("Training into %s: building the graph", model_dir)
-    summary_dir = model_dir if outermost and _writes_checkpoints(estimator.config) else None
+    summary_dir = model_dir if outermost and writes_checkpoints() else None
     started = time.monotonic() if outermost else None
     every = estimator.config.save_summary_steps
     counter = _StepCounter(started, max_steps, steps, summary_dir, every)
@@ -404,7 +417,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
         if outermost:
             _training_now.add(model_dir)
             stack.callback(_training_now.discard, model_dir)
-        if model_dir and _writes_checkpoints(estimator.config):
+        if model_dir and writes_checkpoints():
             stack.enter_context(writer_lock(model_dir))
             recover_checkpoint_state(model_dir)
         try:

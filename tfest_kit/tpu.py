@@ -283,10 +283,8 @@ def _reader(features, labels) -> Optional[Callable]:
 
 
 class _LoopLengthHook(tf.train.SessionRunHook):
-    """Feeds each training loop its length, cut short at the final step (where it stops) and at
-    multiples of ``every`` (loss lines, checkpoints). It reads the step a loop ends at with the
-    loop: the official TPU hook reads it and sets the length in two more ``Session.run`` per loop,
-    a small model's cost of two steps."""
+    """Feeds each loop its length, cut at the final step (it stops there) and at multiples of
+    ``every``; reads the step a loop ends at with it (the official TPU hook: two more runs)."""
 
     def __init__(self, length: int, count, step_after, until, every) -> None:
         self._length, self._count, self._step_after, self._until = length, count, step_after, until
@@ -310,13 +308,10 @@ class _LoopLengthHook(tf.train.SessionRunHook):
 
 
 def _training_loop(step: Callable, features, labels, length: int, until, every) -> Optional[tuple]:
-    """``step(features, labels)``'s training spec run ``length`` times in one ``Session.run``,
-    as on a TPU: a ``tf.while_loop`` reading a batch, computing the loss and applying the update
-    each time; ``until`` is train()'s ``(max_steps, steps)``, ``every`` the intervals loops end at.
-
-    Returns ``(spec, pending)``: the spec with the last step's loss, v1 summaries of the last
-    step, ``host_call`` tensors queued per step (``pending`` the queue's size, or None). None if
-    the input was not read from a ``tf.data`` iterator."""
+    """``step(features, labels)``'s training step ``length`` times per ``Session.run`` in a
+    ``tf.while_loop``, as on a TPU; ``until``: train()'s ``(max_steps, steps)``. Returns the
+    spec (the last step's loss and v1 summaries; ``host_call`` tensors queued) and the queue's
+    size, or None for an input not read from a ``tf.data`` iterator."""
     read = _reader(features, labels)
     if read is None:
         return None
@@ -327,10 +322,8 @@ def _training_loop(step: Callable, features, labels, length: int, until, every) 
     def body(i, _):
         spec = built["spec"] = step(*read())
         if getattr(spec, "loss", None) is None or getattr(spec, "train_op", None) is None:
-            raise ValueError(
-                "model_fn must return an EstimatorSpec or TPUEstimatorSpec with a loss and a "
-                f"train_op in TRAIN mode. Got: {type(spec).__name__}"
-            )
+            kind = type(spec).__name__
+            raise ValueError(f"model_fn must return an EstimatorSpec (loss, train_op). Got: {kind}")
         after = [spec.train_op]
         for summary in summaries[first:]:
             if summary.op.name != "loss":  # Estimator's own "loss" summary takes its place

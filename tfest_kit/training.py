@@ -353,17 +353,15 @@ def writer_lock(model_dir: str) -> contextlib.AbstractContextManager:
 
     Take it before writing into ``model_dir`` (data caches, records): a second run is then
     refused with ``ModelDirLockedError`` before it writes a file. Nested holds are allowed; on a
-    ``TF_CONFIG`` cluster only the chief (or worker 0 without one) takes it.
+    ``TF_CONFIG`` cluster only the chief (TF1's ``master``; worker 0 without one) takes it.
 
     Example:
 
         with training.writer_lock(model_dir):
             run(model_dir)  # writes model_dir/data, trains, exports
     """
-    config = validate_tf_config(workers_only_allowed=True)
-    jobs, task = config.get("cluster") or {}, config.get("task") or {}
-    writer = ("chief" if "chief" in jobs else "worker", 0) if jobs else (None, None)
-    held = (task.get("type"), task.get("index")) == writer
+    validate_tf_config(workers_only_allowed=True)
+    held = _model_dir.writes_checkpoints()
     return _model_dir.writer_lock(model_dir) if held else contextlib.nullcontext()
 
 
@@ -434,8 +432,7 @@ def _release_preemption_hooks(train_hooks: list) -> Optional[str]:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
+    value = value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
     return value.item() if isinstance(value, np.generic) else value
 
 
