@@ -57,6 +57,7 @@ __all__ = [
     "Goal",
     "Results",
     "metric_problem",
+    "median_seconds",
     "load_case",
     "run_benchmarks",
     "render_markdown",
@@ -332,6 +333,18 @@ def value_goal(text, case, metric, variant, *, at_least=None, at_most=None, fmt=
         return _agreeing_text(value, parsed, passes), passes(value)
 
     return Goal(text, check)
+
+
+def median_seconds(fn: Callable[[], Any], calls: int, warmup: int = 3) -> float:
+    """Median seconds per call of ``fn`` over ``calls`` calls, after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def load_case(name: str):

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from benchmarks._harness import Case, Context, Metric, ratio_goal
+from benchmarks._harness import Case, Context, Metric, median_seconds, ratio_goal
 
 WIDTH, LAYERS, BATCH, EVAL_BATCHES = 512, 4, 64, 5
 
@@ -92,16 +92,6 @@ def _trained(workdir: str) -> str:
     return model_dir
 
 
-def _median_seconds(fn, calls: int) -> float:
-    fn()  # warm-up: first-call imports and caches
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def run(variant: str, ctx: Context) -> dict:
     from tfest_kit import tpu
     from tfest_kit._model_dir import usable_checkpoint
@@ -133,14 +123,18 @@ def run(variant: str, ctx: Context) -> dict:
     find()  # the first lookup in the process
     metrics = {
         "first_find_ms": 1e3 * (time.perf_counter() - start),
-        "evaluate_s": _median_seconds(lambda: est.evaluate(_input_fn(EVAL_BATCHES)), calls),
-        "predict_s": _median_seconds(
-            lambda: list(est.predict(_input_fn(1), yield_single_examples=False)), calls
+        "evaluate_s": median_seconds(
+            lambda: est.evaluate(_input_fn(EVAL_BATCHES)), calls, warmup=1
         ),
-        "export_s": _median_seconds(
-            lambda: est.export_saved_model(f"{scratch}/export{next(exports)}", receiver), calls
+        "predict_s": median_seconds(
+            lambda: list(est.predict(_input_fn(1), yield_single_examples=False)), calls, warmup=1
         ),
-        "find_checkpoint_ms": 1e3 * _median_seconds(find, 10 * calls),
+        "export_s": median_seconds(
+            lambda: est.export_saved_model(f"{scratch}/export{next(exports)}", receiver),
+            calls,
+            warmup=1,
+        ),
+        "find_checkpoint_ms": 1e3 * median_seconds(find, 10 * calls, warmup=1),
     }
     shutil.rmtree(scratch, ignore_errors=True)
     return metrics

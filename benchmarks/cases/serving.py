@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import glob
 import os
-import time
 
 import numpy as np
 
-from benchmarks._harness import Case, Context, Metric, ratio_goal
+from benchmarks._harness import Case, Context, Metric, median_seconds, ratio_goal
 
 BATCH = 64
 _INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -79,18 +78,6 @@ def _setup(workdir: str):
     return est, exports[-1]
 
 
-def _time_calls(fn, calls: int, warmup: int = 3) -> float:
-    """Median seconds per call."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def run(variant: str, ctx: Context) -> dict:
     from tfest_kit._tf import tf2
 
@@ -103,16 +90,16 @@ def run(variant: str, ctx: Context) -> dict:
         from tfest_kit.serving import Predictor
 
         predictor = Predictor(export_dir)
-        single = _time_calls(lambda: predictor(one), single_calls)
-        batched = _time_calls(lambda: predictor(batch), batch_calls)
+        single = median_seconds(lambda: predictor(one), single_calls)
+        batched = median_seconds(lambda: predictor(batch), batch_calls)
     elif variant == "predictor_intra1":
         from tfest_kit._tf import tf
         from tfest_kit.serving import Predictor
 
         config = tf.ConfigProto(inter_op_parallelism_threads=-1, intra_op_parallelism_threads=1)
         predictor = Predictor(export_dir, session_config=config)
-        single = _time_calls(lambda: predictor(one), single_calls)
-        batched = _time_calls(lambda: predictor(batch), batch_calls)
+        single = median_seconds(lambda: predictor(one), single_calls)
+        batched = median_seconds(lambda: predictor(batch), batch_calls)
     elif variant == "signature":
         signature = tf2.saved_model.load(export_dir).signatures["serving_default"]
 
@@ -120,8 +107,8 @@ def run(variant: str, ctx: Context) -> dict:
             tensors = {k: tf2.constant(v) for k, v in features.items()}
             return {k: v.numpy() for k, v in signature(**tensors).items()}
 
-        single = _time_calls(lambda: call(one), single_calls)
-        batched = _time_calls(lambda: call(batch), batch_calls)
+        single = median_seconds(lambda: call(one), single_calls)
+        batched = median_seconds(lambda: call(batch), batch_calls)
     elif variant == "estimator_predict":
 
         def predict(features):
@@ -133,8 +120,8 @@ def run(variant: str, ctx: Context) -> dict:
             return list(est.predict(input_fn, yield_single_examples=False))
 
         calls = 3 if ctx.quick else 10
-        single = _time_calls(lambda: predict(one), calls, warmup=1)
-        batched = _time_calls(lambda: predict(batch), calls, warmup=0)
+        single = median_seconds(lambda: predict(one), calls, warmup=1)
+        batched = median_seconds(lambda: predict(batch), calls, warmup=0)
     else:
         raise ValueError(f"unknown variant {variant!r}")
     return {"latency_ms": single * 1e3, "batch64_examples_per_sec": BATCH / batched}
