@@ -266,9 +266,10 @@ def _reader(features, labels) -> Optional[Callable]:
     came from, or None (sparse features, tensors of other origins)."""
     flat = tf.nest.flatten((features, labels))
     tensors = [t for t in flat if t is not None]
-    ops = {t.op for t in tensors if isinstance(t, tf.Tensor)}
-    op = ops.pop() if len(ops) == 1 and all(isinstance(t, tf.Tensor) for t in tensors) else None
-    if op is None or op.type != "IteratorGetNext":
+    if not all(isinstance(t, tf.Tensor) for t in tensors) or len({t.op for t in tensors}) != 1:
+        return None
+    op = tensors[0].op
+    if op.type != "IteratorGetNext":
         return None
 
     def read():
