@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import captured_tf_log, run_program
-from tfest_kit import hooks, tpu
+from tfest_kit import _loop, hooks, tpu
 from tfest_kit._tf import estimator, tf, tf2
 
 N, TRAIN_BS, EVAL_BS, PREDICT_BS = 50, 8, 7, 7  # 7 does not divide 50
@@ -769,8 +769,8 @@ def test_a_progress_hook_that_only_the_chief_runs_leaves_the_workers_their_loss_
     spec_type = collections.namedtuple("Spec", ["training_hooks", "training_chief_hooks"])
     loss_line = hooks.LossLoggingHook(every_n_steps=10)
     spec = spec_type((loss_line,), (hooks.ProgressHook(every_n_steps=10),))
-    assert tpu._without_second_loss_line(spec, (), is_chief=True).training_hooks == ()
-    assert tpu._without_second_loss_line(spec, (), is_chief=False).training_hooks == (loss_line,)
+    assert _loop.without_second_loss_line(spec, (), is_chief=True).training_hooks == ()
+    assert _loop.without_second_loss_line(spec, (), is_chief=False).training_hooks == (loss_line,)
 
 
 def test_run_config_names_a_malformed_tf_config(monkeypatch, tmp_path):

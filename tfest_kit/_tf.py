@@ -21,7 +21,7 @@ from tfest_kit.cli.doctor import STACKS, _release  # stdlib only: doctor runs wi
 __all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
 __all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
 __all__ += ["estimator_training", "TrainingExecutor", "ContinuousEvalListener", "EvalStatus"]
-__all__ += ["parse_iterations_per_loop"]
+__all__ += ["parse_iterations_per_loop", "NoRestoreSaveable"]
 __all__ += ["lookup_ops", "summary_ops_v2", "deprecation", "module_wrapper", "util_nest"]
 
 # Accepted: the two stacks and the releases around them smoke-tested (docs/install.md).
@@ -138,6 +138,8 @@ ContinuousEvalListener = estimator_training._ContinuousEvalListener
 EvalStatus = estimator_training._EvalStatus
 
 # TPUConfig.iterations_per_loop read as the official TPUEstimator reads it ("100", "300s").
+# An object-based checkpoint's graph proto, saved beside the variables (built again after a loop).
+from tensorflow.python.trackable.base import NoRestoreSaveable  # noqa: E402
 from tensorflow_estimator.python.estimator.tpu.util import parse_iterations_per_loop  # noqa: E402
 
 # Every private TF / Keras / Estimator name tfest_kit uses, and what for; no others allowed.
@@ -165,9 +167,11 @@ PRIVATE_NAMES: dict[str, str] = {
     f"{_V1}:estimator.Estimator._call_input_fn": "tpu.py: params['batch_size']",
     f"{_V1}:estimator.RunConfig()._master": "tpu.py: no TPU master off the TPU",
     f"{_V1}:estimator.RunConfig()._evaluation_master": "tpu.py: same",
-    f"{_V1}:train.CheckpointSaverHook._set_steps_per_run": "tpu.py: one Session run per step",
+    f"{_V1}:train.CheckpointSaverHook._set_steps_per_run": "_loop.py: steps per Session run",
     "tensorflow.python.ops.summary_ops_v2#_SUMMARY_WRITER_V2": "tpu.py: host_call writers",
-    "tensorflow_estimator.python.estimator.tpu.util:parse_iterations_per_loop": "tpu.py",
+    "tensorflow_estimator.python.estimator.tpu.util:parse_iterations_per_loop": "_loop.py",
+    "tensorflow.python.trackable.base:NoRestoreSaveable": "_loop.py: a saver built again",
+    f"{_V1}:train.Saver()._is_built": "_loop.py: same",
     # _predictor.py, cli/signature.py: serving an export.
     f"{_V1}:Session._make_callable_from_options": "_predictor.py: feeds by name",
     "tensorflow.core.protobuf.config_pb2:CallableOptions": "_predictor.py",

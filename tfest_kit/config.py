@@ -195,6 +195,7 @@ def run_config(
     save_checkpoints_steps: Optional[int] = None,
     log_step_count_steps: Optional[int] = 100,
     keep_checkpoint_max: Optional[int] = 5,
+    iterations_per_loop: Optional[int] = None,
     **kwargs: Any,
 ) -> estimator.RunConfig:
     """Returns an official ``tf.estimator.RunConfig`` with thread, XLA and placement settings.
@@ -217,6 +218,10 @@ def run_config(
       save_checkpoints_steps: checkpoint every N steps; ``None``: every 600 seconds.
       log_step_count_steps: how often ``global_step/sec`` and the loss are logged; None: never.
       keep_checkpoint_max: how many recent checkpoints to keep; None or 0 keeps all.
+      iterations_per_loop: N > 1 trains N steps per ``Session.run`` (a ``tf.while_loop``, as
+        TPUEstimator on a TPU) in ``keras_bridge.to_estimator`` and ``tpu.TPUEstimator``; hooks
+        then run once per N steps (docs/performance.md). Given, the config is a ``tpu.RunConfig``
+        (whose default for ``tpu.TPUEstimator`` is 2). ``tf.estimator.Estimator`` ignores it.
       **kwargs: any other ``RunConfig`` argument; ``session_config`` is the base proto.
 
     Returns:
@@ -249,7 +254,11 @@ def run_config(
     validate_tf_config(workers_only_allowed=training is not None)
     base = kwargs.pop("session_config", None)
     inter, intra = _check_session_args(xla, threads, mixed_precision, base)
-    config = estimator.RunConfig(model_dir=model_dir, session_config=base, **kwargs)
+    loop = check_int("iterations_per_loop", iterations_per_loop, allow_none=True)
+    if loop is not None:  # where TPUEstimator and the official code read it
+        kwargs["tpu_config"] = estimator.tpu.TPUConfig(iterations_per_loop=loop)
+    config_class = estimator.RunConfig if loop is None else estimator.tpu.RunConfig
+    config = config_class(model_dir=model_dir, session_config=base, **kwargs)
     if base is None and not any(s is not None for s in (*strategies, experimental)):
         base = config.session_config  # RunConfig's own: with device filters in a cluster
     proto = _apply(base, inter, intra, xla, mixed_precision)

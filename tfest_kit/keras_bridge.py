@@ -17,6 +17,14 @@ from typing import Any, Optional, Union
 
 from tfest_kit import _warm_start, logs
 from tfest_kit._class_ids import label_errors
+from tfest_kit._loop import (
+    fetch_errors,
+    loop_length,
+    training_loop,
+    with_checkpoint_saver,
+    with_loss_line,
+    without_second_loss_line,
+)
 from tfest_kit._model_dir import saved_step, usable_checkpoint
 from tfest_kit._model_fn_call import call_with_args
 from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
@@ -107,13 +115,17 @@ def to_estimator(
     elif warm_start_from is None and keras_ckpt:
         # A list (not the official ".*" string) also matches non-trainable variables.
         warm_start_from = tf.estimator.WarmStartSettings(keras_ckpt, vars_to_warm_start=[".*"])
+    config, loop = official.config, None
+    if loop_length(config):  # our loss line, counting steps (Estimator's counts runs)
+        loop = {"length": loop_length(config), "every": config.log_step_count_steps}
+        config = config.replace(log_step_count_steps=None)
     # The raw Keras model_fn: the public `official.model_fn` would log "Calling model_fn" twice.
-    model_fn = _adapting_model_fn(official._model_fn, keras_model)
+    model_fn = _adapting_model_fn(official._model_fn, keras_model, loop)
     with logs.quieted():  # the converter already logged this config
         est = tf.estimator.Estimator(
-            model_fn, official.model_dir, official.config, warm_start_from=warm_start_from
+            model_fn, official.model_dir, config, warm_start_from=warm_start_from
         )
-    _guard(est, skip_done=checkpoint_format == "checkpoint")
+    _guard(est, skip_done=checkpoint_format == "checkpoint", loop=loop)
     return est
 
 
@@ -140,14 +152,19 @@ def _check_preprocessing_state(keras_model) -> None:
             )
 
 
-def _guard(est, skip_done: bool) -> None:
+def _guard(est, skip_done: bool, loop: Optional[dict]) -> None:
     """Guards ``est`` as TPUEstimator (train, evaluate, the checkpoint all restore); ``skip_done``:
-    no step past a saved ``max_steps`` (Estimator read an object-based checkpoint's step as 0)."""
+    no step past a saved ``max_steps`` (Estimator read an object-based checkpoint's step as 0);
+    ``loop``: what model_fn's training loop needs of train()'s arguments."""
     official_train, official_evaluate, official_predict = est.train, est.evaluate, est.predict
+    looped = lambda: loop and loop.get("looped") and loop["length"]  # noqa: E731
+    one_step = "tfest_kit.run_config(iterations_per_loop=None)"
 
     @functools.wraps(official_train)
     def train(input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        with guarded_train(est, hooks, max_steps, steps) as hooks:
+        with fetch_errors(looped, one_step), guarded_train(est, hooks, max_steps, steps) as hooks:
+            if loop:
+                loop.update(until=(max_steps, steps), hooks=tuple(hooks), looped=False)
             step = saved_step(est.model_dir) if skip_done and steps is None else None
             if step and isinstance(max_steps, numbers.Integral) and 0 < max_steps <= step:
                 tf.logging.info("Skipping training since max_steps has already saved.")
@@ -170,13 +187,26 @@ def _guard(est, skip_done: bool) -> None:
     est.latest_checkpoint = lambda: usable_checkpoint(est.model_dir, "an export")
 
 
-def _adapting_model_fn(official_model_fn, keras_model):
+def _adapting_model_fn(official_model_fn, keras_model, loop: Optional[dict]):
     input_names = list(getattr(keras_model, "input_names", None) or [])
     output_names = list(getattr(keras_model, "output_names", None) or [])
     input_keys = _dict_keys_to_names(getattr(keras_model, "_nested_inputs", None), input_names)
     output_keys = _dict_keys_to_names(getattr(keras_model, "_nested_outputs", None), output_names)
 
     def model_fn(features, labels, mode, config):
+        if not loop or mode != tf.estimator.ModeKeys.TRAIN:
+            return step(features, labels, mode, config)
+        every = (loop["every"], config.save_checkpoints_steps)
+        train_step = functools.partial(step, mode=mode, config=config)
+        looped = training_loop(train_step, features, labels, loop["length"], loop["until"], every)
+        loop["looped"] = looped is not None
+        spec = looped[0] if looped else train_step(features, labels)
+        spec = with_loss_line(spec, config, loop["every"], loop["until"])
+        spec = without_second_loss_line(spec, loop["hooks"], config.is_chief)
+        steps_per_run = loop["length"] if looped else 1
+        return with_checkpoint_saver(spec, config, loop["hooks"], steps_per_run)
+
+    def step(features, labels, mode, config):
         features, sample_weights = _split_sample_weights(features, input_names)
         features = _keyed_by_names(features, input_keys)
         if mode == tf.estimator.ModeKeys.PREDICT:

@@ -14,19 +14,24 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
-import numpy as np
-
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import label_errors
-from tfest_kit._model_dir import LOOP_STEP, usable_checkpoint
+from tfest_kit._loop import (
+    fetch_errors,
+    loop_length,
+    training_loop,
+    with_checkpoint_saver,
+    with_loss_line,
+    without_second_loss_line,
+)
+from tfest_kit._model_dir import usable_checkpoint
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
-from tfest_kit._tf import parse_iterations_per_loop, tf, tf2
+from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
 from tfest_kit.cluster import check_tf_config_json
 from tfest_kit.config import session_config
-from tfest_kit.hooks import LossLoggingHook, ProgressHook, fill_progress_totals
 from tfest_kit.inputs import read_errors
 
 __all__ = ["TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig"]
@@ -261,120 +266,6 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str, pending=None):
     )
 
 
-def _reader(features, labels) -> Optional[Callable]:
-    """A function reading the next ``(features, labels)`` from the ``tf.data`` iterator they
-    came from, or None (sparse features, tensors of other origins)."""
-    flat = tf.nest.flatten((features, labels))
-    tensors = [t for t in flat if t is not None]
-    if not all(isinstance(t, tf.Tensor) for t in tensors) or len({t.op for t in tensors}) != 1:
-        return None
-    op = tensors[0].op
-    if op.type != "IteratorGetNext":
-        return None
-
-    def read():
-        types, shapes = [t.dtype for t in op.outputs], [t.shape for t in op.outputs]
-        outputs = tf2.raw_ops.IteratorGetNext(
-            iterator=op.inputs[0], output_types=types, output_shapes=shapes
-        )
-        values = [None if t is None else outputs[t.value_index] for t in flat]
-        return tf.nest.pack_sequence_as((features, labels), values)
-
-    return read
-
-
-class _LoopLengthHook(tf.train.SessionRunHook):
-    """Feeds each loop its length, cut at the final step (it stops there) and at multiples of
-    ``every``; reads the step a loop ends at with it (the official TPU hook: two more runs)."""
-
-    def __init__(self, length: int, count, step_after, until, every) -> None:
-        self._length, self._count, self._step_after, self._until = length, count, step_after, until
-        self._every = [n for n in every if n]
-
-    def after_create_session(self, session, coord) -> None:
-        self._step = int(session.run(tf.train.get_global_step()))
-        max_steps, steps = self._until
-        ends = [end for end in (max_steps, steps and self._step + steps) if end]
-        self._final = min(ends) if ends else np.inf
-
-    def before_run(self, run_context):
-        step = self._step
-        length = int(min([self._length, self._final - step] + [n - step % n for n in self._every]))
-        return tf.train.SessionRunArgs(self._step_after, feed_dict={self._count: length})
-
-    def after_run(self, run_context, run_values) -> None:
-        self._step = int(run_values.results)
-        if self._step >= self._final:
-            run_context.request_stop()
-
-
-def _training_loop(step: Callable, features, labels, length: int, until, every) -> Optional[tuple]:
-    """``step(features, labels)``'s training step ``length`` times per ``Session.run`` in a
-    ``tf.while_loop``, as on a TPU; ``until``: train()'s ``(max_steps, steps)``. Returns the
-    spec (the last step's loss and v1 summaries; ``host_call`` tensors queued) and the queue's
-    size, or None for an input not read from a ``tf.data`` iterator."""
-    read = _reader(features, labels)
-    if read is None:
-        return None
-    iterations = tf.placeholder_with_default(1, [], name="iterations_per_loop")
-    summaries = tf.get_collection_ref(tf.GraphKeys.SUMMARIES)
-    first, kept, built = len(summaries), [], {}
-
-    def body(i, _):
-        spec = built["spec"] = step(*read())
-        if getattr(spec, "loss", None) is None or getattr(spec, "train_op", None) is None:
-            kind = type(spec).__name__
-            raise ValueError(f"model_fn must return an EstimatorSpec (loss, train_op). Got: {kind}")
-        after = [spec.train_op]
-        for summary in summaries[first:]:
-            if summary.op.name != "loss":  # Estimator's own "loss" summary takes its place
-                with tf.init_scope():  # a local variable keeps the last step's value
-                    local = [tf.GraphKeys.LOCAL_VARIABLES]
-                    kept.append(tf.Variable("", trainable=False, collections=local))
-                after.append(kept[-1].assign(summary))
-        if getattr(spec, "host_call", None) is not None:  # each step's tensors, queued
-            flat = tf.nest.flatten(spec.host_call[1])
-            shapes = [t.shape for t in flat]
-            with tf.init_scope():
-                built["queue"] = tf.queue.FIFOQueue(
-                    2**30,
-                    [t.dtype for t in flat],
-                    shapes if all(shape.is_fully_defined() for shape in shapes) else None,
-                )
-            with tf.control_dependencies([spec.train_op]):  # after the step's update
-                after.append(built["queue"].enqueue(flat))
-        with tf.control_dependencies(after):
-            return i + 1, tf.identity(tf.cast(spec.loss, tf.float32))
-
-    cond = lambda i, _: i < iterations  # noqa: E731
-    v2 = tf.control_flow_v2_enabled()
-    tf.disable_control_flow_v2()  # TF1's loop runs a small model's step 1.2-1.5x faster
-    try:
-        # name "": the model's ops, summaries and variables keep the names they have without one.
-        _, loss = tf.while_loop(cond, body, [0, 0.0], parallel_iterations=1, name="")
-    finally:
-        if v2:
-            tf.enable_control_flow_v2()
-    with tf.control_dependencies([loss]):
-        summaries[first:] = [variable.read_value() for variable in kept]
-        step_after = tf.identity(tf.train.get_global_step())
-    tf.add_to_collection(LOOP_STEP, step_after)
-    hook = _LoopLengthHook(length, iterations, step_after, until, every)
-    spec, pending = built["spec"], None
-    spec = spec._replace(  # in-loop tensors a TRAIN spec does not need
-        loss=loss,
-        train_op=loss.op,
-        predictions={},
-        export_outputs=None,
-        training_hooks=tuple(spec.training_hooks or ()) + (hook,),
-    )
-    if "queue" in built:
-        values = tf.nest.flatten(built["queue"].dequeue())
-        tensors = tf.nest.pack_sequence_as(spec.host_call[1], values)
-        spec, pending = spec._replace(host_call=(spec.host_call[0], tensors)), built["queue"].size()
-    return spec, pending
-
-
 def _wants_official(use_tpu, config) -> bool:
     if not use_tpu:
         return False
@@ -390,43 +281,6 @@ def _wants_official(use_tpu, config) -> bool:
 
 def _from_tf_config(config) -> bool:
     return bool(config.cluster_spec) and "TF_CONFIG" in os.environ
-
-
-def _without_second_loss_line(spec, hooks, is_chief):
-    """No loss line beside a ``ProgressHook`` (the hook stays, silent, if it writes summaries)."""
-    chief_hooks = tuple(spec.training_chief_hooks) if is_chief else ()
-    if not any(
-        isinstance(hook, ProgressHook)
-        for hook in tuple(hooks) + tuple(spec.training_hooks) + chief_hooks
-    ):
-        return spec
-    kept = []
-    for hook in spec.training_hooks:
-        if isinstance(hook, LossLoggingHook):
-            if not hook.output_dir:
-                continue
-            hook.log_lines = False
-        kept.append(hook)
-    return spec._replace(training_hooks=tuple(kept))
-
-
-def _with_checkpoint_saver(spec, config, hooks, steps_per_run):
-    """The chief's ``CheckpointSaverHook`` as Estimator's, told how many steps a run makes:
-    Estimator's fetches ``global_step`` again each step, 25-30 % of a small model's step."""
-    if not (config.save_checkpoints_secs or config.save_checkpoints_steps):
-        return spec
-    existing = tuple(hooks) + tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
-    if any(isinstance(hook, tf.train.CheckpointSaverHook) for hook in existing):
-        return spec
-    saver_hook = tf.train.CheckpointSaverHook(
-        config.model_dir,
-        save_secs=config.save_checkpoints_secs,
-        save_steps=config.save_checkpoints_steps,
-        scaffold=spec.scaffold,
-        save_graph_def=config.checkpoint_save_graph_def,
-    )
-    saver_hook._set_steps_per_run(steps_per_run)  # the hook's own (private) knob for this
-    return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
 
 
 def _replicas(config, mode: str) -> int:  # sharing one step's batch
@@ -523,10 +377,8 @@ class TPUEstimator(tf_estimator.Estimator):
             config = config.replace(session_config=session_config())
         # Every log_step_count_steps (crossed at a loop's end), not every iterations_per_loop.
         self._log_every = config.log_step_count_steps or None
-        self._loop = None  # TPUConfig.iterations_per_loop when training loops; _looping: it did
-        if _state["loops"] and config.train_distribute is None and hasattr(config, "tpu_config"):
-            loop = parse_iterations_per_loop(config.tpu_config.iterations_per_loop)
-            self._loop = loop if loop.unit == "count" and loop.value > 1 else None  # not "300s"
+        # TPUConfig.iterations_per_loop when training loops; _looping: it did.
+        self._loop = loop_length(config) if _state["loops"] else None
         self._looping = False
         for mode, batch_size in self._batch_sizes.items():
             replicas = _replicas(config, mode)
@@ -560,19 +412,6 @@ class TPUEstimator(tf_estimator.Estimator):
         batch_size = self._batch_sizes[mode]
         return batch_size // _replicas(self._config, mode) if batch_size is not None else None
 
-    def _with_loss_line(self, spec, config):  # summaries from the chief only
-        if not self._log_every:
-            return spec
-        writes = config.save_summary_steps and config.is_chief
-        hook = LossLoggingHook(
-            every_n_steps=self._log_every,
-            batch_size=self._batch_sizes[_MODES.TRAIN],
-            output_dir=config.model_dir if writes else None,
-            loss=spec.loss,
-        )
-        fill_progress_totals([hook], self._train_until[0], self, self._train_until[1])
-        return spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
-
     def _make_model_fn(self) -> Callable:
         def model_fn(features, labels, mode, params, config):
             # As in the official class: input_fn runs before model_fn, except in an export.
@@ -588,16 +427,8 @@ class TPUEstimator(tf_estimator.Estimator):
             looped = None
             if mode == _MODES.TRAIN and self._loop and not is_export:
                 every = (self._log_every, config.save_checkpoints_steps)
-                looped = _training_loop(
-                    step, features, labels, self._loop.value, self._train_until, every
-                )
+                looped = training_loop(step, features, labels, self._loop, self._train_until, every)
                 self._looping = looped is not None
-                if looped is None:
-                    tf.logging.info(
-                        "iterations_per_loop=%s: one training step per Session.run (the input "
-                        "is not read from a tf.data iterator, or has sparse features).",
-                        self._loop.value,
-                    )
             spec, pending = looped or (step(features, labels), None)
             summary_dir = config.model_dir or ""
             if mode == _MODES.EVAL:
@@ -606,7 +437,7 @@ class TPUEstimator(tf_estimator.Estimator):
             if not isinstance(spec, tf_estimator.EstimatorSpec):
                 return spec  # Estimator's error names what it needs
             if mode == _MODES.TRAIN and config.train_distribute is None:
-                spec = self._with_loss_line(spec, config)
+                spec = with_loss_line(spec, config, self._log_every, self._train_until, self)
             saver = check_model_dir(config.model_dir, spec.scaffold, mode=mode)
             if saver is not None and mode == _MODES.PREDICT:  # an export restores with it
                 spec = spec._replace(scaffold=with_saver(spec.scaffold, saver))
@@ -620,13 +451,13 @@ class TPUEstimator(tf_estimator.Estimator):
         # The one place that knows the spec (with a strategy: all replicas') and every hook.
         config, run_hooks = self._config, tuple(worker_hooks) + tuple(hooks)
         if config.train_distribute is not None:  # (without one: in model_fn)
-            estimator_spec = self._with_loss_line(estimator_spec, config)
-        estimator_spec = _without_second_loss_line(estimator_spec, run_hooks, config.is_chief)
-        if config.train_distribute is None:
-            steps_per_run = self._loop.value if self._looping else 1
-            estimator_spec = _with_checkpoint_saver(
-                estimator_spec, config, run_hooks, steps_per_run
+            estimator_spec = with_loss_line(
+                estimator_spec, config, self._log_every, self._train_until, self
             )
+        estimator_spec = without_second_loss_line(estimator_spec, run_hooks, config.is_chief)
+        if config.train_distribute is None:
+            steps_per_run = self._loop if self._looping else 1
+            estimator_spec = with_checkpoint_saver(estimator_spec, config, run_hooks, steps_per_run)
         return super()._train_with_estimator_spec(
             estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
         )
@@ -651,19 +482,10 @@ class TPUEstimator(tf_estimator.Estimator):
         step's) and the global step, not other tensors of the model_fn."""
         self._train_until = (max_steps, steps)  # for the loss line, built in model_fn
         self._looping = False
-        try:
-            with guarded_train(self, hooks, max_steps, steps) as hooks:
-                return super().train(input_fn, hooks, steps, max_steps, saving_listeners)
-        except ValueError as e:
-            unfetchable = ("marked as not fetchable", "is not an element of this graph")
-            if not self._looping or not any(words in str(e) for words in unfetchable):
-                raise
-            raise ValueError(
-                f"iterations_per_loop={self._loop.value} trains {self._loop.value} steps in one "
-                "Session.run, and a hook fetched a tensor computed inside that loop. Fetch only "
-                "the loss or the global step, write summaries in a host_call, or set "
-                f"TPUConfig(iterations_per_loop=1). ({e})"
-            ) from e
+        looped = lambda: self._looping and self._loop  # noqa: E731
+        one_step = "TPUConfig(iterations_per_loop=1)"
+        with fetch_errors(looped, one_step), guarded_train(self, hooks, max_steps, steps) as hooks:
+            return super().train(input_fn, hooks, steps, max_steps, saving_listeners)
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
