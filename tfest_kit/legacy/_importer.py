@@ -23,6 +23,11 @@ stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
   libraries keep the real ``tensorflow``, but for those named with ``--tf1-package``
   (``packages``), whose modules are all user code.
 
+User code's ``import numpy`` gets the installed NumPy with the names TF 1.15's NumPy (1.16-1.18)
+had and later releases removed (``np.bool``, ``np.int``, ``np.float``, ``np.float_``, ``np.NaN`` …),
+and ``np.array`` of ragged lists makes an object array: TF1 code relies on both, and NumPy 1.24
+and 2.0 turned them into errors.
+
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
 
@@ -44,8 +49,11 @@ import os
 import sys
 import sysconfig
 import types
+import warnings
 from collections.abc import Sequence
 from typing import Any, Optional, Union
+
+import numpy
 
 from tfest_kit.legacy._namespace import ESTIMATOR_PACKAGE, REAL_PACKAGES, build_estimator_package
 from tfest_kit.legacy._refused import Refused, below_package, refused_module
@@ -56,6 +64,65 @@ __all__ = ["Scope", "user_code_roots", "INSTALLED_DIRS"]
 # Never scope our own package, even when a script sits in a directory that contains it.
 _NEVER_SCOPED = ("tfest_kit",)
 INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+
+
+# NumPy 1.16-1.18's names that NumPy 1.24 / 2.0 removed: a builtin, or the NumPy name it was.
+_NUMPY_REMOVED = {
+    **{"bool": bool, "int": int, "float": float, "complex": complex, "object": object},
+    **{"str": str, "long": int, "unicode": str, "NINF": -numpy.inf, "PZERO": 0.0, "NZERO": -0.0},
+    **dict.fromkeys(["NaN", "NAN"], "nan"),
+    **dict.fromkeys(["Inf", "Infinity", "infty", "PINF"], "inf"),
+    **{"float_": "float64", "complex_": "complex128", "cfloat": "complex128"},
+    **{"string_": "bytes_", "bytes0": "bytes_", "unicode_": "str_", "str0": "str_"},
+    **{"bool8": "bool_", "int0": "intp", "uint0": "uintp", "object0": "object_"},
+    **{"longfloat": "longdouble", "longcomplex": "clongdouble", "clongfloat": "clongdouble"},
+    **{"singlecomplex": "complex64", "product": "prod", "cumproduct": "cumprod"},
+    **{"sometrue": "any", "alltrue": "all", "round_": "round", "mat": "asmatrix"},
+    **{"trapz": "trapezoid"},
+}
+
+
+def _ragged_as_objects(function: Any) -> Any:
+    """``np.array`` / ``np.asarray`` making an object array of ragged nested sequences without a
+    ``dtype``, as NumPy did until 1.24 (now a ValueError, "inhomogeneous shape")."""
+
+    @functools.wraps(function)
+    def make(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(obj, *args, **kwargs)
+        except ValueError as e:
+            if args or kwargs.get("dtype") is not None or "inhomogeneous" not in str(e):
+                raise
+            return function(obj, *args, **dict(kwargs, dtype=object))
+
+    return make
+
+
+class _NumPy(types.ModuleType):
+    """The installed ``numpy``, and for a name it lacks, what TF 1.15's NumPy had; ``array`` and
+    ``asarray`` of ragged sequences make object arrays, as then."""
+
+    def __init__(self) -> None:
+        super().__init__("numpy", numpy.__doc__)
+        self.__dict__.update(__file__=numpy.__file__, __path__=numpy.__path__)
+        self.__spec__, self.__loader__ = numpy.__spec__, numpy.__loader__
+        self.array, self.asarray = map(_ragged_as_objects, (numpy.array, numpy.asarray))
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _NUMPY_REMOVED:
+            value = getattr(numpy, name)
+        else:
+            with warnings.catch_warnings():  # NumPy's "np.bool will be defined as …"
+                warnings.simplefilter("ignore", FutureWarning)
+                value = getattr(numpy, name, None)
+            if value is None:
+                value = _NUMPY_REMOVED[name]
+                value = getattr(numpy, value) if isinstance(value, str) else value
+        self.__dict__[name] = value  # found once: later reads are plain module lookups
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(numpy)) | set(_NUMPY_REMOVED))
 
 
 @functools.cache
@@ -241,6 +308,7 @@ class Scope:
         self.builtins["__import__"] = self._scoped_import
         self._finder = _UserCodeFinder(self.roots, self.builtins, packages)
         self._public: Optional[frozenset[str]] = None
+        self._numpy = _NumPy()
 
     def __enter__(self) -> Scope:
         self._finder.start()
@@ -324,6 +392,9 @@ class Scope:
             if not fromlist:
                 return self._estimator_package[ESTIMATOR_PACKAGE]
             return self._estimator_package.get(name, real)
+        if level == 0 and top == "numpy":
+            module = self._import(name, globals, locals, fromlist, level)
+            return self._numpy if module is numpy else module
         if level != 0 or top != "tensorflow":
             return self._import(name, globals, locals, fromlist, level)
         module = self.resolve(name)

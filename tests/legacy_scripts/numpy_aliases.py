@@ -1,0 +1,24 @@
+"""A TF1 graph fed with arrays made through NumPy names of TF 1.15's time (np.bool, np.int …)."""
+
+import sys
+
+import numpy as np
+import tensorflow as tf
+from numpy import float as np_float
+
+mask = np.array([1, 0, 1, 1], dtype=np.bool)
+ids = np.arange(4).astype(np.int)
+weights = np.array([0.5, 1.0, np.NaN, 2.0], dtype=np.float_)
+weights[np.isnan(weights)] = np.float(0)
+
+x = tf.placeholder(tf.float32, [None])
+keep = tf.placeholder(tf.bool, [None])
+total = tf.reduce_sum(tf.boolean_mask(x, keep))
+with tf.Session() as sess:
+    value = sess.run(total, {x: weights * ids, keep: mask})
+print("total =", value, np.product([2, 3]), np_float is float, np.object is object)
+# Ragged lists (e.g. a batch of (tokens, label) pairs): an object array, as before NumPy 1.24.
+pairs = np.array([(np.arange(3), [0, 1]), (np.arange(3), [1, 0])])
+print("ragged:", np.array([[1, 2], [3]]).shape, pairs.dtype, pairs.shape)
+# Libraries keep the NumPy installed: the names are the script's, not a patch of numpy.
+print("numpy unpatched:", not hasattr(sys.modules["numpy"], "float"))
