@@ -26,7 +26,8 @@ stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
 User code's ``import numpy`` gets the installed NumPy with the names TF 1.15's NumPy (1.16-1.18)
 had and later releases removed (``np.bool``, ``np.int``, ``np.float``, ``np.float_``, ``np.NaN`` …),
 and ``np.array`` of ragged lists makes an object array: TF1 code relies on both, and NumPy 1.24
-and 2.0 turned them into errors.
+and 2.0 turned them into errors. Likewise ``collections.Iterable`` & co. (gone in Python 3.10) and
+``time.clock`` (3.8): TF 1.15 ran on Python 3.5-3.7.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
@@ -42,12 +43,14 @@ Example:
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import functools
 import importlib.abc
 import importlib.machinery
 import os
 import sys
 import sysconfig
+import time
 import types
 import warnings
 from collections.abc import Sequence
@@ -98,31 +101,46 @@ def _ragged_as_objects(function: Any) -> Any:
     return make
 
 
-class _NumPy(types.ModuleType):
-    """The installed ``numpy``, and for a name it lacks, what TF 1.15's NumPy had; ``array`` and
-    ``asarray`` of ragged sequences make object arrays, as then."""
+# What TF1 code of TF 1.15's time (Python 3.5-3.7) found in modules that have since lost it.
+_REMOVED = {
+    "numpy": _NUMPY_REMOVED,
+    "collections": dict.fromkeys(collections.abc.__all__, collections.abc),
+    "time": {"clock": time.process_time},  # on Unix, time.clock() was the processor time
+}
 
-    def __init__(self) -> None:
-        super().__init__("numpy", numpy.__doc__)
-        self.__dict__.update(__file__=numpy.__file__, __path__=numpy.__path__)
-        self.__spec__, self.__loader__ = numpy.__spec__, numpy.__loader__
-        self.array, self.asarray = map(_ragged_as_objects, (numpy.array, numpy.asarray))
+
+class _WithRemoved(types.ModuleType):
+    """``module`` as installed, and for a name it lacks, what it had then (``_REMOVED``); NumPy's
+    ``array`` and ``asarray`` of ragged sequences make object arrays, as then."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        super().__init__(module.__name__, module.__doc__)
+        self.__spec__, self.__loader__ = module.__spec__, module.__loader__
+        for name in ("__file__", "__path__"):
+            if hasattr(module, name):
+                setattr(self, name, getattr(module, name))
+        self.__real, self.__removed = module, _REMOVED[module.__name__]
+        if module is numpy:
+            self.array, self.asarray = map(_ragged_as_objects, (numpy.array, numpy.asarray))
 
     def __getattr__(self, name: str) -> Any:
-        if name not in _NUMPY_REMOVED:
-            value = getattr(numpy, name)
+        if name not in self.__removed:
+            value = getattr(self.__real, name)
         else:
             with warnings.catch_warnings():  # NumPy's "np.bool will be defined as …"
                 warnings.simplefilter("ignore", FutureWarning)
-                value = getattr(numpy, name, None)
+                value = getattr(self.__real, name, None)
             if value is None:
-                value = _NUMPY_REMOVED[name]
-                value = getattr(numpy, value) if isinstance(value, str) else value
+                value = self.__removed[name]  # its name in the module, the module, or itself
+                if isinstance(value, str):
+                    value = getattr(self.__real, value)
+                elif isinstance(value, types.ModuleType):
+                    value = getattr(value, name)
         self.__dict__[name] = value  # found once: later reads are plain module lookups
         return value
 
     def __dir__(self) -> list[str]:
-        return sorted(set(dir(numpy)) | set(_NUMPY_REMOVED))
+        return sorted(set(dir(self.__real)) | set(self.__removed))
 
 
 @functools.cache
@@ -308,7 +326,7 @@ class Scope:
         self.builtins["__import__"] = self._scoped_import
         self._finder = _UserCodeFinder(self.roots, self.builtins, packages)
         self._public: Optional[frozenset[str]] = None
-        self._numpy = _NumPy()
+        self._with_removed = {top: _WithRemoved(importlib.import_module(top)) for top in _REMOVED}
 
     def __enter__(self) -> Scope:
         self._finder.start()
@@ -392,9 +410,9 @@ class Scope:
             if not fromlist:
                 return self._estimator_package[ESTIMATOR_PACKAGE]
             return self._estimator_package.get(name, real)
-        if level == 0 and top == "numpy":
+        if level == 0 and top in _REMOVED:
             module = self._import(name, globals, locals, fromlist, level)
-            return self._numpy if module is numpy else module
+            return self._with_removed[top] if module is sys.modules.get(top) else module
         if level != 0 or top != "tensorflow":
             return self._import(name, globals, locals, fromlist, level)
         module = self.resolve(name)

@@ -1,6 +1,10 @@
-"""A TF1 graph fed with arrays made through NumPy names of TF 1.15's time (np.bool, np.int …)."""
+"""A TF1 graph fed with arrays made through NumPy names of TF 1.15's time (np.bool, np.int …),
+and the Python 3.7 names TF1 code used (collections.Iterable, time.clock)."""
 
+import collections
 import sys
+import time
+from collections import Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -20,5 +24,8 @@ print("total =", value, np.product([2, 3]), np_float is float, np.object is obje
 # Ragged lists (e.g. a batch of (tokens, label) pairs): an object array, as before NumPy 1.24.
 pairs = np.array([(np.arange(3), [0, 1]), (np.arange(3), [1, 0])])
 print("ragged:", np.array([[1, 2], [3]]).shape, pairs.dtype, pairs.shape)
+start = time.clock()
+print("py37:", isinstance([], collections.Iterable), isinstance({}, Mapping), time.clock() >= start)
 # Libraries keep the NumPy installed: the names are the script's, not a patch of numpy.
 print("numpy unpatched:", not hasattr(sys.modules["numpy"], "float"))
+print("python unpatched:", not hasattr(sys.modules["time"], "clock"))
