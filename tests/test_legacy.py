@@ -817,13 +817,14 @@ def test_tf115_tpu_script_trains_on_cpu(tmp_path):
     assert "No TPU found" in proc.stderr
 
 
-def test_tf1_code_gets_the_numpy_and_python_names_of_tf115s_time():
+def test_tf1_code_gets_the_tensor_numpy_and_python_names_of_tf115s_time():
     # np.bool, np.int, np.float and ragged arrays (errors since NumPy 1.24), np.float_, np.NaN
     # (NumPy 2.0).
     script = str(ROOT / "tests" / "legacy_scripts" / "tf115_era_names.py")
     proc = run_program(["-m", "tfest_kit.legacy", script], timeout=120)
     assert "total = 6.0 6 True True" in proc.stdout, proc.stdout + proc.stderr
     assert "ragged: (2,) object (2, 2)" in proc.stdout
+    assert "tf.Tensor: True True True" in proc.stdout  # graph tensors' class, as in TF 1.15
     assert "numpy unpatched: True" in proc.stdout
     # collections.Iterable (gone in Python 3.10), time.clock (3.8): TF 1.15 ran on 3.5-3.7.
     assert "py37: True True True" in proc.stdout

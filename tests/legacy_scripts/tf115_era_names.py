@@ -20,6 +20,7 @@ keep = tf.placeholder(tf.bool, [None])
 total = tf.reduce_sum(tf.boolean_mask(x, keep))
 with tf.Session() as sess:
     value = sess.run(total, {x: weights * ids, keep: mask})
+print("tf.Tensor:", type(x) is tf.Tensor, isinstance(total, tf.Tensor), tf.is_tensor(total))
 print("total =", value, np.product([2, 3]), np_float is float, np.object is object)
 # Ragged lists (e.g. a batch of (tokens, label) pairs): an object array, as before NumPy 1.24.
 pairs = np.array([(np.arange(3), [0, 1]), (np.arange(3), [1, 0])])

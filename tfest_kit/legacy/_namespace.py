@@ -75,6 +75,13 @@ _ESTIMATOR_FALLBACKS = [
 ]
 
 
+def _graph_tensor_class() -> type:
+    """What ``tf.Tensor`` was in TF 1.15, the class of graph tensors (``type(t) is tf.Tensor``);
+    TensorFlow 2.14+ makes them a subclass of it, ``SymbolicTensor``."""
+    with tf.Graph().as_default():
+        return type(tf.constant(0))
+
+
 def build_namespace(report: Report) -> ShimModule:
     """Returns a fresh TF1 ``tensorflow`` stand-in that records the names it serves.
 
@@ -132,6 +139,7 @@ def build_namespace(report: Report) -> ShimModule:
                 lambda: tpu_module("tf.tpu", report, estimator=False, ops=True, kind=COMPAT_V1),
                 None,
             ),
+            "Tensor": Entry(_graph_tensor_class, "graph tensors' class (tf.compat.v1's: its base)"),
         },
         fallbacks=[(lambda: tf, "tf.compat.v1")],
         kind=COMPAT_V1,
