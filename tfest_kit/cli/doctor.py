@@ -15,6 +15,8 @@ import re
 from importlib import metadata
 from typing import NamedTuple, Optional
 
+from tfest_kit.cli import _subparser
+
 __all__ = ["Requirement", "Stack", "STACKS", "stack_of", "check", "report", "add_parser", "run"]
 
 
@@ -271,13 +273,7 @@ def report(
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``doctor`` on an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "doctor",
-        help="check Python/TensorFlow/Keras versions and devices",
-        description=__doc__.split("\n\n")[1],
-    )
-    parser.set_defaults(func=run)
-    return parser
+    return _subparser(subparsers, run, "check Python/TensorFlow/Keras versions and devices")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from tfest_kit._model_dir import (
     read_export_metrics,
 )
 from tfest_kit._tf import tf
+from tfest_kit.cli import _subparser
 from tfest_kit.cli.plot import check_model_dir
 
 __all__ = ["describe", "exports", "format_text", "add_parser", "run"]
@@ -136,14 +137,11 @@ def format_text(info: dict) -> str:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``inspect`` on an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "inspect",
-        help="list the checkpoints, latest eval metrics and exports of a model_dir",
-        description=__doc__.split("\n\n")[1],
+    parser = _subparser(
+        subparsers, run, "list the checkpoints, latest eval metrics and exports of a model_dir"
     )
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="the Estimator model_dir")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.set_defaults(func=run)
     return parser
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tfest_kit._checks import positive_int_arg
+from tfest_kit.cli import _subparser
 
 __all__ = ["add_parser", "run", "features_from_request", "predictions_to_json", "outputs_to_json"]
 
@@ -108,10 +109,8 @@ def outputs_to_json(outputs: dict) -> dict:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``predict`` on an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "predict",
-        help="run an exported SavedModel on a TF Serving style JSON request",
-        description=__doc__.split("\n\n")[1],
+    parser = _subparser(
+        subparsers, run, "run an exported SavedModel on a TF Serving style JSON request"
     )
     parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export, its base or model_dir")
     parser.add_argument("request", metavar="REQUEST", help='the request file, "-": stdin')
@@ -123,7 +122,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--batch_size", type=positive_int_arg, default=1024, help="largest batch per run"
     )
-    parser.set_defaults(func=run)
     return parser
 
 
