@@ -90,7 +90,6 @@ def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Op
 
 
 def _batch_size(batch_size: int, params: Optional[Mapping]) -> int:
-    """``params["batch_size"]`` when the Estimator passes one, else ``batch_size``."""
     if params and params.get("batch_size") is not None:
         # Estimator(params=...) hands params over unchecked; batch(0) or batch(8.9) fail late.
         return check_int("params['batch_size']", params["batch_size"], hint="from params")
@@ -301,21 +300,16 @@ def from_csv(
         train_fn = from_csv("/tmp/iris/train.csv", label_name="species", num_epochs=None)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
-    options = {
-        "column_names": column_names,
-        "select_columns": select_columns,
-        "header": header,
-        "field_delim": field_delim,
-        "na_value": na_value,
-        "compression_type": compression,
-    }
+    options = dict(column_names=column_names, select_columns=select_columns, header=header)
+    options.update(field_delim=field_delim, na_value=na_value, compression_type=compression)
     patterns = _patterns(file_pattern)
     defaults = column_defaults
     if isinstance(column_defaults, Mapping):
         defaults = _csv_defaults(patterns, column_defaults, options)
 
     def input_fn(params=None):
-        ds = _csv_dataset(
+        _scan_on_error(functools.partial(_csv_problem, patterns, options))
+        return _csv_dataset(
             patterns,
             options,
             _batch_size(batch_size, params),
@@ -327,8 +321,6 @@ def from_csv(
             shuffle_seed=seed,
             num_parallel_reads=_FILES_AT_ONCE if shuffle else 1,
         )
-        _scan_on_error(functools.partial(_csv_problem, patterns, options))
-        return ds
 
     return input_fn
 
