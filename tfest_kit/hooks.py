@@ -28,7 +28,6 @@ __all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "Pr
 
 
 def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
-    """``loss``, else the last tensor of ``tf.GraphKeys.LOSSES``."""
     losses = tf.get_collection(tf.GraphKeys.LOSSES)
     if loss is None and losses:
         return losses[-1]
@@ -39,8 +38,7 @@ def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
 
 class _IntervalHook(tf.train.SessionRunHook):
     """Reports at multiples of ``every_n_steps`` global steps, fetching nothing on other steps
-    (unlike ``LoggingTensorHook``): runs move the step as they did on average (2 in a GAN).
-    :func:`fill_progress_totals` gives the end and batch size where not given."""
+    (unlike ``LoggingTensorHook``): runs move the step as they did on average (2 in a GAN)."""
 
     _then = ""  # " + the final evaluation"
     _loss_required = True  # without `loss`, one in tf.GraphKeys.LOSSES
@@ -120,10 +118,8 @@ class _IntervalHook(tf.train.SessionRunHook):
 
 
 def fill_progress_totals(hooks, max_steps, estimator=None, steps=None, then="") -> None:
-    """Gives the progress hooks in ``hooks`` the run's end (``max_steps``, else the restored
-    step + ``steps``) and the batch size of ``estimator`` (a ``tpu.TPUEstimator``'s
-    ``train_batch_size`` or ``params["batch_size"]``) where they were not given; ``then``:
-    what comes after the last step, said after the ETA."""
+    """Gives the progress hooks the run's end and ``estimator``'s batch size where not given (as
+    :class:`ProgressHook` says); ``then``: what comes after the last step, said after the ETA."""
     params = getattr(estimator, "params", None) or {}
     batch_size = getattr(estimator, "train_batch_size", None) or params.get("batch_size")
     for hook in hooks:
