@@ -113,8 +113,7 @@ def format_text(info: dict) -> str:
     lines.append(f"checkpoints ({count}):" if count else "checkpoints: none")
     for c in checkpoints["checkpoints"]:
         # A state file copied from elsewhere names paths outside MODEL_DIR: show them whole.
-        name = c["path"]
-        name = os.path.basename(name) if os.path.dirname(name) == model_dir else name
+        name = os.path.basename(c["path"]) if os.path.dirname(c["path"]) == model_dir else c["path"]
         mark = "  <- latest" if c["path"] == checkpoints["latest"] else ""
         note = f"  (damaged: {c['damaged']})" if c["damaged"] else ""
         step = "?" if c["step"] is None else c["step"]

@@ -143,12 +143,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         export_dir = find_export(args.export_dir, "predict")
         predictor = Predictor(export_dir, signature, batch_size=args.batch_size)
-    except (ExportNotFoundError, ExportLoadError) as e:
+    except (ExportNotFoundError, ExportLoadError, ValueError) as e:
         print(f"predict: {e}", file=sys.stderr)
-        return 1
-    except ValueError as e:  # an unknown signature
-        print(f"predict: {e}", file=sys.stderr)
-        return 2
+        return 2 if isinstance(e, ValueError) else 1  # a ValueError: an unknown signature
     with predictor:
         try:
             features = features_from_request(request, list(predictor.inputs))
