@@ -29,7 +29,6 @@ _SUBMODULES = frozenset(
     """cluster config hooks inputs keras_bridge legacy
     logs metrics model_fn serving tpu training""".split()
 )
-# Top-level conveniences and the submodule each comes from.
 _FUNCTIONS = {"train_and_evaluate": "training", "run_config": "config", "session_config": "config"}
 
 __all__ = ["TfestKitError", "__version__", *sorted(_SUBMODULES), *sorted(_FUNCTIONS)]

@@ -270,8 +270,7 @@ def _session_support_module() -> types.ModuleType:
 
 
 def install() -> None:
-    """Supplies what in ``SUPPLIED`` this TensorFlow lacks; idempotent. Must run after ``import
-    tensorflow`` and before ``import tensorflow_estimator``."""
+    """Supplies what in ``SUPPLIED`` this TensorFlow lacks; idempotent (see the module's doc)."""
     if not needed(tf.__version__):
         return
     builders = {

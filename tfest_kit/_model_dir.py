@@ -77,7 +77,6 @@ def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:
 
     Reads every tensor as a restore does, so TensorFlow checks each one's size and checksum
     (a truncated, zeroed or bit-flipped data file); ``finite``: NaN / inf weights count too.
-    A verdict holds while the checkpoint's local files keep their inode, size, mtime and ctime.
     """
     folder, name = os.path.split(prefix)
     try:  # stat calls, not a read of every tensor on each evaluate, predict and export

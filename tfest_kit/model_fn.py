@@ -21,7 +21,6 @@ from tfest_kit._tf import estimator, tf
 __all__ = ["CLASSIFIER_METRICS", "REGRESSOR_METRICS", "OPTIMIZERS", "AdamWeightDecayOptimizer"]
 __all__ += ["build", "classifier", "regressor", "seeded"]
 
-# Macro averages: for single-label data micro equals accuracy.
 CLASSIFIER_METRICS = ("accuracy", "auc", "precision", "recall", "f1", "recall_at_<k>")
 REGRESSOR_METRICS = ("mse", "mae", "rmse")
 _RECALL_AT = re.compile(r"^recall_at_(\d+)$")

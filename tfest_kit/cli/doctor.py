@@ -169,8 +169,7 @@ def _installed(name: str) -> Optional[str]:
 
 
 def stack_of(tensorflow: Optional[str], python: str) -> str:
-    """The stack of an environment: by its TensorFlow (2.16 and later: ``"2.21"``), and without
-    one by its Python (3.12 and later: ``"2.21"``, as ``make`` chooses)."""
+    """The stack of an environment: by its TensorFlow, else by its Python (as ``make`` chooses)."""
     if tensorflow is not None:
         return "2.21" if _release(tensorflow)[:2] >= (2, 16) else "2.15"
     return "2.21" if _release(python)[:2] >= (3, 12) else "2.15"
