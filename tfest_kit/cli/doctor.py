@@ -126,19 +126,11 @@ _STACK_2_21 = (
     ),
     Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.11.2", True, "for `plot`"),
 )
+_CORE_2_15 = "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
+_CORE_2_21 = "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0"
 STACKS = {
-    "2.15": Stack(
-        "2.15",
-        "3.9-3.11",
-        _STACK_2_15,
-        "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
-    ),
-    "2.21": Stack(
-        "2.21",
-        "3.11-3.13",
-        _STACK_2_21,
-        "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0",
-    ),
+    "2.15": Stack("2.15", "3.9-3.11", _STACK_2_15, _CORE_2_15),
+    "2.21": Stack("2.21", "3.11-3.13", _STACK_2_21, _CORE_2_21),
 }
 
 
