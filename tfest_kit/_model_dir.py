@@ -35,7 +35,7 @@ __all__ = ["LOCK_FILE", "OBJECT_GLOBAL_STEP", "ExportNotFoundError", "ModelDirLo
 __all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "complete_exports"]
 __all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
 __all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
-__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP"]
+__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP", "dir_entries"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -449,11 +449,16 @@ def saved_step(model_dir: Optional[str]) -> Optional[int]:
     return None
 
 
+def dir_entries(path: str) -> list[str]:
+    """The sorted names in directory ``path`` (none if it is no directory), without gfile's "/"."""
+    names = tf.gfile.ListDirectory(path) if tf.gfile.IsDirectory(path) else []
+    return sorted(name.rstrip("/") for name in names)
+
+
 def eval_dirs(model_dir: str) -> list[str]:
     """``MODEL_DIR/eval`` and every ``MODEL_DIR/eval_<name>`` (``EvalSpec(name=…)``), sorted."""
-    names = tf.gfile.ListDirectory(model_dir) if tf.gfile.IsDirectory(model_dir) else []
-    names = [name.rstrip("/") for name in names]
-    paths = sorted(os.path.join(model_dir, n) for n in names if n.partition("_")[0] == "eval")
+    names = [n for n in dir_entries(model_dir) if n.partition("_")[0] == "eval"]
+    paths = [os.path.join(model_dir, n) for n in names]
     return [path for path in paths if tf.gfile.IsDirectory(path)]
 
 
@@ -482,8 +487,7 @@ def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
     """
     by_step: dict[int, dict[str, float]] = {}
     # Listed, not globbed: a model_dir such as "lr[0.1]" is no pattern.
-    names = tf.gfile.ListDirectory(eval_dir) if tf.gfile.IsDirectory(eval_dir) else []
-    for path in sorted(os.path.join(eval_dir, n) for n in names if ".tfevents." in n):
+    for path in [os.path.join(eval_dir, n) for n in dir_entries(eval_dir) if ".tfevents." in n]:
         try:
             for event in tf.train.summary_iterator(path):
                 for value in event.summary.value:
@@ -515,10 +519,7 @@ def _is_complete(path: str) -> bool:
 
 def complete_exports(export_dir_base: str) -> list[str]:
     """The complete numbered exports under ``export_dir_base``, oldest first (no ``temp-*``)."""
-    if not tf.gfile.IsDirectory(export_dir_base):
-        return []
-    entries = [e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base)]
-    versions = sorted(int(e) for e in entries if e.isdigit())
+    versions = sorted(int(e) for e in dir_entries(export_dir_base) if e.isdigit())
     paths = [os.path.join(export_dir_base, str(v)) for v in versions]
     return [path for path in paths if _is_complete(path)]
 
@@ -546,7 +547,7 @@ def latest_export(export_dir_base: str) -> str:
     if not exports:
         found = "not a directory"
         if tf.gfile.IsDirectory(export_dir_base):
-            found = sorted(e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base))
+            found = dir_entries(export_dir_base)
         raise ExportNotFoundError(
             f"No complete export in {export_dir_base!r} ({found}): pass the directory given to "
             "export_saved_model (or an exporter's model_dir/export/NAME)."

@@ -19,12 +19,12 @@ from tfest_kit._model_dir import (
     checkpoint_step,
     choose_checkpoint,
     complete_exports,
+    dir_entries,
     eval_dirs,
     metrics_by_step,
     path_problem,
     read_export_metrics,
 )
-from tfest_kit._tf import tf
 from tfest_kit.cli import _subparser
 from tfest_kit.cli.plot import check_model_dir
 
@@ -51,9 +51,8 @@ def exports(model_dir: str) -> list[dict]:
     Each is ``{"path" (its name is the version), "newest" (in its directory), "best_exporter"}``.
     """
     root = os.path.join(model_dir, "export")
-    names = sorted(tf.gfile.ListDirectory(root)) if tf.gfile.IsDirectory(root) else []
     found = []
-    for paths in [complete_exports(os.path.join(root, n.rstrip("/"))) for n in ["", *names]]:
+    for paths in [complete_exports(os.path.join(root, n)) for n in ["", *dir_entries(root)]]:
         for p in paths:
             best = read_export_metrics(p) is not None
             found.append({"path": p, "newest": p == paths[-1], "best_exporter": best})
