@@ -1,8 +1,7 @@
 """A model_dir: its checkpoints, one writer at a time, its eval events and its exports.
 
-:func:`usable_checkpoint`: the checkpoint to restore (TensorFlow silently restarts from step 0
-on a garbled state file). :func:`training` wraps every training call: writer lock, that
-checkpoint, NaN / full-disk errors naming the step and checkpoint.
+TensorFlow silently restarts from step 0 on a garbled state file: :func:`usable_checkpoint` picks
+the checkpoint to restore; :func:`training` wraps every training call.
 """
 
 from __future__ import annotations
@@ -439,13 +438,11 @@ def saved_step(model_dir: Optional[str]) -> Optional[int]:
     prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
     if prefix is None:
         return 0
-    try:
+    with contextlib.suppress(tf.errors.NotFoundError):  # deleted by keep_checkpoint_max's clean-up
         names = {name for name, _ in tf.train.list_variables(prefix)}
         for name in (tf.GraphKeys.GLOBAL_STEP, OBJECT_GLOBAL_STEP):
             if name in names:
                 return int(tf.train.load_variable(prefix, name))
-    except tf.errors.NotFoundError:  # deleted by the chief's keep_checkpoint_max clean-up
-        pass
     return None
 
 

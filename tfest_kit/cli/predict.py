@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import sys
 from typing import Any
@@ -75,11 +76,9 @@ def _jsonable(value: Any, binary: bool = False) -> Any:
     if isinstance(value, list):
         return [_jsonable(v, binary) for v in value]
     if isinstance(value, bytes):
-        if not binary:
-            try:
+        with contextlib.suppress(UnicodeDecodeError):
+            if not binary:
                 return value.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
         return {"b64": base64.b64encode(value).decode("ascii")}
     return value.item() if isinstance(value, np.generic) else value
 
