@@ -43,7 +43,13 @@ class _IntervalHook(tf.train.SessionRunHook):
     _then = ""  # " + the final evaluation"
     _loss_required = True  # without `loss`, one in tf.GraphKeys.LOSSES
 
-    def __init__(self, every_n_steps: int, loss=None, total_steps=None, batch_size=None) -> None:
+    def __init__(  # ProgressHook's arguments
+        self,
+        every_n_steps: int = 100,
+        total_steps: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        loss: Optional[tf.Tensor] = None,
+    ) -> None:
         self._every_n = check_int("every_n_steps", every_n_steps)
         self._loss_arg = loss
         total_steps = check_int("total_steps", total_steps, allow_none=True)
@@ -133,7 +139,7 @@ class LossLoggingHook(_IntervalHook):
     6s``), for ``LoggingTensorHook`` and ``StepCounterHook``; ``output_dir``: their summaries."""
 
     def __init__(self, every_n_steps=100, batch_size=None, output_dir=None, loss=None) -> None:
-        super().__init__(every_n_steps, loss, batch_size=batch_size)
+        super().__init__(every_n_steps, batch_size=batch_size, loss=loss)
         self.output_dir = output_dir  # for the summaries, or None
         self.log_lines = True
 
@@ -189,15 +195,6 @@ class ProgressHook(_IntervalHook):
     """
 
     _loss_required = False
-
-    def __init__(
-        self,
-        every_n_steps: int = 100,
-        total_steps: Optional[int] = None,
-        batch_size: Optional[int] = None,
-        loss: Optional[tf.Tensor] = None,
-    ) -> None:
-        super().__init__(every_n_steps, loss, total_steps, batch_size)
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
         parts = [f"step {step}"]
