@@ -19,9 +19,9 @@ except ImportError:
     if sys.argv[:2] != ["-m", "doctor"]:
         raise
 else:
-    from tfest_kit.logs import _quiet_by_default
+    from tfest_kit.logs import _set_deprecation_warnings
 
-    _quiet_by_default()
+    _set_deprecation_warnings(False)  # and the noise filter on; handlers are left alone
 
 __version__ = "0.1.0"
 

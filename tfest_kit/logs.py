@@ -179,8 +179,3 @@ def quieted(level: int = logging.WARNING) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(previous)
-
-
-def _quiet_by_default() -> None:
-    """At import: deprecation warnings off, the noise filter on; handlers left alone."""
-    _set_deprecation_warnings(False)
