@@ -19,9 +19,9 @@ except ImportError:
     if sys.argv[:2] != ["-m", "doctor"]:
         raise
 else:
-    from tfest_kit.logs import _quiet_by_default
+    from tfest_kit.logs import _set_deprecation_warnings
 
-    _quiet_by_default()
+    _set_deprecation_warnings(False)  # and the noise filter on; handlers are left alone
 
 __version__ = "0.1.0"
 
@@ -29,7 +29,6 @@ _SUBMODULES = frozenset(
     """cluster config hooks inputs keras_bridge legacy
     logs metrics model_fn serving tpu training""".split()
 )
-# Top-level conveniences and the submodule each comes from.
 _FUNCTIONS = {"train_and_evaluate": "training", "run_config": "config", "session_config": "config"}
 
 __all__ = ["TfestKitError", "__version__", *sorted(_SUBMODULES), *sorted(_FUNCTIONS)]

@@ -20,11 +20,7 @@ def is_int_at_least(value: Any, minimum: int) -> bool:
 def check_int(
     name: str, value: Any, minimum: int = 1, *, allow_none: bool = False, hint: str = ""
 ) -> Optional[int]:
-    """``int(value)`` for an int >= ``minimum`` (``None`` with ``allow_none``), else ValueError.
-
-    ``hint`` adds a few words in parentheses, e.g. ``check_int("num_epochs", n, hint="None
-    repeats forever")``.
-    """
+    """``int(value)`` for an int >= ``minimum`` (``None`` with ``allow_none``), else ValueError."""
     if value is None and allow_none:
         return None
     if not is_int_at_least(value, minimum):

@@ -2,12 +2,8 @@
 
 ``_tf.py`` calls :func:`install` between ``import tensorflow`` and ``import tensorflow_estimator``
 (a no-op on TF 2.15), then :func:`restore_estimator_namespace`. ``SUPPLIED`` lists each name, all
-TF 2.15's: the distribute-coordinator glue (so ``RunConfig(train_distribute=
-MultiWorkerMirroredStrategy())`` works under ``TF_CONFIG``), the TPU modules ``tpu_estimator``
-imports (graceful TPU shutdown warns; TPU embeddings raise: they need TF 2.15 and a TPU), the
-estimator API name ``estimator_export`` reads, and ``tf.estimator`` itself, lazily. Nothing on
-disk changes; ``tests/test_estimator_bridge.py`` checks TensorFlow lacks each (has it on 2.15) and
-the bridge gives it.
+TF 2.15's (the distribute-coordinator glue keeps ``RunConfig(train_distribute=…)`` working under
+``TF_CONFIG``); nothing on disk changes. ``tests/test_estimator_bridge.py`` checks each.
 """
 
 from __future__ import annotations
@@ -274,8 +270,7 @@ def _session_support_module() -> types.ModuleType:
 
 
 def install() -> None:
-    """Supplies what in ``SUPPLIED`` this TensorFlow lacks; idempotent. Must run after ``import
-    tensorflow`` and before ``import tensorflow_estimator``."""
+    """Supplies what in ``SUPPLIED`` this TensorFlow lacks; idempotent (see the module's doc)."""
     if not needed(tf.__version__):
         return
     builders = {

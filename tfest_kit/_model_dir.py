@@ -1,8 +1,7 @@
 """A model_dir: its checkpoints, one writer at a time, its eval events and its exports.
 
-:func:`usable_checkpoint`: the checkpoint to restore (TensorFlow silently restarts from step 0
-on a garbled state file). :func:`training` wraps every training call: writer lock, that
-checkpoint, NaN / full-disk errors naming the step and checkpoint.
+TensorFlow silently restarts from step 0 on a garbled state file: :func:`usable_checkpoint` picks
+the checkpoint to restore; :func:`training` wraps every training call.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ __all__ = ["LOCK_FILE", "OBJECT_GLOBAL_STEP", "ExportNotFoundError", "ModelDirLo
 __all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "complete_exports"]
 __all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
 __all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
-__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP"]
+__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP", "dir_entries"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -77,7 +76,6 @@ def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:
 
     Reads every tensor as a restore does, so TensorFlow checks each one's size and checksum
     (a truncated, zeroed or bit-flipped data file); ``finite``: NaN / inf weights count too.
-    A verdict holds while the checkpoint's local files keep their inode, size, mtime and ctime.
     """
     folder, name = os.path.split(prefix)
     try:  # stat calls, not a read of every tensor on each evaluate, predict and export
@@ -440,21 +438,24 @@ def saved_step(model_dir: Optional[str]) -> Optional[int]:
     prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None
     if prefix is None:
         return 0
-    try:
+    with contextlib.suppress(tf.errors.NotFoundError):  # deleted by keep_checkpoint_max's clean-up
         names = {name for name, _ in tf.train.list_variables(prefix)}
         for name in (tf.GraphKeys.GLOBAL_STEP, OBJECT_GLOBAL_STEP):
             if name in names:
                 return int(tf.train.load_variable(prefix, name))
-    except tf.errors.NotFoundError:  # deleted by the chief's keep_checkpoint_max clean-up
-        pass
     return None
+
+
+def dir_entries(path: str) -> list[str]:
+    """The sorted names in directory ``path`` (none if it is no directory), without gfile's "/"."""
+    names = tf.gfile.ListDirectory(path) if tf.gfile.IsDirectory(path) else []
+    return sorted(name.rstrip("/") for name in names)
 
 
 def eval_dirs(model_dir: str) -> list[str]:
     """``MODEL_DIR/eval`` and every ``MODEL_DIR/eval_<name>`` (``EvalSpec(name=…)``), sorted."""
-    names = tf.gfile.ListDirectory(model_dir) if tf.gfile.IsDirectory(model_dir) else []
-    names = [name.rstrip("/") for name in names]
-    paths = sorted(os.path.join(model_dir, n) for n in names if n.partition("_")[0] == "eval")
+    names = [n for n in dir_entries(model_dir) if n.partition("_")[0] == "eval"]
+    paths = [os.path.join(model_dir, n) for n in names]
     return [path for path in paths if tf.gfile.IsDirectory(path)]
 
 
@@ -483,8 +484,7 @@ def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
     """
     by_step: dict[int, dict[str, float]] = {}
     # Listed, not globbed: a model_dir such as "lr[0.1]" is no pattern.
-    names = tf.gfile.ListDirectory(eval_dir) if tf.gfile.IsDirectory(eval_dir) else []
-    for path in sorted(os.path.join(eval_dir, n) for n in names if ".tfevents." in n):
+    for path in [os.path.join(eval_dir, n) for n in dir_entries(eval_dir) if ".tfevents." in n]:
         try:
             for event in tf.train.summary_iterator(path):
                 for value in event.summary.value:
@@ -516,10 +516,7 @@ def _is_complete(path: str) -> bool:
 
 def complete_exports(export_dir_base: str) -> list[str]:
     """The complete numbered exports under ``export_dir_base``, oldest first (no ``temp-*``)."""
-    if not tf.gfile.IsDirectory(export_dir_base):
-        return []
-    entries = [e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base)]
-    versions = sorted(int(e) for e in entries if e.isdigit())
+    versions = sorted(int(e) for e in dir_entries(export_dir_base) if e.isdigit())
     paths = [os.path.join(export_dir_base, str(v)) for v in versions]
     return [path for path in paths if _is_complete(path)]
 
@@ -547,7 +544,7 @@ def latest_export(export_dir_base: str) -> str:
     if not exports:
         found = "not a directory"
         if tf.gfile.IsDirectory(export_dir_base):
-            found = sorted(e.rstrip("/") for e in tf.gfile.ListDirectory(export_dir_base))
+            found = dir_entries(export_dir_base)
         raise ExportNotFoundError(
             f"No complete export in {export_dir_base!r} ({found}): pass the directory given to "
             "export_saved_model (or an exporter's model_dir/export/NAME)."

@@ -12,6 +12,7 @@ import os
 import re
 from typing import Any, Callable, Optional
 
+from tfest_kit._model_dir import dir_entries
 from tfest_kit._tf import tf
 
 KEEP_MORE = (
@@ -39,10 +40,7 @@ def vanished_checkpoint(
 
 
 def _temp_dirs(export_path: str) -> set[str]:
-    if not tf.gfile.IsDirectory(export_path):
-        return set()
-    entries = (e.rstrip("/") for e in tf.gfile.ListDirectory(export_path))
-    return {os.path.join(export_path, e) for e in entries if e.startswith("temp-")}
+    return {os.path.join(export_path, e) for e in dir_entries(export_path) if e.startswith("temp-")}
 
 
 def export_unless_vanished(

@@ -28,7 +28,6 @@ __all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "Pr
 
 
 def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
-    """``loss``, else the last tensor of ``tf.GraphKeys.LOSSES``."""
     losses = tf.get_collection(tf.GraphKeys.LOSSES)
     if loss is None and losses:
         return losses[-1]
@@ -39,13 +38,18 @@ def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
 
 class _IntervalHook(tf.train.SessionRunHook):
     """Reports at multiples of ``every_n_steps`` global steps, fetching nothing on other steps
-    (unlike ``LoggingTensorHook``): runs move the step as they did on average (2 in a GAN).
-    :func:`fill_progress_totals` gives the end and batch size where not given."""
+    (unlike ``LoggingTensorHook``): runs move the step as they did on average (2 in a GAN)."""
 
     _then = ""  # " + the final evaluation"
     _loss_required = True  # without `loss`, one in tf.GraphKeys.LOSSES
 
-    def __init__(self, every_n_steps: int, loss=None, total_steps=None, batch_size=None) -> None:
+    def __init__(  # ProgressHook's arguments
+        self,
+        every_n_steps: int = 100,
+        total_steps: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        loss: Optional[tf.Tensor] = None,
+    ) -> None:
         self._every_n = check_int("every_n_steps", every_n_steps)
         self._loss_arg = loss
         total_steps = check_int("total_steps", total_steps, allow_none=True)
@@ -120,10 +124,8 @@ class _IntervalHook(tf.train.SessionRunHook):
 
 
 def fill_progress_totals(hooks, max_steps, estimator=None, steps=None, then="") -> None:
-    """Gives the progress hooks in ``hooks`` the run's end (``max_steps``, else the restored
-    step + ``steps``) and the batch size of ``estimator`` (a ``tpu.TPUEstimator``'s
-    ``train_batch_size`` or ``params["batch_size"]``) where they were not given; ``then``:
-    what comes after the last step, said after the ETA."""
+    """Gives the progress hooks the run's end and ``estimator``'s batch size where not given (as
+    :class:`ProgressHook` says); ``then``: what comes after the last step, said after the ETA."""
     params = getattr(estimator, "params", None) or {}
     batch_size = getattr(estimator, "train_batch_size", None) or params.get("batch_size")
     for hook in hooks:
@@ -137,7 +139,7 @@ class LossLoggingHook(_IntervalHook):
     6s``), for ``LoggingTensorHook`` and ``StepCounterHook``; ``output_dir``: their summaries."""
 
     def __init__(self, every_n_steps=100, batch_size=None, output_dir=None, loss=None) -> None:
-        super().__init__(every_n_steps, loss, batch_size=batch_size)
+        super().__init__(every_n_steps, batch_size=batch_size, loss=loss)
         self.output_dir = output_dir  # for the summaries, or None
         self.log_lines = True
 
@@ -193,15 +195,6 @@ class ProgressHook(_IntervalHook):
     """
 
     _loss_required = False
-
-    def __init__(
-        self,
-        every_n_steps: int = 100,
-        total_steps: Optional[int] = None,
-        batch_size: Optional[int] = None,
-        loss: Optional[tf.Tensor] = None,
-    ) -> None:
-        super().__init__(every_n_steps, loss, total_steps, batch_size)
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
         parts = [f"step {step}"]

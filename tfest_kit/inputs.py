@@ -90,7 +90,6 @@ def _check_common(batch_size: int, num_epochs: Optional[int], shuffle_buffer: Op
 
 
 def _batch_size(batch_size: int, params: Optional[Mapping]) -> int:
-    """``params["batch_size"]`` when the Estimator passes one, else ``batch_size``."""
     if params and params.get("batch_size") is not None:
         # Estimator(params=...) hands params over unchecked; batch(0) or batch(8.9) fail late.
         return check_int("params['batch_size']", params["batch_size"], hint="from params")
@@ -301,34 +300,21 @@ def from_csv(
         train_fn = from_csv("/tmp/iris/train.csv", label_name="species", num_epochs=None)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
-    options = {
-        "column_names": column_names,
-        "select_columns": select_columns,
-        "header": header,
-        "field_delim": field_delim,
-        "na_value": na_value,
-        "compression_type": compression,
-    }
+    options = dict(column_names=column_names, select_columns=select_columns, header=header)
+    options.update(field_delim=field_delim, na_value=na_value, compression_type=compression)
     patterns = _patterns(file_pattern)
     defaults = column_defaults
     if isinstance(column_defaults, Mapping):
         defaults = _csv_defaults(patterns, column_defaults, options)
+    reading = dict(label_name=label_name, num_epochs=num_epochs, shuffle=shuffle, shuffle_seed=seed)
+    reading["shuffle_buffer_size"] = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
+    reading["num_parallel_reads"] = _FILES_AT_ONCE if shuffle else 1
 
     def input_fn(params=None):
-        ds = _csv_dataset(
-            patterns,
-            options,
-            _batch_size(batch_size, params),
-            column_defaults=defaults() if callable(defaults) else defaults,
-            label_name=label_name,
-            num_epochs=num_epochs,
-            shuffle=shuffle,
-            shuffle_buffer_size=shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER,
-            shuffle_seed=seed,
-            num_parallel_reads=_FILES_AT_ONCE if shuffle else 1,
-        )
         _scan_on_error(functools.partial(_csv_problem, patterns, options))
-        return ds
+        given = defaults() if callable(defaults) else defaults
+        size = _batch_size(batch_size, params)
+        return _csv_dataset(patterns, options, size, column_defaults=given, **reading)
 
     return input_fn
 
@@ -466,22 +452,15 @@ def from_tfrecord(
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
     patterns, spec = _patterns(file_pattern), dict(feature_spec)
+    reading = dict(label_key=label_key, num_epochs=num_epochs, shuffle=shuffle, shuffle_seed=seed)
+    reading["shuffle_buffer_size"] = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
+    reading["reader_num_threads"] = _FILES_AT_ONCE if shuffle else 1
+    reading.update(reader_args=[compression or ""], drop_final_batch=drop_remainder)
 
     def input_fn(params=None):
         _scan_on_error(functools.partial(_tfrecord_problem, patterns, compression, spec))
-        return tf2.data.experimental.make_batched_features_dataset(
-            patterns,
-            _batch_size(batch_size, params),
-            spec,
-            label_key=label_key,
-            reader_args=[compression or ""],
-            num_epochs=num_epochs,
-            shuffle=shuffle,
-            shuffle_buffer_size=shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER,
-            shuffle_seed=seed,
-            reader_num_threads=_FILES_AT_ONCE if shuffle else 1,
-            drop_final_batch=drop_remainder,
-        )
+        size = _batch_size(batch_size, params)
+        return tf2.data.experimental.make_batched_features_dataset(patterns, size, spec, **reading)
 
     return input_fn
 

@@ -79,10 +79,8 @@ class _OneRouteHandler(logging.Handler):
 
 
 class _NoiseFilter(logging.Filter):
-    """Drops Estimator's INFO noise: "model_fn includes params argument" for tfest_kit's
-    model_fns (they take ``params`` for TPUEstimator), TF 2.21's "Sharding callback duration", an
-    evaluator's waits under 10 s (its 1 s checkpoint poll), an export's "Signatures INCLUDED …:
-    None" lines and repeats of its excluded-signatures note; prints the RunConfig on one line."""
+    """Drops the INFO noise matched below (tfest_kit's model_fns take ``params`` for TPUEstimator;
+    an evaluator polls every 1 s) and prints the RunConfig on one line."""
 
     _once: set = set()  # the excluded-signature notes said
 
@@ -181,8 +179,3 @@ def quieted(level: int = logging.WARNING) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(previous)
-
-
-def _quiet_by_default() -> None:
-    """At import: deprecation warnings off, the noise filter on; handlers left alone."""
-    _set_deprecation_warnings(False)

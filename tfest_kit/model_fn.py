@@ -21,7 +21,6 @@ from tfest_kit._tf import estimator, tf
 __all__ = ["CLASSIFIER_METRICS", "REGRESSOR_METRICS", "OPTIMIZERS", "AdamWeightDecayOptimizer"]
 __all__ += ["build", "classifier", "regressor", "seeded"]
 
-# Macro averages: for single-label data micro equals accuracy.
 CLASSIFIER_METRICS = ("accuracy", "auc", "precision", "recall", "f1", "recall_at_<k>")
 REGRESSOR_METRICS = ("mse", "mae", "rmse")
 _RECALL_AT = re.compile(r"^recall_at_(\d+)$")
@@ -275,7 +274,6 @@ def build(
 def _build(
     network_fn, head: _Head, schedule: tuple, init_checkpoint, weight_key, tpu_spec
 ) -> Callable:
-    """``schedule``: ``(optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)``."""
     optimizer, learning_rate, warmup_steps, decay_steps, clip_norm = schedule
     _check_optimizer(optimizer, learning_rate, warmup_steps, decay_steps)
     learning_rate = 1e-3 if learning_rate is None else learning_rate
@@ -311,15 +309,10 @@ def _build(
         weights = None
         if weight_key is not None:
             weights = tf.reshape(tf.cast(features[weight_key], tf.float32), [-1])
-        regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
+        regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES) or None
+        weighted = {} if weights is None else {weight_key: weights}  # the features the head reads
         # The head's loss without its string predictions, which a TPU program cannot hold.
-        loss = head.official.loss(
-            labels=labels,
-            logits=head.logits(outputs),
-            features={} if weights is None else {weight_key: weights},
-            mode=mode,
-            regularization_losses=regularization or None,
-        )
+        loss = head.official.loss(labels, head.logits(outputs), weighted, mode, regularization)
         if mode == ModeKeys.EVAL:
             _warm_start.check_model_dir(check_dir, mode=mode)
             metric_fn = _eval_metrics(head, weight_key, labels, outputs, weights, regularization)
@@ -435,15 +428,9 @@ def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
     else:
         official = estimator.MultiClassHead(num_classes, weight_column=weight_key)
         official_logits = None
-    return _Head(
-        official,
-        metric_fn=metric_fn,
-        predictions_fn=predictions_fn,
-        labels_fn=labels_fn,
-        official_logits=official_logits,
-        # Our "precision" / "recall" are macro (the binary head's, class 1's).
-        official_dropped=("precision", "recall", "regression"),
-    )
+    # Our "precision" / "recall" are macro (the binary head's, class 1's).
+    dropped = ("precision", "recall", "regression")
+    return _Head(official, metric_fn, predictions_fn, labels_fn, official_logits, dropped)
 
 
 def _regressor_head(metrics: tuple, weight_key) -> _Head:

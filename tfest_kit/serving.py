@@ -198,9 +198,8 @@ def _recorded_value(export_dir: str, monitor: str, model_dir: str) -> Optional[f
 
 
 class _BestExporter(tf_estimator.BestExporter):
-    """``tf.estimator.BestExporter`` deciding from the best so far, recovered after restarts. The
-    official class exports on its first call after a restart whatever its events say (tensorflow
-    issue 47396); so the decision is made here, from each earlier export's metrics file."""
+    """``tf.estimator.BestExporter`` deciding here, from each earlier export's metrics file: the
+    official class exports on its first call after a restart whatever its events say."""
 
     def __init__(self, receiver_fn, monitor, mode, exports_to_keep, name):
         self._monitor, self._mode = monitor, mode

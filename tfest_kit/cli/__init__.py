@@ -52,3 +52,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser = build_parser(only=["doctor"])
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
+
+
+def _subparser(subparsers, run, help: str) -> argparse.ArgumentParser:
+    """Adds the command of ``run``'s module, described by its docstring's second paragraph."""
+    module = sys.modules[run.__module__]
+    name, description = module.__name__.rpartition(".")[2], module.__doc__.split("\n\n")[1]
+    parser = subparsers.add_parser(name, help=help, description=description)
+    parser.set_defaults(func=run)
+    return parser

@@ -15,6 +15,8 @@ import re
 from importlib import metadata
 from typing import NamedTuple, Optional
 
+from tfest_kit.cli import _subparser
+
 __all__ = ["Requirement", "Stack", "STACKS", "stack_of", "check", "report", "add_parser", "run"]
 
 
@@ -124,19 +126,11 @@ _STACK_2_21 = (
     ),
     Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.11.2", True, "for `plot`"),
 )
+_CORE_2_15 = "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
+_CORE_2_21 = "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0"
 STACKS = {
-    "2.15": Stack(
-        "2.15",
-        "3.9-3.11",
-        _STACK_2_15,
-        "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0",
-    ),
-    "2.21": Stack(
-        "2.21",
-        "3.11-3.13",
-        _STACK_2_21,
-        "tensorflow==2.21.0 tf-keras==2.21.0 tensorflow-estimator==2.15.0",
-    ),
+    "2.15": Stack("2.15", "3.9-3.11", _STACK_2_15, _CORE_2_15),
+    "2.21": Stack("2.21", "3.11-3.13", _STACK_2_21, _CORE_2_21),
 }
 
 
@@ -167,8 +161,7 @@ def _installed(name: str) -> Optional[str]:
 
 
 def stack_of(tensorflow: Optional[str], python: str) -> str:
-    """The stack of an environment: by its TensorFlow (2.16 and later: ``"2.21"``), and without
-    one by its Python (3.12 and later: ``"2.21"``, as ``make`` chooses)."""
+    """The stack of an environment: by its TensorFlow, else by its Python (as ``make`` chooses)."""
     if tensorflow is not None:
         return "2.21" if _release(tensorflow)[:2] >= (2, 16) else "2.15"
     return "2.21" if _release(python)[:2] >= (3, 12) else "2.15"
@@ -271,13 +264,7 @@ def report(
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``doctor`` on an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "doctor",
-        help="check Python/TensorFlow/Keras versions and devices",
-        description=__doc__.split("\n\n")[1],
-    )
-    parser.set_defaults(func=run)
-    return parser
+    return _subparser(subparsers, run, "check Python/TensorFlow/Keras versions and devices")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,12 +19,13 @@ from tfest_kit._model_dir import (
     checkpoint_step,
     choose_checkpoint,
     complete_exports,
+    dir_entries,
     eval_dirs,
     metrics_by_step,
     path_problem,
     read_export_metrics,
 )
-from tfest_kit._tf import tf
+from tfest_kit.cli import _subparser
 from tfest_kit.cli.plot import check_model_dir
 
 __all__ = ["describe", "exports", "format_text", "add_parser", "run"]
@@ -50,9 +51,8 @@ def exports(model_dir: str) -> list[dict]:
     Each is ``{"path" (its name is the version), "newest" (in its directory), "best_exporter"}``.
     """
     root = os.path.join(model_dir, "export")
-    names = sorted(tf.gfile.ListDirectory(root)) if tf.gfile.IsDirectory(root) else []
     found = []
-    for paths in [complete_exports(os.path.join(root, n.rstrip("/"))) for n in ["", *names]]:
+    for paths in [complete_exports(os.path.join(root, n)) for n in ["", *dir_entries(root)]]:
         for p in paths:
             best = read_export_metrics(p) is not None
             found.append({"path": p, "newest": p == paths[-1], "best_exporter": best})
@@ -112,8 +112,7 @@ def format_text(info: dict) -> str:
     lines.append(f"checkpoints ({count}):" if count else "checkpoints: none")
     for c in checkpoints["checkpoints"]:
         # A state file copied from elsewhere names paths outside MODEL_DIR: show them whole.
-        name = c["path"]
-        name = os.path.basename(name) if os.path.dirname(name) == model_dir else name
+        name = os.path.basename(c["path"]) if os.path.dirname(c["path"]) == model_dir else c["path"]
         mark = "  <- latest" if c["path"] == checkpoints["latest"] else ""
         note = f"  (damaged: {c['damaged']})" if c["damaged"] else ""
         step = "?" if c["step"] is None else c["step"]
@@ -136,14 +135,11 @@ def format_text(info: dict) -> str:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``inspect`` on an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "inspect",
-        help="list the checkpoints, latest eval metrics and exports of a model_dir",
-        description=__doc__.split("\n\n")[1],
+    parser = _subparser(
+        subparsers, run, "list the checkpoints, latest eval metrics and exports of a model_dir"
     )
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="the Estimator model_dir")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.set_defaults(func=run)
     return parser
 
 

@@ -13,6 +13,7 @@ import sys
 from typing import Optional
 
 from tfest_kit._model_dir import eval_dirs, metrics_by_step
+from tfest_kit.cli import _subparser
 
 __all__ = ["scalar_history", "check_model_dir", "plot", "add_parser", "run"]
 
@@ -93,14 +94,11 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``plot`` on an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "plot",
-        help="draw training loss and eval metrics from the event files to a PNG",
-        description=__doc__.split("\n\n")[1],
+    parser = _subparser(
+        subparsers, run, "draw training loss and eval metrics from the event files to a PNG"
     )
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="the Estimator model_dir")
     parser.add_argument("--out", metavar="FILE.png", help="default MODEL_DIR/training.png")
-    parser.set_defaults(func=run)
     return parser
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import sys
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tfest_kit._checks import positive_int_arg
+from tfest_kit.cli import _subparser
 
 __all__ = ["add_parser", "run", "features_from_request", "predictions_to_json", "outputs_to_json"]
 
@@ -74,11 +76,9 @@ def _jsonable(value: Any, binary: bool = False) -> Any:
     if isinstance(value, list):
         return [_jsonable(v, binary) for v in value]
     if isinstance(value, bytes):
-        if not binary:
-            try:
+        with contextlib.suppress(UnicodeDecodeError):
+            if not binary:
                 return value.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
         return {"b64": base64.b64encode(value).decode("ascii")}
     return value.item() if isinstance(value, np.generic) else value
 
@@ -108,10 +108,8 @@ def outputs_to_json(outputs: dict) -> dict:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``predict`` on an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "predict",
-        help="run an exported SavedModel on a TF Serving style JSON request",
-        description=__doc__.split("\n\n")[1],
+    parser = _subparser(
+        subparsers, run, "run an exported SavedModel on a TF Serving style JSON request"
     )
     parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export, its base or model_dir")
     parser.add_argument("request", metavar="REQUEST", help='the request file, "-": stdin')
@@ -123,7 +121,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--batch_size", type=positive_int_arg, default=1024, help="largest batch per run"
     )
-    parser.set_defaults(func=run)
     return parser
 
 
@@ -145,12 +142,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         export_dir = find_export(args.export_dir, "predict")
         predictor = Predictor(export_dir, signature, batch_size=args.batch_size)
-    except (ExportNotFoundError, ExportLoadError) as e:
+    except (ExportNotFoundError, ExportLoadError, ValueError) as e:
         print(f"predict: {e}", file=sys.stderr)
-        return 1
-    except ValueError as e:  # an unknown signature
-        print(f"predict: {e}", file=sys.stderr)
-        return 2
+        return 2 if isinstance(e, ValueError) else 1  # a ValueError: an unknown signature
     with predictor:
         try:
             features = features_from_request(request, list(predictor.inputs))

@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from tfest_kit.cli import _subparser
+
 __all__ = ["add_parser", "run", "find_export", "format_signatures"]
 
 _SIDES = ("inputs", "outputs")
@@ -62,14 +64,9 @@ def format_signatures(export_dir: str, signatures: dict) -> str:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``signature`` on an ``argparse`` subparsers object."""
-    parser = subparsers.add_parser(
-        "signature",
-        help="show inputs and outputs of an exported SavedModel",
-        description=__doc__.split("\n\n")[1],
-    )
+    parser = _subparser(subparsers, run, "show inputs and outputs of an exported SavedModel")
     parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export, its base or model_dir")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.set_defaults(func=run)
     return parser
 
 
