@@ -39,7 +39,7 @@ SERVED_COUNTS = {
     "framework": (43, 71),
     "framework.nest": (19, 19),
     "layers": (68, 98),
-    "learn": (5, 69),
+    "learn": (6, 69),
     "legacy_seq2seq": (5, 13),
     "lookup": (23, 23),
     "metrics": (52, 57),
@@ -187,8 +187,9 @@ def test_learn_serves_its_constants_and_refuses_its_estimators():
             getattr(learn, name)()
     with pytest.raises(AttributeError, match=r"learn\.Experiment\.run is not provided"):
         _ = learn.Experiment.run
+    assert callable(learn.datasets.mnist.read_data_sets)  # a port: tests/test_legacy_mnist.py
     with pytest.raises(AttributeError, match=r"tf\.keras\.datasets"):
-        learn.datasets.mnist.read_data_sets("/tmp/mnist")
+        learn.datasets.load_dataset("iris")
     with pytest.raises(AttributeError, match="is not provided"):
         _ = learn.not_a_tf115_name  # never in tf.contrib.learn: at once
 
