@@ -489,6 +489,59 @@ def test_tf1_package_hint_only_for_tf1_names_in_installed_packages(tmp_path):
     assert tf1_package_hint(AttributeError("'NoneType' object has no attribute 'x'")) is None
 
 
+def test_tf1_package_hint_names_the_package_the_error_came_from(tmp_path):
+    # An installed library that calls back into user code (fire, a training loop): the TF1
+    # name missing in the user's function is not the library's, and gets no hint.
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    write_module(site / "legacy_caller" / "__init__.py", "def call(fn):\n    return fn()\n")
+    write_module(
+        tmp_path / "project" / "user_steps.py",
+        "import tensorflow as tf\n\ndef step():\n    return tf.no_such_tf1_name\n",
+    )
+    write_module(
+        site / "legacy_privlib" / "__init__.py",
+        "from tensorflow.python.framework import ops\n\ndef grad_kind():\n"
+        "    return ops.NoSuchPrivateName\n",
+    )
+    with on_sys_path(site, tmp_path / "project"):
+        import legacy_caller
+        import legacy_privlib
+        import user_steps
+
+        with pytest.raises(AttributeError) as from_user:
+            legacy_caller.call(user_steps.step)
+        with pytest.raises(AttributeError) as private:
+            legacy_privlib.grad_kind()
+    assert tf1_package_hint(from_user.value) is None
+    # A name missing in TensorFlow's private modules: --tf1-package would not change them.
+    hint = tf1_package_hint(private.value)
+    assert "legacy_privlib" in hint and "tensorflow.python.framework.ops" in hint, hint
+    assert "would not help" in hint and "`--tf1-package legacy_privlib`" not in hint, hint
+
+
+def test_a_tf_slim_function_failing_on_tensorflow_2_is_not_sent_to_tf1_package(tmp_path):
+    # tf_slim's training.clip_gradient_norms reads ops.IndexedSlices, which TensorFlow 2.15
+    # no longer has there; tf_slim is what the runner serves as tf.contrib.slim.
+    script = tmp_path / "slim_clip.py"
+    write_module(
+        script,
+        """
+        import tensorflow as tf
+        slim = tf.contrib.slim
+        x = tf.get_variable("x", [3])
+        loss = tf.reduce_sum(x * x)
+        clip = slim.training.clip_gradient_norms_fn(1.0)
+        slim.training.create_train_op(loss, tf.train.GradientDescentOptimizer(0.1),
+                                      transform_grads_fn=clip)
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(script)], timeout=120, check_exit=1)
+    assert "no attribute 'IndexedSlices'" in proc.stderr, proc.stderr
+    assert "tf_slim" in proc.stderr and "serves as tf.contrib.slim" in proc.stderr, proc.stderr
+    assert "would not help" in proc.stderr and "ported equivalent" in proc.stderr, proc.stderr
+    assert "Pass `--tf1-package" not in proc.stderr, proc.stderr
+
+
 def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path):
     # The script's own directory was dropped as installed code: the script got TF1 and the
     # modeling.py beside it the real TensorFlow 2 (and no tf.contrib).
