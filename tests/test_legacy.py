@@ -542,6 +542,50 @@ def test_a_tf_slim_function_failing_on_tensorflow_2_is_not_sent_to_tf1_package(t
     assert "Pass `--tf1-package" not in proc.stderr, proc.stderr
 
 
+def test_a_projects_own_pytest_suite_runs_under_the_runner(tmp_path):
+    # Test modules and conftest.py in TF1: pytest's assertion rewriting would import them
+    # itself, with the real TensorFlow 2; the runner runs pytest with --assert=plain.
+    write_module(
+        tmp_path / "conftest.py",
+        """
+        import pytest
+        import tensorflow as tf
+
+        @pytest.fixture
+        def inputs():
+            return tf.placeholder(tf.float32, [None, 3])
+        """,
+    )
+    write_module(
+        tmp_path / "mylib.py",
+        "import tensorflow as tf\n\ndef double(x):\n    return tf.to_float(x) * 2\n",
+    )
+    write_module(
+        tmp_path / "test_tf1.py",
+        """
+        import tensorflow as tf
+        from mylib import double
+
+        def test_double(inputs):
+            with tf.Session() as sess:
+                assert sess.run(double(inputs), {inputs: [[1, 2, 3]]}).tolist() == [[2, 4, 6]]
+
+        def test_contrib():
+            assert tf.contrib.learn.ModeKeys.INFER == "infer"
+        """,
+    )
+    pytest_args = ["-m", "tfest_kit.legacy", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    proc = run_program([*pytest_args, "test_tf1.py"], cwd=tmp_path, timeout=120)
+    assert "2 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert "--assert=plain" in proc.stderr, proc.stderr
+    # Asked for explicitly, rewriting stays on, and the runner says what it costs.
+    proc = run_program(
+        [*pytest_args, "--assert=rewrite", "test_tf1.py"], cwd=tmp_path, timeout=120, check_exit=1
+    )
+    assert "has no attribute 'placeholder'" in proc.stdout, proc.stdout
+    assert "real TensorFlow 2" in proc.stderr and "drop --assert" in proc.stderr, proc.stderr
+
+
 def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path):
     # The script's own directory was dropped as installed code: the script got TF1 and the
     # modeling.py beside it the real TensorFlow 2 (and no tf.contrib).

@@ -26,7 +26,8 @@ packages named with --tf1-package).
 
 runner options (before SCRIPT.py / -m MODULE):
   -m MODULE   run a module of your project as `python -m MODULE` would (e.g. scripts.train);
-              the current directory goes first on sys.path
+              the current directory goes first on sys.path; -m pytest (your project's
+              tests) runs with --assert=plain unless you name an --assert mode
   --report    first, list the tf.contrib names the script's project (the .py files under its
               directory, or under the current one for -m) reaches and the runner refuses;
               at the end, the TF1 symbols the script asked for and did not get, then those

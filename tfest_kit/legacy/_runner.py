@@ -171,6 +171,34 @@ def tf1_package_hint(error: BaseException) -> Optional[str]:
     return None
 
 
+def _pytest_argv(argv: Sequence[str]) -> list[str]:
+    """pytest's command line under the runner: ``--assert=plain`` unless it names a mode.
+
+    pytest's assertion rewriting imports test modules and ``conftest.py`` with its own
+    loader, which runs them with Python's builtins: they would get the real TensorFlow 2.
+    With ``--assert=plain`` pytest imports them through ``import``, which the runner scopes.
+    """
+    chosen = [a for a in argv if a == "--assert" or a.startswith("--assert=")]
+    if not chosen:
+        print(
+            "tfest_kit.legacy: running pytest with --assert=plain: its assertion rewriting "
+            "imports test modules and conftest.py itself, where the runner cannot give them "
+            "TF1's tensorflow (a failing assert shows its plain message).",
+            file=sys.stderr,
+            flush=True,
+        )
+        return ["--assert=plain", *argv]
+    if "--assert=plain" not in argv and "plain" not in argv:
+        print(
+            "tfest_kit.legacy: pytest's assertion rewriting is on: the test modules and "
+            "conftest.py it rewrites get the real TensorFlow 2, not TF1; drop --assert (the "
+            "runner then passes --assert=plain) to give them TF1.",
+            file=sys.stderr,
+            flush=True,
+        )
+    return list(argv)
+
+
 def _check_packages(packages: Sequence[str]) -> list[str]:
     packages = [packages] if isinstance(packages, str) else list(packages)
     for name in packages:
@@ -327,7 +355,9 @@ def run_module(
 
     The current directory goes first on ``sys.path`` (as with ``python -m``), so
     ``run_module("scripts.train")`` from a project root finds ``scripts/train.py`` and the
-    project's ``mylib``; both get the stand-in, as in :func:`run`.
+    project's ``mylib``; both get the stand-in, as in :func:`run`.  ``pytest`` (a project's own
+    tests) runs with ``--assert=plain`` unless ``argv`` names an ``--assert`` mode: its
+    assertion rewriting would import the test modules outside the runner's scope.
 
     Args:
       module: dotted module name, e.g. ``"scripts.train"``; a package runs its ``__main__``.
@@ -385,6 +415,8 @@ def run_module(
             alter_sys=True,
         )
 
+    if module in ("pytest", "py.test"):
+        argv = _pytest_argv(argv)
     return _run_scoped(
         main,
         argv=argv,
