@@ -79,8 +79,11 @@ def _exit_status(exit_: SystemExit) -> int:
     return 1
 
 
-# The libraries that are TensorFlow itself: a TF1 name missing inside them is not a TF1 library's.
-_TENSORFLOW_OWN = frozenset({"tensorflow", "tensorflow_estimator", "keras", "tf_keras", "absl"})
+# The libraries that are TensorFlow itself, and the runner: a TF1 name missing inside them is not
+# a TF1 library's.
+_TENSORFLOW_OWN = frozenset(
+    {"tensorflow", "tensorflow_estimator", "keras", "tf_keras", "absl", "tfest_kit"}
+)
 # Installed libraries the runner serves itself (tf.contrib.slim / layers …): --tf1-package is
 # never the fix for them.
 _SERVED_LIBRARIES = {"tf_slim": "tf.contrib.slim / tf.contrib.layers / tf.contrib.framework"}
