@@ -244,8 +244,8 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         from tensorflow.contrib.graph_editor import util as ge_util
         from tensorflow.contrib.learn import Experiment, ModeKeys
         from tensorflow.contrib.tpu.python.tpu import tpu_feed
-        from tensorflow.contrib.learn.python.learn.datasets import mnist
-        import tensorflow.contrib.learn.python.learn.datasets.base
+        from tensorflow.contrib.learn.python.learn.estimators import run_config
+        import tensorflow.contrib.learn.python.learn.estimators.estimator
 
         MODE = ModeKeys.INFER
         GE = tf.contrib.graph_editor
@@ -262,7 +262,7 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         (lambda: module.ge_util.make_list_of_op(), r"graph_editor\.util.*no equivalent"),
         (lambda: module.Experiment(None, None, None), r"tf\.estimator\.train_and_evaluate"),
         (lambda: module.tpu_feed.InfeedQueue, r"tpu_feed\.InfeedQueue is not provided"),
-        (lambda: module.mnist.read_data_sets("/tmp"), r"tf\.estimator"),
+        (lambda: module.run_config.RunConfig(), r"tf\.estimator"),
     ]
     for use, message in uses:
         with pytest.raises(AttributeError, match=message):
