@@ -26,7 +26,7 @@ from tfest_kit.legacy._estimator import LEGACY_ESTIMATORS
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._refused import CONTRIB_REPLACEMENTS
-from tfest_kit.legacy._runner import tf1_package_hint
+from tfest_kit.legacy._runner import _pytest_argv, tf1_package_hint
 from tfest_kit.legacy._shim import COMPAT_V1, MISSING, SHIM, Report
 
 
@@ -584,6 +584,8 @@ def test_a_projects_own_pytest_suite_runs_under_the_runner(tmp_path):
     )
     assert "has no attribute 'placeholder'" in proc.stdout, proc.stdout
     assert "real TensorFlow 2" in proc.stderr and "drop --assert" in proc.stderr, proc.stderr
+    assert _pytest_argv(["-q", "t.py"]) == ["--assert=plain", "-q", "t.py"]
+    assert _pytest_argv(["--assert", "plain", "t.py"]) == ["--assert", "plain", "t.py"]
 
 
 def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path):

@@ -181,8 +181,13 @@ def _pytest_argv(argv: Sequence[str]) -> list[str]:
     loader, which runs them with Python's builtins: they would get the real TensorFlow 2.
     With ``--assert=plain`` pytest imports them through ``import``, which the runner scopes.
     """
-    chosen = [a for a in argv if a == "--assert" or a.startswith("--assert=")]
-    if not chosen:
+    argv = list(argv)
+    modes = [
+        argv[i + 1] if a == "--assert" and i + 1 < len(argv) else a.partition("=")[2]
+        for i, a in enumerate(argv)
+        if a == "--assert" or a.startswith("--assert=")
+    ]
+    if not modes:
         print(
             "tfest_kit.legacy: running pytest with --assert=plain: its assertion rewriting "
             "imports test modules and conftest.py itself, where the runner cannot give them "
@@ -191,7 +196,7 @@ def _pytest_argv(argv: Sequence[str]) -> list[str]:
             flush=True,
         )
         return ["--assert=plain", *argv]
-    if "--assert=plain" not in argv and "plain" not in argv:
+    if modes[-1] != "plain":
         print(
             "tfest_kit.legacy: pytest's assertion rewriting is on: the test modules and "
             "conftest.py it rewrites get the real TensorFlow 2, not TF1; drop --assert (the "
@@ -199,7 +204,7 @@ def _pytest_argv(argv: Sequence[str]) -> list[str]:
             file=sys.stderr,
             flush=True,
         )
-    return list(argv)
+    return argv
 
 
 def _check_packages(packages: Sequence[str]) -> list[str]:
