@@ -26,7 +26,7 @@ from tfest_kit.legacy._estimator import LEGACY_ESTIMATORS
 from tfest_kit.legacy._importer import Scope
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._refused import CONTRIB_REPLACEMENTS
-from tfest_kit.legacy._runner import tf1_package_hint
+from tfest_kit.legacy._runner import _pytest_argv, tf1_package_hint
 from tfest_kit.legacy._shim import COMPAT_V1, MISSING, SHIM, Report
 
 
@@ -487,6 +487,105 @@ def test_tf1_package_hint_only_for_tf1_names_in_installed_packages(tmp_path):
     except AttributeError as e:
         assert tf1_package_hint(e) is None
     assert tf1_package_hint(AttributeError("'NoneType' object has no attribute 'x'")) is None
+
+
+def test_tf1_package_hint_names_the_package_the_error_came_from(tmp_path):
+    # An installed library that calls back into user code (fire, a training loop): the TF1
+    # name missing in the user's function is not the library's, and gets no hint.
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    write_module(site / "legacy_caller" / "__init__.py", "def call(fn):\n    return fn()\n")
+    write_module(
+        tmp_path / "project" / "user_steps.py",
+        "import tensorflow as tf\n\ndef step():\n    return tf.no_such_tf1_name\n",
+    )
+    write_module(
+        site / "legacy_privlib" / "__init__.py",
+        "from tensorflow.python.framework import ops\n\ndef grad_kind():\n"
+        "    return ops.NoSuchPrivateName\n",
+    )
+    with on_sys_path(site, tmp_path / "project"):
+        import legacy_caller
+        import legacy_privlib
+        import user_steps
+
+        with pytest.raises(AttributeError) as from_user:
+            legacy_caller.call(user_steps.step)
+        with pytest.raises(AttributeError) as private:
+            legacy_privlib.grad_kind()
+    assert tf1_package_hint(from_user.value) is None
+    # A name missing in TensorFlow's private modules: --tf1-package would not change them.
+    hint = tf1_package_hint(private.value)
+    assert "legacy_privlib" in hint and "tensorflow.python.framework.ops" in hint, hint
+    assert "would not help" in hint and "`--tf1-package legacy_privlib`" not in hint, hint
+
+
+def test_a_tf_slim_function_failing_on_tensorflow_2_is_not_sent_to_tf1_package(tmp_path):
+    # tf_slim's training.clip_gradient_norms reads ops.IndexedSlices, which TensorFlow 2.15
+    # no longer has there; tf_slim is what the runner serves as tf.contrib.slim.
+    script = tmp_path / "slim_clip.py"
+    write_module(
+        script,
+        """
+        import tensorflow as tf
+        slim = tf.contrib.slim
+        x = tf.get_variable("x", [3])
+        loss = tf.reduce_sum(x * x)
+        clip = slim.training.clip_gradient_norms_fn(1.0)
+        slim.training.create_train_op(loss, tf.train.GradientDescentOptimizer(0.1),
+                                      transform_grads_fn=clip)
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(script)], timeout=120, check_exit=1)
+    assert "no attribute 'IndexedSlices'" in proc.stderr, proc.stderr
+    assert "tf_slim" in proc.stderr and "serves as tf.contrib.slim" in proc.stderr, proc.stderr
+    assert "would not help" in proc.stderr and "ported equivalent" in proc.stderr, proc.stderr
+    assert "Pass `--tf1-package" not in proc.stderr, proc.stderr
+
+
+def test_a_projects_own_pytest_suite_runs_under_the_runner(tmp_path):
+    # Test modules and conftest.py in TF1: pytest's assertion rewriting would import them
+    # itself, with the real TensorFlow 2; the runner runs pytest with --assert=plain.
+    write_module(
+        tmp_path / "conftest.py",
+        """
+        import pytest
+        import tensorflow as tf
+
+        @pytest.fixture
+        def inputs():
+            return tf.placeholder(tf.float32, [None, 3])
+        """,
+    )
+    write_module(
+        tmp_path / "mylib.py",
+        "import tensorflow as tf\n\ndef double(x):\n    return tf.to_float(x) * 2\n",
+    )
+    write_module(
+        tmp_path / "test_tf1.py",
+        """
+        import tensorflow as tf
+        from mylib import double
+
+        def test_double(inputs):
+            with tf.Session() as sess:
+                assert sess.run(double(inputs), {inputs: [[1, 2, 3]]}).tolist() == [[2, 4, 6]]
+
+        def test_contrib():
+            assert tf.contrib.learn.ModeKeys.INFER == "infer"
+        """,
+    )
+    pytest_args = ["-m", "tfest_kit.legacy", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    proc = run_program([*pytest_args, "test_tf1.py"], cwd=tmp_path, timeout=120)
+    assert "2 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert "--assert=plain" in proc.stderr, proc.stderr
+    # Asked for explicitly, rewriting stays on, and the runner says what it costs.
+    proc = run_program(
+        [*pytest_args, "--assert=rewrite", "test_tf1.py"], cwd=tmp_path, timeout=120, check_exit=1
+    )
+    assert "has no attribute 'placeholder'" in proc.stdout, proc.stdout
+    assert "real TensorFlow 2" in proc.stderr and "drop --assert" in proc.stderr, proc.stderr
+    assert _pytest_argv(["-q", "t.py"]) == ["--assert=plain", "-q", "t.py"]
+    assert _pytest_argv(["--assert", "plain", "t.py"]) == ["--assert", "plain", "t.py"]
 
 
 def test_a_script_inside_site_packages_gives_its_siblings_the_stand_in(tmp_path):

@@ -39,7 +39,7 @@ SERVED_COUNTS = {
     "framework": (43, 71),
     "framework.nest": (19, 19),
     "layers": (68, 98),
-    "learn": (5, 69),
+    "learn": (6, 69),
     "legacy_seq2seq": (5, 13),
     "lookup": (23, 23),
     "metrics": (52, 57),
@@ -187,8 +187,9 @@ def test_learn_serves_its_constants_and_refuses_its_estimators():
             getattr(learn, name)()
     with pytest.raises(AttributeError, match=r"learn\.Experiment\.run is not provided"):
         _ = learn.Experiment.run
+    assert callable(learn.datasets.mnist.read_data_sets)  # a port: tests/test_legacy_mnist.py
     with pytest.raises(AttributeError, match=r"tf\.keras\.datasets"):
-        learn.datasets.mnist.read_data_sets("/tmp/mnist")
+        learn.datasets.load_dataset("iris")
     with pytest.raises(AttributeError, match="is not provided"):
         _ = learn.not_a_tf115_name  # never in tf.contrib.learn: at once
 
@@ -243,8 +244,8 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         from tensorflow.contrib.graph_editor import util as ge_util
         from tensorflow.contrib.learn import Experiment, ModeKeys
         from tensorflow.contrib.tpu.python.tpu import tpu_feed
-        from tensorflow.contrib.learn.python.learn.datasets import mnist
-        import tensorflow.contrib.learn.python.learn.datasets.base
+        from tensorflow.contrib.learn.python.learn.estimators import run_config
+        import tensorflow.contrib.learn.python.learn.estimators.estimator
 
         MODE = ModeKeys.INFER
         GE = tf.contrib.graph_editor
@@ -261,7 +262,7 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         (lambda: module.ge_util.make_list_of_op(), r"graph_editor\.util.*no equivalent"),
         (lambda: module.Experiment(None, None, None), r"tf\.estimator\.train_and_evaluate"),
         (lambda: module.tpu_feed.InfeedQueue, r"tpu_feed\.InfeedQueue is not provided"),
-        (lambda: module.mnist.read_data_sets("/tmp"), r"tf\.estimator"),
+        (lambda: module.run_config.RunConfig(), r"tf\.estimator"),
     ]
     for use, message in uses:
         with pytest.raises(AttributeError, match=message):

@@ -82,6 +82,10 @@ def _until_eos(row) -> list:
 
 def test_seq2seq_estimator_learns_the_copy_task(seq2seq_run):
     result = seq2seq_run[0]["estimator"]
+    # Held-out loss after 40 and after 200 steps.  Runs are not bit-reproducible (thread
+    # scheduling), hence a wide margin: over 15 runs on TensorFlow 2.15 the last was at most
+    # 0.11 of the first and greedy decoding at least 86 % exact; a model that does not learn
+    # keeps a ratio near 1.
     first, last = result["losses"]
     assert last < 0.5 * first, result["losses"]
     target = [_until_eos(row) for row in result["target"]]

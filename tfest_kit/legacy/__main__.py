@@ -15,8 +15,9 @@ Runs a TF1-era TensorFlow script unchanged on TensorFlow 2.15: `import tensorflo
 `from tensorflow.keras.optimizers import Adam`, `from tensorflow.train import ...`, ...) in
 user code sees tf.compat.v1 plus tf.contrib (tpu, cluster_resolver, data, predictor, training,
 metrics, lookup, rnn, framework, layers, slim, estimator, distribute, crf, seq2seq, opt, summary,
-compiler, learn's constants); the other tf.contrib modules and names TF 1.15 had import, and
-their first use raises an error naming what replaces them;
+compiler, learn's constants, preprocessing and MNIST reader) and the tutorials' MNIST
+input_data; the other tf.contrib modules and names TF 1.15 had import, and their first use
+raises an error naming what replaces them;
 TPUEstimator and the tf.tpu functions fall back to CPU/GPU without a TPU.  User code is the
 script and the modules it imports from the script's directory, the current directory and
 PYTHONPATH entries (run from
@@ -26,7 +27,8 @@ packages named with --tf1-package).
 
 runner options (before SCRIPT.py / -m MODULE):
   -m MODULE   run a module of your project as `python -m MODULE` would (e.g. scripts.train);
-              the current directory goes first on sys.path
+              the current directory goes first on sys.path; -m pytest (your project's
+              tests) runs with --assert=plain unless you name an --assert mode
   --report    first, list the tf.contrib names the script's project (the .py files under its
               directory, or under the current one for -m) reaches and the runner refuses;
               at the end, the TF1 symbols the script asked for and did not get, then those

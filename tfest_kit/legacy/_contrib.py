@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
@@ -52,6 +53,7 @@ __all__ = [
     "served_package",
     "from_tfest_tpu",
     "cluster_resolver_module",
+    "examples_module",
     "TPU_NAMES",
     "TF1_RUNTIME",
 ]
@@ -535,6 +537,52 @@ def _slim(report: Report) -> ShimModule:
     )
 
 
+_MNIST = "a port of TF 1.15's (tfest_kit.legacy.contrib, the same arrays and Extracting lines)"
+
+
+def _learn_datasets(report: Report) -> ShimModule:
+    """``tf.contrib.learn.datasets``: TF 1.15's ``mnist`` and ``base``, ported; the rest refused."""
+    port = importlib.import_module("tfest_kit.legacy.contrib._learn_datasets")
+
+    def module(name: str, names: Sequence[str]) -> Entry:
+        display = f"tf.contrib.learn.datasets.{name}"
+        built = ShimModule(
+            display,
+            report,
+            entries={n: Entry(lambda n=n: getattr(port, n), _MNIST) for n in names},
+            kind=SHIM,
+            provides=f"Of {display} it provides {', '.join(sorted(names))}. ",
+        )
+        return Entry(lambda: built, None)
+
+    entries = {"mnist": module("mnist", port.MNIST_NAMES), "base": module("base", port.BASE_NAMES)}
+    display = "tf.contrib.learn.datasets"
+    refuse_the_rest("learn.datasets", display, entries, [], report, port.NOT_SERVED)
+    provides = f"Of {display} it provides base and mnist. "
+    return ShimModule(display, report, entries=entries, kind=SHIM, provides=provides)
+
+
+def examples_module(report: Report) -> ShimModule:
+    """``tensorflow.examples.tutorials.mnist.input_data``: ``read_data_sets``, as TF 1.15's."""
+
+    def read_data_sets() -> Any:
+        return importlib.import_module("tfest_kit.legacy.contrib._learn_datasets").read_data_sets
+
+    input_data = ShimModule(
+        "tf.examples.tutorials.mnist.input_data",
+        report,
+        entries={"read_data_sets": Entry(read_data_sets, _MNIST)},
+        kind=SHIM,
+        provides="Of tf.examples.tutorials.mnist.input_data it provides read_data_sets. ",
+    )
+
+    def package(display: str, name: str, child: ShimModule) -> ShimModule:
+        return ShimModule(display, report, entries={name: Entry(lambda: child, None)}, kind=SHIM)
+
+    mnist = package("tf.examples.tutorials.mnist", "input_data", input_data)
+    return package("tf.examples", "tutorials", package("tf.examples.tutorials", "mnist", mnist))
+
+
 def _nest(report: Report) -> ShimModule:
     """``tf.contrib.framework.nest``: TF 1.15's 19 functions, from TensorFlow's own ``nest``."""
     entries = {
@@ -567,6 +615,23 @@ def build_contrib(report: Report) -> ShimModule:
 
     def package(name: str, **kwargs: Any) -> Entry:
         return Entry(lambda: served_package(name, report, **kwargs), None)
+
+    # One module for tf.contrib.learn.datasets and tensorflow.contrib.learn.python.learn.datasets.
+    datasets = functools.cache(lambda: _learn_datasets(report))
+
+    def learn_python() -> ShimModule:
+        learn = ShimModule(
+            "tf.contrib.learn.python.learn",
+            report,
+            entries={"datasets": Entry(datasets, None)},
+            kind=SHIM,
+        )
+        return ShimModule(
+            "tf.contrib.learn.python",
+            report,
+            entries={"learn": Entry(lambda: learn, None)},
+            kind=SHIM,
+        )
 
     entries = {
         "tpu": Entry(lambda: tpu_module("tf.contrib.tpu", report, estimator=True, ops=True), None),
@@ -607,7 +672,10 @@ def build_contrib(report: Report) -> ShimModule:
                         "_learn_preprocessing", report, display="tf.contrib.learn.preprocessing"
                     ),
                     None,
-                )
+                ),
+                "datasets": Entry(datasets, None),
+                # `from tensorflow.contrib.learn.python.learn.datasets import mnist`.
+                "python": Entry(learn_python, None),
             },
         ),
         "compiler": Entry(lambda: _compiler(report), None),

@@ -6,6 +6,7 @@ Everything TF1-era scripts use outside ``tf.contrib`` still exists in TensorFlow
 serves those from there and adds:
 
 - ``tf.contrib`` (see :mod:`tfest_kit.legacy._contrib`);
+- ``tensorflow.examples.tutorials.mnist.input_data`` (TF 1.15's MNIST reader, a port);
 - ``tf.estimator.tpu`` backed by ``tfest_kit.tpu``, so scripts already written against
   ``import tensorflow.compat.v1 as tf`` get the same CPU/GPU fallback;
 - ``tf.distribute.cluster_resolver.TPUClusterResolver`` backed by ``tfest_kit.tpu``;
@@ -34,6 +35,7 @@ from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy._contrib import (
     build_contrib,
     cluster_resolver_module,
+    examples_module,
     from_tfest_tpu,
     tpu_module,
 )
@@ -135,6 +137,8 @@ def build_namespace(report: Report) -> ShimModule:
             "compat": Entry(compat, None),
             "estimator": Entry(estimator, None),
             "distribute": Entry(distribute, None),
+            # `from tensorflow.examples.tutorials.mnist import input_data` (TF 1.15's pip package).
+            "examples": Entry(lambda: examples_module(report), None),
             "tpu": Entry(
                 lambda: tpu_module("tf.tpu", report, estimator=False, ops=True, kind=COMPAT_V1),
                 None,

@@ -187,7 +187,7 @@ def refused_module(display: str, report: Report) -> Refused:
     """A TF 1.15 implementation module below a ``tf.contrib`` package (``….python.tpu.x``).
 
     Args:
-      display: e.g. ``"tf.contrib.learn.python.learn.datasets"``.
+      display: e.g. ``"tf.contrib.learn.python.learn.estimators"``.
       report: where it is recorded.
     """
     package = display.split(".")[2]

@@ -8,6 +8,7 @@ import os
 import re
 import runpy
 import sys
+import sysconfig
 import traceback
 import warnings
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from tfest_kit._errors import TfestKitError
 from tfest_kit._tf import tf
 from tfest_kit.legacy._contrib import TF1_RUNTIME
 from tfest_kit.legacy._importer import INSTALLED_DIRS, Scope, user_code_roots
-from tfest_kit.legacy._namespace import build_namespace
+from tfest_kit.legacy._namespace import REAL_PACKAGES, build_namespace
 from tfest_kit.legacy._shim import Report
 
 __all__ = [
@@ -78,8 +79,14 @@ def _exit_status(exit_: SystemExit) -> int:
     return 1
 
 
-# The libraries that are TensorFlow itself: a TF1 name missing inside them is not a TF1 library's.
-_TENSORFLOW_OWN = frozenset({"tensorflow", "tensorflow_estimator", "keras", "tf_keras", "absl"})
+# The libraries that are TensorFlow itself, and the runner: a TF1 name missing inside them is not
+# a TF1 library's.
+_TENSORFLOW_OWN = frozenset(
+    {"tensorflow", "tensorflow_estimator", "keras", "tf_keras", "absl", "tfest_kit"}
+)
+# Installed libraries the runner serves itself (tf.contrib.slim / layers …): --tf1-package is
+# never the fix for them.
+_SERVED_LIBRARIES = {"tf_slim": "tf.contrib.slim / tf.contrib.layers / tf.contrib.framework"}
 _TF1_NAME_MISSING = re.compile(
     r"module '(tensorflow(\.[\w.]+)?)' has no attribute|"
     r"No module named '(tensorflow(\.[\w.]+)?)'|"
@@ -98,35 +105,106 @@ def _installed_package(filename: str) -> Optional[str]:
     return name if name.isidentifier() else None
 
 
+def _standard_library(filename: str) -> bool:
+    # `<frozen importlib._bootstrap>` and the like, or a file of the standard library.
+    if filename.startswith("<"):
+        return True
+    real = os.path.realpath(filename)
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+    return real.startswith(stdlib + os.sep) and not INSTALLED_DIRS.intersection(real.split(os.sep))
+
+
 def tf1_package_hint(error: BaseException) -> Optional[str]:
-    """For a TF1 name missing in an installed library, the sentence naming ``--tf1-package``.
+    """For a TF1 name missing in an installed library, the sentence saying what to do.
 
     An installed library keeps the real TensorFlow 2 under the runner, so a TF1-era one fails
     with ``AttributeError: module 'tensorflow' has no attribute 'contrib'`` (or an ImportError
-    of ``tensorflow.contrib…``); the innermost frame of the traceback that is in an installed
-    package other than TensorFlow's own names the package.
+    of ``tensorflow.contrib…``); the innermost frame of the traceback outside TensorFlow's own
+    packages and the standard library names the package, and the hint names
+    ``--tf1-package``.  A name missing in TensorFlow's private modules
+    (``tensorflow.python…``), or in a library the runner serves itself (``tf_slim``), gets a
+    hint saying that ``--tf1-package`` would not help: the runner leaves private modules as
+    TensorFlow 2 has them.
 
     Args:
       error: the exception the script raised.
 
     Returns:
-      The hint, or None when the error is not a TF1 name missing in an installed package.
+      The hint, or None when the error is not a TF1 name missing in an installed package
+      (user code's own errors get none).
     """
     if not isinstance(error, (AttributeError, ImportError)):
         return None
-    if not _TF1_NAME_MISSING.search(str(error)):
+    match = _TF1_NAME_MISSING.search(str(error))
+    if match is None:
         return None
+    module = next(group for group in match.groups()[::2] if group)
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         package = _installed_package(frame.filename)
-        if package is None or package in _TENSORFLOW_OWN:
+        if package in _TENSORFLOW_OWN or _standard_library(frame.filename):
             continue
+        if package is None:
+            return None  # raised by the user's code: its own traceback says it all
+        where = f"{frame.filename}:{frame.lineno}"
+        private = module.partition(".")[2].partition(".")[0] in REAL_PACKAGES
+        if not private and package not in _SERVED_LIBRARIES:
+            return (
+                f"The installed package {package!r} ({where}) uses TF1 names but got the real "
+                f"TensorFlow 2: installed packages keep it under the legacy runner. Pass "
+                f"`--tf1-package {package}` (python -m tfest_kit.legacy --tf1-package "
+                f"{package} SCRIPT.py …) to hand it the TF1 namespace."
+            )
+        missing = f"reads a name TensorFlow {tf.version.VERSION} no longer has in {module}"
+        unchanged = (
+            "`--tf1-package` would not help: the runner leaves TensorFlow's own modules as "
+            "TensorFlow 2 has them."
+        )
+        if package in _SERVED_LIBRARIES:
+            return (
+                f"{package} ({where}), which the runner serves as {_SERVED_LIBRARIES[package]}, "
+                f"{missing}: this function of {package} does not run on TensorFlow 2 and the "
+                f"runner has no port of it. {unchanged} Call a ported equivalent "
+                "(docs/compatibility.md lists them: slim.learning.create_train_op, "
+                "clip_gradient_norms, tf.contrib.layers.optimize_loss …) or replace the call."
+            )
         return (
-            f"The installed package {package!r} ({frame.filename}) uses TF1 names but got "
-            f"the real TensorFlow 2: installed packages keep it under the legacy runner. Pass "
-            f"`--tf1-package {package}` (python -m tfest_kit.legacy --tf1-package {package} "
-            "SCRIPT.py …) to hand it the TF1 namespace."
+            f"The installed package {package!r} ({where}) {missing}. {unchanged} Use a release "
+            f"of {package} made for TensorFlow 2, or replace the call."
         )
     return None
+
+
+def _pytest_argv(argv: Sequence[str]) -> list[str]:
+    """pytest's command line under the runner: ``--assert=plain`` unless it names a mode.
+
+    pytest's assertion rewriting imports test modules and ``conftest.py`` with its own
+    loader, which runs them with Python's builtins: they would get the real TensorFlow 2.
+    With ``--assert=plain`` pytest imports them through ``import``, which the runner scopes.
+    """
+    argv = list(argv)
+    modes = [
+        argv[i + 1] if a == "--assert" and i + 1 < len(argv) else a.partition("=")[2]
+        for i, a in enumerate(argv)
+        if a == "--assert" or a.startswith("--assert=")
+    ]
+    if not modes:
+        print(
+            "tfest_kit.legacy: running pytest with --assert=plain: its assertion rewriting "
+            "imports test modules and conftest.py itself, where the runner cannot give them "
+            "TF1's tensorflow (a failing assert shows its plain message).",
+            file=sys.stderr,
+            flush=True,
+        )
+        return ["--assert=plain", *argv]
+    if modes[-1] != "plain":
+        print(
+            "tfest_kit.legacy: pytest's assertion rewriting is on: the test modules and "
+            "conftest.py it rewrites get the real TensorFlow 2, not TF1; drop --assert (the "
+            "runner then passes --assert=plain) to give them TF1.",
+            file=sys.stderr,
+            flush=True,
+        )
+    return argv
 
 
 def _check_packages(packages: Sequence[str]) -> list[str]:
@@ -285,7 +363,9 @@ def run_module(
 
     The current directory goes first on ``sys.path`` (as with ``python -m``), so
     ``run_module("scripts.train")`` from a project root finds ``scripts/train.py`` and the
-    project's ``mylib``; both get the stand-in, as in :func:`run`.
+    project's ``mylib``; both get the stand-in, as in :func:`run`.  ``pytest`` (a project's own
+    tests) runs with ``--assert=plain`` unless ``argv`` names an ``--assert`` mode: its
+    assertion rewriting would import the test modules outside the runner's scope.
 
     Args:
       module: dotted module name, e.g. ``"scripts.train"``; a package runs its ``__main__``.
@@ -343,6 +423,8 @@ def run_module(
             alter_sys=True,
         )
 
+    if module in ("pytest", "py.test"):
+        argv = _pytest_argv(argv)
     return _run_scoped(
         main,
         argv=argv,

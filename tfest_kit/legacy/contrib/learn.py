@@ -12,7 +12,10 @@ Estimator still read its constants (a seq2seq NMT codebase compares ``mode`` wit
 - ``PredictionKey``, ``ProblemType``, ``TaskType``: the keys of learn's prediction dicts, its
   export problem types and its cluster task types;
 - ``preprocessing``: ``VocabularyProcessor`` & co., a port
-  (:mod:`tfest_kit.legacy.contrib._learn_preprocessing`).
+  (:mod:`tfest_kit.legacy.contrib._learn_preprocessing`);
+- ``datasets``: ``mnist`` (``read_data_sets``, ``DataSet`` …) and ``base``, a port
+  (:mod:`tfest_kit.legacy.contrib._learn_datasets`), also as
+  ``tensorflow.contrib.learn.python.learn.datasets``.
 
 Example:
 
@@ -33,9 +36,7 @@ OTHERS = (
     "tf.estimator.Estimator, learn.RunConfig -> tf.estimator.RunConfig, learn.Experiment / "
     "learn_runner.run -> tf.estimator.train_and_evaluate"
 )
-NOT_SERVED = {
-    "datasets": "tf.keras.datasets (mnist, …) or reading the files with tf.data",
-}
+NOT_SERVED: dict[str, str] = {}
 
 
 class ModeKeys:
