@@ -27,8 +27,7 @@ def loop_length(config) -> Optional[int]:
 
 @contextlib.contextmanager
 def fetch_errors(looped: Callable[[], Optional[int]], one_step: str):
-    """A hook's fetch of a tensor made inside the loop, said so with the fix. ``looped()``: the
-    loop's length if training looped; ``one_step``: the setting for one step per run."""
+    """A hook's fetch of an in-loop tensor, with the fix; ``looped()``: the length, if it looped."""
     try:
         yield
     except ValueError as e:
@@ -106,8 +105,7 @@ def training_loop(step: Callable, features, labels, length: int, until, every) -
     iterations = tf.placeholder_with_default(1, [], name="iterations_per_loop")
     summaries = tf.get_collection_ref(tf.GraphKeys.SUMMARIES)
     first, kept, built = len(summaries), [], {}
-    graph = tf.get_default_graph()
-    first_op = len(graph.get_operations())
+    first_op = len(tf.get_default_graph().get_operations())
 
     def body(i, _):
         spec = built["spec"] = step(*read())
@@ -152,7 +150,7 @@ def training_loop(step: Callable, features, labels, length: int, until, every) -
     spec, pending = built["spec"], None
     scaffold = getattr(spec, "scaffold", None)
     if scaffold is not None and scaffold.saver is not None:
-        made_in_loop = set(graph.get_operations()[first_op:])
+        made_in_loop = set(tf.get_default_graph().get_operations()[first_op:])
         saver = _built_outside(scaffold.saver, made_in_loop)
         savers = tf.get_collection_ref(tf.GraphKeys.SAVERS)
         savers[:] = [saver if s is scaffold.saver else s for s in savers]
@@ -192,12 +190,10 @@ def _built_outside(saver, made_in_loop: set):
 
 
 def with_loss_line(spec, config, every: Optional[int], until, estimator=None):
-    """The loss line every ``every`` steps (summaries from the chief only); ``until``: train()'s
-    ``(max_steps, steps)``; ``estimator``: one with a batch size, for examples/sec."""
+    """The loss line every ``every`` steps; ``estimator``: one with a batch size (examples/sec)."""
     if not every:
         return spec
-    writes = config.save_summary_steps and config.is_chief
-    output_dir = config.model_dir if writes else None
+    output_dir = config.model_dir if config.save_summary_steps and config.is_chief else None
     hook = LossLoggingHook(every_n_steps=every, output_dir=output_dir, loss=spec.loss)
     fill_progress_totals([hook], until[0], estimator, until[1])
     return spec._replace(training_hooks=tuple(spec.training_hooks) + (hook,))
@@ -205,11 +201,8 @@ def with_loss_line(spec, config, every: Optional[int], until, estimator=None):
 
 def without_second_loss_line(spec, hooks, is_chief):
     """No loss line beside a ``ProgressHook`` (the hook stays, silent, if it writes summaries)."""
-    chief_hooks = tuple(spec.training_chief_hooks) if is_chief else ()
-    if not any(
-        isinstance(hook, ProgressHook)
-        for hook in tuple(hooks) + tuple(spec.training_hooks) + chief_hooks
-    ):
+    all_hooks = (*hooks, *spec.training_hooks, *(spec.training_chief_hooks if is_chief else ()))
+    if not any(isinstance(hook, ProgressHook) for hook in all_hooks):
         return spec
     kept = []
     for hook in spec.training_hooks:
@@ -226,7 +219,7 @@ def with_checkpoint_saver(spec, config, hooks, steps_per_run):
     Estimator's fetches ``global_step`` again each step, 25-30 % of a small model's step."""
     if not (config.save_checkpoints_secs or config.save_checkpoints_steps):
         return spec
-    existing = tuple(hooks) + tuple(spec.training_hooks) + tuple(spec.training_chief_hooks)
+    existing = (*hooks, *spec.training_hooks, *spec.training_chief_hooks)
     if any(isinstance(hook, tf.train.CheckpointSaverHook) for hook in existing):
         return spec
     saver_hook = tf.train.CheckpointSaverHook(

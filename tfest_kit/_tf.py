@@ -137,8 +137,8 @@ TrainingExecutor = estimator_training._TrainingExecutor
 ContinuousEvalListener = estimator_training._ContinuousEvalListener
 EvalStatus = estimator_training._EvalStatus
 
-# TPUConfig.iterations_per_loop read as the official TPUEstimator reads it ("100", "300s").
-# An object-based checkpoint's graph proto, saved beside the variables (built again after a loop).
+# The loop off a TPU: iterations_per_loop read as TPUEstimator reads it ("100", "300s"); the
+# saveable of an object-based checkpoint's graph proto (a saver built again after the loop).
 from tensorflow.python.trackable.base import NoRestoreSaveable  # noqa: E402
 from tensorflow_estimator.python.estimator.tpu.util import parse_iterations_per_loop  # noqa: E402
 

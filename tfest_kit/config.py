@@ -218,10 +218,9 @@ def run_config(
       save_checkpoints_steps: checkpoint every N steps; ``None``: every 600 seconds.
       log_step_count_steps: how often ``global_step/sec`` and the loss are logged; None: never.
       keep_checkpoint_max: how many recent checkpoints to keep; None or 0 keeps all.
-      iterations_per_loop: N > 1 trains N steps per ``Session.run`` (a ``tf.while_loop``, as
-        TPUEstimator on a TPU) in ``keras_bridge.to_estimator`` and ``tpu.TPUEstimator``; hooks
-        then run once per N steps (docs/performance.md). Given, the config is a ``tpu.RunConfig``
-        (whose default for ``tpu.TPUEstimator`` is 2). ``tf.estimator.Estimator`` ignores it.
+      iterations_per_loop: N > 1 trains N steps per ``Session.run`` in ``tpu.TPUEstimator`` and
+        ``keras_bridge.to_estimator`` (hooks run once per loop: docs/performance.md); given, the
+        config is a ``tpu.RunConfig``. ``tf.estimator.Estimator`` ignores it.
       **kwargs: any other ``RunConfig`` argument; ``session_config`` is the base proto.
 
     Returns:

@@ -154,8 +154,7 @@ def _check_preprocessing_state(keras_model) -> None:
 
 def _guard(est, skip_done: bool, loop: Optional[dict]) -> None:
     """Guards ``est`` as TPUEstimator (train, evaluate, the checkpoint all restore); ``skip_done``:
-    no step past a saved ``max_steps`` (Estimator read an object-based checkpoint's step as 0);
-    ``loop``: what model_fn's training loop needs of train()'s arguments."""
+    no step past a saved ``max_steps`` (Estimator read an object-based checkpoint's step as 0)."""
     official_train, official_evaluate, official_predict = est.train, est.evaluate, est.predict
     looped = lambda: loop and loop.get("looped") and loop["length"]  # noqa: E731
     one_step = "tfest_kit.run_config(iterations_per_loop=None)"
@@ -203,8 +202,7 @@ def _adapting_model_fn(official_model_fn, keras_model, loop: Optional[dict]):
         spec = looped[0] if looped else train_step(features, labels)
         spec = with_loss_line(spec, config, loop["every"], loop["until"])
         spec = without_second_loss_line(spec, loop["hooks"], config.is_chief)
-        steps_per_run = loop["length"] if looped else 1
-        return with_checkpoint_saver(spec, config, loop["hooks"], steps_per_run)
+        return with_checkpoint_saver(spec, config, loop["hooks"], loop["length"] if looped else 1)
 
     def step(features, labels, mode, config):
         features, sample_weights = _split_sample_weights(features, input_names)

@@ -195,10 +195,8 @@ _TPU_SPEC_TYPES = tuple(c for c in TPUEstimatorSpec.__mro__ if c not in (tuple, 
 
 
 class _HostCallHook(tf.train.SessionRunHook):
-    """Runs a ``host_call``'s ops each step; initialises and flushes the v2 summary writers.
-
-    Under ``iterations_per_loop`` the steps' tensors wait in a queue (``pending`` its size) and
-    the ops run once per step after each loop, as a TPU's outfeed does."""
+    """Runs a ``host_call``'s ops each step (in a loop, for each queued step after it: a TPU's
+    outfeed; ``pending``: the queue's size); initialises and flushes the v2 summary writers."""
 
     def __init__(self, fetches: Any, pending: Optional[tf.Tensor] = None) -> None:
         self._fetches, self._pending = fetches, pending
@@ -277,10 +275,6 @@ def _wants_official(use_tpu, config) -> bool:
     if cluster is None and master.startswith("grpc://") and "TF_CONFIG" not in os.environ:
         return tpu_available(master)
     return tpu_available()
-
-
-def _from_tf_config(config) -> bool:
-    return bool(config.cluster_spec) and "TF_CONFIG" in os.environ
 
 
 def _replicas(config, mode: str) -> int:  # sharing one step's batch
@@ -371,7 +365,7 @@ class TPUEstimator(tf_estimator.Estimator):
             # The master is the TPU that did not resolve; a session on it would hang.
             config = copy.copy(config)
             config._master = config._evaluation_master = ""  # RunConfig.replace refuses them
-        if config.session_config is None and _from_tf_config(config):
+        if config.session_config is None and config.cluster_spec and "TF_CONFIG" in os.environ:
             # tpu.RunConfig leaves out the between-graph device filters: without them the
             # chief's final predict hung on a worker that had exited.
             config = config.replace(session_config=session_config())
@@ -379,7 +373,6 @@ class TPUEstimator(tf_estimator.Estimator):
         self._log_every = config.log_step_count_steps or None
         # TPUConfig.iterations_per_loop when training loops; _looping: it did.
         self._loop = loop_length(config) if _state["loops"] else None
-        self._looping = False
         for mode, batch_size in self._batch_sizes.items():
             replicas = _replicas(config, mode)
             if batch_size is not None and batch_size % replicas:
@@ -477,9 +470,8 @@ class TPUEstimator(tf_estimator.Estimator):
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         """As ``Estimator.train``, guarding model_dir (one writer, an intact checkpoint).
 
-        With ``TPUConfig(iterations_per_loop=N)`` (N > 1; the default is 2) a ``Session.run``
-        trains N steps, as on a TPU: hooks run once per loop and may fetch the loss (the last
-        step's) and the global step, not other tensors of the model_fn."""
+        With ``TPUConfig(iterations_per_loop=N)`` (default 2) a ``Session.run`` trains N steps,
+        as on a TPU: hooks run once per loop and may fetch only the loss and the global step."""
         self._train_until = (max_steps, steps)  # for the loss line, built in model_fn
         self._looping = False
         looped = lambda: self._looping and self._loop  # noqa: E731
