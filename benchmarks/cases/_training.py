@@ -15,7 +15,7 @@
 * ``session``: the same graph (input pipeline, model, Adam) run step by step in a bare
   ``tf.compat.v1.Session`` with Estimator's default ``ConfigProto``: no Estimator, no hooks.
   The ceiling of the TF1 runtime on this machine, to tell our per-step costs from TensorFlow's;
-  ``session_loop100``: the fallback's 100-step loop (``tpu._training_loop``) in that Session.
+  ``session_loop100``: the fallback's 100-step loop (``_loop.training_loop``) in that Session.
 
 Throughput is ``batch_size`` ÷ the median time between the ends of consecutive steps after
 ``warmup`` steps, timed by a hook (Keras: a callback; session: after each ``Session.run``;
@@ -173,8 +173,8 @@ def train_op(logits_fn: Callable, learning_rate: float, features, labels):
 
 
 def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch_size, per_run):
+    from tfest_kit._loop import training_loop
     from tfest_kit.config import session_config
-    from tfest_kit.tpu import _training_loop
 
     graph = tf.Graph()
     with graph.as_default():
@@ -185,7 +185,7 @@ def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch
             tf.train.get_or_create_global_step()
             model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=False)
             step_fn = lambda x, y: model_fn(x, y, estimator.ModeKeys.TRAIN)  # noqa: E731
-            spec, _ = _training_loop(step_fn, features, labels, per_run, (None, None), ())
+            spec, _ = training_loop(step_fn, features, labels, per_run, (None, None), ())
             step_op, feeds = spec.train_op, [graph.get_tensor_by_name("iterations_per_loop:0")]
         else:
             step_op = train_op(logits_fn, learning_rate, features, labels)
