@@ -524,6 +524,22 @@ def _small_bert_tiny_throughput(variant: str) -> float:
     )
 
 
+def test_the_mlp_cases_loop_variants_train():
+    from benchmarks.cases import _training, mlp
+
+    for variant in ("tfest_kit_loop10", "session_loop100", "keras_spe10"):
+        rate = _training.train_throughput(
+            variant,
+            logits_fn=mlp._logits,
+            keras_fn=mlp._keras,
+            features_fn=mlp._features,
+            batch_size=8,
+            warmup=2,
+            steps=3,
+        )
+        assert rate > 0, variant
+
+
 def test_the_training_case_runs_cpu_replicas_outside_quick_mode(tf_thread_pools_made):
     from benchmarks.cases import bert_tiny
 
