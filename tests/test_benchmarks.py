@@ -527,7 +527,7 @@ def _small_bert_tiny_throughput(variant: str) -> float:
 def test_the_mlp_cases_loop_variants_train():
     from benchmarks.cases import _training, mlp
 
-    for variant in ("tfest_kit_loop10", "session_loop100", "keras_spe10"):
+    for variant in ("tfest_kit_loop10", "session_loop100", "keras_spe10", "keras_estimator_loop10"):
         rate = _training.train_throughput(
             variant,
             logits_fn=mlp._logits,

@@ -644,3 +644,29 @@ def test_a_modules_namespace_holds_every_name_it_serves():
     # cloudml-samples' census trainer: tf.logging.set_verbosity(tf.logging.__dict__['INFO']).
     ns = build_namespace(Report())
     assert ns.logging.__dict__["INFO"] == tf.logging.INFO
+
+
+def test_contrib_rnns_implementation_modules_serve_its_names(tmp_path):
+    # TF 1.15's `from tensorflow.contrib.rnn.python.ops import rnn` and its siblings.
+    write_module(
+        tmp_path / "rnn_paths.py",
+        """
+        import tensorflow as tf
+        from tensorflow.contrib.rnn.python.ops import core_rnn_cell, rnn
+        from tensorflow.contrib.rnn.python.ops.rnn_cell import LayerNormBasicLSTMCell
+
+        x = tf.placeholder(tf.float32, [2, 5, 3])
+        fw, bw = [tf.contrib.rnn.LSTMCell(4)], [tf.contrib.rnn.LSTMCell(4)]
+        out, _, _ = rnn.stack_bidirectional_dynamic_rnn(fw, bw, x, dtype=tf.float32)
+        print(out.shape, LayerNormBasicLSTMCell is tf.contrib.rnn.LayerNormBasicLSTMCell)
+        print(sorted(v.name for v in tf.global_variables())[1])
+        try:
+            core_rnn_cell._linear
+        except AttributeError as e:
+            print(e)
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(tmp_path / "rnn_paths.py")])
+    assert "(2, 5, 8) True" in proc.stdout, proc.stdout + proc.stderr
+    assert "stack_bidirectional_rnn/cell_0/bidirectional_rnn/bw/lstm_cell/kernel:0" in proc.stdout
+    assert "core_rnn_cell._linear is not provided" in proc.stdout

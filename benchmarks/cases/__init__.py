@@ -14,6 +14,9 @@ TRAINING_VARIANTS = (
     "keras",
     "keras_spe10",
     "keras_spe100",
+    "keras_estimator",
+    "keras_estimator_loop10",
+    "keras_estimator_loop100",
     "session",
     "session_loop100",
 )

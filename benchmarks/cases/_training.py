@@ -12,6 +12,8 @@
 * ``stock_tpu``: ``tf.compat.v1.estimator.tpu.TPUEstimator(use_tpu=False)``;
 * ``keras``: ``model.fit`` on the same network written with Keras layers;
   ``keras_spe10``, ``keras_spe100``: with ``compile(steps_per_execution=10 / 100)``;
+* ``keras_estimator``: that Keras model through ``keras_bridge.to_estimator``;
+  ``keras_estimator_loop10``, ``…_loop100``: with ``run_config(iterations_per_loop=10 / 100)``;
 * ``session``: the same graph (input pipeline, model, Adam) run step by step in a bare
   ``tf.compat.v1.Session`` with Estimator's default ``ConfigProto``: no Estimator, no hooks.
   The ceiling of the TF1 runtime on this machine, to tell our per-step costs from TensorFlow's;
@@ -114,7 +116,7 @@ def train_throughput(
     steps = max(steps, 3 * per_run)
     total = -(-(warmup + steps) // per_run) * per_run
     model_dir = tempfile.mkdtemp(prefix=f"bench_{variant}_")
-    if variant.startswith("keras"):
+    if variant.startswith("keras") and not variant.startswith("keras_estimator"):
         return _keras_throughput(keras_fn, features, labels, batch_size, warmup, total, per_run)
 
     def input_fn(params=None):
@@ -153,6 +155,14 @@ def train_throughput(
             config = tpu.RunConfig(tpu_config=loop, **common)
         model_fn = _estimator_model_fn(logits_fn, learning_rate, tpu_spec=True)
         est = tpu.TPUEstimator(model_fn, config=config, use_tpu=False, train_batch_size=batch_size)
+    elif variant.startswith("keras_estimator"):
+        import tfest_kit
+        from tfest_kit import keras_bridge
+
+        model = _compiled_keras(keras_fn, steps_per_execution=1)
+        loop = per_run if per_run > 1 else None
+        config = tfest_kit.run_config(iterations_per_loop=loop, **common)
+        est = keras_bridge.to_estimator(model, config=config)
     elif variant.startswith("session"):
         args = (logits_fn, learning_rate, input_fn, warmup, total, batch_size, per_run)
         return _session_throughput(*args)
@@ -201,15 +211,21 @@ def _session_throughput(logits_fn, learning_rate, input_fn, warmup, total, batch
     return _rate(times, warmup, total, batch_size, per_run)
 
 
-def _keras_throughput(keras_fn, features, labels, batch_size, warmup, total, per_run) -> float:
+def _compiled_keras(keras_fn, steps_per_execution: int):
     keras = tf2.keras
     keras.utils.set_random_seed(0)
     model = keras_fn()
     model.compile(
         optimizer=keras.optimizers.Adam(1e-3),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        steps_per_execution=per_run,
+        steps_per_execution=steps_per_execution,
     )
+    return model
+
+
+def _keras_throughput(keras_fn, features, labels, batch_size, warmup, total, per_run) -> float:
+    keras = tf2.keras
+    model = _compiled_keras(keras_fn, per_run)
     times = []
     callback = keras.callbacks.LambdaCallback(
         on_train_batch_end=lambda batch, logs: times.append(time.perf_counter())

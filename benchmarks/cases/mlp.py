@@ -83,6 +83,14 @@ GOALS = [
         1.0,
     ),
     ratio_goal(
+        "MLP: Keras conversion, 10 steps per loop ≥ 1.0× one step per run",
+        "mlp",
+        "examples_per_sec",
+        "keras_estimator_loop10",
+        "keras_estimator",
+        1.0,
+    ),
+    ratio_goal(
         "MLP: tfest_kit fallback ≥ 0.98× plain Estimator",
         "mlp",
         "examples_per_sec",

@@ -338,6 +338,25 @@ def _framework_python(report: Report) -> ShimModule:
     )
 
 
+def _rnn_python(report: Report) -> ShimModule:
+    """``tf.contrib.rnn.python.ops.{rnn,rnn_cell,core_rnn_cell,lstm_ops,gru_ops}``: TF 1.15's
+    implementation modules of ``tf.contrib.rnn`` (``from tensorflow.contrib.rnn.python.ops import
+    rnn``), each the served ``tf.contrib.rnn`` under its own name."""
+    modules = {
+        name: Entry(
+            lambda name=name: served_package(
+                "rnn", report, display=f"tf.contrib.rnn.python.ops.{name}"
+            ),
+            None,
+        )
+        for name in ("rnn", "rnn_cell", "core_rnn_cell", "lstm_ops", "gru_ops")
+    }
+    ops = ShimModule("tf.contrib.rnn.python.ops", report, entries=modules, kind=SHIM)
+    return ShimModule(
+        "tf.contrib.rnn.python", report, entries={"ops": Entry(lambda: ops, None)}, kind=SHIM
+    )
+
+
 def cluster_resolver_module(display: str, report: Report) -> ShimModule:
     """Returns a ``cluster_resolver`` stand-in whose ``TPUClusterResolver`` is tfest_kit's.
 
@@ -649,7 +668,8 @@ def build_contrib(report: Report) -> ShimModule:
             fallbacks=[(lambda: importlib.import_module("tf_slim.metrics"), "tf_slim.metrics")],
         ),
         "lookup": package("lookup"),
-        "rnn": package("rnn"),
+        # `from tensorflow.contrib.rnn.python.ops import rnn` (stack_bidirectional_dynamic_rnn).
+        "rnn": package("rnn", extra={"python": Entry(lambda: _rnn_python(report), None)}),
         "framework": package(
             "framework",
             extra={
