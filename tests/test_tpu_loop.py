@@ -425,3 +425,15 @@ def test_a_keras_conversions_hook_fetching_inside_the_loop_is_told_the_fix(tmp_p
     with pytest.raises(ValueError, match=r"inside that loop") as error:
         est.train(_keras_input_fn, max_steps=20, hooks=[_FetchLogits()])
     assert "run_config(iterations_per_loop=None)" in str(error.value)
+
+
+def test_a_keras_conversions_train_graph_builds_outside_train(tmp_path):
+    # An export of the TRAIN graph calls model_fn with no train() before it: one step, no loop.
+    est = _keras_estimator(tmp_path / "model", 10)
+    with tf.Graph().as_default():  # the receiver copies their dtypes and shapes
+        receiver = tf.estimator.experimental.build_raw_supervised_input_receiver_fn(
+            {"x": tf.placeholder(tf.float32, [None, 4])}, tf.placeholder(tf.int32, [None])
+        )
+    modes = {tf.estimator.ModeKeys.TRAIN: receiver}
+    export = est.experimental_export_all_saved_models(str(tmp_path / "export"), modes)
+    assert os.path.isfile(os.path.join(os.fsdecode(export), "saved_model.pb"))

@@ -117,8 +117,8 @@ def to_estimator(
         warm_start_from = tf.estimator.WarmStartSettings(keras_ckpt, vars_to_warm_start=[".*"])
     config, loop = official.config, None
     if loop_length(config):  # our loss line, counting steps (Estimator's counts runs)
-        loop = {"length": loop_length(config), "every": config.log_step_count_steps}
-        config = config.replace(log_step_count_steps=None)
+        loop = dict(length=loop_length(config), every=config.log_step_count_steps, hooks=())
+        config, loop["until"] = config.replace(log_step_count_steps=None), (None, None)
     # The raw Keras model_fn: the public `official.model_fn` would log "Calling model_fn" twice.
     model_fn = _adapting_model_fn(official._model_fn, keras_model, loop)
     with logs.quieted():  # the converter already logged this config
