@@ -150,6 +150,12 @@ def tpu_module(
 _TPU_PACKAGE = "tensorflow_estimator.python.estimator.tpu"
 
 
+def _holding(name: str, child: str, module: ShimModule, report: Report) -> ShimModule:
+    """The package stand-in ``name`` whose one module is ``module``, as ``name.child``: the
+    ``python`` directories leading to TF 1.15's implementation modules."""
+    return ShimModule(name, report, entries={child: Entry(lambda: module, None)}, kind=SHIM)
+
+
 def _contrib_tpu_python(display: str, report: Report, contrib_tpu: ShimModule) -> ShimModule:
     """``tf.contrib.tpu.python``: ``.tpu.{tpu_estimator, tpu_config, tpu_optimizer, tpu}``."""
 
@@ -190,9 +196,7 @@ def _contrib_tpu_python(display: str, report: Report, contrib_tpu: ShimModule) -
         },
         kind=SHIM,
     )
-    return ShimModule(
-        f"{display}.python", report, entries={"tpu": Entry(lambda: package, None)}, kind=SHIM
-    )
+    return _holding(f"{display}.python", "tpu", package, report)
 
 
 def _training_python(report: Report) -> ShimModule:
@@ -230,12 +234,7 @@ def _training_python(report: Report) -> ShimModule:
         },
         kind=SHIM,
     )
-    return ShimModule(
-        "tf.contrib.training.python",
-        report,
-        entries={"training": Entry(lambda: training, None)},
-        kind=SHIM,
-    )
+    return _holding("tf.contrib.training.python", "training", training, report)
 
 
 _BATCH_NORM = "tf.nn.fused_batch_norm (tfest_kit.legacy.contrib.layers, a port of TF 1.15's)"
@@ -288,12 +287,7 @@ def _layers_python(report: Report) -> ShimModule:
         fallbacks=[(lambda: importlib.import_module("tf_slim.layers"), "tf_slim.layers")],
         kind=SHIM,
     )
-    return ShimModule(
-        "tf.contrib.layers.python",
-        report,
-        entries={"layers": Entry(lambda: layers, None)},
-        kind=SHIM,
-    )
+    return _holding("tf.contrib.layers.python", "layers", layers, report)
 
 
 _DROP_REMAINDER = "tf.data.Dataset.batch / padded_batch(..., drop_remainder=True)"
@@ -330,12 +324,7 @@ def _framework_python(report: Report) -> ShimModule:
         display="tf.contrib.framework.python.ops",
         extra={"variables": variables},
     )
-    return ShimModule(
-        "tf.contrib.framework.python",
-        report,
-        entries={"ops": Entry(lambda: ops, None)},
-        kind=SHIM,
-    )
+    return _holding("tf.contrib.framework.python", "ops", ops, report)
 
 
 def _rnn_python(report: Report) -> ShimModule:
@@ -352,9 +341,7 @@ def _rnn_python(report: Report) -> ShimModule:
         for name in ("rnn", "rnn_cell", "core_rnn_cell", "lstm_ops", "gru_ops")
     }
     ops = ShimModule("tf.contrib.rnn.python.ops", report, entries=modules, kind=SHIM)
-    return ShimModule(
-        "tf.contrib.rnn.python", report, entries={"ops": Entry(lambda: ops, None)}, kind=SHIM
-    )
+    return _holding("tf.contrib.rnn.python", "ops", ops, report)
 
 
 def cluster_resolver_module(display: str, report: Report) -> ShimModule:
@@ -533,9 +520,7 @@ def _slim_python(report: Report) -> ShimModule:
         kind=SHIM,
         provides=f"Of tf.contrib.slim.python.slim it provides {', '.join(sorted(entries))}. ",
     )
-    return ShimModule(
-        "tf.contrib.slim.python", report, entries={"slim": Entry(lambda: slim, None)}, kind=SHIM
-    )
+    return _holding("tf.contrib.slim.python", "slim", slim, report)
 
 
 def _slim(report: Report) -> ShimModule:
@@ -645,12 +630,7 @@ def build_contrib(report: Report) -> ShimModule:
             entries={"datasets": Entry(datasets, None)},
             kind=SHIM,
         )
-        return ShimModule(
-            "tf.contrib.learn.python",
-            report,
-            entries={"learn": Entry(lambda: learn, None)},
-            kind=SHIM,
-        )
+        return _holding("tf.contrib.learn.python", "learn", learn, report)
 
     entries = {
         "tpu": Entry(lambda: tpu_module("tf.contrib.tpu", report, estimator=True, ops=True), None),
