@@ -1282,6 +1282,8 @@ def test_contrib_estimator_extenders_and_distribute(contrib_modules_run):
     assert result["forwarded_ids"] == list(range(64))
     assert [d.rsplit("/", 1)[-1] for d in result["mirrored_devices"]] == ["device:CPU:0"]
     assert result["reduce_sum"] == "ReduceOp.SUM"
+    # add_metrics' Estimator trained holding model_dir's writer lock, as the runner's own.
+    assert result["locked"] and result["guarded"] == ["tfest_kit.legacy._estimator"] * 2
     from tfest_kit.legacy.contrib import estimator
 
     with tf.Graph().as_default():

@@ -183,6 +183,7 @@ PRIVATE_NAMES: dict[str, str] = {
     f"{_V1}:Variable()._save_slice_info": "_warm_start.py: skip partitioned",
     f"{_V1}:Session()._closed": "hooks.py: a stale PreemptionHook",
     f"{_V1}:estimator.Estimator()._model_fn": "keras_bridge.py: the converter's raw model_fn",
+    f"{_V1}:estimator.Estimator()._warm_start_settings": "legacy/contrib: add_metrics' own",
     f"{_V1}:train.Saver()._var_list": "keras_bridge.py: its saver, rebuilt",
     f"{_V1}:train.Saver()._object_restore_saver": "keras_bridge.py: same",
     # legacy/contrib/opt.py: LazyAdamOptimizer, TF 1.15's AdamOptimizer subclass.
@@ -218,9 +219,8 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": "same",
     "tensorflow.python.util.nest:flatten_up_to": "legacy/_contrib.py: tf.contrib.framework.nest",
     "tensorflow.python.util.nest:map_structure_up_to": "legacy/_contrib.py: same",
-    # legacy/_contrib.py: tf.contrib.tpu.python.tpu.tpu_optimizer and tpu_function.
-    "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": "legacy/_contrib.py",
-    "tensorflow.python.tpu.tpu_function:get_tpu_context": "legacy/_contrib.py",
+    "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": "legacy/_contrib.py: tf.contrib.tpu",
+    "tensorflow.python.tpu.tpu_function:get_tpu_context": "legacy/_contrib.py: same",
     # legacy/_namespace.py, _contrib.py: the tensorflow_estimator stand-ins fall back to these.
     "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": "legacy/",
     "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": "legacy/",

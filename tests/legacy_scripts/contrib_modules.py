@@ -260,6 +260,8 @@ def estimator_section():
   estimator = tf.contrib.estimator.add_metrics(estimator, metric_fn)
   hook = tf.contrib.estimator.stop_if_no_decrease_hook(estimator, "loss", 1000)
   estimator.train(lambda: input_fn().repeat(), steps=40, hooks=[hook])
+  lock_file = os.path.join(estimator.model_dir, ".tfest_kit.lock")  # the runner's guard
+  locked = os.path.exists(lock_file)
   metrics = estimator.evaluate(input_fn)
   forwarding = tf.contrib.estimator.forward_features(estimator, "id")
   rows = list(forwarding.predict(input_fn))
@@ -272,6 +274,8 @@ def estimator_section():
       "labels": y[:, 0].tolist(),
       "mirrored_devices": list(strategy.extended.worker_devices),
       "reduce_sum": str(tf.contrib.distribute.ReduceOp.SUM),
+      "locked": locked,
+      "guarded": [type(e).__module__ for e in (estimator, forwarding)],
   }
 
 

@@ -4,7 +4,8 @@
   (``stop_if_no_decrease_hook`` and the other early-stopping hooks, ``InMemoryEvaluatorHook``,
   ``make_stop_at_checkpoint_step_hook``, ``call_logit_fn`` …), ``add_metrics`` and the head-taking
   estimators (``DNNEstimator``, ``LinearEstimator``, ``DNNLinearCombinedEstimator``) are the
-  official ones;
+  official ones; the Estimators they and ``forward_features`` give hold the protections of the
+  runner's ``tf.estimator.Estimator`` (one writer per model_dir, a damaged state file survived);
 - ``forward_features`` and ``clip_gradients_by_norm``, which TensorFlow Estimator 2.15 no longer
   has, are small ports of TF 1.15's.
 
@@ -24,6 +25,7 @@ from typing import Any, Union
 
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
+from tfest_kit.legacy._estimator import LEGACY_ESTIMATORS
 
 _FROM_EXPERIMENTAL = (
     "stop_if_higher_hook",
@@ -38,7 +40,8 @@ _FROM_EXPERIMENTAL = (
     "linear_logit_fn_builder",
     "build_raw_supervised_input_receiver_fn",
 )
-_FROM_ESTIMATOR = ("add_metrics", "DNNEstimator", "LinearEstimator", "DNNLinearCombinedEstimator")
+_HEAD_ESTIMATORS = ("DNNEstimator", "LinearEstimator", "DNNLinearCombinedEstimator")
+_FROM_ESTIMATOR = ("add_metrics", *_HEAD_ESTIMATORS)
 
 __all__ = [
     *_FROM_EXPERIMENTAL,
@@ -72,8 +75,36 @@ NOT_SERVED = {
 
 for _name in _FROM_EXPERIMENTAL:
     globals()[_name] = getattr(tf_estimator.experimental, _name)
-for _name in _FROM_ESTIMATOR:
-    globals()[_name] = getattr(tf_estimator, _name)
+for _name in _HEAD_ESTIMATORS:
+    globals()[_name] = getattr(LEGACY_ESTIMATORS, _name)
+
+
+def add_metrics(estimator: Any, metric_fn) -> Any:
+    """``tf.contrib.estimator.add_metrics``: the official one, as the runner's Estimator.
+
+    Args:
+      estimator: a ``tf.estimator.Estimator``.
+      metric_fn: returns a dict of metric ops from ``labels``, ``predictions`` (and
+        ``features``, ``config``), as ``tf.compat.v1.estimator.add_metrics`` takes it.
+
+    Returns:
+      An Estimator evaluating ``estimator``'s metrics and ``metric_fn``'s, in the same model_dir,
+      guarded as the runner's ``tf.estimator.Estimator``.
+
+    Raises:
+      ValueError: from the official function, for a ``metric_fn`` with other arguments.
+
+    Example:
+
+        estimator = tf.contrib.estimator.add_metrics(estimator, my_metric_fn)
+    """
+    official = tf_estimator.add_metrics(estimator, metric_fn)
+    return LEGACY_ESTIMATORS.Estimator(
+        model_fn=official.model_fn,
+        model_dir=official.model_dir,
+        config=official.config,
+        warm_start_from=official._warm_start_settings,
+    )
 
 
 def forward_features(
@@ -151,7 +182,7 @@ def forward_features(
             }
         return spec._replace(predictions=predictions, export_outputs=outputs)
 
-    return tf_estimator.Estimator(
+    return LEGACY_ESTIMATORS.Estimator(
         model_fn=model_fn, model_dir=estimator.model_dir, config=estimator.config
     )
 
