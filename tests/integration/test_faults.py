@@ -123,7 +123,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
     rng = random.Random(seed)
     args = [f"--max_steps={MAX_STEPS}", f"--save_steps={SAVE_STEPS}", "--step_sleep=0.005"]
     kills, reached, log = 0, None, [f"seed={seed}"]
-    while kills < 6:
+    while kills < 4:
         latest = tf.train.latest_checkpoint(model_dir)
         run = _Run(model_dir, *args)
         try:
