@@ -107,7 +107,7 @@ def test_plan_puts_isolated_cases_first_in_quick_mode():
     mlp = _harness.load_case("mlp").CASE
     cases = {"mlp": mlp, "cold_start": cold}
     assert _harness._plan(cases, quick=True) == [
-        ("", [("cold_start", ["tfest_kit"]), ("mlp", list(mlp.variants))])
+        ("", [("cold_start", ["tfest_kit"]), ("mlp", list(mlp.quick_variants))])
     ]
     full = _harness._plan(cases, quick=False)
     assert len(full) == len(mlp.variants) + len(cold.variants)
@@ -524,10 +524,15 @@ def _small_bert_tiny_throughput(variant: str) -> float:
     )
 
 
-def test_the_mlp_cases_loop_variants_train():
-    from benchmarks.cases import _training, mlp
+def test_the_mlp_cases_loop_variants_train(tf_thread_pools_made):
+    from benchmarks.cases import _training, bert_tiny, mlp
 
-    for variant in ("tfest_kit_loop10", "session_loop100", "keras_spe10", "keras_estimator_loop10"):
+    # threads=(0, 1) sets the process's pools: in a process of its own, never in --quick's.
+    intra1 = "tfest_kit_intra1_loop100"
+    assert intra1 in mlp.CASE.variants and intra1 not in mlp.CASE.quick_variants
+    assert intra1 not in bert_tiny.CASE.variants
+    loops = ("tfest_kit_loop10", "session_loop100", "keras_spe10", "keras_estimator_loop10")
+    for variant in (*loops, intra1):
         rate = _training.train_throughput(
             variant,
             logits_fn=mlp._logits,

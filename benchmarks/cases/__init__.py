@@ -7,6 +7,7 @@ TRAINING_VARIANTS = (
     "tfest_kit",
     "tfest_kit_loop10",
     "tfest_kit_loop100",
+    "tfest_kit_intra1_loop100",
     "tfest_kit_bf16",
     "tfest_kit_replicas",
     "estimator",

@@ -4,6 +4,9 @@
   one step per ``Session.run`` (``iterations_per_loop=1``);
 * ``tfest_kit_loop10``, ``tfest_kit_loop100``: the same with ``iterations_per_loop`` 10 / 100,
   that many steps in one ``Session.run`` (an in-graph loop, as on a TPU);
+  ``tfest_kit_intra1_loop100``: loops of 100 with ``run_config(threads=(0, 1))``, an intra-op
+  pool of one thread (fused optimizer kernels such as Adam's split a small variable's update
+  over the pool, which costs more than it saves);
 * ``tfest_kit_bf16``: the same with ``tfest_kit.session_config(mixed_precision="bfloat16")``
   (oneDNN's bfloat16 rewrite; variables stay float32);
 * ``tfest_kit_replicas``: the fallback with ``tfest_kit.run_config(cpu_replicas=…)``, one
@@ -150,6 +153,8 @@ def train_throughput(
             cores = _default_thread_count()
             replicas = max(n for n in range(1, cores + 1) if batch_size % n == 0)
             config = tfest_kit.run_config(cpu_replicas=replicas, **common)
+        elif "intra1" in variant:  # sets the process's pools: a process of its own
+            config = tfest_kit.run_config(threads=(0, 1), iterations_per_loop=per_run, **common)
         else:
             loop = tpu.TPUConfig(iterations_per_loop=per_run)
             config = tpu.RunConfig(tpu_config=loop, **common)

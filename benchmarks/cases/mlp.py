@@ -52,6 +52,12 @@ CASE = Case(
     variants=tuple(
         v for v in TRAINING_VARIANTS if v not in ("tfest_kit_bf16", "tfest_kit_replicas")
     ),
+    # --quick runs every variant in one process: threads=(0, 1) would set the others' pools.
+    quick_variants=tuple(
+        v
+        for v in TRAINING_VARIANTS
+        if v not in ("tfest_kit_bf16", "tfest_kit_replicas", "tfest_kit_intra1_loop100")
+    ),
     baseline="estimator",
     metrics=(Metric("examples_per_sec", "examples/s"),),
     run=run,
@@ -79,6 +85,15 @@ GOALS = [
         "mlp",
         "examples_per_sec",
         "tfest_kit_loop100",
+        "keras_spe100",
+        1.0,
+    ),
+    ratio_goal(
+        "MLP: tfest_kit fallback, 100 steps per loop, threads=(0, 1) ≥ 1.0× Keras fit("
+        "steps_per_execution=100)",
+        "mlp",
+        "examples_per_sec",
+        "tfest_kit_intra1_loop100",
         "keras_spe100",
         1.0,
     ),
