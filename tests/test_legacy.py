@@ -928,6 +928,9 @@ def test_tf1_code_gets_the_tensor_numpy_and_python_names_of_tf115s_time():
     # collections.Iterable (gone in Python 3.10), time.clock (3.8): TF 1.15 ran on 3.5-3.7.
     assert "py37: True True True" in proc.stdout
     assert "python unpatched: True" in proc.stdout
+    # inspect.getargspec (gone in 3.11; model_fn introspection), fractions.gcd, base64 (3.9).
+    argspec = "argspec: ['features', 'labels', 'mode', 'params'] args None (None,) True"
+    assert argspec in proc.stdout and "gcd: 6 b'tf1'" in proc.stdout, proc.stdout
     assert "FutureWarning" not in proc.stderr  # NumPy's own, for a name it no longer has
 
 

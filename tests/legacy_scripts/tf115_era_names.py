@@ -1,10 +1,14 @@
 """A TF1 graph fed with arrays made through NumPy names of TF 1.15's time (np.bool, np.int …),
-and the Python 3.7 names TF1 code used (collections.Iterable, time.clock)."""
+and the Python 3.7 names TF1 code used (collections.Iterable, time.clock, inspect.getargspec …)."""
 
+import base64
 import collections
+import fractions
+import inspect
 import sys
 import time
 from collections import Mapping
+from inspect import getargspec
 
 import numpy as np
 import tensorflow as tf
@@ -30,3 +34,12 @@ print("py37:", isinstance([], collections.Iterable), isinstance({}, Mapping), ti
 # Libraries keep the NumPy installed: the names are the script's, not a patch of numpy.
 print("numpy unpatched:", not hasattr(sys.modules["numpy"], "float"))
 print("python unpatched:", not hasattr(sys.modules["time"], "clock"))
+
+
+def model_fn(features, labels, mode, params=None, *args):
+  return features
+
+
+spec = getargspec(model_fn)
+print("argspec:", spec.args, spec.varargs, spec.keywords, spec.defaults, inspect.ArgSpec is type(spec))
+print("gcd:", fractions.gcd(12, 18), base64.decodestring(base64.encodestring(b"tf1")))

@@ -26,7 +26,8 @@ stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
 User code's ``import numpy`` gets the installed NumPy with the names TF 1.15's NumPy (1.16-1.18)
 had and later releases removed (``np.bool``, ``np.int``, ``np.float``, ``np.float_``, ``np.NaN`` …),
 and ``np.array`` of ragged lists makes an object array: TF1 code relies on both, and NumPy 1.24
-and 2.0 turned them into errors. Likewise ``collections.Iterable`` & co. (gone in Python 3.10) and
+and 2.0 turned them into errors. Likewise ``collections.Iterable`` & co. (gone in Python 3.10),
+``inspect.getargspec`` (3.11), ``fractions.gcd`` and ``base64.encodestring`` (3.9) and
 ``time.clock`` (3.8): TF 1.15 ran on Python 3.5-3.7.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
@@ -42,11 +43,14 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import builtins
 import collections.abc
 import functools
 import importlib.abc
 import importlib.machinery
+import inspect
+import math
 import os
 import sys
 import sysconfig
@@ -101,11 +105,28 @@ def _ragged_as_objects(function: Any) -> Any:
     return make
 
 
+_ArgSpec = collections.namedtuple("ArgSpec", "args varargs keywords defaults")
+
+
+def _getargspec(func: Any) -> _ArgSpec:
+    """Python 3.7's ``inspect.getargspec``: ``getfullargspec`` without keyword-only arguments."""
+    spec = inspect.getfullargspec(func)
+    if spec.kwonlyargs or spec.annotations:
+        raise ValueError(
+            "Function has keyword-only parameters or annotations, use inspect.signature() API "
+            "which can support them"
+        )
+    return _ArgSpec(spec.args, spec.varargs, spec.varkw, spec.defaults)
+
+
 # What TF1 code of TF 1.15's time (Python 3.5-3.7) found in modules that have since lost it.
 _REMOVED = {
     "numpy": _NUMPY_REMOVED,
     "collections": dict.fromkeys(collections.abc.__all__, collections.abc),
     "time": {"clock": time.process_time},  # on Unix, time.clock() was the processor time
+    "inspect": {"getargspec": _getargspec, "ArgSpec": _ArgSpec},
+    "fractions": {"gcd": math.gcd},
+    "base64": {"encodestring": base64.encodebytes, "decodestring": base64.decodebytes},
 }
 
 
