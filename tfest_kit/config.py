@@ -206,9 +206,9 @@ def run_config(
       model_dir: where the Estimator writes checkpoints and summaries.
       xla: XLA JIT (``global_jit_level = ON_1``), for GPUs: on the CPU TF 2.15 compiles nothing
         without ``TF_XLA_FLAGS=--tf_xla_cpu_global_jit``, and with it BERT-tiny ran 25-30 % slower.
-      threads: ``None`` (one thread per core), an int for both the inter- and intra-op pools, or
-        ``(inter_op, intra_op)`` (0: as is). Also set for the process: call this before
-        TensorFlow runs anything (else a warning says so).
+      threads: ``None`` (one thread per core), an int for both pools, or ``(inter_op, intra_op)``
+        (0: as is; ``(0, 1)`` for a small model, docs/performance.md). Set for the process too:
+        call this before TensorFlow runs anything (else a warning says so).
       mixed_precision: ``None`` (float32) or ``"bfloat16"``, oneDNN's, on the CPU; variables stay
         float32. With AVX512-BF16 BERT-tiny trained 20-25 % faster, MobileNetV2 20 % slower.
       cpu_replicas: N >= 2 trains N replicas on the CPU (a ``MirroredStrategy``, one thread per
