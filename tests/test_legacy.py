@@ -931,6 +931,7 @@ def test_tf1_code_gets_the_tensor_numpy_and_python_names_of_tf115s_time():
     # inspect.getargspec (gone in 3.11; model_fn introspection), fractions.gcd, base64 (3.9).
     argspec = "argspec: ['features', 'labels', 'mode', 'params'] args None (None,) True"
     assert argspec in proc.stdout and "gcd: 6 b'tf1'" in proc.stdout, proc.stdout
+    assert "cElementTree: ['dog']" in proc.stdout  # the module, gone in 3.9 (VOC readers)
     assert "FutureWarning" not in proc.stderr  # NumPy's own, for a name it no longer has
 
 

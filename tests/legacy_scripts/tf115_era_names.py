@@ -8,6 +8,7 @@ import inspect
 import sys
 import time
 from collections import Mapping
+import xml.etree.cElementTree as ET
 from inspect import getargspec
 
 import numpy as np
@@ -43,3 +44,5 @@ def model_fn(features, labels, mode, params=None, *args):
 spec = getargspec(model_fn)
 print("argspec:", spec.args, spec.varargs, spec.keywords, spec.defaults, inspect.ArgSpec is type(spec))
 print("gcd:", fractions.gcd(12, 18), base64.decodestring(base64.encodestring(b"tf1")))
+voc = ET.fromstring("<annotation><object><name>dog</name></object></annotation>")
+print("cElementTree:", [o.find("name").text for o in voc.iter("object")])

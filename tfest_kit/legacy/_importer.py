@@ -27,8 +27,9 @@ User code's ``import numpy`` gets the installed NumPy with the names TF 1.15's N
 had and later releases removed (``np.bool``, ``np.int``, ``np.float``, ``np.float_``, ``np.NaN`` …),
 and ``np.array`` of ragged lists makes an object array: TF1 code relies on both, and NumPy 1.24
 and 2.0 turned them into errors. Likewise ``collections.Iterable`` & co. (gone in Python 3.10),
-``inspect.getargspec`` (3.11), ``fractions.gcd`` and ``base64.encodestring`` (3.9) and
-``time.clock`` (3.8): TF 1.15 ran on Python 3.5-3.7.
+``inspect.getargspec`` (3.11), ``fractions.gcd`` and ``base64.encodestring`` (3.9),
+``time.clock`` (3.8) and the module ``xml.etree.cElementTree`` (3.9; Pascal VOC readers import
+it): TF 1.15 ran on Python 3.5-3.7.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
@@ -235,6 +236,19 @@ class _ScopedLoader(importlib.machinery.SourceFileLoader):
         super().exec_module(module)
 
 
+# Modules Python has removed since 3.7 -> the module whose public names they held.
+_REMOVED_MODULES = {"xml.etree.cElementTree": "xml.etree.ElementTree"}
+
+
+class _RemovedModuleLoader(importlib.abc.Loader):
+    """A removed module as it was: the public names of the module it repeated."""
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        source = importlib.import_module(_REMOVED_MODULES[module.__name__])
+        names = getattr(source, "__all__", [n for n in vars(source) if not n.startswith("_")])
+        module.__dict__.update({name: getattr(source, name) for name in names})
+
+
 class _UserCodeFinder(importlib.abc.MetaPathFinder):
     """Loads Python source modules under ``roots`` with :class:`_ScopedLoader`.
 
@@ -285,6 +299,8 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
         path: Optional[Sequence[str]] = None,
         target: Optional[types.ModuleType] = None,
     ) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname in _REMOVED_MODULES:
+            return importlib.machinery.ModuleSpec(fullname, _RemovedModuleLoader())
         top = fullname.partition(".")[0]
         if top in _NEVER_SCOPED:
             return None
