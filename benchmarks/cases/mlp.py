@@ -45,19 +45,14 @@ def run(variant: str, ctx: Context) -> dict:
     }
 
 
+# bfloat16 and replicas are for models whose step is matmuls (bert_tiny).
+_VARIANTS = tuple(v for v in TRAINING_VARIANTS if v not in ("tfest_kit_bf16", "tfest_kit_replicas"))
 CASE = Case(
     name="mlp",
     title="tiny MLP training (16 -> 32 -> 2, batch 32): per-step framework overhead",
-    # bfloat16 and replicas are for models whose step is matmuls (bert_tiny).
-    variants=tuple(
-        v for v in TRAINING_VARIANTS if v not in ("tfest_kit_bf16", "tfest_kit_replicas")
-    ),
+    variants=_VARIANTS,
     # --quick runs every variant in one process: threads=(0, 1) would set the others' pools.
-    quick_variants=tuple(
-        v
-        for v in TRAINING_VARIANTS
-        if v not in ("tfest_kit_bf16", "tfest_kit_replicas", "tfest_kit_intra1_loop100")
-    ),
+    quick_variants=tuple(v for v in _VARIANTS if v != "tfest_kit_intra1_loop100"),
     baseline="estimator",
     metrics=(Metric("examples_per_sec", "examples/s"),),
     run=run,
