@@ -7,11 +7,14 @@ Each check runs while absl parses the command line, so a bad value stops a recip
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Callable, Optional
 
 from absl import app, flags
+
+import recipes
 
 __all__ = [
     "define_path",
@@ -133,6 +136,12 @@ def run(main: Callable) -> None:
         if __name__ == "__main__":
             _flags.run(main)
     """
+    name = recipes.running_recipe()
+    if recipes.ctrl_c_pressed and name:  # pressed while imports ran, and swallowed by one
+        print(f"{name}: interrupted", file=sys.stderr)
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)  # the exit status of a Ctrl-C, as without the swallow
     try:
         app.run(main)
     except SystemExit as e:
