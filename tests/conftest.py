@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -57,6 +58,31 @@ def run_program(args, *, timeout=300, env=None, cwd=None, check_exit=0):
             f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
         )
     return proc
+
+
+def run_recipe_cases(recipe: str, cases: list, *, timeout=300) -> list:
+    """Runs ``python -m recipes.RECIPE ARGS…`` once per case, importing the recipe only once.
+
+    Each case is a list of arguments or a dict ``{"args": [...], "env": {...}, "cwd": ...}``;
+    its run is a process forked after the import (``tests/recipes/recipe_cases.py``), so a
+    test of many command-line errors pays TensorFlow's import once. Returns one
+    ``CompletedProcess`` (``returncode``, ``stdout``, ``stderr``) per case, in order.
+    """
+    cases = [c if isinstance(c, dict) else {"args": c} for c in cases]
+    cases = [{**c, "cwd": str(c["cwd"]) if c.get("cwd") else None} for c in cases]
+    with tempfile.TemporaryDirectory() as out_dir:
+        script = str(ROOT / "tests" / "recipes" / "recipe_cases.py")
+        run_program([script, recipe, json.dumps(cases), out_dir], timeout=timeout)
+        out = Path(out_dir)
+        return [
+            subprocess.CompletedProcess(
+                ["-m", f"recipes.{recipe}", *case["args"]],
+                int((out / f"{i}.status").read_text()),
+                (out / f"{i}.out").read_text(),
+                (out / f"{i}.err").read_text(),
+            )
+            for i, case in enumerate(cases)
+        ]
 
 
 def write_module(path, text) -> None:

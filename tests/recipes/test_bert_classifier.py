@@ -16,7 +16,7 @@ import pytest
 
 from recipes import _previous_run as previous_run
 from recipes._bert import features, modeling, processors, sample_data, tokenization
-from tests.conftest import bfloat16_is_emulated, captured_tf_log, run_program
+from tests.conftest import bfloat16_is_emulated, captured_tf_log, run_program, run_recipe_cases
 from tfest_kit import model_fn
 from tfest_kit._tf import estimator, tf, tf2
 
@@ -479,41 +479,134 @@ def test_recipe_in_a_cluster_needs_a_shared_output_dir():
 # --- bad input stops the program before any work --------------------------------------------
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        # An explicit 0 used to fall back silently to the data-dependent default.
-        (["--learning_rate=0"], "--learning_rate must be > 0 when given"),
-        (["--save_checkpoints_steps=0"], "flag --save_checkpoints_steps=0: 0 is not a positive"),
-        (["--sample_test_size=0"], "flag --sample_test_size=0: 0 is not a positive integer"),
-    ],
-)
-def test_recipe_rejects_zero_for_flags_whose_unset_means_default(tmp_path, args, message):
-    proc = run_program(
-        ["-m", "recipes.bert_classifier", f"--output_dir={tmp_path}", *args], check_exit=1
-    )
-    assert message in proc.stdout + proc.stderr
-    assert not list(tmp_path.iterdir())
+# Each case a line of the output it must print (`{home}`, `{tmp}` filled in) and, for the
+# runs given an --output_dir, that nothing was written there.
+_ZERO_MEANS_DEFAULT = [
+    # An explicit 0 used to fall back silently to the data-dependent default.
+    (["--learning_rate=0"], "--learning_rate must be > 0 when given"),
+    (["--save_checkpoints_steps=0"], "flag --save_checkpoints_steps=0: 0 is not a positive"),
+    (["--sample_test_size=0"], "flag --sample_test_size=0: 0 is not a positive integer"),
+]
+_UNUSABLE_VALUES = [
+    (["--task_name=bogus"], "`task_name` must be one of ['cola', 'mrpc', 'sample', "),
+    # Used to be raised only once training built its graph, after the TFRecord caches.
+    (
+        ["--init_checkpoint=~/no_such_ckpt"],
+        "`init_checkpoint` does not exist: expected a checkpoint prefix with a `.index` file "
+        "next to it, or a directory holding checkpoints. Got: '{home}/no_such_ckpt'",
+    ),
+    (
+        ["--data_dir=~/data", "--vocab_file=~/vocab.txt", "--bert_config_file=~/none.json"],
+        "`bert_config_file` does not exist. Got: '{home}/none.json'",
+    ),
+    (
+        ["--output_dir=~/a_file/out"],
+        "cannot create --output_dir {home}/a_file/out: {home}/a_file is not a directory. "
+        "Give a directory that can be created and written to",
+    ),
+]
+_ONE_LINE_ERRORS = [
+    # Used to fail in the first evaluation (a 25-frame traceback), after the caches.
+    (
+        ["--early_stopping_metric=acc", "--early_stopping_patience_steps=5"],
+        "--early_stopping_metric must be one of accuracy, f1, average_loss, loss (the "
+        "metrics evaluation reports). Got: 'acc'",
+    ),
+    # Early stopping used to be dropped without a word.
+    (
+        ["--early_stopping_patience_steps=5", "--nodo_eval"],
+        "--early_stopping_patience_steps needs evaluation to watch a metric: drop "
+        "--nodo_eval or set --early_stopping_patience_steps=0. Got: "
+        "--early_stopping_patience_steps=5 --nodo_eval",
+    ),
+    # Used to print ~130 lines (the module's help) and leave the flags record behind.
+    (
+        ["--task_name=mrpc"],
+        "--task_name=mrpc needs --data_dir, --vocab_file, --bert_config_file (or use "
+        "--task_name=sample without data flags for the built-in task).",
+    ),
+    # A typo'd path used to leave output_dir and its flags record behind.
+    (
+        [
+            "--task_name=mrpc",
+            "--data_dir=/nonexistent_dir",
+            "--vocab_file=/nonexistent.txt",
+            "--bert_config_file=/nonexistent.json",
+        ],
+        "--data_dir=/nonexistent_dir and --vocab_file=/nonexistent.txt: no such directory "
+        "or file.",
+    ),
+    (
+        ["--cpu_replicas=3"],
+        "--train_batch_size must be a multiple of --cpu_replicas: each replica trains on "
+        "its share. Got: --train_batch_size=32 --cpu_replicas=3",
+    ),
+    # Used to write sample_data/ (424 KB) and the flags record first.
+    (
+        ["--max_seq_length=1000"],
+        "--max_seq_length must be at most max_position_embeddings (128). Got: 1000",
+    ),
+]
 
 
 @pytest.mark.slow
-def test_recipe_without_training_needs_a_trained_output_dir(tmp_path):
+def test_recipe_stops_bad_command_lines_before_any_work(tmp_path):
+    # One recipe process per case, forked after one import of the recipe (and TensorFlow).
+    home, cwd, temp = tmp_path / "home", tmp_path / "cwd", tmp_path / "tmp"
+    for directory in (home, cwd, temp, home / "data"):
+        directory.mkdir()
+    (home / "a_file").write_text("")  # the data flags that exist, beside a config that does not
+    (home / "vocab.txt").write_text("")
+    sample_data.write_sample_task(str(home / "task"), 64, 16, 4)
+    test_file = home / "task" / "test.tsv"
+    # The header only: an empty split stops the run before training, and the tilde-expanded
+    # paths reach that check.
+    test_file.write_text(test_file.read_text().splitlines()[0] + "\n")
+    # "~" as the shell leaves it after "--flag=" (HOME given), and a default (temporary)
+    # --output_dir made in TMPDIR.
+    env = {"HOME": str(home), "TMPDIR": str(temp)}
+    cases, checks = [], []
+
+    def case(args, output_dir, check):
+        cases.append({"args": [*output_dir, *args], "env": env, "cwd": cwd})
+        checks.append((args, output_dir, check))
+
+    for i, (args, message) in enumerate(_ZERO_MEANS_DEFAULT + _UNUSABLE_VALUES):
+        case(args, [f"--output_dir={tmp_path / f'out{i}'}"], message.format(home=home))
+    for args, message in _ONE_LINE_ERRORS:
+        case(args, [], [f"bert_classifier: error: {message}"])  # stderr, all of it
+    # The sample data used to be written into a given --output_dir first.
+    case(["--max_seq_length=1000"], [f"--output_dir={tmp_path / 'given'}"], checks[-1][2])
+    tilde = ["--data_dir=~/task", "--vocab_file=~/task/vocab.txt", "--output_dir=~/out"]
+    tilde.append("--bert_config_file=~/task/bert_config.json")
+    case(tilde, [], f"test.tsv in {home / 'task'} has no examples")
     # Used to evaluate and predict with an untrained model, then fail in export_saved_model.
-    proc = run_program(
-        ["-m", "recipes.bert_classifier", "--nodo_train", f"--output_dir={tmp_path}"],
-        check_exit=1,
-    )
-    output = proc.stdout + proc.stderr
-    assert f"--nodo_train needs a trained model in --output_dir, and {tmp_path} has no" in output
-    assert "Eval accuracy" not in output and not (tmp_path / "test_results.tsv").exists()
+    untrained = tmp_path / "untrained"
+    untrained.mkdir()
+    trained = f"--nodo_train needs a trained model in --output_dir, and {untrained} has no"
+    case(["--nodo_train"], [f"--output_dir={untrained}"], trained)
     # A new --output_dir is refused before it is created: no empty directory is left behind.
     new = tmp_path / "new"
-    proc = run_program(
-        ["-m", "recipes.bert_classifier", "--nodo_train", f"--output_dir={new}"], check_exit=1
-    )
-    assert f"and {new} has no checkpoint" in proc.stdout + proc.stderr
-    assert not new.exists()
+    case(["--nodo_train"], [f"--output_dir={new}"], f"and {new} has no checkpoint")
+
+    procs = run_recipe_cases("bert_classifier", cases)
+    for (args, output_dir, check), proc in zip(checks, procs):
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 1, (args, output)
+        assert "Traceback" not in output, (args, output)
+        if isinstance(check, list):
+            assert proc.stderr.strip().splitlines() == check and proc.stdout == "", output
+        else:
+            assert check in output, (args, output)
+        if output_dir:
+            written = output_dir[0].split("=", 1)[1]
+            assert not os.path.exists(written) or not os.listdir(written), (args, written)
+    assert not list(temp.iterdir()) and not list(cwd.iterdir())
+    tilde_run = procs[-3]
+    assert "(--nodo_predict --nodo_export). Got: 0 test examples" in tilde_run.stderr
+    assert not (home / "out").exists() and not new.exists()
+    assert "Eval accuracy" not in procs[-2].stdout + procs[-2].stderr
+    assert not (untrained / "test_results.tsv").exists()
 
 
 def test_recipe_refuses_an_output_dir_holding_another_recipes_run(tmp_path):
@@ -527,133 +620,6 @@ def test_recipe_refuses_an_output_dir_holding_another_recipes_run(tmp_path):
         "bert_classifier; give another --output_dir"
     ], proc.stderr
     assert sorted(os.listdir(tmp_path)) == before
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["--task_name=bogus"], "`task_name` must be one of ['cola', 'mrpc', 'sample', "),
-        # Used to be raised only once training built its graph, after the TFRecord caches.
-        (
-            ["--init_checkpoint=~/no_such_ckpt"],
-            "`init_checkpoint` does not exist: expected a checkpoint prefix with a `.index` file "
-            "next to it, or a directory holding checkpoints. Got: '{home}/no_such_ckpt'",
-        ),
-        (
-            ["--data_dir=~/data", "--vocab_file=~/vocab.txt", "--bert_config_file=~/none.json"],
-            "`bert_config_file` does not exist. Got: '{home}/none.json'",
-        ),
-        (
-            ["--output_dir=~/a_file/out"],
-            "cannot create --output_dir {home}/a_file/out: {home}/a_file is not a directory. "
-            "Give a directory that can be created and written to",
-        ),
-    ],
-)
-def test_recipe_reports_unusable_flag_values_without_a_traceback(tmp_path, args, message):
-    home, cwd = tmp_path / "home", tmp_path / "cwd"
-    home.mkdir()
-    cwd.mkdir()  # where an unexpanded "~/…" would go
-    (home / "a_file").write_text("")
-    (home / "data").mkdir()  # the data flags that exist, beside a config file that does not
-    (home / "vocab.txt").write_text("")
-    proc = run_program(
-        ["-m", "recipes.bert_classifier", f"--output_dir={tmp_path / 'out'}", *args],
-        env={"HOME": str(home)},  # "~" as the shell leaves it after "--flag="
-        cwd=cwd,
-        check_exit=1,
-    )
-    output = proc.stdout + proc.stderr
-    assert message.format(home=home) in output, output
-    assert "Traceback" not in output
-    assert not (tmp_path / "out" / "train.tf_record").exists()  # stopped before any work
-
-
-@pytest.mark.slow
-def test_recipe_expands_tilde_in_its_file_and_directory_flags(tmp_path):
-    home, cwd = tmp_path / "home", tmp_path / "cwd"
-    cwd.mkdir()
-    sample_data.write_sample_task(str(home / "task"), 64, 16, 4)
-    test_file = home / "task" / "test.tsv"
-    # The header only: an empty split stops the run before training, and the tilde-expanded
-    # paths reach that check.
-    test_file.write_text(test_file.read_text().splitlines()[0] + "\n")
-    # "~" as the shell leaves it after "--flag=": each file must be read from HOME.
-    flags = ["--data_dir=~/task", "--vocab_file=~/task/vocab.txt", "--output_dir=~/out"]
-    flags.append("--bert_config_file=~/task/bert_config.json")
-    proc = run_program(
-        ["-m", "recipes.bert_classifier", *flags], env={"HOME": str(home)}, cwd=cwd, check_exit=1
-    )
-    output = proc.stdout + proc.stderr
-    assert f"test.tsv in {home / 'task'} has no examples" in output, output
-    assert "(--nodo_predict --nodo_export). Got: 0 test examples" in output
-    # Stopped before anything was written: no output_dir, nothing where "~" was not expanded.
-    assert not (home / "out").exists() and not list(cwd.iterdir())
-
-
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        # Used to fail in the first evaluation (a 25-frame traceback), after the caches.
-        (
-            ["--early_stopping_metric=acc", "--early_stopping_patience_steps=5"],
-            "--early_stopping_metric must be one of accuracy, f1, average_loss, loss (the "
-            "metrics evaluation reports). Got: 'acc'",
-        ),
-        # Early stopping used to be dropped without a word.
-        (
-            ["--early_stopping_patience_steps=5", "--nodo_eval"],
-            "--early_stopping_patience_steps needs evaluation to watch a metric: drop "
-            "--nodo_eval or set --early_stopping_patience_steps=0. Got: "
-            "--early_stopping_patience_steps=5 --nodo_eval",
-        ),
-        # Used to print ~130 lines (the module's help) and leave the flags record behind.
-        (
-            ["--task_name=mrpc"],
-            "--task_name=mrpc needs --data_dir, --vocab_file, --bert_config_file (or use "
-            "--task_name=sample without data flags for the built-in task).",
-        ),
-        # A typo'd path used to leave output_dir and its flags record behind.
-        (
-            [
-                "--task_name=mrpc",
-                "--data_dir=/nonexistent_dir",
-                "--vocab_file=/nonexistent.txt",
-                "--bert_config_file=/nonexistent.json",
-            ],
-            "--data_dir=/nonexistent_dir and --vocab_file=/nonexistent.txt: no such directory "
-            "or file.",
-        ),
-        (
-            ["--cpu_replicas=3"],
-            "--train_batch_size must be a multiple of --cpu_replicas: each replica trains on "
-            "its share. Got: --train_batch_size=32 --cpu_replicas=3",
-        ),
-        # Used to write sample_data/ (424 KB) and the flags record first.
-        (
-            ["--max_seq_length=1000"],
-            "--max_seq_length must be at most max_position_embeddings (128). Got: 1000",
-        ),
-    ],
-)
-def test_recipe_refuses_bad_flags_in_one_line_before_writing(tmp_path, args, message):
-    temp = tmp_path / "tmp"  # where a default --output_dir would be made
-    temp.mkdir()
-    # The default (temporary) output_dir for every case; a given one too where the sample
-    # data used to be written first. Each run is a process importing TensorFlow.
-    given = [f"--output_dir={tmp_path / 'out'}"]
-    for output_dir in ([], given) if "--max_seq_length=1000" in args else ([],):
-        proc = run_program(
-            ["-m", "recipes.bert_classifier", *output_dir, *args],
-            env={"TMPDIR": str(temp)},
-            check_exit=1,
-        )
-        assert proc.stderr.strip().splitlines() == [
-            f"bert_classifier: error: {message}"
-        ], proc.stderr
-        assert proc.stdout == ""
-        assert not (tmp_path / "out").exists() and not list(temp.iterdir())
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, interrupt_program, run_program
+from tests.conftest import ROOT, interrupt_program, run_program, run_recipe_cases
 from tfest_kit._tf import tf
 
 pytestmark = pytest.mark.slow
@@ -238,55 +238,66 @@ _NOT_POSITIVE = "is not a positive integer"
 _LAYER_SIZES = "--hidden_units must be a comma-separated list of layer sizes >= 1"
 
 
-@pytest.mark.parametrize(
-    "recipe, flag, message",
-    [
-        ("iris_custom_estimator", "--batch_size=0", _NOT_POSITIVE),
-        # A negative count used to slice the held-out rows from the end: "agreement 111/-1".
-        ("premade_estimators", "--num_queries=-1", _NOT_POSITIVE),
-        ("tfrecord_head", "--num_shards=0", _NOT_POSITIVE),
-        ("tpu_digits", "--iterations_per_loop=0", _NOT_POSITIVE),
+_BAD_FLAG_VALUES = {
+    "iris_custom_estimator": [
+        ("--batch_size=0", _NOT_POSITIVE),
         # A layer of 0 units aborted the process inside oneDNN (exit 134); the other bad
         # lists ("a", "") are in test_flags.py.
-        ("iris_custom_estimator", "--hidden_units=0", _LAYER_SIZES),
-        ("premade_estimators", "--hidden_units=0,16", _LAYER_SIZES),
+        ("--hidden_units=0", _LAYER_SIZES),
         # A rate of 0 trained nothing and a negative one climbed the loss, without a word.
-        ("iris_custom_estimator", "--learning_rate=0", "--learning_rate must be > 0"),
-        ("premade_estimators", "--dnn_learning_rate=-1", "--dnn_learning_rate must be > 0"),
-        ("tfrecord_head", "--learning_rate=-0.01", "--learning_rate must be > 0"),
-        ("tpu_digits", "--learning_rate=0", "--learning_rate must be > 0"),
+        ("--learning_rate=0", "--learning_rate must be > 0"),
     ],
-)
-def test_recipes_reject_bad_flag_values_before_any_work(tmp_path, recipe, flag, message):
-    proc = run_program(["-m", f"recipes.{recipe}", flag, f"--model_dir={tmp_path}"], check_exit=1)
-    # absl shows the value as parsed (--learning_rate=0.0, --hidden_units=['0']).
-    name = flag.split("=")[0]
-    assert f"flag {name}=" in proc.stderr and message in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert not list(tmp_path.iterdir())
+    "premade_estimators": [
+        # A negative count used to slice the held-out rows from the end: "agreement 111/-1".
+        ("--num_queries=-1", _NOT_POSITIVE),
+        ("--hidden_units=0,16", _LAYER_SIZES),
+        ("--dnn_learning_rate=-1", "--dnn_learning_rate must be > 0"),
+    ],
+    "tfrecord_head": [
+        ("--num_shards=0", _NOT_POSITIVE),
+        ("--learning_rate=-0.01", "--learning_rate must be > 0"),
+    ],
+    "tpu_digits": [
+        ("--iterations_per_loop=0", _NOT_POSITIVE),
+        ("--learning_rate=0", "--learning_rate must be > 0"),
+    ],
+}
 
 
-@pytest.mark.parametrize(
-    "recipe", ["iris_custom_estimator", "premade_estimators", "tfrecord_head", "tpu_digits"]
-)
-def test_recipes_expand_tilde_and_report_an_unusable_model_dir_in_one_line(tmp_path, recipe):
+@pytest.mark.parametrize("recipe", sorted(_BAD_FLAG_VALUES))
+def test_recipes_reject_bad_flag_values_and_an_unusable_model_dir_before_any_work(tmp_path, recipe):
+    bad_values = _BAD_FLAG_VALUES[recipe]
+    model_dirs = [tmp_path / str(i) for i in range(len(bad_values))]
+    for model_dir in model_dirs:
+        model_dir.mkdir()
+    cases = [[flag, f"--model_dir={d}"] for (flag, _), d in zip(bad_values, model_dirs)]
     home, cwd = tmp_path / "home", tmp_path / "cwd"
     home.mkdir()
     cwd.mkdir()
     (home / "a_file").write_text("")
     # "~" as the shell leaves it after "--model_dir=", under a file: cannot be created.
-    args = ["-m", f"recipes.{recipe}", "--model_dir=~/a_file/run", "--steps=1"]
-    proc = run_program(args, env={"HOME": str(home)}, cwd=cwd, check_exit=1)
-    model_dir = home / "a_file" / "run"
-    assert proc.stderr.strip().splitlines()[-1] == (
-        f"{recipe}: error: cannot create --model_dir {model_dir}: Not a directory. Give a "
-        "directory that can be created and written to"
-    ), proc.stderr
-    assert "Traceback" not in proc.stderr
+    tilde = ["--model_dir=~/a_file/run", "--steps=1"]
+    *procs, unusable = run_recipe_cases(
+        recipe, [*cases, {"args": tilde, "env": {"HOME": str(home)}, "cwd": cwd}]
+    )
+    for (flag, message), model_dir, proc in zip(bad_values, model_dirs, procs):
+        assert proc.returncode == 1, (flag, proc.stdout, proc.stderr)
+        # absl shows the value as parsed (--learning_rate=0.0, --hidden_units=['0']).
+        name = flag.split("=")[0]
+        assert f"flag {name}=" in proc.stderr and message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not list(model_dir.iterdir()), flag
+
+    assert unusable.returncode == 1
+    assert unusable.stderr.strip().splitlines()[-1] == (
+        f"{recipe}: error: cannot create --model_dir {home / 'a_file' / 'run'}: Not a "
+        "directory. Give a directory that can be created and written to"
+    ), unusable.stderr
+    assert "Traceback" not in unusable.stderr
     assert not list(cwd.iterdir())  # not ./~/a_file/run
     # Checked before any work: premade_estimators used to build its three models first and
     # print their RunConfigs (21 lines) before this one.
-    assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert unusable.stdout == "" and len(unusable.stderr.strip().splitlines()) == 1
 
 
 def test_ctrl_c_stops_at_a_checkpoint_and_another_recipe_refuses_that_model_dir(tmp_path):

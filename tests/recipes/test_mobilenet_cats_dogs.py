@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import run_program
+from tests.conftest import run_program, run_recipe_cases
 from tfest_kit import serving
 
 RECIPE = ["-m", "recipes.mobilenet_cats_dogs"]
@@ -130,31 +130,6 @@ def test_skipped_line_names_five_files_and_says_nothing_for_a_clean_folder(tmp_p
     assert "cats/4.jpg and 2 more" in line and "cats/5.jpg" not in line
 
 
-def test_bad_flag_is_one_line_without_traceback(tmp_path):
-    proc = run_program([*RECIPE, "--data=nope"], env=_offline_env(tmp_path), check_exit=None)
-    _assert_one_line_error(proc, "--data")
-
-
-def test_empty_image_dir_is_one_line_error(tmp_path):
-    (tmp_path / "empty" / "cats").mkdir(parents=True)
-    (tmp_path / "empty" / "dogs").mkdir()
-    proc = run_program(
-        [*RECIPE, "--data=images", f"--image_dir={tmp_path / 'empty'}", *TEST_SIZE],
-        env=_offline_env(tmp_path),
-        check_exit=None,
-    )
-    _assert_one_line_error(proc, "no usable images")
-
-
-def test_imagenet_weights_offline_is_one_line_error(tmp_path):
-    proc = run_program(
-        [*RECIPE, "--weights=imagenet", "--image_size=96", "--alpha=0.35", "--data=sample"],
-        env=_offline_env(tmp_path),
-        check_exit=None,
-    )
-    _assert_one_line_error(proc, "could not load MobileNetV2 weights", "--weights=none")
-
-
 def test_tfds_offline_is_one_line_error(tmp_path):
     # The real tfds path: the download fails offline (a dead local proxy stands in for the
     # network, and GCS look-ups are off), and the recipe says so in one line.
@@ -218,18 +193,6 @@ def test_image_folder_with_two_folders_for_a_class_is_an_error(tmp_path):
         _pets_data.class_dirs(str(tmp_path))
 
 
-def test_weights_file_that_is_not_mobilenet_is_one_line_error_without_offline_hint(tmp_path):
-    weights = tmp_path / "not_weights.h5"
-    weights.write_text("a text file")
-    proc = run_program(
-        [*RECIPE, *TEST_SIZE, f"--weights={weights}", "--data=sample"],
-        env=_offline_env(tmp_path),
-        check_exit=None,
-    )
-    _assert_one_line_error(proc, str(weights), "include_top=False", "--alpha=0.35")
-    assert "offline" not in proc.stderr and "internet" not in proc.stderr
-
-
 def test_small_folder_holds_out_one_image_per_class():
     from recipes import _pets_data
 
@@ -271,30 +234,6 @@ def test_one_image_per_class_is_too_few_to_evaluate():
         _pets_data.split(["c0", "d0"], [0, 1], eval_fraction=0.2)
 
 
-def test_damaged_cached_imagenet_file_is_named_in_the_error(tmp_path):
-    models = tmp_path / "home" / ".keras" / "models"
-    models.mkdir(parents=True)
-    cached = models / "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_96_no_top.h5"
-    cached.write_bytes(b"\x89HDF\r\n\x1a\n cut off")  # an interrupted download
-    proc = run_program(
-        [*RECIPE, *TEST_SIZE, "--weights=auto", "--image_size=96", "--data=sample"],
-        env=_offline_env(tmp_path),
-        check_exit=None,
-    )
-    _assert_one_line_error(proc, str(cached), "is damaged: delete it")
-
-
-def test_model_dir_that_is_a_file_is_one_line_error(tmp_path):
-    (tmp_path / "home").mkdir()
-    (tmp_path / "home" / "run").write_text("a file")
-    proc = run_program(
-        [*RECIPE, *TEST_SIZE, "--data=sample", "--model_dir=~/run"],  # ~ as the shell leaves it
-        env=_offline_env(tmp_path),
-        check_exit=None,
-    )
-    _assert_one_line_error(proc, "--model_dir must be a directory", str(tmp_path / "home" / "run"))
-
-
 def test_cache_and_data_dirs_with_tilde_are_expanded(tmp_path, monkeypatch):
     from recipes import _pets_data
 
@@ -306,25 +245,6 @@ def test_cache_and_data_dirs_with_tilde_are_expanded(tmp_path, monkeypatch):
     assert _pets_data.tfds_data_dir("~/tfds") == str(tmp_path / "tfds")
 
 
-@pytest.mark.parametrize("flag", ["--log_every=0", "--learning_rate=0"])
-def test_non_positive_log_every_and_learning_rate_are_one_line_errors(tmp_path, flag):
-    proc = run_program([*RECIPE, *TEST_SIZE, flag], env=_offline_env(tmp_path), check_exit=None)
-    _assert_one_line_error(proc, f"{flag.split('=')[0]} must be positive")
-
-
-def test_model_dir_that_cannot_be_created_is_one_line_error(tmp_path):
-    (tmp_path / "home").mkdir()
-    (tmp_path / "home" / "a_file").write_text("")
-    proc = run_program(
-        [*RECIPE, *TEST_SIZE, "--data=sample", "--sample_per_class=4"]
-        + [f"--cache_dir={tmp_path / 'cache'}", "--model_dir=~/a_file/run"],
-        env=_offline_env(tmp_path),
-        check_exit=None,
-    )
-    model_dir = tmp_path / "home" / "a_file" / "run"
-    _assert_one_line_error(proc, f"cannot create --model_dir {model_dir}: Not a directory")
-
-
 def _trained_before(model_dir, **flags):
     """A model_dir with a checkpoint and the record of the flags it was trained with."""
     from recipes import _previous_run as previous_run
@@ -334,29 +254,76 @@ def _trained_before(model_dir, **flags):
     previous_run.record(str(model_dir), "mobilenet_cats_dogs", flags)
 
 
-@pytest.mark.parametrize(
-    "rerun, fragments",
-    [
-        # Another held-out fraction or another sample put trained images in the held-out set.
-        (["--eval_fraction=0.5"], ["--eval_fraction=0.2;", "--eval_fraction=0.5."]),
-        (["--sample_per_class=24"], ["--sample_per_class=16 ", "--sample_per_class=24 "]),
-        (["--data=images", "--image_dir=~/pets"], ["--data=sample ", "--image_dir="]),
-    ],
-)
-def test_rerun_that_changes_the_held_out_images_is_refused(tmp_path, rerun, fragments):
-    model_dir = tmp_path / "model"
-    trained = {"image_size": 32, "alpha": 0.35, "data": "sample"}
-    _trained_before(model_dir, **trained, sample_per_class=16, eval_fraction=0.2)
-    before = sorted(os.listdir(model_dir))
-    proc = run_program(
-        [*RECIPE, *TEST_SIZE, "--data=sample", "--sample_per_class=16", "--eval_fraction=0.2"]
-        + [f"--cache_dir={tmp_path / 'cache'}", f"--model_dir={model_dir}", *rerun],
-        env=_offline_env(tmp_path),
-        check_exit=None,
+def test_bad_command_lines_are_one_line_errors_before_any_work(tmp_path):
+    # One recipe process per case, forked after one import of the recipe (and TensorFlow).
+    cases, checks = [], []
+
+    def case(name, args, *fragments):
+        directory = tmp_path / name
+        (directory / "home").mkdir(parents=True, exist_ok=True)
+        cases.append({"args": args, "env": _offline_env(directory)})
+        checks.append((name, fragments))
+        return directory
+
+    case("bad_flag", ["--data=nope"], "--data")
+    empty = tmp_path / "empty"
+    (empty / "cats").mkdir(parents=True)
+    (empty / "dogs").mkdir()
+    case("empty", ["--data=images", f"--image_dir={empty}", *TEST_SIZE], "no usable images")
+    imagenet = ["--weights=imagenet", "--image_size=96", "--alpha=0.35", "--data=sample"]
+    case("offline", imagenet, "could not load MobileNetV2 weights", "--weights=none")
+    weights = tmp_path / "not_weights.h5"
+    weights.write_text("a text file")
+    not_mobilenet = [*TEST_SIZE, f"--weights={weights}", "--data=sample"]
+    case("not_mobilenet", not_mobilenet, str(weights), "include_top=False", "--alpha=0.35")
+    damaged = tmp_path / "damaged" / "home" / ".keras" / "models"
+    damaged.mkdir(parents=True)
+    cached = damaged / "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_96_no_top.h5"
+    cached.write_bytes(b"\x89HDF\r\n\x1a\n cut off")  # an interrupted download
+    auto = [*TEST_SIZE, "--weights=auto", "--image_size=96", "--data=sample"]
+    case("damaged", auto, str(cached), "is damaged: delete it")
+    # "~" as the shell leaves it after "--model_dir=".
+    a_file = tmp_path / "file" / "home" / "run"
+    case(
+        "file",
+        [*TEST_SIZE, "--data=sample", "--model_dir=~/run"],
+        "must be a directory",
+        str(a_file),
     )
-    _assert_one_line_error(proc, "holds a checkpoint trained with --image_size=32", *fragments)
-    assert sorted(os.listdir(model_dir)) == before
-    assert not (tmp_path / "cache").exists()  # refused before the sample is generated
+    a_file.write_text("a file")
+    for flag in ("--log_every=0", "--learning_rate=0"):
+        case(flag, [*TEST_SIZE, flag], f"{flag.split('=')[0]} must be positive")
+    home = tmp_path / "below_a_file" / "home"
+    unusable = [*TEST_SIZE, "--data=sample", "--sample_per_class=4", "--model_dir=~/a_file/run"]
+    cannot = f"cannot create --model_dir {home / 'a_file' / 'run'}: Not a directory"
+    case("below_a_file", [*unusable, f"--cache_dir={tmp_path / 'cache'}"], cannot)
+    (home / "a_file").write_text("")
+    # Another held-out fraction or another sample put trained images in the held-out set.
+    trained = {"image_size": 32, "alpha": 0.35, "data": "sample"}
+    refused_reruns = {
+        "fraction": (["--eval_fraction=0.5"], ["--eval_fraction=0.2;", "--eval_fraction=0.5."]),
+        "sample": (["--sample_per_class=24"], ["--sample_per_class=16 ", "--sample_per_class=24 "]),
+        "images": (["--data=images", "--image_dir=~/pets"], ["--data=sample ", "--image_dir="]),
+    }
+    before = {}
+    for name, (rerun, fragments) in refused_reruns.items():
+        model_dir = tmp_path / name / "model"
+        _trained_before(model_dir, **trained, sample_per_class=16, eval_fraction=0.2)
+        before[name] = sorted(os.listdir(model_dir))
+        args = [*TEST_SIZE, "--data=sample", "--sample_per_class=16", "--eval_fraction=0.2"]
+        args += [f"--cache_dir={tmp_path / name / 'cache'}", f"--model_dir={model_dir}", *rerun]
+        case(name, args, "holds a checkpoint trained with --image_size=32", *fragments)
+
+    procs = run_recipe_cases("mobilenet_cats_dogs", cases)
+    for (name, fragments), proc in zip(checks, procs):
+        assert proc.returncode == 1, (name, proc.stdout, proc.stderr)
+        _assert_one_line_error(proc, *fragments)
+    not_mobilenet_run = procs[3]  # a file that is not the weights: no offline hint
+    assert "offline" not in not_mobilenet_run.stderr
+    assert "internet" not in not_mobilenet_run.stderr
+    for name in refused_reruns:
+        assert sorted(os.listdir(tmp_path / name / "model")) == before[name]
+        assert not (tmp_path / name / "cache").exists()  # refused before the sample is made
 
 
 def test_help_names_the_from_scratch_defaults_and_another_recipes_dir_is_refused(tmp_path):
