@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import os
+import tempfile
 
 import numpy as np
 from absl import flags
@@ -66,7 +67,8 @@ def write_csv_files(directory: str, seed: int) -> tuple[str, str]:
     """Writes Iris as train.csv (80 %) and test.csv (20 %, stratified) with a header line.
 
     The ``HELD_OUT`` flowers are left out of both files: the predictions asked about them
-    are of flowers the model has not seen.
+    are of flowers the model has not seen. Each file is renamed into place when whole: a
+    task of a second run into the same model_dir never gives a reader half a file.
     """
     data = load_iris()
     held_out = np.array([HELD_OUT[name] for name in COLUMNS[:-1]]).T  # one row per flower
@@ -82,10 +84,11 @@ def write_csv_files(directory: str, seed: int) -> tuple[str, str]:
     paths = []
     for name, x, y in (("train.csv", x_train, y_train), ("test.csv", x_test, y_test)):
         path = os.path.join(directory, name)
-        with open(path, "w", newline="") as handle:
+        with tempfile.NamedTemporaryFile("w", dir=directory, newline="", delete=False) as handle:
             writer = csv.writer(handle)
             writer.writerow(COLUMNS)
             writer.writerows([*np.round(row, 2), int(label)] for row, label in zip(x, y))
+        os.replace(handle.name, path)
         paths.append(path)
     return paths[0], paths[1]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 
 import numpy as np
 import pandas as pd
@@ -280,6 +281,25 @@ def test_tfrecord_errors(tmp_path):
         inputs.write_tfrecord([{"a": {"b": 1}}], tmp_path / "bad.tfr")
     with pytest.raises(ValueError, match="num_shards"):
         inputs.write_tfrecord(ROWS, tmp_path / "x.tfr", num_shards=0)
+
+
+def test_write_tfrecord_replaces_whole_files_and_leaves_no_partial_one(tmp_path):
+    # A task of a second run into the same directory rewrote the shards in place: the first
+    # run's reader saw a half-written file ("corrupted record").
+    path = tmp_path / "d.tfr"
+    first = inputs.write_tfrecord(ROWS, path, num_shards=2)
+    inodes = [os.stat(p).st_ino for p in first]
+    with open(first[0], "rb") as reader:  # a reader of the first run, as it was
+        assert inputs.write_tfrecord(ROWS, path, num_shards=2) == first
+        assert reader.read() and [os.stat(p).st_ino for p in first] != inodes
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(p) for p in first)
+    # A failed write (here: the second shard's name is a directory) leaves no partial file.
+    os.remove(first[1])
+    os.mkdir(first[1])
+    with pytest.raises(tf.errors.OpError):
+        inputs.write_tfrecord(ROWS, path, num_shards=2)
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(p) for p in first)
+    assert len(list(tf2.data.TFRecordDataset(first[0]))) == 2
 
 
 # --------------------------------------------------------------------------- with an Estimator

@@ -470,9 +470,7 @@ def _summary_number(value) -> Optional[float]:
         array = tf.make_ndarray(value.tensor)
     except (TypeError, ValueError):
         return None
-    if array.size != 1 or array.dtype.kind not in "fiu":
-        return None
-    return float(array.reshape(()))
+    return float(array.reshape(())) if array.size == 1 and array.dtype.kind in "fiu" else None
 
 
 def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:

@@ -57,9 +57,7 @@ def _thread_counts(threads: Threads) -> tuple[int, int]:
 
 def _default_thread_count() -> int:
     """The size TensorFlow gives a pool left at 0: one thread per CPU this process may use."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _size_thread_pools(inter: int, intra: int) -> None:

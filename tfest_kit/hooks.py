@@ -118,9 +118,7 @@ class _IntervalHook(tf.train.SessionRunHook):
         if not self._total or final or step >= self._total or not self._reported_once:
             return ""
         rate = (step - self._rate_step) / max(time.monotonic() - self._rate_time, 1e-9)
-        if rate <= 0:
-            return ""
-        return f"ETA {max(0, self._total - step) / rate:.0f}s" + self._then
+        return "" if rate <= 0 else f"ETA {max(0, self._total - step) / rate:.0f}s" + self._then
 
 
 def fill_progress_totals(hooks, max_steps, estimator=None, steps=None, then="") -> None:

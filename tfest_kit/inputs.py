@@ -14,6 +14,7 @@ import gzip
 import itertools
 import os
 import re
+import uuid
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
@@ -549,6 +550,7 @@ def write_tfrecord(
 
     Ints and bools → ``int64_list``, floats (or mixed with ints) → ``float_list``, ``str`` /
     ``bytes`` → ``bytes_list``; lists and arrays are multi-valued. Rows go round-robin to shards.
+    Each file is renamed into place when whole: a reader never sees half of one.
 
     Args:
       rows: an iterable of dicts ``{feature: value}`` or a pandas DataFrame (one row each).
@@ -573,15 +575,21 @@ def write_tfrecord(
         rows = rows.to_dict("records")
     serialized = _rows_to_examples(list(rows))
     path = os.fspath(path)
-    if os.path.dirname(path):
-        tf2.io.gfile.makedirs(os.path.dirname(path))
+    tf2.io.gfile.makedirs(os.path.dirname(path) or ".")
     paths = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
     paths = [path] if num_shards == 1 else paths
     options = tf2.io.TFRecordOptions(compression_type=compression or "")
     for shard, shard_path in enumerate(paths):
-        with tf2.io.TFRecordWriter(shard_path, options) as writer:
-            for record in serialized[shard::num_shards]:
-                writer.write(record)
+        # Renamed into place when whole: a reader (another task, after a crash) never sees half.
+        partial = os.path.join(os.path.dirname(shard_path), f".partial-{uuid.uuid4().hex}")
+        try:
+            with tf2.io.TFRecordWriter(partial, options) as writer:
+                for record in serialized[shard::num_shards]:
+                    writer.write(record)
+            tf2.io.gfile.rename(partial, shard_path, overwrite=True)
+        finally:
+            if tf2.io.gfile.exists(partial):
+                tf2.io.gfile.remove(partial)
     tf.logging.info(
         "write_tfrecord: %d examples in %d file(s) at %s", len(serialized), len(paths), path
     )

@@ -71,13 +71,18 @@ def test_iris_custom_estimator(tmp_path):
 def test_iris_csv_files_leave_out_the_three_held_out_flowers(tmp_path):
     # The flowers the recipe predicts "unseen" used to be in the files (2 train, 1 test).
     # In a subprocess: importing a recipe defines its absl flags in this process.
+    # Written twice, as by two runs (or tasks) into one model_dir: the second replaces each
+    # file whole (a new inode) where it used to rewrite it under the first one's reader.
     script = (
-        "import sys; from recipes.iris_custom_estimator import write_csv_files; "
-        "write_csv_files(sys.argv[1], int(sys.argv[2]))"
+        "import os, sys; from recipes.iris_custom_estimator import write_csv_files; "
+        "inode = os.stat(write_csv_files(sys.argv[1], int(sys.argv[2]))[0]).st_ino; "
+        "print(os.stat(write_csv_files(sys.argv[1], int(sys.argv[2]))[0]).st_ino != inode)"
     )
     held_out = [(5.1, 3.3, 1.7, 0.5), (5.9, 3.0, 4.2, 1.5), (6.9, 3.1, 5.4, 2.1)]
     for seed in (0, 1):
-        run_program(["-c", script, str(tmp_path / str(seed)), str(seed)])
+        proc = run_program(["-c", script, str(tmp_path / str(seed)), str(seed)])
+        assert proc.stdout == "True\n", proc.stdout
+        assert sorted(os.listdir(tmp_path / str(seed))) == ["test.csv", "train.csv"]
         rows = {}
         for name in ("train.csv", "test.csv"):
             lines = (tmp_path / str(seed) / name).read_text().splitlines()[1:]

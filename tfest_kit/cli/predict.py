@@ -34,9 +34,7 @@ def _decode(value: Any) -> Any:
             return base64.b64decode(value["b64"])
         except ValueError as e:  # binascii.Error
             raise RequestError(f'Invalid "b64" value {value["b64"]!r:.60}: {e}') from None
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
+    return [_decode(v) for v in value] if isinstance(value, list) else value
 
 
 def features_from_request(request: Any, input_names: list[str]) -> dict:
