@@ -704,6 +704,25 @@ def test_the_official_call_with_specs_and_progress_totals(tmp_path, tf_log_lines
     assert "Evaluating 130 batches" in tf_log_lines  # the eval set's length, read once
 
 
+def test_evaluating_line_says_the_batches_evaluated_not_the_steps_cap(tmp_path, tf_log_lines):
+    # EvalSpec's default steps=100 on 4 batches said "Evaluating 100 batches".
+    est = _small_estimator(str(tmp_path))
+
+    def generated_eval_input_fn():  # a generator's Dataset: its length is unknown
+        rows = lambda: iter([({"x": X[i]}, Y[i]) for i in range(64)])  # noqa: E731
+        signature = ({"x": tf.TensorSpec([3], tf.float32)}, tf.TensorSpec([], tf.int32))
+        return tf.data.Dataset.from_generator(rows, output_signature=signature).batch(16)
+
+    for eval_input_fn in (_small_eval_input_fn, generated_eval_input_fn):
+        tfest_kit.train_and_evaluate(
+            est,
+            estimator.TrainSpec(_small_train_input_fn, max_steps=5),
+            estimator.EvalSpec(eval_input_fn, throttle_secs=0),  # steps=100
+        )
+    said = [line for line in tf_log_lines if line.startswith("Evaluating ")]
+    assert said == ["Evaluating 4 batches", "Evaluating up to 100 batches"], said
+
+
 @pytest.mark.parametrize(
     "specs, kwargs, match",
     [

@@ -104,22 +104,24 @@ class EvalGuard(tf.train.SessionRunHook):
         self._cardinalities = [
             tf.raw_ops.DatasetCardinality(input_dataset=op.inputs[0])
             for op in tf.get_default_graph().get_operations()
-            if op.type == "MakeIterator" and self._steps is None
+            if op.type == "MakeIterator"
         ]
 
     def after_create_session(self, session, coord) -> None:
-        cardinalities = session.run(self._cardinalities) if self._cardinalities else []
-        self._total, self._said_at = self._steps, time.monotonic()
-        if self._steps is None and cardinalities and min(cardinalities) >= 0:
-            self._total = min(cardinalities)
-        tf.logging.info("Evaluating %s batches", self._total or "all")
-        if tf.data.experimental.INFINITE_CARDINALITY in cardinalities:
+        unknown = tf.data.experimental.UNKNOWN_CARDINALITY
+        cardinalities = session.run(self._cardinalities) if self._cardinalities else [unknown]
+        self._total, self._said_at, ends_at = self._steps, time.monotonic(), min(cardinalities)
+        if ends_at >= 0:  # the data's length, where less than `steps`
+            self._total = min(ends_at, self._steps or ends_at)
+        up_to = "up to " if self._steps and ends_at == unknown else ""
+        tf.logging.info("Evaluating %s%s batches", up_to, self._total or "all")
+        if self._steps is None and tf.data.experimental.INFINITE_CARDINALITY in cardinalities:
             raise ValueError(
                 f"`{self._input_arg}` repeats forever and `{self._steps_arg}=None` evaluates "
                 f"until the data ends: pass `{self._steps_arg}=N` or do not repeat the eval data."
             )
         # Without a Dataset (queues, a one-shot iterator) the length is unknown too.
-        if self._steps is None and (not cardinalities or min(cardinalities) < 0):
+        if self._steps is None and ends_at < 0:
             self._next_report = 100
 
     def after_run(self, run_context, run_values) -> None:

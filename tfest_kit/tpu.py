@@ -423,9 +423,8 @@ class TPUEstimator(tf_estimator.Estimator):
                 looped = training_loop(step, features, labels, self._loop, self._train_until, every)
                 self._looping = looped is not None
             spec, pending = looped or (step(features, labels), None)
-            summary_dir = config.model_dir or ""
-            if mode == _MODES.EVAL:
-                summary_dir = os.path.join(summary_dir, "eval")
+            eval_dir = os.path.join(config.model_dir or "", "eval")
+            summary_dir = eval_dir if mode == _MODES.EVAL else config.model_dir or ""
             spec = _to_estimator_spec(spec, mode, summary_dir, pending)
             if not isinstance(spec, tf_estimator.EstimatorSpec):
                 return spec  # Estimator's error names what it needs
