@@ -161,6 +161,10 @@ def test_loss_is_logged_once_per_interval_without_false_warnings(trained):
     assert re.fullmatch(r"loss = \S+, step = 5; 17% of 30 steps", loss_lines[0]), loss_lines
     assert all(LOSS_LINE.search(line) for line in loss_lines[1:]), loss_lines
     assert re.search(r"; 100% of 30 steps$", loss_lines[-1]), loss_lines
+    # The loss as LoggingTensorHook prints it: the float32's own digits, not %g's six.
+    losses = [re.match(r"loss = (\S+),", line).group(1) for line in loss_lines]
+    assert all(str(np.float32(loss)) == loss for loss in losses), losses
+    assert any(len(loss.replace(".", "").lstrip("0")) > 6 for loss in losses), losses
     assert all(re.search(r"% of 30 steps, ETA \d+s$", line) for line in loss_lines[1:-1])
 
 

@@ -95,7 +95,7 @@ class _IntervalHook(tf.train.SessionRunHook):
             # Other workers moved the step: a line now and at the crossing came steps apart.
             self._step = step
             return
-        self._report_now(None if self._loss is None else float(np.mean(run_values.results)), step)
+        self._report_now(None if self._loss is None else np.mean(run_values.results), step)
 
     def _report_now(self, loss: Optional[float], step: int, final: bool = False) -> None:
         now = time.monotonic()
@@ -152,10 +152,10 @@ class LossLoggingHook(_IntervalHook):
             progress = f"; {self._percent(step)}% of {self._total} steps" + (eta and ", " + eta)
         if elapsed is None or steps <= 0 or elapsed <= 0:
             if self.log_lines:  # no time on the first line, as in LoggingTensorHook
-                tf.logging.info("loss = %g, step = %d%s", loss, step, progress)
+                tf.logging.info("loss = %s, step = %d%s", loss, step, progress)
             return
         rate = steps / elapsed
-        line = "loss = %g, step = %d (%.3f sec); global_step/sec: %g"
+        line = "loss = %s, step = %d (%.3f sec); global_step/sec: %g"
         args = [loss, step, elapsed, rate]
         values = [tf.Summary.Value(tag="global_step/sec", simple_value=rate)]
         if self._batch_size:
@@ -195,9 +195,8 @@ class ProgressHook(_IntervalHook):
     _loss_required = False
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
-        parts = [f"step {step}"]
-        if self._total:
-            parts[0] += f"/{self._total} ({self._percent(step)}%)"
+        of = f"/{self._total} ({self._percent(step)}%)" if self._total else ""
+        parts = [f"step {step}{of}"]
         if loss is not None:
             parts.append(f"loss = {loss:.6g}")
         if elapsed and steps > 0:
