@@ -341,3 +341,13 @@ def test_estimators_noise_is_one_line_per_event(tf_log_lines):
         "'classification' : Classification signatures can only accept a string",
         "Signatures INCLUDED in export for Predict: ['serving_default']",
     ]
+
+
+def test_keras_2s_rnn_cell_deprecation_is_said_once_as_tf115_said_it(tf_log_lines):
+    # Keras 2's legacy MultiRNNCell logs it for every cell built (a seq2seq model: 11 lines);
+    # TF 1.15's @deprecated said it once.
+    cells = [tf.nn.rnn_cell.BasicLSTMCell(4) for _ in range(2)]
+    for _ in range(3):
+        tf.nn.rnn_cell.MultiRNNCell(cells)
+    said = [line for line in tf_log_lines if "MultiRNNCell` is deprecated" in line]
+    assert len(said) == 1, tf_log_lines

@@ -80,9 +80,9 @@ class _OneRouteHandler(logging.Handler):
 
 class _NoiseFilter(logging.Filter):
     """Drops the INFO noise matched below (tfest_kit's model_fns take ``params`` for TPUEstimator;
-    an evaluator polls every 1 s) and prints the RunConfig on one line."""
+    an evaluator polls every 1 s), prints the RunConfig on one line and some notes once."""
 
-    _once: set = set()  # the excluded-signature notes said
+    _once: set = set()  # excluded signatures; Keras 2's per-cell RNN deprecation (TF 1.15: once)
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = str(record.msg)
@@ -91,7 +91,7 @@ class _NoiseFilter(logging.Filter):
             record.args = (" ".join(str(args[0]).split()),)
         if msg.startswith("Waiting %f secs before starting next eval run") and args:
             return args[0] >= 10
-        if msg.startswith("Signatures EXCLUDED") or re.match(r"'\w+' : ", msg):
+        if msg.startswith("Signatures EXCLUDED") or re.match(r"'\w+' : |`tf.nn.rnn_cell.", msg):
             said = msg in self._once
             self._once.add(msg)
             return not said
