@@ -17,7 +17,7 @@ import tempfile
 import traceback
 
 
-def _child(recipe: str, module, case: dict, out: str) -> int:
+def _child(module, case: dict, out: str) -> int:
     with open(out + ".out", "w") as stdout, open(out + ".err", "w") as stderr:
         os.dup2(stdout.fileno(), 1)
         os.dup2(stderr.fileno(), 2)
@@ -52,7 +52,7 @@ def main(recipe: str, cases: list, out_dir: str) -> None:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            os._exit(_child(recipe, module, case, out))
+            os._exit(_child(module, case, out))
         _, status = os.waitpid(pid, 0)
         with open(out + ".status", "w") as f:
             f.write(str(os.waitstatus_to_exitcode(status)))
