@@ -38,6 +38,7 @@ SERVED_COUNTS = {
     "estimator": (14, 34),
     "framework": (43, 71),
     "framework.nest": (19, 19),
+    "keras": (15, 16),
     "layers": (68, 98),
     "learn": (6, 69),
     "legacy_seq2seq": (5, 13),
@@ -112,8 +113,18 @@ def test_every_tf115_package_is_served_or_names_its_replacement():
                 value = getattr(value, part)
     with pytest.raises(AttributeError, match="no equivalent of tf.contrib.graph_editor"):
         _ = ns.contrib.graph_editor.connect
-    with pytest.raises(AttributeError, match=r"Replace it in the script with tf\.keras\.$"):
-        ns.contrib.keras.layers.Dense(3)
+    with pytest.raises(AttributeError, match=r"Replace it in the script with tf\.losses\.$"):
+        ns.contrib.losses.mean_squared_error([1.0], [1.0])
+
+
+def test_contrib_keras_is_the_scripts_tf_keras_as_tf115s_was_an_alias_of_it():
+    # TF 1.15's contrib/keras/__init__.py: "This module an alias for `tf.keras`".
+    ns = build_namespace(Report())
+    assert ns.contrib.keras.layers.Dense is tf.keras.layers.Dense
+    padded = ns.contrib.keras.preprocessing.sequence.pad_sequences([[1, 2], [3]], maxlen=3)
+    assert padded.tolist() == [[0, 1, 2], [0, 0, 3]]
+    with pytest.raises(AttributeError, match="scikeras"):
+        _ = ns.contrib.keras.wrappers.scikit_learn
 
 
 def test_nest_is_tf115s_whole():

@@ -454,6 +454,24 @@ def _data(report: Report) -> ShimModule:
     )
 
 
+def _keras(report: Report) -> ShimModule:
+    """TF 1.15's ``tf.contrib.keras``, "an alias for ``tf.keras``, for backwards compatibility"
+    (its ``__init__``): the script's ``tf.keras`` (Keras 2), less the scikit-learn wrappers."""
+    entries: dict[str, Entry] = {}
+    fallbacks = [(lambda: tf.keras, "tf.compat.v1.keras")]
+    wrappers = {"wrappers": "scikeras (scikeras.wrappers.KerasClassifier / KerasRegressor)"}
+    refuse_the_rest("keras", "tf.contrib.keras", entries, fallbacks, report, wrappers)
+    provides = "Of tf.contrib.keras it provides what tf.keras has. "
+    return ShimModule(
+        "tf.contrib.keras",
+        report,
+        entries=entries,
+        fallbacks=fallbacks,
+        kind=SHIM,
+        provides=provides,
+    )
+
+
 def _compiler(report: Report) -> ShimModule:
     jit = Entry(
         lambda: ShimModule(
@@ -679,6 +697,7 @@ def build_contrib(report: Report) -> ShimModule:
             },
         ),
         "compiler": Entry(lambda: _compiler(report), None),
+        "keras": Entry(lambda: _keras(report), None),
         "distribute": package(
             "distribute", fallbacks=[(lambda: tf.distribute, "tf.compat.v1.distribute")]
         ),
