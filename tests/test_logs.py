@@ -343,9 +343,10 @@ def test_estimators_noise_is_one_line_per_event(tf_log_lines):
     ]
 
 
-def test_keras_2s_rnn_cell_deprecation_is_said_once_as_tf115_said_it(tf_log_lines):
+def test_keras_2s_rnn_cell_deprecation_is_said_once_as_tf115_said_it(tf_log_lines, monkeypatch):
     # Keras 2's legacy MultiRNNCell logs it for every cell built (a seq2seq model: 11 lines);
-    # TF 1.15's @deprecated said it once.
+    # TF 1.15's @deprecated said it once. Once per process: as if no test had built one before.
+    monkeypatch.setattr(logs._NoiseFilter, "_once", set())
     cells = [tf.nn.rnn_cell.BasicLSTMCell(4) for _ in range(2)]
     for _ in range(3):
         tf.nn.rnn_cell.MultiRNNCell(cells)
