@@ -7,7 +7,6 @@ Each check runs while absl parses the command line, so a bad value stops a recip
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Callable, Optional
@@ -136,12 +135,8 @@ def run(main: Callable) -> None:
         if __name__ == "__main__":
             _flags.run(main)
     """
-    name = recipes.running_recipe()
-    if recipes.ctrl_c_pressed and name:  # pressed while imports ran, and swallowed by one
-        print(f"{name}: interrupted", file=sys.stderr)
-        sys.stderr.flush()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)  # the exit status of a Ctrl-C, as without the swallow
+    if recipes.ctrl_c_pressed and recipes.running_recipe():
+        raise KeyboardInterrupt  # pressed while imports ran, and swallowed by one of them
     try:
         app.run(main)
     except SystemExit as e:
