@@ -429,10 +429,12 @@ def _whole(
     entries: dict[str, Entry],
     fallbacks: Sequence[tuple[Callable[[], Any], str]],
     provides: str,
+    replacements: Optional[dict[str, str]] = None,
 ) -> ShimModule:
-    """``tf.contrib.<key>``: ``entries``, then ``fallbacks``; TF 1.15's other names refused."""
+    """``tf.contrib.<key>``: ``entries``, then ``fallbacks``; TF 1.15's other names refused
+    (naming their ``replacements``)."""
     display = f"tf.contrib.{key}"
-    refuse_the_rest(key, display, entries, fallbacks, report)
+    refuse_the_rest(key, display, entries, fallbacks, report, replacements)
     return ShimModule(
         display, report, entries=entries, fallbacks=fallbacks, kind=SHIM, provides=provides
     )
@@ -457,19 +459,10 @@ def _data(report: Report) -> ShimModule:
 def _keras(report: Report) -> ShimModule:
     """TF 1.15's ``tf.contrib.keras``, "an alias for ``tf.keras``, for backwards compatibility"
     (its ``__init__``): the script's ``tf.keras`` (Keras 2), less the scikit-learn wrappers."""
-    entries: dict[str, Entry] = {}
     fallbacks = [(lambda: tf.keras, "tf.compat.v1.keras")]
     wrappers = {"wrappers": "scikeras (scikeras.wrappers.KerasClassifier / KerasRegressor)"}
-    refuse_the_rest("keras", "tf.contrib.keras", entries, fallbacks, report, wrappers)
     provides = "Of tf.contrib.keras it provides what tf.keras has. "
-    return ShimModule(
-        "tf.contrib.keras",
-        report,
-        entries=entries,
-        fallbacks=fallbacks,
-        kind=SHIM,
-        provides=provides,
-    )
+    return _whole("keras", report, {}, fallbacks, provides, wrappers)
 
 
 def _compiler(report: Report) -> ShimModule:
