@@ -153,6 +153,9 @@ def test_loss_is_logged_once_per_interval_without_false_warnings(trained):
     assert any("examples/sec" in line for line in loss_lines), loss_lines
     assert not any("has not been increased" in line for line in lines)
     assert not any(line.startswith("global_step/sec") for line in lines)
+    # TF 1.15's TPUEstimator off a TPU: one line per model_fn call, after "Calling model_fn."
+    assert lines.count("Running train on CPU") == 1, lines
+    assert lines[lines.index("Running train on CPU") - 1] == "Calling model_fn.", lines
     steps = [int(re.search(r"step = (\d+)", line).group(1)) for line in loss_lines]
     assert steps == [5, 10, 15, 20, 25, 30], steps  # the first after the first loop
     # The time up to the first step is mostly set-up: a rate from it was several times too

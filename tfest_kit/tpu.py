@@ -74,8 +74,7 @@ def _local_tpu() -> bool:
 
 
 def _tpu_name(tpu) -> Optional[str]:
-    if isinstance(tpu, (list, tuple)):  # the official resolver takes [FLAGS.tpu] too
-        tpu = tpu[0] if tpu else None
+    tpu = (tpu[0] if tpu else None) if isinstance(tpu, (list, tuple)) else tpu  # [FLAGS.tpu]
     return tpu or os.environ.get("TPU_NAME") or None
 
 
@@ -407,6 +406,7 @@ class TPUEstimator(tf_estimator.Estimator):
 
     def _make_model_fn(self) -> Callable:
         def model_fn(features, labels, mode, params, config):
+            tf.logging.info("Running %s on CPU", mode)  # TF 1.15's line off a TPU
             # As in the official class: input_fn runs before model_fn, except in an export.
             is_export = tf.get_default_graph() not in self._input_graphs
             params = dict(params, use_tpu=False)  # a model_fn believing it would build TPU ops
