@@ -276,7 +276,7 @@ def test_inspect_marks_a_latest_checkpoint_whose_files_are_gone(trained, tmp_pat
     # The latest is the one an Estimator restores, and the note says why.
     latest = next(line for line in out.splitlines() if "<- latest" in line)
     assert "model.ckpt-20" in latest and "damaged" not in latest, out
-    assert "note: the `checkpoint` state file names model.ckpt-40, which is damaged" in out
+    assert "note: the `checkpoint` state file names model.ckpt-40, not there" in out
 
     with open(os.path.join(model_dir, "checkpoint"), "w") as f:
         f.write("half-written {")

@@ -147,19 +147,35 @@ def path_problem(model_dir: str) -> Optional[str]:
     return None
 
 
+def _has_index(prefix: str) -> bool:  # one being saved has none yet
+    return tf.io.gfile.exists(prefix + ".index")
+
+
 def choose_checkpoint(
     model_dir: str, writer: bool = False
 ) -> tuple[Optional[str], Optional[str], dict[str, str]]:
-    """``(the state file's checkpoint if intact, else the newest intact one, or None; why not the
-    state file's; {damaged: why})``, reading checkpoints up to the one chosen."""
+    """``(the state file's checkpoint if intact and no newer one is, else the newest intact one,
+    or None; why not the state file's; {damaged: why})``, reading checkpoints up to the one chosen.
+    """
     named, _, problem = _read_state(model_dir)
+    on_disk = _checkpoints_on_disk(model_dir)
     if named is not None:
-        if checkpoint_damage(named) is None:
+        step, name = checkpoint_step(named), os.path.basename(named)
+        # Saved after the state file was written (a crash between): training would overwrite it.
+        # Not diverged ones: a state file set back to the checkpoint NanLossError names.
+        newer = [p for p in on_disk if step is not None and checkpoint_step(p) > step]
+        newer = next((p for p in newer if _has_index(p) and not checkpoint_damage(p, True)), None)
+        if newer is None and checkpoint_damage(named) is None:
             return named, None, {}
-        problem = f"the `checkpoint` state file names {os.path.basename(named)}, which is damaged"
+        here = os.path.normpath(os.path.dirname(named)) == os.path.normpath(model_dir)
+        later = (
+            f"{os.path.basename(newer or '')} is newer (to start from {name}, delete newer ones)"
+        )
+        why = f": {later}" if newer else ", which is damaged" if named in on_disk else ", not there"
+        problem = f"the `checkpoint` state file names {name if here else named}{why}"
     damaged = {}
-    for prefix in _checkpoints_on_disk(model_dir):
-        if writer or tf.io.gfile.exists(prefix + ".index"):  # a reader's writer may be saving it
+    for prefix in on_disk:
+        if writer or _has_index(prefix):  # a reader's writer may be saving it
             damaged[prefix] = checkpoint_damage(prefix)
             if damaged[prefix] is None:
                 return prefix, problem, {p: why for p, why in damaged.items() if why}
@@ -181,6 +197,12 @@ def usable_checkpoint(model_dir: str, method: str) -> Optional[str]:
             f"model_dir {model_dir} has no intact checkpoint ({damaged_text}): {method} would "
             f"use untrained weights. To start afresh, delete {', '.join(files)} or train into "
             "another model_dir."
+        )
+    if chosen is None and method in ("evaluate()", "predict()"):  # TensorFlow: an INFO line
+        tf.logging.warning(
+            "model_dir %s has no checkpoint: %s uses the model's initial weights (or those of "
+            "an init_checkpoint its model_fn loads).",
+            *(model_dir, method),
         )
     if chosen is not None and problem is not None:
         use = "resuming from" if method == "training" else f"{method} uses"
