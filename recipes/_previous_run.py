@@ -13,8 +13,9 @@ would leave no flags to resume it with.
 The records also say which recipe a directory belongs to. A ``--model_dir`` that holds a
 checkpoint and the record of another recipe, but none of this one, is refused: resuming it
 fails deep inside TensorFlow (missing variables, other shapes), or, worse, trains on as if it
-were this recipe's. A checkpoint without any record is not refused: it may be from a version
-of the recipe older than the records, as above.
+were this recipe's. A directory that holds files but no record at all is refused too: they are
+not a recipe's run (another program's checkpoints, the user's own data), and the run would
+write its data files, checkpoints and exports among them.
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ def check(
       flag_name: the recipe's flag for ``model_dir``, as the message names it.
 
     Raises:
-      PreviousRunError: if ``model_dir`` is a file, holds another recipe's run, or its
-        checkpoint was trained with other values; the message says what to pass instead.
+      PreviousRunError: if ``model_dir`` is a file, holds another recipe's run or files of
+        no recipe's, or its checkpoint was trained with other values; the message says what
+        to pass instead.
 
     Example:
       >>> check("/tmp/iris", "iris_custom_estimator", {"seed": 0})
@@ -107,6 +109,13 @@ def check(
             f"--{flag_name} {model_dir} holds a run of recipe {others[-1]} (its checkpoint and "
             f"{os.path.basename(_flags_file(model_dir, others[-1]))}), not of {recipe}; give "
             f"another --{flag_name}"
+        )
+    entries = sorted(name for name in os.listdir(model_dir) if not name.startswith("."))
+    if entries and not others and not os.path.isfile(path):
+        listed = ", ".join(entries[:3]) + (" …" if len(entries) > 3 else "")
+        raise PreviousRunError(
+            f"--{flag_name} {model_dir} holds files that are not a run of {recipe} ({listed}); "
+            f"give a new or empty --{flag_name}, or the one of an earlier run of {recipe}"
         )
     if not (os.path.isfile(path) and any(tf.train.latest_checkpoint(d) for d in dirs)):
         return

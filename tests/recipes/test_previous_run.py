@@ -14,6 +14,12 @@ def _checkpoint(directory):
     tf2.train.Checkpoint(v=tf2.Variable(1.0)).save(os.path.join(directory, "ckpt"))
 
 
+def _user_csv(directory):
+    os.makedirs(os.path.join(directory, "data"))
+    with open(os.path.join(directory, "data", "train.csv"), "w") as f:
+        f.write("a,b\n1,2\n")
+
+
 def test_other_flags_are_refused_only_once_a_checkpoint_exists(tmp_path):
     model_dir = str(tmp_path / "model")
     previous_run.check(model_dir, "recipe", {"seed": 0})  # nothing there yet
@@ -102,11 +108,18 @@ def test_a_model_dir_holding_another_recipes_run_is_refused(tmp_path):
         previous_run.check_and_record_or_exit(model_dir, "recipe", {"seed": 0})
     assert sorted(os.listdir(model_dir)) == before  # no recipe_flags.json written there
 
-    # A checkpoint without any record may be from a version of the recipe older than the
-    # records: resumed, as before.
-    older = str(tmp_path / "older")
-    _checkpoint(older)
-    previous_run.check(older, "recipe", {"seed": 0})
+    # Files of no recipe's run (another program's checkpoint, the user's own data): refused,
+    # as the run would write among them (a user's data/train.csv was overwritten).
+    for name, make in [("foreign", _checkpoint), ("data", _user_csv)]:
+        foreign = str(tmp_path / name)
+        make(foreign)
+        before = sorted(os.listdir(foreign))
+        with pytest.raises(previous_run.PreviousRunError, match="not a run of recipe") as error:
+            previous_run.check(foreign, "recipe", {"seed": 0})
+        assert before[0] in str(error.value) and "new or empty --model_dir" in str(error.value)
+        assert sorted(os.listdir(foreign)) == before
+    os.makedirs(tmp_path / "empty" / ".hidden")
+    previous_run.check(str(tmp_path / "empty"), "recipe", {"seed": 0})  # dot files aside
 
 
 def test_messages_name_the_recipes_own_directory_flag(tmp_path):
