@@ -220,6 +220,21 @@ def test_from_csv_errors_are_the_official_readers(csv_dir):
         inputs.from_csv(str(csv_dir / "part-0.csv"), batch_size=0)
 
 
+@pytest.mark.parametrize("reader", ["csv", "tfrecord"])
+def test_a_pattern_of_a_list_that_matches_no_file_is_an_error(tmp_path, reader):
+    # The official readers glob each and read what matched: a misspelt file was left out.
+    if reader == "csv":
+        (tmp_path / "a.csv").write_text("x,y\n1,0\n")
+        make = lambda paths: inputs.from_csv(paths, label_name="y")  # noqa: E731
+    else:
+        inputs.write_tfrecord(ROWS, tmp_path / "a.csv")
+        make = lambda paths: inputs.from_tfrecord(paths, SPEC, "label")  # noqa: E731
+    missing = str(tmp_path / "b.csv")
+    with pytest.raises(FileNotFoundError, match=r"No file matches '.*b\.csv' of `file_pattern`"):
+        make([str(tmp_path / "a.csv"), missing])()
+    make([str(tmp_path / "a.csv")])()
+
+
 # --------------------------------------------------------------------------- TFRecord
 
 ROWS = [
@@ -399,12 +414,19 @@ def test_a_required_csv_field_left_empty_is_named(tmp_path):
         _estimator(tmp_path).train(fn, max_steps=5)
 
 
+def test_an_empty_label_field_is_named_not_read_as_class_0(tmp_path):
+    (tmp_path / "r.csv").write_text("a,y\n" + "1.5,0\n" * 20 + "2.5,\n")
+    fn = inputs.from_csv(str(tmp_path / "r.csv"), label_name="y", shuffle=False)
+    with pytest.raises(inputs.InputFileError, match=r"r\.csv:22, column 'y': '' is empty"):
+        _estimator(tmp_path).train(fn, max_steps=5)
+
+
 def test_a_header_only_csv_says_so(tmp_path):
     # make_csv_dataset typed every column as text from no row: "`labels` must be integer
     # class ids ... Got: dtype string" came from the model_fn.
     (tmp_path / "h.csv").write_text("a,b,c,y\n")
-    fn = inputs.from_csv(str(tmp_path / "h.csv"), label_name="y")
     with pytest.raises(ValueError, match=r"h\.csv: no rows after the header line"):
+        fn = inputs.from_csv(str(tmp_path / "h.csv"), label_name="y")  # infers the label's type
         _estimator(tmp_path).train(fn, max_steps=5)
     # Given the types, the dataset is empty: the training says it took no step.
     fn = inputs.from_csv(str(tmp_path / "h.csv"), label_name="y", column_defaults=[0.0] * 3 + [0])

@@ -79,6 +79,13 @@ def _files(patterns: Union[str, list[str]]) -> list[str]:
     return sorted({path for pattern in patterns for path in tf.io.gfile.glob(pattern)})
 
 
+def _each_matches(patterns: Union[str, list[str]]) -> None:
+    """TensorFlow reads the files of a list's other patterns if one matches nothing."""
+    for pattern in [] if isinstance(patterns, str) else patterns:
+        if not tf.io.gfile.glob(pattern):
+            raise FileNotFoundError(f"No file matches {pattern!r} of `file_pattern` {patterns}.")
+
+
 def _compressed_as(path: str) -> Optional[str]:
     with tf.io.gfile.GFile(path, "rb") as f:
         return {b"\x1f\x8b": "GZIP", b"x\x9c": "ZLIB"}.get(f.read(2))
@@ -279,7 +286,8 @@ def from_csv(
       column_names: the column names; default: the header line of the first file.
       label_name: the column to return as the label, or None for features only.
       column_defaults: one entry per column read, or a dict for some columns: a value (``0``,
-        ``""``) fills empty fields, a dtype (``tf.float32``) makes the column required.
+        ``""``) fills empty fields, a dtype (``tf.float32``) makes the column required (the
+        label's is, unless given here).
       select_columns: read only these columns (the label among them).
       header: whether each file starts with a header line (skipped).
       field_delim: the field separator.
@@ -295,6 +303,7 @@ def from_csv(
       ValueError: a bad argument or ``params["batch_size"]``; ``column_defaults`` naming a column
         not read; no row; ``make_csv_dataset``'s errors, with file and line.
       InputFileError: while training or evaluating, a row that does not decode.
+      FileNotFoundError: a pattern of a list that matches no file.
 
     Example:
 
@@ -305,13 +314,14 @@ def from_csv(
     options.update(field_delim=field_delim, na_value=na_value, compression_type=compression)
     patterns = _patterns(file_pattern)
     defaults = column_defaults
-    if isinstance(column_defaults, Mapping):
-        defaults = _csv_defaults(patterns, column_defaults, options)
+    if isinstance(column_defaults, Mapping) or (column_defaults is None and label_name):
+        defaults = _csv_defaults(patterns, column_defaults or {}, options, label_name)
     reading = dict(label_name=label_name, num_epochs=num_epochs, shuffle=shuffle, shuffle_seed=seed)
     reading["shuffle_buffer_size"] = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
     reading["num_parallel_reads"] = _FILES_AT_ONCE if shuffle else 1
 
     def input_fn(params=None):
+        _each_matches(patterns)
         _scan_on_error(functools.partial(_csv_problem, patterns, options))
         given = defaults() if callable(defaults) else defaults
         size = _batch_size(batch_size, params)
@@ -398,8 +408,9 @@ def _parses(text: str, kind: str) -> bool:
     return kind != "int32" or -(2**31) <= value < 2**31
 
 
-def _csv_defaults(patterns, given: Mapping[str, Any], options: dict) -> Callable[[], list]:
-    """One default per column read: ``given``'s, else a zero of the type make_csv_dataset infers."""
+def _csv_defaults(patterns, given: Mapping, options: dict, label: Optional[str]) -> Callable:
+    """One default per column read: ``given``'s, else a zero of the type make_csv_dataset infers
+    (the label's, required: an empty label field was class 0)."""
     with tf2.Graph().as_default():  # the inference reads the files in Python, once
         spec = _csv_dataset(patterns, options, 1).element_spec
     unknown = sorted(set(given) - set(spec))
@@ -408,7 +419,8 @@ def _csv_defaults(patterns, given: Mapping[str, Any], options: dict) -> Callable
             f"`column_defaults` names columns that are not read: {unknown}; columns: {list(spec)}."
         )
     # Made when called: each input_fn builds its own graph.
-    return lambda: [given[n] if n in given else tf2.zeros([1], s.dtype) for n, s in spec.items()]
+    zero = lambda n, dtype: dtype if n == label else tf2.zeros([1], dtype)  # noqa: E731
+    return lambda: [given[n] if n in given else zero(n, s.dtype) for n, s in spec.items()]
 
 
 def from_tfrecord(
@@ -444,6 +456,7 @@ def from_tfrecord(
       ValueError: a bad argument or ``params["batch_size"]``; the official reader's errors
         (``label_key`` not in ``feature_spec``, no file matched).
       InputFileError: while training or evaluating, a damaged file or a record not as specified.
+      FileNotFoundError: a pattern of a list that matches no file.
 
     Example:
 
@@ -459,6 +472,7 @@ def from_tfrecord(
     reading.update(reader_args=[compression or ""], drop_final_batch=drop_remainder)
 
     def input_fn(params=None):
+        _each_matches(patterns)
         _scan_on_error(functools.partial(_tfrecord_problem, patterns, compression, spec))
         size = _batch_size(batch_size, params)
         return tf2.data.experimental.make_batched_features_dataset(patterns, size, spec, **reading)
