@@ -425,6 +425,20 @@ def test_labels_of_another_dtype_are_named_with_the_fix(labels):
         mf.classifier(network, NUM_CLASSES)(features, tf.constant(labels), "train", {})
 
 
+@pytest.mark.parametrize("num_classes, width", [(2, 3), (3, 2)])
+def test_logits_of_another_width_than_num_classes_are_named(num_classes, width):
+    # For 2 classes the head's error named the shape it sliced them to, "got (None, 2)".
+    def wide(features, mode, params):
+        return tf.layers.dense(features["x"], width)
+
+    with tf.Graph().as_default(), pytest.raises(ValueError) as raised:
+        features = {"x": tf.constant(X_EVAL[:2])}
+        mf.classifier(wide, num_classes)(features, tf.constant([0, 1]), "train", {})
+    message = str(raised.value)
+    assert f"network_fn must return logits [batch, {num_classes}]" in message, message
+    assert f"(2, {width})" in message, message
+
+
 def test_a_bool_mask_is_taken_as_weights():
     model_fn = mf.classifier(network, NUM_CLASSES, weight_key="w")
     with tf.Graph().as_default():

@@ -401,6 +401,11 @@ def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
         return check_class_ids(labels, num_classes)
 
     def predictions_fn(logits):
+        if logits.shape.rank is not None and logits.shape[1:] not in ([num_classes], [None]):
+            raise ValueError(  # the head's error named its own (sliced) shape
+                f"network_fn must return logits [batch, {num_classes}] for num_classes="
+                f"{num_classes}. Got: shape {logits.shape}"
+            )
         # The head's class_ids are [batch, 1], with string classes beside: these keys are ours.
         return {
             "logits": logits,
