@@ -13,9 +13,9 @@ would leave no flags to resume it with.
 The records also say which recipe a directory belongs to. A ``--model_dir`` that holds a
 checkpoint and the record of another recipe, but none of this one, is refused: resuming it
 fails deep inside TensorFlow (missing variables, other shapes), or, worse, trains on as if it
-were this recipe's. A directory that holds files but no record at all is refused too: they are
-not a recipe's run (another program's checkpoints, the user's own data), and the run would
-write its data files, checkpoints and exports among them.
+were this recipe's. A directory that holds a checkpoint, or (outside a cluster) any file, but no
+record at all is refused too: it is no recipe's run (another program's checkpoints, the user's
+own data), and the run would write its data files, checkpoints and exports among them.
 """
 
 from __future__ import annotations
@@ -111,7 +111,10 @@ def check(
             f"another --{flag_name}"
         )
     entries = sorted(name for name in os.listdir(model_dir) if not name.startswith("."))
-    if entries and not others and not os.path.isfile(path):
+    # In a cluster the other tasks may have written their data files before this check.
+    alone = "TF_CONFIG" not in os.environ
+    foreign = (entries and alone) or _holds_checkpoint(model_dir, dirs)
+    if foreign and not others and not os.path.isfile(path):
         listed = ", ".join(entries[:3]) + (" …" if len(entries) > 3 else "")
         raise PreviousRunError(
             f"--{flag_name} {model_dir} holds files that are not a run of {recipe} ({listed}); "

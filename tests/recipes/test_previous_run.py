@@ -92,7 +92,7 @@ def test_a_model_dir_that_cannot_be_created_is_a_one_line_error(tmp_path):
     assert str(exit_info.value.code) == f"recipe: error: {error.value}"
 
 
-def test_a_model_dir_holding_another_recipes_run_is_refused(tmp_path):
+def test_a_model_dir_holding_another_recipes_run_is_refused(tmp_path, monkeypatch):
     model_dir = str(tmp_path / "other")
     previous_run.record(model_dir, "other_recipe", {"seed": 0})
     previous_run.check(model_dir, "recipe", {"seed": 0})  # no checkpoint: nothing to resume
@@ -120,6 +120,12 @@ def test_a_model_dir_holding_another_recipes_run_is_refused(tmp_path):
         assert sorted(os.listdir(foreign)) == before
     os.makedirs(tmp_path / "empty" / ".hidden")
     previous_run.check(str(tmp_path / "empty"), "recipe", {"seed": 0})  # dot files aside
+    # In a cluster, the other tasks write their data files before the chief's check: only a
+    # checkpoint tells another program's directory there.
+    monkeypatch.setenv("TF_CONFIG", '{"task": {"type": "chief", "index": 0}}')
+    previous_run.check(str(tmp_path / "data"), "recipe", {"seed": 0})
+    with pytest.raises(previous_run.PreviousRunError, match="not a run of recipe"):
+        previous_run.check(str(tmp_path / "foreign"), "recipe", {"seed": 0})
 
 
 def test_messages_name_the_recipes_own_directory_flag(tmp_path):
