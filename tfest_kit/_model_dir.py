@@ -327,6 +327,10 @@ class _StepCounter(tf.train.SessionRunHook):
         self._summary = None
         if self._started is not None:
             self._phase = "creating the session (restoring or initialising the variables)"
+            cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
+            if cluster and not writes_checkpoints():  # TensorFlow waits for them for 2 hours
+                tasks = [f"{k} {', '.join(cluster[k])}" for k in ("chief", "ps") if k in cluster]
+                self._phase += f": waiting for {' and '.join(tasks) or 'worker 0'} (TF_CONFIG)"
             elapsed = time.monotonic() - self._started
             tf.logging.info("Training graph built in %.0f s; %s", elapsed, self._phase)
             if self._summary_dir and self._every and any(self._until):

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
+import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import run_program
+from tests.conftest import ROOT, run_program
 from tfest_kit._tf import tf
 
 pytestmark = pytest.mark.slow
@@ -171,6 +173,29 @@ def test_parameter_server_training_and_resuming_its_model_dir(tmp_path):
     assert "Exiting evaluation, global_step=" in "\n".join(_lines(output, "evaluator:0")), output
     assert "which is evaluated" not in output, output
     assert not os.path.exists(os.path.join(model_dir, "stopped_early.json"))
+
+
+def test_a_worker_whose_chief_is_not_there_says_what_it_waits_for(tmp_path):
+    # TensorFlow waits for the chief to initialise the variables (for 2 hours): the worker's
+    # progress lines said "still creating the session" and named no task.
+    ports = []
+    for _ in range(3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    chief, worker, ps = (f"127.0.0.1:{port}" for port in ports)
+    cluster = {"chief": [chief], "worker": [worker], "ps": [ps]}
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}})
+    args = [sys.executable, PROGRAM, f"--model_dir={tmp_path}"]
+    with subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        try:
+            said = next((line for line in proc.stdout if "creating the session" in line), "")
+        finally:
+            proc.kill()
+    assert f"waiting for chief {chief} and ps {ps} (TF_CONFIG)" in said, said
 
 
 @pytest.mark.parametrize(
