@@ -1262,6 +1262,14 @@ def test_tpu_estimator_names_malformed_tf_config(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["h:1"]}')
     with pytest.raises(ValueError, match=r"TF_CONFIG is not valid JSON.*Got: \{\"cluster"):
         tpu.TPUEstimator(_tpu_model_fn, use_tpu=False)
+    # RunConfig's own errors: a bare JSONDecodeError, and 'must have one "chief" node'.
+    monkeypatch.setenv("TF_CONFIG", "")
+    with pytest.raises(ValueError, match=r"TF_CONFIG is set but empty"):
+        tpu.RunConfig()
+    workers = {"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 3}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(workers))
+    with pytest.raises(ValueError, match=r"TF_CONFIG task.index must be an index into cl"):
+        tpu.RunConfig()
 
 
 def test_malformed_tf_config_in_the_environment_is_named(monkeypatch):

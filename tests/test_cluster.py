@@ -45,11 +45,13 @@ def test_valid_configs_pass_and_round_trip(value):
     assert cluster.validate_tf_config(json.dumps(value)) == value
 
 
-def test_unset_or_empty_means_single_process(monkeypatch):
+def test_unset_means_single_process_and_set_but_empty_is_an_error(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     assert cluster.validate_tf_config() == {}
-    monkeypatch.setenv("TF_CONFIG", "  ")
-    assert cluster.validate_tf_config() == {}
+    assert cluster.validate_tf_config("") == {}
+    monkeypatch.setenv("TF_CONFIG", "  ")  # RunConfig() raised a bare JSONDecodeError
+    with pytest.raises(ValueError, match="TF_CONFIG is set but empty: unset it"):
+        cluster.validate_tf_config()
     monkeypatch.setenv("TF_CONFIG", json.dumps(_config("ps", 0)))
     assert cluster.validate_tf_config()["task"] == {"type": "ps", "index": 0}
 

@@ -29,7 +29,7 @@ from tfest_kit._model_dir import saved_step, usable_checkpoint
 from tfest_kit._model_fn_call import call_with_args
 from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
 from tfest_kit._tf import KERAS_PACKAGE, object_graph_key_mapping, tf, tf2
-from tfest_kit.cluster import check_tf_config_json
+from tfest_kit.cluster import validate_tf_config
 from tfest_kit.inputs import read_errors
 
 __all__ = ["to_estimator"]
@@ -88,7 +88,7 @@ def to_estimator(
         est = keras_bridge.to_estimator(model, model_dir="/tmp/keras_est")
         est.train(lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32), steps=100)
     """
-    check_tf_config_json()  # the converter's RunConfig() would raise a bare JSONDecodeError
+    validate_tf_config(workers_only_allowed=True)  # the converter's RunConfig() would not
     keras_3 = type(keras_model).__module__.startswith("keras.")
     if keras_3 and not isinstance(keras_model, tf2.keras.Model):
         raise TypeError(

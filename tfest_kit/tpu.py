@@ -30,7 +30,7 @@ from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_tr
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
-from tfest_kit.cluster import check_tf_config_json
+from tfest_kit.cluster import validate_tf_config
 from tfest_kit.config import session_config
 from tfest_kit.inputs import read_errors
 
@@ -54,8 +54,8 @@ _state = {"official_estimator_built": False, "loops": True}
 
 
 class RunConfig(tf_estimator.tpu.RunConfig):
-    """The official ``tpu.RunConfig``; a malformed ``TF_CONFIG`` is a ValueError, not a
-    bare ``JSONDecodeError``.
+    """The official ``tpu.RunConfig``; a malformed ``TF_CONFIG`` is a ValueError naming the part
+    (a bare ``JSONDecodeError``, or a task index out of range taken for a missing chief).
 
     Example:
 
@@ -63,7 +63,7 @@ class RunConfig(tf_estimator.tpu.RunConfig):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        check_tf_config_json()
+        validate_tf_config(workers_only_allowed=True)
         super().__init__(*args, **kwargs)
 
 

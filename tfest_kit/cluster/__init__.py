@@ -15,13 +15,13 @@ from typing import Any, Union
 
 from tfest_kit._checks import check_int
 
-__all__ = ["CLUSTER_TASK_TYPES", "LocalCluster", "check_tf_config_json", "cluster_spec"]
+__all__ = ["CLUSTER_TASK_TYPES", "LocalCluster", "cluster_spec"]
 __all__ += ["free_ports", "main", "multi_worker_strategy", "tf_config", "validate_tf_config"]
 
 CLUSTER_TASK_TYPES = ("chief", "master", "worker", "ps")  # master: TF1's chief
 # What RunConfig and the distribute coordinator read.
 _TOP_LEVEL_KEYS = (
-    "cluster task environment rpc_layer service session_master eval_session_master model_dir"
+    "cluster task environment job rpc_layer service session_master eval_session_master model_dir"
 ).split()
 _ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):\d{1,5}$", re.ASCII)
 
@@ -35,7 +35,9 @@ def _invalid(field: str, problem: str, value: Any) -> ValueError:
 
 def _parse(tf_config: Union[str, Mapping[str, Any], None]) -> dict:
     if tf_config is None:
-        tf_config = os.environ.get("TF_CONFIG", "")
+        tf_config = os.environ.get("TF_CONFIG", "{}")
+        if not tf_config.strip():  # RunConfig() raised a bare JSONDecodeError
+            raise _invalid("", "is set but empty: unset it to run one process", tf_config)
     if isinstance(tf_config, str):
         if not tf_config.strip():
             return {}
@@ -104,20 +106,6 @@ def _check_task(task: Any, cluster: Mapping) -> dict:
     return {**task, "index": index}
 
 
-def check_tf_config_json() -> None:
-    """Raises a ``ValueError`` naming ``TF_CONFIG`` when the variable is not a JSON object.
-
-    ``RunConfig()`` lets a bare ``JSONDecodeError`` through, never naming the variable. Only the
-    JSON is checked; the cluster is :func:`validate_tf_config`'s.
-
-    Example:
-
-        check_tf_config_json()
-        config = tf.estimator.RunConfig()
-    """
-    _parse(None)
-
-
 def validate_tf_config(
     tf_config: Union[str, Mapping[str, Any], None] = None, *, workers_only_allowed: bool = False
 ) -> dict:
@@ -131,7 +119,7 @@ def validate_tf_config(
       workers_only_allowed: accept workers without a chief, as MultiWorkerMirroredStrategy does.
 
     Returns:
-      A new dict (task index an int); ``{}`` when ``TF_CONFIG`` is unset or empty.
+      A new dict (task index an int); ``{}`` when ``TF_CONFIG`` is unset (or ``""`` given).
 
     Raises:
       ValueError: naming the offending part, e.g. ``TF_CONFIG task.index 3 is out of range``.
