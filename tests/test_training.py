@@ -190,6 +190,36 @@ def test_eval_input_of_unknown_length_says_how_far_it_is(finished):
     assert not [line for line in lines if "has not ended yet" in line], lines
 
 
+class _FeedIterator(estimator.SessionRunHook):
+    """The TF1 pattern: an input_fn's initializable iterator over placeholders, fed by a hook."""
+
+    def input_fn(self):
+        x, y = tf.placeholder(tf.float32, X.shape), tf.placeholder(tf.int32, Y.shape)
+        iterator = tf.data.make_initializable_iterator(
+            tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(20)
+        )
+        self._init = lambda session: session.run(iterator.initializer, {x: X, y: Y})
+        return iterator.get_next()
+
+    def after_create_session(self, session, coord):
+        self._init(session)
+
+
+def test_eval_data_fed_by_a_hook_or_read_by_a_strategys_iterator_is_evaluated(finished):
+    # EvalGuard ran the data's cardinality without the feeds ("You must feed a value for
+    # placeholder"), and broke a strategy's multi-device iterator ("Invalid incarnation id").
+    feed = _FeedIterator()
+    metrics = training.train_and_evaluate(
+        finished["est"], _train_input_fn, feed.input_fn, max_steps=40, eval_hooks=[feed]
+    )
+    assert metrics["examples"] == len(X)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    config = finished["est"].config.replace(eval_distribute=strategy)
+    mirrored = estimator.Estimator(_model_fn, finished["model_dir"], config)
+    metrics = training.train_and_evaluate(mirrored, _train_input_fn, _eval_input_fn, max_steps=40)
+    assert metrics["examples"] == len(X) and metrics["global_step"] == 40
+
+
 def test_evaluator_task_under_tf_config_returns_newest_metrics(finished, monkeypatch):
     tf_config = {
         "cluster": {"chief": ["localhost:2222"]},

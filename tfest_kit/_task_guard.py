@@ -100,16 +100,22 @@ class EvalGuard(tf.train.SessionRunHook):
     def begin(self) -> None:
         self._batches = 0
         self._next_report = None  # the batch count of the next progress line, if any
-        # Estimator feeds a returned Dataset through an initializable iterator (MakeIterator).
+        # Estimator feeds a returned Dataset through an initializable iterator (MakeIterator);
+        # not a strategy's multi-device one: run here, its per-device datasets break it.
+        ops = tf.get_default_graph().get_operations()
+        multi = any(op.type.startswith("MultiDeviceIterator") for op in ops)
         self._cardinalities = [
             tf.raw_ops.DatasetCardinality(input_dataset=op.inputs[0])
-            for op in tf.get_default_graph().get_operations()
-            if op.type == "MakeIterator"
+            for op in ops
+            if op.type == "MakeIterator" and not multi
         ]
 
     def after_create_session(self, session, coord) -> None:
         unknown = tf.data.experimental.UNKNOWN_CARDINALITY
-        cardinalities = session.run(self._cardinalities) if self._cardinalities else [unknown]
+        try:
+            cardinalities = session.run(self._cardinalities) if self._cardinalities else [unknown]
+        except tf.errors.OpError:  # placeholders, fed by the input's own hook (a TF1 pattern)
+            cardinalities = [unknown]
         self._total, self._said_at, ends_at = self._steps, time.monotonic(), min(cardinalities)
         if ends_at >= 0:  # the data's length, where less than `steps`
             self._total = min(ends_at, self._steps or ends_at)
