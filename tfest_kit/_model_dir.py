@@ -147,16 +147,11 @@ def path_problem(model_dir: str) -> Optional[str]:
     return None
 
 
-def _has_index(prefix: str) -> bool:  # one being saved has none yet
-    return tf.io.gfile.exists(prefix + ".index")
-
-
 def choose_checkpoint(
     model_dir: str, writer: bool = False
 ) -> tuple[Optional[str], Optional[str], dict[str, str]]:
     """``(the state file's checkpoint if intact and no newer one is, else the newest intact one,
-    or None; why not the state file's; {damaged: why})``, reading checkpoints up to the one chosen.
-    """
+    or None; why not the state file's; {damaged: why})``, reading up to the one chosen."""
     named, _, problem = _read_state(model_dir)
     on_disk = _checkpoints_on_disk(model_dir)
     if named is not None:
@@ -164,18 +159,16 @@ def choose_checkpoint(
         # Saved after the state file was written (a crash between): training would overwrite it.
         # Not diverged ones: a state file set back to the checkpoint NanLossError names.
         newer = [p for p in on_disk if step is not None and checkpoint_step(p) > step]
-        newer = next((p for p in newer if _has_index(p) and not checkpoint_damage(p, True)), None)
+        newer = next((p for p in newer if not checkpoint_damage(p, True)), None)
         if newer is None and checkpoint_damage(named) is None:
             return named, None, {}
         here = os.path.normpath(os.path.dirname(named)) == os.path.normpath(model_dir)
-        later = (
-            f"{os.path.basename(newer or '')} is newer (to start from {name}, delete newer ones)"
-        )
+        later = f"{os.path.basename(newer or '')} is newer (to use {name}, delete newer ones)"
         why = f": {later}" if newer else ", which is damaged" if named in on_disk else ", not there"
         problem = f"the `checkpoint` state file names {name if here else named}{why}"
     damaged = {}
     for prefix in on_disk:
-        if writer or _has_index(prefix):  # a reader's writer may be saving it
+        if writer or tf.io.gfile.exists(prefix + ".index"):  # a reader's writer may be saving it
             damaged[prefix] = checkpoint_damage(prefix)
             if damaged[prefix] is None:
                 return prefix, problem, {p: why for p, why in damaged.items() if why}
@@ -200,9 +193,7 @@ def usable_checkpoint(model_dir: str, method: str) -> Optional[str]:
         )
     if chosen is None and method in ("evaluate()", "predict()"):  # TensorFlow: an INFO line
         tf.logging.warning(
-            "model_dir %s has no checkpoint: %s uses the model's initial weights (or those of "
-            "an init_checkpoint its model_fn loads).",
-            *(model_dir, method),
+            f"model_dir {model_dir} has no checkpoint: {method} uses initial weights."
         )
     if chosen is not None and problem is not None:
         use = "resuming from" if method == "training" else f"{method} uses"

@@ -388,7 +388,9 @@ def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
         empty = value in ("", options["na_value"])
         if value is not None and (not empty and not _parses(value, kind) if kind else empty):
             what = (
-                f"is not a valid {kind}" if kind else "is empty where column_defaults gives a dtype"
+                f"is not a valid {kind}"
+                if kind
+                else "is empty: a label (or dtype default) needs one"
             )
             return (
                 f"{path}:{line}, column {names[column]!r}: {value!r} {what}. Fix the value, mark "
