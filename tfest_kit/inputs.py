@@ -387,11 +387,7 @@ def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
         value = fields[column] if column < len(fields) else None
         empty = value in ("", options["na_value"])
         if value is not None and (not empty and not _parses(value, kind) if kind else empty):
-            what = (
-                f"is not a valid {kind}"
-                if kind
-                else "is empty: a label (or dtype default) needs one"
-            )
+            what = f"is not a valid {kind}" if kind else "is empty: a label (or dtype) needs one"
             return (
                 f"{path}:{line}, column {names[column]!r}: {value!r} {what}. Fix the value, mark "
                 "missing values with `na_value`, or set the column's default in column_defaults "
