@@ -1239,6 +1239,12 @@ CLUSTER_CASES = [
         SystemExit,
         r"2",
     ),
+    case(
+        "launcher with a program that is not there",
+        lambda c: cluster.main(["--", "no_such_program_here", "train.py"]),
+        SystemExit,
+        r"2",
+    ),
 ]
 
 
@@ -1246,6 +1252,7 @@ LAUNCHER_MESSAGES = {
     "launcher --workers -1": r"`workers` must be an int >= 0\. Got: -1",
     "launcher --chief 2": r"--chief: invalid choice: 2",
     "launcher without a program": r"give the program to run after `--`",
+    "launcher with a program that is not there": r"'no_such_program_here' is not a program",
 }
 
 

@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -280,6 +281,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         local = LocalCluster(command, workers=args.workers, ps=args.ps, evaluator=args.evaluator)
     except ValueError as e:
         parser.error(str(e))
+    if shutil.which(command[0]) is None:  # each task's Popen would raise FileNotFoundError
+        parser.error(f"{command[0]!r} is not a program on PATH nor an executable file")
     for task in local.tasks:
         local._write(f"[launcher] {_name(task)} TF_CONFIG={json.dumps(local.tf_config(*task))}")
 
