@@ -408,6 +408,11 @@ def test_a_model_dir_with_glob_characters_is_refused_before_anything_is_written(
             call()
         assert "Rename the directory" in str(e.value) and "Got: " in str(e.value)
     assert not os.path.exists(model_dir)
+    a_file = tmp_path / "notes.txt"  # FileExistsError from the lock file's makedirs before
+    a_file.write_text("kept")
+    with pytest.raises(ValueError, match=r"`model_dir` must be a directory.*Got: a file"):
+        _estimator(str(a_file)).train(_input_fn, max_steps=2)
+    assert a_file.read_text() == "kept"
 
 
 def test_train_and_evaluate_resumes_a_plain_estimator_after_a_garbled_state(copy_dir):

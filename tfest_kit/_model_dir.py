@@ -137,7 +137,9 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
 
 
 def path_problem(model_dir: str) -> Optional[str]:
-    """Why TensorFlow can restore no checkpoint in ``model_dir`` (it globs the path), or None."""
+    """Why TensorFlow can use no checkpoint in ``model_dir`` (a file; it globs the path), or None."""
+    if os.path.isfile(model_dir):
+        return f"`model_dir` must be a directory (made if missing). Got: a file, {model_dir!r}"
     if _GLOB.search(model_dir):
         return (
             f"`model_dir` must not hold the characters * ? [ : TensorFlow's Saver and checkpoint "
