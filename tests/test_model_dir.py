@@ -345,7 +345,7 @@ def test_evaluate_and_predict_on_a_model_dir_without_checkpoints_say_so(tmp_path
     with captured_tf_log(logging.WARNING) as lines:
         est.evaluate(_eval_input_fn)
         next(est.predict(_predict_input_fn))
-    said = [line for line in lines if "has no checkpoint" in line]
+    said = [line for line in lines if "No checkpoint in model_dir" in line]
     assert [s.split(": ")[1].split()[0] for s in said] == ["evaluate()", "predict()"], lines
     assert all("initial weights" in line for line in said)
 

@@ -137,7 +137,7 @@ def _checkpoints_on_disk(model_dir: str) -> list[str]:
 
 
 def path_problem(model_dir: str) -> Optional[str]:
-    """Why TensorFlow can use no checkpoint in ``model_dir`` (a file; it globs the path), or None."""
+    """Why TensorFlow can use no checkpoint in ``model_dir`` (a file; it globs paths), or None."""
     if os.path.isfile(model_dir):
         return f"`model_dir` must be a directory (made if missing). Got: a file, {model_dir!r}"
     if _GLOB.search(model_dir):
@@ -194,9 +194,7 @@ def usable_checkpoint(model_dir: str, method: str) -> Optional[str]:
             "another model_dir."
         )
     if chosen is None and method in ("evaluate()", "predict()"):  # TensorFlow: an INFO line
-        tf.logging.warning(
-            f"model_dir {model_dir} has no checkpoint: {method} uses initial weights."
-        )
+        tf.logging.warning(f"No checkpoint in model_dir {model_dir}: {method} uses initial weights")
     if chosen is not None and problem is not None:
         use = "resuming from" if method == "training" else f"{method} uses"
         damaged_text = f" (damaged: {damaged_text})" if damaged_text else ""
@@ -270,9 +268,7 @@ def writer_lock(model_dir: str) -> Iterator[None]:
         return
     left = _holder(fd)
     if left and left.get("pid") != os.getpid():
-        tf.logging.warning(
-            "model_dir %s: taking over the lock left by %s.", model_dir, _describe(left)
-        )
+        tf.logging.warning("model_dir %s: taking over the lock of %s.", model_dir, _describe(left))
     since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     mine = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": since})
     os.ftruncate(fd, 0)
@@ -526,16 +522,12 @@ def read_export_metrics(export_dir: str) -> Optional[dict]:
         return None
 
 
-def _is_complete(path: str) -> bool:
-    index = os.path.join(path, "variables", "variables.index")
-    return tf.saved_model.contains_saved_model(path) and tf.gfile.Exists(index)
-
-
 def complete_exports(export_dir_base: str) -> list[str]:
     """The complete numbered exports under ``export_dir_base``, oldest first (no ``temp-*``)."""
     versions = sorted(int(e) for e in dir_entries(export_dir_base) if e.isdigit())
     paths = [os.path.join(export_dir_base, str(v)) for v in versions]
-    return [path for path in paths if _is_complete(path)]
+    indexed = [p for p in paths if tf.gfile.Exists(os.path.join(p, "variables", "variables.index"))]
+    return [p for p in indexed if tf.saved_model.contains_saved_model(p)]
 
 
 def latest_export(export_dir_base: str) -> str:

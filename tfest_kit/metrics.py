@@ -22,9 +22,7 @@ def _flat(tensor, name: str, dtype=None):
     tensor = tf.convert_to_tensor(tensor)
     shape = tensor.shape
     if shape.rank is not None and shape[1:].as_list() not in ([], [1], [None]):
-        raise ValueError(
-            f"`{name}` must have shape [batch] or [batch, 1]. Got: shape {shape.as_list()}"
-        )
+        raise ValueError(f"`{name}` must have shape [batch] or [batch, 1]. Got: {shape.as_list()}")
     tensor = tf.reshape(tensor, [-1])
     return tf.cast(tensor, dtype) if dtype is not None else tensor
 

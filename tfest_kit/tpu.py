@@ -318,9 +318,7 @@ class TPUEstimator(tf_estimator.Estimator):
     ):
         if cls is TPUEstimator and _wants_official(use_tpu, config):
             _state["official_estimator_built"] = True  # CrossShardOptimizer wraps from now on
-            tf.logging.info(
-                "TPU found: using the official tf.compat.v1.estimator.tpu.TPUEstimator."
-            )
+            tf.logging.info("TPU found: using the official tf.estimator.tpu.TPUEstimator.")
             config = RunConfig() if config is None else config
             return tf_estimator.tpu.TPUEstimator(
                 model_fn, model_dir, config, params, True, *a, **kw

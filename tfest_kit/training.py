@@ -316,9 +316,7 @@ def train_and_evaluate(
         )
     if not any(specs):
         if max_steps is None:
-            raise TypeError(
-                "`max_steps` is required with input_fns (or pass a tf.estimator.TrainSpec)."
-            )
+            raise TypeError("`max_steps` is required with input_fns (or pass a TrainSpec).")
         train_spec = tf_estimator.TrainSpec(train_spec, max_steps=max_steps, hooks=list(hooks))
         eval_spec = tf_estimator.EvalSpec(
             eval_spec,
@@ -334,10 +332,8 @@ def train_and_evaluate(
     fill_progress_totals(train_hooks, train_spec.max_steps, estimator, then=then)
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
-    throttle = eval_spec.throttle_secs
-    if estimator.config.task_type == "evaluator":
-        # With 0 TensorFlow's wait for the next checkpoint spins, logging on every turn.
-        throttle = max(throttle, 1)
+    # With 0 an evaluator's wait for the next checkpoint spins, logging on every turn.
+    throttle = max(eval_spec.throttle_secs, 1 if estimator.config.task_type == "evaluator" else 0)
     exporters = [_FinalAfterEarlyStop(e) for e in eval_spec.exporters]  # EvalSpec checked them
     guard = EvalGuard(eval_spec.steps, "eval_steps", "eval_input_fn")
     preemption = _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps)

@@ -166,9 +166,7 @@ class LocalCluster:
                 try:
                     proc.wait(max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    self._write(
-                        f"[launcher] {_name(task)} ignored SIGTERM for {grace_secs}s; SIGKILL"
-                    )
+                    self._write(f"[launcher] {_name(task)} ignored SIGTERM {grace_secs}s: SIGKILL")
                     self.signal_task(*task, signal.SIGKILL)
                     proc.wait(10)
         for proc in self._procs.values():  # leftovers of a task whose leader already exited
