@@ -1,4 +1,4 @@
-"""tfest_kit: a thin compatibility layer over the TensorFlow Estimator API (TensorFlow 2.15).
+"""tfest_kit: a thin compatibility layer over the TensorFlow Estimator API (TensorFlow 2.15, 2.21).
 
 Submodules load on first use; ``import tfest_kit`` prints nothing and turns TensorFlow's
 deprecation warnings off, as ``logs.setup`` does (``logs.setup(show_deprecations=True)``).
@@ -10,7 +10,7 @@ import importlib
 import sys
 from typing import Any
 
-from tfest_kit._errors import TfestKitError
+from tfest_kit._checks import TfestKitError
 
 try:
     from tfest_kit import _tf  # noqa: F401  (checks the TensorFlow version at import)

@@ -1,4 +1,5 @@
-"""Argument checks every tfest_kit module shares: one test and one wording per kind of argument.
+"""Argument checks every tfest_kit module shares (one test and one wording per kind of argument),
+and ``TfestKitError``, the one exception base of tfest_kit.
 
 No TensorFlow and no NumPy here: NumPy's scalars are recognised through :mod:`numbers`.
 """
@@ -9,7 +10,11 @@ import argparse
 import numbers
 from typing import Any, Optional, Union
 
-__all__ = ["check_int", "check_number", "is_int_at_least", "positive_int_arg"]
+__all__ = ["TfestKitError", "check_int", "check_number", "is_int_at_least", "positive_int_arg"]
+
+
+class TfestKitError(Exception):
+    """A problem of the environment or of files (wrong arguments raise ValueError / TypeError)."""
 
 
 def is_int_at_least(value: Any, minimum: int) -> bool:

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from tfest_kit._errors import TfestKitError
+from tfest_kit._checks import TfestKitError
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 

@@ -13,8 +13,7 @@ from typing import Any, Optional, Union
 import numpy as np
 from google.protobuf import message, text_format
 
-from tfest_kit._checks import check_int
-from tfest_kit._errors import TfestKitError
+from tfest_kit._checks import TfestKitError, check_int
 from tfest_kit._model_dir import latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 

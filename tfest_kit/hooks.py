@@ -17,8 +17,7 @@ from typing import Optional
 import numpy as np
 
 from tfest_kit import logs
-from tfest_kit._checks import check_int, check_number
-from tfest_kit._errors import TfestKitError
+from tfest_kit._checks import TfestKitError, check_int, check_number
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._model_dir import checkpoint_step, metrics_by_step, newest_finite_checkpoint
 from tfest_kit._tf import estimator as tf_estimator

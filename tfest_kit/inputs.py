@@ -21,8 +21,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from tfest_kit._checks import check_int
-from tfest_kit._errors import TfestKitError
+from tfest_kit._checks import TfestKitError, check_int
 from tfest_kit._tf import tf, tf2
 
 __all__ = ["InputFileError", "from_arrays", "from_csv", "from_tfrecord", "write_tfrecord"]

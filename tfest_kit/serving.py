@@ -16,8 +16,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from tfest_kit._checks import check_int
-from tfest_kit._errors import TfestKitError
+from tfest_kit._checks import TfestKitError, check_int
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._model_dir import (
     EXPORT_METRICS_FILE,

@@ -16,7 +16,7 @@ from importlib.machinery import PathFinder
 from typing import IO, Callable, Optional
 
 from tfest_kit import logs
-from tfest_kit._errors import TfestKitError
+from tfest_kit._checks import TfestKitError
 from tfest_kit._tf import tf
 from tfest_kit.legacy._contrib import TF1_RUNTIME
 from tfest_kit.legacy._importer import INSTALLED_DIRS, Scope, user_code_roots

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from tfest_kit._errors import TfestKitError
+from tfest_kit._checks import TfestKitError
 from tfest_kit._tf import tf
 
 __all__ = [
