@@ -56,6 +56,9 @@ class Stack(NamedTuple):
         return f">={low},<{major}.{int(minor) + 1}"
 
 
+_TFDS = "only for recipes that download data sets"
+_TFMD = "1.16+ needs protobuf 5: tensorflow_datasets fails at import"
+_TENSORBOARD = "for `tensorboard --logdir`; TensorFlow 2.16+ no longer brings it"
 # Mirror requirements-<stack>.txt (tests/test_requirements.py). The 2.15 suite also passed on
 # TF 2.13.1 and 2.14.1; TF 2.16-2.20 passed 2.21's smoke tests (docs/install.md).
 _STACK_2_15 = (
@@ -79,17 +82,11 @@ _STACK_2_15 = (
         ">=4.9,<4.10",
         "tensorflow-datasets==4.9.6",
         True,
-        "only for recipes that download data sets",
+        _TFDS,
         (((3, 10), "tensorflow-datasets==4.9.3"),),
     ),
     # tensorflow-datasets' own dependencies, whose newest releases break it under TF 2.15.
-    Requirement(
-        "tensorflow-metadata",
-        ">=1.13,<1.16",
-        "tensorflow-metadata==1.15.0",
-        True,
-        "1.16+ needs protobuf 5: tensorflow_datasets fails at import",
-    ),
+    Requirement("tensorflow-metadata", ">=1.13,<1.16", "tensorflow-metadata==1.15.0", True, _TFMD),
     Requirement("pyarrow", ">=10,<18", "pyarrow==17.0.0", True, "18+: NumPy 2 (tfds imports it)"),
     Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.9.2", True, "for `plot`"),
 )
@@ -110,20 +107,8 @@ _STACK_2_21 = (
         older_pythons=(((3, 12), "numpy==2.4.6"),),
     ),
     Requirement("absl-py", ">=1.0,<3", "absl-py==2.5.1"),
-    Requirement(
-        "tensorflow-datasets",
-        ">=4.9,<4.10",
-        "tensorflow-datasets==4.9.10",
-        True,
-        "only for recipes that download data sets",
-    ),
-    Requirement(
-        "tensorboard",
-        ">=2.16,<2.22",
-        "tensorboard==2.21.0",
-        True,
-        "for `tensorboard --logdir`; TensorFlow 2.16+ no longer brings it",
-    ),
+    Requirement("tensorflow-datasets", ">=4.9,<4.10", "tensorflow-datasets==4.9.10", True, _TFDS),
+    Requirement("tensorboard", ">=2.16,<2.22", "tensorboard==2.21.0", True, _TENSORBOARD),
     Requirement("matplotlib", ">=3.5,<4", "matplotlib==3.11.2", True, "for `plot`"),
 )
 _CORE_2_15 = "tensorflow==2.15.1 tensorflow-estimator==2.15.0 keras==2.15.0"
