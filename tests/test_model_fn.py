@@ -425,6 +425,11 @@ def test_labels_of_another_dtype_are_named_with_the_fix(labels):
         mf.classifier(network, NUM_CLASSES)(features, tf.constant(labels), "train", {})
 
 
+def test_training_without_labels_says_the_input_fn_must_return_them():
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=r"train needs labels: the inp"):
+        mf.classifier(network, NUM_CLASSES)({"x": tf.constant(X_EVAL[:2])}, None, "train", {})
+
+
 @pytest.mark.parametrize("num_classes, width", [(2, 3), (3, 2)])
 def test_logits_of_another_width_than_num_classes_are_named(num_classes, width):
     # For 2 classes the head's error named the shape it sliced them to, "got (None, 2)".

@@ -305,6 +305,8 @@ def _build(
         check_dir = None if on_tpu else model_dir  # on a TPU the variables live in its program
         if mode == ModeKeys.PREDICT:
             return _predict_spec(head, outputs, common, check_dir, tpu_spec)
+        if labels is None:  # the head's error: "None values not supported"
+            raise ValueError(f"{mode} needs labels: the input_fn must return (features, labels)")
         labels = head.labels_fn(labels) if head.labels_fn is not None else labels
         weights = None
         if weight_key is not None:
