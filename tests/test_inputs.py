@@ -476,6 +476,10 @@ def test_a_truncated_tfrecord_names_the_record(tmp_path):
     fn = inputs.from_tfrecord(path, _SPEC, "y", shuffle=False, num_epochs=None)
     with pytest.raises(inputs.InputFileError, match=r"t\.tfr: record 19 cannot be read.*again"):
         _estimator(tmp_path).train(fn, max_steps=50)
+    (tmp_path / "t.csv").write_text("a,b,y\n1.0,2.0,0\n" * 30)  # "damaged" before: not TFRecord
+    fn = inputs.from_tfrecord(str(tmp_path / "t.csv"), _SPEC, "y", shuffle=False)
+    with pytest.raises(inputs.InputFileError, match=r"t\.csv: .*not a TFRecord file but text"):
+        _estimator(tmp_path).train(fn, max_steps=50)
 
 
 def test_a_record_that_does_not_fit_the_spec_is_named(tmp_path):

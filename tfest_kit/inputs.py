@@ -495,6 +495,9 @@ def _tfrecord_problem(patterns, compression, spec: dict, message: str) -> Option
             actual, fix = _compressed_as(path), "write the file again, or leave it out"
             if actual != compression and read == 0:
                 fix = f"the file is {actual or 'not'}-compressed: pass compression={actual!r}"
+            with tf.io.gfile.GFile(path, "rb") as f:  # a record's length starts with NUL bytes
+                text = read == 0 and not actual and b"\0" not in f.read(8)
+            fix = "it is not a TFRecord file but text (a CSV? use from_csv)" if text else fix
             return f"{path}: record {read} cannot be read (damaged or cut short): {fix}"
         records = tf.io.tf_record_iterator(path, options)
         with tf.Session(graph=graph) as session:
