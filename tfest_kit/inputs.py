@@ -78,8 +78,7 @@ def _files(patterns: Union[str, list[str]]) -> list[str]:
     return sorted({path for pattern in patterns for path in tf.io.gfile.glob(pattern)})
 
 
-def _each_matches(patterns: Union[str, list[str]]) -> None:
-    """TensorFlow reads the files of a list's other patterns if one matches nothing."""
+def _each_matches(patterns: Union[str, list[str]]) -> None:  # TensorFlow reads the others
     for pattern in [] if isinstance(patterns, str) else patterns:
         if not tf.io.gfile.glob(pattern):
             raise FileNotFoundError(f"No file matches {pattern!r} of `file_pattern` {patterns}.")
@@ -310,6 +309,7 @@ def from_csv(
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
     options = dict(column_names=column_names, select_columns=select_columns, header=header)
+    compression = compression and compression.upper()  # CsvDataset takes only "GZIP", "ZLIB"
     options.update(field_delim=field_delim, na_value=na_value, compression_type=compression)
     patterns = _patterns(file_pattern)
     defaults = column_defaults
@@ -462,6 +462,7 @@ def from_tfrecord(
         train_fn = from_tfrecord("/tmp/data/train.tfr-*", spec, "y", num_epochs=None)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
+    compression = compression and compression.upper()  # the readers take "GZIP", "ZLIB"
     patterns, spec = _patterns(file_pattern), dict(feature_spec)
     reading = dict(label_key=label_key, num_epochs=num_epochs, shuffle=shuffle, shuffle_seed=seed)
     reading["shuffle_buffer_size"] = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER

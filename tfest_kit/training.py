@@ -44,7 +44,7 @@ def _stopped_early(train_hooks: list) -> bool:
 
 def _at_max_steps(model_dir: str, max_steps: int) -> bool:
     step = saved_step(model_dir)
-    return step is not None and step >= max_steps
+    return step is not None and max_steps is not None and step >= max_steps
 
 
 class _EndAfterEarlyStop(ContinuousEvalListener):
@@ -435,7 +435,7 @@ def _plain(value: Any) -> Any:
 def _check_progress(metrics: dict, max_steps: int, stopped_early: bool) -> None:
     """Names a local training that ended short (Estimator ends it silently)."""
     final_step = metrics.get("global_step")
-    if final_step is not None and final_step < max_steps and not stopped_early:
+    if None not in (final_step, max_steps) and final_step < max_steps and not stopped_early:
         tf.logging.warning(
             f"Training ended at global step {final_step}, before max_steps={max_steps}: "
             "`train_input_fn` ran out of data (or a hook stopped it). To reach max_steps, repeat "
