@@ -25,6 +25,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 
+from tfest_kit._model_dir import path_problem
 from tfest_kit._tf import tf
 
 __all__ = ["PreviousRunError", "check", "make_dir", "record", "check_and_record_or_exit"]
@@ -99,6 +100,8 @@ def check(
     """
     if os.path.exists(model_dir) and not os.path.isdir(model_dir):
         raise PreviousRunError(f"--{flag_name} must be a directory. Got: a file, {model_dir}")
+    if path_problem(model_dir):  # before anything is written there: nothing could resume it
+        raise PreviousRunError(f"--{flag_name}: {path_problem(model_dir)}")
     if not os.path.isdir(model_dir):
         return  # a new directory: nothing to resume
     path = _flags_file(model_dir, recipe)

@@ -128,6 +128,14 @@ def test_a_model_dir_holding_another_recipes_run_is_refused(tmp_path, monkeypatc
         previous_run.check(str(tmp_path / "foreign"), "recipe", {"seed": 0})
 
 
+def test_a_model_dir_with_glob_characters_is_refused_before_anything_is_written(tmp_path):
+    # The iris recipe wrote its data, flags and lock there, then failed: "No files match".
+    model_dir = str(tmp_path / "lr[0.1]")
+    with pytest.raises(previous_run.PreviousRunError, match=r"--model_dir: `model_dir` must no"):
+        previous_run.check(model_dir, "recipe", {"seed": 0})
+    assert not os.path.exists(model_dir)
+
+
 def test_messages_name_the_recipes_own_directory_flag(tmp_path):
     # bert_classifier's directory flag is --output_dir; two messages said --model_dir.
     model_dir = str(tmp_path / "out")
