@@ -395,6 +395,7 @@ def test_weighted_regressor_average_loss_is_the_weighted_mse():
         ({"optimizer": "adamax"}, r"`optimizer`.*'adam'.*Got: 'adamax'"),
         ({"metrics": ("accuracy", "f2")}, r"`metrics`.*'accuracy'.*'f1'.*Got: 'f2'"),
         ({"metrics": ("auc",)}, r"`metrics`.*Got: 'auc'"),
+        ({"metrics": ("recall_at_0",)}, r"`metrics`.*Got: 'recall_at_0'"),  # was always 0.0
         ({"warmup_steps": -1}, "`warmup_steps`"),
         (
             {"optimizer": tf.train.GradientDescentOptimizer(0.1), "warmup_steps": 5},

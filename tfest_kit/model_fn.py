@@ -23,7 +23,7 @@ __all__ += ["build", "classifier", "regressor", "seeded"]
 
 CLASSIFIER_METRICS = ("accuracy", "auc", "precision", "recall", "f1", "recall_at_<k>")
 REGRESSOR_METRICS = ("mse", "mae", "rmse")
-_RECALL_AT = re.compile(r"^recall_at_(\d+)$")
+_RECALL_AT = re.compile(r"^recall_at_([1-9]\d*)$")  # k >= 1
 _REGRESSION_METRICS = {
     "mse": tf.metrics.mean_squared_error,
     "mae": tf.metrics.mean_absolute_error,
