@@ -151,3 +151,24 @@ def test_canned_estimators_are_guarded_and_isinstance_holds_as_tf1(tmp_path):
 
     with pytest.raises(ValueError, match="cannot override members of Estimator"):
         OwnTrain(lambda features, labels, mode: None)
+
+
+def _legacy_inline(tmp_path, source: str, *args, check_exit: int = 0, report: bool = False):
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    command = ["-m", "tfest_kit.legacy", *(["--report"] if report else []), str(script), *args]
+    return run_program(command, timeout=240, check_exit=check_exit, cwd=tmp_path)
+
+
+def test_numpy_prints_and_names_as_numpy_1(tmp_path):
+    # NumPy 2 (the 2.21 stack) printed `{'accuracy': np.float32(0.0625)}` where TF 1.15-era
+    # scripts logged `{'accuracy': 0.0625}`; np.asscalar (NumPy <= 1.22) was missing on both.
+    proc = _legacy_inline(
+        tmp_path,
+        "import numpy as np\n"
+        "import tensorflow as tf\n"
+        "print({'accuracy': np.float32(0.0625), 'global_step': np.int64(3)})\n"
+        "print('asscalar', repr(np.asscalar(np.array([2.5]))))\n",
+    )
+    assert "{'accuracy': 0.0625, 'global_step': 3}" in proc.stdout, proc.stdout
+    assert "asscalar 2.5" in proc.stdout, proc.stdout

@@ -24,9 +24,12 @@ stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
   (``packages``), whose modules are all user code.
 
 User code's ``import numpy`` gets the installed NumPy with the names TF 1.15's NumPy (1.16-1.18)
-had and later releases removed (``np.bool``, ``np.int``, ``np.float``, ``np.float_``, ``np.NaN`` …),
-and ``np.array`` of ragged lists makes an object array: TF1 code relies on both, and NumPy 1.24
-and 2.0 turned them into errors. Likewise ``collections.Iterable`` & co. (gone in Python 3.10),
+had and later releases removed (``np.bool``, ``np.int``, ``np.float``, ``np.float_``, ``np.NaN``,
+``np.asscalar`` …), and ``np.array`` of ragged lists makes an object array: TF1 code relies on
+both, and NumPy 1.23, 1.24 and 2.0 turned them into errors (the runner also prints NumPy scalars
+as NumPy 1 did, see ``tfest_kit.legacy._runner``).  Methods of ``ndarray`` NumPy 2 removed
+(``tostring``, ``itemset`` …) cannot be added back: they raise NumPy's ``AttributeError``.
+Likewise ``collections.Iterable`` & co. (gone in Python 3.10),
 ``inspect.getargspec`` (3.11), ``fractions.gcd`` and ``base64.encodestring`` (3.9),
 ``time.clock`` (3.8) and the module ``xml.etree.cElementTree`` (3.9; Pascal VOC readers import
 it): TF 1.15 ran on Python 3.5-3.7.
@@ -74,7 +77,13 @@ _NEVER_SCOPED = ("tfest_kit",)
 INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
 
 
-# NumPy 1.16-1.18's names that NumPy 1.24 / 2.0 removed: a builtin, or the NumPy name it was.
+def _asscalar(a: Any) -> Any:
+    """NumPy 1.16's ``np.asscalar`` (removed in 1.23): ``a.item()``."""
+    return a.item()
+
+
+# NumPy 1.16-1.18's names that NumPy 1.23 / 1.24 / 2.0 removed: a builtin, the NumPy name it
+# was, or a function doing what it did.
 _NUMPY_REMOVED = {
     **{"bool": bool, "int": int, "float": float, "complex": complex, "object": object},
     **{"str": str, "long": int, "unicode": str, "NINF": -numpy.inf, "PZERO": 0.0, "NZERO": -0.0},
@@ -86,7 +95,7 @@ _NUMPY_REMOVED = {
     **{"longfloat": "longdouble", "longcomplex": "clongdouble", "clongfloat": "clongdouble"},
     **{"singlecomplex": "complex64", "product": "prod", "cumproduct": "cumprod"},
     **{"sometrue": "any", "alltrue": "all", "round_": "round", "mat": "asmatrix"},
-    **{"trapz": "trapezoid"},
+    **{"trapz": "trapezoid", "asscalar": _asscalar},
 }
 
 

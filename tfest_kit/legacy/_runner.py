@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from importlib.machinery import PathFinder
 from typing import IO, Callable, Optional
 
+import numpy
+
 from tfest_kit import logs
 from tfest_kit._checks import TfestKitError
 from tfest_kit._tf import tf
@@ -56,6 +58,8 @@ def enable_tf1_behavior() -> None:
       Switch / Merge ops, which run only the branch taken (a functional ``If`` reads its
       reference-variable inputs first: ``ExponentialMovingAverage.apply`` failed on an
       uninitialised one).
+    - on NumPy 2, ``numpy.set_printoptions(legacy="1.25")``: NumPy scalars print as in NumPy 1
+      (``0.0625``, not ``np.float32(0.0625)``), in the dicts TF1 scripts log.
     """
     tf.disable_v2_tensorshape()
     tf.disable_eager_execution()
@@ -67,6 +71,10 @@ def enable_tf1_behavior() -> None:
     warnings.filterwarnings("ignore", message=r"`tf\.layers\.", category=UserWarning)
     # tf_slim (tf.contrib.layers / slim) calls Layer.apply, which warns on every layer.
     warnings.filterwarnings("ignore", message=r"`layer\.apply` is deprecated", category=UserWarning)
+    # NumPy 2 prints a scalar as `np.float32(0.0625)`: TF 1.15-era scripts log their eval dict
+    # (`Evaluation results: {'accuracy': 0.0625}`) as NumPy 1 printed it.
+    if int(numpy.__version__.split(".")[0]) >= 2:
+        numpy.set_printoptions(legacy="1.25")
 
 
 def _exit_status(exit_: SystemExit) -> int:
