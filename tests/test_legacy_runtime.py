@@ -172,3 +172,24 @@ def test_numpy_prints_and_names_as_numpy_1(tmp_path):
     )
     assert "{'accuracy': 0.0625, 'global_step': 3}" in proc.stdout, proc.stdout
     assert "asscalar 2.5" in proc.stdout, proc.stdout
+
+
+def test_tensorflow_python_estimator_forwards_to_tensorflow_estimator(tmp_path):
+    # TF 1.13-2.15 forwarded tensorflow.python.estimator.* to tensorflow_estimator (TPU-era
+    # projects import it); on 2.21 it was a ModuleNotFoundError under the runner.
+    proc = _legacy_inline(
+        tmp_path,
+        "import json\n"
+        "import tensorflow as tf\n"
+        "from tensorflow.python.estimator import estimator\n"
+        "from tensorflow.python.estimator.canned import head as head_lib\n"
+        "import tensorflow.python.estimator.run_config as run_config_lib\n"
+        "from tensorflow_estimator.python.estimator import estimator as real\n"
+        "from tensorflow_estimator.python.estimator import run_config as real_config\n"
+        "print(json.dumps({\n"
+        "    'estimator': estimator.Estimator is real.Estimator,\n"
+        "    'run_config': run_config_lib.RunConfig is real_config.RunConfig,\n"
+        "    'head': hasattr(head_lib, '_Head'),\n"
+        "}))\n",
+    )
+    assert _result(proc) == {"estimator": True, "run_config": True, "head": True}

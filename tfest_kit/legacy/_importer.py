@@ -32,7 +32,8 @@ as NumPy 1 did, see ``tfest_kit.legacy._runner``).  Methods of ``ndarray`` NumPy
 Likewise ``collections.Iterable`` & co. (gone in Python 3.10),
 ``inspect.getargspec`` (3.11), ``fractions.gcd`` and ``base64.encodestring`` (3.9),
 ``time.clock`` (3.8) and the module ``xml.etree.cElementTree`` (3.9; Pascal VOC readers import
-it): TF 1.15 ran on Python 3.5-3.7.
+it): TF 1.15 ran on Python 3.5-3.7.  Where TensorFlow no longer has them (2.16+),
+``tensorflow.python.estimator…``, TF 1.13-2.15's forwarders, are ``tensorflow_estimator``'s modules.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
@@ -53,6 +54,7 @@ import collections.abc
 import functools
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import inspect
 import math
 import os
@@ -258,6 +260,30 @@ class _RemovedModuleLoader(importlib.abc.Loader):
         module.__dict__.update({name: getattr(source, name) for name in names})
 
 
+# TensorFlow 1.13-2.15 forwarded `tensorflow.python.estimator…` to tensorflow_estimator's
+# modules (TPU-era projects import it); TensorFlow 2.16 dropped the forwarders.
+_ESTIMATOR_FORWARDERS = "tensorflow.python.estimator"
+_ESTIMATOR_TARGET = "tensorflow_estimator.python.estimator"
+
+
+@functools.cache
+def _tf_has_estimator_forwarders() -> bool:
+    tf_python = importlib.import_module("tensorflow.python")
+    return any(os.path.isdir(os.path.join(p, "estimator")) for p in tf_python.__path__)
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Makes ``tensorflow.python.estimator…`` the ``tensorflow_estimator`` module it forwarded to.
+
+    The module being imported replaces itself in ``sys.modules`` with the real one, which the
+    import statement then returns (Python's import supports that), so both names are one module.
+    """
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        target = _ESTIMATOR_TARGET + module.__name__[len(_ESTIMATOR_FORWARDERS) :]
+        sys.modules[module.__name__] = importlib.import_module(target)
+
+
 class _UserCodeFinder(importlib.abc.MetaPathFinder):
     """Loads Python source modules under ``roots`` with :class:`_ScopedLoader`.
 
@@ -310,6 +336,13 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
     ) -> Optional[importlib.machinery.ModuleSpec]:
         if fullname in _REMOVED_MODULES:
             return importlib.machinery.ModuleSpec(fullname, _RemovedModuleLoader())
+        if (
+            fullname == _ESTIMATOR_FORWARDERS or fullname.startswith(_ESTIMATOR_FORWARDERS + ".")
+        ) and not _tf_has_estimator_forwarders():
+            target = _ESTIMATOR_TARGET + fullname[len(_ESTIMATOR_FORWARDERS) :]
+            if importlib.util.find_spec(target) is None:
+                return None
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader())
         top = fullname.partition(".")[0]
         if top in _NEVER_SCOPED:
             return None
