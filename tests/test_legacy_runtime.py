@@ -17,13 +17,14 @@ import pytest
 
 from tests.conftest import ROOT, captured_tf_log, run_program
 from tfest_kit import tpu
-from tfest_kit._tf import tf
+from tfest_kit._tf import TF_VERSION, tf
 from tfest_kit.legacy._namespace import build_namespace
 from tfest_kit.legacy._shim import Report
 
 SCRIPTS = ROOT / "tests" / "legacy_scripts"
 _LOSS_LINE = re.compile(r"loss = [0-9.e+-]+, step = (\d+)")
 _HINT = "Training logs its loss lines at INFO"
+_TF_MINOR = tuple(int(part) for part in TF_VERSION.split(".")[:2])
 
 
 def _legacy(script: str, *args, check_exit: int = 0) -> subprocess.CompletedProcess:
@@ -193,3 +194,36 @@ def test_tensorflow_python_estimator_forwards_to_tensorflow_estimator(tmp_path):
         "}))\n",
     )
     assert _result(proc) == {"estimator": True, "run_config": True, "head": True}
+
+
+def test_user_codes_keras_is_keras_2(tmp_path):
+    # On 2.21 `import keras` gave user code Keras 3: a model_fn with keras.layers.Dense
+    # trained, then evaluate failed with "Key dense_2/bias not found in checkpoint".
+    (tmp_path / "mylayers.py").write_text("from keras import layers\n")
+    proc = _legacy_inline(
+        tmp_path,
+        "import importlib, json, sys\n"
+        "import numpy as np\n"
+        "import tensorflow as tf\n"
+        "import keras\n"
+        "from keras.layers import Dense\n"
+        "import mylayers\n"
+        "x = np.random.RandomState(0).rand(32, 4).astype(np.float32)\n"
+        "y = (x.sum(1) > 2).astype(np.int64)\n"
+        "def model_fn(features, labels, mode):\n"
+        "    logits = mylayers.layers.Dense(2)(Dense(8, activation='relu')(features['x']))\n"
+        "    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)\n"
+        "    op = tf.train.AdamOptimizer(0.05).minimize(loss, tf.train.get_global_step())\n"
+        "    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=op)\n"
+        "est = tf.estimator.Estimator(model_fn, model_dir=sys.argv[1])\n"
+        "est.train(tf.estimator.inputs.numpy_input_fn({'x': x}, y, batch_size=16,\n"
+        "                                             num_epochs=None, shuffle=True), steps=2)\n"
+        "loss = est.evaluate(tf.estimator.inputs.numpy_input_fn({'x': x}, y, shuffle=False))\n"
+        "print(json.dumps({'keras': keras.__version__, 'loss': float(loss['loss']),\n"
+        "                  'installed': importlib.import_module('keras').__version__}))\n",
+        tmp_path / "model",
+    )
+    result = _result(proc)
+    assert result["keras"].startswith("2.") and result["loss"] > 0, result
+    # Installed libraries (importlib here) keep the real keras: Keras 3 on 2.21.
+    assert result["installed"].startswith("3." if _TF_MINOR >= (2, 16) else "2."), result

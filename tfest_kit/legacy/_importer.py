@@ -32,7 +32,9 @@ as NumPy 1 did, see ``tfest_kit.legacy._runner``).  Methods of ``ndarray`` NumPy
 Likewise ``collections.Iterable`` & co. (gone in Python 3.10),
 ``inspect.getargspec`` (3.11), ``fractions.gcd`` and ``base64.encodestring`` (3.9),
 ``time.clock`` (3.8) and the module ``xml.etree.cElementTree`` (3.9; Pascal VOC readers import
-it): TF 1.15 ran on Python 3.5-3.7.  Where TensorFlow no longer has them (2.16+),
+it): TF 1.15 ran on Python 3.5-3.7.  ``import keras`` (``from keras.layers import Dense``)
+gets Keras 2, as ``tf.keras`` does: ``tf_keras`` where TensorFlow's ``keras`` is Keras 3
+(2.16+).  Where TensorFlow no longer has them (2.16+),
 ``tensorflow.python.estimator…``, TF 1.13-2.15's forwarders, are ``tensorflow_estimator``'s modules.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
@@ -68,6 +70,7 @@ from typing import Any, Optional, Union
 
 import numpy
 
+from tfest_kit._tf import KERAS_PACKAGE
 from tfest_kit.legacy._namespace import ESTIMATOR_PACKAGE, REAL_PACKAGES, build_estimator_package
 from tfest_kit.legacy._refused import Refused, below_package, refused_module
 from tfest_kit.legacy._shim import PRIVATE, Report
@@ -489,6 +492,11 @@ class Scope:
             if not fromlist:
                 return self._estimator_package[ESTIMATOR_PACKAGE]
             return self._estimator_package.get(name, real)
+        if level == 0 and top == "keras" and KERAS_PACKAGE != "keras":
+            # Keras 2, what TF1-era code was written for (and tf.keras here): Keras 3 names
+            # its layers per process, not per graph, so an Estimator's evaluate would not find
+            # the variables train saved.
+            return self._import(KERAS_PACKAGE + name[len(top) :], globals, locals, fromlist, level)
         if level == 0 and top in _REMOVED:
             module = self._import(name, globals, locals, fromlist, level)
             return self._with_removed[top] if module is sys.modules.get(top) else module
