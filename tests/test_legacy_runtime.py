@@ -227,3 +227,26 @@ def test_user_codes_keras_is_keras_2(tmp_path):
     assert result["keras"].startswith("2.") and result["loss"] > 0, result
     # Installed libraries (importlib here) keep the real keras: Keras 3 on 2.21.
     assert result["installed"].startswith("3." if _TF_MINOR >= (2, 16) else "2."), result
+
+
+def test_report_says_what_runs_with_compat_v1_on_this_tensorflow():
+    # On 2.21 --report listed tf.estimator.* and tf.layers.* as running unchanged with
+    # `import tensorflow.compat.v1 as tf` (TensorFlow 2.16+ has no tf.compat.v1.estimator, and
+    # its tf.compat.v1.layers refuses under Keras 3), and said "TensorFlow 2.15 has no such name".
+    report = Report()
+    ns = build_namespace(report)
+    used = ns.estimator.Estimator, ns.layers.Dense, ns.train.Optimizer, ns.contrib.layers.layer_norm
+    assert all(used)
+    text = report.format("x.py")
+    release = ".".join(TF_VERSION.split(".")[:2])
+    assert f"Served by the legacy shim (1; TensorFlow {release} has no such name" in text, text
+    compat = text.split("From tf.compat.v1 (")[1]
+    if _TF_MINOR >= (2, 16):
+        compat, lost = compat.split("From tf.compat.v1 as TensorFlow 2.15 had it (2; ")
+        assert "tf.train.Optimizer" in compat and "tf.estimator" not in compat, text
+        assert f"TensorFlow {release} lost tf.estimator" in lost, text
+        assert "after `import tfest_kit`" in lost, text
+        assert "tf.estimator.Estimator, tf.layers.Dense" in lost, text
+    else:
+        assert "tf.estimator.Estimator, tf.layers.Dense, tf.train.Optimizer" in compat, text
+        assert "as TensorFlow 2.15 had it" not in text, text

@@ -11,7 +11,7 @@ USAGE = """\
 usage: python -m tfest_kit.legacy [--report] [--tf1-package NAME]... SCRIPT.py [script flags...]
        python -m tfest_kit.legacy [--report] [--tf1-package NAME]... -m MODULE [script flags...]
 
-Runs a TF1-era TensorFlow script unchanged on TensorFlow 2.15: `import tensorflow as tf` (and
+Runs a TF1-era TensorFlow script unchanged on TensorFlow 2: `import tensorflow as tf` (and
 `from tensorflow.keras.optimizers import Adam`, `from tensorflow.train import ...`, ...) in
 user code sees tf.compat.v1 plus tf.contrib (tpu, cluster_resolver, data, predictor, training,
 metrics, lookup, rnn, framework, layers, slim, estimator, distribute, crf, seq2seq, opt, summary,
@@ -32,7 +32,7 @@ runner options (before SCRIPT.py / -m MODULE):
   --report    first, list the tf.contrib names the script's project (the .py files under its
               directory, or under the current one for -m) reaches and the runner refuses;
               at the end, the TF1 symbols the script asked for and did not get, then those
-              it used, where they live in TF 2.15 and the library behind each
+              it used, where they live in TensorFlow 2 and the library behind each
   --tf1-package NAME
               hand the TF1 namespace to the installed package NAME too (a TF1-era library
               in site-packages, imported as NAME); repeat for several

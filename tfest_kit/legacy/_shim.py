@@ -47,6 +47,17 @@ class Entry(NamedTuple):
     hint: Optional[str]
 
 
+# tf.compat.v1's modules TensorFlow 2.16+ dropped (tf.estimator) or backs with Keras 3.
+_LOST_IN_216 = ("tf.compat.v1.estimator.", "tf.compat.v1.layers.", "tf.compat.v1.keras.")
+
+
+def _tensorflow_version() -> tuple[int, int]:
+    from tfest_kit._tf import TF_VERSION  # imports TensorFlow: only when a report is printed
+
+    major, minor = TF_VERSION.split(".")[:2]
+    return int(major), int(minor)
+
+
 class Report:
     """The TF1 names a script was served, in first-use order.
 
@@ -80,6 +91,14 @@ class Report:
         missing = [(n, h) for n, (k, h) in self._used.items() if k == MISSING]
         shim = [(n, h) for n, (k, h) in self._used.items() if k == SHIM]
         compat = sorted(n for n, (k, _) in self._used.items() if k == COMPAT_V1)
+        # TensorFlow 2.16+ has no tf.compat.v1.estimator, and its tf.compat.v1.layers / keras
+        # are Keras 3's (tf.layers refuses): those run with compat.v1 only after tfest_kit.
+        version = _tensorflow_version()
+        lost = [
+            n for n in compat if version >= (2, 16) and self._used[n][1].startswith(_LOST_IN_216)
+        ]
+        compat = [n for n in compat if n not in lost]
+        release = ".".join(map(str, version))
         private = sorted(n for n, (k, _) in self._used.items() if k == PRIVATE)
         used = len(self._used) - len(missing)
         lines = [f"tfest_kit.legacy report for {script}: {used} TF1 symbols used."]
@@ -93,7 +112,7 @@ class Report:
             lines += [f"  {n:<{width}}  ->  {h}" if h else f"  {n}" for n, h in missing]
         if shim:
             lines.append(
-                f"Served by the legacy shim ({len(shim)}; TensorFlow 2.15 has no such name, "
+                f"Served by the legacy shim ({len(shim)}; TensorFlow {release} has no such name, "
                 "migrate these first):"
             )
             width = max(len(n) for n, _ in shim)
@@ -107,6 +126,15 @@ class Report:
             )
             lines += textwrap.wrap(
                 ", ".join(compat), width=98, initial_indent="  ", subsequent_indent="  "
+            )
+        if lost:
+            lines.append(
+                f"From tf.compat.v1 as TensorFlow 2.15 had it ({len(lost)}; TensorFlow {release} "
+                "lost tf.estimator and gives tf.layers / tf.keras Keras 3: these run with "
+                "`import tensorflow.compat.v1 as tf` after `import tfest_kit`):"
+            )
+            lines += textwrap.wrap(
+                ", ".join(lost), width=98, initial_indent="  ", subsequent_indent="  "
             )
         if private:
             lines.append(
