@@ -129,8 +129,8 @@ class Report:
             )
         if lost:
             lines.append(
-                f"From tf.compat.v1 as TensorFlow 2.15 had it ({len(lost)}; TensorFlow {release} "
-                "lost tf.estimator and gives tf.layers / tf.keras Keras 3: these run with "
+                f"Lost by tf.compat.v1 in TensorFlow 2.16 ({len(lost)}; TensorFlow {release} has "
+                "no tf.estimator and gives tf.layers / tf.keras Keras 3: these run with "
                 "`import tensorflow.compat.v1 as tf` after `import tfest_kit`):"
             )
             lines += textwrap.wrap(
