@@ -190,6 +190,24 @@ def test_eval_input_of_unknown_length_says_how_far_it_is(finished):
     assert not [line for line in lines if "has not ended yet" in line], lines
 
 
+def test_early_stopping_reads_the_evaluations_train_and_evaluate_names(tmp_path):
+    # It read eval/ while the evaluations went to eval_holdout/: it never stopped training.
+    est = _estimator(str(tmp_path), save_steps=10)
+    kw = dict(min_delta=1e9, patience_steps=10, run_every_steps=5)
+    run = dict(max_steps=100000, eval_name="holdout", throttle_secs=0)
+    with pytest.raises(
+        ValueError, match=r"reads .*eval, but .*eval_holdout: .*eval_name='holdout'"
+    ):
+        tfest_kit.train_and_evaluate(
+            est, _train_input_fn, _eval_input_fn, hooks=[hooks.early_stopping(est, **kw)], **run
+        )
+    stopper = hooks.early_stopping(est, eval_name="holdout", **kw)
+    metrics = tfest_kit.train_and_evaluate(
+        est, _train_input_fn, _eval_input_fn, hooks=[stopper], **run
+    )
+    assert metrics["global_step"] < 100 and stopper.stopped_early
+
+
 def test_an_official_train_spec_without_max_steps_trains_until_the_input_ends(tmp_path):
     # The final-evaluation check compared the step with max_steps=None (a TypeError).
     once = lambda: _train_input_fn().take(3)  # noqa: E731

@@ -484,6 +484,7 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
 
     def __init__(self, hook, predicate: _NoImprovement, summed: bool = False) -> None:
         self._hook, self._predicate, self._summed = hook, predicate, summed
+        self.eval_dir = predicate._eval_dir  # train_and_evaluate checks it is the one written
         # Once the session exists, each run is the official hook's.
         self.before_run, self.after_run, self.end = hook.before_run, hook.after_run, hook.end
 
@@ -530,6 +531,7 @@ def early_stopping(
     patience_steps: int,
     run_every_steps: Optional[int] = None,
     run_every_secs: Optional[float] = 60,
+    eval_name: Optional[str] = None,
 ) -> tf.train.SessionRunHook:
     """Returns a hook that stops training when an eval metric stops improving.
 
@@ -545,6 +547,7 @@ def early_stopping(
       patience_steps: stop after this many global steps without improvement.
       run_every_steps: check every this many steps (needed under multi-worker strategies).
       run_every_secs: else check at most every this many seconds.
+      eval_name: the evaluation's name (``train_and_evaluate``'s ``eval_name``), if any.
 
     Returns:
       A ``tf.compat.v1.train.SessionRunHook`` for ``train()`` or a ``TrainSpec``.
@@ -575,7 +578,7 @@ def early_stopping(
             f"early_stopping under {type(strategy).__name__}: every worker must check at the "
             "same steps. Pass run_every_steps=…, e.g. your save_checkpoints_steps."
         )
-    eval_dir = estimator.eval_dir()
+    eval_dir = estimator.eval_dir(eval_name)
     tf.gfile.MakeDirs(eval_dir)
     if not multi_worker and not estimator.config.is_chief:
         return _StopWhenTheChiefSays()

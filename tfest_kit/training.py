@@ -332,6 +332,13 @@ def train_and_evaluate(
     fill_progress_totals(train_hooks, train_spec.max_steps, estimator, then=then)
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
+    written = estimator.eval_dir(eval_spec.name)  # what early_stopping reads, else it never fires
+    others = {getattr(hook, "eval_dir", written) for hook in train_hooks} - {written}
+    if others:
+        raise ValueError(
+            f"early_stopping reads {others.pop()}, but this run's evaluations go to {written}: "
+            f"make it for this estimator with eval_name={eval_spec.name!r}"
+        )
     # With 0 an evaluator's wait for the next checkpoint spins, logging on every turn.
     throttle = max(eval_spec.throttle_secs, 1 if estimator.config.task_type == "evaluator" else 0)
     exporters = [_FinalAfterEarlyStop(e) for e in eval_spec.exporters]  # EvalSpec checked them

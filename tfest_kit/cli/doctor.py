@@ -56,6 +56,8 @@ class Stack(NamedTuple):
         return f">={low},<{major}.{int(minor) + 1}"
 
 
+_PB, _PB_OLD = "TF 2.15 cannot load 5", "protobuf==3.20.3"
+_LAST = "its last release, run through tfest_kit's bridge"
 _TFDS = "only for recipes that download data sets"
 _TFMD = "1.16+ needs protobuf 5: tensorflow_datasets fails at import"
 _TENSORBOARD = "for `tensorboard --logdir`; TensorFlow 2.16+ no longer brings it"
@@ -67,14 +69,7 @@ _STACK_2_15 = (
     Requirement("keras", ">=2.13,<2.16", "keras==2.15.0", why="Keras 3 has no estimator bridge"),
     Requirement("numpy", ">=1.23,<2", "numpy==1.26.4", why="TensorFlow 2.15 needs NumPy 1"),
     # tensorflow-metadata 1.15 wants protobuf < 4.21 below Python 3.11.
-    Requirement(
-        "protobuf",
-        ">=3.20.3,<5",
-        "protobuf==4.25.3",
-        False,
-        "TF 2.15 cannot load 5",
-        (((3, 11), "protobuf==3.20.3"),),
-    ),
+    Requirement("protobuf", ">=3.20.3,<5", "protobuf==4.25.3", False, _PB, (((3, 11), _PB_OLD),)),
     Requirement("absl-py", ">=1.0,<3", "absl-py==2.1.0"),
     # 4.9.4+ need Python 3.10.
     Requirement(
@@ -92,12 +87,7 @@ _STACK_2_15 = (
 )
 _STACK_2_21 = (
     Requirement("tensorflow", ">=2.16,<2.22", "tensorflow==2.21.0", why="2.22+ not tested"),
-    Requirement(
-        "tensorflow-estimator",
-        ">=2.15,<2.16",
-        "tensorflow-estimator==2.15.0",
-        why="its last release, run through tfest_kit's bridge",
-    ),
+    Requirement("tensorflow-estimator", ">=2.15,<2.16", "tensorflow-estimator==2.15.0", why=_LAST),
     Requirement("tf-keras", ">=2.16,<2.22", "tf-keras==2.21.0", why="Keras 2 for Estimator"),
     Requirement(
         "numpy",
