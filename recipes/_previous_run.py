@@ -116,8 +116,8 @@ def check(
     entries = sorted(name for name in os.listdir(model_dir) if not name.startswith("."))
     # In a cluster the other tasks may have written their data files before this check.
     alone = "TF_CONFIG" not in os.environ
-    foreign = (entries and alone) or _holds_checkpoint(model_dir, dirs)
-    if foreign and not others and not os.path.isfile(path):
+    unrecorded = not others and not os.path.isfile(path)
+    if unrecorded and ((entries and alone) or _holds_checkpoint(model_dir, dirs)):
         listed = ", ".join(entries[:3]) + (" …" if len(entries) > 3 else "")
         raise PreviousRunError(
             f"--{flag_name} {model_dir} holds files that are not a run of {recipe} ({listed}); "
