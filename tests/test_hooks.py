@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import captured_tf_log, run_program
 from tests.signal_hooks import SignalAtStep
-from tfest_kit import TfestKitError, hooks
+from tfest_kit import TfestKitError, hooks, tpu
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._model_dir import metrics_by_step
 from tfest_kit._tf import estimator, tf, tf2
@@ -238,6 +238,21 @@ def test_progress_hook_in_estimator(tmp_path, log_lines):
         "step 16/15 (100%)",
         "step 20/15 (100%)",
     ]
+
+
+def test_progress_hook_ends_a_run_stopping_before_total_steps_without_an_eta(tmp_path, log_lines):
+    # max_steps short of total_steps: the last line was an ordinary one, "ETA 22s" after the end.
+    config = tpu.RunConfig(model_dir=str(tmp_path), tpu_config=tpu.TPUConfig(1))
+    est = tpu.TPUEstimator(_model_fn, config=config, train_batch_size=16, params={"lr": 0.05})
+    hook = hooks.ProgressHook(every_n_steps=4, total_steps=20)
+    est.train(lambda params: _input_fn()(), max_steps=8, hooks=[hook])
+    lines = [line for line in log_lines if line.startswith("step ")]
+    assert [line.split(",")[0] for line in lines] == [
+        "step 1/20 (5%)",
+        "step 4/20 (20%)",
+        "step 8/20 (40%)",
+    ]
+    assert "ETA" in lines[1] and "ETA" not in lines[-1] and lines[-1].endswith(", stopped")
 
 
 def test_progress_hook_bad_arguments():
@@ -692,7 +707,20 @@ def test_early_stopping_never_takes_nan_as_the_best_value(tmp_path):
     assert _run_loop([hooks.early_stopping(est, patience_steps=15, run_every_steps=1)]) == 30
     # Nothing but NaN for longer than the patience stops it, as no improvement would.
     est = _evaluated_estimator(tmp_path / "b", [(0, nan), (10, nan), (20, nan)])
-    assert _run_loop([hooks.early_stopping(est, patience_steps=15, run_every_steps=1)]) == 1
+    with captured_tf_log(logging.WARNING) as warnings:
+        assert _run_loop([hooks.early_stopping(est, patience_steps=15, run_every_steps=1)]) == 1
+    assert ['"loss" is NaN at step 20' in line for line in warnings] == [True]  # said once
+
+
+def test_early_stopping_says_it_had_no_evaluation_to_stop_on(tmp_path):
+    # est.train with the hook and no evaluation anywhere: it never fired, without a word.
+    est = estimator.Estimator(_model_fn, str(tmp_path), params={"lr": 0.0})
+    with captured_tf_log(logging.WARNING) as warnings:  # fewer steps than the patience
+        assert _run_loop([hooks.early_stopping(est, patience_steps=40, run_every_steps=1)]) == 30
+    assert not warnings
+    with captured_tf_log(logging.WARNING) as warnings:
+        assert _run_loop([hooks.early_stopping(est, patience_steps=20, run_every_steps=1)]) == 30
+    assert len(warnings) == 1 and "30 steps trained, and no evaluation in" in warnings[0]
 
 
 def test_early_stopping_skips_evaluations_from_before_the_metric_existed(tmp_path):

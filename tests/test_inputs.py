@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
 
@@ -442,6 +443,21 @@ def test_a_gzip_csv_read_without_compression_names_the_fix(tmp_path):
         handle.write(CSV)
     with pytest.raises(ValueError, match=r"d\.csv\.gz is GZIP-compressed.*compression='GZIP'"):
         inputs.from_csv(str(tmp_path / "d.csv.gz"), label_name="species")()
+
+
+def test_a_csv_with_a_byte_order_mark_another_delimiter_or_too_few_defaults(tmp_path):
+    # The mark went into the first column's name ("\ufeffa"); a ';' file was one column
+    # ("`label_name` provided must be one of the columns: ['a;b;y']"); two defaults for three
+    # columns dropped the last one: "KeyError: 'y'".
+    marked = tmp_path / "bom.csv"
+    marked.write_bytes(codecs.BOM_UTF8 + b"a,b,y\n1,2,0\n3,4,1\n")
+    [(features, labels)] = _batches(inputs.from_csv(str(marked), label_name="y", shuffle=False)())
+    assert set(features) == {"a", "b"} and labels.tolist() == [0, 1]
+    (tmp_path / "semi.csv").write_text("a;b;y\n1;2;0\n")
+    with pytest.raises(ValueError, match=r"semi\.csv: its header 'a;b;y' is one column.*=';'"):
+        inputs.from_csv(str(tmp_path / "semi.csv"), label_name="y")
+    with pytest.raises(ValueError, match=r"`column_defaults` has 2 entries for the 3 columns"):
+        inputs.from_csv(str(marked), label_name="y", column_defaults=[0.0, 0])
 
 
 def _records(tmp_path, name, rows=20, **kw):

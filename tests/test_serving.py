@@ -244,6 +244,17 @@ def test_predictor_input_errors_name_the_input(x_export):
         serving.Predictor(x_export, tags=("gpu",))
     # Safe conversions are made: Python floats (float64) and ints into float32.
     assert predictor({"x": [[1, 2, 3, 4]]})["logits"].shape == (1, 2)
+    # A value float32 cannot hold was inf, answered without a word.
+    with pytest.raises(serving.PredictorInputError, match=r"'x' holds 1e\+40, out of float32"):
+        predictor({"x": [[1.0, 2.0, 1e40, 4.0]]})
+    assert np.isnan(predictor({"x": [[np.nan, 2, 3, 4]]})["logits"]).all()  # NaN stays NaN
+
+
+def test_predictor_names_glob_characters_in_the_export_path(x_export, tmp_path):
+    # TensorFlow looks up the variables as a pattern: "export the model again" did not help.
+    moved = shutil.copytree(x_export, str(tmp_path / "lr[0.1]" / "1"))
+    with pytest.raises(serving.ExportLoadError, match=r"lr\[0\.1\].*without the characters"):
+        serving.Predictor(moved)
 
 
 def test_predictor_batches_large_inputs(x_export):
@@ -406,6 +417,15 @@ def test_best_exporter_monitor_and_arguments(x_model, tmp_path):
     with pytest.raises(ValueError, match="exports_to_keep"):
         serving.best_exporter(receiver, exports_to_keep=0)
     assert isinstance(by_accuracy, estimator.Exporter)
+
+
+def test_best_exporter_says_a_nan_metric_is_not_exported(x_model, tmp_path):
+    # NaN in the eval data: "None is not better than None" at INFO, at every evaluation.
+    exporter = serving.best_exporter(serving.raw_receiver({"x": (tf.float32, [4])}))
+    result = {"loss": np.float32("nan"), "global_step": 10}
+    with captured_tf_log(logging.WARNING) as warnings:
+        assert exporter.export(x_model, str(tmp_path), None, result, False) is None
+    assert len(warnings) == 1 and "'loss' is nan" in warnings[0] and "not exported" in warnings[0]
 
 
 def test_best_exporter_skips_a_checkpoint_deleted_before_export(x_model, tmp_path):

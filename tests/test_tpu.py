@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import logging
 import os
@@ -267,6 +268,11 @@ def _tags(directory):
 
 def test_predict_yields_one_result_per_example(trained):
     est, rec, _ = trained
+    # An input that repeats forever: predictions without end, and not a word (list() hung).
+    with captured_tf_log(logging.WARNING) as warnings:
+        endless = est.predict(_make_input_fn(rec, repeat=True))
+        assert len(list(itertools.islice(endless, 3 * N))) == 3 * N
+    assert any("`input_fn` repeats forever, so its predictions never end" in w for w in warnings)
     singles = list(est.predict(_make_input_fn(rec, repeat=False)))
     assert len(singles) == N
     batches = list(est.predict(_make_input_fn(rec, repeat=False), yield_single_examples=False))

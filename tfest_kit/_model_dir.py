@@ -34,7 +34,8 @@ __all__ = ["LOCK_FILE", "OBJECT_GLOBAL_STEP", "ExportNotFoundError", "ModelDirLo
 __all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "complete_exports"]
 __all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
 __all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
-__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP", "dir_entries"]
+__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP"]
+__all__ += ["dir_entries", "GLOB_CHARS"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -43,7 +44,7 @@ OBJECT_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
 EXPORT_METRICS_FILE = "tfest_kit_eval_metrics.json"
 _STEP = re.compile(r"-(\d+)$")
 _FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")  # a checkpoint's files
-_GLOB = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
+GLOB_CHARS = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
 _NOT_NUMPY = {tf.variant, tf.resource}
 # The graph collection of a training loop's end step (tpu.py), read by _StepCounter.
 LOOP_STEP = "tfest_kit_loop_step"
@@ -140,7 +141,7 @@ def path_problem(model_dir: str) -> Optional[str]:
     """Why TensorFlow can use no checkpoint in ``model_dir`` (a file; it globs paths), or None."""
     if os.path.isfile(model_dir):
         return f"`model_dir` must be a directory (made if missing). Got: a file, {model_dir!r}"
-    if _GLOB.search(model_dir):
+    if GLOB_CHARS.search(model_dir):
         return (
             f"`model_dir` must not hold the characters * ? [ : TensorFlow's Saver and checkpoint "
             'reader take its path for a pattern, so a checkpoint in it is never restored ("not a '

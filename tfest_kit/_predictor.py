@@ -14,7 +14,7 @@ import numpy as np
 from google.protobuf import message, text_format
 
 from tfest_kit._checks import TfestKitError, check_int
-from tfest_kit._model_dir import latest_export
+from tfest_kit._model_dir import GLOB_CHARS, latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
 __all__ = ["ExportLoadError", "Predictor", "PredictorInputError", "read_signatures"]
@@ -143,7 +143,15 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         )
     if target.kind == "O" and array.size:
         array = np.vectorize(_to_bytes, otypes=[object])(array)
-    array = array.astype(target, copy=False)
+    converted = array.astype(target, copy=False)
+    if converted is not array and target.kind in "iuf" and array.size:  # 1e40: inf; 2**40: wraps
+        lost = (
+            converted != array if target.kind != "f" else np.isinf(converted) & np.isfinite(array)
+        )
+        if lost.any():
+            got = f"Input {name!r} holds {array[lost].flat[0].item()!r}, out of {target}'s range"
+            raise PredictorInputError(f"{got}; {expected}")
+    array = converted
     # Not TensorShape.is_compatible_with: it costs ~10 us per input per call, this ~1 us.
     want = array.shape if spec.shape.rank is None else spec.shape.as_list()
     if len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape)):
@@ -265,10 +273,13 @@ class Predictor:
         try:
             with self._graph.as_default():
                 meta_graph = tf.saved_model.loader.load(self._session, tags, self.export_dir)
-        except (OSError, tf.errors.OpError) as e:
+        except (OSError, ValueError, tf.errors.OpError) as e:  # ValueError: Saver.restore's
+            fix = "export the model again"
+            if GLOB_CHARS.search(self.export_dir):  # its variables are looked up as a pattern
+                fix = "move it to a path without the characters * ? [ (TensorFlow globs it)"
             raise ExportLoadError(
-                f"The SavedModel at {self.export_dir} could not be loaded; export the model "
-                f"again. Got: {type(e).__name__}: {_first_cause(e)}"
+                f"The SavedModel at {self.export_dir} could not be loaded; {fix}. "
+                f"Got: {type(e).__name__}: {_first_cause(e)}"
             ) from e
         self._signature_defs = dict(meta_graph.signature_def)
         if isinstance(signature, SignatureDef):

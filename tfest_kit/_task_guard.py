@@ -88,6 +88,39 @@ def guarded_eval_hooks(config, hooks, steps) -> list:
     return hooks
 
 
+def _cardinalities() -> list:
+    """The lengths of the Datasets Estimator feeds through an initializable iterator
+    (MakeIterator); none under a strategy: its per-device datasets break when run here."""
+    ops = tf.get_default_graph().get_operations()
+    if any(op.type.startswith("MultiDeviceIterator") for op in ops):
+        return []
+    iterators = [op for op in ops if op.type == "MakeIterator"]
+    return [tf.raw_ops.DatasetCardinality(input_dataset=op.inputs[0]) for op in iterators]
+
+
+def _run(session, cardinalities: list) -> list[int]:
+    try:
+        if cardinalities:
+            return session.run(cardinalities)
+    except tf.errors.OpError:  # placeholders, fed by the input's own hook (a TF1 pattern)
+        pass
+    return [tf.data.experimental.UNKNOWN_CARDINALITY]
+
+
+class EndlessPredictWarning(tf.train.SessionRunHook):
+    """Warns that ``predict`` reads data that repeats forever (its predictions never end)."""
+
+    def begin(self) -> None:
+        self._cardinalities = _cardinalities()
+
+    def after_create_session(self, session, coord) -> None:
+        if tf.data.experimental.INFINITE_CARDINALITY in _run(session, self._cardinalities):
+            tf.logging.warning(
+                "predict: `input_fn` repeats forever, so its predictions never end: take what "
+                "you need (itertools.islice), or do not repeat the data (num_epochs=1)"
+            )
+
+
 class EvalGuard(tf.train.SessionRunHook):
     """Fails an evaluation that would run forever or ran no batch (Estimator reads a repeated
     Dataset forever without ``steps``, and reports zeros for no data); says how far it is every
@@ -100,22 +133,11 @@ class EvalGuard(tf.train.SessionRunHook):
     def begin(self) -> None:
         self._batches = 0
         self._next_report = None  # the batch count of the next progress line, if any
-        # Estimator feeds a returned Dataset through an initializable iterator (MakeIterator);
-        # not a strategy's multi-device one: run here, its per-device datasets break it.
-        ops = tf.get_default_graph().get_operations()
-        multi = any(op.type.startswith("MultiDeviceIterator") for op in ops)
-        self._cardinalities = [
-            tf.raw_ops.DatasetCardinality(input_dataset=op.inputs[0])
-            for op in ops
-            if op.type == "MakeIterator" and not multi
-        ]
+        self._cardinalities = _cardinalities()
 
     def after_create_session(self, session, coord) -> None:
         unknown = tf.data.experimental.UNKNOWN_CARDINALITY
-        try:
-            cardinalities = session.run(self._cardinalities) if self._cardinalities else [unknown]
-        except tf.errors.OpError:  # placeholders, fed by the input's own hook (a TF1 pattern)
-            cardinalities = [unknown]
+        cardinalities = _run(session, self._cardinalities)
         self._total, self._said_at, ends_at = self._steps, time.monotonic(), min(cardinalities)
         if ends_at >= 0:  # the data's length, where less than `steps`
             self._total = min(ends_at, self._steps or ends_at)

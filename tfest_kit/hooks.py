@@ -67,8 +67,8 @@ class _IntervalHook(tf.train.SessionRunHook):
 
     def after_create_session(self, session, coord) -> None:
         self._step = int(session.run(self._global_step))
-        total, more = self._given[0] or self._filled[0], self._filled[1]
-        self._total = total or (more and self._step + more)
+        stop = self._filled[0] or (self._filled[1] and self._step + self._filled[1])
+        self._total, self._stop = self._given[0] or stop, stop  # this run ends at _stop
         self._last_step, self._last_time = self._step, time.monotonic()
         self._reported_once, self._steps_per_run, self._runs_since_report = False, 1.0, 0
 
@@ -80,7 +80,7 @@ class _IntervalHook(tf.train.SessionRunHook):
 
     def _due(self, step: float, since: float) -> bool:
         """Whether ``step`` gets a line: the first, the last, or past a multiple of the interval."""
-        last = self._total is not None and self._step < self._total <= step
+        last = any(end and self._step < end <= step for end in (self._total, self._stop))
         return step // self._every_n > since // self._every_n or not self._reported_once or last
 
     def after_run(self, run_context, run_values) -> None:
@@ -94,7 +94,8 @@ class _IntervalHook(tf.train.SessionRunHook):
             # Other workers moved the step: a line now and at the crossing came steps apart.
             self._step = step
             return
-        self._report_now(None if self._loss is None else np.mean(run_values.results), step)
+        loss = None if self._loss is None else np.mean(run_values.results)
+        self._report_now(loss, step, final=bool(self._stop) and step >= self._stop)
 
     def _report_now(self, loss: Optional[float], step: int, final: bool = False) -> None:
         now = time.monotonic()
@@ -423,7 +424,7 @@ class _NoImprovement:
     def __init__(self, eval_dir, monitor, higher, min_delta, patience_steps):
         self._eval_dir, self._monitor, self._higher = eval_dir, monitor, higher
         self._min_delta, self._patience = min_delta, patience_steps
-        self.fired = False
+        self.fired, self._nan_said = False, None
 
     def __call__(self) -> bool:
         results = metrics_by_step(self._eval_dir)
@@ -435,6 +436,12 @@ class _NoImprovement:
                 f"early_stopping: `monitor` {self._monitor!r} is not among the eval metrics "
                 f"in {self._eval_dir} at step {lacking[-1]}. Available: "
                 f"{sorted(results[lacking[-1]])}."
+            )
+        last = having[-1] if having else None
+        if last is not None and math.isnan(results[last][self._monitor]) and last != self._nan_said:
+            self._nan_said = last  # never an improvement: say why it may stop
+            tf.logging.warning(
+                f'early_stopping: "{self._monitor}" is NaN at step {last} (NaN in the eval data?)'
             )
         sign = 1 if self._higher else -1
         best = best_step = None
@@ -486,7 +493,7 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
         self._hook, self._predicate, self._summed = hook, predicate, summed
         self.eval_dir = predicate._eval_dir  # train_and_evaluate checks it is the one written
         # Once the session exists, each run is the official hook's.
-        self.before_run, self.after_run, self.end = hook.before_run, hook.after_run, hook.end
+        self.before_run, self.after_run = hook.before_run, hook.after_run
 
     @property
     def stopped_early(self) -> bool:
@@ -495,11 +502,22 @@ class _StopFlagOutOfCheckpoints(tf.train.SessionRunHook):
     def begin(self) -> None:
         # Built here: under a strategy the initializer is a new group op.
         self._init_flag = _stop_flag_out_of_checkpoints(self._summed).initializer
+        self._global_step = tf.train.get_global_step()
         self._hook.begin()
 
     def after_create_session(self, session, coord) -> None:
         session.run(self._init_flag)  # before the official hook reads it
+        self._start = int(session.run(self._global_step))
         self._hook.after_create_session(session, coord)
+
+    def end(self, session) -> None:
+        self._hook.end(session)
+        ran = int(session.run(self._global_step)) - self._start
+        if ran >= self._predicate._patience and not metrics_by_step(self.eval_dir):
+            tf.logging.warning(
+                f"early_stopping: {ran} steps trained, and no evaluation in {self.eval_dir} to "
+                "stop on: evaluate there (train_and_evaluate, or evaluate() between train() calls)"
+            )
 
 
 class _StopWhenTheChiefSays(tf.train.SessionRunHook):

@@ -7,6 +7,7 @@ fail, :func:`read_errors` scans them and names the file, line or record, column 
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import functools
@@ -312,6 +313,18 @@ def from_csv(
     compression = compression and compression.upper()  # CsvDataset takes only "GZIP", "ZLIB"
     options.update(field_delim=field_delim, na_value=na_value, compression_type=compression)
     patterns = _patterns(file_pattern)
+    files, first_line = _files(patterns), b""
+    if header and files and not compression:
+        with tf.io.gfile.GFile(files[0], "rb") as f:
+            first_line = f.readline()
+    if column_names is None and first_line.startswith(codecs.BOM_UTF8):  # kept in a name
+        options["column_names"] = _fields(first_line[3:], field_delim)
+    read = select_columns or options["column_names"] or _fields(first_line, field_delim)
+    if isinstance(column_defaults, (list, tuple)) and read and len(column_defaults) != len(read):
+        raise ValueError(  # else zipped with the columns: the last ones dropped
+            f"`column_defaults` has {len(column_defaults)} entries for the {len(read)} columns "
+            f"read, {list(read)}: give one per column, or a dict for some"
+        )
     defaults = column_defaults
     if isinstance(column_defaults, Mapping) or (column_defaults is None and label_name):
         defaults = _csv_defaults(patterns, column_defaults or {}, options, label_name)
@@ -345,6 +358,10 @@ def _csv_dataset(patterns, options: dict, batch_size: int, **kwargs):
     return ds
 
 
+def _fields(line: bytes, delimiter: str) -> list[str]:
+    return next(csv.reader([line.decode(errors="replace")], delimiter=delimiter), [])
+
+
 def _csv_rows(files: list[str], options: dict, header: bool) -> Iterator[tuple[str, int, list]]:
     """(file, line number, fields) of each row of the CSV ``files``, header lines left out."""
     gzipped = options["compression_type"] == "GZIP"
@@ -363,6 +380,9 @@ def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
     if gzipped or options["compression_type"] == "ZLIB" or not files:
         return f"{gzipped[0]} is GZIP-compressed: pass compression='GZIP'" if gzipped else None
     names = options["column_names"] or next(_csv_rows(files, options, False), [[]] * 3)[2]
+    other = [d for d in ";\t|" if len(names) == 1 and d in names[0]]
+    if other and options["field_delim"] not in other:  # make_csv_dataset: "must be one of"
+        return f"{files[0]}: its header {names[0]!r} is one column: pass field_delim={other[0]!r}"
     index = {**{name: i for i, name in enumerate(names)}, **{i: i for i in range(len(names))}}
     columns = sorted(index[c] for c in select or names if c in index)
     rows = _csv_rows(files, options, options["header"])

@@ -27,7 +27,7 @@ from tfest_kit._loop import (
 )
 from tfest_kit._model_dir import saved_step, usable_checkpoint
 from tfest_kit._model_fn_call import call_with_args
-from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
+from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import KERAS_PACKAGE, object_graph_key_mapping, tf, tf2
 from tfest_kit.cluster import validate_tf_config
 from tfest_kit.inputs import read_errors
@@ -180,6 +180,7 @@ def _guard(est, skip_done: bool, loop: Optional[dict]) -> None:
     @functools.wraps(official_predict)
     def predict(input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
         checkpoint_path = checkpoint_path or usable_checkpoint(est.model_dir, "predict()")
+        hooks = [*(hooks or ()), EndlessPredictWarning()]
         return official_predict(input_fn, predict_keys, hooks, checkpoint_path, **kw)
 
     est.train, est.evaluate, est.predict = train, evaluate, predict

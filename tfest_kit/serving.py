@@ -240,10 +240,14 @@ class _BestExporter(tf_estimator.BestExporter):
                 "unreadable and not in the eval events: it stays the best (delete it to export)."
             )
             return None
+        if value is None:  # nothing compares better than a NaN
+            tf.logging.warning(
+                f"Best exporter {self.name!r}: {self._monitor!r} is "
+                f"{eval_result[self._monitor]} (NaN in the eval data?): not exported"
+            )
+            return None
         best = self._best
-        if value is None or (
-            best is not None and (value >= best if self._mode == "min" else value <= best)
-        ):
+        if best is not None and (value >= best if self._mode == "min" else value <= best):
             tf.logging.info(f"Best exporter {self.name!r}: {value} is not better than {best}")
             return None
         metrics = {"monitor": self._monitor, "mode": self._mode, "value": value}

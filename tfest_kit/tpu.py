@@ -26,7 +26,12 @@ from tfest_kit._loop import (
 )
 from tfest_kit._model_dir import usable_checkpoint
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
-from tfest_kit._task_guard import grpc_reachable, guarded_eval_hooks, guarded_train
+from tfest_kit._task_guard import (
+    EndlessPredictWarning,
+    grpc_reachable,
+    guarded_eval_hooks,
+    guarded_train,
+)
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
@@ -486,6 +491,7 @@ class TPUEstimator(tf_estimator.Estimator):
     def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
         """As ``Estimator.predict``, from the checkpoint :meth:`latest_checkpoint` finds."""
         checkpoint_path = checkpoint_path or usable_checkpoint(self.model_dir, "predict()")
+        hooks = [*(hooks or ()), EndlessPredictWarning()]
         return super().predict(input_fn, predict_keys, hooks, checkpoint_path, **kw)
 
     def latest_checkpoint(self) -> Optional[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import types
 
-from tfest_kit._task_guard import guarded_eval_hooks, guarded_train
+from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
 
 __all__ = ["Estimator", "LEGACY_ESTIMATORS"]
@@ -40,6 +40,11 @@ class _Guards:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
         hooks = guarded_eval_hooks(self.config, hooks, steps)
         return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
+
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
+        """As ``Estimator.predict``; a warning for an input that never ends."""
+        hooks = [*(hooks or ()), EndlessPredictWarning()]
+        return super().predict(input_fn, predict_keys, hooks, checkpoint_path, **kw)
 
 
 class _EstimatorType(type):
