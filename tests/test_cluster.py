@@ -399,6 +399,10 @@ def test_cli_exits_with_the_chief_status_and_prefixes_output(capsys, tmp_path):
         (["--workers", "1"], "after `--`"),
         (["--chief", "2", "--", "true"], "--chief: invalid choice: 2"),
         (["--workers", "-1", "--", "true"], "`workers` must be an int >= 0"),
+        # Accepted before: a negative grace, and a timeout that stopped the chief at once.
+        (["--evaluator-grace", "-5", "--", "true"], "must be a number of seconds >= 0"),
+        (["--worker-grace", "x", "--", "true"], "invalid _seconds value: 'x'"),
+        (["--timeout", "0", "--", "true"], "--timeout 0 would stop the chief at once"),
     ],
 )
 def test_cli_usage_errors(capsys, argv, expected):

@@ -258,6 +258,12 @@ def test_progress_hook_ends_a_run_stopping_before_total_steps_without_an_eta(tmp
 def test_progress_hook_bad_arguments():
     with pytest.raises(ValueError, match="every_n_steps"):
         hooks.ProgressHook(every_n_steps=0)
+    # Not a tensor of the graph: TensorFlow's ~70 lines at the first step.
+    for hook in (hooks.ProgressHook(loss="nope:0"), hooks.LossLoggingHook(loss=42)):
+        with pytest.raises(
+            ValueError, match=r"`loss` must be a tensor of the graph.*Got: ('nope|42)"
+        ):
+            _run_loop([hook])
     with pytest.raises(ValueError, match="total_steps"):
         hooks.ProgressHook(total_steps=-1)
 

@@ -396,6 +396,7 @@ def test_weighted_regressor_average_loss_is_the_weighted_mse():
         ({"metrics": ("accuracy", "f2")}, r"`metrics`.*'accuracy'.*'f1'.*Got: 'f2'"),
         ({"metrics": ("auc",)}, r"`metrics`.*Got: 'auc'"),
         ({"metrics": ("recall_at_0",)}, r"`metrics`.*Got: 'recall_at_0'"),  # was always 0.0
+        ({"metrics": ("recall_at_9",)}, r"\['recall_at_9'\] needs k <= num_classes"),  # TopKV2
         ({"warmup_steps": -1}, "`warmup_steps`"),
         (
             {"optimizer": tf.train.GradientDescentOptimizer(0.1), "warmup_steps": 5},
@@ -424,6 +425,17 @@ def test_labels_of_another_dtype_are_named_with_the_fix(labels):
     with tf.Graph().as_default(), pytest.raises(ValueError, match=r"`labels`.*input_fn.*dtype"):
         features = {"x": tf.constant(X_EVAL[:2])}
         mf.classifier(network, NUM_CLASSES)(features, tf.constant(labels), "train", {})
+
+
+def test_sparse_labels_or_a_missing_weight_feature_are_named():
+    # A VarLenFeature label: 46 lines of "Failed to convert elements of SparseTensor"; a
+    # weight_key not among the features: "KeyError: 'w'".
+    sparse = tf.SparseTensor([[0, 0], [1, 0]], [0, 1], [2, 1])
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=r"not sparse.*FixedLenFeature"):
+        mf.classifier(network, NUM_CLASSES)({"x": tf.constant(X_EVAL[:2])}, sparse, "train", {})
+    model_fn = mf.regressor(lambda f, mode, params: tf.layers.dense(f["x"], 1), weight_key="w")
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=r"`weight_key` 'w'.*\['x'\]"):
+        model_fn({"x": tf.constant(X_EVAL[:2])}, tf.constant([[1.0], [2.0]]), "train", {})
 
 
 def test_training_without_labels_says_the_input_fn_must_return_them():

@@ -32,7 +32,16 @@ def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
         return losses[-1]
     if loss is None and required:
         raise ValueError("No loss in tf.GraphKeys.LOSSES: pass `loss`, the loss tensor.")
-    return loss
+    try:  # else ~70 lines at the first step
+        return (
+            None
+            if loss is None
+            else tf.get_default_graph().as_graph_element(loss, allow_operation=False)
+        )
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValueError(
+            f"`loss` must be a tensor of the graph trained, or its name. Got: {loss!r} ({e})"
+        ) from None
 
 
 class _IntervalHook(tf.train.SessionRunHook):

@@ -310,6 +310,10 @@ def _build(
         labels = head.labels_fn(labels) if head.labels_fn is not None else labels
         weights = None
         if weight_key is not None:
+            if weight_key not in features:
+                raise ValueError(
+                    f"`weight_key` {weight_key!r} is not a feature: {sorted(features)}"
+                )
             weights = tf.reshape(tf.cast(features[weight_key], tf.float32), [-1])
         regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES) or None
         weighted = {} if weights is None else {weight_key: weights}  # the features the head reads
@@ -394,6 +398,11 @@ def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str]) -> tupl
 
 def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
     def labels_fn(labels):
+        if isinstance(labels, tf.SparseTensor):  # 46 lines of "Failed to convert elements"
+            raise ValueError(
+                "`labels` must be one class id per example, not sparse (a VarLenFeature): read "
+                "it as tf.io.FixedLenFeature([], tf.int64)"
+            )
         labels = tf.convert_to_tensor(labels)
         if not labels.dtype.is_integer:
             raise ValueError(
@@ -503,6 +512,9 @@ def classifier(
     num_classes = check_int("num_classes", num_classes, 2)
     accepted = [name for name in CLASSIFIER_METRICS if name != "auc" or num_classes == 2]
     metrics = _check_metric_names(metrics, accepted)
+    too_big = [m for m in metrics if _RECALL_AT.match(m) and int(m[10:]) > num_classes]
+    if too_big:  # else TopKV2's error, after training
+        raise ValueError(f"`metrics` {too_big} needs k <= num_classes={num_classes}")
     head = _classifier_head(num_classes, metrics, weight_key)
     schedule = (optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)
     return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
 import shutil
 import signal
@@ -243,6 +244,14 @@ class LocalCluster:
         self.stop()
 
 
+def _seconds(text: str) -> float:
+    """A number of seconds >= 0 from the command line."""
+    value = float(text)  # a ValueError: argparse says "invalid _seconds value"
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0. Got: {text}")
+    return value
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Parses the command line, runs the cluster and returns its exit status (see ``run``).
 
@@ -259,13 +268,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--workers", type=int, default=0, help="number of non-chief workers")
     parser.add_argument("--ps", type=int, default=0, help="number of parameter servers")
     parser.add_argument("--evaluator", action="store_true", help="also run an evaluator task")
-    parser.add_argument("--timeout", type=float, help="seconds the chief may run")
+    parser.add_argument("--timeout", type=_seconds, help="seconds the chief may run")
     parser.add_argument(
-        "--worker-grace", type=float, default=120.0, help="seconds workers may outlive the chief"
+        "--worker-grace", type=_seconds, default=120.0, help="seconds workers may outlive the chief"
     )
     parser.add_argument(
         "--evaluator-grace",
-        type=float,
+        type=_seconds,
         default=_EVALUATOR_GRACE_SECS,
         help="seconds the evaluator may run after the chief finished, for its final "
         "evaluation; keep it above the program's throttle_secs (default: %(default)s)",
@@ -275,6 +284,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the program to run after `--`, e.g. -- python my_trainer.py")
+    if args.timeout == 0:
+        parser.error("--timeout 0 would stop the chief at once: give seconds > 0, or leave it out")
     try:
         local = LocalCluster(command, workers=args.workers, ps=args.ps, evaluator=args.evaluator)
     except ValueError as e:
