@@ -581,3 +581,26 @@ def test_disk_full_while_saving_names_the_directory_and_the_intact_checkpoint(sm
     for name in reader.get_variable_to_shape_map():
         reader.get_tensor(name)
     assert reader.get_tensor("global_step") >= 10
+
+
+def test_a_worker_waiting_for_a_chief_where_nothing_listens_says_so(monkeypatch):
+    # TensorFlow waits for the chief for 2 hours, at INFO ("still creating the session").
+    from tfest_kit.cluster import free_ports
+
+    chief = f"localhost:{free_ports(1)[0]}"
+    tf_config = {"cluster": {"chief": [chief], "worker": ["localhost:1"]}}
+    monkeypatch.setenv(
+        "TF_CONFIG", json.dumps({**tf_config, "task": {"type": "worker", "index": 0}})
+    )
+    monkeypatch.setattr(_model_dir._StepCounter, "say_every", 0.05)
+    counter = _model_dir._StepCounter(started=time.monotonic())
+    with captured_tf_log(logging.WARNING) as warnings, tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        counter.begin()
+        deadline = time.monotonic() + 10
+        while not warnings and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # said once
+        counter.first_step_done.set()
+    assert len(warnings) == 1, warnings
+    assert "waiting" in warnings[0] and f"{chief}, where nothing listens" in warnings[0]

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Optional
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -35,7 +36,7 @@ __all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "comple
 __all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
 __all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
 __all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP"]
-__all__ += ["dir_entries", "GLOB_CHARS"]
+__all__ += ["dir_entries", "GLOB_CHARS", "grpc_reachable"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -288,6 +289,22 @@ def writer_lock(model_dir: str) -> Iterator[None]:
 _training_now: set = set()  # the model_dirs training() is in
 
 
+def grpc_reachable(address: str, timeout: float = 2.0) -> Optional[bool]:
+    """Whether something accepts TCP connections at ``grpc://host:port``; None: no address."""
+    try:
+        parts = urlsplit(address)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host or not port:
+        return None
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 class _StepCounter(tf.train.SessionRunHook):
     """Counts runs from the restored global step, fetching nothing per step. The outermost
     (``started``: graph build began) reports progress every 10 s until the first step (graph and
@@ -301,7 +318,7 @@ class _StepCounter(tf.train.SessionRunHook):
         self._started, self._until = started, (max_steps, steps)
         self._summary_dir, self._every = summary_dir, every
         self.first_step_done = threading.Event()
-        self._phase = "building the graph"
+        self._phase, self._awaited = "building the graph", []  # awaited: chief and ps addresses
         if started is not None:
             threading.Thread(target=self._say_phase, daemon=True).start()
 
@@ -309,6 +326,13 @@ class _StepCounter(tf.train.SessionRunHook):
         while not self.first_step_done.wait(self.say_every):
             elapsed = time.monotonic() - self._started
             tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
+            absent = [a for a in self._awaited if grpc_reachable(f"grpc://{a}") is False]
+            if elapsed >= self.say_every * 6 and absent:  # said at INFO: a WARNING once
+                self._awaited = []
+                tf.logging.warning(
+                    f"Training: waiting {elapsed:.0f} s for {', '.join(absent)}, where nothing "
+                    "listens: start that task (TF_CONFIG's address), or stop this one"
+                )
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
@@ -320,6 +344,7 @@ class _StepCounter(tf.train.SessionRunHook):
             cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
             if cluster and not writes_checkpoints():  # TensorFlow waits for them for 2 hours
                 tasks = [f"{k} {', '.join(cluster[k])}" for k in ("chief", "ps") if k in cluster]
+                self._awaited = [a for k in ("chief", "ps") for a in cluster.get(k, ())]
                 self._phase += f": waiting for {' and '.join(tasks) or 'worker 0'} (TF_CONFIG)"
             elapsed = time.monotonic() - self._started
             tf.logging.info("Training graph built in %.0f s; %s", elapsed, self._phase)

@@ -10,30 +10,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import socket
 import time
 from typing import Any, Optional
-from urllib.parse import urlsplit
 
 from tfest_kit import _model_dir
 from tfest_kit._tf import tf
 from tfest_kit.hooks import fill_progress_totals
-
-
-def grpc_reachable(address: str, timeout: float = 2.0) -> Optional[bool]:
-    """Whether something accepts TCP connections at ``grpc://host:port``; None: no address."""
-    try:
-        parts = urlsplit(address)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if not host or not port:
-        return None
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def check_direct_call(config: Any, method: str) -> None:
@@ -51,7 +33,7 @@ def check_direct_call(config: Any, method: str) -> None:
     if method != "train" or config.train_distribute is not None or not config.master:
         return  # a strategy starts its own servers
     tasks = sum(len(config.cluster_spec.job_tasks(job)) for job in jobs)
-    if tasks > 1 and grpc_reachable(config.master) is False:
+    if tasks > 1 and _model_dir.grpc_reachable(config.master) is False:
         raise ValueError(f"{fix} (it starts the task's server). Got: no server at {config.master}")
 
 

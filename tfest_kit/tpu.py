@@ -24,14 +24,9 @@ from tfest_kit._loop import (
     with_loss_line,
     without_second_loss_line,
 )
-from tfest_kit._model_dir import usable_checkpoint
+from tfest_kit._model_dir import grpc_reachable, usable_checkpoint
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
-from tfest_kit._task_guard import (
-    EndlessPredictWarning,
-    grpc_reachable,
-    guarded_eval_hooks,
-    guarded_train,
-)
+from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
