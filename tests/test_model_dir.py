@@ -371,6 +371,20 @@ def test_evaluate_predict_and_export_without_an_intact_checkpoint_name_the_files
     assert not os.path.exists(tmp_path / "export")
 
 
+def test_a_damaged_checkpoint_path_given_to_evaluate_or_predict_is_named(copy_dir):
+    # TensorFlow's ~100 lines: "OutOfRangeError: Read less bytes than requested".
+    _damage(copy_dir, "truncated .data")
+    est, given = _estimator(copy_dir), os.path.join(copy_dir, "model.ckpt-30")
+    for call in (
+        lambda: est.evaluate(_eval_input_fn, checkpoint_path=given),
+        lambda: next(est.predict(_predict_input_fn, checkpoint_path=given)),
+    ):
+        with pytest.raises(TfestKitError, match=r"checkpoint_path .*model\.ckpt-30 cannot be"):
+            call()
+    intact = os.path.join(copy_dir, "model.ckpt-20")
+    assert est.evaluate(_eval_input_fn, checkpoint_path=intact)["global_step"] == 20
+
+
 def test_a_relative_model_dir_resumes_after_recovery_and_again(trained_dir, tmp_path, monkeypatch):
     # The rewritten state file named "../model.ckpt-30": "not a valid checkpoint" next time.
     shutil.copytree(trained_dir, tmp_path / "model")

@@ -179,10 +179,17 @@ def choose_checkpoint(
     return None, problem, damaged
 
 
-def usable_checkpoint(model_dir: str, method: str) -> Optional[str]:
+def usable_checkpoint(model_dir: str, method: str, given: Optional[str] = None) -> Optional[str]:
     """The checkpoint ``method`` restores from ``model_dir`` (:func:`choose_checkpoint`; not the
-    state file's: one warning); None without checkpoint files. Raises a ``TfestKitError``
-    naming the files and the fix if none is intact."""
+    state file's: one warning), or ``given`` if intact; None without checkpoint files. Raises a
+    ``TfestKitError`` naming the files and the fix if none is intact."""
+    if given:  # else ~100 lines of "Read less bytes than requested"
+        if checkpoint_damage(given):
+            raise TfestKitError(
+                f"checkpoint_path {given} cannot be restored: {checkpoint_damage(given)}. Pass "
+                "an intact one (`python -m tfest_kit inspect` lists them), or None for the newest"
+            )
+        return given
     if path_problem(model_dir):
         raise ValueError(path_problem(model_dir))
     chosen, problem, damaged = choose_checkpoint(model_dir, writer=method == "training")

@@ -173,13 +173,13 @@ def _guard(est, skip_done: bool, loop: Optional[dict]) -> None:
     @functools.wraps(official_evaluate)
     def evaluate(input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
         hooks = guarded_eval_hooks(est.config, hooks, steps)
-        checkpoint_path = checkpoint_path or usable_checkpoint(est.model_dir, "evaluate()")
+        checkpoint_path = usable_checkpoint(est.model_dir, "evaluate()", checkpoint_path)
         with label_errors(), read_errors():
             return official_evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
     @functools.wraps(official_predict)
     def predict(input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
-        checkpoint_path = checkpoint_path or usable_checkpoint(est.model_dir, "predict()")
+        checkpoint_path = usable_checkpoint(est.model_dir, "predict()", checkpoint_path)
         hooks = [*(hooks or ()), EndlessPredictWarning()]
         return official_predict(input_fn, predict_keys, hooks, checkpoint_path, **kw)
 

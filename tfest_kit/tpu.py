@@ -479,13 +479,13 @@ class TPUEstimator(tf_estimator.Estimator):
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None) -> dict:
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
         hooks = guarded_eval_hooks(self.config, hooks, steps)
-        checkpoint_path = checkpoint_path or usable_checkpoint(self.model_dir, "evaluate()")
+        checkpoint_path = usable_checkpoint(self.model_dir, "evaluate()", checkpoint_path)
         with label_errors(), read_errors():
             return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
     def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
         """As ``Estimator.predict``, from the checkpoint :meth:`latest_checkpoint` finds."""
-        checkpoint_path = checkpoint_path or usable_checkpoint(self.model_dir, "predict()")
+        checkpoint_path = usable_checkpoint(self.model_dir, "predict()", checkpoint_path)
         hooks = [*(hooks or ()), EndlessPredictWarning()]
         return super().predict(input_fn, predict_keys, hooks, checkpoint_path, **kw)
 
