@@ -317,6 +317,8 @@ def test_write_tfrecord_replaces_whole_files_and_leaves_no_partial_one(tmp_path)
         inputs.write_tfrecord(ROWS, path, num_shards=2)
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(p) for p in first)
     assert len(list(tf2.data.TFRecordDataset(first[0]))) == 2
+    with pytest.raises(IsADirectoryError, match="must be a file name, not a directory"):
+        inputs.write_tfrecord(ROWS, tmp_path)  # was ".partial-…; Is a directory"
 
 
 # --------------------------------------------------------------------------- with an Estimator

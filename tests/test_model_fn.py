@@ -438,6 +438,13 @@ def test_sparse_labels_or_a_missing_weight_feature_are_named():
         model_fn({"x": tf.constant(X_EVAL[:2])}, tf.constant([[1.0], [2.0]]), "train", {})
 
 
+def test_features_given_as_one_tensor_to_a_network_that_names_them_are_named():
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=r"one tensor, not a dict"):
+        mf.classifier(network, NUM_CLASSES)(
+            tf.constant(X_EVAL[:2]), tf.constant([0, 1]), "train", {}
+        )
+
+
 def test_training_without_labels_says_the_input_fn_must_return_them():
     with tf.Graph().as_default(), pytest.raises(ValueError, match=r"train needs labels: the inp"):
         mf.classifier(network, NUM_CLASSES)({"x": tf.constant(X_EVAL[:2])}, None, "train", {})

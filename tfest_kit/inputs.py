@@ -610,6 +610,8 @@ def write_tfrecord(
         rows = rows.to_dict("records")
     serialized = _rows_to_examples(list(rows))
     path = os.fspath(path)
+    if tf2.io.gfile.isdir(path):  # else renaming the written file failed: "Is a directory"
+        raise IsADirectoryError(f"`path` must be a file name, not a directory. Got: {path!r}")
     tf2.io.gfile.makedirs(os.path.dirname(path) or ".")
     paths = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
     paths = [path] if num_shards == 1 else paths

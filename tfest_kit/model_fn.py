@@ -219,6 +219,13 @@ def _network_outputs(network_fn: Callable, features, mode, params, config):
             f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
             f"receiver) does not provide. Got features: {sorted(map(str, features))}"
         ) from error
+    except TypeError as error:  # "Only integers, slices … are valid indices, got 'x'"
+        if not isinstance(features, tf.Tensor) or "valid indices" not in str(error):
+            raise
+        raise ValueError(
+            "`network_fn` looked features up by name; the input_fn gave one tensor, not a dict: "
+            f"return ({{'x': x}}, labels). Got: {features}"
+        ) from error
     if mode == ModeKeys.TRAIN:
         _run_layer_updates(graph.get_operations()[first_op:])
     return outputs
