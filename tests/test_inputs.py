@@ -445,6 +445,13 @@ def test_a_gzip_csv_read_without_compression_names_the_fix(tmp_path):
         handle.write(CSV)
     with pytest.raises(ValueError, match=r"d\.csv\.gz is GZIP-compressed.*compression='GZIP'"):
         inputs.from_csv(str(tmp_path / "d.csv.gz"), label_name="species")()
+    # The other way round, and a binary file: gzip's BadGzipFile, a UnicodeDecodeError, no file.
+    (tmp_path / "plain.csv").write_text(CSV)
+    with pytest.raises(ValueError, match=r"plain\.csv is not GZIP-compressed: leave `compr"):
+        inputs.from_csv(str(tmp_path / "plain.csv"), label_name="species", compression="GZIP")
+    (tmp_path / "binary.csv").write_bytes(b"a,b\n\x8a\xff\x00,1\n")
+    with pytest.raises(ValueError, match=r"binary\.csv is not a CSV file: it is not UTF-8"):
+        inputs.from_csv(str(tmp_path / "binary.csv"), label_name="b")
 
 
 def test_a_csv_with_a_byte_order_mark_another_delimiter_or_too_few_defaults(tmp_path):

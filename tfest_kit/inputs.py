@@ -346,7 +346,7 @@ def _csv_dataset(patterns, options: dict, batch_size: int, **kwargs):
     """``make_csv_dataset``; its type inference's errors, and no row at all, name the file."""
     try:
         ds = tf2.data.experimental.make_csv_dataset(patterns, batch_size, **kwargs, **options)
-    except ValueError as e:  # a UnicodeDecodeError too
+    except (ValueError, OSError) as e:  # a UnicodeDecodeError, a BadGzipFile too
         where = _csv_problem(patterns, options, str(e))
         if where is None:
             raise
@@ -366,19 +366,32 @@ def _csv_rows(files: list[str], options: dict, header: bool) -> Iterator[tuple[s
     """(file, line number, fields) of each row of the CSV ``files``, header lines left out."""
     gzipped = options["compression_type"] == "GZIP"
     for path in files:
-        with tf.io.gfile.GFile(path, "rb" if gzipped else "r") as f:
-            text = gzip.open(f, "rt") if gzipped else f
-            reader = csv.reader(text, delimiter=options["field_delim"])
-            for fields in itertools.islice(reader, int(header), None):
-                yield path, reader.line_num, fields
+        try:
+            with tf.io.gfile.GFile(path, "rb" if gzipped else "r") as f:
+                text = gzip.open(f, "rt") if gzipped else f
+                reader = csv.reader(text, delimiter=options["field_delim"])
+                for fields in itertools.islice(reader, int(header), None):
+                    yield path, reader.line_num, fields
+        except UnicodeDecodeError:
+            raise ValueError(f"{path} is not a CSV file: it is not UTF-8 text") from None
 
 
 def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
     """Where the row ``message`` is about is in the CSV files, and its likely fix; or None."""
-    files, select = _files(patterns), options["select_columns"]
-    gzipped = [f for f in files if not options["compression_type"] and _compressed_as(f) == "GZIP"]
-    if gzipped or options["compression_type"] == "ZLIB" or not files:
-        return f"{gzipped[0]} is GZIP-compressed: pass compression='GZIP'" if gzipped else None
+    files, select, compression = (
+        _files(patterns),
+        options["select_columns"],
+        options["compression_type"],
+    )
+    kinds = {f: _compressed_as(f) for f in files}
+    wrong = [f for f in files if kinds[f] != compression and (kinds[f] or compression == "GZIP")]
+    if wrong:
+        kind, not_kind = kinds[wrong[0]], f"not {compression}-compressed: leave `compression` out"
+        return f"{wrong[0]} is " + (
+            f"{kind}-compressed: pass compression={kind!r}" if kind else not_kind
+        )
+    if compression == "ZLIB" or not files:
+        return None
     names = options["column_names"] or next(_csv_rows(files, options, False), [[]] * 3)[2]
     other = [d for d in ";\t|" if len(names) == 1 and d in names[0]]
     if other and options["field_delim"] not in other:  # make_csv_dataset: "must be one of"
