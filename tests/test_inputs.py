@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import logging
 import os
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import captured_tf_log
 from tfest_kit import inputs
 from tfest_kit._tf import tf, tf2
 
@@ -506,6 +509,22 @@ def test_a_truncated_tfrecord_names_the_record(tmp_path):
     fn = inputs.from_tfrecord(str(tmp_path / "t.csv"), _SPEC, "y", shuffle=False)
     with pytest.raises(inputs.InputFileError, match=r"t\.csv: .*not a TFRecord file but text"):
         _estimator(tmp_path).train(fn, max_steps=50)
+
+
+def test_a_tfrecord_cut_inside_a_record_header_is_said_once(tmp_path):
+    # TensorFlow's reader takes a cut header for the end: 10 of 20 records, without a word.
+    path = _records(tmp_path, "h.tfr")
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2 + 5])  # 10 records of the same length, 5 bytes of one more
+    with captured_tf_log(logging.WARNING) as warnings:
+        for _ in range(2):  # once per file version, not per input_fn call
+            fn = inputs.from_tfrecord(path, _SPEC, "y", shuffle=False, batch_size=1)
+            assert len(_batches(fn())) == 10
+        time.sleep(0.5)  # the check runs beside the reading
+    [said] = [w for w in warnings if "cut short" in w]
+    assert f"{path} is cut short inside record 10" in said and "the 10 whole records" in said
 
 
 def test_a_record_that_does_not_fit_the_spec_is_named(tmp_path):
