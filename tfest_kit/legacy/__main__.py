@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -69,6 +70,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
+            if importlib.util.find_spec(name) is None:  # a misspelt name changed nothing
+                print(
+                    f"warning: --tf1-package {name}: no installed package has that name",
+                    file=sys.stderr,
+                )
             tf1_packages.append(name)
         elif option == "-m":
             if not args:
