@@ -59,6 +59,8 @@ class Stack(NamedTuple):
 _PB, _PB_OLD = "TF 2.15 cannot load 5", "protobuf==3.20.3"
 _LAST = "its last release, run through tfest_kit's bridge"
 _TFDS = "only for recipes that download data sets"
+_TFDS_OLD = (((3, 10), "tensorflow-datasets==4.9.3"),)  # 4.9.4+ need Python 3.10
+_NUMPY_2, _NUMPY_OLD = "TensorFlow 2.21 is built against NumPy 2", (((3, 12), "numpy==2.4.6"),)
 _TFMD = "1.16+ needs protobuf 5: tensorflow_datasets fails at import"
 _TENSORBOARD = "for `tensorboard --logdir`; TensorFlow 2.16+ no longer brings it"
 # Mirror requirements-<stack>.txt (tests/test_requirements.py). The 2.15 suite also passed on
@@ -71,14 +73,8 @@ _STACK_2_15 = (
     # tensorflow-metadata 1.15 wants protobuf < 4.21 below Python 3.11.
     Requirement("protobuf", ">=3.20.3,<5", "protobuf==4.25.3", False, _PB, (((3, 11), _PB_OLD),)),
     Requirement("absl-py", ">=1.0,<3", "absl-py==2.1.0"),
-    # 4.9.4+ need Python 3.10.
     Requirement(
-        "tensorflow-datasets",
-        ">=4.9,<4.10",
-        "tensorflow-datasets==4.9.6",
-        True,
-        _TFDS,
-        (((3, 10), "tensorflow-datasets==4.9.3"),),
+        "tensorflow-datasets", ">=4.9,<4.10", "tensorflow-datasets==4.9.6", True, _TFDS, _TFDS_OLD
     ),
     # tensorflow-datasets' own dependencies, whose newest releases break it under TF 2.15.
     Requirement("tensorflow-metadata", ">=1.13,<1.16", "tensorflow-metadata==1.15.0", True, _TFMD),
@@ -89,13 +85,7 @@ _STACK_2_21 = (
     Requirement("tensorflow", ">=2.16,<2.22", "tensorflow==2.21.0", why="2.22+ not tested"),
     Requirement("tensorflow-estimator", ">=2.15,<2.16", "tensorflow-estimator==2.15.0", why=_LAST),
     Requirement("tf-keras", ">=2.16,<2.22", "tf-keras==2.21.0", why="Keras 2 for Estimator"),
-    Requirement(
-        "numpy",
-        ">=1.26,<3",
-        "numpy==2.5.5",
-        why="TensorFlow 2.21 is built against NumPy 2",
-        older_pythons=(((3, 12), "numpy==2.4.6"),),
-    ),
+    Requirement("numpy", ">=1.26,<3", "numpy==2.5.5", False, _NUMPY_2, _NUMPY_OLD),
     Requirement("absl-py", ">=1.0,<3", "absl-py==2.5.1"),
     Requirement("tensorflow-datasets", ">=4.9,<4.10", "tensorflow-datasets==4.9.10", True, _TFDS),
     Requirement("tensorboard", ">=2.16,<2.22", "tensorboard==2.21.0", True, _TENSORBOARD),
