@@ -122,12 +122,9 @@ def training_loop(step: Callable, features, labels, length: int, until, every) -
         if getattr(spec, "host_call", None) is not None:  # each step's tensors, queued
             flat = tf.nest.flatten(spec.host_call[1])
             shapes = [t.shape for t in flat]
+            shapes = shapes if all(shape.is_fully_defined() for shape in shapes) else None
             with tf.init_scope():
-                built["queue"] = tf.queue.FIFOQueue(
-                    2**30,
-                    [t.dtype for t in flat],
-                    shapes if all(shape.is_fully_defined() for shape in shapes) else None,
-                )
+                built["queue"] = tf.queue.FIFOQueue(2**30, [t.dtype for t in flat], shapes)
             with tf.control_dependencies([spec.train_op]):  # after the step's update
                 after.append(built["queue"].enqueue(flat))
         with tf.control_dependencies(after):
@@ -204,13 +201,10 @@ def without_second_loss_line(spec, hooks, is_chief):
     all_hooks = (*hooks, *spec.training_hooks, *(spec.training_chief_hooks if is_chief else ()))
     if not any(isinstance(hook, ProgressHook) for hook in all_hooks):
         return spec
-    kept = []
-    for hook in spec.training_hooks:
+    kept = [h for h in spec.training_hooks if not isinstance(h, LossLoggingHook) or h.output_dir]
+    for hook in kept:
         if isinstance(hook, LossLoggingHook):
-            if not hook.output_dir:
-                continue
             hook.log_lines = False
-        kept.append(hook)
     return spec._replace(training_hooks=tuple(kept))
 
 
