@@ -14,7 +14,7 @@ from tfest_kit._tf import NoRestoreSaveable, parse_iterations_per_loop, tf, tf2
 from tfest_kit.hooks import LossLoggingHook, ProgressHook, fill_progress_totals
 
 __all__ = ["loop_length", "training_loop", "fetch_errors", "without_second_loss_line"]
-__all__ += ["with_checkpoint_saver", "with_loss_line"]
+__all__ += ["with_run_hooks", "with_loss_line"]
 
 
 def loop_length(config) -> Optional[int]:
@@ -208,10 +208,12 @@ def without_second_loss_line(spec, hooks, is_chief):
     return spec._replace(training_hooks=tuple(kept))
 
 
-def with_checkpoint_saver(spec, config, hooks, steps_per_run):
-    """The chief's ``CheckpointSaverHook`` as Estimator's, told how many steps a run makes:
-    Estimator's fetches ``global_step`` again each step, 25-30 % of a small model's step."""
-    if not (config.save_checkpoints_secs or config.save_checkpoints_steps):
+def with_run_hooks(spec, config, hooks, steps_per_run: Optional[int]):
+    """:func:`without_second_loss_line`; then, given ``steps_per_run``, the chief's
+    ``CheckpointSaverHook`` as Estimator's, told how many steps a run makes: Estimator's
+    fetches ``global_step`` again each step, 25-30 % of a small model's step."""
+    spec = without_second_loss_line(spec, hooks, config.is_chief)
+    if not steps_per_run or not (config.save_checkpoints_secs or config.save_checkpoints_steps):
         return spec
     existing = (*hooks, *spec.training_hooks, *spec.training_chief_hooks)
     if any(isinstance(hook, tf.train.CheckpointSaverHook) for hook in existing):

@@ -17,14 +17,7 @@ from typing import Any, Optional, Union
 
 from tfest_kit import _warm_start, logs
 from tfest_kit._class_ids import label_errors
-from tfest_kit._loop import (
-    fetch_errors,
-    loop_length,
-    training_loop,
-    with_checkpoint_saver,
-    with_loss_line,
-    without_second_loss_line,
-)
+from tfest_kit._loop import fetch_errors, loop_length, training_loop, with_loss_line, with_run_hooks
 from tfest_kit._model_dir import saved_step, usable_checkpoint
 from tfest_kit._model_fn_call import call_with_args
 from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
@@ -202,8 +195,7 @@ def _adapting_model_fn(official_model_fn, keras_model, loop: Optional[dict]):
         loop["looped"] = looped is not None
         spec = looped[0] if looped else train_step(features, labels)
         spec = with_loss_line(spec, config, loop["every"], loop["until"])
-        spec = without_second_loss_line(spec, loop["hooks"], config.is_chief)
-        return with_checkpoint_saver(spec, config, loop["hooks"], loop["length"] if looped else 1)
+        return with_run_hooks(spec, config, loop["hooks"], loop["length"] if looped else 1)
 
     def step(features, labels, mode, config):
         features, sample_weights = _split_sample_weights(features, input_names)

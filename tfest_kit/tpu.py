@@ -16,14 +16,7 @@ from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
 from tfest_kit._class_ids import label_errors
-from tfest_kit._loop import (
-    fetch_errors,
-    loop_length,
-    training_loop,
-    with_checkpoint_saver,
-    with_loss_line,
-    without_second_loss_line,
-)
+from tfest_kit._loop import fetch_errors, loop_length, training_loop, with_loss_line, with_run_hooks
 from tfest_kit._model_dir import grpc_reachable, usable_checkpoint
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
@@ -440,14 +433,13 @@ class TPUEstimator(tf_estimator.Estimator):
     ):
         # The one place that knows the spec (with a strategy: all replicas') and every hook.
         config, run_hooks = self._config, tuple(worker_hooks) + tuple(hooks)
+        steps_per_run = self._loop if self._looping else 1
         if config.train_distribute is not None:  # (without one: in model_fn)
+            steps_per_run = None  # Estimator's own checkpoint saver
             estimator_spec = with_loss_line(
                 estimator_spec, config, self._log_every, self._train_until, self
             )
-        estimator_spec = without_second_loss_line(estimator_spec, run_hooks, config.is_chief)
-        if config.train_distribute is None:
-            steps_per_run = self._loop if self._looping else 1
-            estimator_spec = with_checkpoint_saver(estimator_spec, config, run_hooks, steps_per_run)
+        estimator_spec = with_run_hooks(estimator_spec, config, run_hooks, steps_per_run)
         return super()._train_with_estimator_spec(
             estimator_spec, worker_hooks, hooks, global_step_tensor, saving_listeners
         )
