@@ -59,10 +59,6 @@ def needed(version: str) -> bool:
     return _release(version)[:2] >= (2, 16)
 
 
-def _count(cluster_spec: Any, *jobs: str) -> int:
-    return sum(len(cluster_spec.as_dict().get(job, [])) for job in jobs)
-
-
 def _global_id(config: Any) -> int:
     """The task's index over chief, the other jobs sorted by name, then ps (TF 2.15's order)."""
     cluster_spec, task_type = config._cluster_spec, config._task_type
@@ -87,8 +83,9 @@ def _config_from_worker_context(config: Any, context: Any) -> None:
     if not config._cluster_spec:
         config._global_id_in_cluster, config._num_ps_replicas, config._num_worker_replicas = 0, 0, 1
     elif config._task_type != "evaluator":
-        config._num_ps_replicas = _count(config._cluster_spec, "ps")
-        config._num_worker_replicas = _count(config._cluster_spec, "worker", "chief")
+        jobs = config._cluster_spec.as_dict()
+        config._num_ps_replicas = len(jobs.get("ps", []))
+        config._num_worker_replicas = len(jobs.get("worker", [])) + len(jobs.get("chief", []))
         config._global_id_in_cluster = _global_id(config)
     else:
         config._cluster_spec = tf.train.ClusterSpec({})
