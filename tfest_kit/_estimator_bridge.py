@@ -72,7 +72,11 @@ def _global_id(config: Any) -> int:
     raise RuntimeError(f"task_type {task_type!r} is not in the cluster {cluster_spec}.")
 
 
-def _config_from_worker_context(config: Any, context: Any) -> None:
+def _local_estimator(estimator: Any, field: str, strategy: Any) -> tuple[Any, Any]:
+    """A copy of ``estimator`` for this worker, its config set from the coordinator's context."""
+    local = copy.deepcopy(estimator)
+    config, context = local._config, dc_context.get_current_worker_context()
+    setattr(config, f"_{field}_distribute", strategy)
     # RunConfig's fields, set as TF 2.15's estimator_training set them for each worker.
     config._service = None
     config._cluster_spec = context.cluster_spec
@@ -91,6 +95,9 @@ def _config_from_worker_context(config: Any, context: Any) -> None:
         config._cluster_spec = tf.train.ClusterSpec({})
         config._num_ps_replicas = config._num_worker_replicas = 0
         config._global_id_in_cluster = None
+    _log.info("Updated config: %s", vars(config))
+    setattr(local, f"_{field}_distribution", strategy)
+    return local, context
 
 
 def init_run_config(config: Any, tf_config: dict) -> None:
@@ -142,17 +149,6 @@ def should_run_distribute_coordinator(config: Any) -> bool:
         )
         return False
     return True
-
-
-def _local_estimator(estimator: Any, field: str, strategy: Any) -> tuple[Any, Any]:
-    """A copy of ``estimator`` for this worker, its config set from the coordinator's context."""
-    local = copy.deepcopy(estimator)
-    setattr(local._config, f"_{field}_distribute", strategy)
-    context = dc_context.get_current_worker_context()
-    _config_from_worker_context(local._config, context)
-    _log.info("Updated config: %s", vars(local._config))
-    setattr(local, f"_{field}_distribution", strategy)
-    return local, context
 
 
 def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor_cls: Any) -> None:
@@ -231,17 +227,16 @@ def _no_tpu_embedding(*args: Any, **kwargs: Any) -> Any:
 
 
 def _embedding_module(name: str, classes: tuple[str, ...]) -> types.ModuleType:
+    def _embedding_attribute(attribute: str) -> Any:
+        if attribute.startswith("__"):  # the import system's own probes (__path__ …)
+            raise AttributeError(attribute)
+        return _no_tpu_embedding()
+
     module = types.ModuleType(name, "Supplied by tfest_kit: TPU embeddings need TF 2.15.")
     for class_name in classes:
         setattr(module, class_name, type(class_name, (), {"__init__": _no_tpu_embedding}))
     module.__getattr__ = _embedding_attribute
     return module
-
-
-def _embedding_attribute(name: str) -> Any:
-    if name.startswith("__"):  # the import system's own probes (__path__ …)
-        raise AttributeError(name)
-    return _no_tpu_embedding()
 
 
 def _session_support_module() -> types.ModuleType:
