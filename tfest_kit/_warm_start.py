@@ -18,7 +18,7 @@ _RESUMING: set = set()  # model_dirs said to be resumed
 
 def resolve_checkpoint(init_checkpoint: str) -> str:
     """The checkpoint prefix of ``init_checkpoint`` (a directory: its latest), or ValueError."""
-    path = os.fspath(init_checkpoint)
+    path = prefix = os.fspath(init_checkpoint)
     if tf.io.gfile.isdir(path):
         prefix = tf.train.latest_checkpoint(path)
         if prefix is None:
@@ -31,8 +31,6 @@ def resolve_checkpoint(init_checkpoint: str) -> str:
             "`init_checkpoint` does not exist: expected a checkpoint prefix with a `.index` file "
             f"next to it, or a directory holding checkpoints. Got: {path!r}"
         )
-    else:
-        prefix = path
     try:
         tf.train.load_checkpoint(prefix)
     except Exception as error:  # noqa: BLE001 - re-raised with the user's context
@@ -185,11 +183,8 @@ def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> No
         ):
             differ.append(f"{shown} (checkpoint {list(shapes[name])}, model {shape.as_list()})")
     if missing or differ:
-        problems = [
-            f"{what}: {', '.join(names[:10])}"
-            for what, names in (("shapes differ", differ), ("not in the checkpoint", missing))
-            if names
-        ]
+        pairs = (("shapes differ", differ), ("not in the checkpoint", missing))
+        problems = [f"{what}: {', '.join(names[:10])}" for what, names in pairs if names]
         if named:
             raise ValueError(
                 f"The checkpoint Estimator restores, {prefix!r} (the `checkpoint_path` given, "
