@@ -256,9 +256,8 @@ def writer_lock(model_dir: str) -> Iterator[None]:
     if fcntl is None or "://" in model_dir or key in _held:  # no lock, or held by this process
         yield
         return
-    path = os.path.join(model_dir, LOCK_FILE)
     os.makedirs(model_dir, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(os.path.join(model_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
