@@ -194,8 +194,7 @@ def multi_worker_strategy() -> Any:
 
         config = tf.estimator.RunConfig(model_dir, train_distribute=multi_worker_strategy())
     """
-    config = validate_tf_config(workers_only_allowed=True)
-    if config.get("task", {}).get("type") == "evaluator":
+    if validate_tf_config(workers_only_allowed=True).get("task", {}).get("type") == "evaluator":
         return None
     from tfest_kit._tf import tf
 
