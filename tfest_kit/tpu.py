@@ -270,9 +270,8 @@ def _wants_official(use_tpu, config) -> bool:
 
 
 def _replicas(config, mode: str) -> int:  # sharing one step's batch
-    strategy = {_MODES.TRAIN: config.train_distribute, _MODES.EVAL: config.eval_distribute}
-    strategy = strategy.get(mode)
-    return strategy.num_replicas_in_sync if strategy is not None else 1
+    strategies = {_MODES.TRAIN: config.train_distribute, _MODES.EVAL: config.eval_distribute}
+    return strategies[mode].num_replicas_in_sync if strategies.get(mode) is not None else 1
 
 
 class TPUEstimator(tf_estimator.Estimator):
