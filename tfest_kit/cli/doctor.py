@@ -237,8 +237,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from tfest_kit._tf import tf2
 
-        devices = [(d.device_type, d.name) for d in tf2.config.list_physical_devices()]
-        error = None
+        devices, error = [(d.device_type, d.name) for d in tf2.config.list_physical_devices()], None
     except Exception as e:  # noqa: BLE001 - doctor reports every failure instead of dying
         devices, error = [], f"{type(e).__name__}: {e}"
     text, code = report(check(), devices, error)
