@@ -1,8 +1,7 @@
 """A checkpoint the chief deleted while the evaluator evaluated or exported it: found, skipped.
 
 With frequent saves the chief's ``keep_checkpoint_max`` deletes the one being evaluated, and the
-official loop ended the evaluator with "Restoring from checkpoint failed". Used by ``training``
-and ``serving``.
+official loop ended the evaluator with "Restoring from checkpoint failed" (training, serving).
 """
 
 from __future__ import annotations
