@@ -100,8 +100,7 @@ class FitCheckingSaver(tf.train.Saver):
 
     def __init__(self, model_dir: str, variables: Mapping[str, Any], **kwargs):
         super().__init__(**kwargs)
-        self._fit_model_dir = model_dir
-        self._fit_variables = dict(variables)
+        self._fit_model_dir, self._fit_variables = model_dir, dict(variables)
 
     def restore(self, sess, save_path):
         if save_path and self._fit_model_dir:

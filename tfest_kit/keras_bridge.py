@@ -373,8 +373,7 @@ def _matched_by_structure(settings, keras_ckpt: str):
     path = settings.ckpt_to_initialize_from
     prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
     try:
-        saved_names = object_graph_key_mapping(prefix)
-        ours = object_graph_key_mapping(keras_ckpt)
+        saved_names, ours = object_graph_key_mapping(prefix), object_graph_key_mapping(keras_ckpt)
     except tf.errors.NotFoundError:
         return settings  # a name-based checkpoint: warm-started by name, as Estimator does
     model = {name: key for name, key in ours.items() if re.match(_MODEL_VARIABLES, f"{name}:0")}

@@ -61,8 +61,7 @@ def _scores(matrix, metric: str, average: str):
     if average == "micro":
         # Single-label data: micro precision == recall == F1 == accuracy.
         return tf.cast(divide(tf.reduce_sum(true_positives), tf.reduce_sum(matrix)), tf.float32)
-    precision = divide(true_positives, predicted)
-    recall = divide(true_positives, support)
+    precision, recall = divide(true_positives, predicted), divide(true_positives, support)
     f1 = divide(2.0 * precision * recall, precision + recall)
     per_class = {"precision": precision, "recall": recall, "f1": f1}
     # Macro: the classes seen in labels or predictions, each once; weighted: by support.

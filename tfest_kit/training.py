@@ -153,11 +153,9 @@ class _TaskExecutor(TrainingExecutor):
     checkpoint the chief deleted under it (the official loop ended); a task's server is reused by
     the next executor of the task in this process (the official one failed to start a second)."""
 
-    def __init__(self, estimator, train_spec, eval_spec, continuous_eval_listener=None) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # the official executor's arguments
         self._vanished: set[str] = set()
-        super().__init__(
-            estimator, train_spec, eval_spec, continuous_eval_listener=continuous_eval_listener
-        )
+        super().__init__(*args, **kwargs)
 
     def _execute_evaluator_once(self, evaluator, continuous_eval_listener, throttle_secs):
         start = time.time()
