@@ -197,20 +197,18 @@ def report(
         status = "ok" if f.ok else ("opt" if f.optional else "FAIL")
         note = "" if f.ok else f.why
         lines.append(f"{status:5}{f.name:22}{f.installed or 'missing':14}{f.wanted:18}{note}")
-    lines.append("")
+    installed = f"{chosen.name} (TensorFlow {tensorflow}), pinned in {chosen.lock}"
     if tensorflow is None:
-        lines.append(f"stack: none installed; this Python takes the {chosen.name} stack")
-    else:
-        lines.append(f"stack: {chosen.name} (TensorFlow {tensorflow}), pinned in {chosen.lock}")
-    lines.append(
+        installed = f"none installed; this Python takes the {chosen.name} stack"
+    failed = f"could not ask TensorFlow ({device_error})" if device_error else None
+    lines += [
+        "",
+        f"stack: {installed}",
         f"other stack: {other.name} (Python {other.pythons}): pip install {other.install}"
-        f"   (or pip install -r {other.lock})"
-    )
-    lines.append(f"cpu cores: {os.cpu_count()}  platform: {platform.platform()}")
-    if device_error:
-        lines.append(f"devices: could not ask TensorFlow ({device_error})")
-    else:
-        lines.append("devices: " + ", ".join(f"{t} {n}" for t, n in devices))
+        f"   (or pip install -r {other.lock})",
+        f"cpu cores: {os.cpu_count()}  platform: {platform.platform()}",
+        "devices: " + (failed or ", ".join(f"{t} {n}" for t, n in devices)),
+    ]
     required = [f for f in findings if not f.ok and not f.optional]
     optional = [f for f in findings if not f.ok and f.optional]
     if optional:
