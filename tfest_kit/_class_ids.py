@@ -26,10 +26,9 @@ def check_class_ids(labels, num_classes: int):
     """``labels`` as int32, failing at run time when one is outside the range."""
     labels = tf.cast(labels, tf.int32)
     in_range = tf.reduce_all((labels >= 0) & (labels < num_classes))
+    low, high = tf.reduce_min(labels), tf.reduce_max(labels)
     message = _MESSAGE.format(f"num_classes={num_classes}")
-    check = tf.Assert(
-        in_range, [message, tf.reduce_min(labels), "to", tf.reduce_max(labels)], name="check_labels"
-    )
+    check = tf.Assert(in_range, [message, low, "to", high], name="check_labels")
     with tf.control_dependencies([check]):
         return tf.identity(labels, name="labels")
 
