@@ -104,12 +104,11 @@ def init_run_config(config: Any, tf_config: dict) -> None:
     """Sets a ``RunConfig``'s distribute-coordinator mode from ``TF_CONFIG`` (TF 2.15's rules)."""
     experimental = config._experimental_distribute
     for field in ("train_distribute", "eval_distribute"):
-        if experimental and getattr(experimental, field):
-            if getattr(config, "_" + field):
-                raise ValueError(
-                    f"Either `{field}` or `experimental_distribute.{field}` can be set."
-                )
-            setattr(config, "_" + field, getattr(experimental, field))
+        given = getattr(experimental, field) if experimental else None
+        if given and getattr(config, "_" + field):
+            raise ValueError(f"Either `{field}` or `experimental_distribute.{field}` can be set.")
+        if given:
+            setattr(config, "_" + field, given)
     cluster_spec = tf.train.ClusterSpec(tf_config.get("cluster", {}))
     config._init_distributed_setting_from_environment_var({})
     if config._train_distribute and experimental and experimental.remote_cluster:
