@@ -30,8 +30,7 @@ def vanished_checkpoint(
     if checkpoint_path:
         named = [checkpoint_path] if checkpoint_path in message else []
     else:
-        prefix = os.path.join(model_dir, "")
-        named = re.findall(re.escape(prefix) + r"[^\s'\"/]+?-\d+", message)
+        named = re.findall(re.escape(os.path.join(model_dir, "")) + r"[^\s'\"/]+?-\d+", message)
     for path in named:
         if not (tf.gfile.Exists(path + ".index") and tf.gfile.Glob(path + ".data-*")):
             return path
