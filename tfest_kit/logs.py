@@ -50,10 +50,9 @@ class _OneRouteHandler(logging.Handler):
         self._plain.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
         self._left_out = ()
         if not tensorflow_info:
-            specs = [importlib.util.find_spec(name) for name in _TENSORFLOW_PACKAGES]
             self._left_out = tuple(
                 os.path.join(os.path.realpath(location), "")
-                for spec in specs
+                for spec in map(importlib.util.find_spec, _TENSORFLOW_PACKAGES)
                 if spec
                 for location in spec.submodule_search_locations or []
             )
