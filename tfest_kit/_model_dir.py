@@ -358,8 +358,7 @@ class _StepCounter(tf.train.SessionRunHook):
                 self._summary = tf.summary.merge_all()
 
     def after_create_session(self, session, coord) -> None:
-        self._phase = "running the first step"
-        self.ran = False
+        self._phase, self.ran = "running the first step", False
         if self._global_step is not None:
             self._next_step = int(session.run(self._global_step))
             self.step = self._next_step - 1
@@ -381,8 +380,7 @@ class _StepCounter(tf.train.SessionRunHook):
 
     def after_run(self, run_context, run_values) -> None:
         self.first_step_done.set()
-        self.ran = True
-        self._next_step = (run_values.results or {}).get("step")
+        self.ran, self._next_step = True, (run_values.results or {}).get("step")
         if "summary" in (run_values.results or {}):
             writer = tf.summary.FileWriterCache.get(self._summary_dir)
             writer.add_summary(run_values.results["summary"], self._last)

@@ -50,8 +50,7 @@ def exports(model_dir: str) -> list[dict]:
 
     Each is ``{"path" (its name is the version), "newest" (in its directory), "best_exporter"}``.
     """
-    root = os.path.join(model_dir, "export")
-    found = []
+    root, found = os.path.join(model_dir, "export"), []
     for paths in [complete_exports(os.path.join(root, n)) for n in ["", *dir_entries(root)]]:
         for p in paths:
             best = read_export_metrics(p) is not None
@@ -80,8 +79,7 @@ def describe(model_dir: str) -> dict:
     check_model_dir("inspect", model_dir)
     # Absolute: TensorFlow joins relative state entries onto it, the Keras bridge writes
     # absolute ones; so each checkpoint has one spelling.
-    model_dir = os.path.abspath(model_dir)
-    evaluations = []
+    model_dir, evaluations = os.path.abspath(model_dir), []
     for directory in eval_dirs(model_dir):
         by_step = metrics_by_step(directory)
         step = max(by_step, default=None)
