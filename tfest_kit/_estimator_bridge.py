@@ -80,8 +80,7 @@ def _local_estimator(estimator: Any, field: str, strategy: Any) -> tuple[Any, An
     # RunConfig's fields, set as TF 2.15's estimator_training set them for each worker.
     config._service = None
     config._cluster_spec = context.cluster_spec
-    config._task_type = context.task_type
-    config._task_id = context.task_id
+    config._task_type, config._task_id = context.task_type, context.task_id
     config._evaluation_master = config._master = context.master_target
     config._is_chief = context.is_chief
     if not config._cluster_spec:
@@ -276,8 +275,7 @@ def install() -> None:
         module = sys.modules[name] = build()
         parent, _, child = name.rpartition(".")
         setattr(distribute if parent.endswith("distribute") else tpu, child, module)
-    embedding = importlib.import_module(_EMBEDDING)
-    experimental = tf.compat.v1.tpu.experimental
+    embedding, experimental = importlib.import_module(_EMBEDDING), tf.compat.v1.tpu.experimental
     for class_name in _EMBEDDING_PARAMETERS:
         if not hasattr(experimental, class_name):
             setattr(experimental, class_name, getattr(embedding, class_name))

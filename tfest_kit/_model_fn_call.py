@@ -68,8 +68,7 @@ def keras_seeds(seed: Optional[int]) -> Iterator[None]:
     if state is None:
         yield
         return
-    previous = getattr(state, "generator", None)
-    state.generator = random.Random(seed)
+    previous, state.generator = getattr(state, "generator", None), random.Random(seed)
     try:
         yield
     finally:

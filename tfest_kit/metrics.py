@@ -29,8 +29,7 @@ def _flat(tensor, name: str, dtype=None):
 
 def _streaming_confusion_matrix(labels, predictions, num_classes, weights):
     """``(matrix_variable, update_op)``; ``matrix[i, j]`` counts label i predicted j."""
-    labels = _flat(labels, "labels", tf.int64)
-    predictions = _flat(predictions, "predictions")
+    labels, predictions = _flat(labels, "labels", tf.int64), _flat(predictions, "predictions")
     # A cast floors scores (0.9 -> class 0): probabilities passed by mistake would score wrong.
     if not (predictions.dtype.is_integer or predictions.dtype.is_bool):
         raise ValueError(
