@@ -372,12 +372,13 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
     early_stop_file = os.path.join(model_dir, _STOPPED_EARLY_FILE)
     if distributed_chief and tf.gfile.Exists(early_stop_file):
         tf.gfile.Remove(early_stop_file)  # it would end this run's evaluator at that step
-    interrupted_by = None  # the signal that stopped an evaluation
+    how = "interrupted"  # or stopped by the signal that arrived during an evaluation
     try:
         result, early_stop_step = _run(estimator, train_spec, eval_spec, train_hooks)
     except _EvaluationInterrupted:
         result, early_stop_step = (None, None), None  # as a local run returns
-        interrupted_by = _release_preemption_hooks(train_hooks) or "A signal"
+        signal_name = _release_preemption_hooks(train_hooks) or "A signal"
+        how = f"stopped by {signal_name} during an evaluation"
     if distributed_chief and _stopped_early(train_hooks):
         step = saved_step(model_dir)
         with tf.gfile.GFile(early_stop_file + ".tmp", "w") as f:
@@ -397,11 +398,8 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
     preempted = local and _preempted(train_hooks) and evaluated_step != last_step
     if preempted:
         metrics = _newest_metrics(estimator.eval_dir(eval_spec.name))
-        what = (
-            f"stopped by {interrupted_by} during an evaluation" if interrupted_by else "interrupted"
-        )
         tf.logging.warning(
-            f"Training {what} at global step {last_step}: its checkpoint is not evaluated; "
+            f"Training {how} at global step {last_step}: its checkpoint is not evaluated; "
             f"newest eval metrics: step {metrics.get('global_step', 'none')}"
         )
     elif metrics is None and local:  # the checkpoint was already at max_steps
