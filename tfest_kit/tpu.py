@@ -228,10 +228,9 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str, pending=None):
     """An ``EstimatorSpec`` for the model_fn's spec; ``host_call`` writes to ``summary_dir``."""
     if not isinstance(spec, _TPU_SPEC_TYPES):
         return spec
-    eval_metric_ops = None
+    eval_metric_ops, extra = None, ()
     if spec.eval_metrics is not None and mode == _MODES.EVAL:
         eval_metric_ops = _call_host_fn(spec.eval_metrics)
-    extra = ()
     if spec.host_call is not None and mode != _MODES.PREDICT:
         # Under a default writer and step: CPU code's tf.summary.scalar writes nothing without.
         previous_step = tf2.summary.experimental.get_step()
