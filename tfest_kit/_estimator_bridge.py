@@ -252,8 +252,7 @@ def _session_support_module() -> types.ModuleType:
             unavailable()
 
     module = types.ModuleType(_SESSION_SUPPORT, "Supplied by tfest_kit (see _estimator_bridge).")
-    module.GracefulShutdownHook = GracefulShutdownHook
-    module.start_worker_watchdog = unavailable
+    module.GracefulShutdownHook, module.start_worker_watchdog = GracefulShutdownHook, unavailable
     for name in ("ResetComputation", "ShutdownLameWorkers", "ShutdownAllWorkers"):
         setattr(module, name, type(name, (), {"__call__": lambda self, *args: None}))
     return module

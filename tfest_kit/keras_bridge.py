@@ -132,8 +132,7 @@ def _check_preprocessing_state(keras_model) -> None:
             adapted = layer.get_vocabulary(include_special_tokens=False)
             argument = "vocabulary=layer.get_vocabulary(include_special_tokens=False)"
         elif isinstance(layer, layers.Discretization) and not layer.get_config()["bin_boundaries"]:
-            adapted = layer.bin_boundaries
-            argument = "bin_boundaries=layer.bin_boundaries"
+            adapted, argument = layer.bin_boundaries, "bin_boundaries=layer.bin_boundaries"
         else:
             continue
         if adapted:
