@@ -316,15 +316,9 @@ def train_and_evaluate(
         if max_steps is None:
             raise TypeError("`max_steps` is required with input_fns (or pass a TrainSpec).")
         train_spec = tf_estimator.TrainSpec(train_spec, max_steps=max_steps, hooks=list(hooks))
-        eval_spec = tf_estimator.EvalSpec(
-            eval_spec,
-            steps=eval_steps,
-            name=eval_name,
-            hooks=list(eval_hooks),
-            exporters=exporters,
-            start_delay_secs=start_delay_secs or 0,
-            throttle_secs=throttle_secs or 0,
-        )
+        evaluation = dict(steps=eval_steps, name=eval_name, hooks=list(eval_hooks))
+        delays = dict(start_delay_secs=start_delay_secs or 0, throttle_secs=throttle_secs or 0)
+        eval_spec = tf_estimator.EvalSpec(eval_spec, exporters=exporters, **evaluation, **delays)
     train_hooks = list(train_spec.hooks)
     then = "" if estimator.config.cluster_spec else "final evaluation"  # (the evaluator's)
     fill_progress_totals(train_hooks, train_spec.max_steps, estimator, then=then)
