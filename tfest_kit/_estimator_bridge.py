@@ -168,15 +168,10 @@ def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor
         local._config._distribute_coordinator_mode = None
         executor_cls(local, train_spec, eval_spec)._start_continuous_evaluation()
 
-    standalone = mode == dc.CoordinatorMode.STANDALONE_CLIENT
+    cluster_spec = run_config.cluster_spec if mode == dc.CoordinatorMode.STANDALONE_CLIENT else None
+    options = dict(mode=mode, cluster_spec=cluster_spec, session_config=run_config.session_config)
     dc.run_distribute_coordinator(
-        worker_fn,
-        run_config.train_distribute,
-        eval_fn,
-        run_config.eval_distribute,
-        mode=mode,
-        cluster_spec=run_config.cluster_spec if standalone else None,
-        session_config=run_config.session_config,
+        worker_fn, run_config.train_distribute, eval_fn, run_config.eval_distribute, **options
     )
 
 
@@ -184,10 +179,10 @@ def _run_standalone(estimator: Any, run_fn: Any, hooks: Any, *, field: str, meth
     """``Estimator.train`` / ``evaluate`` through the coordinator, STANDALONE_CLIENT mode only."""
     config = estimator._config
     cluster_spec = multi_worker_util.normalize_cluster_spec(config.cluster_spec)
-    strategy = getattr(config, f"_{field}_distribute")
+    strategy, mode = getattr(config, f"_{field}_distribute"), config._distribute_coordinator_mode
     if "evaluator" in cluster_spec.jobs:
         raise ValueError("'evaluator' job is not supported if you don't use `train_and_evaluate`")
-    if config._distribute_coordinator_mode != dc.CoordinatorMode.STANDALONE_CLIENT:
+    if mode != dc.CoordinatorMode.STANDALONE_CLIENT:
         raise ValueError(
             f"Only `STANDALONE_CLIENT` mode is supported when you call `Estimator.{method}`"
         )
@@ -202,13 +197,8 @@ def _run_standalone(estimator: Any, run_fn: Any, hooks: Any, *, field: str, meth
         result = run_fn(local, worker_strategy, hooks if context.is_chief else [])
         return local if field == "train" else result
 
-    return dc.run_distribute_coordinator(
-        worker_fn,
-        strategy,
-        mode=config._distribute_coordinator_mode,
-        cluster_spec=cluster_spec,
-        session_config=config.session_config,
-    )
+    options = dict(mode=mode, cluster_spec=cluster_spec, session_config=config.session_config)
+    return dc.run_distribute_coordinator(worker_fn, strategy, **options)
 
 
 estimator_train = functools.partial(_run_standalone, field="train", method="train")
