@@ -152,13 +152,9 @@ def training_loop(step: Callable, features, labels, length: int, until, every) -
         savers = tf.get_collection_ref(tf.GraphKeys.SAVERS)
         savers[:] = [saver if s is scaffold.saver else s for s in savers]
         spec = spec._replace(scaffold=tf.train.Scaffold(saver=saver, copy_from_scaffold=scaffold))
-    spec = spec._replace(  # in-loop tensors a TRAIN spec does not need
-        loss=loss,
-        train_op=loss.op,
-        predictions={},
-        export_outputs=None,
-        training_hooks=tuple(spec.training_hooks or ()) + (hook,),
-    )
+    hooks = tuple(spec.training_hooks or ()) + (hook,)
+    unneeded = dict(predictions={}, export_outputs=None)  # in-loop tensors a TRAIN spec drops
+    spec = spec._replace(loss=loss, train_op=loss.op, training_hooks=hooks, **unneeded)
     if "queue" in built:
         values = tf.nest.flatten(built["queue"].dequeue())
         tensors = tf.nest.pack_sequence_as(spec.host_call[1], values)
@@ -218,12 +214,8 @@ def with_run_hooks(spec, config, hooks, steps_per_run: Optional[int]):
     existing = (*hooks, *spec.training_hooks, *spec.training_chief_hooks)
     if any(isinstance(hook, tf.train.CheckpointSaverHook) for hook in existing):
         return spec
-    saver_hook = tf.train.CheckpointSaverHook(
-        config.model_dir,
-        save_secs=config.save_checkpoints_secs,
-        save_steps=config.save_checkpoints_steps,
-        scaffold=spec.scaffold,
-        save_graph_def=config.checkpoint_save_graph_def,
-    )
+    every = dict(save_secs=config.save_checkpoints_secs, save_steps=config.save_checkpoints_steps)
+    what = dict(scaffold=spec.scaffold, save_graph_def=config.checkpoint_save_graph_def)
+    saver_hook = tf.train.CheckpointSaverHook(config.model_dir, **every, **what)
     saver_hook._set_steps_per_run(steps_per_run)  # the hook's own (private) knob for this
     return spec._replace(training_chief_hooks=tuple(spec.training_chief_hooks) + (saver_hook,))
