@@ -372,14 +372,10 @@ class TPUEstimator(tf_estimator.Estimator):
         self._train_until = (None, None)  # train()'s max_steps, steps
         # Graphs input_fn ran in: model_fn anywhere else exports.
         self._input_graphs = weakref.WeakSet()
-        super().__init__(
-            model_fn=self._make_model_fn(),
-            model_dir=model_dir,
-            # Estimator's LoggingTensorHook + StepCounterHook are replaced by one hook.
-            config=config.replace(log_step_count_steps=None),
-            params=dict(params or {}),
-            warm_start_from=warm_start_from,
-        )
+        # Estimator's LoggingTensorHook + StepCounterHook are replaced by one hook.
+        config = config.replace(log_step_count_steps=None)
+        params = dict(params or {})
+        super().__init__(self._make_model_fn(), model_dir, config, params, warm_start_from)
 
     def _assert_members_are_not_overridden(self) -> None:
         pass  # Estimator lets only a class named TPUEstimator override train; subclasses may
