@@ -241,13 +241,11 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str, pending=None):
                 extra = (_HostCallHook(_call_host_fn(spec.host_call), pending),)
         finally:
             tf2.summary.experimental.set_step(previous_step)
+    shared = {k: getattr(spec, k) for k in ("predictions", "loss", "train_op", "export_outputs")}
     return tf_estimator.EstimatorSpec(
         mode=mode,
-        predictions=spec.predictions,
-        loss=spec.loss,
-        train_op=spec.train_op,
+        **shared,
         eval_metric_ops=eval_metric_ops,
-        export_outputs=spec.export_outputs,
         scaffold=spec.scaffold_fn() if spec.scaffold_fn else None,
         training_hooks=tuple(spec.training_hooks or ()) + extra,
         evaluation_hooks=tuple(spec.evaluation_hooks or ()) + extra,
