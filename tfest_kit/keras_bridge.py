@@ -346,15 +346,10 @@ def _checkpoint_keys(saver) -> dict:
 def _saver_as_configured(saver, config, variables: dict):
     """The object-based saver with Estimator's settings (the official one ignored
     ``keep_checkpoint_max`` and wrote absolute paths), checking a checkpoint's fit."""
-    rebuilt = _warm_start.FitCheckingSaver(
-        config.model_dir,
-        variables,
-        var_list=saver._var_list,
-        sharded=True,
-        max_to_keep=config.keep_checkpoint_max,
-        keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
-        save_relative_paths=True,
-    )
+    hours = config.keep_checkpoint_every_n_hours
+    keep = dict(max_to_keep=config.keep_checkpoint_max, keep_checkpoint_every_n_hours=hours)
+    options = dict(var_list=saver._var_list, sharded=True, save_relative_paths=True, **keep)
+    rebuilt = _warm_start.FitCheckingSaver(config.model_dir, variables, **options)
     rebuilt._object_restore_saver = saver._object_restore_saver
     return rebuilt
 
