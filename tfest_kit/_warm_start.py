@@ -63,14 +63,9 @@ def warm_start(prefix: str, variables=None) -> None:
     shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
     step = tf.train.get_global_step()
     named = [(_variable_name(v), v) for v in variables or tf.global_variables() if v is not step]
+    shaped = [(n, v) for n, v in named if n in shapes and list(shapes[n]) == v.shape.as_list()]
     # Another dtype would fail at session start: "expected dtype float does not equal ...".
-    assignment_map = {
-        name: var
-        for name, var in named
-        if name in shapes
-        and list(shapes[name]) == var.shape.as_list()
-        and dtypes[name] == var.dtype.base_dtype
-    }
+    assignment_map = {name: var for name, var in shaped if dtypes[name] == var.dtype.base_dtype}
     if assignment_map:
         tf.train.init_from_checkpoint(prefix, assignment_map)
     # Estimator builds the graph for every evaluation and export: listed once.
