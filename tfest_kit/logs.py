@@ -50,12 +50,9 @@ class _OneRouteHandler(logging.Handler):
         self._plain.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
         self._left_out = ()
         if not tensorflow_info:
-            self._left_out = tuple(
-                os.path.join(os.path.realpath(location), "")
-                for spec in map(importlib.util.find_spec, _TENSORFLOW_PACKAGES)
-                if spec
-                for location in spec.submodule_search_locations or []
-            )
+            specs = [s for s in map(importlib.util.find_spec, _TENSORFLOW_PACKAGES) if s]
+            locations = [p for spec in specs for p in spec.submodule_search_locations or []]
+            self._left_out = tuple(os.path.join(os.path.realpath(p), "") for p in locations)
 
     def emit(self, record: logging.LogRecord) -> None:
         roots = [h for h in logging.getLogger().handlers if not isinstance(h, logging.NullHandler)]
