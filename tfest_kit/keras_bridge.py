@@ -94,13 +94,9 @@ def to_estimator(
         warm_start_from = _all_model_variables(warm_start_from)
     tf.logging.info("Converting Keras model %r to an Estimator", keras_model.name)
     with _quiet_keras():
-        official = tf2.keras.estimator.model_to_estimator(
-            keras_model=keras_model,
-            model_dir=model_dir,
-            config=config,
-            custom_objects=dict(custom_objects) if custom_objects else None,
-            checkpoint_format=checkpoint_format,
-        )
+        options = dict(model_dir=model_dir, config=config, checkpoint_format=checkpoint_format)
+        options["custom_objects"] = dict(custom_objects) if custom_objects else None
+        official = tf2.keras.estimator.model_to_estimator(keras_model=keras_model, **options)
     keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
     resuming = tf.train.latest_checkpoint(official.model_dir) is not None  # no warm start then
     if from_path and keras_ckpt and not resuming:
