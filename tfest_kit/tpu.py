@@ -195,9 +195,8 @@ class _HostCallHook(tf.train.SessionRunHook):
 
     def begin(self) -> None:
         self._init_ops = tf.get_collection("_SUMMARY_WRITER_V2")
-        self._flush_ops = [
-            tf2.raw_ops.FlushSummaryWriter(writer=op.inputs[0]) for op in self._init_ops
-        ]
+        writers = [op.inputs[0] for op in self._init_ops]
+        self._flush_ops = [tf2.raw_ops.FlushSummaryWriter(writer=writer) for writer in writers]
 
     def after_create_session(self, session, coord) -> None:
         if self._init_ops:
