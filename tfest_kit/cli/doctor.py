@@ -211,11 +211,9 @@ def report(
     ]
     required = [f for f in findings if not f.ok and not f.optional]
     optional = [f for f in findings if not f.ok and f.optional]
+    listed = ", ".join(f"{f.name} ({f.why}; {f.fix})" for f in optional)
     if optional:
-        lines.append(
-            "optional, not installed or not supported: "
-            + ", ".join(f"{f.name} ({f.why}; {f.fix})" for f in optional)
-        )
+        lines.append(f"optional, not installed or not supported: {listed}")
     if not required and not device_error:
         return "\n".join([*lines, "doctor: all required packages fit"]), 0
     pins = [f.fix[len("pip install ") :] for f in required if f.fix.startswith("pip install ")]
