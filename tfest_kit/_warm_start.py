@@ -121,11 +121,9 @@ def check_model_dir(
     if variables is None:
         if getattr(scaffold, "saver", None) is not None or tf.get_collection(tf.GraphKeys.SAVERS):
             return None
-        variables = {  # checkpoint name -> variable, partitioned ones left out
-            _variable_name(var): var
-            for var in tf.global_variables()
-            if getattr(var, "_save_slice_info", None) is None
-        }
+        # Checkpoint name -> variable, partitioned ones left out.
+        whole = [v for v in tf.global_variables() if getattr(v, "_save_slice_info", None) is None]
+        variables = {_variable_name(var): var for var in whole}
         if mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
             # Estimator's default saver, checking; built now: exports never finalize the Scaffold.
             defer = mode == tf.estimator.ModeKeys.EVAL
