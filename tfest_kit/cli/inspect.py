@@ -85,12 +85,8 @@ def describe(model_dir: str) -> dict:
         step = max(by_step, default=None)
         metrics = {k: v for k, v in sorted(by_step.get(step, {}).items()) if k != "global_step"}
         evaluations.append({"dir": os.path.basename(directory), "step": step, "metrics": metrics})
-    return {
-        "model_dir": model_dir,
-        "checkpoints": _checkpoints(model_dir),
-        "evaluations": evaluations,
-        "exports": exports(model_dir),
-    }
+    info = {"model_dir": model_dir, "checkpoints": _checkpoints(model_dir)}
+    return {**info, "evaluations": evaluations, "exports": exports(model_dir)}
 
 
 def _number(value: Any) -> str:
