@@ -371,8 +371,12 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
         result, early_stop_step = _run(estimator, train_spec, eval_spec, train_hooks)
     except _EvaluationInterrupted:
         result, early_stop_step = (None, None), None  # as a local run returns
-        signal_name = _release_preemption_hooks(train_hooks) or "A signal"
-        how = f"stopped by {signal_name} during an evaluation"
+        fired = [getattr(h, "preempted", None) for h in train_hooks]
+        names = [signal.Signals(number).name for number in fired if number]
+        how = f"stopped by {names[0] if names else 'A signal'} during an evaluation"
+        for hook in train_hooks:  # puts back the signal handlers: the evaluation skipped end()
+            if isinstance(hook, PreemptionHook):
+                hook.end(None)
     if distributed_chief and _stopped_early(train_hooks):
         step = saved_step(model_dir)
         with tf.gfile.GFile(early_stop_file + ".tmp", "w") as f:
@@ -412,16 +416,6 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
         text = " ".join(f"{k}={v}" for k, v in shown.items() if k != "global_step")
         tf.logging.info("Final eval metrics (step %s): %s", metrics.get("global_step"), text)
     return metrics
-
-
-def _release_preemption_hooks(train_hooks: list) -> Optional[str]:
-    """Puts back the signal handlers (the interrupted evaluation skipped the hooks' ``end()``);
-    returns the name of the signal received, if any."""
-    names = [signal.Signals(h.preempted).name for h in train_hooks if getattr(h, "preempted", None)]
-    for hook in train_hooks:
-        if isinstance(hook, PreemptionHook):
-            hook.end(None)
-    return names[0] if names else None
 
 
 def _plain(value: Any) -> Any:
