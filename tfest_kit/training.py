@@ -237,10 +237,8 @@ def latest_eval_metrics(eval_dir: str) -> dict:
 
 def _newest_metrics(eval_dir: str) -> dict:
     by_step = metrics_by_step(eval_dir)
-    if not by_step:
-        return {}
-    step = max(by_step)
-    return {**by_step[step], "global_step": step}
+    step = max(by_step, default=None)
+    return {**by_step[step], "global_step": step} if by_step else {}
 
 
 def train_and_evaluate(
