@@ -42,11 +42,6 @@ def _stopped_early(train_hooks: list) -> bool:
     return any(getattr(hook, "stopped_early", False) for hook in train_hooks)
 
 
-def _at_max_steps(model_dir: str, max_steps: int) -> bool:
-    step = saved_step(model_dir)
-    return step is not None and max_steps is not None and step >= max_steps
-
-
 class _EndAfterEarlyStop(ContinuousEvalListener):
     """Ends the evaluator task once it evaluated the step the chief stopped early at. The official
     evaluator waits for a checkpoint at ``max_steps``, which then never comes. A record older than
@@ -90,11 +85,15 @@ class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
     def __init__(self, train_hooks: list, model_dir: str, max_steps: int) -> None:
         self._train_hooks, self._model_dir, self._max_steps = train_hooks, model_dir, max_steps
 
+    def _at_max_steps(self) -> bool:
+        step = saved_step(self._model_dir)
+        return step is not None and self._max_steps is not None and step >= self._max_steps
+
     def before_eval(self) -> bool:
-        return not _preempted(self._train_hooks) or _at_max_steps(self._model_dir, self._max_steps)
+        return not _preempted(self._train_hooks) or self._at_max_steps()
 
     def begin(self) -> None:
-        self._final = _at_max_steps(self._model_dir, self._max_steps)
+        self._final = self._at_max_steps()
 
     def after_run(self, run_context, run_values) -> None:
         if not self._final and _preempted(self._train_hooks):
