@@ -407,7 +407,15 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
     metrics = {k: _plain(v) for k, v in metrics.items()}
     if local and not preempted:
         counter.check_ran("train_input_fn")
-        _check_progress(metrics, train_spec.max_steps, _stopped_early(train_hooks))
+        # Named: a local training that ended short (Estimator ends it silently).
+        final_step, max_steps = metrics.get("global_step"), train_spec.max_steps
+        short = None not in (final_step, max_steps) and final_step < max_steps
+        if short and not _stopped_early(train_hooks):
+            tf.logging.warning(
+                f"Training ended at global step {final_step}, before max_steps={max_steps}: "
+                "`train_input_fn` ran out of data (or a hook stopped it). To reach max_steps, "
+                "repeat the data (e.g. inputs.from_arrays(…, num_epochs=None))."
+            )
     if metrics and not preempted:
         shown = {k: f"{v:.6g}" if isinstance(v, float) else v for k, v in sorted(metrics.items())}
         text = " ".join(f"{k}={v}" for k, v in shown.items() if k != "global_step")
@@ -418,14 +426,3 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
 def _plain(value: Any) -> Any:
     value = value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _check_progress(metrics: dict, max_steps: int, stopped_early: bool) -> None:
-    """Names a local training that ended short (Estimator ends it silently)."""
-    final_step = metrics.get("global_step")
-    if None not in (final_step, max_steps) and final_step < max_steps and not stopped_early:
-        tf.logging.warning(
-            f"Training ended at global step {final_step}, before max_steps={max_steps}: "
-            "`train_input_fn` ran out of data (or a hook stopped it). To reach max_steps, repeat "
-            "the data (e.g. inputs.from_arrays(…, num_epochs=None))."
-        )
