@@ -78,8 +78,7 @@ def _local_estimator(estimator: Any, field: str, strategy: Any) -> tuple[Any, An
     config, context = local._config, dc_context.get_current_worker_context()
     setattr(config, f"_{field}_distribute", strategy)
     # RunConfig's fields, set as TF 2.15's estimator_training set them for each worker.
-    config._service = None
-    config._cluster_spec = context.cluster_spec
+    config._service, config._cluster_spec = None, context.cluster_spec
     config._task_type, config._task_id = context.task_type, context.task_id
     config._evaluation_master = config._master = context.master_target
     config._is_chief = context.is_chief

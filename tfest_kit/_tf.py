@@ -148,8 +148,7 @@ from tensorflow_estimator.python.estimator.tpu.util import parse_iterations_per_
 #   "module:Class().attr"   an attribute of an instance (the test builds one);
 #   "module#name"           a name the module's own source reads (an attribute set elsewhere).
 _ESTIMATOR_TRAINING = "tensorflow_estimator.python.estimator.training"
-_V1 = "tensorflow.compat.v1"
-_DISTRIBUTE = "tensorflow.python.distribute"
+_V1, _DISTRIBUTE = "tensorflow.compat.v1", "tensorflow.python.distribute"
 _ESTIMATOR_API = "tensorflow_estimator.python.estimator.api"
 PRIVATE_NAMES: dict[str, str] = {
     # training.py: train_and_evaluate's loop with a continuous-eval listener.

@@ -29,8 +29,7 @@ __all__ = ["to_estimator"]
 
 # The official model_fn reads Keras sample weights only from features that are exactly
 # {"features": <features>, "sample_weights": <weights>}; any other dict is all features.
-_FEATURES_KEY = "features"
-_SAMPLE_WEIGHTS_KEY = "sample_weights"
+_FEATURES_KEY, _SAMPLE_WEIGHTS_KEY = "features", "sample_weights"
 # Graph variable names of every model variable: not the global step, nor the Keras optimizer's
 # slots and hyper-parameters (under "training/").
 _MODEL_VARIABLES = r"(?!global_step:|training/)"
