@@ -129,9 +129,8 @@ def format_text(info: dict) -> str:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``inspect`` on an ``argparse`` subparsers object."""
-    parser = _subparser(
-        subparsers, run, "list the checkpoints, latest eval metrics and exports of a model_dir"
-    )
+    summary = "list the checkpoints, latest eval metrics and exports of a model_dir"
+    parser = _subparser(subparsers, run, summary)
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="the Estimator model_dir")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     return parser

@@ -94,9 +94,8 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``plot`` on an ``argparse`` subparsers object."""
-    parser = _subparser(
-        subparsers, run, "draw training loss and eval metrics from the event files to a PNG"
-    )
+    summary = "draw training loss and eval metrics from the event files to a PNG"
+    parser = _subparser(subparsers, run, summary)
     parser.add_argument("model_dir", metavar="MODEL_DIR", help="the Estimator model_dir")
     parser.add_argument("--out", metavar="FILE.png", help="default MODEL_DIR/training.png")
     return parser

@@ -106,9 +106,8 @@ def outputs_to_json(outputs: dict) -> dict:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Registers ``predict`` on an ``argparse`` subparsers object."""
-    parser = _subparser(
-        subparsers, run, "run an exported SavedModel on a TF Serving style JSON request"
-    )
+    summary = "run an exported SavedModel on a TF Serving style JSON request"
+    parser = _subparser(subparsers, run, summary)
     parser.add_argument("export_dir", metavar="EXPORT_DIR", help="an export, its base or model_dir")
     parser.add_argument("request", metavar="REQUEST", help='the request file, "-": stdin')
     parser.add_argument("--json", action="store_true", help="print JSON (as it always does)")
