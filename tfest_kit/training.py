@@ -50,8 +50,7 @@ class _EndAfterEarlyStop(ContinuousEvalListener):
     def __init__(self, model_dir: str) -> None:
         self._path = os.path.join(model_dir, _STOPPED_EARLY_FILE)
         start = saved_step(model_dir)
-        self._start_step = -1 if start is None else start
-        self._evaluated = -1
+        self._start_step, self._evaluated = (-1 if start is None else start), -1
         self.ended_at: Optional[int] = None
 
     def after_eval(self, eval_result) -> bool:
