@@ -250,6 +250,8 @@ def test_labels_that_do_not_fit_a_sparse_loss_are_named(tmp_path):
             call(_data(X, one_hot), steps=1)
     est = to_estimator(_classifier("categorical_crossentropy"), model_dir=str(tmp_path / "c"))
     est.train(_data(X, one_hot), steps=1)  # one-hot labels for a loss that takes them
+    with pytest.raises(ValueError, match=r"`labels` are strings"):  # "Cast string to int64"
+        est.train(_data(X, np.array(["a", "b", "c"])[ids % 3]), steps=1)
 
 
 def test_training_data_that_ends_before_the_first_step_is_an_error(tmp_path):
@@ -268,6 +270,10 @@ def test_subclassed_model_converts_with_saver_checkpoints(tmp_path):
             return self.dense(inputs)
 
     model = _compile(Linear())
+    with pytest.raises(
+        ValueError, match=r"subclassed.*tf\.keras\.Input.*checkpoint_format='saver'"
+    ):
+        to_estimator(model, model_dir=str(tmp_path / "a"))
     est = to_estimator(model, model_dir=str(tmp_path / "b"), checkpoint_format="saver")
     assert _predict(est, X).shape == (64, 1)
 

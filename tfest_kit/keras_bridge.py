@@ -95,7 +95,15 @@ def to_estimator(
     with _quiet_keras():
         options = dict(model_dir=model_dir, config=config, checkpoint_format=checkpoint_format)
         options["custom_objects"] = dict(custom_objects) if custom_objects else None
-        official = tf2.keras.estimator.model_to_estimator(keras_model=keras_model, **options)
+        try:
+            official = tf2.keras.estimator.model_to_estimator(keras_model=keras_model, **options)
+        except ValueError as e:  # "Object-based checkpoints … not supported with subclassed models"
+            if "subclassed" not in str(e):
+                raise
+            raise ValueError(
+                f"{e} Build the model with tf.keras.Input (functional) or Sequential, or pass "
+                "checkpoint_format='saver'."
+            ) from None
     keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
     resuming = tf.train.latest_checkpoint(official.model_dir) is not None  # no warm start then
     if from_path and keras_ckpt and not resuming:
@@ -241,6 +249,10 @@ def _check_shapes(keras_model, features: dict, labels) -> None:
                 f"takes {tensor.shape} (None: any size). Reshape it in the input_fn, or give "
                 "the model an Input of that shape (and a new model_dir)."
             )
+    if any(
+        getattr(t, "dtype", None) == tf.string for t in tf2.nest.flatten(labels)
+    ):  # "Cast string to int64"
+        raise ValueError("`labels` are strings; Keras losses take numbers: map them to class ids")
     loss, outputs = keras_model.loss, keras_model.outputs or ()
     loss = loss if isinstance(loss, str) else getattr(loss, "name", getattr(loss, "__name__", ""))
     shape = tf.TensorShape(getattr(labels, "shape", None) if len(outputs) == 1 else None)
