@@ -27,17 +27,13 @@ __all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "Pr
 
 
 def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
-    losses = tf.get_collection(tf.GraphKeys.LOSSES)
-    if loss is None and losses:
-        return losses[-1]
-    if loss is None and required:
-        raise ValueError("No loss in tf.GraphKeys.LOSSES: pass `loss`, the loss tensor.")
+    if loss is None:
+        losses = tf.get_collection(tf.GraphKeys.LOSSES)
+        if not losses and required:
+            raise ValueError("No loss in tf.GraphKeys.LOSSES: pass `loss`, the loss tensor.")
+        return losses[-1] if losses else None
     try:  # else ~70 lines at the first step
-        return (
-            None
-            if loss is None
-            else tf.get_default_graph().as_graph_element(loss, allow_operation=False)
-        )
+        return tf.get_default_graph().as_graph_element(loss, allow_operation=False)
     except (TypeError, ValueError, KeyError) as e:
         raise ValueError(
             f"`loss` must be a tensor of the graph trained, or its name. Got: {loss!r} ({e})"
@@ -107,8 +103,7 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._report_now(loss, step, final=bool(self._stop) and step >= self._stop)
 
     def _report_now(self, loss: Optional[float], step: int, final: bool = False) -> None:
-        now = time.monotonic()
-        steps = step - self._last_step
+        now, steps = time.monotonic(), step - self._last_step
         elapsed = now - self._last_time if self._reported_once else None  # set-up before
         self._report(loss, step, elapsed, steps, final)
         if not self._reported_once:
@@ -286,8 +281,7 @@ class NanGuardHook(tf.train.SessionRunHook):
         self._fetches = {"loss": _loss_tensor(self._loss_arg)}
         if self._global_step is not None:
             self._fetches["step"] = self._global_step
-        self._last_finite = self._last_finite_step = None
-        self._runs = 0
+        self._last_finite, self._last_finite_step, self._runs = None, None, 0
 
     def after_create_session(self, session, coord) -> None:
         if self._global_step is not None:
