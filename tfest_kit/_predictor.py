@@ -151,12 +151,11 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         if lost.any():
             got = f"Input {name!r} holds {array[lost].flat[0].item()!r}, out of {target}'s range"
             raise PredictorInputError(f"{got}; {expected}")
-    array = converted
     # Not TensorShape.is_compatible_with: it costs ~10 us per input per call, this ~1 us.
     want = array.shape if spec.shape.rank is None else spec.shape.as_list()
     if len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape)):
         raise PredictorInputError(f"Input {name!r} has shape {list(array.shape)}; {expected}")
-    return array
+    return converted
 
 
 class _ExampleBuilder:

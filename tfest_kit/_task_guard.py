@@ -81,11 +81,9 @@ def _cardinalities() -> list:
 
 
 def _run(session, cardinalities: list) -> list[int]:
-    try:
+    with contextlib.suppress(tf.errors.OpError):  # placeholders, fed by the input's own hook
         if cardinalities:
             return session.run(cardinalities)
-    except tf.errors.OpError:  # placeholders, fed by the input's own hook (a TF1 pattern)
-        pass
     return [tf.data.experimental.UNKNOWN_CARDINALITY]
 
 
