@@ -380,18 +380,14 @@ def _csv_rows(files: list[str], options: dict, header: bool) -> Iterator[tuple[s
 
 def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
     """Where the row ``message`` is about is in the CSV files, and its likely fix; or None."""
-    files, select, compression = (
-        _files(patterns),
-        options["select_columns"],
-        options["compression_type"],
-    )
+    files, select = _files(patterns), options["select_columns"]
+    compression = options["compression_type"]
     kinds = {f: _compressed_as(f) for f in files}
     wrong = [f for f in files if kinds[f] != compression and (kinds[f] or compression == "GZIP")]
     if wrong:
-        kind, not_kind = kinds[wrong[0]], f"not {compression}-compressed: leave `compression` out"
-        return f"{wrong[0]} is " + (
-            f"{kind}-compressed: pass compression={kind!r}" if kind else not_kind
-        )
+        kind, fix = kinds[wrong[0]], f"not {compression}-compressed: leave `compression` out"
+        fix = f"{kind}-compressed: pass compression={kind!r}" if kind else fix
+        return f"{wrong[0]} is {fix}"
     if compression == "ZLIB" or not files:
         return None
     names = options["column_names"] or next(_csv_rows(files, options, False), [[]] * 3)[2]
