@@ -152,7 +152,9 @@ def _spec(tpu_spec: bool, **kwargs):
 _UPDATE_OP_TYPES = ("AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd")
 
 
-def _train_op(loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, cross_shard):
+def _train_op(loss, schedule: tuple, cross_shard):
+    optimizer, learning_rate, warmup_steps, decay_steps, clip_norm = schedule
+    learning_rate = 1e-3 if learning_rate is None else learning_rate
     global_step = tf.train.get_or_create_global_step()
     lr = _learning_rate_schedule(learning_rate, global_step, warmup_steps, decay_steps)
     opt = optimizer
@@ -281,9 +283,7 @@ def build(
 def _build(
     network_fn, head: _Head, schedule: tuple, init_checkpoint, weight_key, tpu_spec
 ) -> Callable:
-    optimizer, learning_rate, warmup_steps, decay_steps, clip_norm = schedule
-    _check_optimizer(optimizer, learning_rate, warmup_steps, decay_steps)
-    learning_rate = 1e-3 if learning_rate is None else learning_rate
+    _check_optimizer(*schedule[:4])  # clip_norm aside
     checkpoint = checkpoint_error = None
     if init_checkpoint:
         try:
@@ -315,12 +315,10 @@ def _build(
         if labels is None:  # the head's error: "None values not supported"
             raise ValueError(f"{mode} needs labels: the input_fn must return (features, labels)")
         labels = head.labels_fn(labels) if head.labels_fn is not None else labels
+        if weight_key is not None and weight_key not in features:
+            raise ValueError(f"`weight_key` {weight_key!r} is not a feature: {sorted(features)}")
         weights = None
         if weight_key is not None:
-            if weight_key not in features:
-                raise ValueError(
-                    f"`weight_key` {weight_key!r} is not a feature: {sorted(features)}"
-                )
             weights = tf.reshape(tf.cast(features[weight_key], tf.float32), [-1])
         regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES) or None
         weighted = {} if weights is None else {weight_key: weights}  # the features the head reads
@@ -330,9 +328,7 @@ def _build(
             _warm_start.check_model_dir(check_dir, mode=mode)
             metric_fn = _eval_metrics(head, weight_key, labels, outputs, weights, regularization)
             return _spec(tpu_spec, loss=loss, eval_metrics=metric_fn, **common)
-        train_op = _train_op(
-            loss, optimizer, learning_rate, warmup_steps, decay_steps, clip_norm, on_tpu
-        )
+        train_op = _train_op(loss, schedule, on_tpu)
         _warm_start.check_model_dir(check_dir, mode=mode)  # the optimizer's variables too
         return _spec(tpu_spec, loss=loss, train_op=train_op, **common)
 
