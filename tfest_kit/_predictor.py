@@ -143,11 +143,9 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
         )
     if target.kind == "O" and array.size:
         array = np.vectorize(_to_bytes, otypes=[object])(array)
-    converted = array.astype(target, copy=False)
-    if converted is not array and target.kind in "iuf" and array.size:  # 1e40: inf; 2**40: wraps
-        lost = (
-            converted != array if target.kind != "f" else np.isinf(converted) & np.isfinite(array)
-        )
+    cast = array.astype(target, copy=False)
+    if cast is not array and target.kind in "iuf" and array.size:  # 1e40: inf; 2**40: wraps
+        lost = np.isinf(cast) & np.isfinite(array) if target.kind == "f" else cast != array
         if lost.any():
             got = f"Input {name!r} holds {array[lost].flat[0].item()!r}, out of {target}'s range"
             raise PredictorInputError(f"{got}; {expected}")
@@ -155,7 +153,7 @@ def _convert(name: str, value: Any, spec: tf2.TensorSpec, where: str) -> np.ndar
     want = array.shape if spec.shape.rank is None else spec.shape.as_list()
     if len(want) != array.ndim or any(w not in (None, g) for w, g in zip(want, array.shape)):
         raise PredictorInputError(f"Input {name!r} has shape {list(array.shape)}; {expected}")
-    return converted
+    return cast
 
 
 class _ExampleBuilder:
