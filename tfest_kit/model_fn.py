@@ -280,9 +280,7 @@ def build(
     return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)
 
 
-def _build(
-    network_fn, head: _Head, schedule: tuple, init_checkpoint, weight_key, tpu_spec
-) -> Callable:
+def _build(network_fn, head: _Head, schedule, init_checkpoint, weight_key, tpu_spec) -> Callable:
     _check_optimizer(*schedule[:4])  # clip_norm aside
     checkpoint = checkpoint_error = None
     if init_checkpoint:
@@ -431,11 +429,10 @@ def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
         class_ids = tf.argmax(logits, axis=-1)
         ops = {}  # "accuracy" and, for 2 classes, "auc" are the head's
         for name in metrics:
-            recall_at = _RECALL_AT.match(name)
             if name in ("precision", "recall", "f1"):
                 score = getattr(_metrics, name)
                 ops[name] = score(labels, class_ids, num_classes, weights=weights, name=name)
-            elif recall_at:
+            elif recall_at := _RECALL_AT.match(name):
                 k = int(recall_at.group(1))
                 ops[name] = _metrics.recall_at_k(labels, logits, k, weights=weights, name=name)
         return ops
