@@ -330,17 +330,13 @@ class Predictor:
         """``run(*arrays of input_names) -> [every output]``: one ``CallableOptions`` callable
         (``_tf.PRIVATE_NAMES``), one C++ call, faster than ``Session.make_callable`` at batch 1."""
         feed_names = [self._sig.inputs[k].name for k in input_names]
+        output_names = [self._sig.outputs[k].name for k in self._output_names]
         # An output may be an input passed through (instance keys). A session callable refuses
         # to feed and fetch one tensor, so such outputs are answered from the fed arrays.
-        sources = [
-            feed_names.index(name) if name in feed_names else None
-            for name in (self._sig.outputs[k].name for k in self._output_names)
-        ]
+        sources = [feed_names.index(n) if n in feed_names else None for n in output_names]
         options = CallableOptions()
         options.feed.extend(feed_names)
-        options.fetch.extend(
-            self._sig.outputs[k].name for k, i in zip(self._output_names, sources) if i is None
-        )
+        options.fetch.extend(n for n, i in zip(output_names, sources) if i is None)
         fetch = self._session._make_callable_from_options(options)
         if all(i is None for i in sources):
             return fetch
