@@ -83,9 +83,7 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
         next_m = self._beta_1 * m + (1.0 - self._beta_1) * grad
         next_v = self._beta_2 * v + (1.0 - self._beta_2) * tf.square(grad)
         update = next_m / (tf.sqrt(next_v) + self._epsilon)
-        if self._weight_decay_rate and not any(
-            re.search(pattern, var.op.name) for pattern in self._exclude
-        ):
+        if self._weight_decay_rate and not any(re.search(p, var.op.name) for p in self._exclude):
             # Decoupled: added to the update, not the loss, so Adam's moments never see it.
             update += self._weight_decay_rate * var
         return tf.group(var.assign(var - lr * update), m.assign(next_m), v.assign(next_v))
@@ -354,9 +352,7 @@ def _predict_spec(head: _Head, outputs, common: dict, check_dir, tpu_spec: bool)
     # Export outputs in PREDICT only: the class names' string ops cannot run on a TPU.
     output = estimator.export.PredictOutput(common["predictions"])
     export_outputs = {"serving_default": output, "predict": output}
-    spec = head.official.create_estimator_spec(
-        features={}, mode=ModeKeys.PREDICT, logits=head.logits(outputs)
-    )
+    spec = head.official.create_estimator_spec({}, ModeKeys.PREDICT, head.logits(outputs))
     for key, output in spec.export_outputs.items():
         if key not in export_outputs and key not in head.official_dropped:
             export_outputs[key] = output
@@ -419,11 +415,9 @@ def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
                 f"{num_classes}. Got: shape {logits.shape}"
             )
         # The head's class_ids are [batch, 1], with string classes beside: these keys are ours.
-        return {
-            "logits": logits,
-            "probabilities": tf.nn.softmax(logits, name="probabilities"),
-            "class_ids": tf.argmax(logits, axis=-1, name="class_ids"),
-        }
+        probabilities = tf.nn.softmax(logits, name="probabilities")
+        class_ids = tf.argmax(logits, axis=-1, name="class_ids")
+        return {"logits": logits, "probabilities": probabilities, "class_ids": class_ids}
 
     def metric_fn(labels, logits, weights):
         class_ids = tf.argmax(logits, axis=-1)
