@@ -33,6 +33,12 @@ InputFn = Callable[..., Any]
 FilePattern = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 _DEFAULT_SHUFFLE_BUFFER = 10_000
 _FILES_AT_ONCE = 8  # files read at once while shuffling: the buffer then mixes several shards
+# Arrays up to this many bytes become graph constants; Estimator writes the graph into
+# graph.pbtxt, events and every .meta (40 MB of data made 300 MB of files), capped at 2 GB.
+# Larger arrays stay in this process, looked up a batch at a time (as numpy_input_fn did).
+_EMBEDDED_ARRAYS_LIMIT = 16 << 20
+# write_tfrecord's feature list of each NumPy dtype kind.
+_KINDS = {"b": "int64", "i": "int64", "u": "int64", "f": "float", "S": "bytes", "U": "bytes"}
 # Per graph, scan(message) -> where in its files (or None), for each from_csv / from_tfrecord
 # input_fn in it. Not a graph collection, which a checkpoint's .meta would warn about.
 _SCANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -172,12 +178,6 @@ def _arrays(features: Any, labels: Any, feature_name: str):
             f"Got rows per key: {lengths}"
         )
     return feats, label_array, next(iter(lengths.values()))
-
-
-# Arrays up to this many bytes become graph constants; Estimator writes the graph into
-# graph.pbtxt, events and every .meta (40 MB of data made 300 MB of files), capped at 2 GB.
-# Larger arrays stay in this process, looked up a batch at a time (as numpy_input_fn did).
-_EMBEDDED_ARRAYS_LIMIT = 16 << 20
 
 
 def from_arrays(
@@ -572,9 +572,6 @@ def _tfrecord_problem(patterns, compression, spec: dict, message: str) -> Option
                         "FixedLenFeature with a default_value, or a VarLenFeature)"
                     )
     return None
-
-
-_KINDS = {"b": "int64", "i": "int64", "u": "int64", "f": "float", "S": "bytes", "U": "bytes"}
 
 
 def _rows_to_examples(rows: list[Mapping[str, Any]]) -> list[bytes]:

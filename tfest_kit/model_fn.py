@@ -29,6 +29,8 @@ _REGRESSION_METRICS = {
     "mae": tf.metrics.mean_absolute_error,
     "rmse": tf.metrics.root_mean_squared_error,
 }
+# What a Keras layer's moving averages and similar state updates are made of.
+_UPDATE_OP_TYPES = ("AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd")
 
 ModeKeys = estimator.ModeKeys
 NetworkFn = Callable[..., tf.Tensor]
@@ -144,10 +146,6 @@ class _Head:
 def _spec(tpu_spec: bool, **kwargs):
     spec = estimator.tpu.TPUEstimatorSpec(**kwargs)
     return spec if tpu_spec else spec.as_estimator_spec()
-
-
-# What a Keras layer's moving averages and similar state updates are made of.
-_UPDATE_OP_TYPES = ("AssignSubVariableOp", "AssignAddVariableOp", "AssignSub", "AssignAdd")
 
 
 def _train_op(loss, schedule: tuple, cross_shard):
