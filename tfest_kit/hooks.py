@@ -25,6 +25,12 @@ from tfest_kit._tf import tf
 
 __all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "PreemptionHook"]
 
+_MULTI_WORKER = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
+# One handler per signal for all PreemptionHooks: each hook sees the signal, and what was
+# installed before the first is put back after the last.
+_ACTIVE: list = []
+_ORIGINAL: dict = {}
+
 
 def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
     if loss is None:
@@ -108,10 +114,9 @@ class _IntervalHook(tf.train.SessionRunHook):
         self._report(loss, step, elapsed, steps, final)
         if not self._reported_once:
             self._rate_step, self._rate_time = step, now  # the ETA's average starts here
-        self._reported_once = True
         if steps > 0:
             self._steps_per_run = steps / self._runs_since_report
-        self._runs_since_report = 0
+        self._runs_since_report, self._reported_once = 0, True
         self._step, self._last_step, self._last_time = step, step, now
 
     def _percent(self, step: int) -> int:
@@ -349,8 +354,7 @@ class PreemptionHook(tf.train.SessionRunHook):
 
     def begin(self) -> None:
         _unregister(self)  # a run that raised never reached end()
-        self._preempted = self._session = None
-        self._stopping = False
+        self._preempted, self._session, self._stopping = None, None, False
         self._global_step = tf.train.get_global_step()
 
     def after_create_session(self, session, coord) -> None:
@@ -378,12 +382,6 @@ class PreemptionHook(tf.train.SessionRunHook):
 
     def end(self, session) -> None:
         _unregister(self)
-
-
-# One handler per signal for all PreemptionHooks: each hook sees the signal, and what was
-# installed before the first is put back after the last.
-_ACTIVE: list = []
-_ORIGINAL: dict = {}
 
 
 def _unregister(hook: PreemptionHook) -> None:
@@ -415,9 +413,6 @@ def _dispatch(signum, frame) -> None:
         previous(signum, frame)
     elif previous != signal.SIG_IGN:
         signal.raise_signal(signum)
-
-
-_MULTI_WORKER = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
 
 
 class _NoImprovement:
@@ -528,8 +523,7 @@ class _StopWhenTheChiefSays(tf.train.SessionRunHook):
 
     def begin(self) -> None:
         flag = _stop_flag_out_of_checkpoints()
-        self._stop = flag.read_value()
-        self._initialized = tf.is_variable_initialized(flag)
+        self._stop, self._initialized = flag.read_value(), tf.is_variable_initialized(flag)
         self._seen_initialized = False
 
     def before_run(self, run_context):
