@@ -80,8 +80,7 @@ class AdamWeightDecayOptimizer(tf.train.Optimizer):
 
     def _apply(self, grad, var):
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        grad = tf.cast(grad, var.dtype.base_dtype)
-        lr = tf.cast(self._lr, var.dtype.base_dtype)
+        grad, lr = tf.cast(grad, var.dtype.base_dtype), tf.cast(self._lr, var.dtype.base_dtype)
         next_m = self._beta_1 * m + (1.0 - self._beta_1) * grad
         next_v = self._beta_2 * v + (1.0 - self._beta_2) * tf.square(grad)
         update = next_m / (tf.sqrt(next_v) + self._epsilon)
