@@ -351,8 +351,7 @@ class Predictor:
         """The inputs the outputs depend on, except ``placeholder_with_default`` ones."""
         if self._needed is None:
             get = self._graph.get_tensor_by_name
-            pending = [get(self._sig.outputs[k].name).op for k in self._output_names]
-            seen = set()
+            pending, seen = [get(self._sig.outputs[k].name).op for k in self._output_names], set()
             while pending:
                 op = pending.pop()
                 if op not in seen:
