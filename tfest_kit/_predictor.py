@@ -80,7 +80,7 @@ def read_signatures(
         export_dir, signatures = read_signatures("model_dir/export/best")
     """
     export_dir = _resolve_export_dir(export_dir_or_base)
-    signatures = {
+    return export_dir, {
         name: {
             "method": sig.method_name,
             "inputs": {k: _spec(v) for k, v in sorted(sig.inputs.items())},
@@ -88,7 +88,6 @@ def read_signatures(
         }
         for name, sig in sorted(_meta_graph(export_dir, tags).signature_def.items())
     }
-    return export_dir, signatures
 
 
 def _meta_graph(export_dir: str, tags: Sequence[str]):
