@@ -105,10 +105,9 @@ class LocalCluster:
         env["TF_CONFIG"] = json.dumps(self.tf_config(task_type, index))
         pipes = dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         die = _die_with_parent if sys.platform.startswith("linux") else None
-        proc = subprocess.Popen(
+        self._procs[task] = proc = subprocess.Popen(
             self.command, env=env, cwd=self._cwd, start_new_session=True, preexec_fn=die, **pipes
         )
-        self._procs[task] = proc
         self._pumps[task] = threading.Thread(target=self._pump, args=(task, proc), daemon=True)
         self._pumps[task].start()
         return proc
