@@ -349,7 +349,8 @@ def _predict_spec(head: _Head, outputs, common: dict, check_dir, tpu_spec: bool)
     # Export outputs in PREDICT only: the class names' string ops cannot run on a TPU.
     output = estimator.export.PredictOutput(common["predictions"])
     export_outputs = {"serving_default": output, "predict": output}
-    spec = head.official.create_estimator_spec({}, ModeKeys.PREDICT, head.logits(outputs))
+    logits = head.logits(outputs)
+    spec = head.official.create_estimator_spec(features={}, mode=ModeKeys.PREDICT, logits=logits)
     for key, output in spec.export_outputs.items():
         if key not in export_outputs and key not in head.official_dropped:
             export_outputs[key] = output
