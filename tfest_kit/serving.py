@@ -205,15 +205,14 @@ class _BestExporter(tf_estimator.BestExporter):
         self._best: Optional[float] = None
         self._restored_for: Optional[tuple[str, str]] = None
         self._unknown: list[str] = []  # exports whose value nothing tells
-        # Rewritten before each export: the official exporter copies assets_extra each time,
-        # so the file appears atomically with the export it describes.
-        temp_dir = tempfile.mkdtemp(prefix="tfest_kit_best_")
-        self._metrics_path = os.path.join(temp_dir, EXPORT_METRICS_FILE)
+        # Filled for each export: the official exporter keeps this dict and copies its files into
+        # the export, where the metrics file appears atomically with the export it describes.
+        self._assets: dict[str, str] = {}
         super().__init__(
             name=name,
             serving_input_receiver_fn=receiver_fn,
             compare_fn=lambda best_eval_result, current_eval_result: True,  # decided here
-            assets_extra={EXPORT_METRICS_FILE: self._metrics_path},
+            assets_extra=self._assets,
             exports_to_keep=exports_to_keep,
         )
 
@@ -227,15 +226,16 @@ class _BestExporter(tf_estimator.BestExporter):
         value = _scalar(eval_result[self._monitor])
         key = (estimator.model_dir, export_path)
         # Also with no complete export: it was wiped (a new run reusing this instance).
-        if self._restored_for != key or not complete_exports(export_path):
+        restoring = self._restored_for != key or not complete_exports(export_path)
+        if restoring:
             exports = complete_exports(export_path)
             values = [_recorded_value(p, self._monitor, estimator.model_dir) for p in exports]
             self._unknown = [p for p, v in zip(exports, values) if v is not None and math.isnan(v)]
             values = [v for v in values if v is not None and not math.isnan(v)]
             self._best = (min if self._mode == "min" else max)(values, default=None)
             self._restored_for = key
-        if self._unknown:  # it may be better: never replaced by a worse one
-            tf.logging.warning(
+        if self._unknown:  # it may be better: never replaced by a worse one (a warning once)
+            (tf.logging.warning if restoring else tf.logging.info)(
                 f"Best exporter {self.name!r}: the metrics of {', '.join(self._unknown)} are "
                 "unreadable and not in the eval events: it stays the best (delete it to export)."
             )
@@ -253,12 +253,14 @@ class _BestExporter(tf_estimator.BestExporter):
         metrics = {"monitor": self._monitor, "mode": self._mode, "value": value}
         metrics["checkpoint_path"] = checkpoint_path
         metrics["eval_result"] = {k: _scalar(v) for k, v in eval_result.items()}
-        with open(self._metrics_path, "w") as f:
-            json.dump(metrics, f, indent=1, sort_keys=True)
         # On a cluster the chief may delete the checkpoint while it is exported.
         args = (estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
         export = functools.partial(super().export, *args)
-        result = export_unless_vanished(export, self.name, export_path, checkpoint_path)
+        with tempfile.TemporaryDirectory(prefix="tfest_kit_best_") as temp_dir:
+            self._assets[EXPORT_METRICS_FILE] = os.path.join(temp_dir, EXPORT_METRICS_FILE)
+            with open(self._assets[EXPORT_METRICS_FILE], "w") as f:
+                json.dump(metrics, f, indent=1, sort_keys=True)
+            result = export_unless_vanished(export, self.name, export_path, checkpoint_path)
         if result is not None:
             self._best = value
         return result
