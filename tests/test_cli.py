@@ -324,6 +324,11 @@ def test_signature_predict_and_inspect_take_a_model_dir(exports, tmp_path, capsy
         shutil.rmtree(model_dir / "export" / version / "assets.extra")
     code, out, err = _main(["signature", str(model_dir)], capsys)
     assert code == 0 and f"SavedModel: {plain}\n" in out and plain in err, err
+    # inspect given an export, or a parent of model_dirs: "checkpoints: none", exit 0, no word.
+    code, out, _ = _main(["inspect", exports["raw"]], capsys)
+    assert code == 0 and "note: an export: see python -m tfest_kit signature" in out, out
+    code, out, _ = _main(["inspect", str(exports["root"])], capsys)
+    assert code == 0 and "note: the model_dirs below it: images, model\n" in out, out
     # Nothing exported: what the model_dir holds, in one line.
     code, _, err = _main(["signature", str(exports["root"] / "model")], capsys)
     assert code == 1 and "No complete export" in err and "checkpoint" in err, err

@@ -104,6 +104,13 @@ def format_text(info: dict) -> str:
     lines = [f"model_dir: {model_dir}", ""]
     count = len(checkpoints["checkpoints"])
     lines.append(f"checkpoints ({count}):" if count else "checkpoints: none")
+    # No checkpoint: an export, or a parent of model_dirs (premade_estimators' --model_dir)?
+    below = sorted(os.listdir(model_dir)) if not count and os.path.isdir(model_dir) else []
+    if "saved_model.pb" in below:
+        lines.append(f"  note: an export: see python -m tfest_kit signature {model_dir}")
+    below = [d for d in below if os.path.isfile(os.path.join(model_dir, d, "checkpoint"))]
+    if below:
+        lines.append(f"  note: the model_dirs below it: {', '.join(below)}")
     for c in checkpoints["checkpoints"]:
         # A state file copied from elsewhere names paths outside MODEL_DIR: show them whole.
         name = os.path.basename(c["path"]) if os.path.dirname(c["path"]) == model_dir else c["path"]
