@@ -184,9 +184,10 @@ def usable_checkpoint(model_dir: str, method: str, given: Optional[str] = None) 
     state file's: one warning), or ``given`` if intact; None without checkpoint files. Raises a
     ``TfestKitError`` naming the files and the fix if none is intact."""
     if given:  # else ~100 lines of "Read less bytes than requested"
-        if checkpoint_damage(given):
+        why = checkpoint_damage(given)
+        if why:
             raise TfestKitError(
-                f"checkpoint_path {given} cannot be restored: {checkpoint_damage(given)}. Pass "
+                f"checkpoint_path {given} cannot be restored: {why}. Pass "
                 "an intact one (`python -m tfest_kit inspect` lists them), or None for the newest"
             )
         return given
@@ -332,8 +333,9 @@ class _StepCounter(tf.train.SessionRunHook):
         while not self.first_step_done.wait(self.say_every):
             elapsed = time.monotonic() - self._started
             tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
-            absent = [a for a in self._awaited if grpc_reachable(f"grpc://{a}") is False]
-            if elapsed >= self.say_every * 6 and absent:  # said at INFO: a WARNING once
+            late = self._awaited if elapsed >= self.say_every * 6 else []  # probed only then
+            absent = [a for a in late if grpc_reachable(f"grpc://{a}") is False]
+            if absent:  # said at INFO: a WARNING once
                 self._awaited = []
                 tf.logging.warning(
                     f"Training: waiting {elapsed:.0f} s for {', '.join(absent)}, where nothing "

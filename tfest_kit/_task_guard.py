@@ -80,7 +80,7 @@ def _cardinalities() -> list:
     return [tf.raw_ops.DatasetCardinality(input_dataset=op.inputs[0]) for op in iterators]
 
 
-def _run(session, cardinalities: list) -> list[int]:
+def _lengths(session, cardinalities: list) -> list[int]:
     with contextlib.suppress(tf.errors.OpError):  # placeholders, fed by the input's own hook
         if cardinalities:
             return session.run(cardinalities)
@@ -94,7 +94,7 @@ class EndlessPredictWarning(tf.train.SessionRunHook):
         self._cardinalities = _cardinalities()
 
     def after_create_session(self, session, coord) -> None:
-        if tf.data.experimental.INFINITE_CARDINALITY in _run(session, self._cardinalities):
+        if tf.data.experimental.INFINITE_CARDINALITY in _lengths(session, self._cardinalities):
             tf.logging.warning(
                 "predict: `input_fn` repeats forever, so its predictions never end: take what "
                 "you need (itertools.islice), or do not repeat the data (num_epochs=1)"
@@ -117,7 +117,7 @@ class EvalGuard(tf.train.SessionRunHook):
 
     def after_create_session(self, session, coord) -> None:
         unknown = tf.data.experimental.UNKNOWN_CARDINALITY
-        cardinalities = _run(session, self._cardinalities)
+        cardinalities = _lengths(session, self._cardinalities)
         self._total, self._said_at, ends_at = self._steps, time.monotonic(), min(cardinalities)
         if ends_at >= 0:  # the data's length, where less than `steps`
             self._total = min(ends_at, self._steps or ends_at)

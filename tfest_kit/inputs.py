@@ -516,9 +516,10 @@ def _warn_if_cut(files: list[str]) -> None:
     the end of the file and drops the record without a word (cut elsewhere, it raises)."""
     for path in files:
         try:
-            stamp = (path, os.stat(path).st_size, os.stat(path).st_mtime_ns)
+            info = os.stat(path)
         except OSError:  # not a local file
             continue
+        stamp = (path, info.st_size, info.st_mtime_ns)
         records, offset, header = 0, 0, b""
         with _CUT_CHECKED_LOCK, open(path, "rb") as f:
             while stamp not in _CUT_CHECKED and offset < stamp[1]:

@@ -249,9 +249,7 @@ def _check_shapes(keras_model, features: dict, labels) -> None:
                 f"takes {tensor.shape} (None: any size). Reshape it in the input_fn, or give "
                 "the model an Input of that shape (and a new model_dir)."
             )
-    if any(
-        getattr(t, "dtype", None) == tf.string for t in tf2.nest.flatten(labels)
-    ):  # "Cast string to int64"
+    if any(getattr(t, "dtype", None) == tf.string for t in tf2.nest.flatten(labels)):
         raise ValueError("`labels` are strings; Keras losses take numbers: map them to class ids")
     loss, outputs = keras_model.loss, keras_model.outputs or ()
     loss = loss if isinstance(loss, str) else getattr(loss, "name", getattr(loss, "__name__", ""))

@@ -504,7 +504,7 @@ def classifier(
     num_classes = check_int("num_classes", num_classes, 2)
     accepted = [name for name in CLASSIFIER_METRICS if name != "auc" or num_classes == 2]
     metrics = _check_metric_names(metrics, accepted)
-    too_big = [m for m in metrics if _RECALL_AT.match(m) and int(m[10:]) > num_classes]
+    too_big = [m for m in metrics if _RECALL_AT.match(m) and int(m.split("_")[-1]) > num_classes]
     if too_big:  # else TopKV2's error, after training
         raise ValueError(f"`metrics` {too_big} needs k <= num_classes={num_classes}")
     head = _classifier_head(num_classes, metrics, weight_key)
