@@ -329,6 +329,8 @@ def test_signature_predict_and_inspect_take_a_model_dir(exports, tmp_path, capsy
     assert code == 0 and "note: an export: see python -m tfest_kit signature" in out, out
     code, out, _ = _main(["inspect", str(exports["root"])], capsys)
     assert code == 0 and "note: the model_dirs below it: images, model\n" in out, out
+    code, out, _ = _main(["inspect", "--json", exports["raw"]], capsys)
+    assert json.loads(out)["is_export"] is True and json.loads(out)["model_dirs_below"] == []
     # Nothing exported: what the model_dir holds, in one line.
     code, _, err = _main(["signature", str(exports["root"] / "model")], capsys)
     assert code == 1 and "No complete export" in err and "checkpoint" in err, err

@@ -66,8 +66,9 @@ def describe(model_dir: str) -> dict:
 
     Returns:
       ``{"model_dir", "checkpoints": {"latest", "state_file", "checkpoints": [...]},
-      "evaluations": [...], "exports": [...]}`` (see :func:`exports`); ``state_file``: why
-      its checkpoint is not the latest, or None.
+      "evaluations": [...], "exports": [...], "is_export", "model_dirs_below": [...]}`` (see
+      :func:`exports`); ``state_file``: why its checkpoint is not the latest, or None; the last
+      two tell, without checkpoints, an export or a parent of model_dirs (premade_estimators').
 
     Raises:
       FileNotFoundError: if ``model_dir`` is not a local directory.
@@ -86,6 +87,9 @@ def describe(model_dir: str) -> dict:
         metrics = {k: v for k, v in sorted(by_step.get(step, {}).items()) if k != "global_step"}
         evaluations.append({"dir": os.path.basename(directory), "step": step, "metrics": metrics})
     info = {"model_dir": model_dir, "checkpoints": _checkpoints(model_dir)}
+    entries = [] if info["checkpoints"]["checkpoints"] else sorted(os.listdir(model_dir))
+    info["is_export"] = "saved_model.pb" in entries
+    info["model_dirs_below"] = [e for e in entries if os.path.isfile(f"{model_dir}/{e}/checkpoint")]
     return {**info, "evaluations": evaluations, "exports": exports(model_dir)}
 
 
@@ -104,13 +108,10 @@ def format_text(info: dict) -> str:
     lines = [f"model_dir: {model_dir}", ""]
     count = len(checkpoints["checkpoints"])
     lines.append(f"checkpoints ({count}):" if count else "checkpoints: none")
-    # No checkpoint: an export, or a parent of model_dirs (premade_estimators' --model_dir)?
-    below = sorted(os.listdir(model_dir)) if not count and os.path.isdir(model_dir) else []
-    if "saved_model.pb" in below:
+    if info.get("is_export"):
         lines.append(f"  note: an export: see python -m tfest_kit signature {model_dir}")
-    below = [d for d in below if os.path.isfile(os.path.join(model_dir, d, "checkpoint"))]
-    if below:
-        lines.append(f"  note: the model_dirs below it: {', '.join(below)}")
+    if info.get("model_dirs_below"):
+        lines.append(f"  note: the model_dirs below it: {', '.join(info['model_dirs_below'])}")
     for c in checkpoints["checkpoints"]:
         # A state file copied from elsewhere names paths outside MODEL_DIR: show them whole.
         name = os.path.basename(c["path"]) if os.path.dirname(c["path"]) == model_dir else c["path"]
