@@ -314,6 +314,55 @@ def test_tensorflow_implementation_packages_stay_real_imports(tmp_path):
     assert helper.framework_ops is sys.modules["tensorflow.python.framework.ops"]
 
 
+def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
+    # BERT-NER's metrics.py (copied from TF 1.x's metrics_impl) calls variable_scope.variable;
+    # slim-style preprocessing control_flow_ops.cond; freezing scripts graph_util's function.
+    write_module(
+        tmp_path / "legacy_helper_moved.py",
+        """
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.python.framework import graph_util, ops, tensor_shape
+        from tensorflow.python.framework.ops import Tensor
+        from tensorflow.python.ops import array_ops, control_flow_ops, math_ops, variable_scope
+        from tensorflow.python.ops.control_flow_ops import while_loop
+        from tensorflow.python.util import nest
+
+        def run():
+            with tf.Graph().as_default():
+                x = tf.placeholder(tf.float32, [None, 3])
+                v = variable_scope.variable(tf.fill([3], 2.0), name="total")
+                y = control_flow_ops.cond(tf.constant(True), lambda: x * v, lambda: x)
+                columns = array_ops.stack(array_ops.unstack(y, axis=1), axis=0)
+                steps = while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)])
+                out = tf.identity(math_ops.reduce_sum(columns), name="out")
+                with tf.Session() as sess:
+                    sess.run(tf.global_variables_initializer())
+                    got = sess.run([out, steps], {x: np.ones([2, 3])})
+                    frozen = graph_util.convert_variables_to_constants(
+                        sess, sess.graph_def, ["out"]
+                    )
+                return got, frozen, isinstance(out, ops.Tensor), v
+        """,
+    )
+    ns = build_namespace(Report())
+    with on_sys_path(tmp_path), Scope(str(tmp_path), ns):
+        helper = importlib.import_module("legacy_helper_moved")
+        (total, steps), frozen, is_tensor, variable = helper.run()
+    assert helper.Tensor is ns.Tensor and helper.ops.Tensor is ns.Tensor and is_tensor
+    assert helper.control_flow_ops.cond is ns.cond and helper.while_loop is ns.while_loop
+    assert isinstance(variable, tf2.Variable) and variable.name == "total:0"
+    assert (total, steps) == (12.0, 3)
+    assert not [n.name for n in frozen.node if n.op.startswith("Variable")]
+    assert helper.nest.is_sequence([1]) and not helper.nest.is_sequence(1)
+    assert helper.tensor_shape.scalar() == tf.TensorShape([])
+    assert helper.tensor_shape.matrix(2, 3) == tf.TensorShape([2, 3])
+    # What TensorFlow 2 still has is its own, and the process's modules are untouched.
+    assert helper.math_ops is sys.modules["tensorflow.python.ops.math_ops"]
+    assert helper.array_ops.concat is sys.modules["tensorflow.python.ops.array_ops"].concat
+    assert not hasattr(sys.modules["tensorflow.python.ops.control_flow_ops"], "cond")
+
+
 def test_keras_fit_with_optimizer_imported_from_tensorflow_keras(tmp_path):
     # compile/fit in TF1 graph mode calls Adam.get_updates, which TF2's Adam has not.
     script = tmp_path / "kfit.py"
@@ -932,6 +981,7 @@ def test_tf1_code_gets_the_tensor_numpy_and_python_names_of_tf115s_time():
     proc = run_program(["-m", "tfest_kit.legacy", script], timeout=120)
     assert "total = 6.0 6 True True" in proc.stdout, proc.stdout + proc.stderr
     assert "ragged: (2,) object (2, 2)" in proc.stdout
+    assert "generator sum: 5 [3]" in proc.stdout
     assert "tf.Tensor: True True True" in proc.stdout  # graph tensors' class, as in TF 1.15
     assert "numpy unpatched: True" in proc.stdout
     # collections.Iterable (gone in Python 3.10), time.clock (3.8): TF 1.15 ran on 3.5-3.7.

@@ -175,13 +175,15 @@ def test_numpy_prints_and_names_as_numpy_1(tmp_path):
     assert "asscalar 2.5" in proc.stdout, proc.stdout
 
 
-def test_tensorflow_python_estimator_forwards_to_tensorflow_estimator(tmp_path):
+def test_forwarders_tensorflow_dropped_still_forward(tmp_path):
     # TF 1.13-2.15 forwarded tensorflow.python.estimator.* to tensorflow_estimator (TPU-era
-    # projects import it); on 2.21 it was a ModuleNotFoundError under the runner.
+    # projects import it), and training_ops to gen_training_ops (custom optimizers); on 2.21
+    # both were a ModuleNotFoundError under the runner.
     proc = _legacy_inline(
         tmp_path,
         "import json\n"
         "import tensorflow as tf\n"
+        "from tensorflow.python.training import training_ops\n"
         "from tensorflow.python.estimator import estimator\n"
         "from tensorflow.python.estimator.canned import head as head_lib\n"
         "import tensorflow.python.estimator.run_config as run_config_lib\n"
@@ -191,9 +193,11 @@ def test_tensorflow_python_estimator_forwards_to_tensorflow_estimator(tmp_path):
         "    'estimator': estimator.Estimator is real.Estimator,\n"
         "    'run_config': run_config_lib.RunConfig is real_config.RunConfig,\n"
         "    'head': hasattr(head_lib, '_Head'),\n"
+        "    'training_ops': callable(training_ops.resource_apply_adam),\n"
         "}))\n",
     )
-    assert _result(proc) == {"estimator": True, "run_config": True, "head": True}
+    assert set(_result(proc)) == {"estimator", "run_config", "head", "training_ops"}
+    assert all(_result(proc).values()), _result(proc)
 
 
 def test_user_codes_keras_is_keras_2(tmp_path):

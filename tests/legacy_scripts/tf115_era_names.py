@@ -30,6 +30,8 @@ print("total =", value, np.product([2, 3]), np_float is float, np.object is obje
 # Ragged lists (e.g. a batch of (tokens, label) pairs): an object array, as before NumPy 1.24.
 pairs = np.array([(np.arange(3), [0, 1]), (np.arange(3), [1, 0])])
 print("ragged:", np.array([[1, 2], [3]]).shape, pairs.dtype, pairs.shape)
+# A generator's sum (BERT-NER's metrics): NumPy 1 warned and summed, NumPy 2 raises.
+print("generator sum:", np.sum(row[1] for row in [[0, 2], [0, 3]]), np.sum([[1, 2]], axis=1))
 start = time.clock()
 print("py37:", isinstance([], collections.Iterable), isinstance({}, Mapping), time.clock() >= start)
 # Libraries keep the NumPy installed: the names are the script's, not a patch of numpy.

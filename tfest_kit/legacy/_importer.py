@@ -25,17 +25,19 @@ stand-ins serving ``tfest_kit.tpu``'s classes, the rest is the real package.
 
 User code's ``import numpy`` gets the installed NumPy with the names TF 1.15's NumPy (1.16-1.18)
 had and later releases removed (``np.bool``, ``np.int``, ``np.float``, ``np.float_``, ``np.NaN``,
-``np.asscalar`` …), and ``np.array`` of ragged lists makes an object array: TF1 code relies on
-both, and NumPy 1.23, 1.24 and 2.0 turned them into errors (the runner also prints NumPy scalars
-as NumPy 1 did, see ``tfest_kit.legacy._runner``).  Methods of ``ndarray`` NumPy 2 removed
-(``tostring``, ``itemset`` …) cannot be added back: they raise NumPy's ``AttributeError``.
-Likewise ``collections.Iterable`` & co. (gone in Python 3.10),
+``np.asscalar`` …), ``np.array`` of ragged lists makes an object array and ``np.sum`` of a
+generator adds it up: TF1 code relies on them, and NumPy 1.23, 1.24 and 2.x turned them into
+errors (the runner also prints NumPy scalars as NumPy 1 did, see ``tfest_kit.legacy._runner``).
+Methods of ``ndarray`` NumPy 2 removed (``tostring``, ``itemset`` …) cannot be added back:
+they raise NumPy's ``AttributeError``. Likewise ``collections.Iterable`` & co. (gone in 3.10),
 ``inspect.getargspec`` (3.11), ``fractions.gcd`` and ``base64.encodestring`` (3.9),
 ``time.clock`` (3.8) and the module ``xml.etree.cElementTree`` (3.9; Pascal VOC readers import
 it): TF 1.15 ran on Python 3.5-3.7.  ``import keras`` (``from keras.layers import Dense``)
 gets Keras 2, as ``tf.keras`` does: ``tf_keras`` where TensorFlow's ``keras`` is Keras 3
 (2.16+).  Where TensorFlow no longer has them (2.16+),
 ``tensorflow.python.estimator…``, TF 1.13-2.15's forwarders, are ``tensorflow_estimator``'s modules.
+``from tensorflow.python.ops import control_flow_ops`` (and the other private modules in
+``_TF_MOVED``) gives the module with the TF 1.15 names TensorFlow 2 moved elsewhere (``cond``).
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
@@ -70,7 +72,7 @@ from typing import Any, Optional, Union
 
 import numpy
 
-from tfest_kit._tf import KERAS_PACKAGE
+from tfest_kit._tf import KERAS_PACKAGE, tf
 from tfest_kit.legacy._namespace import ESTIMATOR_PACKAGE, REAL_PACKAGES, build_estimator_package
 from tfest_kit.legacy._refused import Refused, below_package, refused_module
 from tfest_kit.legacy._shim import PRIVATE, Report
@@ -120,6 +122,18 @@ def _ragged_as_objects(function: Any) -> Any:
     return make
 
 
+def _sum_of_generators(function: Any) -> Any:
+    """``np.sum(generator)``: the builtin ``sum``, as NumPy 1.x did (a TypeError since 2.x)."""
+
+    @functools.wraps(function)
+    def total(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(a, types.GeneratorType) and not args and not kwargs:
+            return sum(a)
+        return function(a, *args, **kwargs)
+
+    return total
+
+
 _ArgSpec = collections.namedtuple("ArgSpec", "args varargs keywords defaults")
 
 
@@ -145,19 +159,67 @@ _REMOVED = {
 }
 
 
+# TF 1.15's names in TensorFlow's private modules that TensorFlow 2 moved to other modules
+# (checked against TF 1.15's sources and 2.15 / 2.21): module -> {name: its path in the stand-in,
+# or what it was}. TF1 code imports them (`control_flow_ops.cond`, `ops.Tensor`, BERT-NER's
+# `variable_scope.variable`, `graph_util.convert_variables_to_constants` in freezing scripts).
+def _same(*names: str) -> dict[str, str]:
+    return {name: name for name in names}
+
+
+_GRAPH_UTIL = {"convert_variables_to_constants": "graph_util.convert_variables_to_constants"}
+_TF_MOVED = {
+    "tensorflow.python.framework.ops": _same(
+        *("Tensor", "IndexedSlices", "IndexedSlicesValue", "convert_to_tensor_or_indexed_slices"),
+        *("register_tensor_conversion_function", "enable_tensor_equality"),
+        "disable_tensor_equality",
+    ),
+    "tensorflow.python.framework.graph_util": _GRAPH_UTIL,
+    "tensorflow.python.framework.graph_util_impl": _GRAPH_UTIL,
+    "tensorflow.python.framework.tensor_shape": {
+        "scalar": lambda: tf.TensorShape([]),
+        "vector": lambda length: tf.TensorShape([length]),
+        "matrix": lambda rows, cols: tf.TensorShape([rows, cols]),
+    },
+    "tensorflow.python.ops.array_ops": _same("stack", "unstack"),
+    "tensorflow.python.ops.control_flow_ops": _same(
+        "cond", "while_loop", "case", "switch_case", "Assert"
+    ),
+    "tensorflow.python.ops.random_ops": _same("random_crop"),
+    "tensorflow.python.ops.variable_scope": {
+        "variable": "Variable",
+        **_same("enable_resource_variables", "disable_resource_variables"),
+        **_same("resource_variables_enabled"),
+    },
+    "tensorflow.python.ops.variables": {
+        "VariableV1": "Variable",
+        **_same("is_variable_initialized"),
+    },
+    "tensorflow.python.util.nest": {"is_sequence": "nest.is_nested"},
+}
+
+
 class _WithRemoved(types.ModuleType):
     """``module`` as installed, and for a name it lacks, what it had then (``_REMOVED``); NumPy's
-    ``array`` and ``asarray`` of ragged sequences make object arrays, as then."""
+    ``array`` and ``asarray`` of ragged sequences make object arrays, as then.
 
-    def __init__(self, module: types.ModuleType) -> None:
+    ``removed`` maps a name to what it was, or to a dotted path of it in ``root`` (the module
+    itself by default): a TensorFlow module's moved names are found in the TF1 stand-in.
+    """
+
+    def __init__(
+        self, module: types.ModuleType, removed: Optional[dict] = None, root: Any = None
+    ) -> None:
         super().__init__(module.__name__, module.__doc__)
         self.__spec__, self.__loader__ = module.__spec__, module.__loader__
         for name in ("__file__", "__path__"):
             if hasattr(module, name):
                 setattr(self, name, getattr(module, name))
-        self.__real, self.__removed = module, _REMOVED[module.__name__]
+        self.__real, self.__root = module, module if root is None else root
+        self.__removed = _REMOVED[module.__name__] if removed is None else removed
         if module is numpy:
             self.array, self.asarray = map(_ragged_as_objects, (numpy.array, numpy.asarray))
+            self.sum = _sum_of_generators(numpy.sum)
 
     def __getattr__(self, name: str) -> Any:
         if name not in self.__removed:
@@ -169,7 +231,7 @@ class _WithRemoved(types.ModuleType):
             if value is None:
                 value = self.__removed[name]  # its name in the module, the module, or itself
                 if isinstance(value, str):
-                    value = getattr(self.__real, value)
+                    value = functools.reduce(getattr, value.split("."), self.__root)
                 elif isinstance(value, types.ModuleType):
                     value = getattr(value, name)
         self.__dict__[name] = value  # found once: later reads are plain module lookups
@@ -263,28 +325,41 @@ class _RemovedModuleLoader(importlib.abc.Loader):
         module.__dict__.update({name: getattr(source, name) for name in names})
 
 
-# TensorFlow 1.13-2.15 forwarded `tensorflow.python.estimator…` to tensorflow_estimator's
-# modules (TPU-era projects import it); TensorFlow 2.16 dropped the forwarders.
-_ESTIMATOR_FORWARDERS = "tensorflow.python.estimator"
-_ESTIMATOR_TARGET = "tensorflow_estimator.python.estimator"
+# Forwarders TensorFlow had and later dropped -> the module they forwarded to: TF 1.13-2.15's
+# `tensorflow.python.estimator…` (TPU-era projects import it), 2.15's `training_ops` (custom
+# optimizers call `training_ops.apply_adam`).
+_FORWARDERS = {
+    "tensorflow.python.estimator": "tensorflow_estimator.python.estimator",
+    "tensorflow.python.training.training_ops": "tensorflow.python.ops.gen_training_ops",
+    "tensorflow.python.training.gen_training_ops": "tensorflow.python.ops.gen_training_ops",
+}
+
+
+def _forwarded(fullname: str) -> Optional[str]:
+    """The module ``fullname`` forwarded to, if it is below a forwarder TensorFlow dropped."""
+    for forwarder, target in _FORWARDERS.items():
+        below = fullname == forwarder or fullname.startswith(forwarder + ".")
+        if below and not _tf_has(forwarder):
+            return target + fullname[len(forwarder) :]
+    return None
 
 
 @functools.cache
-def _tf_has_estimator_forwarders() -> bool:
-    tf_python = importlib.import_module("tensorflow.python")
-    return any(os.path.isdir(os.path.join(p, "estimator")) for p in tf_python.__path__)
+def _tf_has(module: str) -> bool:
+    parent, _, _ = module.rpartition(".")
+    path = importlib.import_module(parent).__path__
+    return importlib.machinery.PathFinder.find_spec(module, path) is not None
 
 
 class _AliasLoader(importlib.abc.Loader):
-    """Makes ``tensorflow.python.estimator…`` the ``tensorflow_estimator`` module it forwarded to.
+    """Makes a dropped forwarder (``tensorflow.python.estimator…``) the module it forwarded to.
 
     The module being imported replaces itself in ``sys.modules`` with the real one, which the
     import statement then returns (Python's import supports that), so both names are one module.
     """
 
     def exec_module(self, module: types.ModuleType) -> None:
-        target = _ESTIMATOR_TARGET + module.__name__[len(_ESTIMATOR_FORWARDERS) :]
-        sys.modules[module.__name__] = importlib.import_module(target)
+        sys.modules[module.__name__] = importlib.import_module(_forwarded(module.__name__))
 
 
 class _UserCodeFinder(importlib.abc.MetaPathFinder):
@@ -339,10 +414,8 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
     ) -> Optional[importlib.machinery.ModuleSpec]:
         if fullname in _REMOVED_MODULES:
             return importlib.machinery.ModuleSpec(fullname, _RemovedModuleLoader())
-        if (
-            fullname == _ESTIMATOR_FORWARDERS or fullname.startswith(_ESTIMATOR_FORWARDERS + ".")
-        ) and not _tf_has_estimator_forwarders():
-            target = _ESTIMATOR_TARGET + fullname[len(_ESTIMATOR_FORWARDERS) :]
+        target = _forwarded(fullname)
+        if target is not None:
             if importlib.util.find_spec(target) is None:
                 return None
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader())
@@ -409,6 +482,7 @@ class Scope:
         self._finder = _UserCodeFinder(self.roots, self.builtins, packages)
         self._public: Optional[frozenset[str]] = None
         self._with_removed = {top: _WithRemoved(importlib.import_module(top)) for top in _REMOVED}
+        self._tf_moved: dict[str, _WithRemoved] = {}
 
     def __enter__(self) -> Scope:
         self._finder.start()
@@ -470,6 +544,12 @@ class Scope:
                 raise ModuleNotFoundError(str(e), name=name) from None
         return module
 
+    def _as_tf115(self, name: str, module: types.ModuleType) -> _WithRemoved:
+        """TensorFlow's private module ``name`` with the TF 1.15 names it lost (``_TF_MOVED``)."""
+        if name not in self._tf_moved:
+            self._tf_moved[name] = _WithRemoved(module, _TF_MOVED[name], self.namespace)
+        return self._tf_moved[name]
+
     def _scoped_import(
         self,
         name: str,
@@ -509,7 +589,20 @@ class Scope:
             real = self._import(name, globals, locals, fromlist, level)
             if self._report is not None:
                 self._report.add(name, PRIVATE, name)
-            return real if fromlist else self.namespace
+            if not fromlist:
+                return self.namespace
+            if name in _TF_MOVED:  # from tensorflow.python.ops.control_flow_ops import cond
+                return self._as_tf115(name, real)
+            moved = [i for i in fromlist if f"{name}.{i}" in _TF_MOVED and hasattr(real, i)]
+            if not moved:
+                return real
+            # from tensorflow.python.ops import control_flow_ops, math_ops
+            holder = types.ModuleType(name)
+            holder.__dict__.update({i: getattr(real, i) for i in fromlist if hasattr(real, i)})
+            holder.__dict__.update(
+                {i: self._as_tf115(f"{name}.{i}", getattr(real, i)) for i in moved}
+            )
+            return holder
         if not fromlist:
             return self.namespace
         values = {}
