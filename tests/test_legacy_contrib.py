@@ -38,6 +38,7 @@ SERVED_COUNTS = {
     "estimator": (14, 34),
     "framework": (43, 71),
     "framework.nest": (19, 19),
+    "image": (8, 16),
     "keras": (15, 16),
     "layers": (68, 98),
     "learn": (6, 69),
@@ -48,10 +49,13 @@ SERVED_COUNTS = {
     "predictor": (2, 3),
     "rnn": (21, 50),
     "seq2seq": (28, 29),
+    "signal": (9, 9),
     "slim": (125, 186),
+    "stateless": (4, 4),
     "summary": (16, 20),
     "tpu": (16, 36),
     "training": (9, 28),
+    "util": (3, 5),
 }
 
 
@@ -115,6 +119,58 @@ def test_every_tf115_package_is_served_or_names_its_replacement():
         _ = ns.contrib.graph_editor.connect
     with pytest.raises(AttributeError, match=r"Replace it in the script with tf\.losses\.$"):
         ns.contrib.losses.mean_squared_error([1.0], [1.0])
+
+
+def test_contrib_image_rotates_and_translates_as_tf115_did():
+    # Augmentation code's tf.contrib.image.rotate / translate / transform: contrib's
+    # ImageProjectiveTransformV2 kernel, in TensorFlow's core since 2.x.
+    image = build_namespace(Report()).contrib.image
+    picture = np.arange(1, 26, dtype=np.uint8).reshape(5, 5)
+    batch = np.stack([picture, picture.T])[..., None].astype(np.float32)
+    with tf.Graph().as_default():
+        angle = tf.placeholder(tf.float32, [])
+        rotated = image.rotate(picture, np.pi / 2)  # HW in, HW out; counterclockwise
+        per_image = image.rotate(batch, [np.pi / 2, 0.0], interpolation="BILINEAR")
+        shifted = image.translate(batch[0], [1.0, 2.0])  # dx, dy
+        twice = image.transform(
+            batch[0], image.compose_transforms(*[[1.0, 0, -1, 0, 1, 0, 0, 0]] * 2)
+        )
+        grads = tf.gradients(tf.reduce_sum(image.rotate(tf.constant(batch), angle)), angle)
+        pixels = tf.constant(batch)
+        loss = tf.reduce_sum(image.rotate(pixels, 0.3, interpolation="BILINEAR"))
+        image_grads = tf.gradients(loss, pixels)
+        with tf.Session() as sess:
+            got = sess.run([rotated, per_image, shifted, twice, image_grads], {angle: 0.5})
+    rotated, per_image, shifted, twice, image_grads = got
+    assert rotated.dtype == np.uint8 and rotated.shape == (5, 5)
+    np.testing.assert_array_equal(rotated, np.rot90(picture))
+    np.testing.assert_allclose(per_image[0, ..., 0], np.rot90(picture), atol=1e-4)
+    np.testing.assert_array_equal(per_image[1], batch[1])  # angle 0: unchanged
+    want = np.zeros_like(batch[0])
+    want[2:, 1:] = batch[0][:-2, :-1]  # moved right by 1 and down by 2, zeros behind
+    np.testing.assert_array_equal(shifted, want)
+    np.testing.assert_array_equal(twice[:, 2:], batch[0][:, :-2])
+    assert not twice[:, :2].any()
+    assert grads == [None]  # no gradient into the transform, as TF 1.15 said
+    assert image_grads[0].shape == batch.shape and np.abs(image_grads[0]).sum() > 0
+    with pytest.raises(TypeError, match="Invalid dtype"):
+        image.rotate(tf.constant([["a"]]), 0.1)
+    with pytest.raises(TypeError, match="rank between 2 and 4"):
+        image.rotate(np.zeros([2], np.float32), 0.1)
+    with pytest.raises(AttributeError, match=r"tfa\.image\.dense_image_warp"):
+        image.dense_image_warp(batch, batch)
+
+
+def test_contrib_signal_stateless_and_util_are_tensorflows_own_functions():
+    contrib = build_namespace(Report()).contrib
+    assert contrib.signal.stft is tf.signal.stft and contrib.signal.frame is tf.signal.frame
+    assert contrib.stateless.stateless_random_uniform is tf.random.stateless_uniform
+    proto = contrib.util.make_tensor_proto(np.arange(6, dtype=np.float32), shape=[2, 3])
+    np.testing.assert_array_equal(contrib.util.make_ndarray(proto), np.arange(6).reshape(2, 3))
+    with tf.Graph().as_default():
+        assert contrib.util.constant_value(tf.shape(tf.zeros([2, 3]))).tolist() == [2, 3]
+    with pytest.raises(AttributeError, match="meta_graph.ops_used_by_graph_def"):
+        contrib.util.ops_used_by_graph_def(None)
 
 
 def test_contrib_keras_is_the_scripts_tf_keras_as_tf115s_was_an_alias_of_it():

@@ -17,7 +17,9 @@
   (``tfest_kit.serving.Predictor``), ``training`` (a port of ``HParams``), ``metrics``
   (``tf.compat.v1.metrics`` in contrib's argument order, the rest from ``tf_slim.metrics``),
   ``lookup`` (``lookup_ops``), ``rnn`` (``tf.compat.v1.nn.rnn_cell`` and the fused kernels),
-  ``framework`` / ``layers`` (TensorFlow and ``tf_slim``) …; ``slim`` is ``tf_slim``.
+  ``framework`` / ``layers`` (TensorFlow and ``tf_slim``), ``image`` (ports of its projective
+  transforms), ``signal`` / ``stateless`` / ``util`` (TensorFlow's own functions) …; ``slim`` is
+  ``tf_slim``.
 
 Every other package and name TF 1.15's ``tf.contrib`` had is a
 :class:`~tfest_kit.legacy._refused.Refused`: it imports, and its first use raises naming its
@@ -697,6 +699,10 @@ def build_contrib(report: Report) -> ShimModule:
         # `from tensorflow.contrib.layers.python.layers import initializers`.
         "layers": package("layers", extra={"python": Entry(lambda: _layers_python(report), None)}),
         "slim": Entry(lambda: _slim(report), None),
+        "image": package("image"),
+        "signal": package("signal"),
+        "stateless": package("stateless"),
+        "util": package("util"),
     }
     provides = f"Of tf.contrib it provides: {', '.join(sorted(entries))}. "
     for name in sorted(set(tf115()["packages"]).union(CONTRIB_REPLACEMENTS) - set(entries)):
