@@ -161,6 +161,35 @@ def test_contrib_image_rotates_and_translates_as_tf115_did():
         image.dense_image_warp(batch, batch)
 
 
+def test_core_rnn_cells_private_linear_keeps_tf115s_variables(tmp_path):
+    # Attention decoders of the time: `from …core_rnn_cell import _linear`.
+    write_module(
+        tmp_path / "legacy_linear_user.py",
+        """
+        import tensorflow as tf
+        from tensorflow.contrib.rnn.python.ops.core_rnn_cell import _linear
+
+        def scores(query, state):
+            with tf.variable_scope("attention"):
+                return _linear([query, state], 3, True)
+        """,
+    )
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(Report())):
+        user = importlib.import_module("legacy_linear_user")
+    query, state = np.ones([2, 4], np.float32), np.full([2, 5], 2.0, np.float32)
+    with tf.Graph().as_default():
+        out = user.scores(tf.constant(query), tf.constant(state))
+        variables = {v.op.name: v for v in tf.global_variables()}
+        shapes = {name: v.shape.as_list() for name, v in variables.items()}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got, kernel = sess.run([out, variables["attention/kernel"]])
+        with pytest.raises(ValueError, match="2D arguments"):
+            user.scores(tf.zeros([2, 4, 1]), tf.zeros([2, 5]))
+    assert shapes == {"attention/kernel": [9, 3], "attention/bias": [3]}
+    np.testing.assert_allclose(got, np.concatenate([query, state], 1) @ kernel, rtol=1e-5)
+
+
 def test_contrib_signal_stateless_and_util_are_tensorflows_own_functions():
     contrib = build_namespace(Report()).contrib
     assert contrib.signal.stft is tf.signal.stft and contrib.signal.frame is tf.signal.frame
@@ -728,7 +757,7 @@ def test_contrib_rnns_implementation_modules_serve_its_names(tmp_path):
         print(out.shape, LayerNormBasicLSTMCell is tf.contrib.rnn.LayerNormBasicLSTMCell)
         print(sorted(v.name for v in tf.global_variables())[1])
         try:
-            core_rnn_cell._linear
+            core_rnn_cell._Linear
         except AttributeError as e:
             print(e)
         """,
@@ -736,4 +765,4 @@ def test_contrib_rnns_implementation_modules_serve_its_names(tmp_path):
     proc = run_program(["-m", "tfest_kit.legacy", str(tmp_path / "rnn_paths.py")])
     assert "(2, 5, 8) True" in proc.stdout, proc.stdout + proc.stderr
     assert "stack_bidirectional_rnn/cell_0/bidirectional_rnn/bw/lstm_cell/kernel:0" in proc.stdout
-    assert "core_rnn_cell._linear is not provided" in proc.stdout
+    assert "core_rnn_cell._Linear is not provided" in proc.stdout

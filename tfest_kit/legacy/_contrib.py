@@ -332,11 +332,20 @@ def _framework_python(report: Report) -> ShimModule:
 def _rnn_python(report: Report) -> ShimModule:
     """``tf.contrib.rnn.python.ops.{rnn,rnn_cell,core_rnn_cell,lstm_ops,gru_ops}``: TF 1.15's
     implementation modules of ``tf.contrib.rnn`` (``from tensorflow.contrib.rnn.python.ops import
-    rnn``), each the served ``tf.contrib.rnn`` under its own name."""
+    rnn``), each the served ``tf.contrib.rnn`` under its own name; ``core_rnn_cell`` also has
+    its private ``_linear``."""
+    # core_rnn_cell's private _linear, which TF1 attention code imports (tf.contrib.rnn had none).
+    linear = Entry(
+        lambda: importlib.import_module("tfest_kit.legacy.contrib.rnn").linear,
+        "tfest_kit.legacy.contrib.rnn.linear (a port of TF 1.15's _linear)",
+    )
     modules = {
         name: Entry(
             lambda name=name: served_package(
-                "rnn", report, display=f"tf.contrib.rnn.python.ops.{name}"
+                "rnn",
+                report,
+                display=f"tf.contrib.rnn.python.ops.{name}",
+                extra={"_linear": linear} if name == "core_rnn_cell" else None,
             ),
             None,
         )

@@ -56,6 +56,7 @@ __all__ = [
     "LayerNormBasicLSTMCell",
     "stack_bidirectional_rnn",
     "stack_bidirectional_dynamic_rnn",
+    "linear",
     "BACKING",
     "NOT_SERVED",
 ]
@@ -92,6 +93,67 @@ for _name in _FROM_RNN_CELL:
     globals()[_name] = getattr(_CELLS, _name)
 for _name in _FROM_NN:
     globals()[_name] = getattr(tf.nn, _name)
+
+
+def linear(
+    args: Any,
+    output_size: int,
+    bias: bool,
+    bias_initializer: Any = None,
+    kernel_initializer: Any = None,
+):
+    """TF 1.15's private ``core_rnn_cell._linear``: ``concat(args) @ kernel (+ bias)``.
+
+    Attention decoders and custom cells of the time import it; its variables are ``kernel``
+    ``[sum of the args' widths, output_size]`` and ``bias`` (zeros), in the current variable
+    scope, as in TF 1.15.
+
+    Args:
+      args: a ``[batch, n]`` tensor or a list of them.
+      output_size: the output's width.
+      bias: whether to add a bias.
+      bias_initializer: the bias' initializer (zeros by default).
+      kernel_initializer: the kernel's initializer (the variable scope's by default).
+
+    Returns:
+      A ``[batch, output_size]`` tensor.
+
+    Raises:
+      ValueError: no ``args``, or one that is not 2-D with a known width.
+
+    Example:
+
+        from tensorflow.contrib.rnn.python.ops.core_rnn_cell import _linear
+        scores = _linear([query, state], num_units, True)
+    """
+    if args is None or (tf.nest.is_nested(args) and not args):
+        raise ValueError("`args` must be specified")
+    args = list(args) if tf.nest.is_nested(args) else [args]
+    shapes = [a.get_shape() for a in args]
+    for shape in shapes:
+        if shape.ndims != 2:
+            raise ValueError(f"linear is expecting 2D arguments: {shapes}")
+        if tf.compat.dimension_value(shape[1]) is None:
+            raise ValueError(
+                f"linear expects shape[1] to be provided for shape {shape}, but saw {shape[1]}"
+            )
+    width = sum(tf.compat.dimension_value(shape[1]) for shape in shapes)
+    dtype = args[0].dtype
+    with tf.variable_scope(tf.get_variable_scope()) as outer_scope:
+        kernel = tf.get_variable(
+            "kernel", [width, output_size], dtype=dtype, initializer=kernel_initializer
+        )
+        result = tf.matmul(args[0] if len(args) == 1 else tf.concat(args, 1), kernel)
+        if not bias:
+            return result
+        with tf.variable_scope(outer_scope) as inner_scope:
+            inner_scope.set_partitioner(None)
+            if bias_initializer is None:
+                bias_initializer = tf.constant_initializer(0.0, dtype=dtype)
+            biases = tf.get_variable(
+                "bias", [output_size], dtype=dtype, initializer=bias_initializer
+            )
+        return tf.nn.bias_add(result, biases)
 
 
 def _weights_by_suffix(layer, *suffixes: str) -> list:
