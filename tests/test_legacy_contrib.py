@@ -44,6 +44,7 @@ SERVED_COUNTS = {
     "learn": (6, 69),
     "legacy_seq2seq": (5, 13),
     "lookup": (23, 23),
+    "losses": (14, 15),
     "metrics": (52, 57),
     "opt": (6, 28),
     "predictor": (2, 3),
@@ -117,8 +118,8 @@ def test_every_tf115_package_is_served_or_names_its_replacement():
                 value = getattr(value, part)
     with pytest.raises(AttributeError, match="no equivalent of tf.contrib.graph_editor"):
         _ = ns.contrib.graph_editor.connect
-    with pytest.raises(AttributeError, match=r"Replace it in the script with tf\.losses\.$"):
-        ns.contrib.losses.mean_squared_error([1.0], [1.0])
+    with pytest.raises(AttributeError, match=r"Replace it in the script with tf\.nn\.$"):
+        ns.contrib.nn.alpha_dropout([1.0], 0.5)
 
 
 def test_contrib_image_rotates_and_translates_as_tf115_did():
@@ -188,6 +189,45 @@ def test_core_rnn_cells_private_linear_keeps_tf115s_variables(tmp_path):
             user.scores(tf.zeros([2, 4, 1]), tf.zeros([2, 5]))
     assert shapes == {"attention/kernel": [9, 3], "attention/bias": [3]}
     np.testing.assert_allclose(got, np.concatenate([query, state], 1) @ kernel, rtol=1e-5)
+
+
+def test_contrib_losses_take_tf10s_argument_order_and_weights():
+    # TF 1.0-era scripts: tf.contrib.losses.softmax_cross_entropy(logits, onehot_labels), the
+    # order tf.losses reversed; a weight per example scales the sum over its time steps.
+    losses = build_namespace(Report()).contrib.losses
+    rng = np.random.RandomState(3)
+    logits, labels = rng.randn(4, 3).astype(np.float32), np.array([0, 2, 1, 2])
+    onehot = np.eye(3, dtype=np.float32)[labels]
+    steps = rng.rand(4, 5).astype(np.float32)  # per-token losses
+    weights = np.array([1.0, 0.0, 2.0, 1.0], np.float32)
+    with tf.Graph().as_default():
+        got = {
+            "softmax": losses.softmax_cross_entropy(tf.constant(logits), tf.constant(onehot)),
+            "official": tf.losses.softmax_cross_entropy(onehot, logits),
+            "sparse": losses.sparse_softmax_cross_entropy(tf.constant(logits), labels[:, None]),
+            "weighted": losses.compute_weighted_loss(steps, weights),
+            "hinge": losses.hinge_loss(tf.constant(logits), tf.constant(onehot)),
+            "pairwise": losses.mean_pairwise_squared_error(tf.constant(steps), tf.zeros([4, 5])),
+        }
+        collected = len(tf.get_collection(tf.GraphKeys.LOSSES))
+        got["total"] = losses.get_total_loss()
+        with pytest.raises(ValueError, match="must specify 'axis'"):
+            losses.cosine_distance(tf.constant(logits), tf.constant(onehot))
+        with tf.Session() as sess:
+            got = sess.run(got)
+    np.testing.assert_allclose(got["softmax"], got["official"], rtol=1e-6)
+    np.testing.assert_allclose(got["sparse"], got["official"], rtol=1e-6)
+    want = (steps.sum(1) * weights).sum() / (3 * 5)  # the zero-weighted example not counted
+    np.testing.assert_allclose(got["weighted"], want, rtol=1e-6)
+    assert got["hinge"].shape == (4, 3)  # not reduced, as contrib's
+    np.testing.assert_allclose(got["hinge"], np.maximum(0, 1 - (2 * onehot - 1) * logits))
+    # contrib's formula (n, not tf.losses' n - 1), summed over the batch.
+    pairwise = 2 * (steps**2).sum(1) / 5 - 2 * steps.sum(1) ** 2 / 25
+    np.testing.assert_allclose(got["pairwise"], pairwise.sum(), rtol=1e-5)
+    # contrib's losses and tf.losses' share GraphKeys.LOSSES, as in TF 1.15.
+    assert collected == 5
+    total = got["softmax"] + got["official"] + got["sparse"] + got["weighted"] + got["pairwise"]
+    np.testing.assert_allclose(got["total"], total, rtol=1e-6)
 
 
 def test_contrib_signal_stateless_and_util_are_tensorflows_own_functions():

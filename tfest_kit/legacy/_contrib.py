@@ -18,8 +18,8 @@
   (``tf.compat.v1.metrics`` in contrib's argument order, the rest from ``tf_slim.metrics``),
   ``lookup`` (``lookup_ops``), ``rnn`` (``tf.compat.v1.nn.rnn_cell`` and the fused kernels),
   ``framework`` / ``layers`` (TensorFlow and ``tf_slim``), ``image`` (ports of its projective
-  transforms), ``signal`` / ``stateless`` / ``util`` (TensorFlow's own functions) …; ``slim`` is
-  ``tf_slim``.
+  transforms), ``losses`` (a port of its TF 1.0 losses), ``signal`` / ``stateless`` / ``util``
+  (TensorFlow's own functions) …; ``slim`` is ``tf_slim``.
 
 Every other package and name TF 1.15's ``tf.contrib`` had is a
 :class:`~tfest_kit.legacy._refused.Refused`: it imports, and its first use raises naming its
@@ -709,6 +709,7 @@ def build_contrib(report: Report) -> ShimModule:
         "layers": package("layers", extra={"python": Entry(lambda: _layers_python(report), None)}),
         "slim": Entry(lambda: _slim(report), None),
         "image": package("image"),
+        "losses": package("losses"),
         "signal": package("signal"),
         "stateless": package("stateless"),
         "util": package("util"),

@@ -42,7 +42,6 @@ __all__ = [
 # `tf.…` named here is in tf.compat.v1 (checked by tests/test_legacy_contrib.py).
 _TFP = "tensorflow-probability"
 CONTRIB_REPLACEMENTS: dict[str, Optional[str]] = {
-    "losses": "tf.losses",
     "feature_column": "tf.feature_column",
     "saved_model": "tf.saved_model",
     "checkpoint": "tf.train.Checkpoint",
