@@ -159,14 +159,14 @@ _REMOVED = {
 }
 
 
-# TF 1.15's names in TensorFlow's private modules that TensorFlow 2 moved to other modules
-# (checked against TF 1.15's sources and 2.15 / 2.21): module -> {name: its path in the stand-in,
-# or what it was}. TF1 code imports them (`control_flow_ops.cond`, `ops.Tensor`, BERT-NER's
-# `variable_scope.variable`, `graph_util.convert_variables_to_constants` in freezing scripts).
 def _same(*names: str) -> dict[str, str]:
     return {name: name for name in names}
 
 
+# TF 1.15's names in TensorFlow's private modules that TensorFlow 2 moved to other modules
+# (checked against TF 1.15's sources and 2.15 / 2.21): module -> {name: its path in the stand-in,
+# or what it was}. TF1 code imports them (`control_flow_ops.cond`, `ops.Tensor`, BERT-NER's
+# `variable_scope.variable`, `graph_util.convert_variables_to_constants` in freezing scripts).
 _GRAPH_UTIL = {"convert_variables_to_constants": "graph_util.convert_variables_to_constants"}
 _TF_MOVED = {
     "tensorflow.python.framework.ops": _same(
