@@ -21,26 +21,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
 
 
-# The longest files (a minute or more of a worker each) first: `--dist loadfile` hands the two
-# workers whole files in collection order, and one of these started last kept one worker busy
-# for a minute after the other had finished.
-_LONGEST_FIRST = (
-    "tests/recipes/test_bert_classifier.py",
-    "tests/integration/test_distributed.py",
-    "tests/recipes/test_guide_recipes.py",
-    "tests/test_legacy.py",
-    "tests/integration/test_faults.py",
-    "tests/recipes/test_cluster_recipes.py",
-    "tests/recipes/test_mobilenet_cats_dogs.py",
-    "tests/test_keras_bridge.py",
-)
-
-
-def pytest_collection_modifyitems(items: list) -> None:
-    rank = {path: i for i, path in enumerate(_LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
-
-
 def bfloat16_is_emulated() -> bool:
     """oneDNN off, or a CPU without bfloat16 instructions: bfloat16 runs would only be slow."""
     if os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() in ("0", "false"):
