@@ -33,11 +33,9 @@ __all__ = [
 _PORT = "a port of TF 1.15's, on tf.raw_ops.ImageProjectiveTransformV2"
 BACKING = {name: f"tfest_kit.legacy.contrib.image.{name} ({_PORT})" for name in __all__[:8]}
 _TFA = "tensorflow-addons' tfa.image.{} (TensorFlow 2.15 only)"
-NOT_SERVED = {
-    **{n: _TFA.format(n) for n in ("dense_image_warp", "interpolate_spline", "sparse_image_warp")},
-    **{n: _TFA.format(n) for n in ("connected_components", "random_hsv_in_yiq")},
-    "adjust_hsv_in_yiq": _TFA.format("adjust_hsv_in_yiq"),
-}
+_WARPS = ("dense_image_warp", "interpolate_spline", "sparse_image_warp")
+_OTHERS = ("connected_components", "random_hsv_in_yiq", "adjust_hsv_in_yiq")
+NOT_SERVED = {name: _TFA.format(name) for name in (*_WARPS, *_OTHERS)}
 
 _IMAGE_DTYPES = {tf.uint8, tf.int32, tf.int64, tf.float16, tf.float32, tf.float64}
 
