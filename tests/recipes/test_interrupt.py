@@ -139,12 +139,24 @@ def test_ctrl_c_in_training_saves_a_checkpoint_and_says_how_to_resume(tmp_path, 
         assert capsys.readouterr().out == line + "\n"
 
 
+def _ctrl_c_as_in_a_terminal():
+    # A job started in the background by a non-interactive shell (a CI runner) inherits SIGINT
+    # ignored, and Python then installs no handler: these children start as a terminal's do.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_while_a_recipe_imports_tensorflow_is_one_line(tmp_path):
     # Before main runs, KeyboardInterrupt came out of the import machinery: a 50-line traceback.
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     args = [sys.executable, "-m", "recipes.iris_custom_estimator", f"--model_dir={tmp_path}"]
     proc = subprocess.Popen(
-        args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        args,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     time.sleep(1.0)  # importing TensorFlow takes seconds
     proc.send_signal(signal.SIGINT)
@@ -178,6 +190,7 @@ def test_ctrl_c_that_an_import_swallowed_still_stops_the_recipe_before_main():
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     assert proc.stderr == "some_recipe: interrupted\n", proc.stderr
     assert proc.stdout == "" and proc.returncode == -signal.SIGINT
