@@ -198,10 +198,11 @@ def test_a_worker_whose_chief_is_not_there_says_what_it_waits_for(tmp_path):
     assert f"waiting for chief {chief} and ps {ps} (TF_CONFIG)" in said, said
 
 
-@pytest.mark.parametrize(
-    "fault, task",
-    [("crash", "ps"), ("kill", "ps"), ("kill", "chief"), ("kill", "worker"), ("kill", "evaluator")],
-)
+# The launcher's rule for every task type (a worker or chief that dies too) is
+# test_cluster.py's, with stand-in tasks; here, with real TensorFlow tasks, the deaths whose
+# effect on the others is TensorFlow's: a chief blocked on a lost ps (at start and mid-run) must
+# not be named as a second failure, and training goes on without the evaluator.
+@pytest.mark.parametrize("fault, task", [("crash", "ps"), ("kill", "ps"), ("kill", "evaluator")])
 def test_a_task_that_dies_is_named_and_the_launcher_ends(tmp_path, fault, task):
     # Before: a dead ps left the chief and the launcher waiting forever, and a dead worker or
     # evaluator ended in exit status 0 and "training done".
