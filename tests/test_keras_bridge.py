@@ -166,6 +166,23 @@ def test_warm_start_from_a_path_keeps_batch_norm_statistics_not_the_global_step(
     assert again.latest_checkpoint().endswith("model.ckpt-1")  # a warm start, not a resume
 
 
+def test_warm_start_from_a_path_without_a_checkpoint_is_named_at_once(tmp_path):
+    # Both failed in train(), once the graph was built: TensorSliceReader's "no matching files".
+    missing = str(tmp_path / "no_such" / "ckpt")
+    with pytest.raises(ValueError, match=r"`warm_start_from` does not exist.*no_such/ckpt"):
+        to_estimator(_named(), model_dir=str(tmp_path / "a"), warm_start_from=missing)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="`warm_start_from` is a directory without a checkpoint"):
+        to_estimator(_named(), model_dir=str(tmp_path / "b"), warm_start_from=str(empty))
+    # A resumed model_dir is not warm-started (Estimator's rule): its source may be gone.
+    est = to_estimator(_named(), model_dir=str(tmp_path / "c"))
+    est.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=1)
+    again = to_estimator(_named(), model_dir=est.model_dir, warm_start_from=missing)
+    again.train(lambda: tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16), steps=1)
+    assert again.latest_checkpoint().endswith("model.ckpt-2")
+
+
 def test_warm_start_from_save_weights_matches_automatically_named_layers(tmp_path):
     # Estimator looked the values up by the names saved (dense/kernel); the model built again
     # has dense_2/kernel: "did not contain values for all variables" at the first predict.

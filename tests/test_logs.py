@@ -343,6 +343,26 @@ def test_estimators_noise_is_one_line_per_event(tf_log_lines):
     ]
 
 
+def test_distribution_notes_are_said_once(tf_log_lines, monkeypatch):
+    # Two CPU replicas (bert_classifier --cpu_replicas=2) printed "Reduce to …" 11 times and
+    # each RunConfig note twice (the recipe's config, then its replace()).
+    monkeypatch.setattr(logs._NoiseFilter, "_once", set())
+    logger = tf2.get_logger()
+    devices = ("/replica:0/task:0/device:CPU:0", "/replica:0/task:0/device:CPU:1")
+    for _ in range(2):
+        logger.info("Initializing RunConfig with distribution strategies.")
+        logger.info("Not using Distribute Coordinator.")
+    for _ in range(10):  # as cross_device_ops logs it: log_first_n(..., 10), formatted
+        logger.info(f"Reduce to {devices[0]} then broadcast to {devices!r}.")
+    logger.info("Using MirroredStrategy with devices %r", devices)
+    assert tf_log_lines == [
+        "Initializing RunConfig with distribution strategies.",
+        "Not using Distribute Coordinator.",
+        f"Reduce to {devices[0]} then broadcast to {devices!r}.",
+        f"Using MirroredStrategy with devices {devices!r}",
+    ]
+
+
 def test_keras_2s_rnn_cell_deprecation_is_said_once_as_tf115_said_it(tf_log_lines, monkeypatch):
     # Keras 2's legacy MultiRNNCell logs it for every cell built (a seq2seq model: 11 lines);
     # TF 1.15's @deprecated said it once. Once per process: as if no test had built one before.

@@ -16,26 +16,26 @@ _LISTED: set = set()  # (checkpoint, (name, warm-started) per variable) listed
 _RESUMING: set = set()  # model_dirs said to be resumed
 
 
-def resolve_checkpoint(init_checkpoint: str) -> str:
+def resolve_checkpoint(init_checkpoint: str, arg: str = "init_checkpoint") -> str:
     """The checkpoint prefix of ``init_checkpoint`` (a directory: its latest), or ValueError."""
     path = prefix = os.fspath(init_checkpoint)
     if tf.io.gfile.isdir(path):
         prefix = tf.train.latest_checkpoint(path)
         if prefix is None:
             raise ValueError(
-                "`init_checkpoint` is a directory without a checkpoint; pass a checkpoint "
-                f"prefix such as .../model.ckpt-1000. Got: {path!r}"
+                f"`{arg}` is a directory without a checkpoint; pass a checkpoint prefix such "
+                f"as .../model.ckpt-1000. Got: {path!r}"
             )
     elif not tf.io.gfile.exists(path + ".index") and not tf.io.gfile.exists(path):
         raise ValueError(
-            "`init_checkpoint` does not exist: expected a checkpoint prefix with a `.index` file "
-            f"next to it, or a directory holding checkpoints. Got: {path!r}"
+            f"`{arg}` does not exist: expected a checkpoint prefix with a `.index` file next "
+            f"to it, or a directory holding checkpoints. Got: {path!r}"
         )
     try:
         tf.train.load_checkpoint(prefix)
     except Exception as error:  # noqa: BLE001 - re-raised with the user's context
         raise ValueError(
-            f"`init_checkpoint` could not be read as a TensorFlow checkpoint. Got: {path!r}"
+            f"`{arg}` could not be read as a TensorFlow checkpoint. Got: {path!r}"
         ) from error
     return prefix
 

@@ -369,8 +369,8 @@ def _all_model_variables(warm_start_from):
 
 def _matched_by_structure(settings, keras_ckpt: str):
     """Matches by structure (as ``load_weights``): a model rebuilt in-process renames layers."""
-    path = settings.ckpt_to_initialize_from
-    prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
+    # A missing path is named now, not by TensorSliceReader once train() has built its graph.
+    prefix = _warm_start.resolve_checkpoint(settings.ckpt_to_initialize_from, "warm_start_from")
     try:
         saved_names, ours = object_graph_key_mapping(prefix), object_graph_key_mapping(keras_ckpt)
     except tf.errors.NotFoundError:

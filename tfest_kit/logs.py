@@ -78,7 +78,8 @@ class _NoiseFilter(logging.Filter):
     """Drops the INFO noise matched below (tfest_kit's model_fns take ``params`` for TPUEstimator;
     an evaluator polls every 1 s), prints the RunConfig on one line and some notes once."""
 
-    _once: set = set()  # excluded signatures; Keras 2's per-cell RNN deprecation (TF 1.15: once)
+    _once: set = set()  # notes said once: _ONCE's, Keras 2's per-cell RNN one (TF 1.15: once)
+    _ONCE = ("Signatures EXCLUDED", "Reduce to ", "Initializing RunConfig", "Not using Distribute")
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = str(record.msg)
@@ -87,13 +88,11 @@ class _NoiseFilter(logging.Filter):
             record.args = (" ".join(str(args[0]).split()),)
         if msg.startswith("Waiting %f secs before starting next eval run") and args:
             return args[0] >= 10
-        if msg.startswith("Signatures EXCLUDED") or re.match(r"'\w+' : |`tf.nn.rnn_cell.", msg):
+        if msg.startswith(self._ONCE) or re.match(r"'\w+' : |`tf.nn.rnn_cell.", msg):
             said = msg in self._once
             self._once.add(msg)
             return not said
-        if msg.startswith("Sharding callback duration") or (
-            msg.startswith("Signatures INCLUDED") and msg.endswith(": None")
-        ):
+        if re.match(r"Sharding callback duration|Signatures INCLUDED .*: None$", msg):
             return False
         if "includes params argument" not in msg:
             return True
