@@ -4,14 +4,12 @@ test_mobilenet_cats_dogs.py, test_bert_classifier.py)."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 
 import pytest
 from absl import flags
 
 from recipes import _flags
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_recipe_cases
 
 
 @pytest.fixture
@@ -77,8 +75,6 @@ def test_help_exits_0_and_a_bad_flag_still_exits_1():
     # absl's --help prints the help and exits 1; every recipe runs through _flags.run.
     recipes = sorted((ROOT / "recipes").glob("[!_]*.py"))
     assert all("_flags.run(main)" in path.read_text() for path in recipes)
-    command = [sys.executable, "-m", "recipes.iris_custom_estimator"]
-    shown = subprocess.run([*command, "--help"], cwd=ROOT, capture_output=True, text=True)
+    shown, bad = run_recipe_cases("iris_custom_estimator", [["--help"], ["--no_such_flag"]])
     assert shown.returncode == 0 and "--model_dir" in shown.stdout, shown.stdout + shown.stderr
-    bad = subprocess.run([*command, "--no_such_flag"], cwd=ROOT, capture_output=True)
     assert bad.returncode == 1, bad
