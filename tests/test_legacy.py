@@ -311,7 +311,11 @@ def test_tensorflow_implementation_packages_stay_real_imports(tmp_path):
         helper = importlib.import_module("legacy_helper_real")
     assert helper.math_ops is sys.modules["tensorflow.python.ops.math_ops"]
     assert helper.config_pb2 is sys.modules["tensorflow.core.protobuf.config_pb2"]
-    assert helper.framework_ops is sys.modules["tensorflow.python.framework.ops"]
+    # TensorFlow's module, with the TF 1.15 names it lost (the next test).
+    real = sys.modules["tensorflow.python.framework.ops"]
+    assert (
+        helper.framework_ops.Graph is real.Graph and helper.framework_ops.__file__ == real.__file__
+    )
 
 
 def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
@@ -327,6 +331,8 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
         from tensorflow.python.ops import array_ops, control_flow_ops, math_ops, variable_scope
         from tensorflow.python.ops.control_flow_ops import while_loop
         from tensorflow.python.util import nest
+        import tensorflow.python.framework.ops
+        import tensorflow.python.ops.control_flow_ops as cfo
 
         def run():
             with tf.Graph().as_default():
@@ -351,6 +357,10 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
         (total, steps), frozen, is_tensor, variable = helper.run()
     assert helper.Tensor is ns.Tensor and helper.ops.Tensor is ns.Tensor and is_tensor
     assert helper.control_flow_ops.cond is ns.cond and helper.while_loop is ns.while_loop
+    # `import … as` and the dotted name walk the same modules (TensorFlow 2's module before).
+    assert helper.cfo.case is ns.case and helper.cfo.group is ns.group
+    assert helper.tensorflow.python.framework.ops.Tensor is ns.Tensor
+    assert helper.tf.python.util.nest.is_sequence([1])
     assert isinstance(variable, tf2.Variable) and variable.name == "total:0"
     assert (total, steps) == (12.0, 3)
     assert not [n.name for n in frozen.node if n.op.startswith("Variable")]
@@ -359,6 +369,7 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
     assert helper.tensor_shape.matrix(2, 3) == tf.TensorShape([2, 3])
     # What TensorFlow 2 still has is its own, and the process's modules are untouched.
     assert helper.math_ops is sys.modules["tensorflow.python.ops.math_ops"]
+    assert helper.tf.python.ops.math_ops is helper.math_ops
     assert helper.array_ops.concat is sys.modules["tensorflow.python.ops.array_ops"].concat
     assert not hasattr(sys.modules["tensorflow.python.ops.control_flow_ops"], "cond")
 

@@ -241,6 +241,33 @@ class _WithRemoved(types.ModuleType):
         return sorted(set(dir(self.__real)) | set(self.__removed))
 
 
+class _PrivatePackage(types.ModuleType):
+    """TensorFlow's package ``module`` (``tensorflow.python`` …) as ``import tensorflow.python.x.y
+    as z`` walks it, attribute by attribute: a module that lost TF 1.15 names (``_TF_MOVED``)
+    comes with them, as in ``from tensorflow.python.x import y``; anything else is the real one."""
+
+    def __init__(self, module: types.ModuleType, root: Any) -> None:
+        super().__init__(module.__name__, module.__doc__)
+        for name in ("__file__", "__path__", "__spec__", "__loader__"):
+            setattr(self, name, getattr(module, name, None))
+        self.__real, self.__root = module, root
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.__real, name)
+        full = f"{self.__name__}.{name}"
+        if full in _TF_MOVED:
+            value = _WithRemoved(value, _TF_MOVED[full], self.__root)
+        elif isinstance(value, types.ModuleType) and any(
+            m.startswith(full + ".") for m in _TF_MOVED
+        ):
+            value = _PrivatePackage(value, self.__root)
+        self.__dict__[name] = value
+        return value
+
+    def __dir__(self) -> list[str]:
+        return dir(self.__real)
+
+
 @functools.cache
 def _system_dirs() -> tuple[str, ...]:
     # The standard library and the interpreter's own site-packages: never user code, even
@@ -483,6 +510,8 @@ class Scope:
         self._public: Optional[frozenset[str]] = None
         self._with_removed = {top: _WithRemoved(importlib.import_module(top)) for top in _REMOVED}
         self._tf_moved: dict[str, _WithRemoved] = {}
+        # `import tensorflow.python.ops.control_flow_ops as cfo` walks it from the stand-in.
+        namespace.python = _PrivatePackage(importlib.import_module("tensorflow.python"), namespace)
 
     def __enter__(self) -> Scope:
         self._finder.start()
