@@ -168,6 +168,15 @@ def test_inspect_and_plot_explain_missing_things(tmp_path, capsys):
     assert "no scalar summaries" in capsys.readouterr().err
 
 
+def test_inspect_says_when_an_eval_directorys_events_are_unreadable(tmp_path, capsys):
+    # It printed "latest evaluation eval/ at step None:", and nothing below it.
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "events.out.tfevents.1.host").write_bytes(b"garbage" * 20)
+    assert _cli(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "latest evaluation eval/ unreadable (damaged events):" in out, out
+
+
 def test_inspect_reads_a_model_dir_named_like_a_pattern_and_writes_strict_json(
     trained, tmp_path, capsys
 ):

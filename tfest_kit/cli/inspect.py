@@ -126,7 +126,8 @@ def format_text(info: dict) -> str:
     if not info["evaluations"]:
         lines.append("evaluations: none")
     for ev in info["evaluations"]:
-        lines.append(f"latest evaluation {ev['dir']}/ at step {ev['step']}:")
+        at = f"at step {ev['step']}" if ev["step"] is not None else "unreadable (damaged events)"
+        lines.append(f"latest evaluation {ev['dir']}/ {at}:")
         lines += [f"  {tag:30} {_number(value)}" for tag, value in ev["metrics"].items()]
     lines += ["", "exports:" if info["exports"] else "exports: none"]
     for e in info["exports"]:
