@@ -763,6 +763,40 @@ def test_slims_implementation_modules_read_a_detection_dataset(tmp_path):
     assert "tf.contrib.framework.python.ops.variables" in served
 
 
+def test_local_and_global_variables_are_made_as_tf115_made_them(tmp_path):
+    # tf_cnn_benchmarks' synthetic input is a local_variable: tf_slim's calls the
+    # variable_scope.variable TensorFlow 2 dropped (AttributeError), for every model.
+    write_module(
+        tmp_path / "legacy_local_variables.py",
+        """
+        import tensorflow as tf
+        from tensorflow.contrib.framework.python.ops import variables
+        slim = tf.contrib.slim
+
+        def build():
+            return [
+                tf.contrib.framework.local_variable(tf.zeros([2, 3]), name="images"),
+                slim.local_variable(7, name="count"),
+                variables.local_variable(1.5, name="scale"),
+                tf.contrib.framework.global_variable(tf.ones([2]), name="seen"),
+            ]
+        """,
+    )
+    report = Report()
+    with on_sys_path(tmp_path), Scope(str(tmp_path), build_namespace(report), report):
+        module = importlib.import_module("legacy_local_variables")
+        with tf.Graph().as_default():
+            made = module.build()
+            assert [v.op.name for v in tf.local_variables()] == ["images", "count", "scale"]
+            assert [v.op.name for v in tf.global_variables()] == ["seen"]
+            assert not tf.trainable_variables()
+            with tf.Session() as session:
+                session.run([tf.local_variables_initializer(), tf.global_variables_initializer()])
+                values = session.run(made)
+    assert values[0].shape == (2, 3) and values[1:3] == [7, 1.5] and list(values[3]) == [1, 1]
+    assert "tf.contrib.framework.local_variable" in report.names(SHIM)
+
+
 def test_a_modules_namespace_holds_every_name_it_serves():
     # google/seq2seq's rnn_cell.py collects every RNNCell class from tf.contrib.rnn.__dict__.
     report = Report()

@@ -309,6 +309,23 @@ def padded_batch_and_drop_remainder(
     )
 
 
+def _variables(report: Report) -> ShimModule:
+    """``…framework.python.ops.variables``: tf_slim's, ``local_variable`` / ``global_variable``
+    ported."""
+    slim_variables = importlib.import_module("tf_slim.ops.variables")
+    fallbacks = [(lambda: slim_variables, "tf_slim.ops.variables")]
+    display = "tf.contrib.framework.python.ops.variables"
+    return ShimModule(display, report, entries=_ported_variables(), fallbacks=fallbacks, kind=SHIM)
+
+
+def _ported_variables() -> dict[str, Entry]:
+    framework = importlib.import_module("tfest_kit.legacy.contrib.framework")
+    return {
+        name: Entry(lambda name=name: getattr(framework, name), framework.BACKING[name])
+        for name in ("local_variable", "global_variable")
+    }
+
+
 def _framework_python(report: Report) -> ShimModule:
     """``tf.contrib.framework.python.ops``: ``tf.contrib.framework``'s names (``arg_scope`` …).
 
@@ -317,9 +334,7 @@ def _framework_python(report: Report) -> ShimModule:
     """
     # `variables` stayed a submodule (its names were star-imported beside it): SSD-Tensorflow's
     # `from tensorflow.contrib.framework.python.ops import variables`; tf_slim carries it on.
-    variables = Entry(
-        lambda: importlib.import_module("tf_slim.ops.variables"), "tf_slim.ops.variables"
-    )
+    variables = Entry(lambda: _variables(report), "tf_slim.ops.variables, two functions ported")
     ops = served_package(
         "framework",
         report,
@@ -551,6 +566,7 @@ def _slim(report: Report) -> ShimModule:
         "batch_norm": Entry(_slim_batch_norm, _BATCH_NORM),
         "learning": Entry(_slim_learning, _SLIM_LEARNING),
         "recompute_grad": Entry(_recompute_grad, _RECOMPUTE_GRAD),
+        **_ported_variables(),
         "tfexample_decoder": Entry(
             lambda: _tfexample_decoder("tf.contrib.slim.tfexample_decoder", report), None
         ),

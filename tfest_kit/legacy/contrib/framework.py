@@ -64,21 +64,25 @@ _FROM_SLIM = (
     "get_variables_by_name",
     "get_variables_by_suffix",
     "get_variables_to_restore",
-    "global_variable",
-    "local_variable",
     "model_variable",
     "variable",
     "VariableDeviceChooser",
     "assert_or_get_global_step",
 )
 
-__all__ = [*_FROM_TRAIN, *_FROM_TF, *_FROM_SLIM, "get_name_scope", "BACKING", "NOT_SERVED"]
+__all__ = [*_FROM_TRAIN, *_FROM_TF, *_FROM_SLIM, "get_name_scope", "local_variable"]
+__all__ += ["global_variable", "BACKING", "NOT_SERVED"]
+
+# tf_slim's two call variable_scope.variable, which TensorFlow 2 dropped.
+_PORTED_VARIABLE = "tf.compat.v1.Variable (a port of TF 1.15's; tf_slim's do not run on TF 2)"
 
 BACKING = {
     **{name: f"tf.compat.v1.train.{name}" for name in _FROM_TRAIN},
     **{name: f"tf.compat.v1.{name}" for name in _FROM_TF},
     **{name: f"tf_slim.{name}" for name in _FROM_SLIM},
     "get_name_scope": "tf.compat.v1.get_default_graph().get_name_scope",
+    "local_variable": _PORTED_VARIABLE,
+    "global_variable": _PORTED_VARIABLE,
 }
 NOT_SERVED = {
     "zero_initializer": "tf.assign(variable, tf.zeros_like(variable))",
@@ -102,3 +106,40 @@ def get_name_scope() -> str:
             get_name_scope()   # 'block'
     """
     return tf.get_default_graph().get_name_scope()
+
+
+def local_variable(initial_value, validate_shape=True, name=None, use_resource=None):
+    """``tf.contrib.framework.local_variable``: a variable in ``LOCAL_VARIABLES``, not trained.
+
+    TF 1.15's (``variable_scope.variable`` with that collection); tf_slim's calls the
+    ``variable_scope.variable`` TensorFlow 2 no longer has.
+
+    Example:
+
+        count = local_variable(0, name="count")   # initialised by tf.local_variables_initializer()
+    """
+    return tf.Variable(
+        initial_value,
+        trainable=False,
+        collections=[tf.GraphKeys.LOCAL_VARIABLES],
+        validate_shape=validate_shape,
+        use_resource=use_resource,
+        name=name,
+    )
+
+
+def global_variable(initial_value, validate_shape=True, name=None, use_resource=None):
+    """``tf.contrib.framework.global_variable``: a variable in ``GLOBAL_VARIABLES``, not trained.
+
+    Example:
+
+        seen = global_variable(tf.zeros([10]), name="seen")   # saved in checkpoints
+    """
+    return tf.Variable(
+        initial_value,
+        trainable=False,
+        collections=[tf.GraphKeys.GLOBAL_VARIABLES],
+        validate_shape=validate_shape,
+        use_resource=use_resource,
+        name=name,
+    )
