@@ -118,13 +118,8 @@ def local_variable(initial_value, validate_shape=True, name=None, use_resource=N
 
         count = local_variable(0, name="count")   # initialised by tf.local_variables_initializer()
     """
-    return tf.Variable(
-        initial_value,
-        trainable=False,
-        collections=[tf.GraphKeys.LOCAL_VARIABLES],
-        validate_shape=validate_shape,
-        use_resource=use_resource,
-        name=name,
+    return _untrained(
+        tf.GraphKeys.LOCAL_VARIABLES, initial_value, validate_shape, name, use_resource
     )
 
 
@@ -135,10 +130,16 @@ def global_variable(initial_value, validate_shape=True, name=None, use_resource=
 
         seen = global_variable(tf.zeros([10]), name="seen")   # saved in checkpoints
     """
+    return _untrained(
+        tf.GraphKeys.GLOBAL_VARIABLES, initial_value, validate_shape, name, use_resource
+    )
+
+
+def _untrained(collection, initial_value, validate_shape, name, use_resource):
     return tf.Variable(
         initial_value,
         trainable=False,
-        collections=[tf.GraphKeys.GLOBAL_VARIABLES],
+        collections=[collection],
         validate_shape=validate_shape,
         use_resource=use_resource,
         name=name,
