@@ -359,6 +359,7 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
     assert helper.control_flow_ops.cond is ns.cond and helper.while_loop is ns.while_loop
     # `import … as` and the dotted name walk the same modules (TensorFlow 2's module before).
     assert helper.cfo.case is ns.case and helper.cfo.group is ns.group
+    assert helper.cfo is helper.control_flow_ops  # one TF 1.15 view of the module per run
     assert helper.tensorflow.python.framework.ops.Tensor is ns.Tensor
     assert helper.tf.python.util.nest.is_sequence([1])
     assert isinstance(variable, tf2.Variable) and variable.name == "total:0"

@@ -68,7 +68,7 @@ import time
 import types
 import warnings
 from collections.abc import Sequence
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy
 
@@ -246,21 +246,21 @@ class _PrivatePackage(types.ModuleType):
     as z`` walks it, attribute by attribute: a module that lost TF 1.15 names (``_TF_MOVED``)
     comes with them, as in ``from tensorflow.python.x import y``; anything else is the real one."""
 
-    def __init__(self, module: types.ModuleType, root: Any) -> None:
+    def __init__(self, module: types.ModuleType, as_tf115: Callable[[str, Any], Any]) -> None:
         super().__init__(module.__name__, module.__doc__)
         for name in ("__file__", "__path__", "__spec__", "__loader__"):
             setattr(self, name, getattr(module, name, None))
-        self.__real, self.__root = module, root
+        self.__real, self.__as_tf115 = module, as_tf115
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.__real, name)
         full = f"{self.__name__}.{name}"
         if full in _TF_MOVED:
-            value = _WithRemoved(value, _TF_MOVED[full], self.__root)
+            value = self.__as_tf115(full, value)  # the module `from … import` gets
         elif isinstance(value, types.ModuleType) and any(
             m.startswith(full + ".") for m in _TF_MOVED
         ):
-            value = _PrivatePackage(value, self.__root)
+            value = _PrivatePackage(value, self.__as_tf115)
         self.__dict__[name] = value
         return value
 
@@ -511,7 +511,9 @@ class Scope:
         self._with_removed = {top: _WithRemoved(importlib.import_module(top)) for top in _REMOVED}
         self._tf_moved: dict[str, _WithRemoved] = {}
         # `import tensorflow.python.ops.control_flow_ops as cfo` walks it from the stand-in.
-        namespace.python = _PrivatePackage(importlib.import_module("tensorflow.python"), namespace)
+        namespace.python = _PrivatePackage(
+            importlib.import_module("tensorflow.python"), self._as_tf115
+        )
 
     def __enter__(self) -> Scope:
         self._finder.start()
