@@ -44,7 +44,7 @@ SERVED_COUNTS = {
     "learn": (6, 69),
     "legacy_seq2seq": (5, 13),
     "lookup": (23, 23),
-    "losses": (14, 15),
+    "losses": (15, 15),
     "metrics": (52, 57),
     "opt": (6, 28),
     "predictor": (2, 3),

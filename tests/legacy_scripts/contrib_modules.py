@@ -1,5 +1,5 @@
 # coding=utf-8
-"""TF1-era uses of tf.contrib.{training, metrics, lookup, rnn, framework, estimator, distribute}.
+"""TF1-era uses of tf.contrib.{training, metrics, losses, lookup, rnn, framework, estimator, …}.
 
 Kept as TF1 code on purpose: tests/test_legacy.py runs it unchanged with
 `python -m tfest_kit.legacy contrib_modules.py --work_dir=...`, reads the JSON line it prints
@@ -74,6 +74,44 @@ def metrics_section():
     result = {k: float(v) for k, v in sess.run(values).items()}
     result["non_streaming_accuracy"] = float(sess.run(accuracy))
     result["variables"] = sorted(v.op.name for v in tf.local_variables())
+  return result
+
+
+def slim_metrics_section():
+  # contrib's own metrics (tf_slim's code), which read control_flow_ops.cond, array_ops.stack
+  # and control_flow_ops.Assert from TensorFlow's private modules.
+  with tf.Graph().as_default(), tf.Session() as sess:
+    batch = tf.placeholder(tf.float32, [None])
+    concat, concat_update = tf.contrib.metrics.streaming_concat(batch)
+    points, points_update = tf.contrib.metrics.streaming_curve_points(
+        LABELS, PREDICTIONS, num_thresholds=3)
+    auc, auc_update = tf.contrib.metrics.auc_using_histogram(
+        tf.cast(LABELS, tf.bool), PREDICTIONS, [0.0, 1.0], nbins=100)
+    sess.run(tf.local_variables_initializer())
+    sess.run(concat_update, {batch: [1.0, 2.0]})
+    sess.run(concat_update, {batch: [3.0]})
+    sess.run([points_update, auc_update])
+    return {"concat": sess.run(concat).tolist(), "curve_points": sess.run(points).tolist(),
+            "auc_using_histogram": float(sess.run(auc))}
+
+
+def metric_learning_section():
+  embeddings = np.random.RandomState(0).randn(8, 4).astype(np.float32)
+  embeddings /= np.linalg.norm(embeddings, axis=1, keepdims=True)
+  labels = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+  metric_learning = tf.contrib.losses.metric_learning
+  with tf.Graph().as_default(), tf.Session() as sess:
+    losses = {
+        "triplet_semihard": metric_learning.triplet_semihard_loss(labels, embeddings),
+        "contrastive": metric_learning.contrastive_loss(
+            labels[:4] % 2, embeddings[:4], embeddings[4:]),
+        "lifted_struct": metric_learning.lifted_struct_loss(labels, embeddings),
+        "npairs": metric_learning.npairs_loss(labels[:3], embeddings[:3], embeddings[3:6]),
+        # Its facility-location search is a tf.while_loop (control_flow_ops.while_loop).
+        "cluster": metric_learning.cluster_loss(labels, embeddings, 1.0),
+    }
+    result = {k: float(v) for k, v in sess.run(losses).items()}
+  result.update(embeddings=embeddings.tolist(), labels=labels.tolist())
   return result
 
 
@@ -442,6 +480,8 @@ def main(_):
   print(json.dumps({
       "training": training_section(),
       "metrics": metrics_section(),
+      "slim_metrics": slim_metrics_section(),
+      "metric_learning": metric_learning_section(),
       "lookup": lookup_section(),
       "rnn": rnn_section(),
       "layers": layers_section(),

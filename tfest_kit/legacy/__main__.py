@@ -111,10 +111,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _print_refused(project: str) -> None:
     """Prints, before the script runs, the tf.contrib names its project reaches and we refuse."""
     from tfest_kit.legacy._contrib import build_contrib
+    from tfest_kit.legacy._importer import served_libraries
     from tfest_kit.legacy._refused import refused_in_project
     from tfest_kit.legacy._shim import Report
 
-    refused = refused_in_project(project, build_contrib(Report()))
+    with served_libraries():  # the scan imports tf_slim: as the script will get it
+        refused = refused_in_project(project, build_contrib(Report()))
     if not refused:
         return
     lines = [

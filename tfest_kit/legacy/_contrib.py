@@ -642,6 +642,22 @@ def _nest(report: Report) -> ShimModule:
     return _whole("framework.nest", report, entries, fallbacks, provides)
 
 
+# TF 1.15's tf.contrib.losses.metric_learning: metric_loss_ops' public names, which tf_slim
+# carries on unchanged.
+_METRIC_LEARNING = ("contrastive_loss", "cluster_loss", "lifted_struct_loss", "npairs_loss")
+_METRIC_LEARNING += ("npairs_loss_multilabel", "triplet_semihard_loss")
+
+
+def _metric_learning(report: Report) -> ShimModule:
+    """``tf.contrib.losses.metric_learning``: tf_slim's (``triplet_semihard_loss`` …)."""
+    real = "tf_slim.losses.metric_learning"
+    entries = {
+        name: Entry(lambda name=name: getattr(importlib.import_module(real), name), real)
+        for name in _METRIC_LEARNING
+    }
+    return ShimModule("tf.contrib.losses.metric_learning", report, entries=entries, kind=SHIM)
+
+
 def build_contrib(report: Report) -> ShimModule:
     """Returns the ``tf.contrib`` stand-in.
 
@@ -725,7 +741,9 @@ def build_contrib(report: Report) -> ShimModule:
         "layers": package("layers", extra={"python": Entry(lambda: _layers_python(report), None)}),
         "slim": Entry(lambda: _slim(report), None),
         "image": package("image"),
-        "losses": package("losses"),
+        "losses": package(
+            "losses", extra={"metric_learning": Entry(lambda: _metric_learning(report), None)}
+        ),
         "signal": package("signal"),
         "stateless": package("stateless"),
         "util": package("util"),

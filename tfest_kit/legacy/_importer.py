@@ -38,6 +38,9 @@ gets Keras 2, as ``tf.keras`` does: ``tf_keras`` where TensorFlow's ``keras`` is
 ``tensorflow.python.estimator…``, TF 1.13-2.15's forwarders, are ``tensorflow_estimator``'s modules.
 ``from tensorflow.python.ops import control_flow_ops`` (and the other private modules in
 ``_TF_MOVED``) gives the module with the TF 1.15 names TensorFlow 2 moved elsewhere (``cond``).
+So do the imports of the installed libraries the runner serves as ``tf.contrib``
+(``SERVED_LIBRARIES``: ``tf_slim``, contrib's code carried on, whose ``streaming_concat`` reads
+``control_flow_ops.cond``), which otherwise keep the real TensorFlow 2 they were written for.
 
 Caveat: ``importlib.import_module("tensorflow")`` bypasses ``__import__`` and returns the real
 package; TF1 scripts import with the ``import`` statement.
@@ -55,6 +58,7 @@ from __future__ import annotations
 import base64
 import builtins
 import collections.abc
+import contextlib
 import functools
 import importlib.abc
 import importlib.machinery
@@ -67,7 +71,7 @@ import sysconfig
 import time
 import types
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Callable, Optional, Union
 
 import numpy
@@ -77,11 +81,13 @@ from tfest_kit.legacy._namespace import ESTIMATOR_PACKAGE, REAL_PACKAGES, build_
 from tfest_kit.legacy._refused import Refused, below_package, refused_module
 from tfest_kit.legacy._shim import PRIVATE, Report
 
-__all__ = ["Scope", "user_code_roots", "INSTALLED_DIRS"]
+__all__ = ["Scope", "user_code_roots", "served_libraries", "INSTALLED_DIRS", "SERVED_LIBRARIES"]
 
 # Never scope our own package, even when a script sits in a directory that contains it.
 _NEVER_SCOPED = ("tfest_kit",)
 INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+# Installed libraries the runner serves as tf.contrib -> what they serve.
+SERVED_LIBRARIES = {"tf_slim": "tf.contrib.slim / tf.contrib.layers / tf.contrib.framework"}
 
 
 def _asscalar(a: Any) -> Any:
@@ -169,11 +175,13 @@ def _same(*names: str) -> dict[str, str]:
 # `variable_scope.variable`, `graph_util.convert_variables_to_constants` in freezing scripts).
 _GRAPH_UTIL = {"convert_variables_to_constants": "graph_util.convert_variables_to_constants"}
 _TF_MOVED = {
-    "tensorflow.python.framework.ops": _same(
-        *("Tensor", "IndexedSlices", "IndexedSlicesValue", "convert_to_tensor_or_indexed_slices"),
-        *("register_tensor_conversion_function", "enable_tensor_equality"),
-        "disable_tensor_equality",
-    ),
+    "tensorflow.python.framework.ops": {
+        **_same("Tensor", "IndexedSlices", "convert_to_tensor_or_indexed_slices"),
+        **_same("register_tensor_conversion_function", "enable_tensor_equality"),
+        **_same("disable_tensor_equality"),
+        # Not in tf.compat.v1: from the module that has it.
+        "IndexedSlicesValue": importlib.import_module("tensorflow.python.framework.indexed_slices"),
+    },
     "tensorflow.python.framework.graph_util": _GRAPH_UTIL,
     "tensorflow.python.framework.graph_util_impl": _GRAPH_UTIL,
     "tensorflow.python.framework.tensor_shape": {
@@ -266,6 +274,50 @@ class _PrivatePackage(types.ModuleType):
 
     def __dir__(self) -> list[str]:
         return dir(self.__real)
+
+
+def _with_moved_names(
+    name: str, module: types.ModuleType, fromlist: Sequence[str], as_tf115: Callable
+) -> Any:
+    """What ``from <name> import <fromlist>`` reads its names from: ``module``, or, where the
+    names are (or are in) private modules that lost TF 1.15 names, ``as_tf115(name, module)``."""
+    if name in _TF_MOVED:  # from tensorflow.python.ops.control_flow_ops import cond
+        return as_tf115(name, module)
+    moved = [i for i in fromlist if f"{name}.{i}" in _TF_MOVED and hasattr(module, i)]
+    if not moved:
+        return module
+    # from tensorflow.python.ops import control_flow_ops, math_ops
+    holder = types.ModuleType(name)
+    holder.__dict__.update({i: getattr(module, i) for i in fromlist if hasattr(module, i)})
+    holder.__dict__.update({i: as_tf115(f"{name}.{i}", getattr(module, i)) for i in moved})
+    return holder
+
+
+@functools.cache
+def _library_view(name: str, module: types.ModuleType) -> _WithRemoved:
+    # The moved names from tf.compat.v1 itself: a served library's uses are not the script's,
+    # so they stay out of the stand-in's report.
+    return _WithRemoved(module, _TF_MOVED[name], tf)
+
+
+_REAL_IMPORT = builtins.__import__
+
+
+def _library_import(
+    name: str,
+    globals: Optional[dict] = None,  # noqa: A002  (the signature of __import__)
+    locals: Optional[dict] = None,  # noqa: A002
+    fromlist: Sequence[str] = (),
+    level: int = 0,
+) -> Any:
+    """``__import__`` for a served library: the real one, but for the TF 1.15 names TF 2 moved."""
+    module = _REAL_IMPORT(name, globals, locals, fromlist, level)
+    if level != 0 or not fromlist or not name.startswith("tensorflow.python"):
+        return module
+    return _with_moved_names(name, module, fromlist, _library_view)
+
+
+_LIBRARY_BUILTINS = {**builtins.__dict__, "__import__": _library_import}
 
 
 @functools.cache
@@ -464,6 +516,46 @@ class _UserCodeFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
+class _ServedLibraryFinder(importlib.abc.MetaPathFinder):
+    """Loads the modules of ``SERVED_LIBRARIES`` with :data:`_LIBRARY_BUILTINS`."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Optional[Sequence[str]] = None,
+        target: Optional[types.ModuleType] = None,
+    ) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname.partition(".")[0] not in SERVED_LIBRARIES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader:
+            return None
+        spec.loader = _ScopedLoader(fullname, spec.origin, _LIBRARY_BUILTINS)
+        return spec
+
+
+@contextlib.contextmanager
+def served_libraries() -> Iterator[None]:
+    """While active, the libraries the runner serves as ``tf.contrib`` (``SERVED_LIBRARIES``)
+    are imported with the TF 1.15 names TensorFlow 2 moved out of its private modules.
+
+    A library imported before keeps what it got; one imported inside keeps the view after.
+    A :class:`Scope` entered inside takes precedence (``--tf1-package tf_slim`` gives it the
+    stand-in).
+
+    Example:
+
+        with served_libraries(), Scope(roots, namespace):
+            runpy.run_path(script, init_globals={"__builtins__": scope.builtins})
+    """
+    finder = _ServedLibraryFinder()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
 class Scope:
     """Makes ``import tensorflow`` in user code under ``roots`` return ``namespace``.
 
@@ -622,18 +714,7 @@ class Scope:
                 self._report.add(name, PRIVATE, name)
             if not fromlist:
                 return self.namespace
-            if name in _TF_MOVED:  # from tensorflow.python.ops.control_flow_ops import cond
-                return self._as_tf115(name, real)
-            moved = [i for i in fromlist if f"{name}.{i}" in _TF_MOVED and hasattr(real, i)]
-            if not moved:
-                return real
-            # from tensorflow.python.ops import control_flow_ops, math_ops
-            holder = types.ModuleType(name)
-            holder.__dict__.update({i: getattr(real, i) for i in fromlist if hasattr(real, i)})
-            holder.__dict__.update(
-                {i: self._as_tf115(f"{name}.{i}", getattr(real, i)) for i in moved}
-            )
-            return holder
+            return _with_moved_names(name, real, fromlist, self._as_tf115)
         if not fromlist:
             return self.namespace
         values = {}

@@ -21,7 +21,13 @@ from tfest_kit import logs
 from tfest_kit._checks import TfestKitError
 from tfest_kit._tf import tf
 from tfest_kit.legacy._contrib import TF1_RUNTIME
-from tfest_kit.legacy._importer import INSTALLED_DIRS, Scope, user_code_roots
+from tfest_kit.legacy._importer import (
+    INSTALLED_DIRS,
+    SERVED_LIBRARIES,
+    Scope,
+    served_libraries,
+    user_code_roots,
+)
 from tfest_kit.legacy._namespace import REAL_PACKAGES, build_namespace
 from tfest_kit.legacy._shim import Report
 
@@ -92,9 +98,6 @@ def _exit_status(exit_: SystemExit) -> int:
 _TENSORFLOW_OWN = frozenset(
     {"tensorflow", "tensorflow_estimator", "keras", "tf_keras", "absl", "tfest_kit"}
 )
-# Installed libraries the runner serves itself (tf.contrib.slim / layers …): --tf1-package is
-# never the fix for them.
-_SERVED_LIBRARIES = {"tf_slim": "tf.contrib.slim / tf.contrib.layers / tf.contrib.framework"}
 _TF1_NAME_MISSING = re.compile(
     r"module '(tensorflow(\.[\w.]+)?)' has no attribute|"
     r"No module named '(tensorflow(\.[\w.]+)?)'|"
@@ -155,7 +158,7 @@ def tf1_package_hint(error: BaseException) -> Optional[str]:
             return None  # raised by the user's code: its own traceback says it all
         where = f"{frame.filename}:{frame.lineno}"
         private = module.partition(".")[2].partition(".")[0] in REAL_PACKAGES
-        if not private and package not in _SERVED_LIBRARIES:
+        if not private and package not in SERVED_LIBRARIES:
             return (
                 f"The installed package {package!r} ({where}) uses TF1 names but got the real "
                 f"TensorFlow 2: installed packages keep it under the legacy runner. Pass "
@@ -167,9 +170,9 @@ def tf1_package_hint(error: BaseException) -> Optional[str]:
             "`--tf1-package` would not help: the runner leaves TensorFlow's own modules as "
             "TensorFlow 2 has them."
         )
-        if package in _SERVED_LIBRARIES:
+        if package in SERVED_LIBRARIES:
             return (
-                f"{package} ({where}), which the runner serves as {_SERVED_LIBRARIES[package]}, "
+                f"{package} ({where}), which the runner serves as {SERVED_LIBRARIES[package]}, "
                 f"{missing}: this function of {package} does not run on TensorFlow 2 and the "
                 f"runner has no port of it. {unchanged} Call a ported equivalent "
                 "(docs/compatibility.md lists them: slim.learning.create_train_op, "
@@ -260,7 +263,7 @@ def _run_scoped(
                     name,
                 )
         scope = Scope(roots, build_namespace(served), served, packages=tf1_packages)
-        with scope:
+        with served_libraries(), scope:
             try:
                 main(scope)
             except (AttributeError, ImportError) as error:

@@ -6,7 +6,7 @@ arguments in another order (``softmax_cross_entropy(logits, onehot_labels)`` her
 Older TF1 scripts call them positionally, so they are ports of contrib's own, on TensorFlow's
 ops: the same losses, the same ``weights`` rules (a weight per example scales the sum over its
 other dimensions; the mean is over the present, non-zero-weighted entries), each mean added
-to ``GraphKeys.LOSSES``. ``metric_learning`` is not served.
+to ``GraphKeys.LOSSES``. ``metric_learning`` (``triplet_semihard_loss`` …) is tf_slim's.
 
 Example:
 
@@ -36,15 +36,11 @@ __all__ = [
     "softmax_cross_entropy",
     "sparse_softmax_cross_entropy",
     "BACKING",
-    "NOT_SERVED",
 ]
 
 BACKING = {
     name: f"tfest_kit.legacy.contrib.losses.{name} (a port of TF 1.15's, on TensorFlow's ops)"
-    for name in __all__[:-2]
-}
-NOT_SERVED = {
-    "metric_learning": "tensorflow-addons' tfa.losses (TripletSemiHardLoss …; TensorFlow 2.15 only)"
+    for name in __all__[:-1]
 }
 
 
