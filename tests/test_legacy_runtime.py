@@ -140,6 +140,22 @@ def test_canned_estimators_are_guarded_and_isinstance_holds_as_tf1(tmp_path):
         linear.train(input_fn, steps=1)
     assert linear.get_variable_value("global_step") == 3  # resumed, not trained from 0
     assert any("resuming from model.ckpt-2" in line for line in lines), lines
+    # Evaluate, predict and export restore it too (TensorFlow: initial weights, "Couldn't find
+    # trained model"); a damaged checkpoint_path given is named.
+    trained = next(linear.predict(input_fn))["predictions"]
+    (tmp_path / "model" / "checkpoint").write_text("garbled")
+    assert linear.evaluate(input_fn, steps=1)["global_step"] == 3
+    assert next(linear.predict(input_fn))["predictions"] == pytest.approx(trained)
+    receiver = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+        tf.feature_column.make_parse_example_spec([x])
+    )
+    for export in (linear.export_saved_model, linear.export_savedmodel):
+        assert os.path.isdir(export(str(tmp_path / "export"), receiver))
+    (tmp_path / "model" / "model.ckpt-2.index").write_bytes(b"\0" * 10)
+    with pytest.raises(ValueError, match="checkpoint_path .*model.ckpt-2 cannot be restored"):
+        linear.export_savedmodel(
+            str(tmp_path / "export"), receiver, checkpoint_path=f"{model_dir}/model.ckpt-2"
+        )
     # As in TF 1.x: every Estimator is a tf.estimator.Estimator, and a script's subclass may
     # not override train.
     fallback = tpu.TPUEstimator(lambda features, labels, mode: None, use_tpu=False)

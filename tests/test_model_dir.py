@@ -379,7 +379,7 @@ def test_a_damaged_checkpoint_path_given_to_evaluate_or_predict_is_named(copy_di
         lambda: est.evaluate(_eval_input_fn, checkpoint_path=given),
         lambda: next(est.predict(_predict_input_fn, checkpoint_path=given)),
     ):
-        with pytest.raises(TfestKitError, match=r"checkpoint_path .*model\.ckpt-30 cannot be"):
+        with pytest.raises(ValueError, match=r"checkpoint_path .*model\.ckpt-30 cannot be"):
             call()
     intact = os.path.join(copy_dir, "model.ckpt-20")
     assert est.evaluate(_eval_input_fn, checkpoint_path=intact)["global_step"] == 20

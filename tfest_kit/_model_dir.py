@@ -185,8 +185,8 @@ def usable_checkpoint(model_dir: str, method: str, given: Optional[str] = None) 
     ``TfestKitError`` naming the files and the fix if none is intact."""
     if given:  # else ~100 lines of "Read less bytes than requested"
         why = checkpoint_damage(given)
-        if why:
-            raise TfestKitError(
+        if why:  # a ValueError: an evaluator skips one the chief deleted (_vanished_checkpoint)
+            raise ValueError(
                 f"checkpoint_path {given} cannot be restored: {why}. Pass "
                 "an intact one (`python -m tfest_kit inspect` lists them), or None for the newest"
             )

@@ -3,8 +3,11 @@
 Each is the ``tf.compat.v1.estimator`` class with tfest_kit's protections of a model_dir, the
 ones ``tfest_kit.tpu.TPUEstimator`` has: ``train`` holds model_dir's writer lock (a second
 process training into it is refused, naming the first) and, when the ``checkpoint`` state file
-is damaged, resumes from the newest intact checkpoint with one warning; ``evaluate`` fails an
-evaluation that would never end or that saw no batch.  What the model computes is unchanged.
+is damaged, resumes from the newest intact checkpoint with one warning; ``evaluate``,
+``predict`` and exports restore that checkpoint too (TensorFlow would use untrained weights or
+find no model), and a damaged ``checkpoint_path`` given to them is a ValueError naming it;
+``evaluate`` fails an evaluation that would never end or that saw no batch.  What the model
+computes is unchanged.
 
 Example:
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import types
 
+from tfest_kit._model_dir import usable_checkpoint
 from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
 
@@ -39,12 +43,59 @@ class _Guards:
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
         """As ``Estimator.evaluate``; a ValueError for an input that never ends or is empty."""
         hooks = guarded_eval_hooks(self.config, hooks, steps)
+        checkpoint_path = usable_checkpoint(self.model_dir, "evaluate()", checkpoint_path)
         return super().evaluate(input_fn, steps, hooks, checkpoint_path, name)
 
     def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None, **kw):
         """As ``Estimator.predict``; a warning for an input that never ends."""
+        checkpoint_path = usable_checkpoint(self.model_dir, "predict()", checkpoint_path)
         hooks = [*(hooks or ()), EndlessPredictWarning()]
         return super().predict(input_fn, predict_keys, hooks, checkpoint_path, **kw)
+
+    def latest_checkpoint(self):
+        """The state file's checkpoint if intact, else the newest intact one (with a warning)."""
+        return usable_checkpoint(self.model_dir, "an export")
+
+    def export_saved_model(
+        self,
+        export_dir_base,
+        serving_input_receiver_fn,
+        assets_extra=None,
+        as_text=False,
+        checkpoint_path=None,
+        experimental_mode=tf_estimator.ModeKeys.PREDICT,
+    ):
+        """As ``Estimator.export_saved_model``; a damaged ``checkpoint_path`` is a ValueError."""
+        checkpoint_path = usable_checkpoint(self.model_dir, "an export", checkpoint_path)
+        return super().export_saved_model(
+            export_dir_base,
+            serving_input_receiver_fn,
+            assets_extra,
+            as_text,
+            checkpoint_path,
+            experimental_mode,
+        )
+
+    def export_savedmodel(
+        self,
+        export_dir_base,
+        serving_input_receiver_fn,
+        assets_extra=None,
+        as_text=False,
+        checkpoint_path=None,
+        strip_default_attrs=False,
+    ):
+        """As TF 1.x's ``Estimator.export_savedmodel``; a damaged ``checkpoint_path`` is a
+        ValueError."""
+        checkpoint_path = usable_checkpoint(self.model_dir, "an export", checkpoint_path)
+        return super().export_savedmodel(
+            export_dir_base,
+            serving_input_receiver_fn,
+            assets_extra,
+            as_text,
+            checkpoint_path,
+            strip_default_attrs,
+        )
 
 
 class _EstimatorType(type):
