@@ -19,6 +19,7 @@ from tests.conftest import ROOT, captured_tf_log
 from tfest_kit import _model_dir, tpu
 from tfest_kit._checks import TfestKitError
 from tfest_kit._tf import estimator, tf, tf2
+from tfest_kit._vanished_checkpoint import vanished_checkpoint
 from tfest_kit.hooks import NanGuardHook, NanLossError
 
 
@@ -383,6 +384,13 @@ def test_a_damaged_checkpoint_path_given_to_evaluate_or_predict_is_named(copy_di
             call()
     intact = os.path.join(copy_dir, "model.ckpt-20")
     assert est.evaluate(_eval_input_fn, checkpoint_path=intact)["global_step"] == 20
+    # One the chief deleted between the evaluator's latest_checkpoint() and evaluate(): the
+    # evaluator's loop recognises it as vanished and evaluates the next one.
+    for name in glob.glob(os.path.join(copy_dir, "model.ckpt-20.*")):
+        os.remove(name)
+    with pytest.raises(ValueError) as raised:
+        est.evaluate(_eval_input_fn, checkpoint_path=intact)
+    assert vanished_checkpoint(raised.value, copy_dir) == intact
 
 
 def test_a_relative_model_dir_resumes_after_recovery_and_again(trained_dir, tmp_path, monkeypatch):
