@@ -16,6 +16,7 @@ from importlib.machinery import PathFinder
 from typing import IO, Callable, Optional
 
 import numpy
+from absl import flags as absl_flags
 
 from tfest_kit import logs
 from tfest_kit._checks import TfestKitError
@@ -275,6 +276,20 @@ def _run_scoped(
                     else:
                         print(hint, file=sys.stderr, flush=True)
                 raise
+            except absl_flags.IllegalFlagValueError as error:
+                if not any(
+                    frame.name == "_parse_flags_tolerate_undef"  # tf.app.run's parser
+                    for frame in traceback.extract_tb(error.__traceback__)
+                ):
+                    raise
+                # TF 1.15's tf.app.run let it out as a 60-line traceback; absl.app.run's own
+                # parser says it so: a bad command line, not a bug of the script.
+                print(
+                    f"FATAL Flags parsing error: {error}\n"
+                    "Pass --helpshort or --helpfull to see help on flags.",
+                    file=sys.stderr,
+                )
+                raise SystemExit(1) from None
     except SystemExit as exit_:
         status = _exit_status(exit_)
     except ScriptNotFoundError:
