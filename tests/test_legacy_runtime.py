@@ -278,3 +278,30 @@ def test_report_says_what_runs_with_compat_v1_on_this_tensorflow():
     else:
         assert "tf.estimator.Estimator, tf.layers.Dense, tf.train.Optimizer" in compat, text
         assert "Lost by" not in text, text
+
+
+def test_a_hand_written_layer_norm_evaluates(tmp_path):
+    # TensorFlow 2.15's oneDNN graph rewrite aborted the process (map.h:1293 CHECK failed) on
+    # this layer norm in a graph without gradients: Kyubyong/transformer's evaluation.
+    proc = _legacy_inline(
+        tmp_path,
+        """
+import os
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, None, 16])
+mean, variance = tf.nn.moments(x, [-1], keep_dims=True)
+gamma = tf.get_variable("gamma", [16], initializer=tf.ones_initializer())
+beta = tf.get_variable("beta", [16], initializer=tf.zeros_initializer())
+y = gamma * (x - mean) / ((variance + 1e-8) ** .5) + beta
+with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+    sess.run(tf.global_variables_initializer())
+    out = sess.run(y, {x: np.random.RandomState(0).rand(2, 3, 16)})
+print(os.environ.get("TF_ENABLE_ONEDNN_OPTS"), round(float(out.std()), 3))
+""",
+    )
+    onednn, std = proc.stdout.split()[-2:]
+    assert std == "1.0"  # normalised
+    # TF 1.15's wheel had no oneDNN either; TensorFlow 2.21 needs no change.
+    assert onednn == ("0" if _TF_MINOR < (2, 16) else "None")

@@ -8,7 +8,6 @@ waited forever for the task's server, which only ``train_and_evaluate`` starts.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import time
 from typing import Any, Optional
@@ -37,15 +36,6 @@ def check_direct_call(config: Any, method: str) -> None:
         raise ValueError(f"{fix} (it starts the task's server). Got: no server at {config.master}")
 
 
-@functools.cache  # once per process
-def _say_loss_lines_hidden() -> None:
-    tf.logging.warning(
-        "Training logs its loss lines at INFO, which is not shown: no log level was set "
-        "(TensorFlow's default is WARNING). Call "
-        "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO) to see them."
-    )
-
-
 @contextlib.contextmanager
 def guarded_train(estimator, hooks, max_steps=None, steps=None):
     """Checks the task, then holds model_dir (one writer, an intact checkpoint); yields hooks,
@@ -55,7 +45,11 @@ def guarded_train(estimator, hooks, max_steps=None, steps=None):
     fill_progress_totals(hooks or (), max_steps, estimator, steps)
     logger = tf.get_logger()  # a level set by anyone (logs.setup) is what they asked for
     if logger.level == logging.NOTSET and not logger.isEnabledFor(logging.INFO):
-        _say_loss_lines_hidden()
+        tf.logging.warning(  # said once (logs._NoiseFilter)
+            "Training logs its loss lines at INFO, which is not shown: no log level was set "
+            "(TensorFlow's default is WARNING). Call "
+            "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO) to see them."
+        )
     with _model_dir.training(estimator, max_steps, steps) as counter:
         yield [*(hooks or ()), counter]
     counter.check_ran("input_fn")

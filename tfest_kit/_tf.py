@@ -16,7 +16,11 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
-from tfest_kit.cli.doctor import STACKS, _release  # stdlib only: doctor runs without TensorFlow
+from tfest_kit.cli.doctor import (
+    STACKS,
+    _installed,
+    _release,
+)  # stdlib only: doctor runs without TensorFlow
 
 __all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
 __all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
@@ -66,6 +70,11 @@ def _native_log_filtered() -> Iterator[None]:
 # import. Only where tf-keras is installed: TF 2.15 would read it too and look for tf-keras.
 if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# TF 1.15's wheel had no oneDNN, and TF 2.15's oneDNN rewrite aborts on a hand-written layer norm
+# in an eval graph ("map.h:1293 … key not found: value"): legacy scripts run without it there.
+_argv, _release_installed = getattr(sys, "orig_argv", []), _release(_installed("tensorflow") or "0")
+if ("-m", "tfest_kit.legacy") in zip(_argv, _argv[1:]) and (2, 13) <= _release_installed < (2, 16):
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
 def check_version(version: str, has_estimator: bool = True, reason: str = "") -> None:

@@ -80,6 +80,7 @@ class _NoiseFilter(logging.Filter):
 
     _once: set = set()  # notes said once: _ONCE's, Keras 2's per-cell RNN one (TF 1.15: once)
     _ONCE = ("Signatures EXCLUDED", "Reduce to ", "Initializing RunConfig", "Not using Distribute")
+    _ONCE += ("Training logs its loss lines",)
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = str(record.msg)

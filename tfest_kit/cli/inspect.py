@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
 
 from tfest_kit._model_dir import (
     _checkpoints_on_disk,
@@ -93,10 +92,6 @@ def describe(model_dir: str) -> dict:
     return {**info, "evaluations": evaluations, "exports": exports(model_dir)}
 
 
-def _number(value: Any) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
 def format_text(info: dict) -> str:
     """Renders :func:`describe`'s result for a terminal.
 
@@ -128,7 +123,8 @@ def format_text(info: dict) -> str:
     for ev in info["evaluations"]:
         at = f"at step {ev['step']}" if ev["step"] is not None else "unreadable (damaged events)"
         lines.append(f"latest evaluation {ev['dir']}/ {at}:")
-        lines += [f"  {tag:30} {_number(value)}" for tag, value in ev["metrics"].items()]
+        for tag, value in ev["metrics"].items():
+            lines.append(f"  {tag:30} {f'{value:.6g}' if isinstance(value, float) else value}")
     lines += ["", "exports:" if info["exports"] else "exports: none"]
     for e in info["exports"]:
         mark = "  <- newest" if e["newest"] else ""
