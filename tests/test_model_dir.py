@@ -372,13 +372,15 @@ def test_evaluate_predict_and_export_without_an_intact_checkpoint_name_the_files
     assert not os.path.exists(tmp_path / "export")
 
 
-def test_a_damaged_checkpoint_path_given_to_evaluate_or_predict_is_named(copy_dir):
+def test_a_damaged_checkpoint_path_given_to_evaluate_predict_or_export_is_named(copy_dir, tmp_path):
     # TensorFlow's ~100 lines: "OutOfRangeError: Read less bytes than requested".
     _damage(copy_dir, "truncated .data")
     est, given = _estimator(copy_dir), os.path.join(copy_dir, "model.ckpt-30")
+    export_base = str(tmp_path / "export")
     for call in (
         lambda: est.evaluate(_eval_input_fn, checkpoint_path=given),
         lambda: next(est.predict(_predict_input_fn, checkpoint_path=given)),
+        lambda: est.export_saved_model(export_base, _serving_input_fn, checkpoint_path=given),
     ):
         with pytest.raises(ValueError, match=r"checkpoint_path .*model\.ckpt-30 cannot be"):
             call()

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from tfest_kit._model_dir import usable_checkpoint
 from tfest_kit._tf import tf
 
 __all__ = ["FitCheckingSaver", "check_model_dir", "resolve_checkpoint", "resuming"]
@@ -151,10 +152,8 @@ def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> No
             return
     # Not model_dir's: a checkpoint_path given (model_dir may even hold another model).
     named = os.path.normpath(os.path.dirname(prefix)) != os.path.normpath(model_dir)
-    try:
-        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-    except Exception:  # noqa: BLE001 - an unreadable checkpoint is Estimator's to report
-        return
+    usable_checkpoint(model_dir, "a restore", prefix)  # a damaged one: a ValueError naming it
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     missing, differ, optimizer = [], [], []
     trainable = {id(var) for var in tf.trainable_variables()}
     trainable_names = {name for name, var in variables.items() if id(var) in trainable}
