@@ -178,6 +178,26 @@ def test_canned_estimators_are_guarded_and_isinstance_holds_as_tf1(tmp_path):
         OwnTrain(lambda features, labels, mode: None)
 
 
+def test_params_may_be_any_object_as_in_tf1(tmp_path):
+    # CS230-style projects pass a Params object (attributes, no .get); TF 1.15's Estimator
+    # handed it to model_fn as it was (omoindrot/tensorflow-triplet-loss).
+    class Params:
+        learning_rate = 0.25
+
+    def model_fn(features, labels, mode, params):
+        w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(w - features))
+        step = tf.train.GradientDescentOptimizer(params.learning_rate)
+        train_op = step.minimize(loss, tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    estimator = build_namespace(Report()).estimator
+    est = estimator.Estimator(model_fn, str(tmp_path / "model"), params=Params())
+    est.train(lambda: tf.data.Dataset.from_tensors(1.0).repeat(), steps=3)
+    assert est.get_variable_value("global_step") == 3
+    assert est.get_variable_value("w") == pytest.approx(1 - 0.5**3)  # halves the gap each step
+
+
 def _legacy_inline(tmp_path, source: str, *args, check_exit: int = 0, report: bool = False):
     script = tmp_path / "script.py"
     script.write_text(source)

@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import numpy as np
@@ -133,8 +133,10 @@ class _IntervalHook(tf.train.SessionRunHook):
 def fill_progress_totals(hooks, max_steps, estimator=None, steps=None, then="") -> None:
     """Gives the progress hooks the run's end and ``estimator``'s batch size where not given (as
     :class:`ProgressHook` says); ``then``: what comes after the last step, said after the ETA."""
-    params = getattr(estimator, "params", None) or {}
-    batch_size = getattr(estimator, "train_batch_size", None) or params.get("batch_size")
+    params = getattr(estimator, "params", None)  # any object a model_fn takes, as in TF 1.x
+    batch_size = getattr(estimator, "train_batch_size", None) or (
+        params.get("batch_size") if isinstance(params, Mapping) else None
+    )
     for hook in hooks:
         if isinstance(hook, _IntervalHook):
             hook._filled = (max_steps, None if max_steps else steps, batch_size)
