@@ -66,6 +66,8 @@ def test_reference_variables_as_tf115(tmp_path):
         "Variable": "RefVariable",
     }
     assert result["after_enable_resource_variables"] == "ResourceVariable"
+    # TF2's Keras initializers drew a seed of their own for tf.layers / tf.keras.layers.
+    assert result["seeded_kernels_repeat"] is True
     assert result["model_fn_types"] == ["RefVariable"]
     assert result["doubled"] == [2.0, 4.0]
     assert result["assigned"] == [5.0, 6.0]

@@ -63,6 +63,21 @@ with tf.Graph().as_default():
   tf.disable_resource_variables()
 
 
+def seeded_kernels():
+  # A graph seed makes the layers' default initializers repeat, as in TF 1.x.
+  with tf.Graph().as_default():
+    tf.set_random_seed(1)
+    dense = tf.layers.dense(tf.ones([1, 3]), 2)
+    conv = tf.layers.conv2d(tf.ones([1, 4, 4, 1]), 2, 3)
+    keras = tf.keras.layers.Dense(2)(tf.ones([1, 3]))
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      return [sess.run(v).tolist() for v in tf.trainable_variables() if "kernel" in v.name]
+
+
+result["seeded_kernels_repeat"] = seeded_kernels() == seeded_kernels()
+
+
 def model_fn(features, labels, mode):
   hidden = tf.layers.dense(features, 3, name="hidden")
   with tf.variable_scope("out"):

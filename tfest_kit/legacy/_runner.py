@@ -51,8 +51,11 @@ def enable_tf1_behavior() -> None:
     """Switches the process to the TF1 behaviour legacy scripts assume.
 
     The switches are process-wide and cannot be undone once graphs exist, which is why only
-    :func:`run` calls this:
+    :func:`run` calls this. ``tf.compat.v1.disable_v2_behavior()``, which makes these:
 
+    - TF 2 off for Keras too: ``tf.layers`` / ``tf.keras.layers`` take TF1's initializers, which
+      a graph seed (``tf.set_random_seed``, ``RunConfig(tf_random_seed=…)``) makes repeat (TF2's
+      draw a seed of their own); TF1's ``tf.data`` classes and tensor equality;
     - ``tf.compat.v1.disable_v2_tensorshape()``: ``tensor.shape[-1]`` is a ``Dimension`` with
       ``.value`` (TF2 returns an ``int``, and BERT's ``shape[-1].value`` fails);
     - ``tf.compat.v1.disable_eager_execution()``: module-level ``tf.placeholder`` /
@@ -65,13 +68,11 @@ def enable_tf1_behavior() -> None:
       Switch / Merge ops, which run only the branch taken (a functional ``If`` reads its
       reference-variable inputs first: ``ExponentialMovingAverage.apply`` failed on an
       uninitialised one).
-    - on NumPy 2, ``numpy.set_printoptions(legacy="1.25")``: NumPy scalars print as in NumPy 1
-      (``0.0625``, not ``np.float32(0.0625)``), in the dicts TF1 scripts log.
+
+    And on NumPy 2, ``numpy.set_printoptions(legacy="1.25")``: NumPy scalars print as in NumPy
+    1 (``0.0625``, not ``np.float32(0.0625)``), in the dicts TF1 scripts log.
     """
-    tf.disable_v2_tensorshape()
-    tf.disable_eager_execution()
-    tf.disable_resource_variables()
-    tf.disable_control_flow_v2()
+    tf.disable_v2_behavior()
     TF1_RUNTIME["on"] = True  # the TPUEstimator fallback: one step per Session.run
     # Keras' legacy tf.layers print a UserWarning per call; --report lists them once instead,
     # as tfest_kit.logs.setup() does for TensorFlow's own deprecation warnings.
