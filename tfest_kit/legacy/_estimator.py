@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import types
 
 from tfest_kit._model_dir import usable_checkpoint
@@ -56,46 +57,21 @@ class _Guards:
         """The state file's checkpoint if intact, else the newest intact one (with a warning)."""
         return usable_checkpoint(self.model_dir, "an export")
 
-    def export_saved_model(
-        self,
-        export_dir_base,
-        serving_input_receiver_fn,
-        assets_extra=None,
-        as_text=False,
-        checkpoint_path=None,
-        experimental_mode=tf_estimator.ModeKeys.PREDICT,
-    ):
-        """As ``Estimator.export_saved_model``; a damaged ``checkpoint_path`` is a ValueError."""
-        checkpoint_path = usable_checkpoint(self.model_dir, "an export", checkpoint_path)
-        return super().export_saved_model(
-            export_dir_base,
-            serving_input_receiver_fn,
-            assets_extra,
-            as_text,
-            checkpoint_path,
-            experimental_mode,
-        )
+    def _export(self, export, args, kwargs):
+        """``export`` (either method below) with its ``checkpoint_path`` checked."""
+        bound = inspect.signature(export).bind(*args, **kwargs)
+        given = bound.arguments.get("checkpoint_path")
+        bound.arguments["checkpoint_path"] = usable_checkpoint(self.model_dir, "an export", given)
+        return export(*bound.args, **bound.kwargs)
 
-    def export_savedmodel(
-        self,
-        export_dir_base,
-        serving_input_receiver_fn,
-        assets_extra=None,
-        as_text=False,
-        checkpoint_path=None,
-        strip_default_attrs=False,
-    ):
+    def export_saved_model(self, *args, **kwargs):
+        """As ``Estimator.export_saved_model``; a damaged ``checkpoint_path`` is a ValueError."""
+        return self._export(super().export_saved_model, args, kwargs)
+
+    def export_savedmodel(self, *args, **kwargs):
         """As TF 1.x's ``Estimator.export_savedmodel``; a damaged ``checkpoint_path`` is a
         ValueError."""
-        checkpoint_path = usable_checkpoint(self.model_dir, "an export", checkpoint_path)
-        return super().export_savedmodel(
-            export_dir_base,
-            serving_input_receiver_fn,
-            assets_extra,
-            as_text,
-            checkpoint_path,
-            strip_default_attrs,
-        )
+        return self._export(super().export_savedmodel, args, kwargs)
 
 
 class _EstimatorType(type):
