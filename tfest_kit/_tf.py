@@ -232,4 +232,5 @@ PRIVATE_NAMES: dict[str, str] = {
     # legacy/_namespace.py, _contrib.py: the tensorflow_estimator stand-ins fall back to these.
     "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": "legacy/",
     "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": "legacy/",
+    "tensorflow.python.framework.indexed_slices:IndexedSlicesValue": "legacy/: ops.",
 }
