@@ -24,6 +24,11 @@ def running_recipe() -> str:
 
 def _one_line_for_ctrl_c(exc_type, exc, tb, _previous=sys.excepthook) -> None:
     name = running_recipe()
+    # An extension module being imported may turn it into its own error (pybind11's
+    # "ImportError: initialization failed", raised from the KeyboardInterrupt).
+    cause = getattr(exc, "__cause__", None) or getattr(exc, "__context__", None)
+    if ctrl_c_pressed and isinstance(cause, KeyboardInterrupt):
+        exc_type = KeyboardInterrupt
     if issubclass(exc_type, KeyboardInterrupt) and name:
         print(f"{name}: interrupted", file=sys.stderr)
         return

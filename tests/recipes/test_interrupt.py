@@ -166,6 +166,29 @@ def test_ctrl_c_while_a_recipe_imports_tensorflow_is_one_line(tmp_path):
     assert not os.listdir(tmp_path)
 
 
+def test_ctrl_c_an_extension_module_turned_into_an_import_error_is_one_line(monkeypatch, capsys):
+    # pybind11 (SciPy's HiGHS) raises "ImportError: initialization failed" from the
+    # KeyboardInterrupt that arrived while it initialised: a 40-line traceback before.
+    import recipes
+
+    monkeypatch.setattr(recipes, "running_recipe", lambda: "iris_custom_estimator")
+    monkeypatch.setattr(recipes, "ctrl_c_pressed", True)
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise ImportError("initialization failed") from interrupt
+    except ImportError as error:
+        recipes._one_line_for_ctrl_c(ImportError, error, error.__traceback__)
+    assert capsys.readouterr().err == "iris_custom_estimator: interrupted\n"
+    # Without a Ctrl-C pressed, the error is the recipe's own: its traceback is printed.
+    monkeypatch.setattr(recipes, "ctrl_c_pressed", False)
+    error = ImportError("initialization failed")
+    error.__cause__ = KeyboardInterrupt()
+    recipes._one_line_for_ctrl_c(ImportError, error, None)
+    assert "ImportError: initialization failed" in capsys.readouterr().err
+
+
 def test_ctrl_c_that_an_import_swallowed_still_stops_the_recipe_before_main():
     # Cython writes a KeyboardInterrupt raised inside an extension's import as "Exception
     # ignored in ..." and goes on: the recipe trained to the end.
