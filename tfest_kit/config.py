@@ -55,6 +55,11 @@ def _thread_counts(threads: Threads) -> tuple[int, int]:
     return int(threads), int(threads)
 
 
+def _default_thread_count() -> int:
+    """The size TensorFlow gives a pool left at 0: one thread per CPU this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _size_thread_pools(inter: int, intra: int) -> None:
     """Sets the process's pools too: ``Estimator.train`` runs an op (making the intra-op pool)
     before its Session exists, so a ConfigProto's count alone changed nothing."""
@@ -66,10 +71,7 @@ def _size_thread_pools(inter: int, intra: int) -> None:
     try:
         tf2.config.threading.set_intra_op_parallelism_threads(intra)
     except RuntimeError:  # the pool exists and keeps the size it was made with
-        # A pool left at 0 has one thread per CPU this process may use.
-        made = tf2.config.threading.get_intra_op_parallelism_threads() or len(
-            os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count())
-        )
+        made = tf2.config.threading.get_intra_op_parallelism_threads() or _default_thread_count()
         message = (
             f"threads: this process's intra-op pool already exists ({made} threads), so "
             f"intra_op={intra} cannot take effect; call tfest_kit.run_config / "

@@ -32,7 +32,6 @@ processes, and the median ignores them.
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 import time
@@ -144,17 +143,14 @@ def train_throughput(
     elif variant.startswith("tfest_kit"):
         import tfest_kit
         from tfest_kit import tpu
+        from tfest_kit.config import _default_thread_count
 
         if variant == "tfest_kit_bf16":
             common["session_config"] = tfest_kit.session_config(mixed_precision="bfloat16")
         if variant == "tfest_kit_replicas":
             # A plain RunConfig (the fallback takes one): the strategy is one of its fields.
             # One replica per core this process may use, as many as divide the batch.
-            cores = (
-                len(os.sched_getaffinity(0))
-                if hasattr(os, "sched_getaffinity")
-                else os.cpu_count() or 1
-            )
+            cores = _default_thread_count()
             replicas = max(n for n in range(1, cores + 1) if batch_size % n == 0)
             config = tfest_kit.run_config(cpu_replicas=replicas, **common)
         elif "intra1" in variant:  # sets the process's pools: a process of its own
