@@ -16,11 +16,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
-from tfest_kit.cli.doctor import (
-    STACKS,
-    _installed,
-    _release,
-)  # stdlib only: doctor runs without TensorFlow
+from tfest_kit.cli.doctor import STACKS, _installed, _release  # stdlib only (no TensorFlow)
 
 __all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
 __all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
@@ -72,8 +68,9 @@ if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 # TF 1.15's wheel had no oneDNN, and TF 2.15's oneDNN rewrite aborts on a hand-written layer norm
 # in an eval graph ("map.h:1293 … key not found: value"): legacy scripts run without it there.
-_argv, _release_installed = getattr(sys, "orig_argv", []), _release(_installed("tensorflow") or "0")
-if ("-m", "tfest_kit.legacy") in zip(_argv, _argv[1:]) and (2, 13) <= _release_installed < (2, 16):
+_argv = getattr(sys, "orig_argv", [])  # `and`: the package metadata is read under the runner only
+_legacy = ("-m", "tfest_kit.legacy") in zip(_argv, _argv[1:])
+if _legacy and (2, 13) <= _release(_installed("tensorflow") or "0") < (2, 16):
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
