@@ -230,4 +230,5 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": "legacy/",
     "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": "legacy/",
     "tensorflow.python.framework.indexed_slices:IndexedSlicesValue": "legacy/: ops.",
+    "tensorflow.python.platform.app:_parse_flags_tolerate_undef": "legacy/: tf.app.run's bad flag",
 }

@@ -545,7 +545,7 @@ def served_libraries() -> Iterator[None]:
 
     Example:
 
-        with served_libraries(), Scope(roots, namespace):
+        with served_libraries(), Scope(roots, namespace) as scope:
             runpy.run_path(script, init_globals={"__builtins__": scope.builtins})
     """
     finder = _ServedLibraryFinder()
