@@ -1339,9 +1339,9 @@ MISC_CASES = [
     ),
     case(
         "legacy symbol without stand-in",
-        lambda c: build_namespace(Report()).contrib.learn.Experiment(),
+        lambda c: build_namespace(Report()).contrib.learn.DNNClassifier(),
         AttributeError,
-        r"tf.contrib.learn.Experiment is not provided by the legacy runner",
+        r"tf.contrib.learn.DNNClassifier is not provided by the legacy runner",
     ),
     case(
         "legacy layer_norm axis out of range",

@@ -41,7 +41,7 @@ SERVED_COUNTS = {
     "image": (8, 16),
     "keras": (15, 16),
     "layers": (68, 98),
-    "learn": (6, 69),
+    "learn": (13, 69),
     "legacy_seq2seq": (5, 13),
     "lookup": (23, 23),
     "losses": (15, 15),
@@ -318,11 +318,13 @@ def test_learn_serves_its_constants_and_refuses_its_estimators():
         keys.validate("predict")
     assert learn.PredictionKey.PROBABILITIES == "probabilities"
     assert learn.ProblemType.CLASSIFICATION == 1 and learn.TaskType.PS == "ps"
-    for name in ("Estimator", "Experiment", "RunConfig", "learn_runner", "DNNClassifier"):
+    for name in ("Estimator", "DNNClassifier", "LinearRegressor", "SKCompat"):
         with pytest.raises(AttributeError, match=r"not provided.*tf\.estimator\.Estimator"):
             getattr(learn, name)()
-    with pytest.raises(AttributeError, match=r"learn\.Experiment\.run is not provided"):
-        _ = learn.Experiment.run
+    with pytest.raises(AttributeError, match=r"learn\.Estimator\.fit is not provided"):
+        _ = learn.Estimator.fit
+    # The driver of tf.estimator Estimators is served: tests/test_legacy_learn.py.
+    assert callable(learn.Experiment) and callable(learn.learn_runner.run)
     assert callable(learn.datasets.mnist.read_data_sets)  # a port: tests/test_legacy_mnist.py
     with pytest.raises(AttributeError, match=r"tf\.keras\.datasets"):
         learn.datasets.load_dataset("iris")
@@ -378,7 +380,7 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         import tensorflow.contrib.graph_editor as ge
         from tensorflow.contrib import graph_editor
         from tensorflow.contrib.graph_editor import util as ge_util
-        from tensorflow.contrib.learn import Experiment, ModeKeys
+        from tensorflow.contrib.learn import DNNClassifier, ModeKeys
         from tensorflow.contrib.tpu.python.tpu import tpu_feed
         from tensorflow.contrib.learn.python.learn.estimators import run_config
         import tensorflow.contrib.learn.python.learn.estimators.estimator
@@ -396,21 +398,21 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         (lambda: module.ge.connect, r"^tf\.contrib\.graph_editor\.connect is not provided"),
         (lambda: module.graph_editor.sgv(), "TensorFlow 2 has no equivalent"),
         (lambda: module.ge_util.make_list_of_op(), r"graph_editor\.util.*no equivalent"),
-        (lambda: module.Experiment(None, None, None), r"tf\.estimator\.train_and_evaluate"),
+        (lambda: module.DNNClassifier([10], None), r"tf\.estimator\.DNNClassifier"),
         (lambda: module.tpu_feed.InfeedQueue, r"tpu_feed\.InfeedQueue is not provided"),
         (lambda: module.run_config.RunConfig(), r"tf\.estimator"),
     ]
     for use, message in uses:
         with pytest.raises(AttributeError, match=message):
             use()
-    with pytest.raises(AttributeError, match="learn.Experiment"):
+    with pytest.raises(AttributeError, match="learn.DNNClassifier"):
 
-        class Mine(module.Experiment):  # subclassing is a use too
+        class Mine(module.DNNClassifier):  # subclassing is a use too
             pass
 
     refused = report.names(MISSING)
     assert refused[:2] == ["tf.contrib.graph_editor", "tf.contrib.graph_editor.util"]
-    assert "tf.contrib.learn.Experiment" in refused
+    assert "tf.contrib.learn.DNNClassifier" in refused
     assert "tf.contrib.tpu.python.tpu.tpu_feed" in refused
 
 
@@ -429,7 +431,7 @@ def test_names_tf115_never_had_still_fail_at_import(tmp_path):
 def test_a_refused_use_prints_its_message_once():
     ns = build_namespace(Report())
     with pytest.raises(AttributeError) as info:
-        ns.contrib.learn.RunConfig(model_dir="/tmp/x")
+        ns.contrib.learn.Estimator(model_dir="/tmp/x")
     error = info.value  # format_exception(error) alone is Python 3.10+
     printed = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     assert printed.count("is not provided by the legacy runner") == 1, printed
@@ -499,7 +501,7 @@ def refusing_project(tmp_path_factory):
 
         def loss():
             if tf.contrib.learn.ModeKeys.INFER != "infer":
-                return tf.contrib.learn.Experiment(None, None, None)
+                return tf.contrib.learn.DNNClassifier([10], None)
             return tf.reduce_sum(tf.constant([1.0, 2.0]))
         """,
     )
@@ -514,9 +516,9 @@ def test_report_lists_what_the_project_will_be_refused_before_it_runs(refusing_p
     early, _, after = out.partition("TRAINED 3.0")
     assert "reaches 2 tf.contrib name(s) the runner does not serve" in early, out
     assert re.search(r"tf\.contrib\.graph_editor \(train\.py:4\) +->  none in TensorFlow 2", early)
-    assert re.search(r"tf\.contrib\.learn\.Experiment \(model\.py:6\) +->  tf\.estimator", early)
+    assert re.search(r"tf\.contrib\.learn\.DNNClassifier \(model\.py:6\) +->  tf\.estimator", early)
     # The end-of-run report lists what the script did reach: the module it imported.
-    assert "tf.contrib.graph_editor" in after and "tf.contrib.learn.Experiment" not in after
+    assert "tf.contrib.graph_editor" in after and "tf.contrib.learn.DNNClassifier" not in after
     # Without --report, nothing is listed.
     proc = run_program(["-m", "tfest_kit.legacy", script], timeout=120)
     assert "does not serve" not in proc.stdout and "TRAINED 3.0" in proc.stdout

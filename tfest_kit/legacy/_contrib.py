@@ -604,6 +604,39 @@ def _learn_datasets(report: Report) -> ShimModule:
     return ShimModule(display, report, entries=entries, kind=SHIM, provides=provides)
 
 
+_LEARN_PORT = "a port of TF 1.15's (tfest_kit.legacy.contrib._learn_experiment)"
+
+
+def _learn_driver(report: Report) -> dict[str, Entry]:
+    """``tf.contrib.learn``'s ``Experiment``, ``learn_runner``, ``monitors.ValidationMonitor``
+    and ``utils.saved_model_export_utils.make_export_strategy``: ports."""
+
+    def port(name: str) -> Callable[[], Any]:
+        module = "tfest_kit.legacy.contrib._learn_experiment"
+        if name in ("ValidationMonitor", "make_export_strategy"):
+            module = "tfest_kit.legacy.contrib.learn"
+        return lambda: getattr(importlib.import_module(module), name)
+
+    def module(display: str, names: Sequence[str]) -> ShimModule:
+        entries = {n: Entry(port(n), _LEARN_PORT) for n in names}
+        provides = f"Of {display} it provides {', '.join(names)}. "
+        return ShimModule(display, report, entries=entries, kind=SHIM, provides=provides)
+
+    runner = functools.cache(lambda: module("tf.contrib.learn.learn_runner", ("run", "tune")))
+    exports = "tf.contrib.learn.utils.saved_model_export_utils"
+    utils = {
+        "saved_model_export_utils": Entry(lambda: module(exports, ["make_export_strategy"]), None)
+    }
+    return {
+        "Experiment": Entry(port("Experiment"), _LEARN_PORT),
+        "learn_runner": Entry(runner, None),
+        "monitors": Entry(lambda: module("tf.contrib.learn.monitors", ["ValidationMonitor"]), None),
+        "utils": Entry(
+            lambda: ShimModule("tf.contrib.learn.utils", report, entries=utils, kind=SHIM), None
+        ),
+    }
+
+
 def examples_module(report: Report) -> ShimModule:
     """``tensorflow.examples.tutorials.mnist.input_data``: ``read_data_sets``, as TF 1.15's."""
 
@@ -677,13 +710,12 @@ def build_contrib(report: Report) -> ShimModule:
     # One module for tf.contrib.learn.datasets and tensorflow.contrib.learn.python.learn.datasets.
     datasets = functools.cache(lambda: _learn_datasets(report))
 
+    driver = _learn_driver(report)
+
     def learn_python() -> ShimModule:
-        learn = ShimModule(
-            "tf.contrib.learn.python.learn",
-            report,
-            entries={"datasets": Entry(datasets, None)},
-            kind=SHIM,
-        )
+        # `from tensorflow.contrib.learn.python.learn import learn_runner` (and `utils`).
+        entries = {"datasets": Entry(datasets, None), **driver}
+        learn = ShimModule("tf.contrib.learn.python.learn", report, entries=entries, kind=SHIM)
         return _holding("tf.contrib.learn.python", "learn", learn, report)
 
     entries = {
@@ -730,6 +762,7 @@ def build_contrib(report: Report) -> ShimModule:
                 "datasets": Entry(datasets, None),
                 # `from tensorflow.contrib.learn.python.learn.datasets import mnist`.
                 "python": Entry(learn_python, None),
+                **driver,
             },
         ),
         "compiler": Entry(lambda: _compiler(report), None),
