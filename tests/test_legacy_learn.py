@@ -77,8 +77,9 @@ def test_the_driver_is_served_where_tf115_had_it():
     assert learn_ns.python.learn.learn_runner is learn_ns.learn_runner
     assert learn_ns.RunConfig is learn.RunConfig
     assert learn_ns.monitors.ValidationMonitor is learn.ValidationMonitor
-    export_utils = learn_ns.utils.saved_model_export_utils
-    assert export_utils.make_export_strategy is learn.make_export_strategy
+    for utils in (learn_ns.utils, learn_ns.python.learn.utils):  # cloudml-samples' import
+        export_utils = utils.saved_model_export_utils
+        assert export_utils.make_export_strategy is learn.make_export_strategy
     with pytest.raises(AttributeError, match=r"monitors\.CaptureVariable is not provided"):
         _ = learn_ns.monitors.CaptureVariable
 
