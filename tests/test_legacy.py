@@ -327,7 +327,7 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
         """
         import numpy as np
         import tensorflow as tf
-        from tensorflow.python.framework import graph_util, ops, tensor_shape
+        from tensorflow.python.framework import device as pydev, graph_util, ops, tensor_shape
         from tensorflow.python.framework.ops import Tensor
         from tensorflow.python.ops import array_ops, control_flow_ops, math_ops, variable_scope
         from tensorflow.python.ops.control_flow_ops import while_loop
@@ -367,6 +367,11 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
     assert (total, steps) == (12.0, 3)
     assert not [n.name for n in frozen.node if n.op.startswith("Variable")]
     assert helper.nest.is_sequence([1]) and not helper.nest.is_sequence(1)
+    # TF 1.15's DeviceSpec was V1, mutable (tensorflow/models' cifar10_estimator merges specs).
+    spec = helper.pydev.DeviceSpec.from_string("/job:ps/task:0")
+    spec.merge_from(helper.pydev.DeviceSpec.from_string("/device:CPU:0"))
+    assert spec.to_string() == "/job:ps/task:0/device:CPU:0"
+    assert sys.modules["tensorflow.python.framework.device"].DeviceSpec is tf2.DeviceSpec
     assert helper.tensor_shape.scalar() == tf.TensorShape([])
     assert helper.tensor_shape.matrix(2, 3) == tf.TensorShape([2, 3])
     # What TensorFlow 2 still has is its own, and the process's modules are untouched.

@@ -48,7 +48,7 @@ SERVED_COUNTS = {
     "metrics": (52, 57),
     "opt": (6, 28),
     "predictor": (2, 3),
-    "rnn": (21, 50),
+    "rnn": (22, 50),
     "seq2seq": (28, 29),
     "signal": (9, 9),
     "slim": (125, 186),
@@ -189,6 +189,28 @@ def test_core_rnn_cells_private_linear_keeps_tf115s_variables(tmp_path):
             user.scores(tf.zeros([2, 4, 1]), tf.zeros([2, 5]))
     assert shapes == {"attention/kernel": [9, 3], "attention/bias": [3]}
     np.testing.assert_allclose(got, np.concatenate([query, state], 1) @ kernel, rtol=1e-5)
+
+
+def test_output_projection_wrapper_projects_in_its_own_scope():
+    # conversation-tensorflow's seq2seq decoder projects its GRU to the vocabulary with it.
+    rnn = build_namespace(Report()).contrib.rnn
+    inputs = np.random.RandomState(0).rand(2, 5, 3).astype(np.float32)
+    with tf.Graph().as_default():
+        cell = rnn.OutputProjectionWrapper(tf.nn.rnn_cell.GRUCell(4), 6)
+        outputs, state = tf.nn.dynamic_rnn(cell, tf.constant(inputs), dtype=tf.float32)
+        variables = {v.op.name: v.shape.as_list() for v in tf.global_variables()}
+        kernel, bias = tf.global_variables()[-2:]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got, last_state, kernel, bias = sess.run([outputs, state, kernel, bias])
+        with pytest.raises(ValueError, match="output_size must be > 0"):
+            rnn.OutputProjectionWrapper(tf.nn.rnn_cell.GRUCell(4), 0)
+    assert variables["rnn/output_projection_wrapper/kernel"] == [4, 6]
+    assert variables["rnn/output_projection_wrapper/bias"] == [6]
+    assert "rnn/output_projection_wrapper/gru_cell/gates/kernel" in variables, variables
+    assert got.shape == (2, 5, 6) and last_state.shape == (2, 4)
+    # A GRU's output is its state: the last output is that state, projected.
+    np.testing.assert_allclose(got[:, -1], last_state @ kernel + bias, rtol=1e-5)
 
 
 def test_contrib_losses_take_tf10s_argument_order_and_weights():
@@ -382,7 +404,7 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         from tensorflow.contrib.graph_editor import util as ge_util
         from tensorflow.contrib.learn import DNNClassifier, ModeKeys
         from tensorflow.contrib.tpu.python.tpu import tpu_feed
-        from tensorflow.contrib.learn.python.learn.estimators import run_config
+        from tensorflow.contrib.learn.python.learn.estimators import dnn
         import tensorflow.contrib.learn.python.learn.estimators.estimator
 
         MODE = ModeKeys.INFER
@@ -400,7 +422,7 @@ def test_refused_modules_and_names_import_and_refuse_at_first_use(tmp_path):
         (lambda: module.ge_util.make_list_of_op(), r"graph_editor\.util.*no equivalent"),
         (lambda: module.DNNClassifier([10], None), r"tf\.estimator\.DNNClassifier"),
         (lambda: module.tpu_feed.InfeedQueue, r"tpu_feed\.InfeedQueue is not provided"),
-        (lambda: module.run_config.RunConfig(), r"tf\.estimator"),
+        (lambda: module.dnn.DNNClassifier(), r"tf\.estimator"),
     ]
     for use, message in uses:
         with pytest.raises(AttributeError, match=message):

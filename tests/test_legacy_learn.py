@@ -82,6 +82,15 @@ def test_the_driver_is_served_where_tf115_had_it():
         assert export_utils.make_export_strategy is learn.make_export_strategy
     with pytest.raises(AttributeError, match=r"monitors\.CaptureVariable is not provided"):
         _ = learn_ns.monitors.CaptureVariable
+    # tensorflow/models' cifar10_estimator overrides uid() reading TF 1.15's private list.
+    run_config = learn_ns.python.learn.run_config
+    assert run_config is learn_ns.python.learn.estimators.run_config
+    assert run_config.RunConfig is learn.RunConfig and "tf_random_seed" in (
+        run_config._DEFAULT_UID_WHITE_LIST
+    )
+    assert run_config.Environment.CLOUD == "cloud" and run_config.TaskType.PS == "ps"
+    with pytest.raises(AttributeError, match=r"estimators\.DNNClassifier is not provided"):
+        learn_ns.python.learn.estimators.DNNClassifier()
 
 
 def test_run_config_takes_learns_arguments(tmp_path, monkeypatch):

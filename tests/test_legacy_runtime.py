@@ -221,6 +221,16 @@ def test_numpy_prints_and_names_as_numpy_1(tmp_path):
     assert "asscalar 2.5" in proc.stdout, proc.stdout
 
 
+def test_a_refused_name_is_printed_as_written(tmp_path):
+    # Python 3.10+ appended its guess at a near name the stand-in has, after our full stop:
+    # "… its TensorFlow 2 equivalent.. Did you mean: 'CsvDataset'?" (TF 1.3's contrib.data).
+    proc = _legacy_inline(
+        tmp_path, "import tensorflow as tf\ntf.contrib.data.Dataset.range(3)\n", check_exit=1
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "tf.contrib.data.Dataset is not provided" in last and last.endswith("equivalent."), last
+
+
 def test_forwarders_tensorflow_dropped_still_forward(tmp_path):
     # TF 1.13-2.15 forwarded tensorflow.python.estimator.* to tensorflow_estimator (TPU-era
     # projects import it), and training_ops to gen_training_ops (custom optimizers); on 2.21

@@ -806,8 +806,17 @@ def test_an_input_that_ends_before_max_steps_is_named(tmp_path, tf_log_lines):
 
 def test_training_says_what_it_does_until_its_first_step(tmp_path, tf_log_lines, monkeypatch):
     monkeypatch.setattr(_model_dir._StepCounter, "say_every", 0.01)  # every 10 s by default
-    est = _estimator(str(tmp_path))
-    tfest_kit.train_and_evaluate(est, _train_input_fn, _eval_input_fn, max_steps=5)
+
+    class EvaluatingHook(tf.estimator.SessionRunHook):  # as a ValidationMonitor in step 1
+        def after_run(self, run_context, run_values):
+            if not hasattr(self, "began"):
+                self.began = len(tf_log_lines)
+                time.sleep(0.2)
+
+    est, hook = _estimator(str(tmp_path)), EvaluatingHook()
+    tfest_kit.train_and_evaluate(est, _train_input_fn, _eval_input_fn, max_steps=5, hooks=[hook])
+    # The first step was done when the hook's own work began: not said to be still running.
+    assert not [line for line in tf_log_lines[hook.began :] if "still running" in line]
     building = [i for i, line in enumerate(tf_log_lines) if line.startswith("Training into")]
     built = [i for i, line in enumerate(tf_log_lines) if "Training graph built in" in line]
     assert len(building) == 1 and len(built) == 1 and building[0] < built[0], tf_log_lines

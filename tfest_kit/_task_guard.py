@@ -51,7 +51,7 @@ def guarded_train(estimator, hooks, max_steps=None, steps=None):
             "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO) to see them."
         )
     with _model_dir.training(estimator, max_steps, steps) as counter:
-        yield [*(hooks or ()), counter]
+        yield [counter, *(hooks or ())]  # first: a hook evaluating in step 1 is not "the step"
     counter.check_ran("input_fn")
 
 

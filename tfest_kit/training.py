@@ -335,7 +335,7 @@ def train_and_evaluate(
     guarded = (*eval_spec.hooks, guard, preemption)
     eval_spec = eval_spec._replace(hooks=guarded, exporters=exporters, throttle_secs=throttle)
     with _model_dir.training(estimator, train_spec.max_steps) as step_counter:
-        train_spec = train_spec._replace(hooks=(*train_hooks, step_counter))
+        train_spec = train_spec._replace(hooks=(step_counter, *train_hooks))
         return _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, step_counter)
 
 

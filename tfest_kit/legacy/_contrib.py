@@ -604,36 +604,39 @@ def _learn_datasets(report: Report) -> ShimModule:
     return ShimModule(display, report, entries=entries, kind=SHIM, provides=provides)
 
 
-_LEARN_PORT = "a port of TF 1.15's (tfest_kit.legacy.contrib._learn_experiment)"
+_LEARN_PORT = "a port of TF 1.15's (tfest_kit.legacy.contrib._learn_experiment, .learn)"
+
+
+def _learn_experiment() -> Any:
+    return importlib.import_module("tfest_kit.legacy.contrib._learn_experiment")
+
+
+def _learn_module(display: str, names: Sequence[str], report: Report) -> ShimModule:
+    """The stand-in ``display`` serving the learn ports' ``names``."""
+
+    def port(name: str) -> Callable[[], Any]:
+        if name in ("run", "tune"):
+            return lambda: getattr(_learn_experiment(), name)
+        return lambda: getattr(importlib.import_module("tfest_kit.legacy.contrib.learn"), name)
+
+    entries = {n: Entry(port(n), _LEARN_PORT) for n in names}
+    provides = f"Of {display} it provides {', '.join(names)}. "
+    return ShimModule(display, report, entries=entries, kind=SHIM, provides=provides)
 
 
 def _learn_driver(report: Report) -> dict[str, Entry]:
     """``tf.contrib.learn``'s ``Experiment``, ``learn_runner``, ``monitors.ValidationMonitor``
     and ``utils.saved_model_export_utils.make_export_strategy``: ports."""
-
-    def port(name: str) -> Callable[[], Any]:
-        module = "tfest_kit.legacy.contrib._learn_experiment"
-        if name in ("ValidationMonitor", "make_export_strategy"):
-            module = "tfest_kit.legacy.contrib.learn"
-        return lambda: getattr(importlib.import_module(module), name)
-
-    def module(display: str, names: Sequence[str]) -> ShimModule:
-        entries = {n: Entry(port(n), _LEARN_PORT) for n in names}
-        provides = f"Of {display} it provides {', '.join(names)}. "
-        return ShimModule(display, report, entries=entries, kind=SHIM, provides=provides)
-
-    runner = functools.cache(lambda: module("tf.contrib.learn.learn_runner", ("run", "tune")))
+    runner = _learn_module("tf.contrib.learn.learn_runner", ("run", "tune"), report)
     exports = "tf.contrib.learn.utils.saved_model_export_utils"
-    utils = {
-        "saved_model_export_utils": Entry(lambda: module(exports, ["make_export_strategy"]), None)
-    }
+    export_utils = _learn_module(exports, ["make_export_strategy"], report)
+    utils = _holding("tf.contrib.learn.utils", "saved_model_export_utils", export_utils, report)
+    monitors = _learn_module("tf.contrib.learn.monitors", ["ValidationMonitor"], report)
     return {
-        "Experiment": Entry(port("Experiment"), _LEARN_PORT),
-        "learn_runner": Entry(runner, None),
-        "monitors": Entry(lambda: module("tf.contrib.learn.monitors", ["ValidationMonitor"]), None),
-        "utils": Entry(
-            lambda: ShimModule("tf.contrib.learn.utils", report, entries=utils, kind=SHIM), None
-        ),
+        "Experiment": Entry(lambda: _learn_experiment().Experiment, _LEARN_PORT),
+        "learn_runner": Entry(lambda: runner, None),
+        "monitors": Entry(lambda: monitors, None),
+        "utils": Entry(lambda: utils, None),
     }
 
 
@@ -713,9 +716,15 @@ def build_contrib(report: Report) -> ShimModule:
     driver = _learn_driver(report)
 
     def learn_python() -> ShimModule:
-        # `from tensorflow.contrib.learn.python.learn import learn_runner` (and `utils`).
-        entries = {"datasets": Entry(datasets, None), **driver}
-        learn = ShimModule("tf.contrib.learn.python.learn", report, entries=entries, kind=SHIM)
+        # `from tensorflow.contrib.learn.python.learn import learn_runner` (`utils`, `run_config`
+        # whose _DEFAULT_UID_WHITE_LIST cifar10_estimator reads); learn's Estimators refused.
+        names = ("RunConfig", "Environment", "TaskType", "_DEFAULT_UID_WHITE_LIST")
+        display = "tf.contrib.learn.python.learn"
+        run_config = _learn_module(f"{display}.estimators.run_config", names, report)
+        estimators = _holding(f"{display}.estimators", "run_config", run_config, report)
+        entries = {"datasets": Entry(datasets, None), "run_config": Entry(lambda: run_config, None)}
+        entries.update(driver, estimators=Entry(lambda: estimators, None))
+        learn = ShimModule(display, report, entries=entries, kind=SHIM)
         return _holding("tf.contrib.learn.python", "learn", learn, report)
 
     entries = {

@@ -169,6 +169,12 @@ def _same(*names: str) -> dict[str, str]:
     return {name: name for name in names}
 
 
+class _Changed(str):
+    """The stand-in's path of a name the module still has with TensorFlow 2's meaning: the
+    TF 1.15 one is taken instead (``device.DeviceSpec`` was ``DeviceSpecV1``, with
+    ``merge_from``)."""
+
+
 # TF 1.15's names in TensorFlow's private modules that TensorFlow 2 moved to other modules
 # (checked against TF 1.15's sources and 2.15 / 2.21): module -> {name: its path in the stand-in,
 # or what it was}. TF1 code imports them (`control_flow_ops.cond`, `ops.Tensor`, BERT-NER's
@@ -182,6 +188,7 @@ _TF_MOVED = {
         # Not in tf.compat.v1: from the module that has it.
         "IndexedSlicesValue": importlib.import_module("tensorflow.python.framework.indexed_slices"),
     },
+    "tensorflow.python.framework.device": {"DeviceSpec": _Changed("DeviceSpec")},
     "tensorflow.python.framework.graph_util": _GRAPH_UTIL,
     "tensorflow.python.framework.graph_util_impl": _GRAPH_UTIL,
     "tensorflow.python.framework.tensor_shape": {
@@ -236,6 +243,8 @@ class _WithRemoved(types.ModuleType):
             with warnings.catch_warnings():  # NumPy's "np.bool will be defined as …"
                 warnings.simplefilter("ignore", FutureWarning)
                 value = getattr(self.__real, name, None)
+            if isinstance(self.__removed[name], _Changed):
+                value = None
             if value is None:
                 value = self.__removed[name]  # its name in the module, the module, or itself
                 if isinstance(value, str):

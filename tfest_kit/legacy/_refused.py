@@ -24,7 +24,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from tfest_kit.legacy._shim import MISSING, Entry, Report, ShimModule
+from tfest_kit.legacy._shim import MISSING, Entry, Report, ShimModule, as_written
 
 __all__ = [
     "CONTRIB_REPLACEMENTS",
@@ -159,12 +159,12 @@ class Refused:
         """The error for a use of this name, ``used`` being what the script wrote."""
         message = f"{used} is not provided by the legacy runner (tfest_kit.legacy)"
         if self._replacement is None:
-            return AttributeError(
+            return as_written(
                 f"{message}: TensorFlow 2 has no equivalent of {self._name}, in TensorFlow or on "
                 "PyPI. Remove its use from the script (the script runs as long as it does not "
                 "use it), or run the script on TensorFlow 1.15."
             )
-        return AttributeError(f"{message}. Replace it in the script with {self._replacement}.")
+        return as_written(f"{message}. Replace it in the script with {self._replacement}.")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # copy, pickle and inspect probing for protocols

@@ -24,7 +24,7 @@ import types
 from collections.abc import Sequence
 from typing import Any, Callable, NamedTuple, Optional
 
-__all__ = ["SHIM", "COMPAT_V1", "PRIVATE", "MISSING", "Entry", "Report", "ShimModule"]
+__all__ = ["SHIM", "COMPAT_V1", "PRIVATE", "MISSING", "Entry", "Report", "ShimModule", "as_written"]
 
 SHIM = "shim"
 COMPAT_V1 = "compat.v1"
@@ -148,6 +148,14 @@ class Report:
 _own = types.ModuleType.__dict__["__dict__"].__get__
 
 
+def as_written(message: str) -> AttributeError:
+    """An ``AttributeError`` Python prints as written: without its "Did you mean" of a near
+    name the stand-in has (``Dataset`` -> ``CsvDataset``), appended after the full stop."""
+    error = AttributeError(message)
+    error.obj = None  # Python 3.10+ suggests only for an error whose obj it sets itself
+    return error
+
+
 class ShimModule(types.ModuleType):
     """A module object serving its own entries, then names of the modules it wraps.
 
@@ -246,11 +254,11 @@ class ShimModule(types.ModuleType):
         if not name.startswith("_"):
             report.add(f"{display}.{name}", MISSING, replacement)
         if replacement:
-            raise AttributeError(
+            raise as_written(
                 f"{display}.{name} is not provided by the legacy runner (tfest_kit.legacy). "
                 f"Replace it in the script with {replacement}."
             )
-        raise AttributeError(
+        raise as_written(
             f"{display}.{name} is not provided by the legacy runner (tfest_kit.legacy): "
             f"neither its stand-ins nor tf.compat.v1 have it. "
             f"{provides}Replace it in the script with its TensorFlow 2 equivalent."

@@ -129,8 +129,9 @@ class TaskType:
     WORKER = "worker"
 
 
-# What RunConfig.uid() leaves out: the properties a user may change without changing the run.
-_UID_IGNORES = (
+# What RunConfig.uid() leaves out: the properties a user may change without changing the run
+# (TF 1.15's name: programs overriding uid() read it).
+_DEFAULT_UID_WHITE_LIST = [
     "tf_random_seed",
     "save_summary_steps",
     "save_checkpoints_steps",
@@ -139,7 +140,15 @@ _UID_IGNORES = (
     "keep_checkpoint_max",
     "keep_checkpoint_every_n_hours",
     "log_step_count_steps",
-)
+]
+
+
+class Environment:
+    """TF 1.15's ``run_config.Environment``: ``TF_CONFIG``'s ``environment`` values."""
+
+    LOCAL = "local"
+    CLOUD = "cloud"
+    GOOGLE = "google"
 
 
 class RunConfig(tf_estimator.RunConfig):
@@ -233,7 +242,7 @@ class RunConfig(tf_estimator.RunConfig):
           ``"_field=value, …"`` in field order.
         """
         state = {k: v for k, v in self.__dict__.items() if not k.startswith("__")}
-        for name in _UID_IGNORES if whitelist is None else whitelist:
+        for name in _DEFAULT_UID_WHITE_LIST if whitelist is None else whitelist:
             state.pop("_" + name, None)
         state = collections.OrderedDict(sorted(state.items()))
         if state.get("_cluster_spec") is not None:

@@ -54,6 +54,7 @@ __all__ = [
     "LSTMBlockFusedCell",
     "TimeReversedFusedRNN",
     "LayerNormBasicLSTMCell",
+    "OutputProjectionWrapper",
     "stack_bidirectional_rnn",
     "stack_bidirectional_dynamic_rnn",
     "linear",
@@ -72,6 +73,7 @@ BACKING = {
     "LSTMBlockFusedCell": f"tf.raw_ops.BlockLSTM {_OURS}",
     "TimeReversedFusedRNN": f"tf.reverse_sequence around the fused cell {_PORT}",
     "LayerNormBasicLSTMCell": f"tf.compat.v1.nn.rnn_cell.RNNCell {_PORT}",
+    "OutputProjectionWrapper": f"tf.compat.v1.nn.rnn_cell.RNNCell {_PORT}",
     "stack_bidirectional_rnn": f"tf.compat.v1.nn.static_bidirectional_rnn {_PORT}",
     "stack_bidirectional_dynamic_rnn": f"tf.compat.v1.nn.bidirectional_dynamic_rnn {_PORT}",
 }
@@ -84,7 +86,6 @@ NOT_SERVED = {
     "IntersectionRNNCell": _KERAS_CELL,
     "GridLSTMCell": _KERAS_CELL,
     "ConvLSTMCell": "tf.keras.layers.ConvLSTM2D (variable names differ)",
-    "OutputProjectionWrapper": "a tf.layers.dense on the outputs of tf.nn.dynamic_rnn",
     "InputProjectionWrapper": "a tf.layers.dense on the inputs of tf.nn.dynamic_rnn",
     "EmbeddingWrapper": "tf.nn.embedding_lookup on the inputs of tf.nn.dynamic_rnn",
 }
@@ -644,3 +645,50 @@ class LayerNormBasicLSTMCell(_CELLS.RNNCell):
             new_c = self._norm(new_c, "state", dtype)
         new_h = self._activation(new_c) * tf.sigmoid(o)
         return new_h, _CELLS.LSTMStateTuple(new_c, new_h)
+
+
+class OutputProjectionWrapper(_CELLS.RNNCell):
+    """TF 1.15's ``tf.contrib.rnn.OutputProjectionWrapper``: ``cell``'s output projected to
+    ``output_size`` (seq2seq decoders of the time project to the vocabulary with it).
+
+    The projection is :func:`linear` (``kernel``, ``bias``) in the wrapper's variable scope,
+    ``…/output_projection_wrapper/``, around the cell's own scope, as TF 1.15 named them.
+
+    Args:
+      cell: the ``RNNCell`` wrapped.
+      output_size: the projection's width.
+      activation: applied to the projection, if given.
+      reuse: whether to reuse the variables of an existing scope.
+
+    Raises:
+      ValueError: ``output_size`` < 1.
+
+    Example:
+
+        cell = tf.contrib.rnn.OutputProjectionWrapper(tf.nn.rnn_cell.GRUCell(64), vocab_size)
+        logits, state = tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)
+    """
+
+    def __init__(self, cell: Any, output_size: int, activation: Any = None, reuse: Any = None):
+        super().__init__(_reuse=reuse)
+        if output_size < 1:
+            raise ValueError(f"Parameter output_size must be > 0: {output_size}.")
+        self._cell, self._output_size, self._activation = cell, output_size, activation
+
+    @property
+    def state_size(self) -> Any:
+        return self._cell.state_size
+
+    @property
+    def output_size(self) -> int:
+        return self._output_size
+
+    def zero_state(self, batch_size: Any, dtype: Any) -> Any:
+        with tf.name_scope(type(self).__name__ + "ZeroState", values=[batch_size]):
+            return self._cell.zero_state(batch_size, dtype)
+
+    def call(self, inputs, state):
+        """One step: the cell's output projected, and its state."""
+        output, state = self._cell(inputs, state)
+        projected = linear(output, self._output_size, True)
+        return (self._activation(projected) if self._activation else projected), state
