@@ -41,19 +41,14 @@ from typing import Any, Callable, Optional
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
-# What TF 1.15's tf.contrib.learn has of them (the rest: its monitors and run_config modules).
+# What tf.contrib.learn serves (ValidationMonitor is in its monitors module, Environment in
+# run_config: tfest_kit.legacy._contrib).
 _TOP = ("ModeKeys", "PredictionKey", "ProblemType", "TaskType", "RunConfig", "ExportStrategy")
-__all__ = [
-    *_TOP,
-    "make_export_strategy",
-    "ValidationMonitor",
-    "Environment",
-    "BACKING",
-    "NOT_SERVED",
-]
+_TOP += ("make_export_strategy",)
+__all__ = [*_TOP, "ValidationMonitor", "Environment", "BACKING", "NOT_SERVED"]
 
 _PORT = "tfest_kit.legacy.contrib.learn (a port of TF 1.15's)"
-BACKING = dict.fromkeys((*_TOP, "make_export_strategy"), _PORT)
+BACKING = dict.fromkeys(_TOP, _PORT)
 OTHERS = (
     "tf.estimator (out of scope for the legacy runner): tf.contrib.learn.Estimator -> "
     "tf.estimator.Estimator, learn.DNNClassifier -> tf.estimator.DNNClassifier & co. (other "
