@@ -36,6 +36,7 @@ SERVED_COUNTS = {
     "data": (34, 40),
     "distribute": (12, 27),
     "estimator": (14, 34),
+    "factorization": (6, 11),
     "framework": (43, 71),
     "framework.nest": (19, 19),
     "image": (8, 16),
@@ -211,6 +212,33 @@ def test_output_projection_wrapper_projects_in_its_own_scope():
     assert got.shape == (2, 5, 6) and last_state.shape == (2, 4)
     # A GRU's output is its state: the last output is that state, projected.
     np.testing.assert_allclose(got[:, -1], last_state @ kernel + bias, rtol=1e-5)
+
+
+def test_factorization_kmeans_is_tensorflows_own_and_clusters():
+    # aymericdamien's kmeans.py: KMeans(inputs, …).training_graph(), 6 tensors in TF 1.15.
+    factorization = build_namespace(Report()).contrib.factorization
+    rng = np.random.RandomState(0)
+    points = np.concatenate([rng.randn(50, 2) + 5, rng.randn(50, 2) - 5]).astype(np.float32)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 2])
+        kmeans = factorization.KMeans(
+            inputs=x, num_clusters=2, distance_metric=factorization.SQUARED_EUCLIDEAN_DISTANCE
+        )
+        graph = kmeans.training_graph()
+        _, cluster_idx, scores, _, init_op, train_op = graph
+        avg_distance = tf.reduce_mean(scores)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(init_op, {x: points})
+            first = sess.run(avg_distance, {x: points})
+            for _ in range(5):
+                _, last, idx = sess.run([train_op, avg_distance, cluster_idx], {x: points})
+    assert len(graph) == 6 and last < first and last < 3.0
+    assert len(set(idx[0][:50])) == 1 and set(idx[0][:50]) != set(idx[0][50:])
+    assert issubclass(factorization.KMeansClustering, tf.estimator.Estimator)
+    assert factorization.KMeansClustering.train is not tf.estimator.Estimator.train  # guarded
+    with pytest.raises(AttributeError, match=r"factorization\.GMM is not provided.*1\.15"):
+        factorization.GMM()
 
 
 def test_contrib_losses_take_tf10s_argument_order_and_weights():

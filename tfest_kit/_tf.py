@@ -219,7 +219,7 @@ PRIVATE_NAMES: dict[str, str] = {
     # legacy/: TF 1.15's tf.contrib pieces whose only TF 2.15 home is a private module.
     "tensorflow.python.ops.lookup_ops:index_table_from_file": "legacy/contrib/lookup.py",
     "tensorflow.python.ops.lookup_ops:DenseHashTable": "legacy/contrib/lookup.py",
-    # tf.contrib.summary's graph-mode writers.
+    "tensorflow.python.ops.clustering_ops:KMeans": "legacy/contrib/factorization.py",
     "tensorflow.python.ops.summary_ops_v2:create_file_writer": "legacy/contrib/summary.py",
     "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": "same",
     "tensorflow.python.util.nest:flatten_up_to": "legacy/_contrib.py: tf.contrib.framework.nest",

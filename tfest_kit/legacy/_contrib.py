@@ -754,6 +754,7 @@ def build_contrib(report: Report) -> ShimModule:
             },
         ),
         "estimator": package("estimator"),
+        "factorization": package("factorization"),
         "crf": package("crf"),
         "seq2seq": package("seq2seq"),
         "legacy_seq2seq": package("legacy_seq2seq"),

@@ -24,7 +24,7 @@ from tfest_kit._model_dir import usable_checkpoint
 from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import estimator as tf_estimator
 
-__all__ = ["Estimator", "LEGACY_ESTIMATORS"]
+__all__ = ["Estimator", "LEGACY_ESTIMATORS", "guarded"]
 
 
 class _Guards:
@@ -90,16 +90,17 @@ class Estimator(_Guards, tf_estimator.Estimator, metaclass=_EstimatorType):
     __doc__ = tf_estimator.Estimator.__doc__
 
 
-def _guarded(name: str) -> type:
-    official = getattr(tf_estimator, name)
-    return type(name, (_Guards, official), {"__module__": __name__, "__doc__": official.__doc__})
+def guarded(official: type) -> type:
+    """``official`` (an Estimator class) with the protections above, under its own name."""
+    name, doc = official.__name__, official.__doc__
+    return type(name, (_Guards, official), {"__module__": __name__, "__doc__": doc})
 
 
 # The names a script reaches in tf.estimator; every other name there is the official one.
 LEGACY_ESTIMATORS = types.SimpleNamespace(
     Estimator=Estimator,
     **{
-        name: _guarded(name)
+        name: guarded(getattr(tf_estimator, name))
         for name in dir(tf_estimator)
         if name != "Estimator"
         and isinstance(getattr(tf_estimator, name), type)

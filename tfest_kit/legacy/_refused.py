@@ -58,11 +58,6 @@ CONTRIB_REPLACEMENTS: dict[str, Optional[str]] = {
     "constrained_optimization": "tensorflow-constrained-optimization",
     "deprecated": "tf.summary.scalar / tf.summary.histogram …",
     "eager": "TensorFlow 2 itself (eager by default), run without the legacy runner",
-    "factorization": (
-        "tensorflow.python.ops.clustering_ops.KMeans for the graph-level KMeans(inputs, …)."
-        "training_graph() (TensorFlow's own class, the same arguments), "
-        "tf.estimator.experimental.KMeans for KMeansClustering; WALS and GMM have none"
-    ),
     "ffmpeg": "tensorflow-io (tfio.audio)",
     "integrate": f"{_TFP} (tfp.math.ode)",
     "kernel_methods": "Keras' RandomFourierFeatures layer (keras.layers.experimental)",
