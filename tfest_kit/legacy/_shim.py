@@ -152,7 +152,8 @@ def as_written(message: str) -> AttributeError:
     """An ``AttributeError`` Python prints as written: without its "Did you mean" of a near
     name the stand-in has (``Dataset`` -> ``CsvDataset``), appended after the full stop."""
     error = AttributeError(message)
-    error.obj = None  # Python 3.10+ suggests only for an error whose obj it sets itself
+    # Python 3.10+ suggests only for an error whose obj it sets itself (3.9 has no obj: unread).
+    setattr(error, "obj", None)  # noqa: B010 (vermin reads error.obj as 3.10-only)
     return error
 
 

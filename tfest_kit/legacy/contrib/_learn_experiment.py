@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import math
 import os
 import time
@@ -42,7 +41,8 @@ from tfest_kit.legacy.contrib.training import HParams
 
 __all__ = ["Experiment", "run", "tune"]
 
-_log = logging.getLogger("tensorflow")
+# TensorFlow's logging functions, so that absl's format names this file as TF 1.15 named its own.
+_log = tf.compat.v1.logging
 
 
 class _EvalAndExportListener(tf.compat.v1.train.CheckpointSaverListener):

@@ -33,7 +33,6 @@ import collections
 import copy
 import inspect
 import json
-import logging
 import os
 import time
 from typing import Any, Callable, Optional
@@ -54,7 +53,8 @@ OTHERS = (
     "tf.estimator.Estimator, learn.DNNClassifier -> tf.estimator.DNNClassifier & co. (other "
     "arguments); Experiment and learn_runner serve a tf.estimator Estimator"
 )
-_log = logging.getLogger("tensorflow")
+# TensorFlow's logging functions, so that absl's format names this file as TF 1.15 named its own.
+_log = tf.compat.v1.logging
 NOT_SERVED: dict[str, str] = {}
 
 
@@ -137,7 +137,13 @@ _DEFAULT_UID_WHITE_LIST = [
 
 
 class Environment:
-    """TF 1.15's ``run_config.Environment``: ``TF_CONFIG``'s ``environment`` values."""
+    """TF 1.15's ``run_config.Environment``: ``TF_CONFIG``'s ``environment`` values.
+
+    Example:
+
+        if config.environment == run_config.Environment.CLOUD:
+            experiment.run_std_server()
+    """
 
     LOCAL = "local"
     CLOUD = "cloud"
