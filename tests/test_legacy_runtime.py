@@ -223,12 +223,20 @@ def test_numpy_prints_and_names_as_numpy_1(tmp_path):
 
 def test_a_refused_name_is_printed_as_written(tmp_path):
     # Python 3.10+ appended its guess at a near name the stand-in has, after our full stop:
-    # "… its TensorFlow 2 equivalent.. Did you mean: 'CsvDataset'?" (TF 1.3's contrib.data).
-    proc = _legacy_inline(
-        tmp_path, "import tensorflow as tf\ntf.contrib.data.Dataset.range(3)\n", check_exit=1
+    # "… its TensorFlow 2 equivalent.. Did you mean: 'CsvDataset'?".
+    source = (
+        "import tensorflow as tf\n"
+        "try:\n"
+        "    tf.contrib.data.Dataset.range(3)\n"  # TF 1.3's, moved to tf.data by TF 1.4
+        "except AttributeError as e:\n"
+        "    print('REFUSED', e)\n"
+        "tf.contrib.data.CsvDatasett\n"
     )
+    proc = _legacy_inline(tmp_path, source, check_exit=1)
+    assert "Replace it in the script with tf.data.Dataset (TF 1.4 moved it" in proc.stdout
     last = proc.stderr.strip().splitlines()[-1]
-    assert "tf.contrib.data.Dataset is not provided" in last and last.endswith("equivalent."), last
+    assert "tf.contrib.data.CsvDatasett is not provided" in last, proc.stderr
+    assert last.endswith("equivalent."), last
 
 
 def test_forwarders_tensorflow_dropped_still_forward(tmp_path):

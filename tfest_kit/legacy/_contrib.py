@@ -43,6 +43,7 @@ from tfest_kit._tf import tf, util_nest
 from tfest_kit.legacy._refused import (
     CONTRIB_REPLACEMENTS,
     ITS_EQUIVALENT,
+    MOVED_TO_TF_DATA,
     Refused,
     refuse_the_rest,
     tf115,
@@ -479,6 +480,7 @@ def _data(report: Report) -> ShimModule:
         [(lambda: tf.data.experimental, "tf.data.experimental")],
         "Of tf.contrib.data it provides what tf.data.experimental has, "
         "batch_and_drop_remainder and padded_batch_and_drop_remainder. ",
+        MOVED_TO_TF_DATA,
     )
 
 
@@ -607,19 +609,14 @@ def _learn_datasets(report: Report) -> ShimModule:
 _LEARN_PORT = "a port of TF 1.15's (tfest_kit.legacy.contrib._learn_experiment, .learn)"
 
 
-def _learn_experiment() -> Any:
-    return importlib.import_module("tfest_kit.legacy.contrib._learn_experiment")
+def _learn_port(name: str) -> Callable[[], Any]:
+    where = "_learn_experiment" if name in ("Experiment", "run", "tune") else "learn"
+    return lambda: getattr(importlib.import_module(f"tfest_kit.legacy.contrib.{where}"), name)
 
 
 def _learn_module(display: str, names: Sequence[str], report: Report) -> ShimModule:
     """The stand-in ``display`` serving the learn ports' ``names``."""
-
-    def port(name: str) -> Callable[[], Any]:
-        if name in ("run", "tune"):
-            return lambda: getattr(_learn_experiment(), name)
-        return lambda: getattr(importlib.import_module("tfest_kit.legacy.contrib.learn"), name)
-
-    entries = {n: Entry(port(n), _LEARN_PORT) for n in names}
+    entries = {n: Entry(_learn_port(n), _LEARN_PORT) for n in names}
     provides = f"Of {display} it provides {', '.join(names)}. "
     return ShimModule(display, report, entries=entries, kind=SHIM, provides=provides)
 
@@ -633,7 +630,7 @@ def _learn_driver(report: Report) -> dict[str, Entry]:
     utils = _holding("tf.contrib.learn.utils", "saved_model_export_utils", export_utils, report)
     monitors = _learn_module("tf.contrib.learn.monitors", ["ValidationMonitor"], report)
     return {
-        "Experiment": Entry(lambda: _learn_experiment().Experiment, _LEARN_PORT),
+        "Experiment": Entry(_learn_port("Experiment"), _LEARN_PORT),
         "learn_runner": Entry(lambda: runner, None),
         "monitors": Entry(lambda: monitors, None),
         "utils": Entry(lambda: utils, None),

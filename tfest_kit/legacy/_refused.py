@@ -28,6 +28,7 @@ from tfest_kit.legacy._shim import MISSING, Entry, Report, ShimModule, as_writte
 
 __all__ = [
     "CONTRIB_REPLACEMENTS",
+    "MOVED_TO_TF_DATA",
     "ITS_EQUIVALENT",
     "Refused",
     "tf115",
@@ -113,6 +114,12 @@ CONTRIB_REPLACEMENTS: dict[str, Optional[str]] = {
 }
 # What a served package's TF 1.15 name without a NOT_SERVED entry is replaced with.
 ITS_EQUIVALENT = "its TensorFlow 2 equivalent"
+# TF 1.2-1.3's tf.contrib.data datasets, which TF 1.4 moved to tf.data (TF 1.15's had none).
+MOVED_TO_TF_DATA = {
+    name: f"tf.data.{name} (TF 1.4 moved it there; TF 1.15's tf.contrib.data had none)"
+    for name in ("Dataset", "TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
+}
+MOVED_TO_TF_DATA["Iterator"] = "tf.data.Iterator (TF 1.4 moved it there)"
 
 
 @functools.cache

@@ -131,6 +131,8 @@ class Experiment:
                 "Use `eval_metric_ops` in `tf.estimator.EstimatorSpec` instead."
             )
         self._estimator = estimator
+        # TF 1.15's attributes, which subclasses read (google/seq2seq's Experiment).
+        self._eval_metrics, self._core_estimator_used = None, True
         self._train_input_fn, self._eval_input_fn = train_input_fn, eval_input_fn
         self._train_steps, self._eval_steps = train_steps, eval_steps
         self._local_eval_frequency = local_eval_frequency
