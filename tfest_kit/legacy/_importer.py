@@ -239,18 +239,18 @@ class _WithRemoved(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name not in self.__removed:
             value = getattr(self.__real, name)
+        elif isinstance(self.__removed[name], _Changed):
+            value = None
         else:
             with warnings.catch_warnings():  # NumPy's "np.bool will be defined as …"
                 warnings.simplefilter("ignore", FutureWarning)
                 value = getattr(self.__real, name, None)
-            if isinstance(self.__removed[name], _Changed):
-                value = None
-            if value is None:
-                value = self.__removed[name]  # its name in the module, the module, or itself
-                if isinstance(value, str):
-                    value = functools.reduce(getattr, value.split("."), self.__root)
-                elif isinstance(value, types.ModuleType):
-                    value = getattr(value, name)
+        if name in self.__removed and value is None:
+            value = self.__removed[name]  # its name in the module, the module, or itself
+            if isinstance(value, str):
+                value = functools.reduce(getattr, value.split("."), self.__root)
+            elif isinstance(value, types.ModuleType):
+                value = getattr(value, name)
         self.__dict__[name] = value  # found once: later reads are plain module lookups
         return value
 

@@ -36,7 +36,12 @@ from typing import Any, Callable, Optional
 
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
-from tfest_kit.legacy.contrib.learn import ExportStrategy, RunConfig, ValidationMonitor
+from tfest_kit.legacy.contrib.learn import (
+    Environment,
+    ExportStrategy,
+    RunConfig,
+    ValidationMonitor,
+)
 from tfest_kit.legacy.contrib.training import HParams
 
 __all__ = ["Experiment", "run", "tune"]
@@ -158,7 +163,7 @@ class Experiment:
     @property
     def eval_metrics(self) -> None:
         """Always None (a ``tf.estimator`` Estimator's metrics are its ``eval_metric_ops``)."""
-        return None
+        return self._eval_metrics
 
     @property
     def train_steps(self) -> Optional[int]:
@@ -198,13 +203,13 @@ class Experiment:
         start = time.time()
         config = self._estimator.config
         if isinstance(config, RunConfig):
-            if config.cluster_spec and config.master and config.environment == "local":
+            if config.cluster_spec and config.master and config.environment == Environment.LOCAL:
                 _log.warning(
                     "ClusterSpec and master are provided, but environment is set to 'local'. "
                     "Set environment to 'cloud' if you intend to use the distributed runtime."
                 )
             distributed = config.cluster_spec and config.master
-            if distributed and config.environment not in ("local", "google"):
+            if distributed and config.environment not in (Environment.LOCAL, Environment.GOOGLE):
                 self._start_server()
         elif config.cluster_spec and config.master:
             raise ValueError(

@@ -205,7 +205,7 @@ class RunConfig(tf_estimator.RunConfig):
             self._master = master
         self._evaluation_master = evaluation_master or self._evaluation_master
         tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-        self._environment = tf_config.get("environment", "local")
+        self._environment = tf_config.get("environment", Environment.LOCAL)
         gpu_options = tf.compat.v1.GPUOptions(per_process_gpu_memory_fraction=gpu_memory_fraction)
         self._tf_config = tf.compat.v1.ConfigProto(
             log_device_placement=log_device_placement,
