@@ -22,7 +22,7 @@ __all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_versi
 __all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
 __all__ += ["estimator_training", "TrainingExecutor", "ContinuousEvalListener", "EvalStatus"]
 __all__ += ["parse_iterations_per_loop", "NoRestoreSaveable"]
-__all__ += ["lookup_ops", "summary_ops_v2", "deprecation", "module_wrapper", "util_nest"]
+__all__ += ["deprecation", "module_wrapper"]
 
 # Accepted: the two stacks and the releases around them smoke-tested (docs/install.md).
 SUPPORTED = ((2, 13), (2, 21))
@@ -124,16 +124,9 @@ from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 # saved_model.pb's format: an export's signatures without its weights (`saved_model_cli show`).
 from tensorflow.core.protobuf.saved_model_pb2 import SavedModel  # noqa: E402
 
-# Only home in TF 2.15 of tf.contrib.lookup's functions (tf.lookup has just the classes) and of
-# tf.contrib.summary's graph-mode writers; for the legacy runner.
-from tensorflow.python.ops import lookup_ops, summary_ops_v2  # noqa: E402
-
 # The reader Estimator's own warm start uses for object-based (Keras) checkpoints.
 from tensorflow.python.training.saver import object_graph_key_mapping  # noqa: E402
-
-# Deprecation-warning switches (logs.py); nest is tf.contrib.framework.nest for legacy/.
-from tensorflow.python.util import deprecation, module_wrapper  # noqa: E402
-from tensorflow.python.util import nest as util_nest  # noqa: E402
+from tensorflow.python.util import deprecation, module_wrapper  # noqa: E402  (logs.py's switches)
 
 # train_and_evaluate's one extension point with no public name: the continuous-eval listener,
 # called before and after each evaluation, locally and on the evaluator task.

@@ -8,6 +8,7 @@ the other stack. Exits 0 when everything required fits, else 1.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import os
 import platform
@@ -99,14 +100,7 @@ STACKS = {
 }
 
 
-class Finding(NamedTuple):
-    name: str
-    installed: Optional[str]
-    wanted: str
-    ok: bool
-    optional: bool
-    fix: Optional[str]
-    why: str
+Finding = collections.namedtuple("Finding", "name installed wanted ok optional fix why")
 
 
 def _release(version: str) -> tuple:

@@ -39,7 +39,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from tfest_kit._tf import tf, util_nest
+from tfest_kit._tf import tf
 from tfest_kit.legacy._refused import (
     CONTRIB_REPLACEMENTS,
     ITS_EQUIVALENT,
@@ -49,6 +49,8 @@ from tfest_kit.legacy._refused import (
     tf115,
 )
 from tfest_kit.legacy._shim import SHIM, Entry, Report, ShimModule
+
+from tensorflow.python.util import nest as util_nest  # tf.contrib.framework.nest
 
 __all__ = [
     "build_contrib",

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tfest_kit._tf import lookup_ops, tf
+from tfest_kit._tf import tf
+
+from tensorflow.python.ops import lookup_ops  # tf.lookup has just the classes
 
 _SAME = (
     "index_table_from_file",

@@ -15,7 +15,9 @@ Example:
 
 from __future__ import annotations
 
-from tfest_kit._tf import summary_ops_v2, tf
+from tfest_kit._tf import tf
+
+from tensorflow.python.ops import summary_ops_v2  # its graph-mode writers have no public home
 
 _SAME = (
     "always_record_summaries",
