@@ -233,6 +233,14 @@ def test_plot_writes_png_into_model_dir(trained, tmp_path, capsys, monkeypatch):
     out = tmp_path / "sub" / "curves.png"
     assert _cli(["plot", model_dir, "--out", str(out)]) == 0
     assert _png_size(out)[0] >= 600
+    # It said "[Errno 17] File exists" for --out under a file, and "train … first" for a
+    # parent of model_dirs (premade_estimators' output).
+    assert _cli(["plot", model_dir, "--out", str(out / "curves.png")]) == 1
+    assert "cannot write --out" in capsys.readouterr().err
+    parent = tmp_path / "runs"
+    shutil.copytree(model_dir, parent / "dnn")
+    assert _cli(["plot", str(parent)]) == 1
+    assert "plot one of the model_dirs below it: dnn." in capsys.readouterr().err
 
 
 def _snapshot(root):

@@ -568,6 +568,9 @@ def test_early_stopping_argument_checks(tmp_path):
         hooks.early_stopping(est, min_delta=-1, patience_steps=1)
     with pytest.raises(ValueError, match="patience_steps"):
         hooks.early_stopping(est, patience_steps=0)
+    # The official hook's SecondOrStepTimer named its own every_secs / every_steps.
+    with pytest.raises(ValueError, match=r"`run_every_secs` must be .*run_every_steps.*None"):
+        hooks.early_stopping(est, patience_steps=1, run_every_secs=None)
 
 
 def _train_and_evaluate(model_dir, lr, max_steps, monitor="loss", **kw):

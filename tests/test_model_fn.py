@@ -8,6 +8,7 @@ from sklearn import metrics as skm
 
 from tests.conftest import captured_tf_log
 from tfest_kit import model_fn as mf
+from tfest_kit import serving
 from tfest_kit._tf import estimator, tf, tf2
 
 NUM_CLASSES = 3
@@ -462,6 +463,18 @@ def test_logits_of_another_width_than_num_classes_are_named(num_classes, width):
     message = str(raised.value)
     assert f"network_fn must return logits [batch, {num_classes}]" in message, message
     assert f"(2, {width})" in message, message
+
+
+def test_features_batched_twice_are_named_in_training_and_in_an_export(tmp_path, trained):
+    est = estimator.Estimator(mf.classifier(network, NUM_CLASSES), str(tmp_path / "twice"))
+    once = input_fn(X_TRAIN, Y_TRAIN)
+    with pytest.raises(ValueError, match=r"Got: shape \(None, None, 3\) \(batched twice\?"):
+        est.train(lambda: once().batch(2), max_steps=1)
+    # A receiver given the batch dimension: the model sees rank-3 features when exported.
+    receiver = serving.raw_receiver({"x": (tf.float32, [None, FEATURES])})
+    with pytest.raises(ValueError, match="serving receiver shape with the batch dimension"):
+        trained[0].export_saved_model(str(tmp_path / "export"), receiver)
+    assert not (tmp_path / "twice").exists() or not list((tmp_path / "twice").glob("*.index"))
 
 
 def test_a_bool_mask_is_taken_as_weights():

@@ -674,7 +674,7 @@ def test_an_error_about_an_older_missing_checkpoint_is_not_skipped(trained, tmp_
         _evaluate(chief, monkeypatch, eval_hooks=[_AtBegin(fail)])
 
 
-def test_a_skipped_export_removes_its_temp_directory_on_any_file_system():
+def test_a_failed_export_removes_its_temp_directory_on_any_file_system():
     # shutil left gs:// temp-* directories, each a full copy of the variables, behind.
     base = "ram://bucket/skipped_export"
     export_path = base + "/export/best"
@@ -685,6 +685,15 @@ def test_a_skipped_export_removes_its_temp_directory_on_any_file_system():
         raise ValueError(f"The passed save_path is not a valid checkpoint: {base}/model.ckpt-10")
 
     assert export_unless_vanished(export, "best", export_path, base + "/model.ckpt-10") is None
+    assert tf.gfile.ListDirectory(export_path) == []
+
+    # Any failed export (a full disk, a bad receiver) leaves no half-written temp-* either.
+    def fail(error=OSError("No space left on device")):
+        tf.gfile.MakeDirs(export_path + "/temp-1700000001/variables")
+        raise error
+
+    with pytest.raises(OSError, match="No space"):
+        export_unless_vanished(fail, "best", export_path, base + "/model.ckpt-20")
     assert tf.gfile.ListDirectory(export_path) == []
 
 

@@ -44,18 +44,18 @@ def _temp_dirs(export_path: str) -> set[str]:
 def export_unless_vanished(
     export: Callable[[], Any], name: str, export_path: str, checkpoint_path: Optional[str]
 ) -> Any:
-    """``export()``, or None with a warning if ``checkpoint_path`` vanished meanwhile (the
-    ``export_path/temp-*`` the failed export leaves behind is deleted)."""
+    """``export()``, or None with a warning if ``checkpoint_path`` vanished meanwhile; a failed
+    export's half-written ``export_path/temp-*`` is deleted."""
     before = _temp_dirs(export_path)
     try:
         return export()
-    except (tf.errors.NotFoundError, ValueError) as e:
-        model_dir = os.path.dirname(checkpoint_path or "")
-        if not checkpoint_path or not vanished_checkpoint(e, model_dir, checkpoint_path):
-            raise
+    except Exception as e:
         for path in sorted(_temp_dirs(export_path) - before):
             with contextlib.suppress(tf.errors.NotFoundError):
                 tf.gfile.DeleteRecursively(path)  # gs:// too, where shutil sees nothing
+        model_dir = os.path.dirname(checkpoint_path or "")
+        if not checkpoint_path or not vanished_checkpoint(e, model_dir, checkpoint_path):
+            raise
         tf.logging.warning(
             f"Exporter {name!r}: checkpoint {checkpoint_path} was deleted while it was being "
             f"exported; this export is skipped ({type(e).__name__}). {KEEP_MORE}"

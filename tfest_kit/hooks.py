@@ -590,7 +590,9 @@ def early_stopping(
     multi_worker = type(strategy).__name__.startswith(_MULTI_WORKER)
     if run_every_steps is not None:
         run_every_secs = None
-    elif multi_worker:  # the official message blamed the default run_every_secs=60
+    elif not multi_worker:  # SecondOrStepTimer's error named every_secs / every_steps
+        run_every_secs = check_number("run_every_secs", run_every_secs, hint="or run_every_steps")
+    else:  # the official message blamed the default run_every_secs=60
         raise ValueError(
             f"early_stopping under {type(strategy).__name__}: every worker must check at the "
             "same steps. Pass run_every_steps=…, e.g. your save_checkpoints_steps."

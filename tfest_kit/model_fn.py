@@ -391,6 +391,9 @@ def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str]) -> tupl
     return tuple(metrics)
 
 
+_TWICE = " (batched twice? .batch() again, or a serving receiver shape with the batch dimension)"
+
+
 def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
     def labels_fn(labels):
         if isinstance(labels, tf.SparseTensor):  # 46 lines of "Failed to convert elements"
@@ -408,9 +411,10 @@ def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
 
     def predictions_fn(logits):
         if logits.shape.rank is not None and logits.shape[1:] not in ([num_classes], [None]):
+            twice = _TWICE if logits.shape.rank == 3 else ""
             raise ValueError(  # the head's error named its own (sliced) shape
                 f"network_fn must return logits [batch, {num_classes}] for num_classes="
-                f"{num_classes}. Got: shape {logits.shape}"
+                f"{num_classes}. Got: shape {logits.shape}{twice}"
             )
         # The head's class_ids are [batch, 1], with string classes beside: these keys are ours.
         probabilities = tf.nn.softmax(logits, name="probabilities")

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Optional
 
-from tfest_kit._model_dir import eval_dirs, metrics_by_step
+from tfest_kit._model_dir import dir_entries, eval_dirs, metrics_by_step
 from tfest_kit.cli import _subparser
 
 __all__ = ["scalar_history", "check_model_dir", "plot", "add_parser", "run"]
@@ -57,9 +57,12 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
     train = scalar_history(model_dir)
     evals = {os.path.basename(d): scalar_history(d) for d in eval_dirs(model_dir)}
     if not train and not any(evals.values()):
+        below = [e for e in dir_entries(model_dir) if metrics_by_step(f"{model_dir}/{e}")]
+        fix = "train with an Estimator (save_summary_steps > 0) first"
+        if below:  # premade_estimators' output: one model_dir per estimator
+            fix = f"plot one of the model_dirs below it: {', '.join(below)}"
         raise FileNotFoundError(
-            f"plot: no scalar summaries in {model_dir!r} or its eval*/ directories: train with "
-            "an Estimator (save_summary_steps > 0) first."
+            f"plot: no scalar summaries in {model_dir!r} or its eval*/ directories: {fix}."
         )
     # One panel per tag: loss first (train and each eval), then eval metrics, then the rest.
     runs = [("train", {"loss": train["loss"]} if "loss" in train else {}), *evals.items()]
@@ -87,6 +90,9 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
     try:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         fig.savefig(out, dpi=100)
+    except OSError as e:  # makedirs' "[Errno 17] File exists: 'x'" for a file on the way
+        fix = "give a FILE.png whose parents are directories you can write"
+        raise OSError(f"plot: cannot write --out {out!r} ({e}): {fix}") from e
     finally:
         plt.close(fig)
     return out
