@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+from tfest_kit import serving
 from tfest_kit._tf import KERAS_PACKAGE, tf, tf2
 from tfest_kit.keras_bridge import to_estimator
 from tfest_kit.training import train_and_evaluate
@@ -248,6 +249,20 @@ def test_a_feature_wider_than_the_input_is_named_not_blamed_on_the_checkpoint(tm
     with pytest.raises(ValueError, match=r"has shape \(None, 5\)"):
         est.evaluate(_data(wide, ids))
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-1")
+
+
+def test_a_feature_batched_twice_or_exported_with_the_batch_dimension_is_named(tmp_path):
+    # Keras said "expected min_ndim=2, found ndim=3" from inside its layer.
+    ids = (X[:, 0] > 0).astype("int32")
+    model = _classifier()
+    est = to_estimator(model, model_dir=str(tmp_path))
+    twice = r"\(None, None, 4\) \(batched twice\?.*Input takes \(None, 4\)"
+    with pytest.raises(ValueError, match=twice):
+        est.train(lambda: _data(X, ids)().batch(2), steps=1)
+    est.train(_data(X, ids), steps=1)
+    receiver = serving.raw_receiver({model.input_names[0]: (tf.float32, [None, 4])})
+    with pytest.raises(ValueError, match=twice):
+        est.export_saved_model(str(tmp_path / "export"), receiver)
 
 
 def test_labels_that_do_not_fit_a_sparse_loss_are_named(tmp_path):

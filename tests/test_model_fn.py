@@ -472,7 +472,7 @@ def test_features_batched_twice_are_named_in_training_and_in_an_export(tmp_path,
         est.train(lambda: once().batch(2), max_steps=1)
     # A receiver given the batch dimension: the model sees rank-3 features when exported.
     receiver = serving.raw_receiver({"x": (tf.float32, [None, FEATURES])})
-    with pytest.raises(ValueError, match="serving receiver shape with the batch dimension"):
+    with pytest.raises(ValueError, match="a receiver shape with the batch dimension"):
         trained[0].export_saved_model(str(tmp_path / "export"), receiver)
     assert not (tmp_path / "twice").exists() or not list((tmp_path / "twice").glob("*.index"))
 

@@ -688,9 +688,9 @@ def test_a_failed_export_removes_its_temp_directory_on_any_file_system():
     assert tf.gfile.ListDirectory(export_path) == []
 
     # Any failed export (a full disk, a bad receiver) leaves no half-written temp-* either.
-    def fail(error=OSError("No space left on device")):
+    def fail():
         tf.gfile.MakeDirs(export_path + "/temp-1700000001/variables")
-        raise error
+        raise OSError("No space left on device")
 
     with pytest.raises(OSError, match="No space"):
         export_unless_vanished(fail, "best", export_path, base + "/model.ckpt-20")

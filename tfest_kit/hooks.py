@@ -346,8 +346,7 @@ class PreemptionHook(tf.train.SessionRunHook):
 
     def __init__(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
         self._signals = tuple(signal.Signals(signum) for signum in signals)
-        self._preempted: Optional[int] = None
-        self._session = None
+        self._preempted, self._session = None, None  # the signal that stopped a run; its session
 
     @property
     def preempted(self) -> Optional[int]:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 from tfest_kit import _warm_start, logs
+from tfest_kit._checks import BATCHED_TWICE
 from tfest_kit._class_ids import label_errors
 from tfest_kit._loop import fetch_errors, loop_length, training_loop, with_loss_line, with_run_hooks
 from tfest_kit._model_dir import saved_step, usable_checkpoint
@@ -243,10 +244,12 @@ def _check_shapes(keras_model, features: dict, labels) -> None:
     (else reported as a checkpoint mismatch, and an op error while running)."""
     for name, tensor in zip(keras_model.input_names or (), keras_model.inputs or ()):
         got = tf.TensorShape(getattr(features.get(name), "shape", tensor.shape))
-        if got.rank == tensor.shape.rank and not got.is_compatible_with(tensor.shape):
+        extra = None not in (got.rank, tensor.shape.rank) and got.rank > tensor.shape.rank
+        if extra or got.rank == tensor.shape.rank and not got.is_compatible_with(tensor.shape):
+            twice = BATCHED_TWICE if extra else ""
             raise ValueError(
-                f"The feature for the Keras model's Input {name!r} has shape {got}; the Input "
-                f"takes {tensor.shape} (None: any size). Reshape it in the input_fn, or give "
+                f"The feature for the Keras model's Input {name!r} has shape {got}{twice}; the "
+                f"Input takes {tensor.shape} (None: any size). Reshape it in the input_fn, or give "
                 "the model an Input of that shape (and a new model_dir)."
             )
     if any(getattr(t, "dtype", None) == tf.string for t in tf2.nest.flatten(labels)):

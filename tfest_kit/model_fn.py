@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Union
 
 from tfest_kit import _warm_start
 from tfest_kit import metrics as _metrics
-from tfest_kit._checks import check_int, check_number
+from tfest_kit._checks import BATCHED_TWICE, check_int, check_number
 from tfest_kit._class_ids import check_class_ids
 from tfest_kit._model_fn_call import call_model_fn, keras_seeds, model_fn_args
 from tfest_kit._tf import estimator, tf
@@ -391,9 +391,6 @@ def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str]) -> tupl
     return tuple(metrics)
 
 
-_TWICE = " (batched twice? .batch() again, or a serving receiver shape with the batch dimension)"
-
-
 def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
     def labels_fn(labels):
         if isinstance(labels, tf.SparseTensor):  # 46 lines of "Failed to convert elements"
@@ -411,7 +408,7 @@ def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
 
     def predictions_fn(logits):
         if logits.shape.rank is not None and logits.shape[1:] not in ([num_classes], [None]):
-            twice = _TWICE if logits.shape.rank == 3 else ""
+            twice = BATCHED_TWICE if logits.shape.rank == 3 else ""
             raise ValueError(  # the head's error named its own (sliced) shape
                 f"network_fn must return logits [batch, {num_classes}] for num_classes="
                 f"{num_classes}. Got: shape {logits.shape}{twice}"

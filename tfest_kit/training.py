@@ -106,8 +106,7 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
 
     def __init__(self, exporter: tf_estimator.Exporter) -> None:
         self.exporter = exporter
-        self._last_call: Optional[dict] = None
-        self._last_result = None
+        self._last_call, self._last_result = None, None  # export()'s arguments, its result
 
     @property
     def name(self) -> str:
