@@ -723,7 +723,7 @@ HOOK_CASES = [
         "early_stopping no interval",
         lambda c: hooks.early_stopping(c.estimator, patience_steps=10, run_every_secs=None),
         ValueError,
-        r"every_secs or every_steps",
+        r"`run_every_secs` must be .*run_every_steps",
     ),
     case(
         "early_stopping run_every_steps=0",

@@ -42,7 +42,7 @@ def _model_fn(features, labels, mode, params):
         step = tf.reshape(tf.train.get_global_step(), [1])
 
         def host_fn(step, loss):
-            from tfest_kit._tf import summary_ops_v2 as summary
+            from tensorflow.python.ops import summary_ops_v2 as summary
 
             writer = summary.create_file_writer(params["summary_dir"])
             with writer.as_default(), summary.always_record_summaries():
