@@ -330,6 +330,7 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
         from tensorflow.python.framework import device as pydev, graph_util, ops, tensor_shape
         from tensorflow.python.framework.ops import Tensor
         from tensorflow.python.ops import array_ops, control_flow_ops, math_ops, variable_scope
+        from tensorflow.python.ops import resource_variable_ops
         from tensorflow.python.ops.control_flow_ops import while_loop
         from tensorflow.python.util import nest
         import tensorflow.python.framework.ops
@@ -350,6 +351,12 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
                         sess, sess.graph_def, ["out"]
                     )
                 return got, frozen, isinstance(out, ops.Tensor), v
+
+        def proto_round_trip():  # how copies of TF 1.12's tpu_estimator.py register variables
+            with tf.Graph().as_default():
+                v = tf.get_variable("w", [2], use_resource=True)
+                proto = resource_variable_ops._to_proto_fn(v)
+                return proto.variable_name, resource_variable_ops._from_proto_fn(proto).name
         """,
     )
     ns = build_namespace(Report())
@@ -372,6 +379,7 @@ def test_private_modules_keep_the_tf115_names_tensorflow_2_moved(tmp_path):
     spec.merge_from(helper.pydev.DeviceSpec.from_string("/device:CPU:0"))
     assert spec.to_string() == "/job:ps/task:0/device:CPU:0"
     assert sys.modules["tensorflow.python.framework.device"].DeviceSpec is tf2.DeviceSpec
+    assert helper.proto_round_trip() == ("w:0", "w:0")
     assert helper.tensor_shape.scalar() == tf.TensorShape([])
     assert helper.tensor_shape.matrix(2, 3) == tf.TensorShape([2, 3])
     # What TensorFlow 2 still has is its own, and the process's modules are untouched.

@@ -223,5 +223,7 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow_estimator.python.estimator.tpu.tpu_estimator:TPUEstimator": "legacy/",
     "tensorflow_estimator.python.estimator.tpu.tpu_config:RunConfig": "legacy/",
     "tensorflow.python.framework.indexed_slices:IndexedSlicesValue": "legacy/: ops.",
+    "tensorflow.python.ops.ref_variable:_to_proto_fn": "legacy/: resource_variable_ops.",
+    "tensorflow.python.ops.ref_variable:_from_proto_fn": "legacy/: same",
     "tensorflow.python.platform.app:_parse_flags_tolerate_undef": "legacy/: tf.app.run's bad flag",
 }

@@ -61,9 +61,7 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
         fix = "train with an Estimator (save_summary_steps > 0) first"
         if below:  # premade_estimators' output: one model_dir per estimator
             fix = f"plot one of the model_dirs below it: {', '.join(below)}"
-        raise FileNotFoundError(
-            f"plot: no scalar summaries in {model_dir!r} or its eval*/ directories: {fix}."
-        )
+        raise FileNotFoundError(f"plot: no scalar summaries in {model_dir!r} or its eval*/: {fix}.")
     # One panel per tag: loss first (train and each eval), then eval metrics, then the rest.
     runs = [("train", {"loss": train["loss"]} if "loss" in train else {}), *evals.items()]
     runs.append(("train", {t: p for t, p in train.items() if t != "loss"}))

@@ -201,6 +201,11 @@ _TF_MOVED = {
         "cond", "while_loop", "case", "switch_case", "Assert"
     ),
     "tensorflow.python.ops.random_ops": _same("random_crop"),
+    # Copies of TF 1.12's tpu_estimator.py register variables' proto functions with these.
+    "tensorflow.python.ops.resource_variable_ops": dict.fromkeys(
+        ("_to_proto_fn", "_from_proto_fn"),
+        importlib.import_module("tensorflow.python.ops.ref_variable"),
+    ),
     "tensorflow.python.ops.variable_scope": {
         "variable": "Variable",
         **_same("enable_resource_variables", "disable_resource_variables"),
