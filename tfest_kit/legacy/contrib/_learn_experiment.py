@@ -161,8 +161,9 @@ class Experiment:
         return self._estimator
 
     @property
-    def eval_metrics(self) -> None:
-        """Always None (a ``tf.estimator`` Estimator's metrics are its ``eval_metric_ops``)."""
+    def eval_metrics(self) -> Any:
+        """None unless a subclass sets ``_eval_metrics`` (a ``tf.estimator`` Estimator's metrics
+        are its ``eval_metric_ops``)."""
         return self._eval_metrics
 
     @property
