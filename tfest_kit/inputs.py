@@ -523,9 +523,9 @@ def _warn_if_cut(files: list[str]) -> None:
         records, offset, header = 0, 0, b""
         with _CUT_CHECKED_LOCK, open(path, "rb") as f:
             while stamp not in _CUT_CHECKED and offset < stamp[1]:
+                f.seek(offset)  # only inside the file: a text file's "length" is out of range
                 header = f.read(12)  # length (8 bytes) and its checksum; the data's after
                 records, offset = records + 1, offset + 16 + int.from_bytes(header[:8], "little")
-                f.seek(offset)
             _CUT_CHECKED.add(stamp)
         if 0 < len(header) < 12:
             tf.logging.warning(
