@@ -53,7 +53,8 @@ setup: $(STAMP)
 # TensorFlow has wheels for some Pythons only: say so before pip fails with "no matching
 # distribution". setuptools >= 77 builds the editable install (PEP 660) and reads the SPDX
 # license string (PEP 639); the venvs of Python 3.9-3.11 come with 58-65. The lock file then
-# pins setuptools itself (tensorboard 2.15 needs its pkg_resources).
+# pins setuptools itself (tensorboard 2.15 needs its pkg_resources). Bytecode is compiled after
+# the install, on all cores; a file that does not compile (a template) is skipped, as pip skips it.
 $(STAMP): $(LOCK) pyproject.toml
 	@[ -n "$(PYTHON_VERSION)" ] || { \
 	  echo "No Python runs for STACK=$(STACK) (tried $(TRIED))."; \
@@ -69,7 +70,9 @@ $(STAMP): $(LOCK) pyproject.toml
 	  echo "rm -rf $(VENV)   # it was made with another Python"; rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77"
-	$(BIN)/python -m pip install --quiet -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-compile -r $(LOCK)
+	@echo "Compiling the installed packages' bytecode on every core (pip compiles one file at a time)"
+	$(BIN)/python -m compileall -qq -j0 $(VENV)/lib || true
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
