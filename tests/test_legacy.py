@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, on_sys_path, run_program, write_module
+from tests.conftest import ROOT, captured_tf_log, on_sys_path, run_program, write_module
 from tfest_kit import serving
 from tfest_kit._tf import tf, tf2
 from tfest_kit.legacy import _layer_norm, layer_norm
@@ -1420,6 +1420,32 @@ def test_contrib_estimator_extenders_and_distribute(contrib_modules_run):
             estimator.clip_gradients_by_norm("adam", 1.0)
     with pytest.raises(TypeError, match="`estimator` must be"):
         estimator.forward_features(object())
+
+
+def test_contrib_add_metrics_logs_one_estimator_as_tf115(tmp_path):
+    # TF 1.15's add_metrics built one Estimator: one "Using config", and each call of its
+    # model_fn said "Calling model_fn" twice (its own, the wrapped Estimator's); both once more.
+    from tfest_kit.legacy.contrib import estimator as contrib_estimator
+
+    def model_fn(features, labels, mode):
+        y = tf.layers.dense(features["x"], 1)
+        loss = tf.losses.mean_squared_error(labels, y)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, {"y": y}, loss, train_op)
+
+    def input_fn():
+        return tf.data.Dataset.from_tensors(({"x": [[1.0], [2.0]]}, [[1.0], [2.0]]))
+
+    def metric_fn(labels, predictions):
+        return {"mae": tf.metrics.mean_absolute_error(labels, predictions["y"])}
+
+    base = LEGACY_ESTIMATORS.Estimator(model_fn, str(tmp_path))
+    with captured_tf_log() as log:
+        wrapped = contrib_estimator.add_metrics(base, metric_fn)
+        wrapped.train(input_fn, steps=1)
+        assert "mae" in wrapped.evaluate(input_fn)
+    assert sum(line.startswith("Using config") for line in log) == 1, log
+    assert log.count("Calling model_fn.") == 4, log
 
 
 def _crf_by_enumeration(unary, transitions, length):

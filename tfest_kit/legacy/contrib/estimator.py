@@ -26,6 +26,7 @@ from typing import Any, Union
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 from tfest_kit.legacy._estimator import LEGACY_ESTIMATORS
+from tfest_kit.logs import quieted
 
 _FROM_EXPERIMENTAL = (
     "stop_if_higher_hook",
@@ -98,9 +99,12 @@ def add_metrics(estimator: Any, metric_fn) -> Any:
 
         estimator = tf.contrib.estimator.add_metrics(estimator, my_metric_fn)
     """
-    official = tf_estimator.add_metrics(estimator, metric_fn)
+    # TF 1.15 built one Estimator here: it logged one "Using config" and one "Calling model_fn"
+    # per call. Its public model_fn would log the call again inside the runner's.
+    with quieted():
+        official = tf_estimator.add_metrics(estimator, metric_fn)
     return LEGACY_ESTIMATORS.Estimator(
-        model_fn=official.model_fn,
+        model_fn=official._model_fn,
         model_dir=official.model_dir,
         config=official.config,
         warm_start_from=official._warm_start_settings,
