@@ -76,6 +76,9 @@ def test_each_supported_python_gets_one_exact_set(stack, python):
     else:
         assert pins["tensorflow"] == "2.21.0" and pins["tf-keras"] == "2.21.0"
         assert pins["numpy"].startswith("2.")
+        # ml_dtypes 0.7.0's extension takes 0.7 s to import, in every process that imports
+        # TensorFlow (0.6.0: 7 ms); a lock refresh must not take it back.
+        assert pins["ml-dtypes"] == "0.6.0"
     # It does not import on TensorFlow 2.21; tf.contrib.crf / seq2seq stand on our own ops.
     assert "tensorflow-addons" not in pins and "typeguard" not in pins
     # The tools and libraries the recipes and tests use are pinned on every Python, not only
