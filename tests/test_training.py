@@ -8,7 +8,9 @@ import logging
 import os
 import shutil
 import signal
+import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -811,6 +813,36 @@ def test_an_input_that_ends_before_max_steps_is_named(tmp_path, tf_log_lines):
     assert metrics["global_step"] == 13  # 260 examples / 20
     warning = [line for line in tf_log_lines if "before max_steps=50" in line]
     assert len(warning) == 1 and "global step 13" in warning[0] and "repeat" in warning[0]
+
+
+def test_the_first_step_is_not_said_to_run_once_it_ended(tmp_path, tf_log_lines, monkeypatch):
+    # The progress thread checks the first step's end, then logs: a step that ended in between
+    # was said to be still running, after its hooks' own lines.
+    monkeypatch.setattr(_model_dir._StepCounter, "say_every", 0.01)
+    saying = threading.Event()
+
+    def slow_clock() -> float:  # the progress thread, between its check and its line
+        if threading.current_thread() is not threading.main_thread():
+            saying.set()
+            time.sleep(0.3)
+        return time.monotonic()
+
+    monkeypatch.setattr(_model_dir, "time", types.SimpleNamespace(monotonic=slow_clock))
+
+    class FirstStepHook(tf.estimator.SessionRunHook):
+        def before_run(self, run_context):
+            if not hasattr(self, "began"):
+                saying.clear()
+                assert saying.wait(5)
+
+        def after_run(self, run_context, run_values):
+            if not hasattr(self, "began"):
+                self.began = len(tf_log_lines)
+                time.sleep(0.5)
+
+    est, hook = _estimator(str(tmp_path)), FirstStepHook()
+    tfest_kit.train_and_evaluate(est, _train_input_fn, _eval_input_fn, max_steps=2, hooks=[hook])
+    assert not [line for line in tf_log_lines[hook.began :] if "still running" in line]
 
 
 def test_training_says_what_it_does_until_its_first_step(tmp_path, tf_log_lines, monkeypatch):

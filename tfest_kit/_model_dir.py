@@ -314,9 +314,8 @@ def grpc_reachable(address: str, timeout: float = 2.0) -> Optional[bool]:
 
 class _StepCounter(tf.train.SessionRunHook):
     """Counts runs from the restored global step, fetching nothing per step. The outermost
-    (``started``: graph build began) reports progress every 10 s until the first step (graph and
-    session can take a minute) and writes the last step's summaries to ``summary_dir`` unless
-    ``SummarySaverHook`` does."""
+    (``started``: graph build began) reports progress every 10 s until the first step and writes
+    the last step's summaries to ``summary_dir`` unless ``SummarySaverHook`` does."""
 
     say_every = 10.0  # seconds
     ran: Optional[bool] = None  # whether a step ran; None: no session (no step was due)
@@ -324,15 +323,17 @@ class _StepCounter(tf.train.SessionRunHook):
     def __init__(self, started=None, max_steps=None, steps=None, summary_dir=None, every=None):
         self._started, self._until = started, (max_steps, steps)
         self._summary_dir, self._every = summary_dir, every
-        self.first_step_done = threading.Event()
+        self.first_step_done, self._saying = threading.Event(), threading.Lock()
         self._phase, self._awaited = "building the graph", []  # awaited: chief and ps addresses
         if started is not None:
             threading.Thread(target=self._say_phase, daemon=True).start()
 
     def _say_phase(self) -> None:
         while not self.first_step_done.wait(self.say_every):
-            elapsed = time.monotonic() - self._started
-            tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
+            with self._saying:  # not once the first step ended: its hooks may log meanwhile
+                elapsed = time.monotonic() - self._started
+                if not self.first_step_done.is_set():
+                    tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
             late = self._awaited if elapsed >= self.say_every * 6 else []  # probed only then
             absent = [a for a in late if grpc_reachable(f"grpc://{a}") is False]
             if absent:  # said at INFO: a WARNING once
@@ -381,7 +382,8 @@ class _StepCounter(tf.train.SessionRunHook):
         return tf.train.SessionRunArgs(fetches) if fetches else None
 
     def after_run(self, run_context, run_values) -> None:
-        self.first_step_done.set()
+        with self._saying:
+            self.first_step_done.set()
         self.ran, self._next_step = True, (run_values.results or {}).get("step")
         if "summary" in (run_values.results or {}):
             writer = tf.summary.FileWriterCache.get(self._summary_dir)
@@ -425,9 +427,8 @@ def _disk_full_message(model_dir: str) -> str:
 
 def writes_checkpoints() -> bool:
     """Whether this task writes the checkpoints (and holds the writer lock): ``RunConfig``'s
-    chief (the one task without a cluster, ``chief``, TF1's ``master``), and in a cluster of
-    workers only (a strategy's) worker 0, the distribute coordinator's chief. Read from
-    ``TF_CONFIG``: under a strategy an Estimator's ``RunConfig`` calls every task worker 0."""
+    chief (no cluster, ``chief``, TF1's ``master``), or worker 0 of a cluster of workers only (a
+    strategy's; read from ``TF_CONFIG``, as its ``RunConfig`` calls every task worker 0)."""
     tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
     cluster, task = tf_config.get("cluster") or {}, tf_config.get("task") or {}
     if set(cluster) == {"worker"}:
