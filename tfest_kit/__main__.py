@@ -1,10 +1,8 @@
 """``python -m tfest_kit``: runs :func:`tfest_kit.cli.main` (the commands are in ``cli/``)."""
 
-import sys
-
 from tfest_kit.cli import main
 
 __all__ = ["main"]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

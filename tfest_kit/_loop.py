@@ -46,11 +46,9 @@ def _reader(features, labels) -> Optional[Callable]:
     """A function reading the next ``(features, labels)`` from the ``tf.data`` iterator they
     came from, or None (sparse features, tensors of other origins)."""
     flat = tf.nest.flatten((features, labels))
-    tensors = [t for t in flat if t is not None]
-    if not all(isinstance(t, tf.Tensor) for t in tensors) or len({t.op for t in tensors}) != 1:
-        return None
-    op = tensors[0].op
-    if op.type != "IteratorGetNext":
+    ops = {t.op if isinstance(t, tf.Tensor) else None for t in flat if t is not None}
+    op = ops.pop() if len(ops) == 1 else None
+    if op is None or op.type != "IteratorGetNext":
         return None
 
     def read():

@@ -234,11 +234,10 @@ _held: set[str] = set()  # the real paths of the model_dirs this process holds
 
 
 def _holder(fd: int) -> dict:
-    try:
+    with contextlib.suppress(OSError, ValueError):
         holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
-    except (OSError, ValueError):
-        holder = {}
-    return holder if isinstance(holder, dict) else {}
+        return holder if isinstance(holder, dict) else {}
+    return {}
 
 
 def _describe(holder: dict) -> str:
@@ -514,11 +513,10 @@ def _summary_number(value) -> Optional[float]:
     plugin = value.metadata.plugin_data.plugin_name
     if not value.HasField("tensor") or plugin not in ("", "scalars"):  # text, histograms …
         return None
-    try:
+    with contextlib.suppress(TypeError, ValueError):
         array = tf.make_ndarray(value.tensor)
-    except (TypeError, ValueError):
-        return None
-    return float(array.reshape(())) if array.size == 1 and array.dtype.kind in "fiu" else None
+        return float(array.reshape(())) if array.size == 1 and array.dtype.kind in "fiu" else None
+    return None
 
 
 def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:

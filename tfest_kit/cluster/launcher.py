@@ -139,12 +139,11 @@ class LocalCluster:
         self, task_type: str, index: int = 0, timeout: Optional[float] = None
     ) -> Optional[int]:
         """Waits for a task to exit; returns its exit status, or None on timeout."""
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             status = self._procs[(task_type, index)].wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        self._pumps[(task_type, index)].join(5)  # its last lines
-        return status
+            self._pumps[(task_type, index)].join(5)  # its last lines
+            return status
+        return None
 
     def start(self) -> None:
         """Starts every task, parameter servers first."""
