@@ -360,6 +360,13 @@ class _StepCounter(tf.train.SessionRunHook):
                 self._summary = tf.summary.merge_all()
 
     def after_create_session(self, session, coord) -> None:
+        # TensorFlow's recovery: a new session after an error (MultiWorkerMirrored's classes).
+        if self.ran is not None and "Collective" in type(tf.distribute.get_strategy()).__name__:
+            raise TfestKitError(
+                "This task's session failed (logged above); under MultiWorkerMirroredStrategy a "
+                "new one would leave the other workers waiting forever. Restart every task of the "
+                "cluster: training resumes from the newest checkpoint."
+            )
         self._phase, self.ran = "running the first step", False
         if self._global_step is not None:
             self._next_step = int(session.run(self._global_step))

@@ -128,6 +128,27 @@ def test_multi_worker_mirrored_strategy(tmp_path):
     _check_training_outcome(output, model_dir)
 
 
+def test_a_worker_whose_session_fails_under_mwms_is_named_not_left_waiting(tmp_path):
+    # TensorFlow's recovery gave the worker a new session from the newest checkpoint while the
+    # chief waited in its step: both waited forever, with no message.
+    model_dir = str(tmp_path / "model")
+    proc = run_program(
+        [
+            "-m", "tfest_kit.cluster", "--workers", "1", "--timeout", "100", "--",
+            sys.executable, PROGRAM, f"--model_dir={model_dir}", "--max_steps=200",
+            "--strategy=mwms", "--fail_worker_at=13",
+        ],
+        timeout=130,  # a hang fails here
+        check_exit=None,
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "within 100" not in output, output  # the launcher's timeout
+    assert "[launcher] worker:0 exited with 1; stopping every task" in output, output
+    error = [x for x in _lines(output, "worker:0") if x.startswith("tfest_kit")]
+    assert error and "MultiWorkerMirroredStrategy" in error[-1], output
+    assert "Restart every task" in error[-1] and "newest checkpoint" in error[-1], output
+
+
 def test_parameter_server_training_and_resuming_its_model_dir(tmp_path):
     # Early stopping's flag is not saved with the model, so a model_dir trained on one machine
     # resumes on a cluster ("Key signal_early_stopping/STOP not found in checkpoint" before),

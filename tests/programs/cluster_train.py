@@ -57,10 +57,10 @@ def eval_input_fn(params=None):
 class _Pace(tf.train.SessionRunHook):
     """Slows steps down; on the chief, waits at one step for worker 0 to join."""
 
-    def __init__(self, marker, is_chief, wait_at, step_sleep, stop_file) -> None:
+    def __init__(self, marker, is_chief, wait_at, step_sleep, stop_file, fail_at) -> None:
         self._marker, self._is_chief = marker, is_chief
         self._wait_at, self._step_sleep = wait_at, step_sleep
-        self._stop_file = stop_file
+        self._stop_file, self._fail_at = stop_file, fail_at
 
     def begin(self) -> None:
         self._global_step = tf.train.get_global_step()
@@ -75,6 +75,9 @@ class _Pace(tf.train.SessionRunHook):
 
     def after_run(self, run_context, run_values) -> None:
         step = run_values.results
+        if not self._is_chief and step == self._fail_at:  # as a lost connection would
+            self._fail_at = None
+            raise tf.errors.UnavailableError(None, None, f"--fail_worker_at={step}")
         if self._is_chief and step == self._wait_at:
             deadline = time.monotonic() + 120
             while not os.path.exists(self._marker) and time.monotonic() < deadline:
@@ -105,6 +108,7 @@ def main() -> int:
     parser.add_argument("--stop_file", default=None)
     parser.add_argument("--crash_task", default=None)
     parser.add_argument("--kill_task", default=None)
+    parser.add_argument("--fail_worker_at", type=int, default=None)  # a step: one failed run
     args = parser.parse_args()
     logs.setup("info")
     task = cluster.validate_tf_config().get("task", {})
@@ -128,7 +132,9 @@ def main() -> int:
     est = estimator.Estimator(model_fn, config=config)
     is_chief = task.get("type", "chief") == "chief"
     marker = os.path.join(args.model_dir, "worker0-joined")
-    pace = _Pace(marker, is_chief, args.wait_at, args.step_sleep, args.stop_file)
+    pace = _Pace(
+        marker, is_chief, args.wait_at, args.step_sleep, args.stop_file, args.fail_worker_at
+    )
     # min_delta so large that no evaluation counts as an improvement: early stopping must end
     # training once evaluations span `patience_steps`, long before max_steps.
     stopper = hooks.early_stopping(
