@@ -367,7 +367,7 @@ class _StepCounter(tf.train.SessionRunHook):
                 "new one would leave the other workers waiting forever. Restart every task of the "
                 "cluster: training resumes from the newest checkpoint."
             )
-        self._phase, self.ran = "running the first step", False
+        self._phase, self.ran, self._awaited = "running the first step", False, []  # all there
         if self._global_step is not None:
             self._next_step = int(session.run(self._global_step))
             self.step = self._next_step - 1
