@@ -36,7 +36,7 @@ __all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "comple
 __all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
 __all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
 __all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP"]
-__all__ += ["dir_entries", "GLOB_CHARS", "grpc_reachable"]
+__all__ += ["dir_entries", "GLOB_CHARS", "grpc_reachable", "MWMS"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -50,6 +50,7 @@ _NOT_NUMPY = {tf.variant, tf.resource}
 # The graph collection of a training loop's end step (tpu.py), read by _StepCounter.
 LOOP_STEP = "tfest_kit_loop_step"
 _NO_SPACE = "No space left on device"  # ENOSPC's text, also in TensorFlow's errors
+MWMS = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")  # its class names (v1, TF2)
 
 
 class ModelDirLockedError(TfestKitError):
@@ -360,8 +361,8 @@ class _StepCounter(tf.train.SessionRunHook):
                 self._summary = tf.summary.merge_all()
 
     def after_create_session(self, session, coord) -> None:
-        # TensorFlow's recovery: a new session after an error (MultiWorkerMirrored's classes).
-        if self.ran is not None and "Collective" in type(tf.distribute.get_strategy()).__name__:
+        strategy = type(tf.distribute.get_strategy()).__name__  # a new one: TF's recovery
+        if self.ran is not None and strategy.startswith(MWMS):
             raise TfestKitError(
                 "This task's session failed (logged above); under MultiWorkerMirroredStrategy a "
                 "new one would leave the other workers waiting forever. Restart every task of the "

@@ -19,13 +19,12 @@ import numpy as np
 from tfest_kit import logs
 from tfest_kit._checks import TfestKitError, check_int, check_number
 from tfest_kit._metric_direction import higher_is_better
-from tfest_kit._model_dir import checkpoint_step, metrics_by_step, newest_finite_checkpoint
+from tfest_kit._model_dir import MWMS, checkpoint_step, metrics_by_step, newest_finite_checkpoint
 from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
 __all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "PreemptionHook"]
 
-_MULTI_WORKER = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")
 # One handler per signal for all PreemptionHooks: each hook sees the signal, and what was
 # installed before the first is put back after the last.
 _ACTIVE: list = []
@@ -586,7 +585,7 @@ def early_stopping(
     patience_steps = check_int("patience_steps", patience_steps)
     run_every_steps = check_int("run_every_steps", run_every_steps, allow_none=True)
     strategy = estimator.config.train_distribute
-    multi_worker = type(strategy).__name__.startswith(_MULTI_WORKER)
+    multi_worker = type(strategy).__name__.startswith(MWMS)
     if run_every_steps is not None:
         run_every_secs = None
     elif not multi_worker:  # SecondOrStepTimer's error named every_secs / every_steps
