@@ -204,6 +204,28 @@ def test_from_csv_glob_select_columns_params_and_no_header(csv_dir, tmp_path):
     assert feats["p"].tolist() == [1, 3] and labels.tolist() == [2, 4]
 
 
+def test_from_csv_says_when_header_true_skips_a_row(tmp_path):
+    # Column names given, header=True (the default) on a file without one: its first row was
+    # dropped without a word. header=False on a file with one is refused (make_csv_dataset
+    # then typed every column as text).
+    path = tmp_path / "rows.csv"
+    path.write_text("".join(f"{i}.5,{i}\n" for i in range(5)))
+    with captured_tf_log(logging.WARNING) as warnings:
+        [(features, _)] = _batches(inputs.from_csv(str(path), ["a", "y"], "y", shuffle=False)())
+    assert features["a"].tolist() == [1.5, 2.5, 3.5, 4.5]
+    [said] = [w for w in warnings if "header=True skips" in w]
+    assert "rows.csv" in said and "['0.5', '0']" in said and "header=False" in said
+    with captured_tf_log(logging.WARNING) as warnings:
+        fn = inputs.from_csv(str(path), ["a", "y"], "y", header=False, shuffle=False)
+        assert len(_batches(fn())[0][1]) == 5
+        named = tmp_path / "named.csv"  # a header whose names are numbers is not a row
+        named.write_text("a,y\n1,0\n")
+        inputs.from_csv(str(named), ["p", "q"], "q")
+    assert not [w for w in warnings if "header=True skips" in w], warnings
+    with pytest.raises(ValueError, match=r"named\.csv starts with a header line, \['a', 'y'\]"):
+        inputs.from_csv(str(named), ["a", "y"], "y", header=False)
+
+
 def test_from_csv_gzip(tmp_path):
     path = tmp_path / "data.csv.gz"
     with gzip.open(path, "wt") as handle:
@@ -322,6 +344,28 @@ def test_write_tfrecord_replaces_whole_files_and_leaves_no_partial_one(tmp_path)
     assert len(list(tf2.data.TFRecordDataset(first[0]))) == 2
     with pytest.raises(IsADirectoryError, match="must be a file name, not a directory"):
         inputs.write_tfrecord(ROWS, tmp_path)  # was ".partial-…; Is a directory"
+
+
+def test_write_tfrecord_removes_an_earlier_writes_other_shards(tmp_path):
+    # Rewritten with another num_shards, the old shards stayed: "d.tfr-*" read both writes.
+    base = tmp_path / "lr[0.1]"  # a glob character in the path: listed, not globbed
+    base.mkdir()
+    path = base / "d.tfr"
+    old = inputs.write_tfrecord(ROWS * 4, path, num_shards=4)
+    (base / "d.tfr.bak").write_text("kept")
+    (base / "e.tfr-00000-of-00002").write_text("kept")
+    with captured_tf_log(logging.WARNING) as warnings:
+        new = inputs.write_tfrecord(ROWS, path, num_shards=2, compression="gzip")
+    assert sorted(os.listdir(base)) == sorted(
+        ["d.tfr.bak", "e.tfr-00000-of-00002", *map(os.path.basename, new)]
+    )
+    [said] = [w for w in warnings if "removed" in w]
+    assert all(p in said for p in old) and "an earlier write" in said
+    records = tf2.data.TFRecordDataset(new, compression_type="GZIP")
+    assert len(list(records)) == len(ROWS)
+    with captured_tf_log(logging.WARNING) as warnings:
+        inputs.write_tfrecord(ROWS, path)  # one file: the two shards go
+    assert sorted(os.listdir(base)) == ["d.tfr", "d.tfr.bak", "e.tfr-00000-of-00002"]
 
 
 # --------------------------------------------------------------------------- with an Estimator

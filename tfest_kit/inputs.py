@@ -112,9 +112,19 @@ def _batch_size(batch_size: int, params: Optional[Mapping]) -> int:
 
 
 def _patterns(file_pattern: FilePattern) -> Union[str, list[str]]:
-    if isinstance(file_pattern, (str, os.PathLike)):
-        return os.fspath(file_pattern)
-    return [os.fspath(pattern) for pattern in file_pattern]
+    one = isinstance(file_pattern, (str, os.PathLike))
+    patterns = [os.fspath(pattern) for pattern in ([file_pattern] if one else file_pattern)]
+    for pattern in filter(tf.io.gfile.isdir, patterns):  # TensorFlow: "Is a directory", late
+        example = os.path.join(pattern, "*")
+        raise IsADirectoryError(f"`file_pattern` {pattern!r} is a directory: pass {example!r}")
+    return patterns[0] if one else patterns
+
+
+def _compression(compression: Optional[str]) -> Optional[str]:
+    """``compression`` as TensorFlow's readers and writers take it: None, "GZIP" or "ZLIB"."""
+    if compression and str(compression).upper() not in ("GZIP", "ZLIB"):
+        raise ValueError(f"`compression` must be None, 'GZIP' or 'ZLIB'. Got: {compression!r}")
+    return compression and compression.upper()
 
 
 def _is_pandas(value: Any) -> bool:
@@ -312,16 +322,27 @@ def from_csv(
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
     options = dict(column_names=column_names, select_columns=select_columns, header=header)
-    compression = compression and compression.upper()  # CsvDataset takes only "GZIP", "ZLIB"
+    compression = _compression(compression)
     options.update(field_delim=field_delim, na_value=na_value, compression_type=compression)
     patterns = _patterns(file_pattern)
     files, first_line = _files(patterns), b""
-    if header and files and not compression:
+    if files and not compression:
         with tf.io.gfile.GFile(files[0], "rb") as f:
             first_line = f.readline()
-    if column_names is None and first_line.startswith(codecs.BOM_UTF8):  # kept in a name
-        options["column_names"] = _fields(first_line[3:], field_delim)
-    read = select_columns or options["column_names"] or _fields(first_line, field_delim)
+    first = _fields(first_line.removeprefix(codecs.BOM_UTF8), field_delim)
+    if header and column_names is None and first_line.startswith(codecs.BOM_UTF8):
+        options["column_names"] = first  # else the BOM is kept in the first name
+    if not header and column_names and first == list(column_names):
+        raise ValueError(
+            f"{files[0]} starts with a header line, {first}, that header=False reads as a row: "
+            "leave `header` True"
+        )
+    if header and column_names and first and all(_parses(field, "float") for field in first):
+        tf.logging.warning(
+            f"{files[0]}: header=True skips its first line, {first}, which looks like a row: "
+            "pass header=False if the files have no header line"
+        )
+    read = select_columns or options["column_names"] or (first if header else [])
     if isinstance(column_defaults, (list, tuple)) and read and len(column_defaults) != len(read):
         raise ValueError(  # else zipped with the columns: the last ones dropped
             f"`column_defaults` has {len(column_defaults)} entries for the {len(read)} columns "
@@ -493,7 +514,7 @@ def from_tfrecord(
         train_fn = from_tfrecord("/tmp/data/train.tfr-*", spec, "y", num_epochs=None)
     """
     _check_common(batch_size, num_epochs, shuffle_buffer)
-    compression = compression and compression.upper()  # the readers take "GZIP", "ZLIB"
+    compression = _compression(compression)
     patterns, spec = _patterns(file_pattern), dict(feature_spec)
     reading = dict(label_key=label_key, num_epochs=num_epochs, shuffle=shuffle, shuffle_seed=seed)
     reading["shuffle_buffer_size"] = shuffle_buffer or _DEFAULT_SHUFFLE_BUFFER
@@ -648,7 +669,7 @@ def write_tfrecord(
     tf2.io.gfile.makedirs(os.path.dirname(path) or ".")
     paths = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
     paths = [path] if num_shards == 1 else paths
-    options = tf2.io.TFRecordOptions(compression_type=compression or "")
+    options = tf2.io.TFRecordOptions(compression_type=_compression(compression) or "")
     for shard, shard_path in enumerate(paths):
         # Renamed into place when whole: a reader (another task, after a crash) never sees half.
         partial = os.path.join(os.path.dirname(shard_path), f".partial-{uuid.uuid4().hex}")
@@ -660,6 +681,15 @@ def write_tfrecord(
         finally:
             if tf2.io.gfile.exists(partial):
                 tf2.io.gfile.remove(partial)
+    # An earlier write of `path` with another num_shards: "path-*" would read it with this one.
+    directory, name = os.path.split(path)
+    ours = re.compile(re.escape(name) + r"(-\d{5}-of-\d{5})?")
+    stale = [os.path.join(directory, n) for n in sorted(tf2.io.gfile.listdir(directory or "."))]
+    stale = [old for old in stale if ours.fullmatch(os.path.basename(old)) and old not in paths]
+    for old in stale:
+        tf2.io.gfile.remove(old)
+    if stale:
+        tf.logging.warning(f"write_tfrecord: removed {stale}, an earlier write of {path!r}")
     tf.logging.info(
         "write_tfrecord: %d examples in %d file(s) at %s", len(serialized), len(paths), path
     )
