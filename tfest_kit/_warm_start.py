@@ -21,7 +21,9 @@ def resolve_checkpoint(init_checkpoint: str, arg: str = "init_checkpoint") -> st
     """The checkpoint prefix of ``init_checkpoint`` (a directory: its latest), or ValueError."""
     path = prefix = os.fspath(init_checkpoint)
     if tf.io.gfile.isdir(path):
-        prefix = tf.train.latest_checkpoint(path)
+        saved_model = os.path.join(path, "variables", "variables")  # a SavedModel's checkpoint
+        has_saved_model = tf.io.gfile.exists(saved_model + ".index")
+        prefix = tf.train.latest_checkpoint(path) or (saved_model if has_saved_model else None)
         if prefix is None:
             raise ValueError(
                 f"`{arg}` is a directory without a checkpoint; pass a checkpoint prefix such "
@@ -67,8 +69,17 @@ def warm_start(prefix: str, variables=None) -> None:
     shaped = [(n, v) for n, v in named if n in shapes and list(shapes[n]) == v.shape.as_list()]
     # Another dtype would fail at session start: "expected dtype float does not equal ...".
     assignment_map = {name: var for name, var in shaped if dtypes[name] == var.dtype.base_dtype}
-    if assignment_map:
-        tf.train.init_from_checkpoint(prefix, assignment_map)
+    if named and not assignment_map:  # a model in another scope ("bert/"), or another model
+        ours = sorted(name for name, _ in named)  # theirs without slots ("dense/kernel/Adam")
+        theirs = sorted(
+            n for n in shapes if n.rsplit("/", 1)[0] not in shapes and n != "global_step"
+        )
+        raise ValueError(
+            f"`init_checkpoint` {prefix!r} holds none of this model's variables (by name, shape "
+            f"and dtype): the model has e.g. {ours[:3]}, the checkpoint {theirs[:3]}. Pass a "
+            "checkpoint of this model, or build the model under the checkpoint's variable names"
+        )
+    tf.train.init_from_checkpoint(prefix, assignment_map)
     # Estimator builds the graph for every evaluation and export: listed once.
     key = (prefix, tuple((name, name in assignment_map) for name, _ in named))
     if key in _LISTED:

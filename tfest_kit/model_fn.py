@@ -100,7 +100,7 @@ OPTIMIZERS: dict[str, Callable[..., tf.train.Optimizer]] = {
 }
 
 
-def _check_optimizer(optimizer: OptimizerArg, learning_rate, warmup_steps, decay_steps) -> None:
+def _check_optimizer(optimizer, learning_rate, warmup_steps, decay_steps, clip_norm) -> None:
     """Refuses an unknown name, a bad schedule, and an instance with a schedule it would ignore."""
     if isinstance(optimizer, str) and optimizer.lower() not in OPTIMIZERS:
         raise ValueError(f"`optimizer` must be one of {sorted(OPTIMIZERS)}. Got: {optimizer!r}")
@@ -111,9 +111,17 @@ def _check_optimizer(optimizer: OptimizerArg, learning_rate, warmup_steps, decay
             "`learning_rate`, `warmup_steps` and `decay_steps` need `optimizer` as a name or "
             f"a callable: an Optimizer instance trains with its own rate. Got: {optimizer!r}"
         )
-    check_number("learning_rate", 1e-3 if learning_rate is None else learning_rate)
-    check_int("warmup_steps", warmup_steps, 0)
-    check_int("decay_steps", decay_steps, allow_none=True)
+    if check_number("learning_rate", 1e-3 if learning_rate is None else learning_rate) == 0:
+        raise ValueError("`learning_rate` must be > 0: a rate of 0 trains nothing. Got: 0")
+    if clip_norm is not None and not check_number("clip_norm", clip_norm, hint="None: no clipping"):
+        raise ValueError("`clip_norm` must be > 0 (None: no clipping). Got: 0")
+    warmup_steps = check_int("warmup_steps", warmup_steps, 0)
+    decay_steps = check_int("decay_steps", decay_steps, allow_none=True)
+    if decay_steps is not None and decay_steps < warmup_steps:  # 0 from the warm-up's end
+        raise ValueError(
+            f"`decay_steps` ({decay_steps}), where the rate reaches 0, must not come before "
+            f"`warmup_steps` ({warmup_steps}): both count from step 0"
+        )
 
 
 def _learning_rate_schedule(learning_rate: float, global_step, warmup_steps: int, decay_steps):
@@ -276,7 +284,7 @@ def build(
 
 
 def _build(network_fn, head: _Head, schedule, init_checkpoint, weight_key, tpu_spec) -> Callable:
-    _check_optimizer(*schedule[:4])  # clip_norm aside
+    _check_optimizer(*schedule)
     checkpoint = checkpoint_error = None
     if init_checkpoint:
         try:
