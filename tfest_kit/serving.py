@@ -7,6 +7,7 @@ serving.Predictor(serving.export_and_check(est, receiver, {"x": x[:8]}, "/tmp/e"
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import math
 import os
@@ -292,12 +293,20 @@ def best_exporter(
     Raises:
       ValueError: for a bad ``mode`` or ``exports_to_keep``; at export time, if ``monitor``
         is not evaluated.
+      TypeError: if ``serving_input_receiver_fn`` is not a function without arguments.
 
     Example:
 
         exporter = best_exporter(raw_receiver({"x": (tf.float32, [4])}), "accuracy", "max")
         tfest_kit.train_and_evaluate(est, train_fn, eval_fn, exporters=[exporter])
     """
+    try:  # else the error comes after training, at the first evaluation
+        inspect.signature(serving_input_receiver_fn).bind()
+    except TypeError as e:
+        raise TypeError(
+            "`serving_input_receiver_fn` must be a function without arguments, such as "
+            f"raw_receiver(spec)'s result. Got: {serving_input_receiver_fn!r}"
+        ) from e
     # Resolved here, so the metrics file of each export records "min" or "max".
     mode = "max" if higher_is_better(monitor, mode, "best_exporter") else "min"
     return _BestExporter(serving_input_receiver_fn, monitor, mode, exports_to_keep, name)

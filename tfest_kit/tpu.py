@@ -442,10 +442,15 @@ class TPUEstimator(tf_estimator.Estimator):
         batch_size = self._replica_batch_size(mode)
         if batch_size is not None:  # the official class leaves the key out otherwise
             params["batch_size"] = batch_size
-        with tf.device("/cpu:0"):
-            return call_with_args(
-                input_fn, mode=mode, params=params, config=self.config, input_context=input_context
-            )
+        args = dict(mode=mode, params=params, config=self.config, input_context=input_context)
+        try:
+            with tf.device("/cpu:0"):
+                return call_with_args(input_fn, **args)
+        except KeyError as e:
+            if batch_size is not None or e.args != ("batch_size",):
+                raise
+            fix = f"{mode}: pass {_BATCH_ARG[mode]}= to TPUEstimator"
+            raise ValueError(f"input_fn reads params['batch_size'], unset for {fix}") from e
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         """As ``Estimator.train``, guarding model_dir (one writer, an intact checkpoint).
