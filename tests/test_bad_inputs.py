@@ -68,6 +68,15 @@ def _first_graph_build(model_fn_):
     return model_fn_(features, labels, MODES.TRAIN, {}, None)
 
 
+def _checkpoint_under_bert(c):
+    with tf.Graph().as_default():
+        kernel = tf.get_variable("bert/dense/kernel", [4, 2])
+        tf.get_variable("bert/dense/kernel/Adam", [4, 2])  # a slot: not shown
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            return tf.train.Saver([kernel]).save(session, os.path.join(c.root, "bert", "ckpt"))
+
+
 def _file(c, name, content):
     path = os.path.join(c.root, name)
     with open(path, "wb" if isinstance(content, bytes) else "w") as f:
@@ -191,6 +200,38 @@ MODEL_FN_CASES = [
         r"`warmup_steps`.*Optimizer instance",
     ),
     case(
+        "learning_rate 0",
+        lambda c: model_fn.classifier(network, 2, learning_rate=0),
+        ValueError,
+        r"`learning_rate` must be > 0",
+    ),
+    case(
+        "negative clip_norm",  # clipped nothing: -1 * min(1 / norm, -1) is 1
+        lambda c: model_fn.classifier(network, 2, clip_norm=-1.0),
+        ValueError,
+        r"`clip_norm`.*-1",
+    ),
+    case(
+        "clip_norm as text",  # failed in train(): "x and y must have the same dtype"
+        lambda c: model_fn.regressor(network, clip_norm="1.0"),
+        ValueError,
+        r"`clip_norm`.*'1.0'",
+    ),
+    case(
+        "decay before the warm-up ends",  # the rate fell to 0 at step 10
+        lambda c: model_fn.classifier(network, 2, warmup_steps=10, decay_steps=5),
+        ValueError,
+        r"`decay_steps` \(5\).*`warmup_steps` \(10\)",
+    ),
+    case(
+        "init_checkpoint of other variable names",  # trained from scratch, exit 0
+        lambda c: _first_graph_build(
+            model_fn.classifier(network, 2, init_checkpoint=_checkpoint_under_bert(c))
+        ),
+        ValueError,
+        r"none of this model's variables.*\['dense/bias', 'dense/kernel'\].*'bert/dense/kernel'",
+    ),
+    case(
         "missing init_checkpoint",
         lambda c: _first_graph_build(
             model_fn.classifier(network, 2, init_checkpoint=c.root + "/nope/model.ckpt-1")
@@ -235,6 +276,16 @@ MODEL_FN_CASES = [
 @pytest.mark.parametrize("call, error, pattern", MODEL_FN_CASES)
 def test_model_fn(ctx, call, error, pattern):
     _check(ctx, call, error, pattern)
+
+
+def test_init_checkpoint_may_be_a_saved_model(ctx):
+    # It said "a directory without a checkpoint": its variables/variables is one.
+    with tf.Graph().as_default():
+        _first_graph_build(model_fn.classifier(network, 2, init_checkpoint=ctx.export))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            kernel = session.run(tf.global_variables("dense/kernel")[0])
+    np.testing.assert_allclose(kernel, tf.train.load_variable(ctx.model_dir, "dense/kernel"))
 
 
 # ---------------------------------------------------------------------------------- metrics
@@ -412,6 +463,14 @@ TPU_CASES = [
         ),
         tf.errors.DataLossError,
         r"g\.tfr: record 0.*compression='GZIP'",
+    ),
+    case(
+        "evaluate without eval_batch_size",  # the input_fn's bare KeyError: 'batch_size'
+        lambda c: _tpu(c, sub="no_eval_size", train_batch_size=8).evaluate(
+            _tpu_style_input_fn, steps=1
+        ),
+        ValueError,
+        r"params\['batch_size'\], unset for eval: pass eval_batch_size=",
     ),
     case(
         "labels but model_fn takes none",
@@ -795,6 +854,18 @@ SERVING_CASES = [
         r"`mode`.*'best'",
     ),
     case(
+        "best_exporter given the receiver's builder",  # failed after the first evaluation
+        lambda c: serving.best_exporter(serving.raw_receiver, "accuracy"),
+        TypeError,
+        r"`serving_input_receiver_fn` must be a function without arguments.*raw_receiver",
+    ),
+    case(
+        "best_exporter given a spec",
+        lambda c: serving.best_exporter({"x": (tf.float32, [4])}, "accuracy"),
+        TypeError,
+        r"`serving_input_receiver_fn`.*\{'x'",
+    ),
+    case(
         "best_exporter exports_to_keep=0",
         lambda c: serving.best_exporter(_receiver(), exports_to_keep=0),
         ValueError,
@@ -1022,6 +1093,30 @@ INPUT_CASES = [
         lambda c: inputs.from_csv(_file(c, "data.csv.gz", gzip.compress(b"a,b\n1,2\n")))(),
         ValueError,
         r"data\.csv\.gz is GZIP-compressed.*compression='GZIP'",
+    ),
+    case(
+        "from_csv of a directory",  # make_csv_dataset: "Is it an empty file?"
+        lambda c: inputs.from_csv(c.empty_dir, label_name="label"),
+        IsADirectoryError,
+        r"`file_pattern` .*empty_dir' is a directory: pass '.*empty_dir/\*'",
+    ),
+    case(
+        "from_tfrecord of a directory",  # a FailedPreconditionError in training
+        lambda c: inputs.from_tfrecord([c.record, c.empty_dir], {}),
+        IsADirectoryError,
+        r"empty_dir' is a directory",
+    ),
+    case(
+        "from_tfrecord compression 'gz'",  # failed at a read error, in the error's scan
+        lambda c: inputs.from_tfrecord(c.record, {}, compression="gz"),
+        ValueError,
+        r"`compression` must be None, 'GZIP' or 'ZLIB'. Got: 'gz'",
+    ),
+    case(
+        "from_csv header=False on a file with a header",  # "labels must be integer class ids"
+        lambda c: inputs.from_csv(c.csv, ["a", "b", "label"], "label", header=False),
+        ValueError,
+        r"data\.csv starts with a header line.*header=False.*leave `header` True",
     ),
     case(
         "from_tfrecord label_key not in spec",
