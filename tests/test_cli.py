@@ -327,6 +327,11 @@ def test_signature_predict_and_inspect_take_a_model_dir(exports, tmp_path, capsy
     # inspect given an export, or a parent of model_dirs: "checkpoints: none", exit 0, no word.
     code, out, _ = _main(["inspect", exports["raw"]], capsys)
     assert code == 0 and "note: an export: see python -m tfest_kit signature" in out, out
+    # A directory of exporters' directories, MODEL_DIR/export: "exports: none", no word.
+    code, out, _ = _main(["inspect", str(model_dir / "export")], capsys)
+    assert code == 0 and f"signature {model_dir / 'export' / 'best'}\n" in out, out
+    code, out, _ = _main(["inspect", str(model_dir / "export" / "best")], capsys)
+    assert code == 0 and "note: an export: see python -m tfest_kit signature" in out, out
     code, out, _ = _main(["inspect", str(exports["root"])], capsys)
     assert code == 0 and "note: the model_dirs below it: images, model\n" in out, out
     code, out, _ = _main(["inspect", "--json", exports["raw"]], capsys)

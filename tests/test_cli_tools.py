@@ -230,6 +230,10 @@ def test_plot_writes_png_into_model_dir(trained, tmp_path, capsys, monkeypatch):
     assert os.path.getsize(path) > 10_000
     assert os.listdir(tmp_path) == []
 
+    # matplotlib adds ".png" to a name without a type: it said "wrote …/checkpoint".
+    assert _cli(["plot", model_dir, "--out", str(tmp_path / "checkpoint")]) == 0
+    assert f"wrote {tmp_path / 'checkpoint.png'}\n" in capsys.readouterr().out
+    assert _png_size(tmp_path / "checkpoint.png")[0] >= 600
     out = tmp_path / "sub" / "curves.png"
     assert _cli(["plot", model_dir, "--out", str(out)]) == 0
     assert _png_size(out)[0] >= 600

@@ -118,6 +118,12 @@ def test_estimator_trains_with_it(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-20")
 
 
+def test_a_model_dir_under_home_is_expanded(tmp_path, monkeypatch):
+    # RunConfig keeps "~/run" as is: Estimator made a directory named "~" in the cwd.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert tfest_kit.run_config(model_dir="~/run").model_dir == str(tmp_path / "run")
+
+
 def test_runconfigs_own_names_and_nones_are_taken(tmp_path):
     # RunConfig's tf_random_seed was reported as "an argument RunConfig does not take", and
     # the None that RunConfig documents for these two counts was refused.

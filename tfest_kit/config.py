@@ -201,7 +201,7 @@ def run_config(
     Every argument is checked here, by name, where RunConfig fails late or unclearly.
 
     Args:
-      model_dir: where the Estimator writes checkpoints and summaries.
+      model_dir: where the Estimator writes checkpoints and summaries (``~`` expanded).
       xla: XLA JIT (``global_jit_level = ON_1``), for GPUs: on the CPU TF 2.15 compiles nothing
         without ``TF_XLA_FLAGS=--tf_xla_cpu_global_jit``, and with it BERT-tiny ran 25-30 % slower.
       threads: ``None`` (one thread per core), an int for both pools, or ``(inter_op, intra_op)``
@@ -255,6 +255,7 @@ def run_config(
     if loop is not None:  # where TPUEstimator and the official code read it
         kwargs["tpu_config"] = estimator.tpu.TPUConfig(iterations_per_loop=loop)
     config_class = estimator.RunConfig if loop is None else estimator.tpu.RunConfig
+    model_dir = model_dir and os.path.expanduser(model_dir)  # else a directory named "~"
     config = config_class(model_dir=model_dir, session_config=base, **kwargs)
     if base is None and not any(s is not None for s in (*strategies, experimental)):
         base = config.session_config  # RunConfig's own: with device filters in a cluster

@@ -65,9 +65,10 @@ def describe(model_dir: str) -> dict:
 
     Returns:
       ``{"model_dir", "checkpoints": {"latest", "state_file", "checkpoints": [...]},
-      "evaluations": [...], "exports": [...], "is_export", "model_dirs_below": [...]}`` (see
-      :func:`exports`); ``state_file``: why its checkpoint is not the latest, or None; the last
-      two tell, without checkpoints, an export or a parent of model_dirs (premade_estimators').
+      "evaluations": [...], "exports": [...], "is_export", "export_dirs_below": [...],
+      "model_dirs_below": [...]}`` (see :func:`exports`); ``state_file``: why its checkpoint is
+      not the latest, or None; the last three tell, without checkpoints, an export (or a
+      directory of them), a parent of exporters' directories or of model_dirs.
 
     Raises:
       FileNotFoundError: if ``model_dir`` is not a local directory.
@@ -87,7 +88,8 @@ def describe(model_dir: str) -> dict:
         evaluations.append({"dir": os.path.basename(directory), "step": step, "metrics": metrics})
     info = {"model_dir": model_dir, "checkpoints": _checkpoints(model_dir)}
     entries = [] if info["checkpoints"]["checkpoints"] else sorted(os.listdir(model_dir))
-    info["is_export"] = "saved_model.pb" in entries
+    info["is_export"] = "saved_model.pb" in entries or bool(complete_exports(model_dir))
+    info["export_dirs_below"] = [e for e in entries if complete_exports(f"{model_dir}/{e}")]
     info["model_dirs_below"] = [e for e in entries if os.path.isfile(f"{model_dir}/{e}/checkpoint")]
     return {**info, "evaluations": evaluations, "exports": exports(model_dir)}
 
@@ -105,6 +107,10 @@ def format_text(info: dict) -> str:
     lines.append(f"checkpoints ({count}):" if count else "checkpoints: none")
     if info.get("is_export"):
         lines.append(f"  note: an export: see python -m tfest_kit signature {model_dir}")
+    for below in info.get("export_dirs_below", [])[:1]:  # MODEL_DIR/export/
+        lines.append(
+            f"  note: exports below it: see python -m tfest_kit signature {model_dir}/{below}"
+        )
     if info.get("model_dirs_below"):
         lines.append(f"  note: the model_dirs below it: {', '.join(info['model_dirs_below'])}")
     for c in checkpoints["checkpoints"]:

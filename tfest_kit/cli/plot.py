@@ -49,6 +49,7 @@ def plot(model_dir: str, out: Optional[str] = None) -> str:
     """
     check_model_dir("plot", model_dir)
     out = out or os.path.join(model_dir, "training.png")
+    out += "" if os.path.splitext(out)[1] else ".png"  # what matplotlib writes: say that name
     import matplotlib
 
     matplotlib.use("Agg")
