@@ -10,8 +10,7 @@ import argparse
 import numbers
 from typing import Any, Optional, Union
 
-__all__ = ["TfestKitError", "check_int", "check_number", "is_int_at_least", "positive_int_arg"]
-__all__ += ["BATCHED_TWICE"]  # said after a shape with one dimension more than the model's
+# Said after a shape with one dimension more than the model's.
 BATCHED_TWICE = " (batched twice? .batch() again, or a receiver shape with the batch dimension)"
 
 

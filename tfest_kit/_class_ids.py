@@ -12,8 +12,6 @@ from collections.abc import Iterator
 
 from tfest_kit._tf import tf
 
-__all__ = ["check_class_ids", "label_errors"]
-
 _ASSERTION = re.compile(
     r"assertion failed: \[(`labels` must be class ids[^\]]*)\] \[(-?\d+)\] \[to\] \[(-?\d+)\]"
 )

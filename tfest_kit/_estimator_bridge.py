@@ -25,8 +25,6 @@ from tensorflow.python.distribute import distribute_coordinator_context as dc_co
 from tensorflow.python.distribute import multi_worker_util
 from tensorflow.python.util import tf_export
 
-__all__ = ["SUPPLIED", "needed", "install", "restore_estimator_namespace"]
-
 _DISTRIBUTE = "tensorflow.python.distribute.estimator_training"
 _SESSION_SUPPORT = "tensorflow.python.tpu.session_support"
 _EMBEDDING = "tensorflow.python.tpu.tpu_embedding"

@@ -13,9 +13,6 @@ from tfest_kit._model_dir import LOOP_STEP
 from tfest_kit._tf import NoRestoreSaveable, parse_iterations_per_loop, tf, tf2
 from tfest_kit.hooks import LossLoggingHook, ProgressHook, fill_progress_totals
 
-__all__ = ["loop_length", "training_loop", "fetch_errors", "without_second_loss_line"]
-__all__ += ["with_run_hooks", "with_loss_line"]
-
 
 def loop_length(config) -> Optional[int]:
     """``tpu_config.iterations_per_loop`` if a count > 1 (not "300s") and no strategy, else None."""
@@ -95,9 +92,8 @@ def training_loop(step: Callable, features, labels, length: int, until, every) -
     read = _reader(features, labels)
     if read is None:
         tf.logging.info(
-            "iterations_per_loop=%s: one training step per Session.run (the input is not read "
-            "from a tf.data iterator, or has sparse features).",
-            length,
+            f"iterations_per_loop={length}: one training step per Session.run (the input is not "
+            "read from a tf.data iterator, or has sparse features)."
         )
         return None
     iterations = tf.placeholder_with_default(1, [], name="iterations_per_loop")

@@ -9,8 +9,6 @@ import re
 
 from tfest_kit._tf import tf
 
-__all__ = ["higher_is_better"]
-
 # Whole words, never substrings: "map" is inside "mape" and "heatmap_mse", "r2" in "layer2_mse".
 _MAX_WORDS = frozenset(
     "acc accuracy auc auroc auprc prauc precision recall f1 f2 fscore f1score fbeta specificity "

@@ -22,21 +22,14 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from tfest_kit import logs
 from tfest_kit._checks import TfestKitError
-from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no lock
     fcntl = None
-
-__all__ = ["LOCK_FILE", "OBJECT_GLOBAL_STEP", "ExportNotFoundError", "ModelDirLockedError"]
-__all__ += ["checkpoint_damage", "checkpoint_step", "choose_checkpoint", "complete_exports"]
-__all__ += ["eval_dirs", "latest_export", "metrics_by_step", "newest_finite_checkpoint"]
-__all__ += ["path_problem", "recover_checkpoint_state", "saved_step", "training"]
-__all__ += ["usable_checkpoint", "writer_lock", "writes_checkpoints", "LOOP_STEP"]
-__all__ += ["dir_entries", "GLOB_CHARS", "grpc_reachable", "MWMS"]
 
 LOCK_FILE = ".tfest_kit.lock"
 # The global step as an object-based checkpoint (to_estimator's default) names it, where the
@@ -51,6 +44,9 @@ _NOT_NUMPY = {tf.variant, tf.resource}
 LOOP_STEP = "tfest_kit_loop_step"
 _NO_SPACE = "No space left on device"  # ENOSPC's text, also in TensorFlow's errors
 MWMS = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")  # its class names (v1, TF2)
+_verdicts: dict = {}  # (prefix, finite, its files' names, inodes, sizes, mtimes, ctimes): verdict
+_held: set[str] = set()  # the real paths of the model_dirs this process holds
+_training_now: set = set()  # the model_dirs training() is in
 
 
 class ModelDirLockedError(TfestKitError):
@@ -69,9 +65,6 @@ def checkpoint_step(prefix: str) -> Optional[int]:
     """The step a checkpoint prefix ends in (``model.ckpt-200`` -> 200), None without one."""
     match = _STEP.search(prefix)
     return int(match.group(1)) if match else None
-
-
-_verdicts: dict = {}  # (prefix, finite, its files' names, inodes, sizes, mtimes, ctimes): verdict
 
 
 def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:
@@ -113,8 +106,6 @@ def _read_damage(prefix: str, finite: bool) -> Optional[str]:
 
 def _read_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]]:
     """The ``checkpoint`` state file: the latest checkpoint, all listed, why there is none."""
-    from tfest_kit import logs
-
     try:
         # TensorFlow logs a garbled file as two warnings and "Checkpoint ignored"; ours says it.
         with logs.quieted(logging.ERROR):
@@ -231,9 +222,6 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
     return chosen
 
 
-_held: set[str] = set()  # the real paths of the model_dirs this process holds
-
-
 def _holder(fd: int) -> dict:
     with contextlib.suppress(OSError, ValueError):
         holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
@@ -291,9 +279,6 @@ def writer_lock(model_dir: str) -> Iterator[None]:
             os.ftruncate(fd, 0)  # an empty file: nobody left it behind
         finally:
             os.close(fd)  # releases the flock
-
-
-_training_now: set = set()  # the model_dirs training() is in
 
 
 def grpc_reachable(address: str, timeout: float = 2.0) -> Optional[bool]:
@@ -440,7 +425,7 @@ def writes_checkpoints() -> bool:
     cluster, task = tf_config.get("cluster") or {}, tf_config.get("task") or {}
     if set(cluster) == {"worker"}:
         return task.get("type") == "worker" and int(task.get("index", 0)) == 0
-    return tf_estimator.RunConfig().is_chief
+    return tf.estimator.RunConfig().is_chief
 
 
 @contextlib.contextmanager

@@ -16,8 +16,6 @@ from typing import Any, Callable, Optional
 
 from tfest_kit._tf import KERAS_PACKAGE
 
-__all__ = ["fn_args", "call_with_args", "model_fn_args", "call_model_fn", "keras_seeds"]
-
 
 def fn_args(fn: Callable) -> tuple:
     """Names of the arguments ``fn`` accepts (all known names if it takes ``**kwargs``)."""
@@ -61,8 +59,7 @@ def keras_seeds(seed: Optional[int]) -> Iterator[None]:
     """Unseeded Keras initializers draw from ``seed`` inside; each entry restarts the sequence."""
     state = None
     if seed is not None:
-        # Private to Keras: no public way to set it alone.
-        with contextlib.suppress(ImportError):
+        with contextlib.suppress(ImportError):  # private to Keras: no public way to set it alone
             backend = importlib.import_module(f"{KERAS_PACKAGE}.src.backend")
             state = getattr(backend, "_SEED_GENERATOR", None)
     if state is None:

@@ -17,8 +17,6 @@ from tfest_kit._checks import TfestKitError, check_int
 from tfest_kit._model_dir import GLOB_CHARS, latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
-__all__ = ["ExportLoadError", "Predictor", "PredictorInputError", "read_signatures"]
-
 # The SignatureDef proto class, through the public function that builds one.
 SignatureDef = type(tf.saved_model.build_signature_def())
 

@@ -32,6 +32,16 @@ SUPPORTED = ((2, 13), (2, 21))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # "I0000 00:00:17… port.cc:153] oneDNN …", and absl's banner before it.
 _NATIVE_LOG_LINE = re.compile(rb"([IWEF])\d{4} \d\d:\d\d:|WARNING: All log messages before absl")
+# Estimator needs Keras 2: from TF 2.16 on, tf.keras is tf-keras only if this is set before the
+# import. Only where tf-keras is installed: TF 2.15 would read it too and look for tf-keras.
+if importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# TF 1.15's wheel had no oneDNN, and TF 2.15's oneDNN rewrite aborts on a hand-written layer norm
+# in an eval graph ("map.h:1293 … key not found: value"): legacy scripts run without it there.
+_argv = getattr(sys, "orig_argv", [])  # `and`: the package metadata is read under the runner only
+_legacy = ("-m", "tfest_kit.legacy") in zip(_argv, _argv[1:])
+if _legacy and (2, 13) <= _release(_installed("tensorflow") or "0") < (2, 16):
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
 @contextlib.contextmanager
@@ -60,18 +70,6 @@ def _native_log_filtered() -> Iterator[None]:
                 severity = "IWEF".index(match.group(1).decode()) if match and match.group(1) else 0
                 if not match or severity >= level:
                     os.write(2, line)
-
-
-# Estimator needs Keras 2: from TF 2.16 on, tf.keras is tf-keras only if this is set before the
-# import. Only where tf-keras is installed: TF 2.15 would read it too and look for tf-keras.
-if importlib.util.find_spec("tf_keras") is not None:
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-# TF 1.15's wheel had no oneDNN, and TF 2.15's oneDNN rewrite aborts on a hand-written layer norm
-# in an eval graph ("map.h:1293 … key not found: value"): legacy scripts run without it there.
-_argv = getattr(sys, "orig_argv", [])  # `and`: the package metadata is read under the runner only
-_legacy = ("-m", "tfest_kit.legacy") in zip(_argv, _argv[1:])
-if _legacy and (2, 13) <= _release(_installed("tensorflow") or "0") < (2, 16):
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
 def check_version(version: str, has_estimator: bool = True, reason: str = "") -> None:

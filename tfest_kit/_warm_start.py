@@ -10,9 +10,6 @@ from typing import Any, Optional
 from tfest_kit._model_dir import usable_checkpoint
 from tfest_kit._tf import tf
 
-__all__ = ["FitCheckingSaver", "check_model_dir", "resolve_checkpoint", "resuming"]
-__all__ += ["warm_start", "with_saver"]
-
 _LISTED: set = set()  # (checkpoint, (name, warm-started) per variable) listed
 _RESUMING: set = set()  # model_dirs said to be resumed
 

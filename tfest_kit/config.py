@@ -157,9 +157,7 @@ def session_config(
     """Builds the ``ConfigProto`` used by :func:`run_config`, for any ``RunConfig`` or Session.
 
     Args:
-      xla: as in :func:`run_config`.
-      threads: as in :func:`run_config`.
-      mixed_precision: as in :func:`run_config`.
+      xla, threads, mixed_precision: as in :func:`run_config`.
       base: a ``ConfigProto`` to start from (copied); ``None``: the one ``tf.estimator`` would
         use (in a ``TF_CONFIG`` cluster, with RunConfig's device filters).
 

@@ -20,15 +20,13 @@ from tfest_kit import logs
 from tfest_kit._checks import TfestKitError, check_int, check_number
 from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._model_dir import MWMS, checkpoint_step, metrics_by_step, newest_finite_checkpoint
-from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf
 
 __all__ = ["ProgressHook", "early_stopping", "NanGuardHook", "NanLossError", "PreemptionHook"]
 
 # One handler per signal for all PreemptionHooks: each hook sees the signal, and what was
 # installed before the first is put back after the last.
-_ACTIVE: list = []
-_ORIGINAL: dict = {}
+_ACTIVE, _ORIGINAL = [], {}
 
 
 def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
@@ -464,8 +462,8 @@ def _stand_in_estimator(model_dir: str):
     saved = os.environ.pop("TF_CONFIG", None)
     try:
         with logs.quieted():  # it would log its whole config
-            config = tf_estimator.RunConfig()
-            return tf_estimator.Estimator(lambda features, labels, mode: None, model_dir, config)
+            config = tf.estimator.RunConfig()
+            return tf.estimator.Estimator(lambda features, labels, mode: None, model_dir, config)
     finally:
         if saved is not None:
             os.environ["TF_CONFIG"] = saved
@@ -538,7 +536,7 @@ class _StopWhenTheChiefSays(tf.train.SessionRunHook):
 
 
 def early_stopping(
-    estimator: tf_estimator.Estimator,
+    estimator: tf.estimator.Estimator,
     monitor: str = "loss",
     *,
     mode: str = "auto",
@@ -576,7 +574,7 @@ def early_stopping(
         hook = early_stopping(est, "loss", patience_steps=1000, run_every_steps=100)
         est.train(input_fn, max_steps=100000, hooks=[hook])
     """
-    if not isinstance(estimator, tf_estimator.Estimator):
+    if not isinstance(estimator, tf.estimator.Estimator):
         raise TypeError(f"`estimator` must be a tf.estimator.Estimator. Got: {type(estimator)}")
     if not isinstance(monitor, str) or not monitor:
         raise ValueError(f"`monitor` must be a metric name. Got: {monitor!r}")
@@ -602,5 +600,5 @@ def early_stopping(
     predicate = _NoImprovement(eval_dir, monitor, higher, min_delta, patience_steps)
     made_for = estimator if multi_worker else _stand_in_estimator(eval_dir)
     every = dict(run_every_secs=run_every_secs, run_every_steps=run_every_steps)
-    hook = tf_estimator.experimental.make_early_stopping_hook(made_for, predicate, **every)
+    hook = tf.estimator.experimental.make_early_stopping_hook(made_for, predicate, **every)
     return _StopFlagOutOfCheckpoints(hook, predicate, summed=multi_worker)

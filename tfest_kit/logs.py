@@ -24,6 +24,12 @@ __all__ = ["setup", "quieted"]
 # TensorFlow, Estimator and Keras all log through the one `tensorflow` logger: only the file a
 # record comes from tells their INFO lines from the program's (setup(tensorflow_info=False)).
 _TENSORFLOW_PACKAGES = ("tensorflow", "tensorflow_estimator", "keras", "tf_keras")
+# The same deprecations as Python warnings: Keras' legacy `tf.layers`, and tf.data's note on a
+# graph-mode Dataset.options(). Keras blames the caller's module, so only the text tells them.
+_DEPRECATION_WARNINGS = (
+    r"`tf\.[\w.]+` is deprecated and will be removed in a future version",
+    r"To make it possible to preserve tf\.data options",
+)
 
 _real_path = functools.lru_cache(maxsize=None)(os.path.realpath)  # a few dozen source files
 
@@ -64,11 +70,8 @@ class _OneRouteHandler(logging.Handler):
             self._plain.stream = sys.stderr
             terminals = [self._plain]
         elsewhere = [h for h in roots if not _prints_to_terminal(h)]
-        left_out = (
-            self._left_out
-            and record.levelno < logging.WARNING
-            and _real_path(record.pathname).startswith(self._left_out)
-        )
+        low = record.levelno < logging.WARNING
+        left_out = self._left_out and low and _real_path(record.pathname).startswith(self._left_out)
         for handler in elsewhere if left_out else terminals + elsewhere:
             if record.levelno >= handler.level:  # as propagation checks it
                 handler.handle(record)
@@ -98,14 +101,6 @@ class _NoiseFilter(logging.Filter):
         if "includes params argument" not in msg:
             return True
         return not any(getattr(a, "__module__", "").startswith("tfest_kit.") for a in args)
-
-
-# The same deprecations as Python warnings: Keras' legacy `tf.layers`, and tf.data's note on a
-# graph-mode Dataset.options(). Keras blames the caller's module, so only the text tells them.
-_DEPRECATION_WARNINGS = (
-    r"`tf\.[\w.]+` is deprecated and will be removed in a future version",
-    r"To make it possible to preserve tf\.data options",
-)
 
 
 def _set_deprecation_warnings(show: bool) -> None:

@@ -15,6 +15,27 @@ from tfest_kit._tf import tf
 __all__ = ["AVERAGES", "precision", "recall", "f1", "recall_at_k"]
 
 AVERAGES = ("micro", "macro", "weighted")
+_SCORE_DOC = """Streaming multi-class {what}, averaged ``"macro"``, ``"micro"`` or ``"weighted"``.
+
+    Args:
+      labels: int class ids, ``[batch]`` or ``[batch, 1]``.
+      predictions: int predicted class ids (e.g. ``argmax(logits)``), same shape.
+      num_classes: number of classes (>= 2).
+      average: one of :data:`AVERAGES`; ``"macro"`` as the model_fn builders' ``"{metric}"``.
+      weights: per-example weights like ``labels``.
+      name: variable scope (default ``"{metric}"``).
+
+    Returns:
+      ``(value_op, update_op)``: float32 scalars over all batches so far.
+
+    Raises:
+      ValueError: for ``num_classes`` < 2, an unknown ``average``, a wrong shape, or scores
+        instead of class ids in ``predictions``.
+
+    Example:
+
+        eval_metric_ops = {{"{metric}": metrics.{metric}(labels, class_ids, num_classes=5)}}
+    """
 
 
 def _flat(tensor, name: str, dtype=None):
@@ -67,29 +88,6 @@ def _scores(matrix, metric: str, average: str):
     counted = tf.cast(support + predicted > 0, tf.float64) if average == "macro" else support
     value = divide(tf.reduce_sum(per_class[metric] * counted), tf.reduce_sum(counted))
     return tf.cast(value, tf.float32)
-
-
-_SCORE_DOC = """Streaming multi-class {what}, averaged ``"macro"``, ``"micro"`` or ``"weighted"``.
-
-    Args:
-      labels: int class ids, ``[batch]`` or ``[batch, 1]``.
-      predictions: int predicted class ids (e.g. ``argmax(logits)``), same shape.
-      num_classes: number of classes (>= 2).
-      average: one of :data:`AVERAGES`; ``"macro"`` as the model_fn builders' ``"{metric}"``.
-      weights: per-example weights like ``labels``.
-      name: variable scope (default ``"{metric}"``).
-
-    Returns:
-      ``(value_op, update_op)``: float32 scalars over all batches so far.
-
-    Raises:
-      ValueError: for ``num_classes`` < 2, an unknown ``average``, a wrong shape, or scores
-        instead of class ids in ``predictions``.
-
-    Example:
-
-        eval_metric_ops = {{"{metric}": metrics.{metric}(labels, class_ids, num_classes=5)}}
-    """
 
 
 def _score_function(metric: str, what: str):

@@ -160,11 +160,9 @@ def _train_op(loss, schedule: tuple, cross_shard):
     learning_rate = 1e-3 if learning_rate is None else learning_rate
     global_step = tf.train.get_or_create_global_step()
     lr = _learning_rate_schedule(learning_rate, global_step, warmup_steps, decay_steps)
-    opt = optimizer
-    if isinstance(optimizer, str):
-        opt = OPTIMIZERS[optimizer.lower()](lr)
-    elif not isinstance(optimizer, tf.train.Optimizer):
-        opt = optimizer(lr)
+    opt = OPTIMIZERS[optimizer.lower()](lr) if isinstance(optimizer, str) else optimizer
+    if not isinstance(opt, tf.train.Optimizer):
+        opt = opt(lr)
     if cross_shard:
         opt = tf.tpu.CrossShardOptimizer(opt)
     elif not isinstance(optimizer, tf.train.Optimizer):
@@ -552,8 +550,7 @@ def regressor(
 
         model_fn = regressor(network, learning_rate=1e-2, metrics=("mse", "rmse"))
     """
-    metrics = _check_metric_names(metrics, REGRESSOR_METRICS)
-    head = _regressor_head(metrics, weight_key)
+    head = _regressor_head(_check_metric_names(metrics, REGRESSOR_METRICS), weight_key)
     schedule = (optimizer, learning_rate, warmup_steps, decay_steps, clip_norm)
     return _build(network_fn, head, schedule, init_checkpoint, weight_key, tpu_spec)
 

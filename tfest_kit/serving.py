@@ -29,7 +29,6 @@ from tfest_kit._model_dir import (
     read_export_metrics,
 )
 from tfest_kit._predictor import ExportLoadError, Predictor, PredictorInputError, read_signatures
-from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._vanished_checkpoint import export_unless_vanished
 
@@ -49,7 +48,7 @@ def _placeholder_receiver(features_spec: Mapping[str, tuple]) -> ReceiverFn:
             name: tf.placeholder(dtype, [None, *shape], name=name)
             for name, (dtype, shape) in features_spec.items()
         }
-        return tf_estimator.export.ServingInputReceiver(dict(tensors), tensors)
+        return tf.estimator.export.ServingInputReceiver(dict(tensors), tensors)
 
     return serving_input_receiver_fn
 
@@ -106,7 +105,7 @@ def parsing_receiver(feature_spec_or_columns: Union[Mapping, Sequence]) -> Recei
     spec = feature_spec_or_columns
     if not isinstance(spec, Mapping):
         spec = tf.feature_column.make_parse_example_spec(spec)
-    return tf_estimator.export.build_parsing_serving_input_receiver_fn(spec)
+    return tf.estimator.export.build_parsing_serving_input_receiver_fn(spec)
 
 
 def bert_receiver(max_seq_length: int, with_label_ids: bool = False) -> ReceiverFn:
@@ -166,7 +165,7 @@ def image_bytes_receiver(image_size: Union[int, Sequence[int]]) -> ReceiverFn:
         image_bytes = tf.placeholder(tf.string, [None], name="image_bytes")
         spec = tf2.TensorSpec([*size, 3], tf.float32)
         images = tf.map_fn(decode, image_bytes, fn_output_signature=spec)
-        return tf_estimator.export.ServingInputReceiver(
+        return tf.estimator.export.ServingInputReceiver(
             {"image": images / 127.5 - 1.0}, {"image_bytes": image_bytes}
         )
 
@@ -197,7 +196,7 @@ def _recorded_value(export_dir: str, monitor: str, model_dir: str) -> Optional[f
     return next((_scalar(v) for v in found if v is not None), math.nan)
 
 
-class _BestExporter(tf_estimator.BestExporter):
+class _BestExporter(tf.estimator.BestExporter):
     """``tf.estimator.BestExporter`` deciding here, from each earlier export's metrics file: the
     official class exports on its first call after a restart whatever its events say."""
 
@@ -273,7 +272,7 @@ def best_exporter(
     mode: str = "auto",
     exports_to_keep: Optional[int] = 2,
     name: str = "best",
-) -> tf_estimator.Exporter:
+) -> tf.estimator.Exporter:
     """Returns an exporter that writes a SavedModel only when ``monitor`` improves.
 
     Exports go to ``model_dir/export/<name>/<timestamp>`` with the metrics they were made for in
@@ -324,7 +323,7 @@ def _same(got: Any, want: Any, rtol: float, atol: float) -> bool:
 
 
 def export_and_check(
-    estimator: tf_estimator.Estimator,
+    estimator: tf.estimator.Estimator,
     serving_input_receiver_fn: Callable,
     sample_features: Mapping[str, Any],
     export_dir_base: str,
@@ -341,8 +340,7 @@ def export_and_check(
       serving_input_receiver_fn: builds the serving inputs to export with.
       sample_features: what a client would send, as :class:`Predictor` takes it.
       export_dir_base: where to write the numbered export.
-      rtol: relative tolerance.
-      atol: absolute tolerance.
+      rtol, atol: the relative and absolute tolerance.
 
     Returns:
       The path of the new export.

@@ -20,7 +20,6 @@ from tfest_kit._loop import fetch_errors, loop_length, training_loop, with_loss_
 from tfest_kit._model_dir import grpc_reachable, usable_checkpoint
 from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
 from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
-from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
 from tfest_kit.cluster import validate_tf_config
@@ -30,12 +29,12 @@ from tfest_kit.inputs import read_errors
 __all__ = ["TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig"]
 __all__ += ["CrossShardOptimizer", "TPUClusterResolver", "NoTPUClusterResolver", "tpu_available"]
 
-TPUEstimatorSpec = tf_estimator.tpu.TPUEstimatorSpec
-TPUConfig = tf_estimator.tpu.TPUConfig
-InputPipelineConfig = tf_estimator.tpu.InputPipelineConfig
+TPUEstimatorSpec = tf.estimator.tpu.TPUEstimatorSpec
+TPUConfig = tf.estimator.tpu.TPUConfig
+InputPipelineConfig = tf.estimator.tpu.InputPipelineConfig
 # The official TPUEstimator reserves these params keys ('use_tpu' is set, not reserved).
 _RESERVED_PARAMS_KEYS = ("batch_size", "context")
-_MODES = tf_estimator.ModeKeys
+_MODES = tf.estimator.ModeKeys
 _BATCH_ARG = {
     _MODES.TRAIN: "train_batch_size",
     _MODES.EVAL: "eval_batch_size",
@@ -44,9 +43,12 @@ _BATCH_ARG = {
 _OfficialResolver = tf2.distribute.cluster_resolver.TPUClusterResolver
 # The legacy runner sets "loops" False: TF 1.15 ran one step per Session.run off a TPU.
 _state = {"official_estimator_built": False, "loops": True}
+# The official as_estimator_spec() reads host calls from a class attribute the last
+# TPUEstimatorSpec overwrote; _to_estimator_spec reads the fields.
+_TPU_SPEC_TYPES = tuple(c for c in TPUEstimatorSpec.__mro__ if c not in (tuple, object))
 
 
-class RunConfig(tf_estimator.tpu.RunConfig):
+class RunConfig(tf.estimator.tpu.RunConfig):
     """The official ``tpu.RunConfig``; a malformed ``TF_CONFIG`` is a ValueError naming the part
     (a bare ``JSONDecodeError``, or a task index out of range taken for a missing chief).
 
@@ -181,11 +183,6 @@ def CrossShardOptimizer(  # noqa: N802  (stands in for the official class)
     return tf.tpu.CrossShardOptimizer(opt, name=name, group_assignment=group_assignment, **kwargs)
 
 
-# The official as_estimator_spec() reads host calls from a class attribute the last
-# TPUEstimatorSpec overwrote; _to_estimator_spec reads the fields.
-_TPU_SPEC_TYPES = tuple(c for c in TPUEstimatorSpec.__mro__ if c not in (tuple, object))
-
-
 class _HostCallHook(tf.train.SessionRunHook):
     """Runs a ``host_call``'s ops each step (in a loop, for each queued step after it: a TPU's
     outfeed; ``pending``: the queue's size); initialises and flushes the v2 summary writers."""
@@ -241,7 +238,7 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str, pending=None):
         finally:
             tf2.summary.experimental.set_step(previous_step)
     shared = {k: getattr(spec, k) for k in ("predictions", "loss", "train_op", "export_outputs")}
-    return tf_estimator.EstimatorSpec(
+    return tf.estimator.EstimatorSpec(
         mode=mode,
         **shared,
         eval_metric_ops=eval_metric_ops,
@@ -270,7 +267,7 @@ def _replicas(config, mode: str) -> int:  # sharing one step's batch
     return strategies[mode].num_replicas_in_sync if strategies.get(mode) is not None else 1
 
 
-class TPUEstimator(tf_estimator.Estimator):
+class TPUEstimator(tf.estimator.Estimator):
     """``TPUEstimator`` with the official signature that runs everywhere.
 
     The official class when ``use_tpu`` is True or ``"auto"`` and a TPU is reachable (local,
@@ -308,7 +305,7 @@ class TPUEstimator(tf_estimator.Estimator):
             _state["official_estimator_built"] = True  # CrossShardOptimizer wraps from now on
             tf.logging.info("TPU found: using the official tf.estimator.tpu.TPUEstimator.")
             config = RunConfig() if config is None else config
-            return tf_estimator.tpu.TPUEstimator(
+            return tf.estimator.tpu.TPUEstimator(
                 model_fn, model_dir, config, params, True, *a, **kw
             )
         return super().__new__(cls)
@@ -317,7 +314,7 @@ class TPUEstimator(tf_estimator.Estimator):
         self,
         model_fn: Optional[Callable] = None,
         model_dir: Optional[str] = None,
-        config: Optional[tf_estimator.RunConfig] = None,
+        config: Optional[tf.estimator.RunConfig] = None,
         params: Optional[dict] = None,
         use_tpu: Union[bool, str] = True,
         train_batch_size: Optional[int] = None,
@@ -367,8 +364,7 @@ class TPUEstimator(tf_estimator.Estimator):
                 )
         self._user_model_fn = model_fn
         self._train_until = (None, None)  # train()'s max_steps, steps
-        # Graphs input_fn ran in: model_fn anywhere else exports.
-        self._input_graphs = weakref.WeakSet()
+        self._input_graphs = weakref.WeakSet()  # the graphs input_fn ran in; others: an export
         # Estimator's LoggingTensorHook + StepCounterHook are replaced by one hook.
         config = config.replace(log_step_count_steps=None)
         params = dict(params or {})
@@ -408,7 +404,7 @@ class TPUEstimator(tf_estimator.Estimator):
             eval_dir = os.path.join(config.model_dir or "", "eval")
             summary_dir = eval_dir if mode == _MODES.EVAL else config.model_dir or ""
             spec = _to_estimator_spec(spec, mode, summary_dir, pending)
-            if not isinstance(spec, tf_estimator.EstimatorSpec):
+            if not isinstance(spec, tf.estimator.EstimatorSpec):
                 return spec  # Estimator's error names what it needs
             if mode == _MODES.TRAIN and config.train_distribute is None:
                 spec = with_loss_line(spec, config, self._log_every, self._train_until, self)

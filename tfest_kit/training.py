@@ -19,7 +19,6 @@ from tfest_kit import _model_dir
 from tfest_kit._model_dir import ModelDirLockedError, checkpoint_step, metrics_by_step, saved_step
 from tfest_kit._task_guard import EvalGuard
 from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, tf
-from tfest_kit._tf import estimator as tf_estimator
 from tfest_kit._vanished_checkpoint import KEEP_MORE, export_unless_vanished, vanished_checkpoint
 from tfest_kit.cluster import validate_tf_config
 from tfest_kit.hooks import PreemptionHook, fill_progress_totals
@@ -31,7 +30,7 @@ _STOPPED_EARLY_FILE = "stopped_early.json"
 # The servers _TaskExecutor started in this process, by (cluster, task type, task index); a
 # server cannot be stopped, and it serves every graph of its task.
 _SERVERS: dict[tuple[str, str, int], Any] = {}
-_SPECS = (tf_estimator.TrainSpec, tf_estimator.EvalSpec)
+_SPECS = (tf.estimator.TrainSpec, tf.estimator.EvalSpec)
 
 
 def _preempted(train_hooks: list) -> bool:
@@ -75,7 +74,7 @@ class _EvaluationInterrupted(Exception):
     """A training ``PreemptionHook``'s signal arrived during an evaluation."""
 
 
-class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
+class _Preemption(ContinuousEvalListener, tf.estimator.SessionRunHook):
     """Local training: no evaluation once a ``PreemptionHook`` has fired, unless at max_steps. As a
     listener it skips the final evaluation (which can outlast a SIGTERM's grace period); as an eval
     hook it abandons a running one: locally Estimator evaluates inside ``train()``, where the
@@ -99,12 +98,12 @@ class _Preemption(ContinuousEvalListener, tf_estimator.SessionRunHook):
             raise _EvaluationInterrupted()
 
 
-class _FinalAfterEarlyStop(tf_estimator.Exporter):
+class _FinalAfterEarlyStop(tf.estimator.Exporter):
     """An exporter asked once more, as the final export, after an early stop. Estimator sets
     ``is_the_final_export`` only at ``max_steps``, which an early stop never reaches: a
     ``FinalExporter`` exported nothing. Exporters that ignore the flag are not asked."""
 
-    def __init__(self, exporter: tf_estimator.Exporter) -> None:
+    def __init__(self, exporter: tf.estimator.Exporter) -> None:
         self.exporter = exporter
         self._last_call, self._last_result = None, None  # export()'s arguments, its result
 
@@ -127,7 +126,7 @@ class _FinalAfterEarlyStop(tf_estimator.Exporter):
             call is None
             or call["is_the_final_export"]
             or self._last_result is not None
-            or isinstance(self.exporter, (tf_estimator.LatestExporter, tf_estimator.BestExporter))
+            or isinstance(self.exporter, (tf.estimator.LatestExporter, tf.estimator.BestExporter))
             or (call["eval_result"] or {}).get(tf.GraphKeys.GLOBAL_STEP) != step
         ):
             return
@@ -191,7 +190,7 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
     """The official call's result, and the early-stop step when this process evaluated it."""
     config = estimator.config
     if getattr(config, "_distribute_coordinator_mode", None):
-        return tf_estimator.train_and_evaluate(estimator, train_spec, eval_spec), None
+        return tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec), None
     if not config.cluster_spec and config.task_type != "evaluator":
         listener = _Preemption(train_hooks, estimator.model_dir, train_spec.max_steps)
         result = TrainingExecutor(
@@ -239,14 +238,14 @@ def _newest_metrics(eval_dir: str) -> dict:
 
 
 def train_and_evaluate(
-    estimator: tf_estimator.Estimator,
-    train_spec: Union[tf_estimator.TrainSpec, Callable],
-    eval_spec: Union[tf_estimator.EvalSpec, Callable],
+    estimator: tf.estimator.Estimator,
+    train_spec: Union[tf.estimator.TrainSpec, Callable],
+    eval_spec: Union[tf.estimator.EvalSpec, Callable],
     *,
     max_steps: Optional[int] = None,
     eval_steps: Optional[int] = None,
-    hooks: Iterable[tf_estimator.SessionRunHook] = (),
-    eval_hooks: Iterable[tf_estimator.SessionRunHook] = (),
+    hooks: Iterable[tf.estimator.SessionRunHook] = (),
+    eval_hooks: Iterable[tf.estimator.SessionRunHook] = (),
     exporters: Any = (),
     throttle_secs: Optional[float] = None,
     start_delay_secs: Optional[float] = None,
@@ -294,7 +293,7 @@ def train_and_evaluate(
         metrics = train_and_evaluate(est, tf.estimator.TrainSpec(train_fn, max_steps=1000),
                                      tf.estimator.EvalSpec(eval_fn, steps=None))
     """
-    if not isinstance(estimator, tf_estimator.Estimator):
+    if not isinstance(estimator, tf.estimator.Estimator):
         raise TypeError(f"`estimator` must be a tf.estimator.Estimator. Got: {estimator!r}")
     keywords = dict(max_steps=max_steps, eval_steps=eval_steps, hooks=hooks or None)
     keywords.update(eval_hooks=eval_hooks or None, exporters=exporters or None, eval_name=eval_name)
@@ -310,10 +309,10 @@ def train_and_evaluate(
     if not any(specs):
         if max_steps is None:
             raise TypeError("`max_steps` is required with input_fns (or pass a TrainSpec).")
-        train_spec = tf_estimator.TrainSpec(train_spec, max_steps=max_steps, hooks=list(hooks))
+        train_spec = tf.estimator.TrainSpec(train_spec, max_steps=max_steps, hooks=list(hooks))
         evaluation = dict(steps=eval_steps, name=eval_name, hooks=list(eval_hooks))
         delays = dict(start_delay_secs=start_delay_secs or 0, throttle_secs=throttle_secs or 0)
-        eval_spec = tf_estimator.EvalSpec(eval_spec, exporters=exporters, **evaluation, **delays)
+        eval_spec = tf.estimator.EvalSpec(eval_spec, exporters=exporters, **evaluation, **delays)
     train_hooks = list(train_spec.hooks)
     then = "" if estimator.config.cluster_spec else "final evaluation"  # (the evaluator's)
     fill_progress_totals(train_hooks, train_spec.max_steps, estimator, then=then)

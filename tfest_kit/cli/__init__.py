@@ -14,9 +14,7 @@ from typing import Optional
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # Imported when the parser is built; doctor must run where TensorFlow is missing or broken.
-COMMANDS = {
-    name: f"tfest_kit.cli.{name}" for name in "doctor inspect plot predict signature".split()
-}
+COMMANDS = {n: f"tfest_kit.cli.{n}" for n in "doctor inspect plot predict signature".split()}
 
 
 def build_parser(only: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:

@@ -57,6 +57,7 @@ class Stack(NamedTuple):
         return f">={low},<{major}.{int(minor) + 1}"
 
 
+Finding = collections.namedtuple("Finding", "name installed wanted ok optional fix why")
 _PB, _PB_OLD = "TF 2.15 cannot load 5", "protobuf==3.20.3"
 _LAST = "its last release, run through tfest_kit's bridge"
 _TFDS = "only for recipes that download data sets"
@@ -98,9 +99,6 @@ STACKS = {
     "2.15": Stack("2.15", "3.9-3.11", _STACK_2_15, _CORE_2_15),
     "2.21": Stack("2.21", "3.11-3.13", _STACK_2_21, _CORE_2_21),
 }
-
-
-Finding = collections.namedtuple("Finding", "name installed wanted ok optional fix why")
 
 
 def _release(version: str) -> tuple:

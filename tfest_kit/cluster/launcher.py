@@ -51,11 +51,9 @@ class LocalCluster:
 
     Args:
       command: the program every task runs, e.g. ``["python", "my_trainer.py", "--x=1"]``.
-      workers: number of non-chief workers.
-      ps: number of parameter servers.
+      workers, ps: the numbers of non-chief workers and of parameter servers.
       evaluator: also run an evaluator task (outside the cluster, as TensorFlow expects).
-      env: extra environment variables for every task.
-      cwd: working directory of the tasks.
+      env, cwd: extra environment variables and the working directory of every task.
       output: stream for the prefixed output lines (default ``sys.stdout``).
 
     Raises:
