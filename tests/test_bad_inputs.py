@@ -146,6 +146,10 @@ def _call_model_fn(fn, features, labels, mode=MODES.TRAIN):
     return fn(features, labels, mode, {})
 
 
+def _one_output(features, mode, params):
+    return tf.layers.dense(features["x"], 1, name="dense")
+
+
 def _features():
     return {"x": tf.constant(X)}
 
@@ -263,6 +267,50 @@ MODEL_FN_CASES = [
         lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), ["a"] * 16),
         ValueError,
         r"`labels` must be integer.*string",
+    ),
+    case(
+        "one-hot labels",  # the head: "check your n_classes argument"
+        lambda c: _call_model_fn(model_fn.classifier(network, 2), _features(), np.eye(2)[Y]),
+        ValueError,
+        r"one class id per example.*not one-hot.*tf\.argmax.*\(16, 2\)",
+    ),
+    case(
+        "regressor with string labels",  # "Cast string to float is not supported", in train()
+        lambda c: _call_model_fn(model_fn.regressor(_one_output), _features(), ["a"] * 16),
+        ValueError,
+        r"`labels` must be numbers.*string",
+    ),
+    case(
+        "regressor network returning [batch]",  # "Squeeze:0 must have rank at least 2"
+        lambda c: _call_model_fn(
+            model_fn.regressor(lambda f, m, p: _one_output(f, m, p)[:, 0]), _features(), Y
+        ),
+        ValueError,
+        r"network_fn must return \[batch, 1\]. Got: shape \(16,\)",
+    ),
+    case(
+        "regressor network returning [batch, 2]",
+        lambda c: _call_model_fn(model_fn.regressor(network), _features(), Y),
+        ValueError,
+        r"network_fn must return \[batch, 1\]. Got: shape \(16, 2\)",
+    ),
+    case(
+        "weights of two columns",  # an op error at run time, naming no weight_key
+        lambda c: _call_model_fn(
+            model_fn.classifier(network, 2, weight_key="w"),
+            {**_features(), "w": tf.ones([16, 2])},
+            Y,
+        ),
+        ValueError,
+        r"`weight_key` 'w' must be one number per example. Got: float32 \(16, 2\)",
+    ),
+    case(
+        "weights as text",
+        lambda c: _call_model_fn(
+            model_fn.regressor(_one_output, weight_key="w"), {**_features(), "w": ["1"] * 16}, Y
+        ),
+        ValueError,
+        r"`weight_key` 'w' must be one number per example. Got: string",
     ),
     case(
         "wrong feature key",
@@ -471,6 +519,12 @@ TPU_CASES = [
         ),
         ValueError,
         r"params\['batch_size'\], unset for eval: pass eval_batch_size=",
+    ),
+    case(
+        "params as an argparse Namespace",  # "'Namespace' object is not iterable"
+        lambda c: _tpu(c, params=types.SimpleNamespace(lr=0.1)),
+        TypeError,
+        r"`params` must be a dict.*vars\(args\).*namespace\(lr=0\.1\)",
     ),
     case(
         "labels but model_fn takes none",
@@ -1063,6 +1117,24 @@ INPUT_CASES = [
         lambda c: inputs.from_arrays({1, 2}),
         TypeError,
         r"`features`.*set",
+    ),
+    case(
+        "from_arrays ragged feature",  # NumPy: "an inhomogeneous shape after 1 dimensions"
+        lambda c: inputs.from_arrays({"x": [[1.0, 2.0], [3.0]]}, [0, 1]),
+        ValueError,
+        r"Feature 'x' is ragged",
+    ),
+    case(
+        "from_arrays datetime column",  # "Cannot convert ... to a TensorFlow DType"
+        lambda c: inputs.from_arrays({"when": np.array(["2026-01-01"], "datetime64[D]")}),
+        TypeError,
+        r"Feature 'when' holds datetime64\[D\]: convert it",
+    ),
+    case(
+        "from_arrays labels given as an int column name",  # "rows per key: {..., '<labels>': -1}"
+        lambda c: inputs.from_arrays({"0": X[:, 0], "4": Y}, 4),
+        ValueError,
+        r"`labels` must be an array or a str of \['0', '4'\]. Got: 4",
     ),
     case(
         "from_arrays object column",

@@ -159,6 +159,9 @@ def test_predict_reports_bad_requests(exports, capsys):
     assert code == 2 and '"instances"' in err
     code, _, err = _main(["predict", str(root / "nothing"), wrong], capsys)
     assert code == 1 and "No complete export" in err
+    # JSON text where REQUEST, a file, goes: "No such file or directory" alone.
+    code, _, err = _main(["predict", exports["raw"], '{"instances": [[1, 2, 3]]}'], capsys)
+    assert code == 2 and "No such file" in err and "JSON text goes on stdin: REQUEST -" in err
     # Values the graph itself refuses: one line and the bad-request status, no traceback.
     not_png = _write(root, "not_png.json", {"instances": [{"b64": "bm90IGFuIGltYWdl"}]})
     code, _, err = _main(["predict", exports["image"], not_png], capsys)

@@ -131,7 +131,13 @@ def _is_pandas(value: Any) -> bool:
     return hasattr(value, "index") and hasattr(value, "iloc")
 
 
-def _tf_friendly(array: np.ndarray, name: str) -> np.ndarray:
+def _tf_friendly(value: Any, name: str) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except ValueError as e:  # NumPy: "... has an inhomogeneous shape after 1 dimensions"
+        raise ValueError(f"Feature {name!r} is ragged (rows of different lengths): pad it") from e
+    if array.dtype.kind in "mM":  # TensorFlow: "Cannot convert ... to a TensorFlow DType"
+        raise TypeError(f"Feature {name!r} holds {array.dtype}: convert it to numbers or text")
     if array.dtype == np.float64:
         # Keras layers and feature columns compute in float32; float64 input only costs casts.
         return array.astype(np.float32)
@@ -158,13 +164,13 @@ def _arrays(features: Any, labels: Any, feature_name: str):
             "or reset_index(drop=True) on both if positions match."
         )
     if hasattr(features, "columns") and _is_pandas(features):  # a DataFrame
-        feats = {str(col): features[col].to_numpy() for col in features.columns}
+        feats = {str(col): _tf_friendly(features[col].to_numpy(), str(col)) for col in features}
     elif isinstance(features, Mapping) and features:
-        feats = {str(k): np.asarray(v) for k, v in features.items()}
+        feats = {str(k): _tf_friendly(v, str(k)) for k, v in features.items()}
     elif isinstance(features, Mapping):
         raise ValueError("`features` must not be an empty dict.")
     elif isinstance(features, (np.ndarray, list, tuple)):
-        feats = {feature_name: np.asarray(features)}
+        feats = {feature_name: _tf_friendly(features, feature_name)}
     else:
         raise TypeError(
             "`features` must be a dict of arrays, a NumPy array or a pandas DataFrame. "
@@ -178,8 +184,9 @@ def _arrays(features: Any, labels: Any, feature_name: str):
         labels = feats.pop(labels)
         if not feats:
             raise ValueError("`features` has no column left once the label column is removed.")
-    feats = {k: _tf_friendly(v, k) for k, v in feats.items()}
-    label_array = None if labels is None else _tf_friendly(np.asarray(labels), "labels")
+    label_array = None if labels is None else _tf_friendly(labels, "labels")
+    if label_array is not None and label_array.ndim == 0:  # a DataFrame's column 4 is "4"
+        raise ValueError(f"`labels` must be an array or a str of {sorted(feats)}. Got: {labels!r}")
     named = {**feats, "<labels>": label_array} if label_array is not None else feats
     lengths = {k: (len(v) if v.ndim else -1) for k, v in named.items()}
     if len(set(lengths.values())) != 1 or -1 in lengths.values() or 0 in lengths.values():

@@ -318,7 +318,13 @@ def _build(network_fn, head: _Head, schedule, init_checkpoint, weight_key, tpu_s
             raise ValueError(f"`weight_key` {weight_key!r} is not a feature: {sorted(features)}")
         weights = None
         if weight_key is not None:
-            weights = tf.reshape(tf.cast(features[weight_key], tf.float32), [-1])
+            weights = tf.convert_to_tensor(features[weight_key])
+            if weights.dtype == tf.string or weights.shape[1:].num_elements() not in (1, None):
+                raise ValueError(
+                    f"`weight_key` {weight_key!r} must be one number per example. Got: "
+                    f"{weights.dtype.name} {weights.shape}"
+                )
+            weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
         regularization = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES) or None
         weighted = {} if weights is None else {weight_key: weights}  # the features the head reads
         # The head's loss without its string predictions, which a TPU program cannot hold.
@@ -405,6 +411,11 @@ def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
                 "it as tf.io.FixedLenFeature([], tf.int64)"
             )
         labels = tf.convert_to_tensor(labels)
+        if labels.shape.rank == 2 and labels.shape[1] not in (1, None):  # the head: "n_classes"
+            raise ValueError(
+                "`labels` must be one class id per example, [batch] or [batch, 1], not one-hot: "
+                f"pass tf.argmax(labels, -1) in the input_fn. Got: shape {labels.shape}"
+            )
         if not labels.dtype.is_integer:
             raise ValueError(
                 "`labels` must be integer class ids in [0, num_classes); cast or map them in the "
@@ -450,15 +461,23 @@ def _classifier_head(num_classes: int, metrics: tuple, weight_key) -> _Head:
 
 def _regressor_head(metrics: tuple, weight_key) -> _Head:
     def labels_fn(labels):
+        labels = tf.convert_to_tensor(labels)
+        if not (labels.dtype.is_floating or labels.dtype.is_integer):  # "Cast string to float"
+            raise ValueError(f"`labels` must be numbers. Got: dtype {labels.dtype.name}")
         labels = tf.cast(labels, tf.float32)
         return labels[:, None] if labels.shape.rank == 1 else labels
+
+    def checked(outputs):  # the head: "Tensor Squeeze:0 must have rank at least 2"
+        if outputs.shape.rank is not None and outputs.shape[1:] not in ([1], [None]):
+            raise ValueError(f"network_fn must return [batch, 1]. Got: shape {outputs.shape}")
+        return outputs
 
     def metric_fn(labels, outputs, weights):
         weights = None if weights is None else tf.reshape(weights, [-1, 1])
         return {name: _REGRESSION_METRICS[name](labels, outputs, weights) for name in metrics}
 
     official = estimator.RegressionHead(weight_column=weight_key)
-    return _Head(official, metric_fn=metric_fn, labels_fn=labels_fn)
+    return _Head(official, metric_fn=metric_fn, labels_fn=labels_fn, official_logits=checked)
 
 
 def classifier(

@@ -330,6 +330,8 @@ class TPUEstimator(tf.estimator.Estimator):
     ) -> None:
         model_fn_args(model_fn)
         config = RunConfig() if config is None else config
+        if params is not None and not hasattr(params, "keys"):  # what dict() takes
+            raise TypeError(f"`params` must be a dict (of flags: vars(args)). Got: {params!r:.80}")
         if any(key in (params or {}) for key in _RESERVED_PARAMS_KEYS):
             raise ValueError(
                 f"`params` must not hold the reserved keys {list(_RESERVED_PARAMS_KEYS)}: pass "

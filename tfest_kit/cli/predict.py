@@ -132,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         with sys.stdin if args.request == "-" else open(args.request) as f:
             request = json.load(f)
     except (OSError, ValueError) as e:
-        print(f"predict: cannot read the request {args.request!r}: {e}", file=sys.stderr)
+        text = " (JSON text goes on stdin: REQUEST -)" * args.request.lstrip().startswith("{")
+        print(f"predict: cannot read the request {args.request!r}: {e}{text}", file=sys.stderr)
         return 2
     named = request.get("signature_name") if isinstance(request, dict) else None
     signature = args.signature or named or "serving_default"
