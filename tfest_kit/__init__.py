@@ -4,8 +4,6 @@ Submodules load on first use; ``import tfest_kit`` prints nothing and turns Tens
 deprecation warnings off, as ``logs.setup`` does (``logs.setup(show_deprecations=True)``).
 """
 
-from __future__ import annotations
-
 import importlib
 import sys
 from typing import Any

@@ -4,8 +4,6 @@ and ``TfestKitError``, the one exception base of tfest_kit.
 No TensorFlow and no NumPy here: NumPy's scalars are recognised through :mod:`numbers`.
 """
 
-from __future__ import annotations
-
 import argparse
 import numbers
 from typing import Any, Optional, Union

@@ -4,8 +4,6 @@ The official heads say "Labels must be <= n_classes - 1" without the label, and 
 confusion-matrix metrics fail first, naming the first three labels, not the bad one.
 """
 
-from __future__ import annotations
-
 import contextlib
 import re
 from collections.abc import Iterator

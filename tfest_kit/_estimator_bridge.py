@@ -6,8 +6,6 @@ TF 2.15's (the distribute-coordinator glue keeps ``RunConfig(train_distribute=â€
 ``TF_CONFIG``); nothing on disk changes. ``tests/test_estimator_bridge.py`` checks each.
 """
 
-from __future__ import annotations
-
 import copy
 import functools
 import importlib

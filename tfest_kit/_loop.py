@@ -1,8 +1,6 @@
 """Many training steps per ``Session.run`` (``TPUConfig.iterations_per_loop`` off a TPU), for
 ``tpu.TPUEstimator`` and ``keras_bridge.to_estimator``."""
 
-from __future__ import annotations
-
 import contextlib
 import copy
 from typing import Callable, Optional

@@ -3,8 +3,6 @@
 Shared by ``early_stopping`` and ``best_exporter``, so both agree on what an improvement is.
 """
 
-from __future__ import annotations
-
 import re
 
 from tfest_kit._tf import tf

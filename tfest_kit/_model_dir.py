@@ -4,8 +4,6 @@ TensorFlow silently restarts from step 0 on a garbled state file: :func:`usable_
 the checkpoint to restore; :func:`training` wraps every training call.
 """
 
-from __future__ import annotations
-
 import contextlib
 import datetime
 import errno

@@ -5,8 +5,6 @@ Since Keras 2.10 an unseeded initializer draws from Python's ``random``, ignorin
 (``tf.keras.utils.set_random_seed`` would reseed the whole process).
 """
 
-from __future__ import annotations
-
 import contextlib
 import importlib
 import inspect

@@ -4,8 +4,6 @@ The export gets its own ``tf.compat.v1`` Graph and Session; each call runs one p
 callable: no per-call graph rebuild and restore (``estimator.predict``) nor eager dispatch.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, Union
@@ -406,11 +404,7 @@ class Predictor:
                     f"Got missing: {missing}, unknown: {unknown}"
                     + (f" (the outputs depend on {needed})" if needed and not unknown else "")
                 )
-        arrays = {
-            k: _convert(k, features[k], self._inputs[k], self._where)
-            for k in self._input_names
-            if k in features
-        }
+        arrays = {k: _convert(k, v, self._inputs[k], self._where) for k, v in features.items()}
         # A rank-0 input (a threshold, say) is one value for the whole call, not per example.
         sizes = {k: a.shape[0] for k, a in arrays.items() if a.ndim}
         if len(set(sizes.values())) > 1:
@@ -459,7 +453,7 @@ class Predictor:
         """Releases the session; the predictor cannot be called afterwards."""
         self._session.close()
 
-    def __enter__(self) -> Predictor:
+    def __enter__(self) -> "Predictor":
         return self
 
     def __exit__(self, *exc) -> None:

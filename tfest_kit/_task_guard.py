@@ -5,8 +5,6 @@ TensorFlow raised a ``RunConfig`` repr on a ps or evaluator task, and on the chi
 waited forever for the task's server, which only ``train_and_evaluate`` starts.
 """
 
-from __future__ import annotations
-
 import contextlib
 import logging
 import time

@@ -5,8 +5,6 @@ here, so the version check runs first. On TF 2.16+, which dropped ``tf.estimator
 ``_estimator_bridge`` supplies what tensorflow-estimator 2.15 imports and restores it.
 """
 
-from __future__ import annotations
-
 import contextlib
 import importlib.util
 import os

@@ -4,8 +4,6 @@ With frequent saves the chief's ``keep_checkpoint_max`` deletes the one being ev
 official loop ended the evaluator with "Restoring from checkpoint failed" (training, serving).
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import re

@@ -1,8 +1,6 @@
 """BERT-style warm start (``init_from_checkpoint`` by name and shape, listed), and the check
 that the checkpoint Estimator restores fits the model (tpu, keras_bridge)."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from typing import Any, Optional

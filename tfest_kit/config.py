@@ -4,8 +4,6 @@ The CPU/GPU speed knobs (threads, XLA JIT, bfloat16, soft placement) live in a `
 that ``RunConfig`` only takes whole; these build it from plain arguments.
 """
 
-from __future__ import annotations
-
 import contextlib
 import math
 import numbers

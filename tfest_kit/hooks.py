@@ -4,8 +4,6 @@
 line and no preemption handling, and its ``NanTensorHook`` misses inf and names no step.
 """
 
-from __future__ import annotations
-
 import math
 import os
 import signal

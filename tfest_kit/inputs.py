@@ -5,8 +5,6 @@ read by the official ``make_csv_dataset`` / ``make_batched_features_dataset``; o
 fail, :func:`read_errors` scans them and names the file, line or record, column and fix.
 """
 
-from __future__ import annotations
-
 import codecs
 import contextlib
 import csv

@@ -4,8 +4,6 @@
 by ``model.input_names`` and warm-starts trainable variables only.
 """
 
-from __future__ import annotations
-
 import contextlib
 import functools
 import numbers
@@ -119,9 +117,7 @@ def to_estimator(
     # The raw Keras model_fn: the public `official.model_fn` would log "Calling model_fn" twice.
     model_fn = _adapting_model_fn(official._model_fn, keras_model, loop)
     with logs.quieted():  # the converter already logged this config
-        est = tf.estimator.Estimator(
-            model_fn, official.model_dir, config, warm_start_from=warm_start_from
-        )
+        est = tf.estimator.Estimator(model_fn, official.model_dir, config, None, warm_start_from)
     _guard(est, skip_done=checkpoint_format == "checkpoint", loop=loop)
     return est
 

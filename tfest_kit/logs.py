@@ -4,8 +4,6 @@ Once ``absl.app.run`` puts absl's handler on the root logger, TensorFlow's ``Str
 prints every line twice: :func:`setup` gives the ``tensorflow`` logger one route.
 """
 
-from __future__ import annotations
-
 import contextlib
 import functools
 import importlib.util

@@ -5,8 +5,6 @@
 scikit-learn (``zero_division=0``); ``"macro"`` skips weight-0-only classes (BERT's padding).
 """
 
-from __future__ import annotations
-
 from typing import Optional
 
 from tfest_kit._checks import check_int

@@ -4,8 +4,6 @@ The head makes loss, metrics and export signatures; this adds an optimizer by na
 schedule, ``init_checkpoint`` warm start, ``[batch]`` class ids and multi-class metrics.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence

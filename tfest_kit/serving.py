@@ -4,8 +4,6 @@ receiver = serving.raw_receiver({"x": (tf.float32, [4])})
 serving.Predictor(serving.export_and_check(est, receiver, {"x": x[:8]}, "/tmp/e"))({"x": x})
 """
 
-from __future__ import annotations
-
 import functools
 import inspect
 import json
@@ -44,10 +42,7 @@ def _placeholder_receiver(features_spec: Mapping[str, tuple]) -> ReceiverFn:
     """What ``build_raw_serving_input_receiver_fn`` builds, handing the model_fn a copy."""
 
     def serving_input_receiver_fn():
-        tensors = {
-            name: tf.placeholder(dtype, [None, *shape], name=name)
-            for name, (dtype, shape) in features_spec.items()
-        }
+        tensors = {n: tf.placeholder(d, [None, *s], name=n) for n, (d, s) in features_spec.items()}
         return tf.estimator.export.ServingInputReceiver(dict(tensors), tensors)
 
     return serving_input_receiver_fn

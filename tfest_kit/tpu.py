@@ -5,8 +5,6 @@ step`` with examples/sec, unlike ``TPUEstimator(use_tpu=False)``. TPU detection 
 GCE metadata server. Also serves ``tf.contrib.tpu``.
 """
 
-from __future__ import annotations
-
 import copy
 import functools
 import os
@@ -41,6 +39,7 @@ _BATCH_ARG = {
     _MODES.PREDICT: "predict_batch_size",
 }
 _OfficialResolver = tf2.distribute.cluster_resolver.TPUClusterResolver
+TPUName = Union[None, str, Sequence[str]]  # a TPU name, grpc:// address, or a list of one
 # The legacy runner sets "loops" False: TF 1.15 ran one step per Session.run off a TPU.
 _state = {"official_estimator_built": False, "loops": True}
 # The official as_estimator_spec() reads host calls from a class attribute the last
@@ -108,11 +107,8 @@ def _official_resolver(name: str, zone, project, **kw) -> Any:
     return resolver
 
 
-def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
-    tpu: Union[None, str, Sequence[str]] = None,
-    zone: Optional[str] = None,
-    project: Optional[str] = None,
-    **kw,
+def TPUClusterResolver(
+    tpu: TPUName = None, zone: Optional[str] = None, project: Optional[str] = None, **kw
 ):
     """The official ``TPUClusterResolver`` if a TPU resolves, else a ``NoTPUClusterResolver``.
 
@@ -142,7 +138,7 @@ def TPUClusterResolver(  # noqa: N802  (stands in for the official class)
         return NoTPUClusterResolver(f"TPU {name!r} did not resolve: {e}")
 
 
-def tpu_available(tpu: Union[None, str, Sequence[str]] = None) -> bool:
+def tpu_available(tpu: TPUName = None) -> bool:
     """Whether a TPU is reachable: ``tpu`` as for ``TPUClusterResolver``; with no name (nor
     ``TPU_NAME``) local devices only, no network.
 

@@ -3,8 +3,6 @@
 One loop serves one machine and every task of a ``TF_CONFIG`` cluster (``_TaskExecutor``).
 """
 
-from __future__ import annotations
-
 import contextlib
 import json
 import os
@@ -196,9 +194,8 @@ def _run(estimator, train_spec, eval_spec, train_hooks: list) -> tuple[Any, Opti
         result = TrainingExecutor(
             estimator, train_spec, eval_spec, continuous_eval_listener=listener
         ).run()
-        metrics = result[0]
-        if _stopped_early(train_hooks) and not _preempted(train_hooks) and metrics:
-            return result, int(metrics[tf.GraphKeys.GLOBAL_STEP])
+        if _stopped_early(train_hooks) and not _preempted(train_hooks) and result[0]:
+            return result, int(result[0][tf.GraphKeys.GLOBAL_STEP])
         return result, None
     if config.task_type != "evaluator":
         return _TaskExecutor(estimator, train_spec, eval_spec).run(), None

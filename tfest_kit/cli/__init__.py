@@ -3,8 +3,6 @@
 Each has ``add_parser(subparsers)`` (setting ``func=run``) and ``run(args) -> int``.
 """
 
-from __future__ import annotations
-
 import argparse
 import importlib
 import sys

@@ -5,8 +5,6 @@ the devices TensorFlow sees, the ``pip install`` line fixing what does not fit a
 the other stack. Exits 0 when everything required fits, else 1.
 """
 
-from __future__ import annotations
-
 import argparse
 import collections
 import contextlib

@@ -4,8 +4,6 @@ Checkpoints (damaged ones marked), each ``eval*/``'s latest evaluation and the e
 ``export/`` and ``export/*/``; ``--json`` prints JSON.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -4,8 +4,6 @@ Read from the Estimator's event files: ``MODEL_DIR`` (training), ``MODEL_DIR/eva
 evaluation), as ``tensorboard --logdir MODEL_DIR`` shows them.
 """
 
-from __future__ import annotations
-
 import argparse
 import math
 import os

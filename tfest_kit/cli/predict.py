@@ -6,8 +6,6 @@ outputs are ``{"b64": "..."}``. EXPORT_DIR: an export, a directory of exports or
 (its newest complete export, a best exporter's first).
 """
 
-from __future__ import annotations
-
 import argparse
 import base64
 import contextlib

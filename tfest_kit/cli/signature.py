@@ -4,8 +4,6 @@ Prints each signature's inputs and outputs (name, dtype, shape; -1 = any), like
 ``saved_model_cli show --all``. EXPORT_DIR as for ``predict`` (the export used goes to stderr).
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -4,8 +4,6 @@
 :class:`LocalCluster` (``python -m tfest_kit.cluster``) runs a cluster locally (docs/cluster.md).
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re

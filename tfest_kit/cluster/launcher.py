@@ -4,8 +4,6 @@ TensorFlow's task servers listen on every interface and run what any client send
 trusted network.
 """
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import ctypes
@@ -89,8 +87,7 @@ class LocalCluster:
             self.tasks.append(("evaluator", 0))
         self._env, self._cwd, self._output = dict(env or {}), cwd, output
         self._lock = threading.Lock()
-        self._procs: dict[Task, subprocess.Popen] = {}
-        self._pumps: dict[Task, threading.Thread] = {}
+        self._procs, self._pumps = {}, {}  # by task: its latest process, its output pump thread
 
     def tf_config(self, task_type: str, index: int = 0) -> dict:
         """Returns the ``TF_CONFIG`` dict of one task."""
@@ -233,7 +230,7 @@ class LocalCluster:
         finally:
             self.stop()
 
-    def __enter__(self) -> LocalCluster:
+    def __enter__(self) -> "LocalCluster":
         return self
 
     def __exit__(self, *exc: Any) -> None:
