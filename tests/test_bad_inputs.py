@@ -466,8 +466,8 @@ TPU_CASES = [
         lambda c: _tpu(c, _spec_without_train_op, "no_op", train_batch_size=8).train(
             _good_input_fn, steps=1
         ),
-        ValueError,
-        r"train_op",
+        ValueError,  # Estimator's "Missing train_op.", alone
+        r"model_fn's spec for mode='train': Missing train_op\. TRAIN needs loss and train_op",
     ),
     case(
         "model_fn returns a dict",

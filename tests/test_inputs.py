@@ -35,6 +35,16 @@ def test_from_arrays_dict_in_order_with_remainder():
     np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), y)
 
 
+def test_from_arrays_says_where_a_feature_holds_nan():
+    x = np.ones((8, 2), np.float32)
+    x[5, 1] = np.nan  # a NaN loss later, for a NanGuardHook to blame on "the input"
+    with captured_tf_log(logging.WARNING) as warnings:
+        inputs.from_arrays({"x": x, "ok": np.ones(8)}, np.arange(8))
+    assert [w for w in warnings if "NaN" in w] == [
+        "Feature 'x' holds NaN or inf (first: row 5): fill or drop"
+    ]
+
+
 def test_from_arrays_params_batch_size_wins_and_drop_remainder():
     fn = inputs.from_arrays(
         np.arange(10), np.arange(10), batch_size=4, shuffle=False, drop_remainder=True

@@ -670,6 +670,14 @@ def test_best_exporter_never_replaces_an_export_whose_metrics_file_is_garbled(x_
     assert again.export(est, base, checkpoint, result(0.1), False) is not None
 
 
+def test_raw_receiver_says_when_a_shape_seems_to_hold_the_batch_dimension():
+    # [None, 4] served [None, None, 4]: a model_fn's shape error, or a Predictor refusing [n, 4].
+    with captured_tf_log(logging.WARNING) as warnings:
+        serving.raw_receiver({"x": (tf.float32, [None, 4]), "tokens": (tf.int64, [None])})
+    [said] = [w for w in warnings if "raw_receiver" in w]
+    assert "spec['x']" in said and "[None, None, 4]" in said and "(tf.float32, [4])" in said
+
+
 def test_raw_receiver_keeps_an_input_the_model_fn_pops(x_model, tmp_path):
     def model_fn(features, labels, mode, params):
         key = features.pop("key")  # an instance key passed through, as some model_fns do

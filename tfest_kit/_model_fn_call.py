@@ -46,10 +46,16 @@ def call_model_fn(model_fn: Callable, *, features, labels, mode, params, config)
     """Calls ``model_fn`` with the arguments it takes, seeding Keras from ``config``."""
     if labels is not None and "labels" not in fn_args(model_fn):
         raise ValueError("model_fn does not take labels, but input_fn returns labels.")
-    with keras_seeds(config.tf_random_seed):
-        return call_with_args(
-            model_fn, features=features, labels=labels, mode=mode, params=params, config=config
-        )
+    try:
+        with keras_seeds(config.tf_random_seed):
+            return call_with_args(
+                model_fn, features=features, labels=labels, mode=mode, params=params, config=config
+            )
+    except ValueError as e:  # Estimator's spec: "Missing train_op.", no mode, no fix
+        if str(e) not in ("Missing train_op.", "Missing loss."):
+            raise
+        fix = "TRAIN needs loss and train_op (optimizer.minimize(loss, global_step)), EVAL loss"
+        raise ValueError(f"model_fn's spec for mode={mode!r}: {e} {fix}") from e
 
 
 @contextlib.contextmanager

@@ -136,6 +136,9 @@ def _tf_friendly(value: Any, name: str) -> np.ndarray:
         raise ValueError(f"Feature {name!r} is ragged (rows of different lengths): pad it") from e
     if array.dtype.kind in "mM":  # TensorFlow: "Cannot convert ... to a TensorFlow DType"
         raise TypeError(f"Feature {name!r} holds {array.dtype}: convert it to numbers or text")
+    if array.dtype.kind == "f" and not np.isfinite(array.sum(dtype=np.float64)):  # no copy
+        row = int(np.nonzero(~np.isfinite(np.atleast_1d(array)))[0][0])
+        tf.logging.warning(f"Feature {name!r} holds NaN or inf (first: row {row}): fill or drop")
     if array.dtype == np.float64:
         # Keras layers and feature columns compute in float32; float64 input only costs casts.
         return array.astype(np.float32)

@@ -78,6 +78,12 @@ def raw_receiver(spec: Mapping[str, tuple]) -> ReceiverFn:
             raise TypeError(
                 f"`spec[{name!r}]` must be (dtype, shape), e.g. (tf.float32, [4]). Got: {value!r}"
             ) from e
+        dtype, dims = features[name]
+        if len(dims) > 1 and dims[0] is None:  # [None, 128]: the batch dimension twice?
+            tf.logging.warning(
+                f"raw_receiver: spec[{name!r}]'s shape {dims} starts with None, and the batch "
+                f"dimension comes on top: {[None, *dims]}. Without: (tf.{dtype.name}, {dims[1:]})"
+            )
     return _placeholder_receiver(features)
 
 
