@@ -182,10 +182,11 @@ def _arrays(features: Any, labels: Any, feature_name: str):
             raise ValueError(
                 f"Label column {labels!r} is not in `features`; columns are: {sorted(feats)}."
             )
-        labels = feats.pop(labels)
+        label_array = feats.pop(labels)  # checked as a feature, under its name
         if not feats:
             raise ValueError("`features` has no column left once the label column is removed.")
-    label_array = None if labels is None else _tf_friendly(labels, "labels")
+    else:
+        label_array = None if labels is None else _tf_friendly(labels, "labels")
     if label_array is not None and label_array.ndim == 0:  # a DataFrame's column 4 is "4"
         raise ValueError(f"`labels` must be an array or a str of {sorted(feats)}. Got: {labels!r}")
     named = {**feats, "<labels>": label_array} if label_array is not None else feats
@@ -308,7 +309,8 @@ def from_csv(
         ``""``) fills empty fields, a dtype (``tf.float32``) makes the column required (the
         label's is, unless given here).
       select_columns: read only these columns (the label among them).
-      header: whether each file starts with a header line (skipped).
+      header: whether each file starts with a header line (skipped; one that looks like a row
+        is warned of, and False refused for a first line equal to ``column_names``).
       field_delim: the field separator.
       na_value: a string that stands for a missing value.
       compression: None, ``"GZIP"`` or ``"ZLIB"``.
@@ -651,7 +653,8 @@ def write_tfrecord(
 
     Args:
       rows: an iterable of dicts ``{feature: value}`` or a pandas DataFrame (one row each).
-      path: the output file; with ``num_shards > 1`` the shards ``PATH-00000-of-0000N`` ….
+      path: the output file; with ``num_shards > 1`` the shards ``PATH-00000-of-0000N`` …. An
+        earlier write of ``path`` with another ``num_shards`` is removed (with a warning).
       num_shards: how many files to write.
       compression: None, ``"GZIP"`` or ``"ZLIB"``.
 
