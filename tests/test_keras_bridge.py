@@ -134,6 +134,16 @@ def test_wrong_number_of_tensors_names_the_inputs(tmp_path):
         _predict(est, X)
 
 
+def test_a_model_converted_before_is_named_not_a_missing_attribute(tmp_path):
+    # Keras invalidates the models made before a conversion; the second one said
+    # "'Sequential' object has no attribute '_compile_time_distribution_strategy'".
+    model = _sequential()
+    to_estimator(model, model_dir=str(tmp_path / "first"))
+    with pytest.raises(ValueError, match=r"made before an earlier to_estimator call.*build"):
+        to_estimator(model, model_dir=str(tmp_path / "second"))
+    to_estimator(_sequential(), model_dir=str(tmp_path / "second"))  # a new one converts
+
+
 def test_model_to_estimators_positional_order_is_refused():
     # model_to_estimator's order (keras_model, keras_model_path, custom_objects, model_dir):
     # a ported call is refused rather than read as (model_dir, config, ...).

@@ -103,6 +103,13 @@ def to_estimator(
                 f"{e} Build the model with tf.keras.Input (functional) or Sequential, or pass "
                 "checkpoint_format='saver'."
             ) from None
+        except AttributeError as e:  # Keras' rule, said in compile() only ("invalid state")
+            if "_compile_time_distribution_strategy" not in str(e):
+                raise
+            raise ValueError(
+                "`keras_model` was made before an earlier to_estimator call, which leaves the "
+                "Keras models made before it unusable: build and compile it (again) after"
+            ) from e
     keras_ckpt = tf.train.latest_checkpoint(os.path.join(official.model_dir, "keras"))
     resuming = tf.train.latest_checkpoint(official.model_dir) is not None  # no warm start then
     if from_path and keras_ckpt and not resuming:
