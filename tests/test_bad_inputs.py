@@ -521,6 +521,12 @@ TPU_CASES = [
         r"params\['batch_size'\], unset for eval: pass eval_batch_size=",
     ),
     case(
+        "use_tpu as text",  # "False" (a flag's string) looked for a TPU
+        lambda c: _tpu(c, use_tpu="False"),
+        ValueError,
+        r"`use_tpu` must be True, False or 'auto'. Got: 'False'",
+    ),
+    case(
         "params as an argparse Namespace",  # "'Namespace' object is not iterable"
         lambda c: _tpu(c, params=types.SimpleNamespace(lr=0.1)),
         TypeError,

@@ -297,6 +297,8 @@ class TPUEstimator(tf.estimator.Estimator):
     def __new__(
         cls, model_fn=None, model_dir=None, config=None, params=None, use_tpu=True, *a, **kw
     ):
+        if isinstance(use_tpu, str) and use_tpu != "auto":  # "False" (a flag's) is truthy
+            raise ValueError(f"`use_tpu` must be True, False or 'auto'. Got: {use_tpu!r}")
         if cls is TPUEstimator and _wants_official(use_tpu, config):
             _state["official_estimator_built"] = True  # CrossShardOptimizer wraps from now on
             tf.logging.info("TPU found: using the official tf.estimator.tpu.TPUEstimator.")
