@@ -635,7 +635,14 @@ def test_official_best_exporter_exports_a_worse_model_after_a_restart(x_model, t
     assert len(_exports(ours_base)) == 1
 
 
-def test_best_exporter_never_replaces_an_export_whose_metrics_file_is_garbled(x_model, tmp_path):
+@pytest.mark.parametrize(  # a crash mid-write; JSON without a number (it exported a worse
+    # model, then exports_to_keep deleted the better ones); JSON not ours ("no attribute 'get'")
+    "garbled",
+    ['{"monitor": "lo', '{"monitor": "loss", "mode": "min", "value": null}', "[]"],
+)
+def test_best_exporter_never_replaces_an_export_whose_metrics_file_is_garbled(
+    x_model, tmp_path, garbled
+):
     model_dir = str(tmp_path / "model")
     # Without the eval events other tests wrote.
     shutil.copytree(x_model.model_dir, model_dir, ignore=shutil.ignore_patterns("eval*"))
@@ -653,7 +660,7 @@ def test_best_exporter_never_replaces_an_export_whose_metrics_file_is_garbled(x_
     # The metrics file was written in a directory each instance left in /tmp.
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "tfest_kit_best_*"))) == temp_dirs
     with open(os.path.join(export, "assets.extra", serving.EXPORT_METRICS_FILE), "w") as f:
-        f.write('{"monitor": "lo')  # a crash mid-write
+        f.write(garbled)
     # Nothing tells its loss: after a restart it stays the best, and the warning says so.
     with captured_tf_log(logging.WARNING) as lines:
         restarted = serving.best_exporter(receiver, exports_to_keep=None)

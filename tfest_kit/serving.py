@@ -186,8 +186,11 @@ def _recorded_value(export_dir: str, monitor: str, model_dir: str) -> Optional[f
     """The ``monitor`` value an export was made for: its metrics file's, else the eval events'
     at its global step (a garbled file); NaN when neither tells, None for another monitor."""
     metrics = read_export_metrics(export_dir)
-    if metrics is not None:
-        return _scalar(metrics.get("value")) if metrics.get("monitor") == monitor else None
+    metrics = metrics if isinstance(metrics, dict) else {}  # JSON, but not ours: garbled
+    if metrics.get("monitor", monitor) != monitor:
+        return None
+    if _scalar(metrics.get("value")) is not None:  # only finite values are exported
+        return _scalar(metrics["value"])
     try:
         reader = tf.train.load_checkpoint(os.path.join(export_dir, "variables", "variables"))
         step = int(reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
