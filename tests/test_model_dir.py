@@ -336,7 +336,28 @@ def test_a_state_file_naming_another_machines_paths_says_so(copy_dir):
     with captured_tf_log(logging.WARNING) as lines:
         assert _estimator(copy_dir).evaluate(_eval_input_fn)["global_step"] == 30
     (warning,) = _warnings(lines)
-    assert f"names {elsewhere}, not there" in warning and "damaged" not in warning, warning
+    assert f"names {elsewhere}, in another directory" in warning, warning
+    assert "damaged" not in warning, warning
+
+
+def test_a_copied_model_dir_naming_the_originals_checkpoints_leaves_them_alone(
+    trained_dir, tmp_path
+):
+    # The state file, with absolute paths as TF 1.x wrote them, named the original's: the copy
+    # resumed from them, and its Saver deleted them beyond keep_checkpoint_max.
+    original, copy = str(tmp_path / "original"), str(tmp_path / "copy")
+    shutil.copytree(trained_dir, original)
+    names = [os.path.join(original, f"model.ckpt-{step}") for step in (0, 10, 20, 30)]
+    tf.train.update_checkpoint_state(original, names[-1], names)
+    shutil.copytree(original, copy)
+    before = sorted(os.listdir(original))
+    start = _StartStep()
+    with captured_tf_log(logging.WARNING) as lines:
+        _estimator(copy).train(_input_fn, max_steps=80, hooks=[start])
+    assert start.start == 30 and sorted(os.listdir(original)) == before
+    (warning,) = _warnings(lines)
+    assert f"names {names[-1]}, in another directory" in warning, warning
+    assert tf.train.latest_checkpoint(copy) == os.path.join(copy, "model.ckpt-80")
 
 
 def test_evaluate_and_predict_on_a_model_dir_without_checkpoints_say_so(tmp_path):

@@ -117,6 +117,10 @@ def _read_state(model_dir: str) -> tuple[Optional[str], list[str], Optional[str]
     return state.model_checkpoint_path, list(state.all_model_checkpoint_paths), None
 
 
+def _in_dir(path: str, model_dir: str) -> bool:
+    return os.path.realpath(os.path.dirname(path)) == os.path.realpath(model_dir)
+
+
 def _checkpoints_on_disk(model_dir: str) -> list[str]:
     """The checkpoint prefixes with a step in ``model_dir``, newest first."""
     try:
@@ -154,11 +158,14 @@ def choose_checkpoint(
         # Not diverged ones: a state file set back to the checkpoint NanLossError names.
         newer = [p for p in on_disk if step is not None and checkpoint_step(p) > step]
         newer = next((p for p in newer if not checkpoint_damage(p, True)), None)
-        if newer is None and checkpoint_damage(named) is None:
+        # Another directory's, in a model_dir with its own (a copy's): the Saver would delete them.
+        away = not _in_dir(named, model_dir) and bool(on_disk)
+        if newer is None and checkpoint_damage(named) is None and not away:
             return named, None, {}
-        here = os.path.normpath(os.path.dirname(named)) == os.path.normpath(model_dir)
+        here = _in_dir(named, model_dir)
         later = f"{os.path.basename(newer or '')} is newer (to use {name}, delete newer ones)"
         why = f": {later}" if newer else ", which is damaged" if named in on_disk else ", not there"
+        why = ", in another directory" if away else why
         problem = f"the `checkpoint` state file names {name if here else named}{why}"
     damaged = {}
     for prefix in on_disk:
@@ -213,6 +220,7 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
         return chosen
     # The saver deletes listed checkpoints beyond keep_checkpoint_max: list no new ones.
     kept = [p for p in listed_before if checkpoint_step(p) in range(checkpoint_step(chosen))]
+    kept = [p for p in kept if _in_dir(p, model_dir)]  # never another directory's
     # Written as TensorFlow writes them, relative to model_dir (from a relative one's parent).
     as_given = os.path.basename if os.path.isabs(model_dir) else str
     listed = [*map(as_given, kept), as_given(chosen)]

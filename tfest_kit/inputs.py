@@ -118,8 +118,7 @@ def _patterns(file_pattern: FilePattern) -> Union[str, list[str]]:
     return patterns[0] if one else patterns
 
 
-def _compression(compression: Optional[str]) -> Optional[str]:
-    """``compression`` as TensorFlow's readers and writers take it: None, "GZIP" or "ZLIB"."""
+def _compression(compression: Optional[str]) -> Optional[str]:  # as TensorFlow takes it
     if compression and str(compression).upper() not in ("GZIP", "ZLIB"):
         raise ValueError(f"`compression` must be None, 'GZIP' or 'ZLIB'. Got: {compression!r}")
     return compression and compression.upper()
