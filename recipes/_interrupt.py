@@ -48,7 +48,7 @@ class _Interrupted(Exception):
 def checkpoint_step(directory: str) -> Optional[int]:
     """The global step of the newest checkpoint in ``directory``, or None without one."""
     # Estimator names its checkpoints model.ckpt-STEP, whatever the checkpoint format.
-    checkpoint = tf.train.latest_checkpoint(directory)
+    checkpoint = previous_run.newest_checkpoint(directory)
     suffix = checkpoint.rsplit("-", 1)[-1] if checkpoint else ""
     return int(suffix) if suffix.isdigit() else None
 

@@ -24,9 +24,9 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
+from typing import Optional
 
-from tfest_kit._model_dir import path_problem
-from tfest_kit._tf import tf
+from tfest_kit._model_dir import choose_checkpoint, path_problem
 
 __all__ = ["PreviousRunError", "check", "make_dir", "record", "check_and_record_or_exit"]
 
@@ -49,6 +49,12 @@ def _recipes_recorded(model_dir: str) -> list[str]:
     return sorted(name[: -len(suffix)] for name in names if name.endswith(suffix))
 
 
+def newest_checkpoint(directory: str) -> Optional[str]:
+    """The checkpoint training would resume from, as tfest_kit chooses it: a garbled state file
+    or a damaged newest checkpoint is passed over (``tf.train.latest_checkpoint`` raised)."""
+    return choose_checkpoint(directory)[0]
+
+
 def _holds_checkpoint(model_dir: str, dirs: list[str]) -> bool:
     """True if ``dirs``, ``model_dir`` or one of its sub-directories holds a checkpoint.
 
@@ -56,7 +62,7 @@ def _holds_checkpoint(model_dir: str, dirs: list[str]) -> bool:
     has one per model), where another recipe's ``checkpoint_dirs`` would not look.
     """
     subdirs = [entry.path for entry in os.scandir(model_dir) if entry.is_dir()]
-    return any(tf.train.latest_checkpoint(d) for d in [*dirs, model_dir, *subdirs])
+    return any(newest_checkpoint(d) for d in [*dirs, model_dir, *subdirs])
 
 
 def _as_read(flags: Mapping[str, object]) -> dict:
@@ -123,7 +129,7 @@ def check(
             f"--{flag_name} {model_dir} holds files that are not a run of {recipe} ({listed}); "
             f"give a new or empty --{flag_name}, or the one of an earlier run of {recipe}"
         )
-    if not (os.path.isfile(path) and any(tf.train.latest_checkpoint(d) for d in dirs)):
+    if not (os.path.isfile(path) and any(newest_checkpoint(d) for d in dirs)):
         return
     with open(path) as f:
         previous = json.load(f)

@@ -304,7 +304,7 @@ def _check_not_another_recipes(output_dir: Optional[str]) -> None:
 def _check_trained_model(output_dir: Optional[str]) -> None:
     # Evaluating or predicting without training would silently use an untrained model, and
     # export_saved_model fails only at the very end: name the likely mistake up front.
-    if FLAGS.do_train or (output_dir and tf.train.latest_checkpoint(output_dir)):
+    if FLAGS.do_train or (output_dir and previous_run.newest_checkpoint(output_dir)):
         return
     where = f"{output_dir} has no checkpoint" if output_dir else "none was given"
     raise RecipeError(
@@ -317,7 +317,7 @@ def _check_init_checkpoint(output_dir: Optional[str]) -> None:
     # model_fn.classifier reports an unreadable --init_checkpoint only when training builds
     # its graph, after the TFRecord caches are written. A run that resumes from output_dir's
     # own checkpoint does not read it (it may be gone by then), so it is not checked then.
-    if not FLAGS.init_checkpoint or (output_dir and tf.train.latest_checkpoint(output_dir)):
+    if not FLAGS.init_checkpoint or (output_dir and previous_run.newest_checkpoint(output_dir)):
         return
     resolve_checkpoint(FLAGS.init_checkpoint)  # ValueError naming the path and what it lacks
 

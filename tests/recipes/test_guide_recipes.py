@@ -226,10 +226,17 @@ def test_tpu_digits_falls_back_and_learns(tmp_path):
 
     # A garbled `checkpoint` state file, then none: training resumes from the newest intact
     # checkpoint, and the start line says so (it said "from step 0", read before recovery).
+    # Binary junk: a traceback from the recipe's own check (tf.train.latest_checkpoint). A
+    # damaged newest checkpoint, asked for again: "already trained to step 303".
     state = tmp_path / "checkpoint"
-    for steps, damage in ((301, "garbled"), (302, "deleted")):
+    for steps, damage in ((301, "garbled"), (302, "deleted"), (303, "binary"), (303, "cut")):
         if damage == "garbled":
             state.write_text("model_checkpoint_path: {{{ not a state file")
+        elif damage == "binary":
+            state.write_bytes(bytes(range(256)))
+        elif damage == "cut":
+            (data,) = tmp_path.glob("model.ckpt-303.data-*")
+            os.truncate(data, data.stat().st_size // 2)
         else:
             state.unlink()
         args = ["-m", "recipes.tpu_digits", f"--steps={steps}", f"--model_dir={tmp_path}"]
