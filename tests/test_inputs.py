@@ -441,6 +441,8 @@ GOOD_ROWS = "a,b,c,y\n" + "1.5,2,3,0\n" * 120  # past the 100 rows make_csv_data
         ("1.5,2,3,0,9\n", r"bad\.csv:122: 5 fields.*too many fields.*quote"),
         ("1.5,abc,3,0\n", r"bad\.csv:122, column 'b': 'abc' is not a valid int32.*column_defaults"),
         ("1.5,2,3,3000000000\n", r"bad\.csv:122, column 'y': '3000000000' is not a valid int32"),
+        ("1_5,2,3,0\n", r"bad\.csv:122, column 'a': '1_5' is not a valid float"),  # Python's
+        ("\u0661,2,3,0\n", r"bad\.csv:122, column 'a': '\u0661' is not a valid float"),
     ],
 )
 def test_a_bad_csv_row_is_named_by_file_line_and_column(tmp_path, bad_row, where):

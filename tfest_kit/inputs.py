@@ -458,12 +458,12 @@ def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
 
 
 def _parses(text: str, kind: str) -> bool:
-    """Whether CsvDataset reads ``text`` as a ``kind`` ("float", "int32" …) value."""
+    """Whether CsvDataset reads ``text`` as a ``kind`` ("float", "int32" …; Python's: "1_5")."""
     try:
         value = float(text) if kind in ("float", "double") else int(text)
     except ValueError:
         return False
-    return kind != "int32" or -(2**31) <= value < 2**31
+    return text.isascii() and "_" not in text and (kind != "int32" or -(2**31) <= value < 2**31)
 
 
 def _csv_defaults(patterns, given: Mapping, options: dict, label: Optional[str]) -> Callable:
