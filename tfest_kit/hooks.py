@@ -249,14 +249,15 @@ def _checkpoints_note(step: int) -> str:
     if not saved:
         return ""
     directory = os.path.dirname(saved[-1])
-    good = newest_finite_checkpoint(directory, up_to_step=step)
+    good = newest_finite_checkpoint(directory, up_to_step=step - 1)  # step's weights failed
     if good is None:
         return " No checkpoint from before it has finite weights."
     note = f" The newest checkpoint with finite weights from before it is {os.path.basename(good)}"
     if checkpoint_step(saved[-1]) != checkpoint_step(good):
         note += (
-            f"; the latest, {os.path.basename(saved[-1])}, holds the diverged weights: resume "
-            f"from it with tf.compat.v1.train.update_checkpoint_state({directory!r}, {good!r})"
+            f"; the latest, {os.path.basename(saved[-1])}, holds the diverged weights: to resume "
+            "from it, delete the checkpoints after it (a newer one is resumed from) and run "
+            f"tf.compat.v1.train.update_checkpoint_state({directory!r}, {good!r})"
         )
     return note + "."
 

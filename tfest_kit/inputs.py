@@ -113,8 +113,7 @@ def _patterns(file_pattern: FilePattern) -> Union[str, list[str]]:
     one = isinstance(file_pattern, (str, os.PathLike))
     patterns = [os.fspath(pattern) for pattern in ([file_pattern] if one else file_pattern)]
     for pattern in filter(tf.io.gfile.isdir, patterns):  # TensorFlow: "Is a directory", late
-        example = os.path.join(pattern, "*")
-        raise IsADirectoryError(f"`file_pattern` {pattern!r} is a directory: pass {example!r}")
+        raise IsADirectoryError(f"`file_pattern` {pattern!r} is a directory: pass '{pattern}/*'")
     return patterns[0] if one else patterns
 
 
