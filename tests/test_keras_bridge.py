@@ -524,7 +524,8 @@ def test_nan_guard_names_the_checkpoint_from_before_the_diverged_weights(tmp_pat
         est.train(train_fn, max_steps=50, hooks=[hooks.NanGuardHook()])
     step = info.value.step
     assert est.latest_checkpoint().endswith(f"model.ckpt-{step + 1}")
-    assert f"from before it is model.ckpt-{step};" in str(info.value)
+    # Not model.ckpt-{step}: its weights gave the non-finite loss.
+    assert f"from before it is model.ckpt-{step - 1};" in str(info.value)
     assert f"the latest, model.ckpt-{step + 1}, holds the diverged weights" in str(info.value)
 
 
