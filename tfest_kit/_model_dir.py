@@ -159,10 +159,10 @@ def choose_checkpoint(
         newer = [p for p in on_disk if step is not None and checkpoint_step(p) > step]
         newer = next((p for p in newer if not checkpoint_damage(p, True)), None)
         # Another directory's, in a model_dir with its own (a copy's): the Saver would delete them.
-        away = not _in_dir(named, model_dir) and bool(on_disk)
+        here = _in_dir(named, model_dir)
+        away = not here and bool(on_disk)
         if newer is None and checkpoint_damage(named) is None and not away:
             return named, None, {}
-        here = _in_dir(named, model_dir)
         later = f"{os.path.basename(newer or '')} is newer (to use {name}, delete newer ones)"
         why = f": {later}" if newer else ", which is damaged" if named in on_disk else ", not there"
         why = ", in another directory" if away else why

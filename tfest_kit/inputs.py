@@ -660,7 +660,7 @@ def write_tfrecord(
       The paths written, in shard order.
 
     Raises:
-      ValueError: a bad ``num_shards``.
+      ValueError: a bad ``num_shards`` or ``compression``.
       TypeError: a row that is not a dict; a value of another type; a key holding numbers in
         some rows and strings in others.
 
@@ -668,7 +668,7 @@ def write_tfrecord(
 
         paths = write_tfrecord([{"age": 39, "city": "Oslo", "label": 1}], "/tmp/d.tfr")
     """
-    num_shards = check_int("num_shards", num_shards)
+    num_shards, compression = check_int("num_shards", num_shards), _compression(compression)
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         rows = rows.to_dict("records")
     serialized = _rows_to_examples(list(rows))
@@ -678,7 +678,7 @@ def write_tfrecord(
     tf2.io.gfile.makedirs(os.path.dirname(path) or ".")
     paths = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
     paths = [path] if num_shards == 1 else paths
-    options = tf2.io.TFRecordOptions(compression_type=_compression(compression) or "")
+    options = tf2.io.TFRecordOptions(compression_type=compression or "")
     for shard, shard_path in enumerate(paths):
         # Renamed into place when whole: a reader (another task, after a crash) never sees half.
         partial = os.path.join(os.path.dirname(shard_path), f".partial-{uuid.uuid4().hex}")

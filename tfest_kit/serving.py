@@ -189,8 +189,9 @@ def _recorded_value(export_dir: str, monitor: str, model_dir: str) -> Optional[f
     metrics = metrics if isinstance(metrics, dict) else {}  # JSON, but not ours: garbled
     if metrics.get("monitor", monitor) != monitor:
         return None
-    if _scalar(metrics.get("value")) is not None:  # only finite values are exported
-        return _scalar(metrics["value"])
+    value = _scalar(metrics.get("value"))
+    if value is not None:  # only finite values are exported
+        return value
     try:
         reader = tf.train.load_checkpoint(os.path.join(export_dir, "variables", "variables"))
         step = int(reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))

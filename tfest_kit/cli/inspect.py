@@ -105,10 +105,9 @@ def format_text(info: dict) -> str:
     lines.append(f"checkpoints ({count}):" if count else "checkpoints: none")
     if info.get("is_export"):
         lines.append(f"  note: an export: see python -m tfest_kit signature {model_dir}")
-    for below in info.get("export_dirs_below", [])[:1]:  # MODEL_DIR/export/
-        lines.append(
-            f"  note: exports below it: see python -m tfest_kit signature {model_dir}/{below}"
-        )
+    if info.get("export_dirs_below"):  # MODEL_DIR/export/
+        below = f"{model_dir}/{info['export_dirs_below'][0]}"
+        lines.append(f"  note: exports below it: see python -m tfest_kit signature {below}")
     if info.get("model_dirs_below"):
         lines.append(f"  note: the model_dirs below it: {', '.join(info['model_dirs_below'])}")
     for c in checkpoints["checkpoints"]:
