@@ -1185,6 +1185,12 @@ INPUT_CASES = [
         r"empty_dir' is a directory",
     ),
     case(
+        "from_tfrecord of an empty file",  # Estimator: 0 steps, "yielded no batch" named no file
+        lambda c: inputs.from_tfrecord(_file(c, "empty.tfrecord", b""), {}, num_epochs=None)(),
+        ValueError,
+        r"empty\.tfrecord: empty files\. Point file_pattern at the data",
+    ),
+    case(
         "from_tfrecord compression 'gz'",  # failed at a read error, in the error's scan
         lambda c: inputs.from_tfrecord(c.record, {}, compression="gz"),
         ValueError,

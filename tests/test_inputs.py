@@ -272,6 +272,19 @@ def test_a_pattern_of_a_list_that_matches_no_file_is_an_error(tmp_path, reader):
     make([str(tmp_path / "a.csv")])()
 
 
+def test_files_in_a_directory_named_with_glob_characters_are_read(tmp_path):
+    # TensorFlow globs every path: "lr[0.1]/train.csv" matched no file ("No files match").
+    sweep = tmp_path / "lr[0.1]"
+    sweep.mkdir()
+    (sweep / "train.csv").write_text("x,y\n1,0\n2,1\n")
+    for pattern in (sweep / "train.csv", f"{sweep}/*.csv"):
+        [(feats, labels)] = _batches(inputs.from_csv(pattern, label_name="y", shuffle=False)())
+        assert feats["x"].tolist() == [1, 2] and labels.tolist() == [0, 1]
+    inputs.write_tfrecord(ROWS, sweep / "data.tfrecord", num_shards=2)
+    fn = inputs.from_tfrecord(f"{sweep}/data.tfrecord-*", {"age": SPEC["age"]}, shuffle=False)
+    assert sorted(np.concatenate([b["age"] for b in _batches(fn())]).tolist()) == [25, 30, 41]
+
+
 # --------------------------------------------------------------------------- TFRecord
 
 ROWS = [

@@ -114,6 +114,10 @@ def _patterns(file_pattern: FilePattern) -> Union[str, list[str]]:
     patterns = [os.fspath(pattern) for pattern in ([file_pattern] if one else file_pattern)]
     for pattern in filter(tf.io.gfile.isdir, patterns):  # TensorFlow: "Is a directory", late
         raise IsADirectoryError(f"`file_pattern` {pattern!r} is a directory: pass '{pattern}/*'")
+    for i, pattern in enumerate(patterns):  # a file or directory "lr[0.1]": TensorFlow globs
+        part = pattern if tf.io.gfile.exists(pattern) else os.path.dirname(pattern)
+        if re.search(r"[*?[\\]", part) and tf.io.gfile.exists(part):
+            patterns[i] = re.sub(r"[*?[\\]", r"\\\g<0>", part) + pattern[len(part) :]
     return patterns[0] if one else patterns
 
 
@@ -532,8 +536,11 @@ def from_tfrecord(
     def input_fn(params=None):
         _each_matches(patterns)
         _scan_on_error(functools.partial(_tfrecord_problem, patterns, compression, spec))
+        files = _files(patterns)
+        if files and not any(tf.io.gfile.stat(path).length for path in files):
+            raise ValueError(f"{', '.join(files)}: empty files. Point file_pattern at the data")
         if not compression:  # beside the reading: ~1 us a record, once per file version
-            threading.Thread(target=_warn_if_cut, args=(_files(patterns),), daemon=True).start()
+            threading.Thread(target=_warn_if_cut, args=(files,), daemon=True).start()
         size = _batch_size(batch_size, params)
         return tf2.data.experimental.make_batched_features_dataset(patterns, size, spec, **reading)
 
