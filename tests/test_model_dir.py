@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import ROOT, captured_tf_log
 from tfest_kit import _model_dir, tpu
 from tfest_kit._checks import TfestKitError
+from tfest_kit._model_dir import vanished_checkpoint
 from tfest_kit._tf import estimator, tf, tf2
-from tfest_kit._vanished_checkpoint import vanished_checkpoint
 from tfest_kit.hooks import NanGuardHook, NanLossError
 
 

@@ -19,9 +19,8 @@ import tfest_kit
 from tests.conftest import captured_tf_log
 from tests.signal_hooks import SignalAtStep
 from tfest_kit import _model_dir, hooks, serving, training
-from tfest_kit._model_dir import complete_exports, metrics_by_step
+from tfest_kit._model_dir import complete_exports, export_unless_vanished, metrics_by_step
 from tfest_kit._tf import estimator, tf
-from tfest_kit._vanished_checkpoint import export_unless_vanished
 from tfest_kit.cluster import free_ports
 from tfest_kit.serving import EXPORT_METRICS_FILE as METRICS_FILE
 
@@ -574,7 +573,7 @@ def test_a_checkpoint_deleted_during_its_evaluation_is_skipped(
     assert chief.advanced
     assert metrics["global_step"] == 20
     assert sorted(metrics_by_step(os.path.join(chief.model_dir, "eval"))) == [20]
-    warnings = _lines(tf_log_lines, "deleted while it was being evaluated")
+    warnings = _lines(tf_log_lines, "deleted while being evaluated")
     assert len(warnings) == 1, tf_log_lines
     assert chief.ckpt_10 in warnings[0]
     assert "RunConfig(keep_checkpoint_max=" in warnings[0]

@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Optional
+from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -182,7 +182,7 @@ def usable_checkpoint(model_dir: str, method: str, given: Optional[str] = None) 
     ``TfestKitError`` naming the files and the fix if none is intact."""
     if given:  # else ~100 lines of "Read less bytes than requested"
         why = checkpoint_damage(given)
-        if why:  # a ValueError: an evaluator skips one the chief deleted (_vanished_checkpoint)
+        if why:  # a ValueError: an evaluator skips one the chief deleted (vanished_checkpoint)
             raise ValueError(
                 f"checkpoint_path {given} cannot be restored: {why}. Pass "
                 "an intact one (`python -m tfest_kit inspect` lists them), or None for the newest"
@@ -450,10 +450,11 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
     if model_dir and path_problem(model_dir):  # before the lock file is written
         raise ValueError(path_problem(model_dir))
     outermost = model_dir not in _training_now  # train_and_evaluate calls train
-    if outermost:
+    trains = outermost and estimator.config.task_type not in ("ps", "evaluator")
+    if trains:
         tf.logging.info("Training into %s: building the graph", model_dir)
     summary_dir = model_dir if outermost and writes_checkpoints() else None
-    started = time.monotonic() if outermost else None
+    started = time.monotonic() if trains else None  # phase lines
     every = estimator.config.save_summary_steps
     counter = _StepCounter(started, max_steps, steps, summary_dir, every)
     with contextlib.ExitStack() as stack:
@@ -589,3 +590,53 @@ def latest_export(export_dir_base: str) -> str:
             "export_saved_model (or an exporter's model_dir/export/NAME)."
         )
     return exports[-1]
+
+
+# A checkpoint the chief deleted while the evaluator evaluated or exported it: found, skipped.
+KEEP_MORE = (
+    "The chief keeps only the newest RunConfig(keep_checkpoint_max=…) checkpoints (default 5): "
+    "raise it (or save less often) so that checkpoints outlive their evaluation and export."
+)
+
+
+def vanished_checkpoint(
+    error: BaseException, model_dir: str, checkpoint_path: Optional[str] = None
+) -> Optional[str]:
+    """The checkpoint ``error`` names (``checkpoint_path`` or any in model_dir) if it is gone."""
+    if not isinstance(error, (tf.errors.NotFoundError, ValueError)):
+        return None
+    message = str(error)
+    if checkpoint_path:
+        named = [checkpoint_path] if checkpoint_path in message else []
+    else:
+        named = re.findall(re.escape(os.path.join(model_dir, "")) + r"[^\s'\"/]+?-\d+", message)
+    for path in named:
+        if not (tf.gfile.Exists(path + ".index") and tf.gfile.Glob(path + ".data-*")):
+            return path
+    return None
+
+
+def _temp_dirs(export_path: str) -> set[str]:
+    return {os.path.join(export_path, e) for e in dir_entries(export_path) if e.startswith("temp-")}
+
+
+def export_unless_vanished(
+    export: Callable[[], Any], name: str, export_path: str, checkpoint_path: Optional[str]
+) -> Any:
+    """``export()``, or None with a warning if ``checkpoint_path`` vanished meanwhile; a failed
+    export's half-written ``export_path/temp-*`` is deleted."""
+    before = _temp_dirs(export_path)
+    try:
+        return export()
+    except Exception as e:
+        for path in sorted(_temp_dirs(export_path) - before):
+            with contextlib.suppress(tf.errors.NotFoundError):
+                tf.gfile.DeleteRecursively(path)  # gs:// too, where shutil sees nothing
+        model_dir = os.path.dirname(checkpoint_path or "")
+        if not checkpoint_path or not vanished_checkpoint(e, model_dir, checkpoint_path):
+            raise
+        tf.logging.warning(
+            f"Exporter {name!r}: checkpoint {checkpoint_path} was deleted while it was being "
+            f"exported; this export is skipped ({type(e).__name__}). {KEEP_MORE}"
+        )
+        return None

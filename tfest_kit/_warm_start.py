@@ -67,7 +67,7 @@ def warm_start(prefix: str, variables=None) -> None:
     if named and not assignment_map:  # a model in another scope ("bert/"), or another model
         ours = sorted(name for name, _ in named)  # theirs without slots ("dense/kernel/Adam")
         theirs = sorted(
-            n for n in shapes if n.rsplit("/", 1)[0] not in shapes and n != "global_step"
+            n for n in shapes if os.path.dirname(n) not in shapes and n != "global_step"
         )
         raise ValueError(
             f"`init_checkpoint` {prefix!r} holds none of this model's variables (by name, shape "

@@ -22,13 +22,13 @@ from tfest_kit._model_dir import (
     ExportNotFoundError,
     complete_exports,
     eval_dirs,
+    export_unless_vanished,
     latest_export,
     metrics_by_step,
     read_export_metrics,
 )
 from tfest_kit._predictor import ExportLoadError, Predictor, PredictorInputError, read_signatures
 from tfest_kit._tf import tf, tf2
-from tfest_kit._vanished_checkpoint import export_unless_vanished
 
 __all__ = ["raw_receiver", "parsing_receiver", "bert_receiver", "image_bytes_receiver"]
 __all__ += ["best_exporter", "latest_export", "Predictor", "read_signatures", "export_and_check"]

@@ -17,7 +17,6 @@ from tfest_kit import _model_dir
 from tfest_kit._model_dir import ModelDirLockedError, checkpoint_step, metrics_by_step, saved_step
 from tfest_kit._task_guard import EvalGuard
 from tfest_kit._tf import ContinuousEvalListener, EvalStatus, TrainingExecutor, tf
-from tfest_kit._vanished_checkpoint import KEEP_MORE, export_unless_vanished, vanished_checkpoint
 from tfest_kit.cluster import validate_tf_config
 from tfest_kit.hooks import PreemptionHook, fill_progress_totals
 
@@ -113,7 +112,7 @@ class _FinalAfterEarlyStop(tf.estimator.Exporter):
         call = dict(estimator=estimator, export_path=export_path, eval_result=eval_result)
         call.update(checkpoint_path=checkpoint_path, is_the_final_export=is_the_final_export)
         self._last_call = call
-        self._last_result = export_unless_vanished(
+        self._last_result = _model_dir.export_unless_vanished(
             lambda: self.exporter.export(**self._last_call), self.name, export_path, checkpoint_path
         )
         return self._last_result
@@ -161,13 +160,13 @@ class _TaskExecutor(TrainingExecutor):
                 evaluator, continuous_eval_listener, throttle_secs
             )
         except (tf.errors.NotFoundError, ValueError) as e:
-            path = vanished_checkpoint(e, self._estimator.model_dir)
+            path = _model_dir.vanished_checkpoint(e, self._estimator.model_dir)
             if path is None or path in self._vanished or not _not_older(path, newest):
                 raise  # the same one again: the checkpoint state names files gone for good
             self._vanished.add(path)
             tf.logging.warning(
-                f"Evaluator: checkpoint {path} was deleted while it was being evaluated; it is "
-                f"skipped and the next checkpoint is evaluated ({type(e).__name__}). {KEEP_MORE}"
+                f"Evaluator: checkpoint {path} was deleted while being evaluated; it is skipped "
+                f"and the next checkpoint is evaluated ({type(e).__name__}). {_model_dir.KEEP_MORE}"
             )
             time.sleep(max(0.0, throttle_secs - (time.time() - start)))  # as the official loop
             return None, False
@@ -373,9 +372,7 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
         with tf.gfile.GFile(early_stop_file + ".tmp", "w") as f:
             f.write(json.dumps({"global_step": step}))
         tf.gfile.Rename(early_stop_file + ".tmp", early_stop_file, overwrite=True)
-        tf.logging.info(
-            f"Training stopped early at global step {step}; recorded in {early_stop_file}"
-        )
+        tf.logging.info(f"Training stopped early at global step {step}: noted in {early_stop_file}")
     if early_stop_step is not None:
         for exporter in eval_spec.exporters:  # the _FinalAfterEarlyStop wrappers
             exporter.export_as_final(early_stop_step)
@@ -384,7 +381,7 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
     last_step = saved_step(model_dir)
     # Stopped by a signal before its last checkpoint was evaluated (_Preemption).
     evaluated_step = (metrics or {}).get(tf.GraphKeys.GLOBAL_STEP)
-    preempted = local and _preempted(train_hooks) and evaluated_step != last_step
+    preempted = _preempted(train_hooks) and (not local or evaluated_step != last_step)
     if preempted:
         metrics = _newest_metrics(estimator.eval_dir(eval_spec.name))
         tf.logging.warning(

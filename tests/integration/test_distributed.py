@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 
 PROGRAM = "tests/programs/cluster_train.py"
 MAX_STEPS = 100000  # never reached: early stopping ends training
+TASKS = ("chief:0", "worker:0", "ps:0", "evaluator:0")
 
 
 def _lines(output: str, task: str) -> list[str]:
@@ -163,6 +164,8 @@ def test_parameter_server_training_and_resuming_its_model_dir(tmp_path):
         devices = dict(x.split()[1:] for x in _lines(output, task) if x.startswith("VARIABLE_DEV"))
         assert devices == {"w": "/job:ps/task:0", "b": "/job:ps/task:0"}, output
     assert _lines(output, "ps:0"), output
+    building = [t for t in TASKS if any("building the graph" in x for x in _lines(output, t))]
+    assert building == ["chief:0", "worker:0"], output  # not the ps or the evaluator
     _check_training_outcome(output, model_dir)
     _check_evaluator_ended_by_itself(output, model_dir)
     assert os.path.exists(os.path.join(model_dir, "stopped_early.json"))

@@ -248,6 +248,7 @@ def test_cluster_worker_and_chief_killed_and_restarted(tmp_path):
         "--max_steps=1000000",
         "--step_sleep=0.02",
         f"--stop_file={stop_file}",
+        "--preemption",
     ]
     out = io.StringIO()
     env = {"PYTHONPATH": str(ROOT)}
@@ -283,9 +284,16 @@ def test_cluster_worker_and_chief_killed_and_restarted(tmp_path):
         )
         _poll(lambda: _checkpoint_step(model_dir) >= _step_of(last) + 20, 60, "new saves", out)
 
+        # A worker preempted (SIGTERM) says so. Before: it printed the newest evaluation as
+        # "Final eval metrics", as if training had ended.
+        local.signal_task("worker", 0, signal.SIGTERM)
+        assert local.wait_task("worker", 0, timeout=60) == 0, out.getvalue()
+        worker = [x for x in text().splitlines() if x.startswith("[worker:0]")]
+        assert [x for x in worker if "Training interrupted at global step" in x], worker[-20:]
+        assert not [x for x in worker if "Final eval metrics" in x], worker[-20:]
+
         open(stop_file, "w").close()
         assert local.wait_task("chief", 0, timeout=60) == 0, out.getvalue()
-        assert local.wait_task("worker", 0, timeout=60) == 0, out.getvalue()
     assert "RESULT" in "\n".join(x for x in text().splitlines() if x.startswith("[chief:0]"))
     steps = _restore_all(model_dir, asynchronous=True)
     assert steps[-1] >= _step_of(last) + 20

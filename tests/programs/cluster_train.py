@@ -109,6 +109,7 @@ def main() -> int:
     parser.add_argument("--crash_task", default=None)
     parser.add_argument("--kill_task", default=None)
     parser.add_argument("--fail_worker_at", type=int, default=None)  # a step: one failed run
+    parser.add_argument("--preemption", action="store_true")  # a PreemptionHook on each task
     args = parser.parse_args()
     logs.setup("info")
     task = cluster.validate_tf_config().get("task", {})
@@ -146,7 +147,7 @@ def main() -> int:
         input_fn,
         eval_input_fn,
         max_steps=args.max_steps,
-        hooks=[pace, stopper],
+        hooks=[pace, stopper, *([hooks.PreemptionHook()] if args.preemption else [])],
         exporters=[
             serving.best_exporter(receiver, monitor="loss", mode="min"),
             # Never exported at all after an early stop before tfest_kit asked it again.

@@ -207,13 +207,16 @@ class LocalCluster:
 
         Returns:
           0; else the status of the task that stopped the cluster (``128 + N`` for signal N),
-          124 on timeout, or 1 after a failed evaluator.
+          124 on timeout, or 1 after a failed evaluator or one stopped after its grace.
         """
         self._failed: set[Task] = set()
         try:
             self.start()
             graces = (("worker", worker_grace_secs), ("evaluator", evaluator_grace_secs))
             for job, secs in (("chief", timeout), *graces):
+                evaluator = self._procs.get(("evaluator", 0))
+                if job == "evaluator" and evaluator and evaluator.poll() is None:  # may be silent
+                    self._write(f"[launcher] waiting up to {secs}s for the evaluator's last eval")
                 status, left = self._watch(job, secs)
                 if status is not None:
                     return status
@@ -221,10 +224,12 @@ class LocalCluster:
                     self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
                     return 124
                 if left:  # the evaluator's final evaluation may wait throttle_secs
+                    lost = "; its last evaluation did not run: exit 1" if job == "evaluator" else ""
                     self._write(
                         f"[launcher] {', '.join(left)} still running {secs}s after the chief "
-                        f"finished; stopping (more time: --{job}-grace, above throttle_secs)"
+                        f"finished; stopping (more time: --{job}-grace, above throttle_secs){lost}"
                     )
+                    self._failed.update([("evaluator", 0)] if lost else [])
             self._write("[launcher] training done; stopping the parameter servers")
             return 1 if self._failed else 0
         finally:
