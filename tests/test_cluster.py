@@ -275,7 +275,7 @@ def test_evaluator_gets_a_bounded_grace_period():
     text = out.getvalue()
     assert "waiting up to 1s for the evaluator" in text
     assert "evaluator:0 still running 1s after the chief" in text
-    assert "--evaluator-grace" in text and "did not run: exit 1" in text
+    assert "--evaluator-grace" in text and "stopping, exit 1" in text
 
 
 @pytest.mark.parametrize("task", ["ps", "worker", "evaluator"])

@@ -756,6 +756,26 @@ def test_a_second_train_and_evaluate_as_the_same_task_reuses_its_server(tmp_path
         assert est.latest_checkpoint().endswith("model.ckpt-5"), name
 
 
+def test_a_task_whose_port_another_process_holds_is_named(tmp_path, monkeypatch):
+    # Before: TensorFlow's "Could not start gRPC server", naming neither task nor address.
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        chief, worker = f"127.0.0.1:{held.getsockname()[1]}", f"127.0.0.1:{free_ports(1)[0]}"
+        cluster = {"chief": [chief], "worker": [worker]}
+        monkeypatch.setenv(
+            "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
+        )
+        est = _small_estimator(str(tmp_path))
+        with pytest.raises(OSError, match=rf"Task chief:0 cannot listen on {chief}.*a free port"):
+            training.train_and_evaluate(
+                est, _small_train_input_fn, _small_eval_input_fn, max_steps=5
+            )
+    assert not os.path.exists(os.path.join(str(tmp_path), "checkpoint"))
+
+
 def test_the_official_call_with_specs_and_progress_totals(tmp_path, tf_log_lines):
     # The official signature, unchanged: the specs' own settings (steps=None evaluates all).
     est = _estimator(str(tmp_path))

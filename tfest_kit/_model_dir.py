@@ -289,11 +289,9 @@ def writer_lock(model_dir: str) -> Iterator[None]:
 
 def grpc_reachable(address: str, timeout: float = 2.0) -> Optional[bool]:
     """Whether something accepts TCP connections at ``grpc://host:port``; None: no address."""
-    try:
-        parts = urlsplit(address)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
+    host = port = None
+    with contextlib.suppress(ValueError):  # a port that is no number, or out of range
+        host, port = urlsplit(address).hostname, urlsplit(address).port
     if not host or not port:
         return None
     try:

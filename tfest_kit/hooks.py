@@ -80,9 +80,8 @@ class _IntervalHook(tf.train.SessionRunHook):
 
     def before_run(self, run_context):
         self._fetching = self._due(self._step + self._steps_per_run, self._step)
-        if self._fetching and self._loss is not None:
-            return tf.train.SessionRunArgs(self._loss)
-        return None
+        fetch = self._fetching and self._loss is not None
+        return tf.train.SessionRunArgs(self._loss) if fetch else None
 
     def _due(self, step: float, since: float) -> bool:
         """Whether ``step`` gets a line: the first, the last, or past a multiple of the interval."""

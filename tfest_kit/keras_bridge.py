@@ -382,6 +382,5 @@ def _matched_by_structure(settings, keras_ckpt: str):
     except tf.errors.NotFoundError:
         return settings  # a name-based checkpoint: warm-started by name, as Estimator does
     model = {name: key for name, key in ours.items() if re.match(_MODEL_VARIABLES, f"{name}:0")}
-    if all(name in saved_names for name in model):
-        return settings
-    return settings._replace(var_name_to_prev_var_name=model)
+    same = all(name in saved_names for name in model)
+    return settings if same else settings._replace(var_name_to_prev_var_name=model)

@@ -177,7 +177,14 @@ class _TaskExecutor(TrainingExecutor):
         if key in _SERVERS:
             tf.logging.info("Task %s: reusing the server this process started for it", task)
             return _SERVERS[key]
-        server = super()._start_std_server(config)
+        try:
+            server = super()._start_std_server(config)
+        except tf.errors.UnknownError as e:  # "Could not start gRPC server"
+            address = config.cluster_spec.task_address(config.task_type, config.task_id)
+            raise OSError(
+                f"Task {task} cannot listen on {address} (TF_CONFIG): {e.message}. Another "
+                "process holds the port (an earlier run's task?): stop it, or use a free port"
+            ) from None
         if server is not None:  # None: a one-task cluster, which needs no server
             _SERVERS[key] = server
         return server

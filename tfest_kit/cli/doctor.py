@@ -117,9 +117,8 @@ def _installed(name: str) -> Optional[str]:
 
 def stack_of(tensorflow: Optional[str], python: str) -> str:
     """The stack of an environment: by its TensorFlow, else by its Python (as ``make`` chooses)."""
-    if tensorflow is not None:
-        return "2.21" if _release(tensorflow)[:2] >= (2, 16) else "2.15"
-    return "2.21" if _release(python)[:2] >= (3, 12) else "2.15"
+    newer = _release(tensorflow)[:2] >= (2, 16) if tensorflow else _release(python)[:2] >= (3, 12)
+    return "2.21" if newer else "2.15"
 
 
 def _other(stack: Stack) -> Stack:

@@ -207,7 +207,7 @@ class LocalCluster:
 
         Returns:
           0; else the status of the task that stopped the cluster (``128 + N`` for signal N),
-          124 on timeout, or 1 after a failed evaluator or one stopped after its grace.
+          124 on timeout, or 1 after a failed evaluator or a task stopped after its grace.
         """
         self._failed: set[Task] = set()
         try:
@@ -224,12 +224,11 @@ class LocalCluster:
                     self._write(f"[launcher] the chief did not finish within {timeout}s; stopping")
                     return 124
                 if left:  # the evaluator's final evaluation may wait throttle_secs
-                    lost = "; its last evaluation did not run: exit 1" if job == "evaluator" else ""
                     self._write(
                         f"[launcher] {', '.join(left)} still running {secs}s after the chief "
-                        f"finished; stopping (more time: --{job}-grace, above throttle_secs){lost}"
+                        f"finished: stopping, exit 1 (more time: --{job}-grace > throttle_secs)"
                     )
-                    self._failed.update([("evaluator", 0)] if lost else [])
+                    self._failed.update(task for task in self.tasks if _name(task) in left)
             self._write("[launcher] training done; stopping the parameter servers")
             return 1 if self._failed else 0
         finally:
