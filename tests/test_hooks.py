@@ -769,6 +769,29 @@ def test_early_stopping_reads_tf2_scalar_summaries(tmp_path):
     assert _run_loop([hooks.early_stopping(est, patience_steps=20, run_every_steps=1)]) == 1
 
 
+def test_a_damaged_eval_record_is_said_once_a_torn_last_one_is_not(tmp_path):
+    # A bit flipped inside an events file ended its reading in silence (a DEBUG line): plot,
+    # inspect and early stopping saw fewer evaluations.
+    writer = tf2.summary.create_file_writer(str(tmp_path / "eval"))
+    with writer.as_default():
+        for step in range(10):
+            tf2.summary.scalar("loss", float(step), step=step)
+    writer.close()
+    (events,) = (tmp_path / "eval").glob("events.out.tfevents.*")
+    data = bytearray(events.read_bytes())
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / events.name).write_bytes(bytes(data[:-5]))  # being appended
+    data[len(data) // 2] ^= 0xFF
+    events.write_bytes(bytes(data))
+    with captured_tf_log(logging.WARNING) as lines:
+        for _ in range(2):
+            read = metrics_by_step(str(tmp_path / "eval"))
+            assert 0 < len(read) < 10
+        assert sorted(metrics_by_step(str(tmp_path / "torn"))) == list(range(9))
+    assert len(lines) == 1 and lines[0].startswith(f"{events}: corrupted record at"), lines
+    assert "the values after it are not read" in lines[0]
+
+
 def test_early_stopping_on_a_worker_waits_for_the_chiefs_flag(tmp_path, monkeypatch):
     cluster = {"chief": ["localhost:2222"], "worker": ["localhost:2223"]}
     monkeypatch.setenv(

@@ -38,6 +38,7 @@ _STEP = re.compile(r"-(\d+)$")
 _FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")  # a checkpoint's files
 GLOB_CHARS = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
 _NOT_NUMPY = {tf.variant, tf.resource}
+_DAMAGED_EVENTS = set()
 # The graph collection of a training loop's end step (tpu.py), read by _StepCounter.
 LOOP_STEP = "tfest_kit_loop_step"
 _NO_SPACE = "No space left on device"  # ENOSPC's text, also in TensorFlow's errors
@@ -521,8 +522,8 @@ def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
     """``{step: {tag: value}}`` of the scalar summaries in ``eval_dir`` (missing: ``{}``).
 
     The one reader for early stopping, the best exporter and the CLI: the official
-    ``read_eval_metrics`` is private and skips TF2 summaries. A torn last record (the
-    evaluator is appending) ends that file's reading; a later value for a step wins.
+    ``read_eval_metrics`` is private and skips TF2 summaries. A torn or damaged (said) record
+    ends that file's reading; a later value for a step wins.
     """
     by_step: dict[int, dict[str, float]] = {}
     # Listed, not globbed: a model_dir such as "lr[0.1]" is no pattern.
@@ -533,8 +534,10 @@ def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
                     number = _summary_number(value)
                     if number is not None:
                         by_step.setdefault(int(event.step), {})[value.tag] = number
-        except tf.errors.DataLossError as e:
-            tf.logging.debug("Eval events: stopped reading %s at a torn record: %s", path, e)
+        except tf.errors.DataLossError as e:  # "truncated": a record being appended
+            if "corrupted" in e.message and path not in _DAMAGED_EVENTS:  # said once a process
+                _DAMAGED_EVENTS.add(path)
+                tf.logging.warning(f"{path}: {e.message}; the values after it are not read")
     return dict(sorted(by_step.items()))
 
 

@@ -29,12 +29,11 @@ class ExportLoadError(TfestKitError, OSError):
 
 def _first_cause(error: Exception) -> str:
     """The line of a TensorFlow error that says what went wrong (not "Graph execution error")."""
-    text = getattr(error, "message", None) or str(error)
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("Graph execution error", "Detected at", "Node:", "[[")):
-            return line
-    return type(error).__name__
+    lines = [line.strip() for line in (getattr(error, "message", None) or str(error)).splitlines()]
+    skip = ("Graph execution error", "Detected at", "Node:", "[[")
+    return next(
+        (line for line in lines if line and not line.startswith(skip)), type(error).__name__
+    )
 
 
 def _resolve_export_dir(path: str) -> str:

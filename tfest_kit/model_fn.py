@@ -299,10 +299,8 @@ def _build(network_fn, head: _Head, schedule, init_checkpoint, weight_key, tpu_s
         elif checkpoint_error is not None:
             raise checkpoint_error
         outputs = _network_outputs(network_fn, features, mode, params, config)
-        if head.predictions_fn is not None:
-            predictions = head.predictions_fn(outputs)
-        else:
-            predictions = head.official.predictions(head.logits(outputs))
+        custom = head.predictions_fn
+        predictions = custom(outputs) if custom else head.official.predictions(head.logits(outputs))
         on_tpu = bool(tpu_spec and params.get("use_tpu"))
         scaffold_fn = _warm_start_fn(warm_start_from, tpu_spec)
         common = {"mode": mode, "scaffold_fn": scaffold_fn, "predictions": predictions}
