@@ -15,8 +15,7 @@ import pytest
 from tests.conftest import captured_tf_log, run_program
 from tests.signal_hooks import SignalAtStep
 from tfest_kit import TfestKitError, hooks, tpu
-from tfest_kit._metric_direction import higher_is_better
-from tfest_kit._model_dir import metrics_by_step
+from tfest_kit._model_dir import higher_is_better, metrics_by_step
 from tfest_kit._tf import estimator, tf, tf2
 
 

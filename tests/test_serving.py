@@ -600,7 +600,7 @@ def test_predictor_takes_empty_inputs_of_any_dtype(x_model, tmp_path):
 )
 def test_best_exporter_auto_mode_reads_names_with_a_numeric_suffix(monitor, higher):
     # Top-k and IoU-threshold suffixes hid the metric: acc1 and map50 were minimised.
-    from tfest_kit._metric_direction import higher_is_better
+    from tfest_kit._model_dir import higher_is_better
 
     assert higher_is_better(monitor, "auto", "best_exporter") is higher
 

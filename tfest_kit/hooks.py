@@ -14,9 +14,8 @@ from typing import Optional
 
 import numpy as np
 
-from tfest_kit import logs
+from tfest_kit import _model_dir, logs
 from tfest_kit._checks import TfestKitError, check_int, check_number
-from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._model_dir import MWMS, checkpoint_step, metrics_by_step, newest_finite_checkpoint
 from tfest_kit._tf import tf
 
@@ -576,7 +575,7 @@ def early_stopping(
         raise TypeError(f"`estimator` must be a tf.estimator.Estimator. Got: {type(estimator)}")
     if not isinstance(monitor, str) or not monitor:
         raise ValueError(f"`monitor` must be a metric name. Got: {monitor!r}")
-    higher = higher_is_better(monitor, mode, "early_stopping")
+    higher = _model_dir.higher_is_better(monitor, mode, "early_stopping")
     min_delta = float(check_number("min_delta", min_delta))
     patience_steps = check_int("patience_steps", patience_steps)
     run_every_steps = check_int("run_every_steps", run_every_steps, allow_none=True)

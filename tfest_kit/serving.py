@@ -16,13 +16,13 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from tfest_kit._checks import TfestKitError, check_int
-from tfest_kit._metric_direction import higher_is_better
 from tfest_kit._model_dir import (
     EXPORT_METRICS_FILE,
     ExportNotFoundError,
     complete_exports,
     eval_dirs,
     export_unless_vanished,
+    higher_is_better,
     latest_export,
     metrics_by_step,
     read_export_metrics,
