@@ -677,6 +677,32 @@ def test_best_exporter_never_replaces_an_export_whose_metrics_file_is_garbled(
     assert again.export(est, base, checkpoint, result(0.1), False) is not None
 
 
+def test_best_exporter_compares_exports_chosen_by_another_monitor_by_its_own(x_model, tmp_path):
+    # Before: exports chosen by accuracy counted as having no loss: a restarted loss exporter
+    # exported at its first evaluation and exports_to_keep deleted them, without a word.
+    model_dir = str(tmp_path / "model")
+    shutil.copytree(x_model.model_dir, model_dir, ignore=shutil.ignore_patterns("eval*"))
+    est = estimator.Estimator(_model_fn, model_dir=model_dir, params={"kind": "x"})
+    receiver = serving.raw_receiver({"x": (tf.float32, [4])})
+    base, checkpoint = os.path.join(model_dir, "export", "best"), est.latest_checkpoint()
+
+    def result(loss, accuracy):
+        return {"loss": np.float32(loss), "accuracy": np.float32(accuracy), "global_step": 1}
+
+    by_accuracy = serving.best_exporter(receiver, "accuracy", exports_to_keep=1)
+    kept = by_accuracy.export(est, base, checkpoint, result(0.5, 0.9), False).decode()
+    with captured_tf_log(logging.WARNING) as lines:
+        by_loss = serving.best_exporter(receiver, "loss", exports_to_keep=1)
+        assert by_loss.export(est, base, checkpoint, result(0.7, 0.95), False) is None
+    assert _exports(base) == [os.path.basename(kept)]
+    [said] = [line for line in lines if "chosen by another monitor" in line]
+    assert kept in said and "'loss' (min)" in said and "name this exporter otherwise" in said
+    assert by_loss.export(est, base, checkpoint, result(0.3, 0.8), False) is not None
+    assert _exports(base) != [
+        os.path.basename(kept)
+    ]  # better by loss: exports_to_keep=1 replaced it, as said
+
+
 def test_raw_receiver_says_when_a_shape_seems_to_hold_the_batch_dimension():
     # [None, 4] served [None, None, 4]: a model_fn's shape error, or a Predictor refusing [n, 4].
     with captured_tf_log(logging.WARNING) as warnings:

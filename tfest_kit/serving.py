@@ -182,23 +182,25 @@ def _scalar(value: Any) -> Optional[float]:
     return number if math.isfinite(number) else None
 
 
-def _recorded_value(export_dir: str, monitor: str, model_dir: str) -> Optional[float]:
-    """The ``monitor`` value an export was made for: its metrics file's, else the eval events'
-    at its global step (a garbled file); NaN when neither tells, None for another monitor."""
+def _recorded_value(export_dir: str, monitor: str, mode: str, model_dir: str) -> tuple:
+    """The ``monitor`` value an export was made for: its metrics file's (its eval result's when
+    chosen by another monitor), else the eval events' at its global step (a garbled file); NaN
+    when neither tells. And the (monitor, mode) it was chosen by."""
     metrics = read_export_metrics(export_dir)
     metrics = metrics if isinstance(metrics, dict) else {}  # JSON, but not ours: garbled
-    if metrics.get("monitor", monitor) != monitor:
-        return None
-    value = _scalar(metrics.get("value"))
+    chosen_by = (metrics.get("monitor", monitor), metrics.get("mode", mode))
+    ours = {monitor: metrics.get("value")}
+    result = metrics.get("eval_result") if chosen_by[0] != monitor else ours
+    value = _scalar(result.get(monitor) if isinstance(result, dict) else None)
     if value is not None:  # only finite values are exported
-        return value
+        return value, chosen_by
     try:
         reader = tf.train.load_checkpoint(os.path.join(export_dir, "variables", "variables"))
         step = int(reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
     except (tf.errors.OpError, ValueError):
-        return math.nan
+        return math.nan, chosen_by
     found = [metrics_by_step(d).get(step, {}).get(monitor) for d in eval_dirs(model_dir)]
-    return next((_scalar(v) for v in found if v is not None), math.nan)
+    return next((_scalar(v) for v in found if v is not None), math.nan), chosen_by
 
 
 class _BestExporter(tf.estimator.BestExporter):
@@ -233,12 +235,19 @@ class _BestExporter(tf.estimator.BestExporter):
         # Also with no complete export: it was wiped (a new run reusing this instance).
         restoring = self._restored_for != key or not complete_exports(export_path)
         if restoring:
-            exports = complete_exports(export_path)
-            values = [_recorded_value(p, self._monitor, estimator.model_dir) for p in exports]
-            self._unknown = [p for p, v in zip(exports, values) if v is not None and math.isnan(v)]
-            values = [v for v in values if v is not None and not math.isnan(v)]
+            ours, exports = (self._monitor, self._mode), complete_exports(export_path)
+            recorded = {p: _recorded_value(p, *ours, estimator.model_dir) for p in exports}
+            self._unknown = [p for p, (v, _) in recorded.items() if math.isnan(v)]
+            values = [v for v, _ in recorded.values() if not math.isnan(v)]
             self._best = (min if self._mode == "min" else max)(values, default=None)
             self._restored_for = key
+            other = [p for p, (_, by) in recorded.items() if by != ours]  # made by another run
+            if other:
+                tf.logging.warning(
+                    f"Best exporter {self.name!r}: {', '.join(other)} chosen by another monitor "
+                    f"or mode than {ours[0]!r} ({ours[1]}): compared by it now, and deleted as "
+                    "better ones come (exports_to_keep). To keep them, name this exporter otherwise"
+                )
         if self._unknown:  # it may be better: never replaced by a worse one (a warning once)
             (tf.logging.warning if restoring else tf.logging.info)(
                 f"Best exporter {self.name!r}: the metrics of {', '.join(self._unknown)} are "
