@@ -1188,7 +1188,13 @@ INPUT_CASES = [
         "from_tfrecord of an empty file",  # Estimator: 0 steps, "yielded no batch" named no file
         lambda c: inputs.from_tfrecord(_file(c, "empty.tfrecord", b""), {}, num_epochs=None)(),
         ValueError,
-        r"empty\.tfrecord: empty files\. Point file_pattern at the data",
+        r"matches only empty files: .*empty\.tfrecord\. Point it at the data",
+    ),
+    case(
+        "from_tfrecord of a file that does not exist",  # list_files' assertion, ~100 lines
+        lambda c: inputs.from_tfrecord(os.path.join(c.root, "nothing.tfrecord"), {})(),
+        ValueError,
+        r"`file_pattern` '.*nothing\.tfrecord' matches no file\. Point it at the data",
     ),
     case(
         "from_tfrecord compression 'gz'",  # failed at a read error, in the error's scan
@@ -1266,6 +1272,12 @@ KERAS_CASES = [
         lambda c: _to_estimator(_keras_model(), checkpoint_format="h5"),
         ValueError,
         r"[Cc]heckpoint format.*h5",
+    ),
+    case(
+        "a saved model's path",  # "'str' object has no attribute 'submodules'"
+        lambda c: _to_estimator("model.h5"),
+        TypeError,
+        r"`keras_model` is 'model\.h5'; .*Keras 2 models only.*tf\.keras\.models\.load_model",
     ),
 ]
 

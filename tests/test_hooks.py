@@ -234,9 +234,16 @@ def test_progress_hook_in_estimator(tmp_path, log_lines):
         "step 5/15 (33%)",
         "step 10/15 (67%)",
         "step 15/15 (100%)",
-        "step 16/15 (100%)",
-        "step 20/15 (100%)",
+        "step 16",  # past the hook's total_steps: no "16/15"
+        "step 20",
     ]
+
+
+def test_progress_hook_past_a_too_small_total_steps_says_no_step_of_it(log_lines):
+    # Before: "step 4/2 (100%)", "step 5/2 (100%)".
+    _run_loop([hooks.ProgressHook(every_n_steps=1, total_steps=2)], steps=5)
+    steps = [line.split(",")[0] for line in log_lines if line.startswith("step ")]
+    assert steps == ["step 1/2 (50%)", "step 2/2 (100%)", "step 3", "step 4", "step 5"], steps
 
 
 def test_progress_hook_ends_a_run_stopping_before_total_steps_without_an_eta(tmp_path, log_lines):

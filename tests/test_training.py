@@ -756,6 +756,16 @@ def test_a_second_train_and_evaluate_as_the_same_task_reuses_its_server(tmp_path
         assert est.latest_checkpoint().endswith("model.ckpt-5"), name
 
 
+def test_one_hook_is_taken_for_a_list_of_one(tmp_path):
+    # "'NanGuardHook' object is not iterable" before.
+    est = _small_estimator(str(tmp_path))
+    progress = hooks.ProgressHook(every_n_steps=5)
+    metrics = training.train_and_evaluate(
+        est, _small_train_input_fn, _small_eval_input_fn, max_steps=5, hooks=progress
+    )
+    assert metrics["global_step"] == 5 and progress._stop == 5
+
+
 def test_a_task_whose_port_another_process_holds_is_named(tmp_path, monkeypatch):
     # Before: TensorFlow's "Could not start gRPC server", naming neither task nor address.
     import socket

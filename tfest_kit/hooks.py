@@ -34,7 +34,7 @@ def _loss_tensor(loss=None, required: bool = True) -> Optional[tf.Tensor]:
         return losses[-1] if losses else None
     try:  # else ~70 lines at the first step
         return tf.get_default_graph().as_graph_element(loss, allow_operation=False)
-    except (TypeError, ValueError, KeyError) as e:
+    except (TypeError, ValueError, KeyError, AttributeError) as e:  # an eager tensor
         raise ValueError(
             f"`loss` must be a tensor of the graph trained, or its name. Got: {loss!r} ({e})"
         ) from None
@@ -199,7 +199,8 @@ class ProgressHook(_IntervalHook):
     _loss_required = False
 
     def _report(self, loss, step, elapsed, steps, final) -> None:
-        of = f"/{self._total} ({self._percent(step)}%)" if self._total else ""
+        within = self._total and step <= self._total  # a total_steps too small: no "5/2"
+        of = f"/{self._total} ({self._percent(step)}%)" if within else ""
         parts = [f"step {step}{of}"]
         if loss is not None:
             parts.append(f"loss = {loss:.6g}")

@@ -70,7 +70,7 @@ def to_estimator(
       A ``tf.estimator.Estimator``.
 
     Raises:
-      TypeError: a Keras 3 model (on TensorFlow >= 2.16, ``import keras`` is Keras 3).
+      TypeError: not a Keras 2 model: a Keras 3 model (TensorFlow >= 2.16's ``import keras``).
       ValueError: a malformed ``TF_CONFIG``; while running, features or labels the model
         cannot take. Keras' own errors for what the converter cannot take.
 
@@ -80,11 +80,12 @@ def to_estimator(
         est.train(lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32), steps=100)
     """
     validate_tf_config(workers_only_allowed=True)  # the converter's RunConfig() would not
-    keras_3 = type(keras_model).__module__.startswith("keras.")
-    if keras_3 and not isinstance(keras_model, tf2.keras.Model):
+    if not isinstance(keras_model, tf2.keras.Model):  # a Keras 3 model; a file's path
+        keras_3 = type(keras_model).__module__.startswith("keras.")
         raise TypeError(
-            "`keras_model` is a Keras 3 model; Estimator converts Keras 2 models only: build "
-            f"it with tf.keras after `import tfest_kit` ({KERAS_PACKAGE}), not `import keras`."
+            f"`keras_model` is {'a Keras 3 model' if keras_3 else repr(keras_model)}; Estimator "
+            f"converts Keras 2 models only: build it with tf.keras after `import tfest_kit` "
+            f"({KERAS_PACKAGE}), not `import keras`, or load it with tf.keras.models.load_model"
         )
     _check_preprocessing_state(keras_model)
     from_path = isinstance(warm_start_from, (str, bytes, os.PathLike))

@@ -271,7 +271,7 @@ def train_and_evaluate(
         ``eval_steps=None``).
       max_steps: global step to train to (input_fns only, as are the arguments below).
       eval_steps: number of eval batches, or ``None`` for the whole eval set.
-      hooks: training ``SessionRunHook``s, e.g. ``tfest_kit.hooks.early_stopping(...)``.
+      hooks: training ``SessionRunHook``s (or one), e.g. ``hooks.early_stopping(...)``.
       eval_hooks: evaluation ``SessionRunHook``s (other objects than ``hooks``).
       exporters: a ``tf.estimator.Exporter`` or a list, e.g. ``serving.best_exporter(...)``.
       throttle_secs: fewest seconds between evaluations (0; at least 1 on an evaluator).
@@ -303,6 +303,8 @@ def train_and_evaluate(
     keywords.update(throttle_secs=throttle_secs, start_delay_secs=start_delay_secs)
     given = sorted(name for name, value in keywords.items() if value is not None)
     specs = [isinstance(spec, kind) for spec, kind in zip((train_spec, eval_spec), _SPECS)]
+    one = tf.train.SessionRunHook  # hooks=hook: "object is not iterable" before
+    hooks, eval_hooks = ([h] if isinstance(h, one) else h for h in (hooks, eval_hooks))
     if any(specs) and not (all(specs) and not given):
         raise TypeError(
             "`train_and_evaluate` takes a TrainSpec with an EvalSpec (the official call), or "
