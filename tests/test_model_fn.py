@@ -651,6 +651,25 @@ def test_warm_start_lists_once_across_builds_and_skips_other_shapes(trained):
                 _call(model_fn, mode)
     assert sum("**** Variables" in line for line in lines) == 1, lines
     assert sum("*INIT_FROM_CKPT*" in line for line in lines) == 2, lines
+    # Said as a warning, once: before, only the INFO listing told (logits/* not marked).
+    [said] = [line for line in lines if line.startswith("Warm start: ")]
+    assert "['logits/kernel', 'logits/bias'] differ in shape or dtype" in said, said
+
+
+def test_init_checkpoint_names_a_checkpoint_by_one_of_its_files(trained):
+    # "model.ckpt-N.index" was read as nothing: "holds none of this model's variables".
+    est, _, _ = trained
+    for suffix in (".index", ".data-00000-of-00001"):
+        model_fn = mf.classifier(
+            network, NUM_CLASSES, init_checkpoint=est.latest_checkpoint() + suffix
+        )
+        with tf.Graph().as_default():
+            tf.train.get_or_create_global_step()
+            _call(model_fn, estimator.ModeKeys.PREDICT)
+            kernel = next(v for v in tf.global_variables() if v.op.name == "hidden/kernel")
+            with tf.train.MonitoredSession() as sess:
+                warm = sess.run(kernel)
+        np.testing.assert_array_equal(warm, tf.train.load_variable(est.model_dir, "hidden/kernel"))
 
 
 def test_tpu_spec_scaffold_does_not_warm_start_optimizer_slots(trained):

@@ -2,6 +2,7 @@
 that the checkpoint Estimator restores fits the model (tpu, keras_bridge)."""
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -14,7 +15,8 @@ _RESUMING: set = set()  # model_dirs said to be resumed
 
 def resolve_checkpoint(init_checkpoint: str, arg: str = "init_checkpoint") -> str:
     """The checkpoint prefix of ``init_checkpoint`` (a directory: its latest), or ValueError."""
-    path = prefix = os.fspath(init_checkpoint)
+    # A checkpoint's file (BERT's "bert_model.ckpt.index") names its prefix.
+    path = prefix = re.sub(r"\.(index|meta|data-\d{5}-of-\d{5})$", "", os.fspath(init_checkpoint))
     if tf.io.gfile.isdir(path):
         saved_model = os.path.join(path, "variables", "variables")  # a SavedModel's checkpoint
         has_saved_model = tf.io.gfile.exists(saved_model + ".index")
@@ -80,6 +82,11 @@ def warm_start(prefix: str, variables=None) -> None:
     if key in _LISTED:
         return
     _LISTED.add(key)
+    differ = [name for name, _ in named if name in shapes and name not in assignment_map]
+    if differ:  # an edited model: else only the listing below tells
+        tf.logging.warning(
+            f"Warm start: {differ} differ in shape or dtype from {prefix}'s: not read"
+        )
     tf.logging.info("**** Variables (warm start from %s) ****", prefix)
     for name, var in named:
         mark = ", *INIT_FROM_CKPT*" if name in assignment_map else ""
