@@ -162,7 +162,7 @@ def test_canned_estimators_are_guarded_and_isinstance_holds_as_tf1(tmp_path):
     for export in (linear.export_saved_model, linear.export_savedmodel):
         assert os.path.isdir(export(str(tmp_path / "export"), receiver))
     (tmp_path / "model" / "model.ckpt-2.index").write_bytes(b"\0" * 10)
-    with pytest.raises(ValueError, match="checkpoint_path .*model.ckpt-2 cannot be restored"):
+    with pytest.raises(ValueError, match="Checkpoint .*model.ckpt-2 cannot be restored"):
         linear.export_savedmodel(
             str(tmp_path / "export"), receiver, checkpoint_path=f"{model_dir}/model.ckpt-2"
         )

@@ -255,6 +255,17 @@ def test_tpu_estimator_resumes_after_a_truncated_checkpoint(copy_dir):
     assert tf.train.load_checkpoint(copy_dir).get_tensor("global_step") == 40
 
 
+def test_plain_estimator_on_a_damaged_newest_checkpoint_is_told_what_resumes(copy_dir):
+    # The advice was "Pass an intact checkpoint_path", which Estimator.train does not take.
+    from tfest_kit import model_fn
+
+    _damage(copy_dir, "truncated .data")
+    regressor = model_fn.regressor(lambda features, mode, params: tf.layers.dense(features["x"], 1))
+    est = estimator.Estimator(regressor, copy_dir)
+    with pytest.raises(ValueError, match=r"ckpt-30 cannot be restored.*to train on, use tfest_kit"):
+        est.train(lambda: _input_fn({"batch_size": 4}), max_steps=40)
+
+
 def test_bit_flipped_newest_checkpoint_is_damaged_at_resume_and_in_inspect(copy_dir):
     from tfest_kit.cli import inspect as cli_inspect
 
@@ -403,7 +414,7 @@ def test_a_damaged_checkpoint_path_given_to_evaluate_predict_or_export_is_named(
         lambda: next(est.predict(_predict_input_fn, checkpoint_path=given)),
         lambda: est.export_saved_model(export_base, _serving_input_fn, checkpoint_path=given),
     ):
-        with pytest.raises(ValueError, match=r"checkpoint_path .*model\.ckpt-30 cannot be"):
+        with pytest.raises(ValueError, match=r"Checkpoint .*model\.ckpt-30 cannot be"):
             call()
     intact = os.path.join(copy_dir, "model.ckpt-20")
     assert est.evaluate(_eval_input_fn, checkpoint_path=intact)["global_step"] == 20

@@ -185,8 +185,10 @@ def usable_checkpoint(model_dir: str, method: str, given: Optional[str] = None) 
         why = checkpoint_damage(given)
         if why:  # a ValueError: an evaluator skips one the chief deleted (vanished_checkpoint)
             raise ValueError(
-                f"checkpoint_path {given} cannot be restored: {why}. Pass "
-                "an intact one (`python -m tfest_kit inspect` lists them), or None for the newest"
+                f"Checkpoint {given} cannot be restored: {why}. Pass an intact checkpoint_path "
+                "(`python -m tfest_kit inspect` lists them) or None for the newest; to train on, "
+                "use tfest_kit.train_and_evaluate or tpu.TPUEstimator (they resume from the newest"
+                " intact one: Estimator.train takes the state file's), or delete its files"
             )
         return given
     if path_problem(model_dir):
