@@ -90,7 +90,7 @@ def test_from_arrays_features_only_and_repeat_forever():
 
 
 def test_from_arrays_errors():
-    with pytest.raises(ValueError, match=r"'label'.*columns are: \['a'\]"):
+    with pytest.raises(ValueError, match=r"'label' is not in `features` \['a'\]"):
         inputs.from_arrays(pd.DataFrame({"a": [1, 2]}), "label")
     with pytest.raises(ValueError, match="same number"):
         inputs.from_arrays({"a": [1, 2, 3]}, [0, 1])

@@ -443,7 +443,7 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
     Everywhere: a NaN loss becomes ``NanLossError`` naming the step (counted by the hook) and
     the newest finite checkpoint; a full disk a ``TfestKitError`` naming the last checkpoint.
     """
-    from tfest_kit._class_ids import label_errors
+    from tfest_kit._model_fn_call import label_errors
     from tfest_kit.hooks import NanLossError
     from tfest_kit.inputs import read_errors
 

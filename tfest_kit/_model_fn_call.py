@@ -1,4 +1,5 @@
-"""Calling a user's model_fn as Estimator would, its Keras layers seeded (tpu, model_fn).
+"""Calling a user's model_fn as Estimator would, its Keras layers seeded (tpu, model_fn), and
+the classifier's check that its labels lie in ``[0, num_classes)``.
 
 Since Keras 2.10 an unseeded initializer draws from Python's ``random``, ignoring
 ``tf_random_seed``; :func:`keras_seeds` reseeds only that generator while a graph is built
@@ -9,10 +10,11 @@ import contextlib
 import importlib
 import inspect
 import random
+import re
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
-from tfest_kit._tf import KERAS_PACKAGE
+from tfest_kit._tf import KERAS_PACKAGE, tf
 
 
 def fn_args(fn: Callable) -> tuple:
@@ -74,3 +76,42 @@ def keras_seeds(seed: Optional[int]) -> Iterator[None]:
         yield
     finally:
         state.generator = previous
+
+
+# The official heads say "Labels must be <= n_classes - 1" without the label, and in EVAL the
+# confusion-matrix metrics fail first, naming the first three labels, not the bad one.
+_ASSERTION = re.compile(
+    r"assertion failed: \[(`labels` must be class ids[^\]]*)\] \[(-?\d+)\] \[to\] \[(-?\d+)\]"
+)
+_MESSAGE = "`labels` must be class ids in [0, {}). Got: labels from"
+# The sparse softmax op's own check (Keras' sparse losses, tf.losses.sparse_softmax_*).
+_OUT_OF_RANGE = re.compile(r"valid range of \[0, (\d+)\)\.\s+Label values: (-?\d+(?: -?\d+)*)")
+
+
+def check_class_ids(labels, num_classes: int):
+    """``labels`` as int32, failing at run time when one is outside the range."""
+    labels = tf.cast(labels, tf.int32)
+    in_range = tf.reduce_all((labels >= 0) & (labels < num_classes))
+    low, high = tf.reduce_min(labels), tf.reduce_max(labels)
+    message = _MESSAGE.format(f"num_classes={num_classes}")
+    check = tf.Assert(in_range, [message, low, "to", high], name="check_labels")
+    with tf.control_dependencies([check]):
+        return tf.identity(labels, name="labels")
+
+
+@contextlib.contextmanager
+def label_errors() -> Iterator[None]:
+    """Re-raises a failed :func:`check_class_ids`, not ~40 lines of op stack; others pass."""
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as e:
+        match, op = _ASSERTION.search(str(e.message)), _OUT_OF_RANGE.search(str(e.message))
+        if match is None and op is None:
+            raise
+        text, low, high = match.groups() if match else (_MESSAGE.format(op[1]), None, None)
+        if op:
+            low, high = min(map(int, op[2].split())), max(map(int, op[2].split()))
+        raise ValueError(
+            f"{text} {low} to {high}. Map the labels to class ids 0…num_classes-1 in the "
+            "input_fn (or raise num_classes)."
+        ) from None

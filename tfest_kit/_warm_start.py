@@ -67,13 +67,11 @@ def warm_start(prefix: str, variables=None) -> None:
     # Another dtype would fail at session start: "expected dtype float does not equal ...".
     assignment_map = {name: var for name, var in shaped if dtypes[name] == var.dtype.base_dtype}
     if named and not assignment_map:  # a model in another scope ("bert/"), or another model
-        ours = sorted(name for name, _ in named)  # theirs without slots ("dense/kernel/Adam")
-        theirs = sorted(
-            n for n in shapes if os.path.dirname(n) not in shapes and n != "global_step"
-        )
+        ours = sorted(name for name, _ in named)  # saved: without slots ("dense/kernel/Adam")
+        saved = sorted(n for n in shapes if os.path.dirname(n) not in shapes and n != "global_step")
         raise ValueError(
             f"`init_checkpoint` {prefix!r} holds none of this model's variables (by name, shape "
-            f"and dtype): the model has e.g. {ours[:3]}, the checkpoint {theirs[:3]}. Pass a "
+            f"and dtype): the model has e.g. {ours[:3]}, the checkpoint {saved[:3]}. Pass a "
             "checkpoint of this model, or build the model under the checkpoint's variable names"
         )
     tf.train.init_from_checkpoint(prefix, assignment_map)
@@ -84,9 +82,7 @@ def warm_start(prefix: str, variables=None) -> None:
     _LISTED.add(key)
     differ = [name for name, _ in named if name in shapes and name not in assignment_map]
     if differ:  # an edited model: else only the listing below tells
-        tf.logging.warning(
-            f"Warm start: {differ} differ in shape or dtype from {prefix}'s: not read"
-        )
+        tf.logging.warning(f"Warm start: {differ} differ in shape or dtype in {prefix}: not read")
     tf.logging.info("**** Variables (warm start from %s) ****", prefix)
     for name, var in named:
         mark = ", *INIT_FROM_CKPT*" if name in assignment_map else ""

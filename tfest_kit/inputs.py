@@ -181,9 +181,7 @@ def _arrays(features: Any, labels: Any, feature_name: str):
         )
     if isinstance(labels, str):
         if labels not in feats:
-            raise ValueError(
-                f"Label column {labels!r} is not in `features`; columns are: {sorted(feats)}."
-            )
+            raise ValueError(f"Label column {labels!r} is not in `features` {sorted(feats)}")
         label_array = feats.pop(labels)  # checked as a feature, under its name
         if not feats:
             raise ValueError("`features` has no column left once the label column is removed.")

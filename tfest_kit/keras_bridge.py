@@ -15,10 +15,9 @@ from typing import Any, Optional, Union
 
 from tfest_kit import _warm_start, logs
 from tfest_kit._checks import BATCHED_TWICE
-from tfest_kit._class_ids import label_errors
 from tfest_kit._loop import fetch_errors, loop_length, training_loop, with_loss_line, with_run_hooks
 from tfest_kit._model_dir import saved_step, usable_checkpoint
-from tfest_kit._model_fn_call import call_with_args
+from tfest_kit._model_fn_call import call_with_args, label_errors
 from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import KERAS_PACKAGE, object_graph_key_mapping, tf, tf2
 from tfest_kit.cluster import validate_tf_config

@@ -12,8 +12,7 @@ from typing import Any, Callable, Optional, Union
 from tfest_kit import _warm_start
 from tfest_kit import metrics as _metrics
 from tfest_kit._checks import BATCHED_TWICE, check_int, check_number
-from tfest_kit._class_ids import check_class_ids
-from tfest_kit._model_fn_call import call_model_fn, keras_seeds, model_fn_args
+from tfest_kit._model_fn_call import call_model_fn, check_class_ids, keras_seeds, model_fn_args
 from tfest_kit._tf import estimator, tf
 
 __all__ = ["CLASSIFIER_METRICS", "REGRESSOR_METRICS", "OPTIMIZERS", "AdamWeightDecayOptimizer"]
@@ -597,9 +596,7 @@ def seeded(model_fn: Callable) -> Callable:
 
     def seeded_model_fn(features, labels, mode, params, config):
         if params and "params" not in takes:
-            raise ValueError(
-                f"model_fn does not take params, but params are passed to Estimator: {params}"
-            )
+            raise ValueError(f"model_fn does not take params, but Estimator got params: {params}")
         return call_model_fn(
             model_fn, features=features, labels=labels, mode=mode, params=params, config=config
         )

@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
 from tfest_kit._checks import check_int
-from tfest_kit._class_ids import label_errors
 from tfest_kit._loop import fetch_errors, loop_length, training_loop, with_loss_line, with_run_hooks
 from tfest_kit._model_dir import grpc_reachable, usable_checkpoint
-from tfest_kit._model_fn_call import call_model_fn, call_with_args, model_fn_args
+from tfest_kit._model_fn_call import call_model_fn, call_with_args, label_errors, model_fn_args
 from tfest_kit._task_guard import EndlessPredictWarning, guarded_eval_hooks, guarded_train
 from tfest_kit._tf import tf, tf2
 from tfest_kit._warm_start import check_model_dir, with_saver
