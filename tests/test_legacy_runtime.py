@@ -115,10 +115,13 @@ def test_second_plain_estimator_into_one_model_dir_is_refused(tmp_path):
     }
 
 
-def test_a_bad_flag_value_for_tf_app_run_is_said_in_absls_two_lines(tmp_path):
-    # TF 1.15's tf.app.run let absl's IllegalFlagValueError out as a 60-line traceback.
-    proc = _legacy("model_dir_guard.py", f"--model_dir={tmp_path}", "--max_steps=abc", check_exit=1)
-    assert "FATAL Flags parsing error: flag --max_steps=abc" in proc.stderr, proc.stderr
+@pytest.mark.parametrize(
+    "flag, said", [("--max_steps=abc", "flag --max_steps=abc"), ("--max_steps", "Missing value")]
+)
+def test_a_bad_flag_value_for_tf_app_run_is_said_in_absls_two_lines(tmp_path, flag, said):
+    # TF 1.15's tf.app.run let absl's error out as a 60-line traceback.
+    proc = _legacy("model_dir_guard.py", f"--model_dir={tmp_path}", flag, check_exit=1)
+    assert f"FATAL Flags parsing error: {said}" in proc.stderr, proc.stderr
     assert "--helpshort" in proc.stderr and "Traceback" not in proc.stderr
     assert not os.listdir(tmp_path)  # main never ran
 

@@ -277,7 +277,7 @@ def _run_scoped(
                     else:
                         print(hint, file=sys.stderr, flush=True)
                 raise
-            except absl_flags.IllegalFlagValueError as error:
+            except absl_flags.Error as error:  # a bad value, a flag without one
                 if not any(
                     frame.name == "_parse_flags_tolerate_undef"  # tf.app.run's parser
                     for frame in traceback.extract_tb(error.__traceback__)
