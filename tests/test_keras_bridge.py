@@ -296,6 +296,21 @@ def test_labels_that_do_not_fit_a_sparse_loss_are_named(tmp_path):
         est.train(_data(X, np.array(["a", "b", "c"])[ids % 3]), steps=1)
 
 
+def test_features_only_or_a_feature_that_is_a_dict_is_named(tmp_path):
+    # "You must feed a value for placeholder tensor 'dense_target'"; "Expected any non-tensor
+    # type, but got a tensor instead".
+    model = _classifier()
+    est = to_estimator(model, model_dir=str(tmp_path))
+    for call in (est.train, est.evaluate):
+        with pytest.raises(
+            ValueError, match=r"`input_fn` gave features only: \w+ needs \(features"
+        ):
+            call(lambda: tf.data.Dataset.from_tensor_slices(X).batch(16), steps=1)
+    nested = {model.input_names[0]: {"inner": X}}
+    with pytest.raises(ValueError, match=r"Feature '\w+' is a dict: a Keras Input takes one"):
+        est.train(_data(nested, (X[:, 0] > 0).astype("int32")), steps=1)
+
+
 def test_training_data_that_ends_before_the_first_step_is_an_error(tmp_path):
     est = to_estimator(_sequential(), model_dir=str(tmp_path))
     with pytest.raises(ValueError, match=r"`input_fn` yielded no batch"):

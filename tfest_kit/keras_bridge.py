@@ -213,6 +213,8 @@ def _adapting_model_fn(official_model_fn, keras_model, loop: Optional[dict]):
             features = _adapt_features(features, input_names)
         if isinstance(labels, Mapping) and output_names:
             labels = _adapt_labels(dict(_keyed_by_names(labels, output_keys)), output_names)
+        if labels is None and mode != tf.estimator.ModeKeys.PREDICT:  # a placeholder's error
+            raise ValueError(f"`input_fn` gave features only: {mode} needs (features, labels)")
         _check_shapes(keras_model, features if input_names else {}, labels)
         if sample_weights is not None:
             # Re-wrapped after adapting: renaming the keys of the outer dict would make the
@@ -246,6 +248,8 @@ def _check_shapes(keras_model, features: dict, labels) -> None:
     """Names a feature whose shape is not its Input's, and one-hot labels for a sparse loss
     (else reported as a checkpoint mismatch, and an op error while running)."""
     for name, tensor in zip(keras_model.input_names or (), keras_model.inputs or ()):
+        if isinstance(features.get(name), Mapping):  # "Expected any non-tensor type"
+            raise ValueError(f"Feature {name!r} is a dict: a Keras Input takes one tensor")
         got = tf.TensorShape(getattr(features.get(name), "shape", tensor.shape))
         extra = None not in (got.rank, tensor.shape.rank) and got.rank > tensor.shape.rank
         if extra or got.rank == tensor.shape.rank and not got.is_compatible_with(tensor.shape):
