@@ -123,6 +123,8 @@ def test_predictor_takes_the_bytes_path_export_saved_model_returns(x_model, tmp_
         np.testing.assert_array_equal(
             predictor({"x": X})["class_ids"], _predict(x_model, {"x": X})["class_ids"]
         )
+    with pytest.raises(RuntimeError, match=r"Predictor\(.*\) was closed"):  # "Session has been"
+        predictor({"x": X})
     assert serving.read_signatures(path)[0] == path.decode()
 
 

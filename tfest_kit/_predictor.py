@@ -415,6 +415,8 @@ class Predictor:
     def __call__(self, features: Mapping, *, batch_size: Optional[int] = None) -> dict:
         """Runs the signature on ``features`` (see :meth:`prepare`); returns output -> array.
         ``batch_size`` (default: the constructor's) is the largest batch per session run."""
+        if self._session._closed:  # "CancelledError: Session has been closed."
+            raise RuntimeError(f"{self!r} was closed (close(), or its with-block ended)")
         arrays = self.prepare(features)
         if len(arrays) == len(self._input_names):  # every input given: no set built per call
             run, names = self._run, self._input_names

@@ -175,7 +175,7 @@ PRIVATE_NAMES: dict[str, str] = {
     # Checkpoints and sessions.
     "tensorflow.python.training.saver:object_graph_key_mapping": "keras_bridge.py: warm start",
     f"{_V1}:Variable()._save_slice_info": "_warm_start.py: skip partitioned",
-    f"{_V1}:Session()._closed": "hooks.py: a stale PreemptionHook",
+    f"{_V1}:Session()._closed": "hooks.py: a stale PreemptionHook; a closed Predictor",
     f"{_V1}:estimator.Estimator()._model_fn": "keras_bridge.py: the converter's raw model_fn",
     f"{_V1}:estimator.Estimator()._warm_start_settings": "legacy/contrib: add_metrics' own",
     f"{_V1}:train.Saver()._var_list": "keras_bridge.py: its saver, rebuilt",
