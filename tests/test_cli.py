@@ -242,6 +242,21 @@ def _corrupt_copies(exports, tmp_path):
     return str(bad_graph), str(torn.parent)
 
 
+def test_a_damaged_newest_export_is_marked_and_the_one_before_named(exports, tmp_path, capsys):
+    # inspect listed it as the newest, unmarked; predict said only "export the model again".
+    base = tmp_path / "model" / "export" / "best"
+    for version in ("1", "2"):
+        shutil.copytree(exports["raw"], base / version)
+    (data,) = (base / "2" / "variables").glob("variables.data-*")
+    data.write_bytes(data.read_bytes()[:10])
+    code, out, _ = _main(["inspect", str(tmp_path / "model")], capsys)
+    assert code == 0 and "export/best/2  (damaged: " in out and "<- newest" in out, out
+    assert "export/best/1\n" in out, out
+    request = _write(tmp_path, "rows.json", {"instances": X[:1].tolist()})
+    code, _, err = _main(["predict", str(base), request], capsys)
+    assert code == 1 and f"or pass the one before, {base / '1'}" in err, err
+
+
 def test_predict_and_signature_report_unloadable_exports_in_one_line(exports, tmp_path, capsys):
     request = _write(tmp_path, "rows.json", {"instances": X[:1].tolist()})
     bad_graph, torn_variables = _corrupt_copies(exports, tmp_path)

@@ -12,7 +12,7 @@ import numpy as np
 from google.protobuf import message, text_format
 
 from tfest_kit._checks import TfestKitError, check_int
-from tfest_kit._model_dir import GLOB_CHARS, latest_export
+from tfest_kit._model_dir import GLOB_CHARS, complete_exports, latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
 # The SignatureDef proto class, through the public function that builds one.
@@ -265,7 +265,10 @@ class Predictor:
             with self._graph.as_default():
                 meta_graph = tf.saved_model.loader.load(self._session, tags, self.export_dir)
         except (OSError, ValueError, tf.errors.OpError) as e:  # ValueError: Saver.restore's
-            fix = "export the model again"
+            here = os.path.normpath(self.export_dir)
+            fix, exports = "export the model again", complete_exports(os.path.dirname(here))
+            if len(exports) > 1 and exports[-1] == here:  # a base's newest: the one before may do
+                fix += f", or pass the one before, {exports[-2]}"
             if GLOB_CHARS.search(self.export_dir):  # its variables are looked up as a pattern
                 fix = "move it to a path without the characters * ? [ (TensorFlow globs it)"
             raise ExportLoadError(

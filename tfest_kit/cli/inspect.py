@@ -45,13 +45,15 @@ def _checkpoints(model_dir: str) -> dict:
 def exports(model_dir: str) -> list[dict]:
     """The complete exports in ``model_dir/export/`` and in each exporter's ``export/*/``.
 
-    Each is ``{"path" (its name is the version), "newest" (in its directory), "best_exporter"}``.
+    Each is ``{"path" (its name is the version), "newest" (in its directory), "best_exporter",
+    "damaged" (why its variables cannot be read, or None)}``.
     """
     root, found = os.path.join(model_dir, "export"), []
     for paths in [complete_exports(os.path.join(root, n)) for n in ["", *dir_entries(root)]]:
         for p in paths:
             best = read_export_metrics(p) is not None
-            found.append({"path": p, "newest": p == paths[-1], "best_exporter": best})
+            damaged = checkpoint_damage(f"{p}/variables/variables")
+            found.append(dict(path=p, newest=p == paths[-1], best_exporter=best, damaged=damaged))
     return found
 
 
@@ -130,7 +132,8 @@ def format_text(info: dict) -> str:
             lines.append(f"  {tag:30} {f'{value:.6g}' if isinstance(value, float) else value}")
     lines += ["", "exports:" if info["exports"] else "exports: none"]
     for e in info["exports"]:
-        mark = "  <- newest" if e["newest"] else ""
+        mark = f"  (damaged: {e['damaged']})" if e["damaged"] else ""
+        mark += "  <- newest" if e["newest"] else ""
         lines.append(f"  {os.path.relpath(e['path'], model_dir)}{mark}")
     return "\n".join(lines) + "\n"
 
