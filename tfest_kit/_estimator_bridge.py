@@ -273,8 +273,7 @@ def install() -> None:
 
 def _distribute_module() -> types.ModuleType:
     module = types.ModuleType(_DISTRIBUTE, "Supplied by tfest_kit (_estimator_bridge).")
-    for name in _DISTRIBUTE_FUNCTIONS:
-        setattr(module, name, globals()[name])
+    module.__dict__.update({name: globals()[name] for name in _DISTRIBUTE_FUNCTIONS})
     return module
 
 

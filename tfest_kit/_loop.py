@@ -48,9 +48,8 @@ def _reader(features, labels) -> Optional[Callable]:
 
     def read():
         types, shapes = [t.dtype for t in op.outputs], [t.shape for t in op.outputs]
-        outputs = tf2.raw_ops.IteratorGetNext(
-            iterator=op.inputs[0], output_types=types, output_shapes=shapes
-        )
+        get_next = tf2.raw_ops.IteratorGetNext
+        outputs = get_next(iterator=op.inputs[0], output_types=types, output_shapes=shapes)
         values = [None if t is None else outputs[t.value_index] for t in flat]
         return tf.nest.pack_sequence_as((features, labels), values)
 

@@ -31,9 +31,7 @@ def _first_cause(error: Exception) -> str:
     """The line of a TensorFlow error that says what went wrong (not "Graph execution error")."""
     lines = [line.strip() for line in (getattr(error, "message", None) or str(error)).splitlines()]
     skip = ("Graph execution error", "Detected at", "Node:", "[[")
-    return next(
-        (line for line in lines if line and not line.startswith(skip)), type(error).__name__
-    )
+    return next((x for x in lines if x and not x.startswith(skip)), type(error).__name__)
 
 
 def _resolve_export_dir(path: str) -> str:

@@ -88,8 +88,11 @@ def to_estimator(
         )
     _check_preprocessing_state(keras_model)
     from_path = isinstance(warm_start_from, (str, bytes, os.PathLike))
-    if from_path:
-        warm_start_from = _all_model_variables(warm_start_from)
+    if from_path:  # as settings covering non-trainable weights too (Estimator's ".*" does not)
+        path = os.fsdecode(warm_start_from)
+        if tf.io.gfile.exists(os.path.join(path, "variables", "variables.index")):
+            path = os.path.join(path, "variables", "variables")  # a SavedModel, as Estimator reads
+        warm_start_from = tf.estimator.WarmStartSettings(path, [_MODEL_VARIABLES])
     tf.logging.info("Converting Keras model %r to an Estimator", keras_model.name)
     with _quiet_keras():
         options = dict(model_dir=model_dir, config=config, checkpoint_format=checkpoint_format)
@@ -367,14 +370,6 @@ def _saver_as_configured(saver, config, variables: dict):
     rebuilt = _warm_start.FitCheckingSaver(config.model_dir, variables, **options)
     rebuilt._object_restore_saver = saver._object_restore_saver
     return rebuilt
-
-
-def _all_model_variables(warm_start_from):
-    """A path as settings covering non-trainable weights too (Estimator's ``".*"`` does not)."""
-    path = os.fsdecode(warm_start_from)
-    if tf.io.gfile.exists(os.path.join(path, "variables", "variables.index")):
-        path = os.path.join(path, "variables", "variables")  # a SavedModel, as Estimator reads it
-    return tf.estimator.WarmStartSettings(path, vars_to_warm_start=[_MODEL_VARIABLES])
 
 
 def _matched_by_structure(settings, keras_ckpt: str):

@@ -302,9 +302,8 @@ class TPUEstimator(tf.estimator.Estimator):
             _state["official_estimator_built"] = True  # CrossShardOptimizer wraps from now on
             tf.logging.info("TPU found: using the official tf.estimator.tpu.TPUEstimator.")
             config = RunConfig() if config is None else config
-            return tf.estimator.tpu.TPUEstimator(
-                model_fn, model_dir, config, params, True, *a, **kw
-            )
+            official = tf.estimator.tpu.TPUEstimator
+            return official(model_fn, model_dir, config, params, True, *a, **kw)
         return super().__new__(cls)
 
     def __init__(

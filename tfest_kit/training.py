@@ -150,15 +150,13 @@ class _TaskExecutor(TrainingExecutor):
         self._vanished: set[str] = set()
         super().__init__(*args, **kwargs)
 
-    def _execute_evaluator_once(self, evaluator, continuous_eval_listener, throttle_secs):
+    def _execute_evaluator_once(self, evaluator, listener, throttle_secs):  # called positionally
         start = time.time()
         # Only the vanishing of this turn's checkpoint (or a later one) is skipped, not an
         # error about another file (an --init_checkpoint).
         newest = self._estimator.latest_checkpoint()
         try:
-            return super()._execute_evaluator_once(
-                evaluator, continuous_eval_listener, throttle_secs
-            )
+            return super()._execute_evaluator_once(evaluator, listener, throttle_secs)
         except (tf.errors.NotFoundError, ValueError) as e:
             path = _model_dir.vanished_checkpoint(e, self._estimator.model_dir)
             if path is None or path in self._vanished or not _not_older(path, newest):
