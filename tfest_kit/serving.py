@@ -189,8 +189,8 @@ def _recorded_value(export_dir: str, monitor: str, mode: str, model_dir: str) ->
     metrics = read_export_metrics(export_dir)
     metrics = metrics if isinstance(metrics, dict) else {}  # JSON, but not ours: garbled
     chosen_by = (metrics.get("monitor", monitor), metrics.get("mode", mode))
-    ours = {monitor: metrics.get("value")}
-    result = metrics.get("eval_result") if chosen_by[0] != monitor else ours
+    own = {monitor: metrics.get("value")}
+    result = metrics.get("eval_result") if chosen_by[0] != monitor else own
     value = _scalar(result.get(monitor) if isinstance(result, dict) else None)
     if value is not None:  # only finite values are exported
         return value, chosen_by
