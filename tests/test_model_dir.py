@@ -255,6 +255,24 @@ def test_tpu_estimator_resumes_after_a_truncated_checkpoint(copy_dir):
     assert tf.train.load_checkpoint(copy_dir).get_tensor("global_step") == 40
 
 
+def test_a_foreign_or_orphaned_state_file_without_checkpoints_is_refused(copy_dir, tmp_path):
+    # Another tool's `checkpoint` file was overwritten by training from step 0; a state file
+    # naming deleted checkpoints gave "not a valid checkpoint" (train) or untrained metrics.
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "checkpoint").write_text("run_a: 0.91\n")
+    with pytest.raises(TfestKitError, match=r"state file is unreadable.*move the `checkpoint`"):
+        _estimator(str(foreign)).train(_input_fn, max_steps=5)
+    assert (foreign / "checkpoint").read_text() == "run_a: 0.91\n"
+    for name in glob.glob(os.path.join(copy_dir, "model.ckpt-*")):
+        if not name.endswith(".meta"):
+            os.remove(name)
+    est = _estimator(copy_dir)
+    for call in (lambda: est.train(_input_fn, max_steps=40), lambda: est.evaluate(_eval_input_fn)):
+        with pytest.raises(TfestKitError, match=r"names model\.ckpt-30, not there.*Restore the"):
+            call()
+
+
 def test_plain_estimator_on_a_damaged_newest_checkpoint_is_told_what_resumes(copy_dir):
     # The advice was "Pass an intact checkpoint_path", which Estimator.train does not take.
     from tfest_kit import model_fn

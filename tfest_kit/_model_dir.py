@@ -203,6 +203,12 @@ def usable_checkpoint(model_dir: str, method: str, given: Optional[str] = None) 
             f"use untrained weights. To start afresh, delete {', '.join(files)} or train into "
             "another model_dir."
         )
+    if chosen is None and problem and "no `checkpoint`" not in problem:  # another tool's file?
+        raise TfestKitError(
+            f"model_dir {model_dir}: {problem}, and no checkpoint is there: {method} would use "
+            "untrained weights (training would overwrite that file). Restore the checkpoint "
+            "files, or move the `checkpoint` file away (another tool's?) to start afresh."
+        )
     if chosen is None and method in ("evaluate()", "predict()"):  # TensorFlow: an INFO line
         tf.logging.warning(f"No checkpoint in model_dir {model_dir}: {method} uses initial weights")
     if chosen is not None and problem is not None:
