@@ -394,6 +394,10 @@ def _spec_without_train_op(features, labels, mode, params):
     return tpu.TPUEstimatorSpec(mode, loss=loss)
 
 
+def _spec_without_predictions(features, labels, mode, params):
+    return tpu.TPUEstimatorSpec(mode, loss=tf.reduce_mean(tf.layers.dense(features["x"], 1)))
+
+
 def _returns_dict(features, labels, mode, params):
     return {"loss": tf.constant(1.0)}
 
@@ -468,6 +472,16 @@ TPU_CASES = [
         ),
         ValueError,  # Estimator's "Missing train_op.", alone
         r"model_fn's spec for mode='train': Missing train_op\. TRAIN needs loss and train_op",
+    ),
+    case(
+        "PREDICT spec without predictions",
+        lambda c: next(
+            _tpu(c, _spec_without_predictions, "no_predictions", predict_batch_size=8).predict(
+                lambda params: inputs.from_arrays({"x": X}, batch_size=8)(params)
+            )
+        ),
+        ValueError,  # Estimator's "Missing predictions.", alone
+        r"mode='infer': Missing predictions\. .*PREDICT predictions",
     ),
     case(
         "model_fn returns a dict",

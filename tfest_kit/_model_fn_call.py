@@ -54,9 +54,10 @@ def call_model_fn(model_fn: Callable, *, features, labels, mode, params, config)
                 model_fn, features=features, labels=labels, mode=mode, params=params, config=config
             )
     except ValueError as e:  # Estimator's spec: "Missing train_op.", no mode, no fix
-        if str(e) not in ("Missing train_op.", "Missing loss."):
+        if str(e) not in ("Missing train_op.", "Missing loss.", "Missing predictions."):
             raise
-        fix = "TRAIN needs loss and train_op (optimizer.minimize(loss, global_step)), EVAL loss"
+        fix = "TRAIN needs loss and train_op (optimizer.minimize(loss, global_step)), EVAL loss, "
+        fix += "PREDICT predictions (a dict of tensors)"
         raise ValueError(f"model_fn's spec for mode={mode!r}: {e} {fix}") from e
 
 
