@@ -36,6 +36,8 @@ class _PathParser(flags.ArgumentParser):
     def parse(self, argument: str) -> str:
         # Bash expands ~ only at the start of a word: "--model_dir=~/run" arrives as it is,
         # and TensorFlow would create ./~/run. URLs (gs://...) have no ~ and stay as they are.
+        if not argument:  # an unset shell variable: each run would start over in a temp dir
+            raise ValueError("is empty: leave the flag out for the default")
         return os.path.expanduser(argument)
 
     def flag_type(self) -> str:
@@ -137,8 +139,14 @@ def run(main: Callable) -> None:
     """
     if recipes.ctrl_c_pressed and recipes.running_recipe():
         raise KeyboardInterrupt  # pressed while imports ran, and swallowed by one of them
+
+    def checked(argv: list[str]):  # absl hands main what is not a flag, where it was ignored
+        if argv[1:]:
+            raise app.UsageError(f"unexpected argument {argv[1]!r}: quote a path with spaces")
+        return main(argv)
+
     try:
-        app.run(main)
+        app.run(checked)
     except SystemExit as e:
         if e.code == 1 and _HELP_FLAGS.intersection(sys.argv[1:]):
             sys.exit(0)  # the help was asked for and printed, before main ran

@@ -75,6 +75,10 @@ def test_help_exits_0_and_a_bad_flag_still_exits_1():
     # absl's --help prints the help and exits 1; every recipe runs through _flags.run.
     recipes = sorted((ROOT / "recipes").glob("[!_]*.py"))
     assert all("_flags.run(main)" in path.read_text() for path in recipes)
-    shown, bad = run_recipe_cases("iris_custom_estimator", [["--help"], ["--no_such_flag"]])
+    # An unquoted path with a space trained into its first word; --model_dir= into a temp dir.
+    cases = [["--help"], ["--no_such_flag"], ["--model_dir=/tmp/a", "b"], ["--model_dir="]]
+    shown, bad, stray, empty = run_recipe_cases("iris_custom_estimator", cases)
     assert shown.returncode == 0 and "--model_dir" in shown.stdout, shown.stdout + shown.stderr
     assert bad.returncode == 1, bad
+    assert stray.returncode == 1 and "unexpected argument 'b': quote a path" in stray.stderr, stray
+    assert empty.returncode == 1 and "flag --model_dir=: is empty" in empty.stderr, empty
