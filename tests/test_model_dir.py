@@ -255,6 +255,16 @@ def test_tpu_estimator_resumes_after_a_truncated_checkpoint(copy_dir):
     assert tf.train.load_checkpoint(copy_dir).get_tensor("global_step") == 40
 
 
+def test_a_model_dir_that_is_not_writable_is_named_as_such(tmp_path, monkeypatch):
+    # The lock file's PermissionError read like a stale lock's. (Root ignores file modes.)
+    def denied(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(os, "makedirs", denied)
+    with pytest.raises(PermissionError, match=r"model_dir .*ro is not writable.*train elsewhere"):
+        _estimator(str(tmp_path / "ro")).train(_input_fn, max_steps=5)
+
+
 def test_a_foreign_or_orphaned_state_file_without_checkpoints_is_refused(copy_dir, tmp_path):
     # Another tool's `checkpoint` file was overwritten by training from step 0; a state file
     # naming deleted checkpoints gave "not a valid checkpoint" (train) or untrained metrics.

@@ -86,8 +86,7 @@ def training_loop(step: Callable, features, labels, length: int, until, every) -
     ``tf.while_loop``, as on a TPU; ``until``: train()'s ``(max_steps, steps)``. Returns the
     spec (the last step's loss and v1 summaries; ``host_call`` tensors queued) and the queue's
     size, or None for an input not read from a ``tf.data`` iterator."""
-    read = _reader(features, labels)
-    if read is None:
+    if (read := _reader(features, labels)) is None:
         tf.logging.info(
             f"iterations_per_loop={length}: one training step per Session.run (the input is not "
             "read from a tf.data iterator, or has sparse features)."

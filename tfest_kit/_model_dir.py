@@ -260,8 +260,13 @@ def writer_lock(model_dir: str) -> Iterator[None]:
     if fcntl is None or "://" in model_dir or key in _held:  # no lock, or held by this process
         yield
         return
-    os.makedirs(model_dir, exist_ok=True)
-    fd = os.open(os.path.join(model_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # the lock file's PermissionError read as a stale lock's
+        os.makedirs(model_dir, exist_ok=True)
+        fd = os.open(os.path.join(model_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    except PermissionError as e:
+        raise PermissionError(
+            f"model_dir {model_dir} is not writable ({e}): train elsewhere"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -539,8 +544,7 @@ def metrics_by_step(eval_dir: str) -> dict[int, dict[str, float]]:
         try:
             for event in tf.train.summary_iterator(path):
                 for value in event.summary.value:
-                    number = _summary_number(value)
-                    if number is not None:
+                    if (number := _summary_number(value)) is not None:
                         by_step.setdefault(int(event.step), {})[value.tag] = number
         except tf.errors.DataLossError as e:  # "truncated": a record being appended
             if "corrupted" in e.message and path not in _DAMAGED_EVENTS:  # said once a process
@@ -589,8 +593,7 @@ def latest_export(export_dir_base: str) -> str:
 
         predictor = Predictor(latest_export(os.path.join(model_dir, "export", "best")))
     """
-    exports = complete_exports(export_dir_base)
-    if not exports:
+    if not (exports := complete_exports(export_dir_base)):
         found = "not a directory"
         if tf.gfile.IsDirectory(export_dir_base):
             found = dir_entries(export_dir_base)

@@ -159,8 +159,7 @@ class _ExampleBuilder:
         self.keys = {k: tf.as_dtype(t) for k, t in zip(keys, types)}  # feature name -> dtype
 
     def build(self, features: Mapping, where: str) -> np.ndarray:
-        unknown = sorted(set(features) - set(self.keys))
-        if unknown:
+        if unknown := sorted(set(features) - set(self.keys)):
             raise PredictorInputError(
                 f"Signature {where} parses tf.train.Examples with features "
                 f"{sorted(self.keys)}. Got unknown: {unknown}"

@@ -144,8 +144,7 @@ def check_model_dir(
             return saver
     elif mode in (tf.estimator.ModeKeys.EVAL, tf.estimator.ModeKeys.PREDICT):
         return None
-    prefix = tf.train.latest_checkpoint(model_dir)
-    if prefix is not None:
+    if (prefix := tf.train.latest_checkpoint(model_dir)) is not None:
         _check_fits(model_dir, prefix, variables)
     return None
 

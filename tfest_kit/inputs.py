@@ -145,8 +145,7 @@ def _tf_friendly(value: Any, name: str) -> np.ndarray:
         # Keras layers and feature columns compute in float32; float64 input only costs casts.
         return array.astype(np.float32)
     if array.dtype == object:
-        odd = [v for v in array.ravel() if not isinstance(v, (str, bytes))]
-        if odd:
+        if odd := [v for v in array.ravel() if not isinstance(v, (str, bytes))]:
             raise TypeError(
                 f"Feature {name!r} holds Python objects that are not all strings (missing "
                 f"values?); convert it to a numeric or string array. Got: {odd[0]!r} "
@@ -472,8 +471,7 @@ def _csv_defaults(patterns, given: Mapping, options: dict, label: Optional[str])
     (the label's, required: an empty label field was class 0)."""
     with tf2.Graph().as_default():  # the inference reads the files in Python, once
         spec = _csv_dataset(patterns, options, 1).element_spec
-    unknown = sorted(set(given) - set(spec))
-    if unknown:
+    if unknown := sorted(set(given) - set(spec)):
         raise ValueError(
             f"`column_defaults` names columns that are not read: {unknown}; columns: {list(spec)}."
         )

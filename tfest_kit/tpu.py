@@ -125,8 +125,7 @@ def TPUClusterResolver(
 
         config = RunConfig(cluster=TPUClusterResolver(FLAGS.tpu_name), model_dir=...)
     """
-    name = _tpu_name(tpu)
-    if name is None:
+    if (name := _tpu_name(tpu)) is None:
         if _local_tpu():
             return _OfficialResolver(tpu="local", **kw)
         return NoTPUClusterResolver("no TPU name given and no local TPU device")
@@ -145,8 +144,7 @@ def tpu_available(tpu: TPUName = None) -> bool:
 
         use_tpu = tpu.tpu_available(FLAGS.tpu_name)
     """
-    name = _tpu_name(tpu)
-    if name is None:
+    if (name := _tpu_name(tpu)) is None:
         return _local_tpu()
     try:
         _official_resolver(name, None, None)

@@ -226,8 +226,7 @@ def latest_eval_metrics(eval_dir: str) -> dict:
 
         latest_eval_metrics(est.eval_dir())["loss"]
     """
-    metrics = _newest_metrics(eval_dir)
-    if not metrics:
+    if not (metrics := _newest_metrics(eval_dir)):
         tf.logging.warning("No eval metrics found in %s", eval_dir)
     return metrics
 
@@ -322,8 +321,7 @@ def train_and_evaluate(
     # A malformed TF_CONFIG otherwise surfaces as a KeyError deep in the distribute coordinator.
     validate_tf_config(workers_only_allowed=estimator.config.train_distribute is not None)
     written = estimator.eval_dir(eval_spec.name)  # what early_stopping reads, else it never fires
-    others = {getattr(hook, "eval_dir", written) for hook in train_hooks} - {written}
-    if others:
+    if others := {getattr(hook, "eval_dir", written) for hook in train_hooks} - {written}:
         raise ValueError(
             f"early_stopping reads {others.pop()}, but this run's evaluations go to {written}: "
             f"make it for this estimator with eval_name={eval_spec.name!r}"

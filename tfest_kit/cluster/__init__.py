@@ -128,8 +128,7 @@ def validate_tf_config(
         config = validate_tf_config()     # config["task"] == {"type": "worker", "index": 0}
     """
     config = _parse(tf_config)
-    unknown = [key for key in config if key not in _TOP_LEVEL_KEYS]
-    if unknown:
+    if unknown := [key for key in config if key not in _TOP_LEVEL_KEYS]:
         raise _invalid("", f"has unknown top-level keys {unknown}", config)
     cluster = _check_cluster(config.get("cluster", {}), workers_only_allowed)
     if "task" in config:
