@@ -394,6 +394,17 @@ def _spec_without_train_op(features, labels, mode, params):
     return tpu.TPUEstimatorSpec(mode, loss=loss)
 
 
+def _reads_batch_size(features, labels, mode, params):
+    tf.reshape(features["x"], [params["batch_size"], 4])  # a bare KeyError when it is unset
+    return _tpu_model_fn(features, labels, mode, params)
+
+
+def _export_reading_batch_size(c):
+    est = _tpu(c, _reads_batch_size, "batch_size_export", train_batch_size=8)
+    est.train(_good_input_fn, steps=1)
+    est.export_saved_model(os.path.join(c.root, "batch_size_export", "export"), _receiver())
+
+
 def _spec_without_predictions(features, labels, mode, params):
     return tpu.TPUEstimatorSpec(mode, loss=tf.reduce_mean(tf.layers.dense(features["x"], 1)))
 
@@ -472,6 +483,18 @@ TPU_CASES = [
         ),
         ValueError,  # Estimator's "Missing train_op.", alone
         r"model_fn's spec for mode='train': Missing train_op\. TRAIN needs loss and train_op",
+    ),
+    case(
+        "model_fn reads params['batch_size'] without train_batch_size",
+        lambda c: _tpu(c, _reads_batch_size, "batch_size").train(_good_input_fn, steps=1),
+        ValueError,
+        r"model_fn reads params\['batch_size'\], unset for train: pass train_batch_size=",
+    ),
+    case(
+        "model_fn reads params['batch_size'] in an export",  # unset there, as on a TPU
+        _export_reading_batch_size,
+        ValueError,
+        r"model_fn reads params\['batch_size'\], unset in an export.*tf\.shape",
     ),
     case(
         "PREDICT spec without predictions",

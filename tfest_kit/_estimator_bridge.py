@@ -128,8 +128,7 @@ def init_run_config(config: Any, tf_config: dict) -> None:
 
 def should_run_distribute_coordinator(config: Any) -> bool:
     """Whether ``Estimator`` should hand training to the distribute coordinator."""
-    mode = getattr(config, "_distribute_coordinator_mode", None)
-    if mode is None:
+    if (mode := getattr(config, "_distribute_coordinator_mode", None)) is None:
         _log.info("Not using Distribute Coordinator.")
         return False
     if mode not in (dc.CoordinatorMode.STANDALONE_CLIENT, dc.CoordinatorMode.INDEPENDENT_WORKER):
@@ -147,8 +146,7 @@ def should_run_distribute_coordinator(config: Any) -> bool:
 def train_and_evaluate(estimator: Any, train_spec: Any, eval_spec: Any, executor_cls: Any) -> None:
     """Runs ``train_and_evaluate`` through the distribute coordinator (TF 2.15's behaviour)."""
     run_config = estimator.config
-    mode = run_config._distribute_coordinator_mode
-    if not mode:
+    if not (mode := run_config._distribute_coordinator_mode):
         raise ValueError("Distribute coordinator mode is not specified in `RunConfig`.")
 
     def worker_fn(strategy: Any) -> None:

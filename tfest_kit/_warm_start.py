@@ -154,10 +154,9 @@ def with_saver(scaffold: Any, saver: Any) -> Any:
 
 
 def _check_fits(model_dir: str, prefix: str, variables: Mapping[str, Any]) -> None:
-    if tf.io.gfile.isdir(prefix):  # a directory's latest, as an export takes it
-        prefix = tf.train.latest_checkpoint(prefix)
-        if prefix is None:
-            return
+    # A directory's latest, as an export takes it.
+    if tf.io.gfile.isdir(prefix) and (prefix := tf.train.latest_checkpoint(prefix)) is None:
+        return
     # Not model_dir's: a checkpoint_path given (model_dir may even hold another model).
     named = os.path.normpath(os.path.dirname(prefix)) != os.path.normpath(model_dir)
     usable_checkpoint(model_dir, "a restore", prefix)  # a damaged one: a ValueError naming it

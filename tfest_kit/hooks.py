@@ -424,8 +424,7 @@ class _NoImprovement:
         results = metrics_by_step(self._eval_dir)
         having = [step for step in results if self._monitor in results[step]]
         # Evaluations before the metric existed are skipped; after, a lack is an error.
-        lacking = [s for s in results if not having or (s > having[0] and s not in having)]
-        if lacking:
+        if lacking := [s for s in results if not having or (s > having[0] and s not in having)]:
             raise ValueError(
                 f"early_stopping: `monitor` {self._monitor!r} is not among the eval metrics "
                 f"in {self._eval_dir} at step {lacking[-1]}. Available: "

@@ -66,8 +66,7 @@ def read_errors() -> Iterator[None]:
     except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
         from_input = "GetNext" in getattr(e.op, "type", "")  # not a checkpoint, a model op
         scans = _SCANS.get(e.op.graph, ()) if from_input else ()
-        where = next(filter(None, (scan(e.message) for scan in scans)), None)
-        if where is None:
+        if (where := next(filter(None, (scan(e.message) for scan in scans)), None)) is None:
             raise
         lost = isinstance(e, tf.errors.DataLossError)
         lines = [line for line in e.message.splitlines() if line and not line[0].isspace()]
@@ -379,8 +378,7 @@ def _csv_dataset(patterns, options: dict, batch_size: int, **kwargs):
     try:
         ds = tf2.data.experimental.make_csv_dataset(patterns, batch_size, **kwargs, **options)
     except (ValueError, OSError) as e:  # a UnicodeDecodeError, a BadGzipFile too
-        where = _csv_problem(patterns, options, str(e))
-        if where is None:
+        if (where := _csv_problem(patterns, options, str(e))) is None:
             raise
         raise ValueError(f"{where} [make_csv_dataset: {e}]") from None
     text = {spec.dtype for spec in tf2.nest.flatten(ds.element_spec)} == {tf2.string}
@@ -427,8 +425,7 @@ def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
     index = {**{name: i for i, name in enumerate(names)}, **{i: i for i in range(len(names))}}
     columns = sorted(index[c] for c in select or names if c in index)
     rows = _csv_rows(files, options, options["header"])
-    first = next(rows, None)
-    if first is None:
+    if (first := next(rows, None)) is None:
         after = " after the header line" if options["header"] else ""
         return f"{', '.join(files)}: no rows{after}. Point file_pattern at the data"
     field = re.search(r"Field (\d+) (?:in record is not a valid (\w+)|is required)", message)

@@ -361,8 +361,7 @@ def _predict_spec(head: _Head, outputs, common: dict, check_dir, tpu_spec: bool)
     for key, output in spec.export_outputs.items():
         if key not in export_outputs and key not in head.official_dropped:
             export_outputs[key] = output
-    saver = _warm_start.check_model_dir(check_dir, mode=ModeKeys.PREDICT)
-    if saver is not None:
+    if (saver := _warm_start.check_model_dir(check_dir, mode=ModeKeys.PREDICT)) is not None:
         # An export restores with the Scaffold's saver only, not the SAVERS collection.
         inner = common["scaffold_fn"]
         common["scaffold_fn"] = lambda: _warm_start.with_saver(inner() if inner else None, saver)

@@ -241,8 +241,7 @@ class _BestExporter(tf.estimator.BestExporter):
             values = [v for v, _ in recorded.values() if not math.isnan(v)]
             self._best = (min if self._mode == "min" else max)(values, default=None)
             self._restored_for = key
-            other = [p for p, (_, by) in recorded.items() if by != ours]  # made by another run
-            if other:
+            if other := [p for p, (_, by) in recorded.items() if by != ours]:  # made by another run
                 tf.logging.warning(
                     f"Best exporter {self.name!r}: {', '.join(other)} chosen by another monitor "
                     f"or mode than {ours[0]!r} ({ours[1]}): compared by it now, and deleted as "

@@ -389,7 +389,16 @@ class TPUEstimator(tf.estimator.Estimator):
             args = dict(mode=mode, params=params, config=config)
 
             def step(features, labels):
-                return call_model_fn(self._user_model_fn, features=features, labels=labels, **args)
+                try:
+                    return call_model_fn(
+                        self._user_model_fn, features=features, labels=labels, **args
+                    )
+                except KeyError as e:  # as for an input_fn: why it is unset
+                    if "batch_size" in params or e.args != ("batch_size",):
+                        raise
+                    why = f"for {mode}: pass {_BATCH_ARG[mode]}= to TPUEstimator"
+                    why = "in an export, as on a TPU: use tf.shape(...)[0]" if is_export else why
+                    raise ValueError(f"model_fn reads params['batch_size'], unset {why}") from e
 
             looped = None
             if mode == _MODES.TRAIN and self._loop and not is_export:

@@ -386,8 +386,7 @@ def _train_and_evaluate(estimator, train_spec, eval_spec, train_hooks, counter) 
     last_step = saved_step(model_dir)
     # Stopped by a signal before its last checkpoint was evaluated (_Preemption).
     evaluated_step = (metrics or {}).get(tf.GraphKeys.GLOBAL_STEP)
-    preempted = _preempted(train_hooks) and (not local or evaluated_step != last_step)
-    if preempted:
+    if preempted := _preempted(train_hooks) and (not local or evaluated_step != last_step):
         metrics = _newest_metrics(estimator.eval_dir(eval_spec.name))
         tf.logging.warning(
             f"Training {how} at global step {last_step}: its checkpoint is not evaluated; "

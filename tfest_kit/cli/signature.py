@@ -37,8 +37,7 @@ def find_export(path: str, command: str) -> str:
     try:
         export_dir = _resolve_export_dir(path)
     except ExportNotFoundError:
-        newest = [e for e in exports(path) if e["newest"]]
-        if not newest:
+        if not (newest := [e for e in exports(path) if e["newest"]]):
             raise
         newest.sort(key=lambda e: (e["best_exporter"], int(os.path.basename(e["path"]))))
         export_dir = newest[-1]["path"]
