@@ -203,7 +203,7 @@ def usable_checkpoint(model_dir: str, method: str, given: Optional[str] = None) 
             f"use untrained weights. To start afresh, delete {', '.join(files)} or train into "
             "another model_dir."
         )
-    if chosen is None and problem and "no `checkpoint`" not in problem:  # another tool's file?
+    if chosen is None and tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):  # foreign?
         raise TfestKitError(
             f"model_dir {model_dir}: {problem}, and no checkpoint is there: {method} would use "
             "untrained weights (training would overwrite that file). Restore the checkpoint "
@@ -305,7 +305,8 @@ def grpc_reachable(address: str, timeout: float = 2.0) -> Optional[bool]:
     """Whether something accepts TCP connections at ``grpc://host:port``; None: no address."""
     host = port = None
     with contextlib.suppress(ValueError):  # a port that is no number, or out of range
-        host, port = urlsplit(address).hostname, urlsplit(address).port
+        parts = urlsplit(address)
+        host, port = parts.hostname, parts.port
     if not host or not port:
         return None
     try:

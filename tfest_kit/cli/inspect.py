@@ -45,15 +45,14 @@ def _checkpoints(model_dir: str) -> dict:
 def exports(model_dir: str) -> list[dict]:
     """The complete exports in ``model_dir/export/`` and in each exporter's ``export/*/``.
 
-    Each is ``{"path" (its name is the version), "newest" (in its directory), "best_exporter",
-    "damaged" (why its variables cannot be read, or None)}``.
+    Each is ``{"path" (its name is the version), "newest" (in its directory), "best_exporter"}``;
+    :func:`describe` adds ``"damaged"`` (why its variables cannot be read, or None).
     """
     root, found = os.path.join(model_dir, "export"), []
     for paths in [complete_exports(os.path.join(root, n)) for n in ["", *dir_entries(root)]]:
         for p in paths:
             best = read_export_metrics(p) is not None
-            damaged = checkpoint_damage(f"{p}/variables/variables")
-            found.append(dict(path=p, newest=p == paths[-1], best_exporter=best, damaged=damaged))
+            found.append({"path": p, "newest": p == paths[-1], "best_exporter": best})
     return found
 
 
@@ -91,7 +90,9 @@ def describe(model_dir: str) -> dict:
     info["is_export"] = "saved_model.pb" in entries or bool(complete_exports(model_dir))
     info["export_dirs_below"] = [e for e in entries if complete_exports(f"{model_dir}/{e}")]
     info["model_dirs_below"] = [e for e in entries if os.path.isfile(f"{model_dir}/{e}/checkpoint")]
-    return {**info, "evaluations": evaluations, "exports": exports(model_dir)}
+    found = exports(model_dir)  # read whole here, not for signature's list of exports
+    found = [dict(e, damaged=checkpoint_damage(e["path"] + "/variables/variables")) for e in found]
+    return {**info, "evaluations": evaluations, "exports": found}
 
 
 def format_text(info: dict) -> str:
