@@ -265,6 +265,35 @@ def test_a_model_dir_that_is_not_writable_is_named_as_such(tmp_path, monkeypatch
         _estimator(str(tmp_path / "ro")).train(_input_fn, max_steps=5)
 
 
+def test_evaluating_into_a_model_dir_that_is_not_writable_says_its_metrics_are_not_saved(
+    copy_dir, monkeypatch
+):
+    # TensorFlow's "Write failed" is a C++ ERROR below TF_CPP_MIN_LOG_LEVEL's default: the
+    # metrics were returned, and inspect, early_stopping and best_exporter never saw them.
+    access = os.access
+    writable = lambda path, mode: access(path, mode) and not path.startswith(copy_dir)  # noqa: E731
+    monkeypatch.setattr(os, "access", writable)
+    with captured_tf_log(logging.WARNING) as lines:
+        metrics = _estimator(copy_dir).evaluate(_eval_input_fn, steps=2)
+    assert metrics["global_step"] == 30
+    said = [line for line in lines if "not writable" in line]
+    assert len(said) == 1 and copy_dir in said[0] and "saves none" in said[0], lines
+
+
+def test_a_directory_named_checkpoint_is_refused_before_training_writes(copy_dir):
+    # TensorFlow's FailedPreconditionError "Is a directory" came at the first save, three times.
+    os.rename(os.path.join(copy_dir, "checkpoint"), os.path.join(copy_dir, "saved"))
+    os.mkdir(os.path.join(copy_dir, "checkpoint"))
+    for run in (
+        lambda est: est.train(_input_fn, max_steps=40),
+        lambda est: est.evaluate(_eval_input_fn),
+    ):
+        with pytest.raises(ValueError, match=r"directory named `checkpoint`.*rename it"):
+            run(_estimator(copy_dir))
+    assert not os.listdir(os.path.join(copy_dir, "checkpoint"))
+    assert not glob.glob(os.path.join(copy_dir, "model.ckpt-40*"))
+
+
 def test_a_foreign_or_orphaned_state_file_without_checkpoints_is_refused(copy_dir, tmp_path):
     # Another tool's `checkpoint` file was overwritten by training from step 0; a state file
     # naming deleted checkpoints gave "not a valid checkpoint" (train) or untrained metrics.

@@ -361,6 +361,41 @@ def test_plain_estimator_spec_and_input_fn_without_params(model_dir):
     assert est.get_variable_value("global_step") == 3
 
 
+def test_what_a_tpu_refuses_is_trained_with_one_warning_each(model_dir):
+    # A scaffold_fn returning None, a scalar host_call tensor: accepted silently (as by the
+    # official class with use_tpu=False), refused once on a TPU. A Python float among the
+    # host_call tensors was an AttributeError in the loop.
+    x, y = _data()
+    seen = []
+
+    def model_fn(features, labels, mode, params):
+        logits = tf.layers.dense(features["x"], 2)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.AdamOptimizer(0.01).minimize(loss, tf.train.get_global_step())
+
+        def host_fn(loss, rate):
+            seen.append(rate)
+            return [tf2.summary.scalar("host_loss", loss)]
+
+        host_call = (host_fn, [loss, 0.5])
+        spec = dict(loss=loss, train_op=train_op, host_call=host_call, scaffold_fn=lambda: None)
+        return tpu.TPUEstimatorSpec(mode, **spec)
+
+    def input_fn(params):
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat()
+        return ds.batch(params["batch_size"])
+
+    config = tpu.RunConfig(model_dir=model_dir, tpu_config=tpu.TPUConfig(iterations_per_loop=2))
+    est = tpu.TPUEstimator(model_fn, config=config, train_batch_size=10)
+    with captured_tf_log(logging.WARNING) as lines:
+        est.train(input_fn, max_steps=4)
+    assert est.get_variable_value("global_step") == 4
+    assert len(seen) == 1 and isinstance(seen[0], tf.Tensor), seen
+    for what, fix in [("scaffold_fn returned None", "Scaffold()"), ("is a scalar", "reshape")]:
+        said = [line for line in lines if what in line]
+        assert len(said) == 1 and "refused on" in said[0] and fix in said[0], lines
+
+
 def test_users_use_tpu_param_is_overridden_with_false(model_dir):
     # TF1 scripts pass params={"use_tpu": FLAGS.use_tpu}; off a TPU the official class sets it
     # to False, and model_fn.classifier(tpu_spec=True) then keeps its optimizer off the TPU.

@@ -110,7 +110,7 @@ def training_loop(step: Callable, features, labels, length: int, until, every) -
                     kept.append(tf.Variable("", trainable=False, collections=local))
                 after.append(kept[-1].assign(summary))
         if getattr(spec, "host_call", None) is not None:  # each step's tensors, queued
-            flat = tf.nest.flatten(spec.host_call[1])
+            flat = [tf.convert_to_tensor(t) for t in tf.nest.flatten(spec.host_call[1])]
             shapes = [t.shape for t in flat]
             shapes = shapes if all(shape.is_fully_defined() for shape in shapes) else None
             with tf.init_scope():

@@ -137,6 +137,9 @@ def path_problem(model_dir: str) -> Optional[str]:
     """Why TensorFlow can use no checkpoint in ``model_dir`` (a file; it globs paths), or None."""
     if os.path.isfile(model_dir):
         return f"`model_dir` must be a directory (made if missing). Got: a file, {model_dir!r}"
+    if os.path.isdir(os.path.join(model_dir, "checkpoint")):
+        where = "where TensorFlow writes its state file"
+        return f"model_dir {model_dir} holds a directory named `checkpoint`, {where}: rename it"
     if GLOB_CHARS.search(model_dir):
         return (
             f"`model_dir` must not hold the characters * ? [ : TensorFlow's Saver and checkpoint "
@@ -182,8 +185,7 @@ def usable_checkpoint(model_dir: str, method: str, given: Optional[str] = None) 
     state file's: one warning), or ``given`` if intact; None without checkpoint files. Raises a
     ``TfestKitError`` naming the files and the fix if none is intact."""
     if given:  # else ~100 lines of "Read less bytes than requested"
-        why = checkpoint_damage(given)
-        if why:  # a ValueError: an evaluator skips one the chief deleted (vanished_checkpoint)
+        if why := checkpoint_damage(given):  # ValueError: an evaluator skips a vanished one
             raise ValueError(
                 f"Checkpoint {given} cannot be restored: {why}. Pass an intact checkpoint_path "
                 "(`python -m tfest_kit inspect` lists them) or None for the newest; to train on, "
@@ -339,9 +341,8 @@ class _StepCounter(tf.train.SessionRunHook):
                 if not self.first_step_done.is_set():
                     tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
             late = self._awaited if elapsed >= self.say_every * 6 else []  # probed only then
-            absent = [a for a in late if grpc_reachable(f"grpc://{a}") is False]
-            if absent:  # said at INFO: a WARNING once
-                self._awaited = []
+            if absent := [a for a in late if grpc_reachable(f"grpc://{a}") is False]:
+                self._awaited = []  # a WARNING once (the phase is said at INFO)
                 tf.logging.warning(
                     f"Training: waiting {elapsed:.0f} s for {', '.join(absent)}, where nothing "
                     "listens: start that task (TF_CONFIG's address), or stop this one"
@@ -416,26 +417,6 @@ def newest_finite_checkpoint(model_dir: str, up_to_step: Optional[int] = None) -
     return next((p for p in candidates if checkpoint_damage(p, finite=True) is None), None)
 
 
-def _nan_message(model_dir: str, step: Optional[int]) -> str:
-    finite = newest_finite_checkpoint(model_dir, step)
-    where = f"at global step {step}" if step is not None else "during training"
-    finite_name = os.path.basename(finite) if finite else "none"
-    return (
-        f"NaN loss {where} (model_dir {model_dir}); the newest checkpoint with finite weights: "
-        f"{finite_name}. Lower the learning rate, clip gradients or check the input for NaN."
-    )
-
-
-def _disk_full_message(model_dir: str) -> str:
-    latest = tf.train.latest_checkpoint(model_dir)
-    message = f"{_NO_SPACE} while writing to model_dir {model_dir}."
-    if latest:
-        damage = checkpoint_damage(latest)
-        state = f"damaged: {damage}" if damage else "intact"
-        message += f" The previous checkpoint, {os.path.basename(latest)}, is {state}."
-    return message + " Free space there (or lower RunConfig(keep_checkpoint_max=…))."
-
-
 def writes_checkpoints() -> bool:
     """Whether this task writes the checkpoints (and holds the writer lock): ``RunConfig``'s
     chief (no cluster, ``chief``, TF1's ``master``), or worker 0 of a cluster of workers only (a
@@ -484,13 +465,24 @@ def training(estimator, max_steps=None, steps=None) -> Iterator[tf.train.Session
         except tf.train.NanLossDuringTrainingError as e:
             if isinstance(e, NanLossError):
                 raise
-            step = getattr(counter, "step", None)
-            raise NanLossError(_nan_message(model_dir, step), step, None, None) from e
+            finite = newest_finite_checkpoint(model_dir, step := getattr(counter, "step", None))
+            where = f"at global step {step}" if step is not None else "during training"
+            raise NanLossError(
+                f"NaN loss {where} (model_dir {model_dir}); the newest checkpoint with finite "
+                f"weights: {os.path.basename(finite) if finite else 'none'}. Lower the learning "
+                "rate, clip gradients or check the input for NaN.",
+                step,
+            ) from e
         except (OSError, tf.errors.OpError) as e:
             full = e.errno == errno.ENOSPC if isinstance(e, OSError) else _NO_SPACE in str(e)
             if not full or not model_dir:
                 raise
-            raise TfestKitError(_disk_full_message(model_dir)) from e
+            message = f"{_NO_SPACE} while writing to model_dir {model_dir}."
+            if latest := tf.train.latest_checkpoint(model_dir):
+                state = f"damaged: {damage}" if (damage := checkpoint_damage(latest)) else "intact"
+                message += f" The previous checkpoint, {os.path.basename(latest)}, is {state}."
+            fix = " Free space there (or lower RunConfig(keep_checkpoint_max=…))."
+            raise TfestKitError(message + fix) from e
 
 
 def saved_step(model_dir: Optional[str]) -> Optional[int]:

@@ -440,11 +440,9 @@ class Predictor:
 
     def _merge(self, name: str, parts: list) -> np.ndarray:
         """Joins one output's chunks: the rows of a per-example output, else the first chunk."""
-        shape = self._outputs[name].shape
+        per_example = (shape := self._outputs[name].shape).rank and shape.as_list()[0] is None
         if shape.rank is None:  # tf.squeeze, say: per example if every run answered rows
             per_example = all(np.ndim(part) for part in parts)
-        else:
-            per_example = shape.rank > 0 and shape.as_list()[0] is None
         return np.concatenate(parts) if per_example else parts[0]
 
     def _describe_inputs(self) -> str:

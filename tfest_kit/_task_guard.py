@@ -7,6 +7,7 @@ waited forever for the task's server, which only ``train_and_evaluate`` starts.
 
 import contextlib
 import logging
+import os
 import time
 from typing import Any, Optional
 
@@ -56,6 +57,13 @@ def guarded_train(estimator, hooks, max_steps=None, steps=None):
 def guarded_eval_hooks(config, hooks, steps) -> list:
     """Checks the task; ``hooks`` with an ``EvalGuard`` (unless train_and_evaluate's is there)."""
     check_direct_call(config, "evaluate")
+    eval_dir = os.path.join(model_dir := config.model_dir or "", "eval")
+    writes_to = eval_dir if os.path.isdir(eval_dir) else model_dir
+    if model_dir and os.path.isdir(writes_to) and not os.access(writes_to, os.W_OK):
+        tf.logging.warning(  # TensorFlow's C++ error is below TF_CPP_MIN_LOG_LEVEL's default
+            f"{writes_to} is not writable: evaluate() returns its metrics but saves none there, "
+            "where inspect, early_stopping and best_exporter read them"
+        )
     hooks = list(hooks or ())
     if not any(isinstance(hook, EvalGuard) for hook in hooks):
         hooks.append(EvalGuard(steps, "steps", "input_fn"))

@@ -231,7 +231,7 @@ class NanLossError(TfestKitError, tf.train.NanLossDuringTrainingError):
       last_finite_step: the step of ``last_finite_loss``, or None.
     """
 
-    def __init__(self, message: str, step: int, last_finite_loss, last_finite_step) -> None:
+    def __init__(self, message: str, step: int, last_finite_loss=None, last_finite_step=None):
         super().__init__(message)
         self.step = step
         self.last_finite_loss, self.last_finite_step = last_finite_loss, last_finite_step

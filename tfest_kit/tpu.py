@@ -31,6 +31,7 @@ TPUConfig = tf.estimator.tpu.TPUConfig
 InputPipelineConfig = tf.estimator.tpu.InputPipelineConfig
 # The official TPUEstimator reserves these params keys ('use_tpu' is set, not reserved).
 _RESERVED_PARAMS_KEYS = ("batch_size", "context")
+_ON_A_TPU = "TPUEstimatorSpec: {}, accepted off a TPU (as by TPUEstimator) but refused on one: {}"
 _MODES = tf.estimator.ModeKeys
 _BATCH_ARG = {
     _MODES.TRAIN: "train_batch_size",
@@ -230,12 +231,17 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str, pending=None):
                 extra = (_HostCallHook(_call_host_fn(spec.host_call), pending),)
         finally:
             tf2.summary.experimental.set_step(previous_step)
+    if (scaffold := spec.scaffold_fn() if spec.scaffold_fn else None) is None and spec.scaffold_fn:
+        tf.logging.warning(_ON_A_TPU.format("scaffold_fn returned None", "return a Scaffold()"))
+    flat = tf.nest.flatten(spec.host_call[1]) if spec.host_call else []
+    if any(isinstance(t, tf.Tensor) and t.shape.rank == 0 for t in flat):
+        tf.logging.warning(_ON_A_TPU.format("a host_call tensor is a scalar", "tf.reshape(t, [1])"))
     shared = {k: getattr(spec, k) for k in ("predictions", "loss", "train_op", "export_outputs")}
     return tf.estimator.EstimatorSpec(
         mode=mode,
         **shared,
         eval_metric_ops=eval_metric_ops,
-        scaffold=spec.scaffold_fn() if spec.scaffold_fn else None,
+        scaffold=scaffold,
         training_hooks=tuple(spec.training_hooks or ()) + extra,
         evaluation_hooks=tuple(spec.evaluation_hooks or ()) + extra,
         prediction_hooks=tuple(spec.prediction_hooks or ()),

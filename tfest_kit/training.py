@@ -134,13 +134,6 @@ class _FinalAfterEarlyStop(tf.estimator.Exporter):
         self.export(**{**call, "is_the_final_export": True})
 
 
-def _not_older(path: str, newest: Optional[str]) -> bool:
-    if newest is None:
-        return True
-    same_dir = os.path.dirname(path) == os.path.dirname(newest)
-    return same_dir and checkpoint_step(path) >= checkpoint_step(newest)
-
-
 class _TaskExecutor(TrainingExecutor):
     """The official executor of a cluster task, with what its loop lacks. The evaluator skips a
     checkpoint the chief deleted under it (the official loop ended); a task's server is reused by
@@ -159,7 +152,10 @@ class _TaskExecutor(TrainingExecutor):
             return super()._execute_evaluator_once(evaluator, listener, throttle_secs)
         except (tf.errors.NotFoundError, ValueError) as e:
             path = _model_dir.vanished_checkpoint(e, self._estimator.model_dir)
-            if path is None or path in self._vanished or not _not_older(path, newest):
+            newest = newest or path  # without one before, whichever vanished is this turn's
+            same_dir = path and os.path.dirname(path) == os.path.dirname(newest)
+            older = same_dir and checkpoint_step(path) < checkpoint_step(newest)
+            if not same_dir or older or path in self._vanished:
                 raise  # the same one again: the checkpoint state names files gone for good
             self._vanished.add(path)
             tf.logging.warning(
