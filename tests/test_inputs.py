@@ -6,6 +6,7 @@ import codecs
 import gzip
 import logging
 import os
+import re
 import time
 
 import numpy as np
@@ -479,6 +480,25 @@ def test_a_bad_row_among_the_rows_types_are_inferred_from_is_named(tmp_path):
     (tmp_path / "b.csv").write_text("a,b,c,y\n1,2,3,0\n1,,3\n")
     with pytest.raises(ValueError, match=r"b\.csv:3: 3 fields.*no field for column 'y'"):
         inputs.from_csv(str(tmp_path / "b.csv"), column_defaults={"a": 0.0})
+
+
+def test_a_number_column_read_as_text_for_one_stray_value_names_it(tmp_path):
+    # The model said "Cast string to float is not supported" (or a feature column's dtype
+    # error): the column was typed as text from the first 100 rows, for one "?".
+    rows = [f"{i},{i / 2},{i % 3},w{i},{i % 2}" for i in range(30)]
+    rows[7] = "7,?,1,w7,1"
+    (tmp_path / "q.csv").write_text("a,b,c,word,y\n" + "\n".join(rows) + "\n")
+    with captured_tf_log(logging.WARNING) as lines:
+        fn = inputs.from_csv(str(tmp_path / "q.csv"), label_name="y", na_value="NA")
+    said = [line for line in lines if "read as text" in line]  # not the text column "word"
+    assert len(said) == 1, lines
+    assert re.search(r"Column 'b' is read as text: .*q\.csv:9, column 'b': '\?' is not", said[0])
+    assert "set the column's default in column_defaults" in said[0], said
+    for fixed in (dict(column_defaults={"b": 0.0}), dict(na_value="?")):
+        with captured_tf_log(logging.WARNING) as lines:
+            fn = inputs.from_csv(str(tmp_path / "q.csv"), label_name="y", **fixed)
+        assert not [line for line in lines if "read as text" in line], lines
+    assert _batches(fn())[0][0]["b"].dtype == np.float32
 
 
 def test_a_required_csv_field_left_empty_is_named(tmp_path):

@@ -382,8 +382,7 @@ def _csv_dataset(patterns, options: dict, batch_size: int, **kwargs):
             raise
         raise ValueError(f"{where} [make_csv_dataset: {e}]") from None
     text = {spec.dtype for spec in tf2.nest.flatten(ds.element_spec)} == {tf2.string}
-    no_rows = text and _csv_problem(patterns, options, "")  # inferred from no row: all text
-    if no_rows:
+    if no_rows := text and _csv_problem(patterns, options, ""):  # inferred from no row: all text
         raise ValueError(no_rows)
     return ds
 
@@ -472,6 +471,12 @@ def _csv_defaults(patterns, given: Mapping, options: dict, label: Optional[str])
         raise ValueError(
             f"`column_defaults` names columns that are not read: {unknown}; columns: {list(spec)}."
         )
+    first_row = f"{_files(patterns)[0]}:{1 + int(options['header'])},"  # a text column's
+    for i, (name, column) in enumerate(spec.items()):  # a number column typed as text?
+        if column.dtype == tf2.string and name not in given:
+            stray = _csv_problem(patterns, options, f"Field {i} in record is not a valid float")
+            if stray and not stray.startswith(first_row):
+                tf.logging.warning(f"Column {name!r} is read as text: {stray}")
     # Made when called: each input_fn builds its own graph.
     zero = lambda n, dtype: dtype if n == label else tf2.zeros([1], dtype)  # noqa: E731
     return lambda: [given[n] if n in given else zero(n, s.dtype) for n, s in spec.items()]

@@ -62,8 +62,7 @@ class _OneRouteHandler(logging.Handler):
         roots = [h for h in logging.getLogger().handlers if not isinstance(h, logging.NullHandler)]
         absl_logging = sys.modules.get("absl.logging")
         absl = absl_logging.get_absl_handler() if absl_logging else None
-        terminals = [absl] if absl in roots else list(filter(_prints_to_terminal, roots))
-        if not terminals:
+        if not (terminals := [absl] if absl in roots else [*filter(_prints_to_terminal, roots)]):
             # sys.stderr per record (captures); setStream() would flush the old, maybe closed, one.
             self._plain.stream = sys.stderr
             terminals = [self._plain]

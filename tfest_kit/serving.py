@@ -191,8 +191,7 @@ def _recorded_value(export_dir: str, monitor: str, mode: str, model_dir: str) ->
     chosen_by = (metrics.get("monitor", monitor), metrics.get("mode", mode))
     own = {monitor: metrics.get("value")}
     result = metrics.get("eval_result") if chosen_by[0] != monitor else own
-    value = _scalar(result.get(monitor) if isinstance(result, dict) else None)
-    if value is not None:  # only finite values are exported
+    if (value := _scalar(result.get(monitor) if isinstance(result, dict) else None)) is not None:
         return value, chosen_by
     try:
         reader = tf.train.load_checkpoint(os.path.join(export_dir, "variables", "variables"))

@@ -446,8 +446,7 @@ class TPUEstimator(tf.estimator.Estimator):
         # Estimator calls this from outside train/evaluate/predict too (InMemoryEvaluatorHook).
         self._input_graphs.add(tf.get_default_graph())
         params = self.params  # a copy
-        batch_size = self._replica_batch_size(mode)
-        if batch_size is not None:  # the official class leaves the key out otherwise
+        if (batch_size := self._replica_batch_size(mode)) is not None:  # (official: left out)
             params["batch_size"] = batch_size
         args = dict(mode=mode, params=params, config=self.config, input_context=input_context)
         try:

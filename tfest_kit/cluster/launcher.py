@@ -278,8 +278,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS…]")
     args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
+    if not (command := args.command[1:] if args.command[:1] == ["--"] else args.command):
         parser.error("give the program to run after `--`, e.g. -- python my_trainer.py")
     if args.timeout == 0:
         parser.error("--timeout 0 would stop the chief at once: give seconds > 0, or leave it out")
