@@ -194,6 +194,30 @@ def test_warm_start_from_a_path_without_a_checkpoint_is_named_at_once(tmp_path):
     assert again.latest_checkpoint().endswith("model.ckpt-2")
 
 
+def test_warm_start_from_a_name_based_checkpoint_of_another_model_is_named_at_once(tmp_path):
+    # TensorFlow's "Tensor hidden/bias is not found in … checkpoint" came once train() began.
+    def model_fn(features, labels, mode):
+        out = tf.layers.dense(features, 1, name="other")
+        loss = tf.losses.mean_squared_error(labels, out)
+        train_op = tf.train.AdamOptimizer().minimize(loss, tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(16)
+
+    other = tf.estimator.Estimator(model_fn, str(tmp_path / "other"))
+    other.train(input_fn, steps=1)
+    with pytest.raises(
+        ValueError, match=r"other/model.ckpt-1 lacks .*'hidden/bias'.*prev_var_name"
+    ):
+        to_estimator(_named(), model_dir=str(tmp_path / "a"), warm_start_from=other.model_dir)
+    # The same names, saved by name (checkpoint_format="saver"): warm-started.
+    same = to_estimator(_named(), model_dir=str(tmp_path / "b"), checkpoint_format="saver")
+    same.train(input_fn, steps=1)
+    again = to_estimator(_named(), model_dir=str(tmp_path / "c"), warm_start_from=same.model_dir)
+    np.testing.assert_allclose(_predict(again, X), _predict(same, X), rtol=1e-5, atol=1e-5)
+
+
 def test_warm_start_from_save_weights_matches_automatically_named_layers(tmp_path):
     # Estimator looked the values up by the names saved (dense/kernel); the model built again
     # has dense_2/kernel: "did not contain values for all variables" at the first predict.

@@ -103,8 +103,7 @@ def _check_session_args(xla: bool, threads: Threads, mixed_precision: Any, base:
 def _apply(base: Any, inter: int, intra: int, xla: bool, mixed_precision: Any) -> Any:
     """A copy of ``base`` (tensorflow_estimator's default if None) with the settings on."""
     proto = tf.ConfigProto()
-    if base is not None:
-        proto.CopyFrom(base)
+    proto.CopyFrom(base or proto)  # a copy: the caller's is not changed
     rewrite = proto.graph_options.rewrite_options
     if base is None:  # Estimator's default: one Grappler pass (a bare one: BERT-tiny 3 % slower)
         rewrite.meta_optimizer_iterations = rewrite.ONE

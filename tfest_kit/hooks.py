@@ -248,8 +248,7 @@ def _checkpoints_note(step: int) -> str:
     if not saved:
         return ""
     directory = os.path.dirname(saved[-1])
-    good = newest_finite_checkpoint(directory, up_to_step=step - 1)  # step's weights failed
-    if good is None:
+    if (good := newest_finite_checkpoint(directory, step - 1)) is None:  # step's weights failed
         return " No checkpoint from before it has finite weights."
     note = f" The newest checkpoint with finite weights from before it is {os.path.basename(good)}"
     if checkpoint_step(saved[-1]) != checkpoint_step(good):
@@ -304,10 +303,9 @@ class NanGuardHook(tf.train.SessionRunHook):
         if math.isfinite(loss):
             self._last_finite, self._last_finite_step = loss, step
             return
-        previous = "no finite loss was seen before"
-        if self._last_finite is not None:
-            previous = f"the last finite loss was {self._last_finite:g} at {where} "
-            previous += str(self._last_finite_step)
+        previous, last = "no finite loss was seen before", self._last_finite
+        if last is not None:
+            previous = f"the last finite loss was {last:g} at {where} {self._last_finite_step}"
         message = (
             f"Loss became {loss} at {where} {step}; {previous}. Lower the learning rate, clip "
             "gradients or check the input for NaN/inf values."

@@ -207,11 +207,10 @@ def _adapting_model_fn(official_model_fn, keras_model, loop: Optional[dict]):
         return with_run_hooks(spec, config, loop["hooks"], loop["length"] if looped else 1)
 
     def step(features, labels, mode, config):
-        features, sample_weights = _split_sample_weights(features, input_names)
+        features, weights = _split_sample_weights(features, input_names)
         features = _keyed_by_names(features, input_keys)
-        if mode == tf.estimator.ModeKeys.PREDICT:
-            # PREDICT's uncompiled clone fails on them ("no attribute '_training_endpoints'").
-            sample_weights = None
+        # PREDICT's uncompiled clone fails on them ("no attribute '_training_endpoints'").
+        sample_weights = None if mode == tf.estimator.ModeKeys.PREDICT else weights
         if input_names:
             features = _adapt_features(features, input_names)
         if isinstance(labels, Mapping) and output_names:
@@ -309,8 +308,7 @@ def _split_sample_weights(features, input_names: list[str]):
 
 
 def _normalise(name: str) -> str:
-    name = name.lower().split(":")[0]
-    return name[: -len("_input")] if name.endswith("_input") else name
+    return name.lower().split(":")[0].removesuffix("_input")
 
 
 def _adapt_features(features, input_names: list[str]) -> dict:
@@ -376,10 +374,16 @@ def _matched_by_structure(settings, keras_ckpt: str):
     """Matches by structure (as ``load_weights``): a model rebuilt in-process renames layers."""
     # A missing path is named now, not by TensorSliceReader once train() has built its graph.
     prefix = _warm_start.resolve_checkpoint(settings.ckpt_to_initialize_from, "warm_start_from")
-    try:
-        saved_names, ours = object_graph_key_mapping(prefix), object_graph_key_mapping(keras_ckpt)
-    except tf.errors.NotFoundError:
-        return settings  # a name-based checkpoint: warm-started by name, as Estimator does
+    ours = object_graph_key_mapping(keras_ckpt)
     model = {name: key for name, key in ours.items() if re.match(_MODEL_VARIABLES, f"{name}:0")}
+    try:
+        saved_names = object_graph_key_mapping(prefix)
+    except tf.errors.NotFoundError:  # a name-based checkpoint: warm-started by name (Estimator)
+        if missing := sorted(set(model) - {name for name, _ in tf.train.list_variables(prefix)}):
+            raise ValueError(  # else TensorFlow's "Tensor … is not found" once train() began
+                f"warm_start_from {prefix} lacks this Keras model's variables {missing[:5]}: give"
+                " this model's checkpoint, or map the names (var_name_to_prev_var_name)"
+            ) from None
+        return settings
     same = all(name in saved_names for name in model)
     return settings if same else settings._replace(var_name_to_prev_var_name=model)

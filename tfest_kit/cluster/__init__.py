@@ -27,8 +27,7 @@ _ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):\d{1,5}$", re.ASCII)
 def _invalid(field: str, problem: str, value: Any) -> ValueError:
     text = value if isinstance(value, str) else json.dumps(value, default=repr)
     shown = text if len(text) <= 300 else text[:300] + "…"
-    where = f"TF_CONFIG {field}".rstrip()
-    return ValueError(f"{where} {problem}. Got: {shown}")
+    return ValueError(f"{'TF_CONFIG ' + field if field else 'TF_CONFIG'} {problem}. Got: {shown}")
 
 
 def _parse(tf_config: Union[str, Mapping[str, Any], None]) -> dict:
