@@ -323,9 +323,11 @@ def test_report_says_what_runs_with_compat_v1_on_this_tensorflow():
         assert "Lost by" not in text, text
 
 
-def test_a_hand_written_layer_norm_evaluates(tmp_path):
+def test_a_hand_written_layer_norm_and_a_batch_norm_before_tanh_evaluate(tmp_path):
     # TensorFlow 2.15's oneDNN graph rewrite aborted the process (map.h:1293 CHECK failed) on
-    # this layer norm in a graph without gradients: Kyubyong/transformer's evaluation.
+    # this layer norm in a graph without gradients: Kyubyong/transformer's evaluation. On 2.15 and
+    # 2.21 its fusion of conv + inference batch norm + tanh failed: "Fusion is not implemented:
+    # [FusedBatchNorm,Tanh]" (tensorflow-without-a-phd's YOLO planespotting).
     proc = _legacy_inline(
         tmp_path,
         """
@@ -341,10 +343,15 @@ y = gamma * (x - mean) / ((variance + 1e-8) ** .5) + beta
 with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
     sess.run(tf.global_variables_initializer())
     out = sess.run(y, {x: np.random.RandomState(0).rand(2, 3, 16)})
-print(os.environ.get("TF_ENABLE_ONEDNN_OPTS"), round(float(out.std()), 3))
+images = tf.placeholder(tf.float32, [2, 4, 4, 3])
+conv = tf.layers.conv2d(images, 2, 1, use_bias=False)
+squashed = tf.nn.tanh(tf.layers.batch_normalization(conv, training=False))
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    shape = sess.run(squashed, {images: np.ones([2, 4, 4, 3])}).shape
+print(os.environ.get("TF_ENABLE_ONEDNN_OPTS"), round(float(out.std()), 3), shape[-1])
 """,
     )
-    onednn, std = proc.stdout.split()[-2:]
-    assert std == "1.0"  # normalised
-    # TF 1.15's wheel had no oneDNN either; TensorFlow 2.21 needs no change.
-    assert onednn == ("0" if _TF_MINOR < (2, 16) else "None")
+    onednn, std, channels = proc.stdout.split()[-3:]
+    assert std == "1.0" and channels == "2"  # normalised; evaluated
+    assert onednn == "0"  # TF 1.15's wheel had no oneDNN either

@@ -14,7 +14,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
-from tfest_kit.cli.doctor import STACKS, _installed, _release  # stdlib only (no TensorFlow)
+from tfest_kit.cli.doctor import STACKS, _release  # stdlib only (no TensorFlow)
 
 __all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
 __all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
@@ -34,11 +34,10 @@ _NATIVE_LOG_LINE = re.compile(rb"([IWEF])\d{4} \d\d:\d\d:|WARNING: All log messa
 # import. Only where tf-keras is installed: TF 2.15 would read it too and look for tf-keras.
 if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-# TF 1.15's wheel had no oneDNN, and TF 2.15's oneDNN rewrite aborts on a hand-written layer norm
-# in an eval graph ("map.h:1293 … key not found: value"): legacy scripts run without it there.
-_argv = getattr(sys, "orig_argv", [])  # `and`: the package metadata is read under the runner only
-_legacy = ("-m", "tfest_kit.legacy") in zip(_argv, _argv[1:])
-if _legacy and (2, 13) <= _release(_installed("tensorflow") or "0") < (2, 16):
+# TF 1.15's wheel had no oneDNN, whose graph rewrites fail on TF1 graphs: 2.15 aborts on a
+# hand-written layer norm ("map.h:1293 … key not found"), 2.15 and 2.21 fail on conv + inference
+# batch norm + tanh ("Fusion is not implemented"). Legacy scripts run without it.
+if ("-m", "tfest_kit.legacy") in zip(_argv := getattr(sys, "orig_argv", []), _argv[1:]):
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
