@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -696,15 +697,19 @@ def test_disk_full_while_saving_names_the_directory_and_the_intact_checkpoint(sm
     assert reader.get_tensor("global_step") >= 10
 
 
-def test_a_worker_waiting_for_a_chief_where_nothing_listens_says_so(monkeypatch):
-    # TensorFlow waits for the chief for 2 hours, at INFO ("still creating the session").
+@pytest.mark.parametrize("task, absent", [("worker", "chief"), ("chief", "ps")])
+def test_a_task_waiting_for_a_task_where_nothing_listens_says_so(monkeypatch, task, absent):
+    # TensorFlow waits for the chief (a chief for its ps) for 2 hours, at INFO ("still creating
+    # the session"); the chief was not told.
     from tfest_kit.cluster import free_ports
 
-    chief = f"localhost:{free_ports(1)[0]}"
-    tf_config = {"cluster": {"chief": [chief], "worker": ["localhost:1"]}}
-    monkeypatch.setenv(
-        "TF_CONFIG", json.dumps({**tf_config, "task": {"type": "worker", "index": 0}})
-    )
+    ports = free_ports(2)
+    tf_config = {"cluster": {"chief": [f"localhost:{ports[0]}"], "worker": ["localhost:1"]}}
+    if absent == "ps":
+        tf_config["cluster"]["ps"] = [f"localhost:{ports[1]}"]
+    listening = socket.create_server(("localhost", ports[0]))  # the chief's own server
+    gone = tf_config["cluster"][absent][0]
+    monkeypatch.setenv("TF_CONFIG", json.dumps({**tf_config, "task": {"type": task, "index": 0}}))
     monkeypatch.setattr(_model_dir._StepCounter, "say_every", 0.05)
     counter = _model_dir._StepCounter(started=time.monotonic())
     with captured_tf_log(logging.WARNING) as warnings, tf.Graph().as_default():
@@ -715,5 +720,6 @@ def test_a_worker_waiting_for_a_chief_where_nothing_listens_says_so(monkeypatch)
             time.sleep(0.05)
         time.sleep(0.3)  # said once
         counter.first_step_done.set()
+    listening.close()
     assert len(warnings) == 1, warnings
-    assert "waiting" in warnings[0] and f"{chief}, where nothing listens" in warnings[0]
+    assert "waiting" in warnings[0] and f"{absent} {gone}, where nothing listens" in warnings[0]

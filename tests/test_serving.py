@@ -351,8 +351,11 @@ def test_export_and_check_canned_estimators_with_feature_columns(tmp_path):
             "parsing": serving.parsing_receiver(columns),
         }
         for kind, receiver in receivers.items():
-            path = serving.export_and_check(est, receiver, sample, str(tmp_path / name / kind))
+            with captured_tf_log(logging.WARNING) as warnings:
+                path = serving.export_and_check(est, receiver, sample, str(tmp_path / name / kind))
             assert "predict" in serving.read_signatures(path)[1]
+            # Estimator's "predict yields forever. This is probably a mistake." was its own.
+            assert not [line for line in warnings if "yields forever" in line], warnings
 
 
 def _exports(base):
@@ -420,6 +423,10 @@ def test_best_exporter_monitor_and_arguments(x_model, tmp_path):
     assert by_name.export(x_model, str(tmp_path / "auto"), None, worse, False) is None
     with pytest.raises(ValueError, match="exports_to_keep"):
         serving.best_exporter(receiver, exports_to_keep=0)
+    # export/. deleted the user's own exports beside; ../../x exported outside model_dir.
+    for name in (".", "../../stolen", "a/b", ""):
+        with pytest.raises(ValueError, match=r"`name` must be one directory name"):
+            serving.best_exporter(receiver, name=name)
     assert isinstance(by_accuracy, estimator.Exporter)
 
 

@@ -330,7 +330,7 @@ class _StepCounter(tf.train.SessionRunHook):
         self._started, self._until = started, (max_steps, steps)
         self._summary_dir, self._every = summary_dir, every
         self.first_step_done, self._saying = threading.Event(), threading.Lock()
-        self._phase, self._awaited = "building the graph", []  # awaited: chief and ps addresses
+        self._phase, self._awaited = "building the graph", []  # awaited: "ps host:port" …
         if started is not None:
             threading.Thread(target=self._say_phase, daemon=True).start()
 
@@ -341,7 +341,7 @@ class _StepCounter(tf.train.SessionRunHook):
                 if not self.first_step_done.is_set():
                     tf.logging.info("Training: still %s (%.0f s so far)", self._phase, elapsed)
             late = self._awaited if elapsed >= self.say_every * 6 else []  # probed only then
-            if absent := [a for a in late if grpc_reachable(f"grpc://{a}") is False]:
+            if absent := [a for a in late if grpc_reachable(f"grpc://{a.split()[1]}") is False]:
                 self._awaited = []  # a WARNING once (the phase is said at INFO)
                 tf.logging.warning(
                     f"Training: waiting {elapsed:.0f} s for {', '.join(absent)}, where nothing "
@@ -356,9 +356,11 @@ class _StepCounter(tf.train.SessionRunHook):
         if self._started is not None:
             self._phase = "creating the session (restoring or initialising the variables)"
             cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
-            if cluster and not writes_checkpoints():  # TensorFlow waits for them for 2 hours
-                tasks = [f"{k} {', '.join(cluster[k])}" for k in ("chief", "ps") if k in cluster]
-                self._awaited = [a for k in ("chief", "ps") for a in cluster.get(k, ())]
+            writer = writes_checkpoints()  # a chief waits for the ps, the others for both
+            kinds = [k for k in ("chief", "ps") if k in cluster and not (writer and k == "chief")]
+            if cluster and (kinds or not writer):  # TensorFlow waits for them for 2 hours
+                tasks = [f"{k} {', '.join(cluster[k])}" for k in kinds]
+                self._awaited = [f"{k} {a}" for k in kinds for a in cluster[k]]
                 self._phase += f": waiting for {' and '.join(tasks) or 'worker 0'} (TF_CONFIG)"
             elapsed = time.monotonic() - self._started
             tf.logging.info("Training graph built in %.0f s; %s", elapsed, self._phase)

@@ -7,6 +7,7 @@ serving.Predictor(serving.export_and_check(est, receiver, {"x": x[:8]}, "/tmp/e"
 import functools
 import inspect
 import json
+import logging
 import math
 import os
 import tempfile
@@ -15,6 +16,7 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
+from tfest_kit import logs
 from tfest_kit._checks import TfestKitError, check_int
 from tfest_kit._model_dir import (
     EXPORT_METRICS_FILE,
@@ -302,8 +304,8 @@ def best_exporter(
       A ``tf.estimator.Exporter``.
 
     Raises:
-      ValueError: for a bad ``mode`` or ``exports_to_keep``; at export time, if ``monitor``
-        is not evaluated.
+      ValueError: for a bad ``mode``, ``exports_to_keep`` or ``name``; at export time, if
+        ``monitor`` is not evaluated.
       TypeError: if ``serving_input_receiver_fn`` is not a function without arguments.
 
     Example:
@@ -318,6 +320,8 @@ def best_exporter(
             "`serving_input_receiver_fn` must be a function without arguments, such as "
             f"raw_receiver(spec)'s result. Got: {serving_input_receiver_fn!r}"
         ) from e
+    if name in ("", ".", "..") or os.path.basename(str(name)) != name:  # outside export/ else
+        raise ValueError(f"`name` must be one directory name under model_dir/export. Got: {name!r}")
     # Resolved here, so the metrics file of each export records "min" or "max".
     mode = "max" if higher_is_better(monitor, mode, "best_exporter") else "min"
     return _BestExporter(serving_input_receiver_fn, monitor, mode, exports_to_keep, name)
@@ -345,7 +349,8 @@ def export_and_check(
     """Exports ``estimator``, reloads the export and checks it against ``estimator.predict``.
 
     ``sample_features`` go through the export (via :class:`Predictor`, its ``"predict"`` signature
-    if any) and ``estimator.predict``; same-named outputs must be ``np.allclose(rtol, atol)``.
+    if any) and ``estimator.predict``; same-named outputs must be ``np.allclose(rtol, atol)``. Both
+    read them through ``serving_input_receiver_fn``: the export is checked, not the receiver.
 
     Args:
       estimator: a trained ``tf.estimator.Estimator``.
@@ -380,10 +385,12 @@ def export_and_check(
         feed_dict.update({receiver.receiver_tensors[k]: v for k, v in feeds.items()})
         return receiver.features
 
-    # The placeholders never run out: take one batch and close the generator.
+    # The placeholders never run out: take one batch and close the generator ("predict yields
+    # forever. This is probably a mistake.", Estimator's warning, is not).
     hook = tf.train.FeedFnHook(lambda: feed_dict)
     generator = estimator.predict(input_fn, hooks=[hook], yield_single_examples=False)
-    expected = next(generator)
+    with logs.quieted(logging.ERROR):
+        expected = next(generator)
     generator.close()
     expected = dict(expected) if isinstance(expected, Mapping) else {"output": expected}
     common = sorted(set(served) & set(expected))
