@@ -100,8 +100,8 @@ def copy_dir(trained_dir, tmp_path):
     return model_dir
 
 
-def _read(path):
-    with open(path) as f:
+def _read(path, mode="r"):
+    with open(path, mode) as f:
         return f.read()
 
 
@@ -247,11 +247,19 @@ def test_no_intact_checkpoint_is_an_error_naming_files_and_the_fresh_start(copy_
 
 def test_tpu_estimator_resumes_after_a_truncated_checkpoint(copy_dir):
     _damage(copy_dir, "truncated .data")
+    damaged = {
+        f: _read(os.path.join(copy_dir, f), "rb") for f in os.listdir(copy_dir) if "-30." in f
+    }
     start = _StartStep()
     with captured_tf_log(logging.WARNING) as lines:
         _estimator(copy_dir).train(_input_fn, max_steps=40, hooks=[start])
     assert start.start == 20
     assert len(_warnings(lines)) == 1, lines
+    # Training saved step 30 again over the damaged files (an intact .index or .data beside a
+    # damaged one held the only copy of its part): they are kept under another name.
+    assert [line for line in lines if "model.ckpt-30's files kept as model.ckpt-30.damaged" in line]
+    for name, content in damaged.items():
+        assert _read(os.path.join(copy_dir, name.replace("-30.", "-30.damaged.")), "rb") == content
     assert _model_dir.checkpoint_damage(tf.train.latest_checkpoint(copy_dir)) is None
     assert tf.train.load_checkpoint(copy_dir).get_tensor("global_step") == 40
 
@@ -293,6 +301,21 @@ def test_a_directory_named_checkpoint_is_refused_before_training_writes(copy_dir
             run(_estimator(copy_dir))
     assert not os.listdir(os.path.join(copy_dir, "checkpoint"))
     assert not glob.glob(os.path.join(copy_dir, "model.ckpt-40*"))
+
+
+def test_an_export_or_an_unexpanded_home_as_model_dir_is_refused(copy_dir, tmp_path, monkeypatch):
+    # An export's directory: trained from scratch beside saved_model.pb (TF 1.15 did too). A
+    # quoted "~/runs": a directory named "~" in the working directory.
+    export = os.fsdecode(
+        _estimator(copy_dir).export_saved_model(str(tmp_path / "export"), _serving_input_fn)
+    )
+    with pytest.raises(ValueError, match=r"is an export \(saved_model.pb\), not a model_dir"):
+        _estimator(export).train(_input_fn, max_steps=5)
+    assert sorted(os.listdir(export)) == ["saved_model.pb", "variables"]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"model_dir ~/runs starts with '~'.*expand it"):
+        _estimator("~/runs").train(_input_fn, max_steps=5)
+    assert not os.path.exists(tmp_path / "~")
 
 
 def test_a_foreign_or_orphaned_state_file_without_checkpoints_is_refused(copy_dir, tmp_path):
