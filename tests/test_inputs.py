@@ -484,21 +484,34 @@ def test_a_bad_row_among_the_rows_types_are_inferred_from_is_named(tmp_path):
 
 def test_a_number_column_read_as_text_for_one_stray_value_names_it(tmp_path):
     # The model said "Cast string to float is not supported" (or a feature column's dtype
-    # error): the column was typed as text from the first 100 rows, for one "?".
+    # error): the column was typed as text from the first 100 rows, for one "?" (or "nan",
+    # "inf": make_csv_dataset's guess takes only finite numbers, and -inf).
     rows = [f"{i},{i / 2},{i % 3},w{i},{i % 2}" for i in range(30)]
-    rows[7] = "7,?,1,w7,1"
+    rows[7], rows[9] = "7,?,1,w7,1", "9,4.5,nan,w9,1"
     (tmp_path / "q.csv").write_text("a,b,c,word,y\n" + "\n".join(rows) + "\n")
     with captured_tf_log(logging.WARNING) as lines:
         fn = inputs.from_csv(str(tmp_path / "q.csv"), label_name="y", na_value="NA")
     said = [line for line in lines if "read as text" in line]  # not the text column "word"
-    assert len(said) == 1, lines
+    assert len(said) == 2, lines
     assert re.search(r"Column 'b' is read as text: .*q\.csv:9, column 'b': '\?' is not", said[0])
+    assert re.search(r"Column 'c' is read as text: .*q\.csv:11, column 'c': 'nan' is not", said[1])
     assert "set the column's default in column_defaults" in said[0], said
-    for fixed in (dict(column_defaults={"b": 0.0}), dict(na_value="?")):
+    nan_read = {"c": 0.0}  # given a float default, CsvDataset reads "nan"
+    for fixed in (
+        dict(column_defaults={"b": 0.0, **nan_read}),
+        dict(na_value="?", column_defaults=nan_read),
+    ):
         with captured_tf_log(logging.WARNING) as lines:
             fn = inputs.from_csv(str(tmp_path / "q.csv"), label_name="y", **fixed)
         assert not [line for line in lines if "read as text" in line], lines
     assert _batches(fn())[0][0]["b"].dtype == np.float32
+
+
+def test_column_names_that_do_not_match_the_header_are_named(tmp_path):
+    # Each row was blamed: "5 fields where the file has 4 columns ... remove blank lines".
+    (tmp_path / "h.csv").write_text("a,b,c,d,y\n1,2,3,4,0\n")
+    with pytest.raises(ValueError, match=r"header has 5 columns.*`column_names` names 4"):
+        inputs.from_csv(str(tmp_path / "h.csv"), column_names=["a", "b", "c", "y"], label_name="y")
 
 
 def test_a_required_csv_field_left_empty_is_named(tmp_path):

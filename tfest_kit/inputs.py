@@ -345,6 +345,11 @@ def from_csv(
             f"{files[0]} starts with a header line, {first}, that header=False reads as a row: "
             "leave `header` True"
         )
+    if header and column_names and first and len(first) != len(column_names):
+        raise ValueError(  # else each row was blamed for its field count
+            f"{files[0]}'s header has {len(first)} columns, {first}; `column_names` names "
+            f"{len(column_names)}: give one name per column (select_columns reads some)"
+        )
     if header and column_names and first and all(_parses(field, "float") for field in first):
         tf.logging.warning(
             f"{files[0]}: header=True skips its first line, {first}, which looks like a row: "
@@ -454,12 +459,14 @@ def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
 
 
 def _parses(text: str, kind: str) -> bool:
-    """Whether CsvDataset reads ``text`` as a ``kind`` ("float", "int32" …; Python's: "1_5")."""
+    """Whether CsvDataset reads ``text`` as a ``kind`` ("float", "int32" …; Python's: "1_5"), or
+    make_csv_dataset's type guess as a number (``kind="number"``: finite)."""
     try:
-        value = float(text) if kind in ("float", "double") else int(text)
+        value = float(text) if kind in ("float", "double", "number") else int(text)
     except ValueError:
         return False
-    return text.isascii() and "_" not in text and (kind != "int32" or -(2**31) <= value < 2**31)
+    in_range = kind != "int32" or -(2**31) <= value < 2**31
+    return text.isascii() and "_" not in text and in_range and (kind != "number" or value < np.inf)
 
 
 def _csv_defaults(patterns, given: Mapping, options: dict, label: Optional[str]) -> Callable:
@@ -474,7 +481,7 @@ def _csv_defaults(patterns, given: Mapping, options: dict, label: Optional[str])
     first_row = f"{_files(patterns)[0]}:{1 + int(options['header'])},"  # a text column's
     for i, (name, column) in enumerate(spec.items()):  # a number column typed as text?
         if column.dtype == tf2.string and name not in given:
-            stray = _csv_problem(patterns, options, f"Field {i} in record is not a valid float")
+            stray = _csv_problem(patterns, options, f"Field {i} in record is not a valid number")
             if stray and not stray.startswith(first_row):
                 tf.logging.warning(f"Column {name!r} is read as text: {stray}")
     # Made when called: each input_fn builds its own graph.
