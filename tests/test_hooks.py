@@ -402,7 +402,7 @@ def test_nan_guard_names_the_step_the_failing_run_started_at(fetched_minus_start
 
 def test_preemption_hook_in_monitored_session(tf_log_lines):
     previous = signal.getsignal(signal.SIGTERM)
-    hook = hooks.PreemptionHook()
+    hook = hooks.PreemptionHook(signals=("SIGTERM", signal.SIGINT))  # names too ("not valid")
 
     def on_step(done):
         if done == 5:

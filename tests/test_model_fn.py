@@ -395,7 +395,7 @@ def test_weighted_regressor_average_loss_is_the_weighted_mse():
         ({"num_classes": 1}, "`num_classes`.*Got: 1"),
         ({"optimizer": "adamax"}, r"`optimizer`.*'adam'.*Got: 'adamax'"),
         ({"metrics": ("accuracy", "f2")}, r"`metrics`.*'accuracy'.*'f1'.*Got: 'f2'"),
-        ({"metrics": ("auc",)}, r"`metrics`.*Got: 'auc'"),
+        ({"metrics": ("auc",)}, r"`metrics`.*\(auc: 2 classes only\). Got: 'auc'"),
         ({"metrics": ("recall_at_0",)}, r"`metrics`.*Got: 'recall_at_0'"),  # was always 0.0
         ({"metrics": ("recall_at_9",)}, r"\['recall_at_9'\] needs k <= num_classes"),  # TopKV2
         ({"warmup_steps": -1}, "`warmup_steps`"),
@@ -414,6 +414,14 @@ def test_bad_builder_arguments_raise_at_once(kwargs, match):
     kwargs = {"num_classes": NUM_CLASSES, **kwargs}
     with pytest.raises(ValueError, match=match):
         mf.classifier(network, **kwargs)
+
+
+def test_a_network_fn_returning_a_dict_is_named():
+    # tf.cast said "Expected any non-tensor type, but got a tensor instead."
+    model_fn = mf.classifier(lambda f, mode, params: {"logits": network(f, mode, params)}, 3)
+    with tf.Graph().as_default(), pytest.raises(TypeError, match="must return one tensor.*dict"):
+        tf.train.get_or_create_global_step()
+        _call(model_fn, estimator.ModeKeys.PREDICT)
 
 
 def test_regressor_metrics_name_what_a_regressor_has():
@@ -656,13 +664,15 @@ def test_warm_start_lists_once_across_builds_and_skips_other_shapes(trained):
     assert "['logits/kernel', 'logits/bias'] differ in shape or dtype" in said, said
 
 
-def test_init_checkpoint_names_a_checkpoint_by_one_of_its_files(trained):
-    # "model.ckpt-N.index" was read as nothing: "holds none of this model's variables".
+def test_init_checkpoint_names_a_checkpoint_by_one_of_its_files_or_exports(trained, tmp_path):
+    # "model.ckpt-N.index" was read as nothing: "holds none of this model's variables"; an
+    # exporter's base (model_dir/export/best) was "a directory without a checkpoint".
     est, _, _ = trained
-    for suffix in (".index", ".data-00000-of-00001"):
-        model_fn = mf.classifier(
-            network, NUM_CLASSES, init_checkpoint=est.latest_checkpoint() + suffix
-        )
+    receiver = serving.raw_receiver({"x": (tf.float32, [FEATURES])})
+    est.export_saved_model(str(tmp_path / "best"), receiver)
+    paths = [est.latest_checkpoint() + ".index", est.latest_checkpoint() + ".data-00000-of-00001"]
+    for path in [*paths, str(tmp_path / "best")]:
+        model_fn = mf.classifier(network, NUM_CLASSES, init_checkpoint=path)
         with tf.Graph().as_default():
             tf.train.get_or_create_global_step()
             _call(model_fn, estimator.ModeKeys.PREDICT)

@@ -307,6 +307,9 @@ def test_latest_export_skips_partial_exports(x_export, tmp_path):
     shutil.rmtree(base / "100")
     with pytest.raises(serving.ExportNotFoundError, match=r"\['300', 'temp-400'\]"):
         serving.latest_export(str(base))
+    os.makedirs(tmp_path / "model_dir" / "export" / "best")  # not a base: its exporters' are
+    with pytest.raises(serving.ExportNotFoundError, match=r"its export/ holds \['best'\]"):
+        serving.Predictor(str(tmp_path / "model_dir"))
     with pytest.raises(FileNotFoundError, match="not a directory"):
         serving.latest_export(str(tmp_path / "missing"))
 

@@ -602,8 +602,9 @@ def latest_export(export_dir_base: str) -> str:
     """
     if not (exports := complete_exports(export_dir_base)):
         found = "not a directory"
-        if tf.gfile.IsDirectory(export_dir_base):
-            found = dir_entries(export_dir_base)
+        if tf.gfile.IsDirectory(export_dir_base):  # a model_dir: name its exporters' bases
+            inner = dir_entries(os.path.join(export_dir_base, "export"))
+            found = f"its export/ holds {inner}" if inner else dir_entries(export_dir_base)
         raise ExportNotFoundError(
             f"No complete export in {export_dir_base!r} ({found}): pass the directory given to "
             "export_saved_model (or an exporter's model_dir/export/NAME)."

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from tfest_kit._model_dir import usable_checkpoint
+from tfest_kit._model_dir import complete_exports, usable_checkpoint
 from tfest_kit._tf import tf
 
 _LISTED: set = set()  # (checkpoint, (name, warm-started) per variable) listed
@@ -18,7 +18,8 @@ def resolve_checkpoint(init_checkpoint: str, arg: str = "init_checkpoint") -> st
     # A checkpoint's file (BERT's "bert_model.ckpt.index") names its prefix.
     path = prefix = re.sub(r"\.(index|meta|data-\d{5}-of-\d{5})$", "", os.fspath(init_checkpoint))
     if tf.io.gfile.isdir(path):
-        saved_model = os.path.join(path, "variables", "variables")  # a SavedModel's checkpoint
+        exports = complete_exports(path)  # a base of exports (export/best): its newest's
+        saved_model = os.path.join(exports[-1] if exports else path, "variables", "variables")
         has_saved_model = tf.io.gfile.exists(saved_model + ".index")
         prefix = tf.train.latest_checkpoint(path) or (saved_model if has_saved_model else None)
         if prefix is None:

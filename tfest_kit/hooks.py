@@ -338,7 +338,8 @@ class PreemptionHook(tf.train.SessionRunHook):
     """
 
     def __init__(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
-        self._signals = tuple(signal.Signals(signum) for signum in signals)
+        by_name = signal.Signals.__members__  # "SIGTERM" too
+        self._signals = tuple(by_name.get(signum) or signal.Signals(signum) for signum in signals)
         self._preempted, self._session = None, None  # the signal that stopped a run; its session
 
     @property

@@ -213,7 +213,7 @@ def _network_outputs(network_fn: Callable, features, mode, params, config):
         features = _Features(features)
     try:
         with keras_seeds(getattr(config, "tf_random_seed", None)):
-            outputs = tf.cast(network_fn(features, mode, params), tf.float32)
+            outputs = network_fn(features, mode, params)
     except _MissingFeature as error:
         raise ValueError(
             f"`network_fn` looked up feature {error.args[0]!r}, which the input_fn (or serving "
@@ -226,9 +226,11 @@ def _network_outputs(network_fn: Callable, features, mode, params, config):
             "`network_fn` looked features up by name; the input_fn gave one tensor, not a dict: "
             f"return ({{'x': x}}, labels). Got: {features}"
         ) from error
+    if isinstance(outputs, (Mapping, list, tuple)):  # "Expected any non-tensor type" from cast
+        raise TypeError(f"`network_fn` must return one tensor. Got: {type(outputs).__name__}")
     if mode == ModeKeys.TRAIN:
         _run_layer_updates(graph.get_operations()[first_op:])
-    return outputs
+    return tf.cast(outputs, tf.float32)
 
 
 def build(
@@ -393,7 +395,10 @@ def _eval_metrics(head: _Head, weight_key, labels, outputs, weights, regularizat
 def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str]) -> tuple:
     for name in metrics:
         if name not in accepted and not ("recall_at_<k>" in accepted and _RECALL_AT.match(name)):
-            raise ValueError(f"`metrics` entries must be among {list(accepted)}. Got: {name!r}")
+            auc = " (auc: 2 classes only)" if name == "auc" else ""
+            raise ValueError(
+                f"`metrics` entries must be among {list(accepted)}{auc}. Got: {name!r}"
+            )
     return tuple(metrics)
 
 
