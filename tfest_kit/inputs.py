@@ -693,7 +693,6 @@ def write_tfrecord(
     paths = [path] if num_shards == 1 else paths
     options = tf2.io.TFRecordOptions(compression_type=compression or "")
     for shard, shard_path in enumerate(paths):
-        # Renamed into place when whole: a reader (another task, after a crash) never sees half.
         partial = os.path.join(os.path.dirname(shard_path), f".partial-{uuid.uuid4().hex}")
         try:
             with tf2.io.TFRecordWriter(partial, options) as writer:
@@ -712,7 +711,5 @@ def write_tfrecord(
         tf2.io.gfile.remove(old)
     if stale:
         tf.logging.warning(f"write_tfrecord: removed {stale}, an earlier write of {path!r}")
-    tf.logging.info(
-        "write_tfrecord: %d examples in %d file(s) at %s", len(serialized), len(paths), path
-    )
+    tf.logging.info(f"write_tfrecord: {len(serialized)} examples in {len(paths)} file(s) at {path}")
     return paths
