@@ -39,8 +39,7 @@ _FILE = re.compile(r"^(.*)\.(index|data-\d{5}-of-\d{5})$")  # a checkpoint's fil
 GLOB_CHARS = re.compile(r"[*?[]")  # what TensorFlow globs in a checkpoint path
 _NOT_NUMPY = {tf.variant, tf.resource}
 _DAMAGED_EVENTS = set()
-# The graph collection of a training loop's end step (tpu.py), read by _StepCounter.
-LOOP_STEP = "tfest_kit_loop_step"
+LOOP_STEP = "tfest_kit_loop_step"  # graph collection: a training loop's end step, for _StepCounter
 _NO_SPACE = "No space left on device"  # ENOSPC's text, also in TensorFlow's errors
 MWMS = ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy")  # its class names (v1, TF2)
 _verdicts: dict = {}  # (prefix, finite, its files' names, inodes, sizes, mtimes, ctimes): verdict
@@ -62,8 +61,7 @@ class ExportNotFoundError(TfestKitError, FileNotFoundError):
 
 def checkpoint_step(prefix: str) -> Optional[int]:
     """The step a checkpoint prefix ends in (``model.ckpt-200`` -> 200), None without one."""
-    match = _STEP.search(prefix)
-    return int(match.group(1)) if match else None
+    return int(match.group(1)) if (match := _STEP.search(prefix)) else None
 
 
 def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:
@@ -662,9 +660,8 @@ def export_unless_vanished(
         return None
 
 
-# Whether higher or lower values of an eval metric are better: early_stopping and best_exporter
-# agree on what an improvement is.
-# Whole words, never substrings: "map" is inside "mape" and "heatmap_mse", "r2" in "layer2_mse".
+# higher_is_better's words, so early_stopping and best_exporter agree on an improvement. Whole
+# words, never substrings: "map" is inside "mape" and "heatmap_mse", "r2" in "layer2_mse".
 _MAX_WORDS = frozenset(
     "acc accuracy auc auroc auprc prauc precision recall f1 f2 fscore f1score fbeta specificity "
     "sensitivity tpr tnr mcc kappa map ndcg mrr hits iou miou dice jaccard r2 rsquared pearson "

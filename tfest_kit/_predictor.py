@@ -15,8 +15,7 @@ from tfest_kit._checks import TfestKitError, check_int
 from tfest_kit._model_dir import GLOB_CHARS, complete_exports, latest_export
 from tfest_kit._tf import CallableOptions, SavedModel, tf, tf2
 
-# The SignatureDef proto class, through the public function that builds one.
-SignatureDef = type(tf.saved_model.build_signature_def())
+SignatureDef = type(tf.saved_model.build_signature_def())  # the proto class, from its builder
 
 
 class PredictorInputError(TfestKitError, ValueError):
@@ -328,9 +327,8 @@ class Predictor:
         # An output may be an input passed through (instance keys). A session callable refuses
         # to feed and fetch one tensor, so such outputs are answered from the fed arrays.
         sources = [feed_names.index(n) if n in feed_names else None for n in output_names]
-        options = CallableOptions()
-        options.feed.extend(feed_names)
-        options.fetch.extend(n for n, i in zip(output_names, sources) if i is None)
+        fetched = [n for n, i in zip(output_names, sources) if i is None]
+        options = CallableOptions(feed=feed_names, fetch=fetched)
         fetch = self._session._make_callable_from_options(options)
         if all(i is None for i in sources):
             return fetch

@@ -29,8 +29,7 @@ _POSITIVE = {
     "keep_checkpoint_every_n_hours": "hours",
     "session_creation_timeout_secs": "seconds",
 }
-# Int arguments: (smallest value, what None means).
-_INTS = {
+_INTS = {  # int arguments: (smallest value, what None means)
     "save_checkpoints_steps": (1, ""),
     "save_summary_steps": (0, "0 or None: no summaries"),
     "log_step_count_steps": (1, "None: no step logs"),

@@ -22,8 +22,7 @@ from tfest_kit.hooks import PreemptionHook, fill_progress_totals
 
 __all__ = ["ModelDirLockedError", "latest_eval_metrics", "train_and_evaluate", "writer_lock"]
 
-# In model_dir, written by the chief of a cluster that stopped early: {"global_step": step}.
-_STOPPED_EARLY_FILE = "stopped_early.json"
+_STOPPED_EARLY_FILE = "stopped_early.json"  # in model_dir: a cluster's early stop, by its chief
 # The servers _TaskExecutor started in this process, by (cluster, task type, task index); a
 # server cannot be stopped, and it serves every graph of its task.
 _SERVERS: dict[tuple[str, str, int], Any] = {}

@@ -17,8 +17,7 @@ __all__ = ["CLUSTER_TASK_TYPES", "LocalCluster", "cluster_spec"]
 __all__ += ["free_ports", "main", "multi_worker_strategy", "tf_config", "validate_tf_config"]
 
 CLUSTER_TASK_TYPES = ("chief", "master", "worker", "ps")  # master: TF1's chief
-# What RunConfig and the distribute coordinator read.
-_TOP_LEVEL_KEYS = (
+_TOP_LEVEL_KEYS = (  # what RunConfig and the distribute coordinator read
     "cluster task environment job rpc_layer service session_master eval_session_master model_dir"
 ).split()
 _ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):\d{1,5}$", re.ASCII)
