@@ -367,8 +367,7 @@ class TPUEstimator(tf.estimator.Estimator):
         self._user_model_fn = model_fn
         self._train_until = (None, None)  # train()'s max_steps, steps
         self._input_graphs = weakref.WeakSet()  # the graphs input_fn ran in; others: an export
-        # Estimator's LoggingTensorHook + StepCounterHook are replaced by one hook.
-        config = config.replace(log_step_count_steps=None)
+        config = config.replace(log_step_count_steps=None)  # ours replaces Estimator's two hooks
         params = dict(params or {})
         super().__init__(self._make_model_fn(), model_dir, config, params, warm_start_from)
 
@@ -463,8 +462,7 @@ class TPUEstimator(tf.estimator.Estimator):
 
         With ``TPUConfig(iterations_per_loop=N)`` (default 2) a ``Session.run`` trains N steps,
         as on a TPU: hooks run once per loop and may fetch only the loss and the global step."""
-        self._train_until = (max_steps, steps)  # for the loss line, built in model_fn
-        self._looping = False
+        self._train_until, self._looping = (max_steps, steps), False  # for the loss line (model_fn)
         looped = lambda: self._looping and self._loop  # noqa: E731
         one_step = "TPUConfig(iterations_per_loop=1)"
         with fetch_errors(looped, one_step), guarded_train(self, hooks, max_steps, steps) as hooks:

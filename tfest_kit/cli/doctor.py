@@ -205,8 +205,7 @@ def report(
         lines.append(f"optional, not installed or not supported: {listed}")
     if not required and not device_error:
         return "\n".join([*lines, "doctor: all required packages fit"]), 0
-    pins = [f.fix[len("pip install ") :] for f in required if f.fix.startswith("pip install ")]
-    if pins:
+    if pins := [f.fix[len("pip install ") :] for f in required if f.fix.startswith("pip install ")]:
         lines.append(f"To fix: pip install {' '.join(pins)}   (or pip install -r {chosen.lock})")
     lines += [f"To fix: {f.fix}" for f in required if not f.fix.startswith("pip install ")]
     return "\n".join([*lines, "doctor: NOT OK"]), 1

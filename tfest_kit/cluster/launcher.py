@@ -125,8 +125,7 @@ class LocalCluster:
 
     def signal_task(self, task_type: str, index: int = 0, signum: int = signal.SIGKILL) -> None:
         """Sends ``signum`` to the task's whole process group (no-op if it has exited)."""
-        proc = self._procs.get((task_type, index))
-        if proc is not None and proc.poll() is None:
+        if (proc := self.process(task_type, index)) is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signum)
 
