@@ -54,8 +54,7 @@ class _IntervalHook(tf.train.SessionRunHook):
         batch_size: Optional[int] = None,
         loss: Optional[tf.Tensor] = None,
     ) -> None:
-        self._every_n = check_int("every_n_steps", every_n_steps)
-        self._loss_arg = loss
+        self._every_n, self._loss_arg = check_int("every_n_steps", every_n_steps), loss
         total_steps = check_int("total_steps", total_steps, allow_none=True)
         self._given = (total_steps, check_int("batch_size", batch_size, allow_none=True))
         self._filled = (None, None, None)  # total_steps, more_steps, batch_size
@@ -127,9 +126,8 @@ def fill_progress_totals(hooks, max_steps, estimator=None, steps=None, then="") 
     """Gives the progress hooks the run's end and ``estimator``'s batch size where not given (as
     :class:`ProgressHook` says); ``then``: what comes after the last step, said after the ETA."""
     params = getattr(estimator, "params", None)  # any object a model_fn takes, as in TF 1.x
-    batch_size = getattr(estimator, "train_batch_size", None) or (
-        params.get("batch_size") if isinstance(params, Mapping) else None
-    )
+    from_params = params.get("batch_size") if isinstance(params, Mapping) else None
+    batch_size = getattr(estimator, "train_batch_size", None) or from_params
     for hook in hooks:
         if isinstance(hook, _IntervalHook):
             hook._filled = (max_steps, None if max_steps else steps, batch_size)
@@ -142,8 +140,7 @@ class LossLoggingHook(_IntervalHook):
 
     def __init__(self, every_n_steps=100, batch_size=None, output_dir=None, loss=None) -> None:
         super().__init__(every_n_steps, batch_size=batch_size, loss=loss)
-        self.output_dir = output_dir  # for the summaries, or None
-        self.log_lines = True
+        self.output_dir, self.log_lines = output_dir, True  # output_dir: summaries, or None
 
     def begin(self) -> None:
         super().begin()
@@ -435,8 +432,7 @@ class _NoImprovement:
             tf.logging.warning(
                 f'early_stopping: "{self._monitor}" is NaN at step {last} (NaN in the eval data?)'
             )
-        sign = 1 if self._higher else -1
-        best = best_step = None
+        sign, best, best_step = (1 if self._higher else -1), None, None
         for step in having:
             value = results[step][self._monitor]
             if not math.isnan(value) and (best is None or sign * (value - best) > self._min_delta):
