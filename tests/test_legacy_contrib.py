@@ -892,3 +892,33 @@ def test_contrib_rnns_implementation_modules_serve_its_names(tmp_path):
     assert "(2, 5, 8) True" in proc.stdout, proc.stdout + proc.stderr
     assert "stack_bidirectional_rnn/cell_0/bidirectional_rnn/bw/lstm_cell/kernel:0" in proc.stdout
     assert "core_rnn_cell._Linear is not provided" in proc.stdout
+
+
+def test_contrib_audio_ops_are_tensorflows_own_as_speech_commands_imports_them(tmp_path):
+    # TF 1.x's speech_commands/input_data.py (ML-KWS-for-MCU and its forks): TF 1.15's module
+    # star-imported gen_audio_ops.
+    write_module(
+        tmp_path / "audio_features.py",
+        """
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.contrib.framework.python.ops import audio_ops as contrib_audio
+
+        wav = tf.placeholder(tf.float32, [16000, 1])
+        decoded = contrib_audio.decode_wav(contrib_audio.encode_wav(wav, 16000), desired_channels=1)
+        spectrogram = contrib_audio.audio_spectrogram(
+            decoded.audio, window_size=640, stride=640, magnitude_squared=True)
+        mfcc = contrib_audio.mfcc(spectrogram, decoded.sample_rate, dct_coefficient_count=10)
+        tone = (np.sin(np.arange(16000)[:, None] / 10.0) * 0.5).astype(np.float32)
+        with tf.Session() as session:
+            audio, rate, out = session.run([decoded.audio, decoded.sample_rate, mfcc], {wav: tone})
+        print("rate", rate, "error", float(np.abs(audio - tone).max()) < 1e-4, "mfcc", out.shape)
+        try:
+            contrib_audio.audio_spectrogram_eager_fallback
+        except AttributeError as e:
+            print(e)
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(tmp_path / "audio_features.py")])
+    assert "rate 16000 error True mfcc (1, 25, 10)" in proc.stdout, proc.stdout + proc.stderr
+    assert "audio_ops.audio_spectrogram_eager_fallback is not provided" in proc.stdout, proc.stdout

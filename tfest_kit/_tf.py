@@ -212,6 +212,10 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": "same",
     "tensorflow.python.util.nest:flatten_up_to": "legacy/_contrib.py: tf.contrib.framework.nest",
     "tensorflow.python.util.nest:map_structure_up_to": "legacy/_contrib.py: same",
+    "tensorflow.python.ops.gen_audio_ops:decode_wav": "legacy/_contrib.py: contrib's audio_ops",
+    "tensorflow.python.ops.gen_audio_ops:encode_wav": "legacy/_contrib.py: same",
+    "tensorflow.python.ops.gen_audio_ops:audio_spectrogram": "legacy/_contrib.py: same",
+    "tensorflow.python.ops.gen_audio_ops:mfcc": "legacy/_contrib.py: same",
     "tensorflow.python.tpu.tpu_optimizer:CrossShardOptimizer": "legacy/_contrib.py: tf.contrib.tpu",
     "tensorflow.python.tpu.tpu_function:get_tpu_context": "legacy/_contrib.py: same",
     # legacy/_namespace.py, _contrib.py: the tensorflow_estimator stand-ins fall back to these.

@@ -338,12 +338,12 @@ def _framework_python(report: Report) -> ShimModule:
     # `variables` stayed a submodule (its names were star-imported beside it): SSD-Tensorflow's
     # `from tensorflow.contrib.framework.python.ops import variables`; tf_slim carries it on.
     variables = Entry(lambda: _variables(report), "tf_slim.ops.variables, two functions ported")
-    ops = served_package(
-        "framework",
-        report,
-        display="tf.contrib.framework.python.ops",
-        extra={"variables": variables},
-    )
+    # TF 1.x's speech_commands: `from tensorflow.contrib.framework.python.ops import audio_ops`:
+    # TF 1.15's star import of TensorFlow's own gen_audio_ops, less the names it kept private.
+    display, audio = "tf.contrib.framework.python.ops", "tensorflow.python.ops.gen_audio_ops"
+    audio_ops = _served_module(f"{display}.audio_ops", audio, _AUDIO_OPS, report)
+    extra = {"variables": variables, "audio_ops": audio_ops}
+    ops = served_package("framework", report, display=display, extra=extra)
     return _holding("tf.contrib.framework.python", "ops", ops, report)
 
 
@@ -677,20 +677,17 @@ def _nest(report: Report) -> ShimModule:
     return _whole("framework.nest", report, entries, fallbacks, provides)
 
 
+def _served_module(display: str, real: str, names: Sequence[str], report: Report) -> Entry:
+    """The stand-in ``display`` serving ``names`` of the installed module ``real``."""
+    entries = {n: Entry(lambda n=n: getattr(importlib.import_module(real), n), real) for n in names}
+    return Entry(lambda: ShimModule(display, report, entries=entries, kind=SHIM), None)
+
+
 # TF 1.15's tf.contrib.losses.metric_learning: metric_loss_ops' public names, which tf_slim
 # carries on unchanged.
 _METRIC_LEARNING = ("contrastive_loss", "cluster_loss", "lifted_struct_loss", "npairs_loss")
 _METRIC_LEARNING += ("npairs_loss_multilabel", "triplet_semihard_loss")
-
-
-def _metric_learning(report: Report) -> ShimModule:
-    """``tf.contrib.losses.metric_learning``: tf_slim's (``triplet_semihard_loss`` …)."""
-    real = "tf_slim.losses.metric_learning"
-    entries = {
-        name: Entry(lambda name=name: getattr(importlib.import_module(real), name), real)
-        for name in _METRIC_LEARNING
-    }
-    return ShimModule("tf.contrib.losses.metric_learning", report, entries=entries, kind=SHIM)
+_AUDIO_OPS = ("decode_wav", "encode_wav", "audio_spectrogram", "mfcc")
 
 
 def build_contrib(report: Report) -> ShimModule:
@@ -713,6 +710,8 @@ def build_contrib(report: Report) -> ShimModule:
     datasets = functools.cache(lambda: _learn_datasets(report))
 
     driver = _learn_driver(report)
+    metric_learning = ("tf.contrib.losses.metric_learning", "tf_slim.losses.metric_learning")
+    metric_learning += (_METRIC_LEARNING,)
 
     def learn_python() -> ShimModule:
         # `from tensorflow.contrib.learn.python.learn import learn_runner` (`utils`, `run_config`
@@ -784,7 +783,7 @@ def build_contrib(report: Report) -> ShimModule:
         "slim": Entry(lambda: _slim(report), None),
         "image": package("image"),
         "losses": package(
-            "losses", extra={"metric_learning": Entry(lambda: _metric_learning(report), None)}
+            "losses", extra={"metric_learning": _served_module(*metric_learning, report)}
         ),
         "signal": package("signal"),
         "stateless": package("stateless"),
