@@ -56,7 +56,7 @@ SERVED_COUNTS = {
     "stateless": (4, 4),
     "summary": (16, 20),
     "tpu": (16, 36),
-    "training": (9, 28),
+    "training": (15, 28),
     "util": (3, 5),
 }
 
@@ -922,3 +922,49 @@ def test_contrib_audio_ops_are_tensorflows_own_as_speech_commands_imports_them(t
     proc = run_program(["-m", "tfest_kit.legacy", str(tmp_path / "audio_features.py")])
     assert "rate 16000 error True mfcc (1, 25, 10)" in proc.stdout, proc.stdout + proc.stderr
     assert "audio_ops.audio_spectrogram_eager_fallback is not provided" in proc.stdout, proc.stdout
+
+
+def test_contrib_training_trains_with_tf115s_create_train_op_and_train(tmp_path):
+    # tensorflow-without-a-phd's planespotting: tf.contrib.training.create_train_op in a model_fn.
+    write_module(
+        tmp_path / "contrib_train.py",
+        """
+        import sys
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow.contrib.training.python.training import training
+
+        x = tf.constant(np.random.RandomState(0).rand(16, 3).astype(np.float32))
+        emb = tf.get_variable("emb", [3, 3])
+        lookup = tf.reduce_sum(tf.nn.embedding_lookup(emb, [0, 2, 1, 2]))  # IndexedSlices
+        pred = tf.layers.dense(x, 1, name="dense") + lookup
+        loss = tf.losses.mean_squared_error(tf.reduce_sum(x, axis=1, keepdims=True), pred)
+
+        def transform(grads):
+            grads = tf.contrib.training.multiply_gradients(grads, {"emb": 0.0})
+            return tf.contrib.training.clip_gradient_norms_fn(1.0)(grads)
+
+        train_op = tf.contrib.training.create_train_op(
+            loss, tf.train.GradientDescentOptimizer(0.1), transform_grads_fn=transform,
+            summarize_gradients=True)
+        print(sorted(s.op.name for s in tf.get_collection(tf.GraphKeys.SUMMARIES)))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            emb_before = session.run(emb)
+            tf.train.Saver().save(session, sys.argv[1] + "/model.ckpt", global_step=0)
+        last = training.train(
+            train_op, sys.argv[1], hooks=[tf.train.StopAtStepHook(last_step=3)],
+            save_summaries_steps=None)
+        emb_after = tf.train.load_variable(sys.argv[1], "emb")
+        step = tf.train.load_variable(sys.argv[1], "global_step")
+        kept = bool(np.allclose(emb_before, emb_after))
+        print("step", step, "loss", type(last).__name__, "emb kept", kept)
+        """,
+    )
+    out = tmp_path / "out"
+    proc = run_program(["-m", "tfest_kit.legacy", str(tmp_path / "contrib_train.py"), str(out)])
+    # TF 1.15's summary names (tf_slim's training.py is its training.py, moved).
+    assert "'summarize_grads/dense/kernel_gradient_norm', 'summarize_grads/emb_gradient'" in (
+        proc.stdout
+    ), proc.stdout + proc.stderr
+    assert "step 3 loss float32 emb kept True" in proc.stdout, proc.stdout + proc.stderr

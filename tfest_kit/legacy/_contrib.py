@@ -205,40 +205,28 @@ def _contrib_tpu_python(display: str, report: Report, contrib_tpu: ShimModule) -
 
 
 def _training_python(report: Report) -> ShimModule:
-    """``tf.contrib.training.python.training.hparam``: the HParams port."""
-    hparam = ShimModule(
-        "tf.contrib.training.python.training.hparam",
-        report,
-        fallbacks=[
-            (
-                lambda: importlib.import_module("tfest_kit.legacy.contrib.training"),
-                "tfest_kit.legacy.contrib.training",
-            )
-        ],
-        kind=SHIM,
-    )
-    # `from tensorflow.contrib.training.python.training import evaluation` (tensorflow/tpu's
-    # mobilenet, inception): its checkpoints_iterator … moved to tf_slim.
-    evaluation = ShimModule(
-        "tf.contrib.training.python.training.evaluation",
-        report,
-        fallbacks=[
-            (
-                lambda: importlib.import_module("tf_slim.training.evaluation"),
-                "tf_slim.training.evaluation",
-            )
-        ],
-        kind=SHIM,
-    )
-    training = ShimModule(
-        "tf.contrib.training.python.training",
-        report,
-        entries={
-            "hparam": Entry(lambda: hparam, None),
-            "evaluation": Entry(lambda: evaluation, None),
-        },
-        kind=SHIM,
-    )
+    """``tf.contrib.training.python.training.{hparam,evaluation,training}``: TF 1.15's modules.
+
+    ``hparam`` (xlnet) is the HParams port; ``evaluation`` (tensorflow/tpu's mobilenet,
+    inception: ``checkpoints_iterator`` …) and ``training`` (``create_train_op``, ``train``)
+    moved to tf_slim unchanged.
+    """
+    display = "tf.contrib.training.python.training"
+    modules = {"hparam": "tfest_kit.legacy.contrib.training"}
+    modules.update(evaluation="tf_slim.training.evaluation", training="tf_slim.training.training")
+    entries = {
+        name: Entry(
+            lambda name=name, real=real: ShimModule(
+                f"{display}.{name}",
+                report,
+                fallbacks=[(lambda: importlib.import_module(real), real)],
+                kind=SHIM,
+            ),
+            None,
+        )
+        for name, real in modules.items()
+    }
+    training = ShimModule(display, report, entries=entries, kind=SHIM)
     return _holding("tf.contrib.training.python", "training", training, report)
 
 

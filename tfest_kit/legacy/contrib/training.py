@@ -11,8 +11,10 @@ TF 1.15.  The ``HParamDef`` proto (``hparam_def=``, ``to_proto``) is not served:
 ``hparam_pb2`` module went with ``tf.contrib``.
 
 The evaluation loop (``evaluate_once``, ``evaluate_repeatedly``, ``StopAfterNEvalsHook``,
-``SummaryAtEndHook``, ``get_or_create_eval_step``) is ``tf_slim.training.evaluation``, where
-contrib's code moved; ``tf_slim`` is imported when a script first reaches one of them.
+``SummaryAtEndHook``, ``get_or_create_eval_step``) is ``tf_slim.training.evaluation`` and the
+training helpers (``create_train_op``, ``train``, ``multiply_gradients``, ``clip_gradient_norms``
+…) are ``tf_slim.training.training``: TF 1.15's modules, moved there unchanged; ``tf_slim`` is
+imported when a script first reaches one of them.
 
 Example:
 
@@ -47,6 +49,15 @@ _FROM_SLIM = (
     "SummaryAtEndHook",
     "get_or_create_eval_step",
 )
+# TF 1.15's contrib/training/python/training/training.py, tf_slim's training/training.py.
+_FROM_SLIM_TRAINING = (
+    "add_gradients_summaries",
+    "clip_gradient_norms",
+    "clip_gradient_norms_fn",
+    "create_train_op",
+    "multiply_gradients",
+    "train",
+)
 
 BACKING = {
     "HParams": "tfest_kit.legacy.contrib.training.HParams (a port of TF 1.15's)",
@@ -54,6 +65,7 @@ BACKING = {
     "checkpoints_iterator": "tf.compat.v1.train.checkpoints_iterator",
     "wait_for_new_checkpoint": "tf.compat.v1.train.checkpoints_iterator",
     **{name: f"tf_slim.training.evaluation.{name}" for name in _FROM_SLIM},
+    **{name: f"tf_slim.training.training.{name}" for name in _FROM_SLIM_TRAINING},
 }
 
 
@@ -61,6 +73,8 @@ def __getattr__(name: str) -> Any:
     # tf_slim costs a second to import: only when a script reaches one of its names.
     if name in _FROM_SLIM:
         return getattr(importlib.import_module("tf_slim.training.evaluation"), name)
+    if name in _FROM_SLIM_TRAINING:
+        return getattr(importlib.import_module("tf_slim.training.training"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
