@@ -267,6 +267,40 @@ def test_forwarders_tensorflow_dropped_still_forward(tmp_path):
     assert all(_result(proc).values()), _result(proc)
 
 
+def test_tf115s_keras_packages_tensorflow_dropped_are_the_scripts_keras(tmp_path):
+    # nlp_estimator_tutorial (TF 1.x tutorials): `from tensorflow.python.keras.datasets import
+    # imdb` was a ModuleNotFoundError; TensorFlow 2's own older Keras copy has no datasets,
+    # preprocessing, applications or estimator. TF 1.15's were tf.keras's.
+    proc = _legacy_inline(
+        tmp_path,
+        "import json\n"
+        "import tensorflow as tf\n"
+        "from tensorflow.python.keras.preprocessing import sequence\n"
+        "from tensorflow.python.keras.datasets import imdb\n"
+        "import tensorflow.python.keras.applications.mobilenet as mobilenet\n"
+        "from tensorflow.python.keras.estimator import model_to_estimator\n"
+        "padded = sequence.pad_sequences([[1, 2, 3], [4]], maxlen=4, padding='post')\n"
+        "print(json.dumps({\n"
+        "    'padded': padded.tolist(),\n"
+        "    'imdb': imdb.load_data is tf.keras.datasets.imdb.load_data,\n"
+        "    'mobilenet': mobilenet.MobileNet is tf.keras.applications.mobilenet.MobileNet,\n"
+        "    'estimator': model_to_estimator is tf.keras.estimator.model_to_estimator,\n"
+        "}))\n",
+        report=True,
+    )
+    result = next(line for line in proc.stdout.splitlines() if line.startswith("{"))
+    assert json.loads(result) == {
+        "padded": [[1, 2, 3, 0], [4, 0, 0, 0]],
+        "imdb": True,
+        "mobilenet": True,
+        "estimator": True,
+    }, proc.stdout
+    # --report names them among TensorFlow's private modules, with where they went.
+    private = proc.stdout[proc.stdout.index("From TensorFlow's private modules") :]
+    assert "tensorflow.python.keras.datasets (-> " in private, proc.stdout
+    assert "keras.datasets)" in private, proc.stdout
+
+
 def test_user_codes_keras_is_keras_2(tmp_path):
     # On 2.21 `import keras` gave user code Keras 3: a model_fn with keras.layers.Dense
     # trained, then evaluate failed with "Key dense_2/bias not found in checkpoint".

@@ -36,6 +36,8 @@ it): TF 1.15 ran on Python 3.5-3.7.  ``import keras`` (``from keras.layers impor
 gets Keras 2, as ``tf.keras`` does: ``tf_keras`` where TensorFlow's ``keras`` is Keras 3
 (2.16+).  Where TensorFlow no longer has them (2.16+),
 ``tensorflow.python.estimator…``, TF 1.13-2.15's forwarders, are ``tensorflow_estimator``'s modules.
+TF 1.15's ``tensorflow.python.keras.datasets`` / ``preprocessing`` / ``applications`` /
+``estimator``, which TensorFlow 2's older copy of Keras lacks, are the script's ``tf.keras`` ones.
 ``from tensorflow.python.ops import control_flow_ops`` (and the other private modules in
 ``_TF_MOVED``) gives the module with the TF 1.15 names TensorFlow 2 moved elsewhere (``cond``).
 So do the imports of the installed libraries the runner serves as ``tf.contrib``
@@ -418,13 +420,21 @@ class _RemovedModuleLoader(importlib.abc.Loader):
         module.__dict__.update({name: getattr(source, name) for name in names})
 
 
+# The script's tf.keras (tf.compat.v1.keras: Keras 2's v1 API), named when first needed.
+_SCRIPTS_KERAS = "tf.keras"
 # Forwarders TensorFlow had and later dropped -> the module they forwarded to: TF 1.13-2.15's
 # `tensorflow.python.estimator…` (TPU-era projects import it), 2.15's `training_ops` (custom
-# optimizers call `training_ops.apply_adam`).
+# optimizers call `training_ops.apply_adam`), and TF 1.15's Keras packages that TensorFlow's
+# own older copy of Keras (`tensorflow.python.keras`) no longer has: TF 1.x tutorials'
+# `from tensorflow.python.keras.datasets import imdb`, TF 1.15's tf.keras.datasets.imdb.
 _FORWARDERS = {
     "tensorflow.python.estimator": "tensorflow_estimator.python.estimator",
     "tensorflow.python.training.training_ops": "tensorflow.python.ops.gen_training_ops",
     "tensorflow.python.training.gen_training_ops": "tensorflow.python.ops.gen_training_ops",
+    **{
+        f"tensorflow.python.keras.{name}": f"{_SCRIPTS_KERAS}.{name}"
+        for name in ("applications", "datasets", "estimator", "preprocessing")
+    },
 }
 
 
@@ -433,6 +443,8 @@ def _forwarded(fullname: str) -> Optional[str]:
     for forwarder, target in _FORWARDERS.items():
         below = fullname == forwarder or fullname.startswith(forwarder + ".")
         if below and not _tf_has(forwarder):
+            if target.startswith(_SCRIPTS_KERAS + "."):
+                target = tf.keras.__name__ + target[len(_SCRIPTS_KERAS) :]
             return target + fullname[len(forwarder) :]
     return None
 
@@ -725,7 +737,7 @@ class Scope:
             # by `import tensorflow.x.y` is still the stand-in.
             real = self._import(name, globals, locals, fromlist, level)
             if self._report is not None:
-                self._report.add(name, PRIVATE, name)
+                self._report.add(name, PRIVATE, _forwarded(name) or name)
             if not fromlist:
                 return self.namespace
             return _with_moved_names(name, real, fromlist, self._as_tf115)

@@ -99,7 +99,10 @@ class Report:
         ]
         compat = [n for n in compat if n not in lost]
         release = ".".join(map(str, version))
-        private = sorted(n for n, (k, _) in self._used.items() if k == PRIVATE)
+        # A module TensorFlow dropped is named with where the runner forwarded it.
+        private = sorted(
+            n if h == n else f"{n} (-> {h})" for n, (k, h) in self._used.items() if k == PRIVATE
+        )
         used = len(self._used) - len(missing)
         lines = [f"tfest_kit.legacy report for {script}: {used} TF1 symbols used."]
         if missing:
