@@ -35,7 +35,7 @@ SERVED_COUNTS = {
     "crf": (8, 11),
     "data": (34, 40),
     "distribute": (12, 27),
-    "estimator": (14, 34),
+    "estimator": (19, 34),
     "factorization": (6, 11),
     "framework": (43, 71),
     "framework.nest": (19, 19),
@@ -968,3 +968,52 @@ def test_contrib_training_trains_with_tf115s_create_train_op_and_train(tmp_path)
         proc.stdout
     ), proc.stdout + proc.stderr
     assert "step 3 loss float32 emb kept True" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_contrib_v1_heads_average_the_loss_and_take_tf1_optimizers(tmp_path):
+    # nlp_estimator_tutorial's CNN / LSTM model_fns: tf.contrib.estimator.binary_classification_head
+    # was refused. TF 1.15's contrib heads are the v1 canned heads with SUM_OVER_BATCH_SIZE (the
+    # canned Estimators' default, SUM, would log 16 * ln 2 = 11.09 at step 1).
+    write_module(
+        tmp_path / "heads.py",
+        """
+        import sys
+        import numpy as np
+        import tensorflow as tf
+        tf.logging.set_verbosity(tf.logging.INFO)
+
+        head = tf.contrib.estimator.binary_classification_head()
+
+        def model_fn(features, labels, mode):
+            logits = tf.layers.dense(features["x"], 1, kernel_initializer=tf.zeros_initializer())
+            return head.create_estimator_spec(
+                features=features, mode=mode, labels=tf.reshape(labels, [-1, 1]), logits=logits,
+                optimizer=tf.train.GradientDescentOptimizer(0.5))
+
+        x = np.random.RandomState(0).rand(64, 3).astype(np.float32)
+        y = (x.sum(1) > 1.5).astype(np.int64)
+        train = tf.estimator.inputs.numpy_input_fn(
+            {"x": x}, y, batch_size=16, num_epochs=None, shuffle=False)
+        est = tf.estimator.Estimator(model_fn, sys.argv[1] + "/binary")
+        est.train(train, steps=5)
+        evaluate = tf.estimator.inputs.numpy_input_fn({"x": x}, y, shuffle=False)
+        print("metrics", sorted(est.evaluate(evaluate)))
+        dnn = tf.contrib.estimator.DNNEstimator(
+            head=tf.contrib.estimator.regression_head(), hidden_units=[4],
+            feature_columns=[tf.feature_column.numeric_column("x", [3])],
+            model_dir=sys.argv[1] + "/dnn")
+        dnn.train(train, steps=2)
+        poisson = tf.contrib.estimator.poisson_regression_head()
+        with tf.Graph().as_default():
+            spec = poisson.create_estimator_spec(
+                features={}, mode=tf.estimator.ModeKeys.PREDICT, logits=tf.constant([[0.0], [1.0]]))
+            with tf.Session() as session:
+                predicted = session.run(spec.predictions["predictions"]).ravel()
+        print("poisson", [round(float(p), 3) for p in predicted])
+        """,
+    )
+    proc = run_program(["-m", "tfest_kit.legacy", str(tmp_path / "heads.py"), str(tmp_path)])
+    output = proc.stdout + proc.stderr
+    assert "loss = 0.6931472, step = 1" in output, output
+    assert "'accuracy_baseline', 'auc', 'auc_precision_recall', 'average_loss'" in proc.stdout
+    assert output.count("step = 1") == 2 and "poisson [1.0, 2.718]" in proc.stdout, output

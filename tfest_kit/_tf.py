@@ -143,6 +143,7 @@ from tensorflow_estimator.python.estimator.tpu.util import parse_iterations_per_
 #   "module#name"           a name the module's own source reads (an attribute set elsewhere).
 _ESTIMATOR_TRAINING = "tensorflow_estimator.python.estimator.training"
 _V1, _DISTRIBUTE = "tensorflow.compat.v1", "tensorflow.python.distribute"
+_CANNED_HEAD = "tensorflow_estimator.python.estimator.canned.head"
 _ESTIMATOR_API = "tensorflow_estimator.python.estimator.api"
 PRIVATE_NAMES: dict[str, str] = {
     # training.py: train_and_evaluate's loop with a continuous-eval listener.
@@ -212,6 +213,10 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.python.ops.summary_ops_v2:record_summaries_every_n_global_steps": "same",
     "tensorflow.python.util.nest:flatten_up_to": "legacy/_contrib.py: tf.contrib.framework.nest",
     "tensorflow.python.util.nest:map_structure_up_to": "legacy/_contrib.py: same",
+    f"{_CANNED_HEAD}:_regression_head": "legacy/contrib: v1 heads",
+    f"{_CANNED_HEAD}:_binary_logistic_head_with_sigmoid_cross_entropy_loss": "same",
+    f"{_CANNED_HEAD}:_multi_class_head_with_softmax_cross_entropy_loss": "same",
+    f"{_CANNED_HEAD}:_assert_range": "same: logistic_regression_head's labels",
     "tensorflow.python.ops.gen_audio_ops:decode_wav": "legacy/_contrib.py: contrib's audio_ops",
     "tensorflow.python.ops.gen_audio_ops:encode_wav": "legacy/_contrib.py: same",
     "tensorflow.python.ops.gen_audio_ops:audio_spectrogram": "legacy/_contrib.py: same",

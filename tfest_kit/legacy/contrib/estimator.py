@@ -9,8 +9,14 @@
 - ``forward_features`` and ``clip_gradients_by_norm``, which TensorFlow Estimator 2.15 no longer
   has, are small ports of TF 1.15's.
 
-The v1 head factories (``binary_classification_head`` …) are not served: their TF 2.15 home is
-``tf.estimator.BinaryClassHead`` & co., with other arguments.
+- the v1 heads ``binary_classification_head``, ``multi_class_head``, ``regression_head``,
+  ``poisson_regression_head`` and ``logistic_regression_head``: TF 1.15's factories (its
+  arguments, the ``SUM_OVER_BATCH_SIZE`` default) around the v1 ``_Head`` classes
+  ``tensorflow_estimator``'s ``canned/head.py`` still ships (the v1 canned Estimators use them);
+  they take ``tf.train`` optimizers and ``train_op_fn`` as TF 1.15's did.
+
+``multi_label_head`` and ``multi_head`` are not served: their v1 classes were contrib's own and
+went with it (``tf.estimator.MultiLabelHead`` / ``MultiHead``, with other arguments).
 
 Example:
 
@@ -28,6 +34,8 @@ from tfest_kit._tf import tf
 from tfest_kit.legacy._estimator import LEGACY_ESTIMATORS
 from tfest_kit.logs import quieted
 
+from tensorflow_estimator.python.estimator.canned import head as head_v1
+
 _FROM_EXPERIMENTAL = (
     "stop_if_higher_hook",
     "stop_if_lower_hook",
@@ -44,9 +52,18 @@ _FROM_EXPERIMENTAL = (
 _HEAD_ESTIMATORS = ("DNNEstimator", "LinearEstimator", "DNNLinearCombinedEstimator")
 _FROM_ESTIMATOR = ("add_metrics", *_HEAD_ESTIMATORS)
 
+_HEADS = (
+    "binary_classification_head",
+    "multi_class_head",
+    "regression_head",
+    "poisson_regression_head",
+    "logistic_regression_head",
+)
+
 __all__ = [
     *_FROM_EXPERIMENTAL,
     *_FROM_ESTIMATOR,
+    *_HEADS,
     "forward_features",
     "clip_gradients_by_norm",
     "BACKING",
@@ -60,15 +77,11 @@ BACKING = {
     "clip_gradients_by_norm": (
         "tf.clip_by_global_norm (tfest_kit.legacy.contrib.estimator, a port of TF 1.15's)"
     ),
+    **dict.fromkeys(_HEADS, "tensorflow_estimator's canned/head.py (TF 1.15's v1 heads)"),
 }
 _MIRRORED = "tf.distribute.MirroredStrategy in tf.estimator.RunConfig(train_distribute=…)"
 NOT_SERVED = {
-    "binary_classification_head": "tf.estimator.BinaryClassHead",
-    "multi_class_head": "tf.estimator.MultiClassHead",
     "multi_label_head": "tf.estimator.MultiLabelHead",
-    "regression_head": "tf.estimator.RegressionHead",
-    "poisson_regression_head": "tf.estimator.PoissonRegressionHead",
-    "logistic_regression_head": "tf.estimator.LogisticRegressionHead",
     "multi_head": "tf.estimator.MultiHead",
     "replicate_model_fn": _MIRRORED,
     "TowerOptimizer": _MIRRORED,
@@ -238,3 +251,98 @@ def clip_gradients_by_norm(optimizer, clip_norm: float):
     if not isinstance(optimizer, tf.train.Optimizer):
         raise TypeError(f"`optimizer` must be a tf.compat.v1.train.Optimizer. Got: {optimizer!r}")
     return _ClippedGradients(optimizer, clip_norm, "ClipByNorm" + optimizer.get_name())
+
+
+# TF 1.15's contrib heads: the v1 canned heads, averaging the loss over the batch by default.
+_MEAN = tf.losses.Reduction.SUM_OVER_BATCH_SIZE
+
+
+def binary_classification_head(
+    weight_column=None,
+    thresholds=None,
+    label_vocabulary=None,
+    loss_reduction=_MEAN,
+    loss_fn=None,
+    name=None,
+):
+    """``tf.contrib.estimator.binary_classification_head``: a v1 ``_Head``, sigmoid loss.
+
+    Example:
+
+        head = binary_classification_head()
+        spec = head.create_estimator_spec(features, mode, logits, labels,
+                                          optimizer=tf.train.AdamOptimizer(1e-3))
+    """
+    return head_v1._binary_logistic_head_with_sigmoid_cross_entropy_loss(
+        weight_column=weight_column,
+        thresholds=thresholds,
+        label_vocabulary=label_vocabulary,
+        loss_reduction=loss_reduction,
+        loss_fn=loss_fn,
+        name=name,
+    )
+
+
+def multi_class_head(
+    n_classes,
+    weight_column=None,
+    label_vocabulary=None,
+    loss_reduction=_MEAN,
+    loss_fn=None,
+    name=None,
+):
+    """``tf.contrib.estimator.multi_class_head``: a v1 ``_Head``, softmax loss (n_classes > 2)."""
+    return head_v1._multi_class_head_with_softmax_cross_entropy_loss(
+        n_classes=n_classes,
+        weight_column=weight_column,
+        label_vocabulary=label_vocabulary,
+        loss_reduction=loss_reduction,
+        loss_fn=loss_fn,
+        name=name,
+    )
+
+
+def regression_head(
+    weight_column=None,
+    label_dimension=1,
+    loss_reduction=_MEAN,
+    loss_fn=None,
+    inverse_link_fn=None,
+    name=None,
+):
+    """``tf.contrib.estimator.regression_head``: a v1 ``_Head``, mean squared error."""
+    return head_v1._regression_head(
+        weight_column=weight_column,
+        label_dimension=label_dimension,
+        loss_reduction=loss_reduction,
+        loss_fn=loss_fn,
+        inverse_link_fn=inverse_link_fn,
+        name=name,
+    )
+
+
+def poisson_regression_head(
+    weight_column=None, label_dimension=1, loss_reduction=_MEAN, compute_full_loss=True, name=None
+):
+    """``tf.contrib.estimator.poisson_regression_head``: ``tf.nn.log_poisson_loss``, exp link."""
+
+    def poisson_loss(labels, logits):
+        return tf.nn.log_poisson_loss(
+            targets=labels, log_input=logits, compute_full_loss=compute_full_loss
+        )
+
+    return regression_head(
+        weight_column, label_dimension, loss_reduction, poisson_loss, tf.exp, name
+    )
+
+
+def logistic_regression_head(weight_column=None, loss_reduction=_MEAN, name=None):
+    """``tf.contrib.estimator.logistic_regression_head``: sigmoid loss on labels in [0, 1]."""
+
+    def logistic_loss(labels, logits):
+        labels = head_v1._assert_range(
+            labels, n_classes=2, message="Labels must be in range [0, 1]"
+        )
+        return tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+
+    return regression_head(weight_column, 1, loss_reduction, logistic_loss, tf.sigmoid, name)
