@@ -61,7 +61,8 @@ class ExportNotFoundError(TfestKitError, FileNotFoundError):
 
 def checkpoint_step(prefix: str) -> Optional[int]:
     """The step a checkpoint prefix ends in (``model.ckpt-200`` -> 200), None without one."""
-    return int(match.group(1)) if (match := _STEP.search(prefix)) else None
+    match = _STEP.search(prefix)  # not :=, which autograph loses
+    return int(match.group(1)) if match else None
 
 
 def checkpoint_damage(prefix: str, finite: bool = False) -> Optional[str]:

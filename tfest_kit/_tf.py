@@ -16,12 +16,6 @@ from collections.abc import Iterator
 
 from tfest_kit.cli.doctor import STACKS, _release  # stdlib only (no TensorFlow)
 
-__all__ = ["tf", "tf2", "estimator", "TF_VERSION", "KERAS_PACKAGE", "check_version"]
-__all__ += ["PRIVATE_NAMES", "CallableOptions", "SavedModel", "object_graph_key_mapping"]
-__all__ += ["estimator_training", "TrainingExecutor", "ContinuousEvalListener", "EvalStatus"]
-__all__ += ["parse_iterations_per_loop", "NoRestoreSaveable"]
-__all__ += ["deprecation", "module_wrapper"]
-
 # Accepted: the two stacks and the releases around them smoke-tested (docs/install.md).
 SUPPORTED = ((2, 13), (2, 21))
 
@@ -95,7 +89,7 @@ with _native_log_filtered():
 
     _estimator_bridge.install()
     try:
-        import tensorflow_estimator  # noqa: E402,F401
+        import tensorflow_estimator  # noqa: E402
     except ImportError as error:
         check_version(TF_VERSION, has_estimator=False, reason=str(error))
 

@@ -44,7 +44,8 @@ def resolve_checkpoint(init_checkpoint: str, arg: str = "init_checkpoint") -> st
 def resuming(model_dir: Optional[str]) -> bool:
     """Whether Estimator restores ``model_dir``'s checkpoint (and skips the warm start); says so
     once per model_dir, not at each graph build."""
-    if (prefix := tf.train.latest_checkpoint(model_dir) if model_dir else None) is None:
+    prefix = tf.train.latest_checkpoint(model_dir) if model_dir else None  # not := (autograph)
+    if prefix is None:
         return False
     if model_dir not in _RESUMING:
         _RESUMING.add(model_dir)

@@ -460,7 +460,7 @@ def _csv_problem(patterns, options: dict, message: str) -> Optional[str]:
 
 def _parses(text: str, kind: str) -> bool:
     """Whether CsvDataset reads ``text`` as a ``kind`` ("float", "int32" …; Python's: "1_5"), or
-    make_csv_dataset's type guess as a number (``kind="number"``: finite)."""
+    make_csv_dataset's type guess as a number (``kind="number"``: below inf, not NaN)."""
     try:
         value = float(text) if kind in ("float", "double", "number") else int(text)
     except ValueError:

@@ -231,7 +231,8 @@ def _to_estimator_spec(spec: Any, mode: str, summary_dir: str, pending=None):
                 extra = (_HostCallHook(_call_host_fn(spec.host_call), pending),)
         finally:
             tf2.summary.experimental.set_step(previous_step)
-    if (scaffold := spec.scaffold_fn() if spec.scaffold_fn else None) is None and spec.scaffold_fn:
+    scaffold = spec.scaffold_fn() if spec.scaffold_fn else None  # not :=, which autograph loses
+    if scaffold is None and spec.scaffold_fn:
         tf.logging.warning(_ON_A_TPU.format("scaffold_fn returned None", "return a Scaffold()"))
     flat = tf.nest.flatten(spec.host_call[1]) if spec.host_call else []
     if any(isinstance(t, tf.Tensor) and t.shape.rank == 0 for t in flat):
