@@ -425,7 +425,7 @@ def test_a_network_fn_returning_a_dict_is_named():
 
 
 def test_regressor_metrics_name_what_a_regressor_has():
-    with pytest.raises(ValueError, match=r"`metrics` entries must be among \['mse'"):
+    with pytest.raises(ValueError, match=r"`metrics` must be among \['mse'"):
         mf.regressor(network, metrics=("auc",))
 
 

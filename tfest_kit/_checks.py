@@ -29,9 +29,8 @@ def check_int(
         return None
     if not is_int_at_least(value, minimum):
         expected = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        more = " or None" if allow_none else ""
-        note = f" ({hint})" if hint else ""
-        raise ValueError(f"`{name}` must be {expected}{more}{note}. Got: {value!r}")
+        expected += (" or None" if allow_none else "") + (f" ({hint})" if hint else "")
+        raise ValueError(f"`{name}` must be {expected}. Got: {value!r}")
     return int(value)
 
 

@@ -337,7 +337,8 @@ def from_csv(
     if files and not compression:
         with tf.io.gfile.GFile(files[0], "rb") as f:
             first_line = f.readline()
-    first = _fields(first_line.removeprefix(codecs.BOM_UTF8), field_delim)
+    first_text = first_line.removeprefix(codecs.BOM_UTF8).decode(errors="replace")
+    first = next(csv.reader([first_text], delimiter=field_delim), [])
     if header and column_names is None and first_line.startswith(codecs.BOM_UTF8):
         options["column_names"] = first  # else the BOM is kept in the first name
     if not header and column_names and first == list(column_names):
@@ -390,10 +391,6 @@ def _csv_dataset(patterns, options: dict, batch_size: int, **kwargs):
     if no_rows := text and _csv_problem(patterns, options, ""):  # inferred from no row: all text
         raise ValueError(no_rows)
     return ds
-
-
-def _fields(line: bytes, delimiter: str) -> list[str]:
-    return next(csv.reader([line.decode(errors="replace")], delimiter=delimiter), [])
 
 
 def _csv_rows(files: list[str], options: dict, header: bool) -> Iterator[tuple[str, int, list]]:

@@ -36,10 +36,9 @@ def _prints_to_terminal(handler: logging.Handler) -> bool:
     """pytest's live log, other libraries' handlers (absl, rich) and a stderr/stdout stream do."""
     if type(handler).__name__ == "_LiveLoggingStreamHandler":
         return True
+    streams = (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)
     if isinstance(handler, logging.StreamHandler):
-        return not isinstance(handler, logging.FileHandler) and getattr(
-            handler, "stream", None
-        ) in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)
+        return not isinstance(handler, logging.FileHandler) and handler.stream in streams
     return type(handler).__module__ != "logging.handlers"
 
 
@@ -161,8 +160,7 @@ def quieted(level: int = logging.WARNING) -> Iterator[None]:
             est = tf.estimator.Estimator(model_fn, config=config)  # no "Using config: …"
     """
     logger = tf2.get_logger()
-    previous = logger.level
-    logger.setLevel(max(level, previous))
+    logger.setLevel(max(level, previous := logger.level))
     try:
         yield
     finally:

@@ -396,9 +396,7 @@ def _check_metric_names(metrics: Sequence[str], accepted: Sequence[str]) -> tupl
     for name in metrics:
         if name not in accepted and not ("recall_at_<k>" in accepted and _RECALL_AT.match(name)):
             auc = " (auc: 2 classes only)" if name == "auc" else ""
-            raise ValueError(
-                f"`metrics` entries must be among {list(accepted)}{auc}. Got: {name!r}"
-            )
+            raise ValueError(f"`metrics` must be among {list(accepted)}{auc}. Got: {name!r}")
     return tuple(metrics)
 
 
