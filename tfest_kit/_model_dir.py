@@ -136,12 +136,10 @@ def path_problem(model_dir: str) -> Optional[str]:
     """Why TensorFlow can use no checkpoint in ``model_dir`` (a file; it globs paths), or None."""
     if os.path.isfile(model_dir):
         return f"`model_dir` must be a directory (made if missing). Got: a file, {model_dir!r}"
-    if os.path.isdir(os.path.join(model_dir, "checkpoint")):
-        where = "where TensorFlow writes its state file"
-        return f"model_dir {model_dir} holds a directory named `checkpoint`, {where}: rename it"
+    if os.path.isdir(os.path.join(model_dir, "checkpoint")):  # TensorFlow's state file's name
+        return f"model_dir {model_dir}: `checkpoint` is a directory (TensorFlow's file): rename it"
     if os.path.isfile(os.path.join(model_dir, "saved_model.pb")):  # else trained from scratch
-        weights = "its variables/variables can warm-start one"
-        return f"model_dir {model_dir} is an export (saved_model.pb), not a model_dir: {weights}"
+        return f"model_dir {model_dir} is an export (saved_model.pb), not a model_dir"
     if model_dir.startswith("~"):  # else a directory named "~" here
         return f"model_dir {model_dir} starts with '~', which only a shell expands: expand it"
     if GLOB_CHARS.search(model_dir):
@@ -234,12 +232,10 @@ def recover_checkpoint_state(model_dir: str) -> Optional[str]:
     if chosen is None or chosen == named:
         return chosen
     for newer in _checkpoints_on_disk(model_dir):  # damaged: training would save over them
-        if checkpoint_step(newer) > checkpoint_step(chosen):
-            name, files = os.path.basename(newer), tf.io.gfile.listdir(model_dir)
-            for file in [f for f in files if f.startswith(name + ".")]:
-                kept = file.replace(name, name + ".damaged", 1)
-                tf.io.gfile.rename(*(os.path.join(model_dir, f) for f in (file, kept)))
-            tf.logging.warning(f"model_dir {model_dir}: {name}'s files kept as {name}.damaged.*")
+        if checkpoint_step(newer) > checkpoint_step(chosen):  # (no glob characters: path_problem)
+            for file in tf.io.gfile.glob(newer + ".*"):
+                tf.io.gfile.rename(file, newer + ".damaged" + file[len(newer) :])
+            tf.logging.warning(f"{newer}: its files kept as {os.path.basename(newer)}.damaged.*")
     # The saver deletes listed checkpoints beyond keep_checkpoint_max: list no new ones.
     kept = [p for p in listed_before if checkpoint_step(p) in range(checkpoint_step(chosen))]
     kept = [p for p in kept if _in_dir(p, model_dir)]  # never another directory's

@@ -377,8 +377,7 @@ class PreemptionHook(tf.train.SessionRunHook):
 
 
 def _unregister(hook: PreemptionHook) -> None:
-    if hook in _ACTIVE:
-        _ACTIVE.remove(hook)
+    _ACTIVE[:] = [active for active in _ACTIVE if active is not hook]
     wanted = {signum for active in _ACTIVE for signum in active._signals}
     for signum in [signum for signum in _ORIGINAL if signum not in wanted]:
         _release(signum)

@@ -7,7 +7,6 @@ serving.Predictor(serving.export_and_check(est, receiver, {"x": x[:8]}, "/tmp/e"
 import functools
 import inspect
 import json
-import logging
 import math
 import os
 import tempfile
@@ -389,7 +388,7 @@ def export_and_check(
     # forever. This is probably a mistake.", Estimator's warning, is not).
     hook = tf.train.FeedFnHook(lambda: feed_dict)
     generator = estimator.predict(input_fn, hooks=[hook], yield_single_examples=False)
-    with logs.quieted(logging.ERROR):
+    with logs.quieted(tf.logging.ERROR):
         expected = next(generator)
     generator.close()
     expected = dict(expected) if isinstance(expected, Mapping) else {"output": expected}

@@ -53,15 +53,12 @@ class _EndAfterEarlyStop(ContinuousEvalListener):
             self._evaluated = int(eval_result.metrics[tf.GraphKeys.GLOBAL_STEP])
         try:
             with tf.gfile.GFile(self._path) as f:
-                stop_step = int(json.load(f)["global_step"])
+                stop = int(json.load(f)["global_step"])
         except (tf.errors.NotFoundError, ValueError, KeyError, TypeError):
             return True
-        if stop_step <= self._start_step or self._evaluated < stop_step:
+        if stop <= self._start_step or self._evaluated < stop:
             return True
-        tf.logging.info(
-            "Training stopped early at global step %d, which is evaluated: the evaluator ends",
-            stop_step,
-        )
+        tf.logging.info(f"Training stopped early at global step {stop}, which is evaluated: done")
         self.ended_at = self._evaluated
         return False
 
