@@ -16,8 +16,7 @@ from collections.abc import Iterator
 
 from tfest_kit.cli.doctor import STACKS, _release  # stdlib only (no TensorFlow)
 
-# Accepted: the two stacks and the releases around them smoke-tested (docs/install.md).
-SUPPORTED = ((2, 13), (2, 21))
+SUPPORTED = ((2, 13), (2, 21))  # the two stacks and the releases smoke-tested around them
 
 # TensorFlow's C++ start-up lines (oneDNN, cuDNN factory …) print while the library loads, so
 # the default must be set before the import; a user's value is respected.
@@ -138,7 +137,6 @@ from tensorflow_estimator.python.estimator.tpu.util import parse_iterations_per_
 _ESTIMATOR_TRAINING = "tensorflow_estimator.python.estimator.training"
 _V1, _DISTRIBUTE = "tensorflow.compat.v1", "tensorflow.python.distribute"
 _CANNED_HEAD = "tensorflow_estimator.python.estimator.canned.head"
-_ESTIMATOR_API = "tensorflow_estimator.python.estimator.api"
 PRIVATE_NAMES: dict[str, str] = {
     # training.py: train_and_evaluate's loop with a continuous-eval listener.
     f"{_ESTIMATOR_TRAINING}:_TrainingExecutor": "train_and_evaluate with a listener",
@@ -148,8 +146,7 @@ PRIVATE_NAMES: dict[str, str] = {
     f"{_ESTIMATOR_TRAINING}:_EvalStatus": "whether an evaluation ran",
     # training.py: a config Estimator hands to the distribute coordinator.
     "tensorflow_estimator.python.estimator.estimator#_distribute_coordinator_mode": "training.py",
-    # tpu.py: the TPUEstimator fallback is an Estimator subclass, overriding members as the
-    # official TPUEstimator does.
+    # tpu.py: the fallback, an Estimator subclass overriding members as TPUEstimator does.
     f"{_V1}:estimator.Estimator._assert_members_are_not_overridden": "tpu.py: overrides",
     f"{_V1}:estimator.Estimator._train_with_estimator_spec": "tpu.py: loss line",
     f"{_V1}:estimator.Estimator._call_input_fn": "tpu.py: params['batch_size']",
@@ -178,17 +175,15 @@ PRIVATE_NAMES: dict[str, str] = {
     f"{_V1}:train.AdamOptimizer._get_beta_accumulators": "LazyAdam's beta powers",
     f"{_V1}:train.AdamOptimizer._apply_sparse": "LazyAdam overrides it",
     f"{_V1}:train.AdamOptimizer._resource_apply_sparse": "LazyAdam overrides it",
-    f"{_V1}:train.AdamOptimizer()._lr_t": "LazyAdam: the prepared lr tensor",
-    f"{_V1}:train.AdamOptimizer()._beta1_t": "LazyAdam: same",
-    f"{_V1}:train.AdamOptimizer()._beta2_t": "LazyAdam: same",
-    f"{_V1}:train.AdamOptimizer()._epsilon_t": "LazyAdam: same",
-    f"{_V1}:train.AdamOptimizer()._use_locking": "LazyAdam: same",
+    **{
+        f"{_V1}:train.AdamOptimizer()._{name}": "LazyAdam: the prepared tensors, locking"
+        for name in ("lr_t", "beta1_t", "beta2_t", "epsilon_t", "use_locking")
+    },
     # Keras 2 (keras 2.15, or tf-keras on TensorFlow >= 2.16).
     f"{KERAS_PACKAGE}:Model()._nested_inputs": "keras_bridge.py: dict inputs' keys",
     f"{KERAS_PACKAGE}:Model()._nested_outputs": "keras_bridge.py: dict outputs' keys",
     f"{KERAS_PACKAGE}.src.backend:_SEED_GENERATOR": "_model_fn_call.py: unseeded initializers",
-    # _estimator_bridge.py (TensorFlow >= 2.16): what it builds on and what it extends; the
-    # first four: the distribute-coordinator path of RunConfig(train_distribute=...).
+    # _estimator_bridge.py (TF >= 2.16); the first four: RunConfig(train_distribute=…)'s path.
     f"{_DISTRIBUTE}.distribute_coordinator:run_distribute_coordinator": "the coordinator",
     f"{_DISTRIBUTE}.distribute_coordinator:CoordinatorMode": "same",
     f"{_DISTRIBUTE}.distribute_coordinator_context:get_current_worker_context": "worker's task",
@@ -197,8 +192,8 @@ PRIVATE_NAMES: dict[str, str] = {
     "tensorflow.python.util.tf_export:API_ATTRS": "same",
     "tensorflow.python.util.tf_export:API_ATTRS_V1": "same",
     "tensorflow.python.util.tf_export:SUBPACKAGE_NAMESPACES": "same",
-    f"{_ESTIMATOR_API}._v1:estimator": "tf.compat.v1.estimator",
-    f"{_ESTIMATOR_API}._v2:estimator": "tf.estimator",
+    "tensorflow_estimator.python.estimator.api._v1:estimator": "tf.compat.v1.estimator",
+    "tensorflow_estimator.python.estimator.api._v2:estimator": "tf.estimator",
     # legacy/: TF 1.15's tf.contrib pieces whose only TF 2.15 home is a private module.
     "tensorflow.python.ops.lookup_ops:index_table_from_file": "legacy/contrib/lookup.py",
     "tensorflow.python.ops.lookup_ops:DenseHashTable": "legacy/contrib/lookup.py",
