@@ -291,7 +291,12 @@ def multi_class_head(
     loss_fn=None,
     name=None,
 ):
-    """``tf.contrib.estimator.multi_class_head``: a v1 ``_Head``, softmax loss (n_classes > 2)."""
+    """``tf.contrib.estimator.multi_class_head``: a v1 ``_Head``, softmax loss (n_classes > 2).
+
+    Example:
+
+        estimator = tf.contrib.estimator.DNNEstimator(multi_class_head(3), columns, [16])
+    """
     return head_v1._multi_class_head_with_softmax_cross_entropy_loss(
         n_classes=n_classes,
         weight_column=weight_column,
@@ -310,7 +315,12 @@ def regression_head(
     inverse_link_fn=None,
     name=None,
 ):
-    """``tf.contrib.estimator.regression_head``: a v1 ``_Head``, mean squared error."""
+    """``tf.contrib.estimator.regression_head``: a v1 ``_Head``, mean squared error.
+
+    Example:
+
+        estimator = tf.contrib.estimator.DNNEstimator(regression_head(), columns, [16])
+    """
     return head_v1._regression_head(
         weight_column=weight_column,
         label_dimension=label_dimension,
@@ -324,7 +334,12 @@ def regression_head(
 def poisson_regression_head(
     weight_column=None, label_dimension=1, loss_reduction=_MEAN, compute_full_loss=True, name=None
 ):
-    """``tf.contrib.estimator.poisson_regression_head``: ``tf.nn.log_poisson_loss``, exp link."""
+    """``tf.contrib.estimator.poisson_regression_head``: ``tf.nn.log_poisson_loss``, exp link.
+
+    Example:
+
+        head = poisson_regression_head()  # predictions: exp(logits), counts
+    """
 
     def poisson_loss(labels, logits):
         return tf.nn.log_poisson_loss(
@@ -337,7 +352,12 @@ def poisson_regression_head(
 
 
 def logistic_regression_head(weight_column=None, loss_reduction=_MEAN, name=None):
-    """``tf.contrib.estimator.logistic_regression_head``: sigmoid loss on labels in [0, 1]."""
+    """``tf.contrib.estimator.logistic_regression_head``: sigmoid loss on labels in [0, 1].
+
+    Example:
+
+        head = logistic_regression_head()  # predictions: sigmoid(logits), a probability
+    """
 
     def logistic_loss(labels, logits):
         labels = head_v1._assert_range(
