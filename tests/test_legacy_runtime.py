@@ -389,3 +389,29 @@ print(os.environ.get("TF_ENABLE_ONEDNN_OPTS"), round(float(out.std()), 3), shape
     onednn, std, channels = proc.stdout.split()[-3:]
     assert std == "1.0" and channels == "2"  # normalised; evaluated
     assert onednn == "0"  # TF 1.15's wheel had no oneDNN either
+
+
+def test_keras_layers_apply_as_tf115(tmp_path):
+    # vahidk/TensorflowFramework builds its convolutions as `tf.keras.layers.Conv2D(…).apply(x)`:
+    # TF 1.15's Keras Layer had `apply`, "an alias of `self.__call__`"; Keras 2.15 / tf_keras
+    # dropped it ("'Conv2D' object has no attribute 'apply'").
+    proc = _legacy_inline(
+        tmp_path,
+        "import json\n"
+        "import tensorflow as tf\n"
+        "x = tf.ones([2, 8, 8, 3])\n"
+        "y = tf.keras.layers.Conv2D(4, 3, name='conv', kernel_initializer='ones').apply(x)\n"
+        "z = tf.keras.layers.Dense(2, name='dense').apply(tf.layers.flatten(y), training=True)\n"
+        "with tf.Session() as sess:\n"
+        "    sess.run(tf.global_variables_initializer())\n"
+        "    out = sess.run(y)\n"
+        "print(json.dumps({'shape': list(out.shape), 'value': float(out[0, 0, 0, 0]),\n"
+        "                  'z': z.shape.as_list(),\n"
+        "                  'vars': sorted(v.op.name for v in tf.global_variables())}))\n",
+    )
+    assert _result(proc) == {
+        "shape": [2, 6, 6, 4],
+        "value": 27.0,
+        "z": [2, 2],
+        "vars": ["conv/bias", "conv/kernel", "dense/bias", "dense/kernel"],
+    }, proc.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import logging
 import os
@@ -20,7 +21,7 @@ from absl import flags as absl_flags
 
 from tfest_kit import logs
 from tfest_kit._checks import TfestKitError
-from tfest_kit._tf import tf
+from tfest_kit._tf import KERAS_PACKAGE, tf
 from tfest_kit.legacy._contrib import TF1_RUNTIME
 from tfest_kit.legacy._importer import (
     INSTALLED_DIRS,
@@ -70,7 +71,9 @@ def enable_tf1_behavior() -> None:
       uninitialised one).
 
     And on NumPy 2, ``numpy.set_printoptions(legacy="1.25")``: NumPy scalars print as in NumPy
-    1 (``0.0625``, not ``np.float32(0.0625)``), in the dicts TF1 scripts log.
+    1 (``0.0625``, not ``np.float32(0.0625)``), in the dicts TF1 scripts log.  Keras 2's
+    ``Layer`` gets back TF 1.15's ``apply``, "an alias of ``self.__call__``" that later Keras
+    dropped (``tf.keras.layers.Conv2D(8, 3).apply(x)``); the legacy ``tf.layers`` keep their own.
     """
     tf.disable_v2_behavior()
     TF1_RUNTIME["on"] = True  # the TPUEstimator fallback: one step per Session.run
@@ -83,6 +86,14 @@ def enable_tf1_behavior() -> None:
     # (`Evaluation results: {'accuracy': 0.0625}`) as NumPy 1 printed it.
     if int(numpy.__version__.split(".")[0]) >= 2:
         numpy.set_printoptions(legacy="1.25")
+    layer = importlib.import_module(KERAS_PACKAGE).layers.Layer  # loaded by TensorFlow already
+    if not hasattr(layer, "apply"):
+        layer.apply = _layer_apply
+
+
+def _layer_apply(self, inputs, *args, **kwargs):
+    """TF 1.15's ``Layer.apply(inputs, *args, **kwargs)``: ``self.__call__`` under its old name."""
+    return self(inputs, *args, **kwargs)
 
 
 def _exit_status(exit_: SystemExit) -> int:
