@@ -321,7 +321,7 @@ class PreemptionHook(tf.train.SessionRunHook):
     goes to the previous handler (Ctrl-C twice kills). Handlers need the main thread.
 
     Args:
-      signals: the signals (``signal.Signals`` or their numbers) to catch.
+      signals: the signals to catch (``signal.Signals``, their numbers or names).
 
     Raises:
       ValueError: for a number that is no signal.

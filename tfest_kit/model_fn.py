@@ -504,9 +504,9 @@ def classifier(
       learning_rate: peak learning rate; None: 1e-3. Not with an Optimizer instance.
       warmup_steps: steps of linear warm-up from 0 (BERT's ``num_warmup_steps``).
       decay_steps: step where the rate reaches 0, linearly (``num_train_steps``); None: no decay.
-      init_checkpoint: checkpoint prefix, directory (its latest) or SavedModel to warm-start
-        from, BERT style (by name and shape, logged ``*INIT_FROM_CKPT*``; none matching is an
-        error); read only while model_dir has none.
+      init_checkpoint: checkpoint prefix, directory (its latest), SavedModel or exporter's base
+        (its newest) to warm-start from, BERT style (by name and shape, logged
+        ``*INIT_FROM_CKPT*``; none matching is an error); read only while model_dir has none.
       metrics: from :data:`CLASSIFIER_METRICS`; ``"precision"``, ``"recall"``, ``"f1"`` are
         macro averages; ``"recall_at_5"`` etc.; ``"auc"`` for 2 classes.
       tpu_spec: return ``TPUEstimatorSpec`` for ``TPUEstimator``.
